@@ -1,0 +1,136 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genload/genload/host/exitcode"
+)
+
+func TestDefaultsAreValidAndMatchTheSeedMethod(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+	// 7 sequence lengths × 13 batch sizes = 91 cells; max_tokens 100; gamma k = 0.9.
+	if n := len(c.Matrix.SeqLens) * len(c.Matrix.BatchSizes); n != 91 {
+		t.Errorf("default grid has %d cells, want 91", n)
+	}
+	if c.MaxTokens != 100 || c.Lengths.Plugin != "gamma" || c.Lengths.Config["k"] != 0.9 || c.Mode != ModeArray {
+		t.Errorf("defaults = max_tokens %d, lengths %q %v, mode %q", c.MaxTokens, c.Lengths.Plugin, c.Lengths.Config, c.Mode)
+	}
+}
+
+func TestParseOverridesAndKeepsDefaults(t *testing.T) {
+	src := `
+seed = 7
+max_tokens = 64
+[matrix]
+seq_lens = [512]
+batch_sizes = [1, 4]
+pairs = [[2048, 3]]
+[lengths]
+plugin = "uniform"
+[warmup]
+retry_delay = "250ms"
+`
+	c, err := Parse("bench.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Seed != 7 || c.MaxTokens != 64 || c.Lengths.Plugin != "uniform" || len(c.Lengths.Config) != 0 {
+		t.Errorf("got seed %d max_tokens %d lengths %q %v", c.Seed, c.MaxTokens, c.Lengths.Plugin, c.Lengths.Config)
+	}
+	if c.Warmup.RetryDelay.Duration != 250*time.Millisecond || c.Warmup.Retries != 3 {
+		t.Errorf("warmup = %+v, want 250ms delay and the default 3 retries", c.Warmup)
+	}
+	if c.Target != Builtin || c.Prompt.Suffix == "" {
+		t.Errorf("defaults lost: target %q suffix %q", c.Target, c.Prompt.Suffix)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestErrorsNameFileLineAndKey(t *testing.T) {
+	cases := []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown key", "seed = 1\n[matrix]\nseq_lenz = [1]\n", []string{"bench.toml:3", "[matrix.seq_lenz]", "unknown key"}},
+		{"wrong type", "seed = 1\nmax_tokens = \"many\"\n", []string{"bench.toml:2", "max_tokens"}},
+		{"syntax", "seed = 1\n[matrix\n", []string{"bench.toml:2"}},
+		{"bad duration", "[timeouts]\ntotal = \"soon\"\n", []string{"bench.toml:2", "not a duration"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("bench.toml", []byte(tc.src))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if exitcode.Of(err) != exitcode.InvalidConfig {
+				t.Errorf("exit code %d, want InvalidConfig", exitcode.Of(err))
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	src := "max_tokens = 0\nmode = \"fast\"\ntarget = \"ftp://x\"\n[matrix]\nbatch_sizes = [0]\n[prompt]\nformat = \"pdf\"\n"
+	c, err := Parse("b.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	for _, w := range []string{"b.toml:1: [max_tokens]", "b.toml:2: [mode]", "b.toml:3: [target]", "b.toml:5: [matrix.batch_sizes]", "b.toml:7: [prompt.format]"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v lacks %q", err, w)
+		}
+	}
+	var ec *exitcode.Error
+	if !errors.As(err, &ec) || ec.Code != exitcode.InvalidConfig {
+		t.Errorf("want InvalidConfig, got %v", err)
+	}
+}
+
+func TestDuplicateWorkersAndRoutingNeedsRoutedMode(t *testing.T) {
+	src := "[[workers]]\nurl = \"http://127.0.0.1:1\"\n[[workers]]\nurl = \"http://127.0.0.1:1\"\n"
+	c, err := Parse("b.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "worker 1 duplicates worker 0") || !strings.Contains(err.Error(), "mode = \"routed\"") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestGridIsServerFirst(t *testing.T) {
+	c := Default()
+	c.Mode = ModeRouted
+	c.Grid = WorkerGrid{Servers: 2, Generators: 3, ServerHeader: "x-service-index", GeneratorHeader: "x-local-index"}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ws := c.ResolvedWorkers("http://127.0.0.1:9")
+	// worker w → server w mod 2, generator w div 2
+	want := []string{"s0-g0", "s1-g0", "s0-g1", "s1-g1", "s0-g2", "s1-g2"}
+	if len(ws) != len(want) {
+		t.Fatalf("%d workers, want %d", len(ws), len(want))
+	}
+	for i, w := range ws {
+		if w.Name != want[i] || w.URL != "http://127.0.0.1:9" {
+			t.Errorf("worker %d = %s %s, want %s", i, w.Name, w.URL, want[i])
+		}
+	}
+	if ws[3].Headers["x-service-index"] != "1" || ws[3].Headers["x-local-index"] != "1" {
+		t.Errorf("worker 3 headers = %v", ws[3].Headers)
+	}
+}
