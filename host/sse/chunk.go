@@ -1,0 +1,247 @@
+package sse
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/valyala/fastjson"
+)
+
+// Usage is a server's token accounting (the OpenAI `usage` object), in tokens.
+type Usage struct {
+	// PromptTokens is usage.prompt_tokens.
+	PromptTokens int `json:"prompt_tokens"`
+	// CompletionTokens is usage.completion_tokens.
+	CompletionTokens int `json:"completion_tokens"`
+	// TotalTokens is usage.total_tokens.
+	TotalTokens int `json:"total_tokens"`
+	// CachedTokens is usage.prompt_tokens_details.cached_tokens (prefix-cache hits);
+	// valid only when HasCached.
+	CachedTokens int `json:"cached_tokens"`
+	// HasCached reports that prompt_tokens_details.cached_tokens was a number (it may be
+	// missing, null or an object without it).
+	HasCached bool `json:"has_cached"`
+}
+
+// Add returns the field-wise sum of u and v; HasCached is true if either has it.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		TotalTokens:      u.TotalTokens + v.TotalTokens,
+		CachedTokens:     u.CachedTokens + v.CachedTokens,
+		HasCached:        u.HasCached || v.HasCached,
+	}
+}
+
+// ServerError is an error reported by the server inside a 200 stream (`{"error":...}` as
+// the event's top-level key) or in an error body. It accepts the four shapes of the wire
+// reference: vLLM {message,type,param,code:int}, SGLang {object,message,type,param,code},
+// llama.cpp {code,message,type}, TGI {message,http_status_code} (and TGI's non-stream
+// {"error":"…","error_type":…}, and the older flat {"object":"error","message":…}).
+type ServerError struct {
+	// Message is error.message, else the top-level message, else error when it is a
+	// plain string, else the raw JSON of error.
+	Message string `json:"message"`
+	// Type is error.type (or TGI's top-level error_type); may be empty.
+	Type string `json:"type,omitempty"`
+	// Code is the numeric error.code or error.http_status_code (TGI); 0 when absent or
+	// not a number.
+	Code int `json:"code,omitempty"`
+}
+
+// Error returns "server error: <message>" with the type and code when known.
+func (e *ServerError) Error() string {
+	s := "server error: " + e.Message
+	if e.Type != "" || e.Code != 0 {
+		s += " ("
+		if e.Type != "" {
+			s += e.Type
+		}
+		if e.Code != 0 {
+			if e.Type != "" {
+				s += ", "
+			}
+			s += "code " + strconv.Itoa(e.Code)
+		}
+		s += ")"
+	}
+	return s
+}
+
+// Choice is one element of a chunk's choices array.
+type Choice struct {
+	// Index is choices[].index: prompt·n + c in every server of the wire reference.
+	Index int
+	// Text is the unescaped text delta; it aliases the Decoder's parser memory and is
+	// valid until the next Decode.
+	Text []byte
+	// FinishReason is the finish_reason string when Finished ("stop", "length", "abort",
+	// "content_filter", "eos_token", "stop_sequence", …); aliases parser memory.
+	FinishReason []byte
+	// Finished reports a non-null, non-empty finish_reason (TGI sends "" on ordinary
+	// chunks).
+	Finished bool
+}
+
+// Chunk is one decoded completions event. All slices alias the Decoder and are valid
+// until its next Decode.
+type Chunk struct {
+	// Done reports the `[DONE]` sentinel; no other field is set then.
+	Done bool
+	// Err is set when the event's JSON carries a top-level `error` (or is a flat
+	// {"object":"error"} body); the stream must then be treated as failed.
+	Err *ServerError
+	// Choices are the chunk's choices; empty for a usage-only chunk (`"choices":[]`).
+	Choices []Choice
+	// Usage is the chunk's usage object, valid when HasUsage (usage present and not null).
+	Usage    Usage
+	HasUsage bool
+}
+
+// Decoder decodes completion chunk events with fastjson, reusing its parser and Chunk:
+// after the first few calls it does not allocate (except for a ServerError).
+// A Decoder is not safe for concurrent use.
+type Decoder struct {
+	p     fastjson.Parser
+	chunk Chunk
+}
+
+var doneSentinel = []byte("[DONE]")
+
+// Decode parses one event's data. It returns an error (naming the first bytes of the
+// data) when the data is neither `[DONE]` nor a JSON object, or when a field has the
+// wrong type (choices not an array, index not a non-negative integer).
+func (d *Decoder) Decode(data []byte) (*Chunk, error) {
+	c := &d.chunk
+	c.Done, c.Err, c.HasUsage = false, nil, false
+	c.Usage = Usage{}
+	c.Choices = c.Choices[:0]
+	if len(data) == len(doneSentinel) && string(data) == "[DONE]" {
+		c.Done = true
+		return c, nil
+	}
+	v, err := d.p.ParseBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("sse: chunk %q: %w", head(data), err)
+	}
+	if v.Type() != fastjson.TypeObject {
+		return nil, fmt.Errorf("sse: chunk %q: not a JSON object", head(data))
+	}
+	if ev := v.Get("error"); ev != nil && ev.Type() != fastjson.TypeNull {
+		c.Err = serverError(v, ev)
+		return c, nil
+	}
+	if string(v.GetStringBytes("object")) == "error" {
+		c.Err = serverError(v, nil)
+		return c, nil
+	}
+	if cv := v.Get("choices"); cv != nil && cv.Type() != fastjson.TypeNull {
+		arr, err := cv.Array()
+		if err != nil {
+			return nil, fmt.Errorf("sse: chunk %q: choices: %w", head(data), err)
+		}
+		for _, ch := range arr {
+			idx := 0
+			if iv := ch.Get("index"); iv != nil {
+				idx, err = iv.Int()
+				if err != nil || idx < 0 {
+					return nil, fmt.Errorf("sse: chunk %q: choices[].index is not a non-negative integer", head(data))
+				}
+			}
+			choice := Choice{Index: idx, Text: ch.GetStringBytes("text")}
+			if fr := ch.GetStringBytes("finish_reason"); len(fr) > 0 {
+				choice.FinishReason, choice.Finished = fr, true
+			}
+			c.Choices = append(c.Choices, choice)
+		}
+	}
+	if uv := v.Get("usage"); uv != nil && uv.Type() == fastjson.TypeObject {
+		c.HasUsage = true
+		c.Usage = Usage{
+			PromptTokens:     uv.GetInt("prompt_tokens"),
+			CompletionTokens: uv.GetInt("completion_tokens"),
+			TotalTokens:      uv.GetInt("total_tokens"),
+		}
+		if ct := uv.Get("prompt_tokens_details", "cached_tokens"); ct != nil && ct.Type() == fastjson.TypeNumber {
+			c.Usage.CachedTokens, c.Usage.HasCached = ct.GetInt(), true
+		}
+	}
+	return c, nil
+}
+
+// ParseError extracts a ServerError from an HTTP error body (any of the shapes accepted
+// by Decode, or plain text). It returns the body itself (trimmed to 512 bytes) as the
+// message when the body is not JSON or names no message.
+func ParseError(body []byte) *ServerError {
+	var p fastjson.Parser
+	v, err := p.ParseBytes(body)
+	if err == nil && v.Type() == fastjson.TypeObject {
+		if e := serverError(v, v.Get("error")); e.Message != "" {
+			return e
+		}
+	}
+	return &ServerError{Message: string(head512(body))}
+}
+
+// serverError reads the message in the order error.message, message, error (string).
+func serverError(top, ev *fastjson.Value) *ServerError {
+	e := &ServerError{}
+	if ev != nil && ev.Type() == fastjson.TypeObject {
+		e.Message = string(ev.GetStringBytes("message"))
+		e.Type = string(ev.GetStringBytes("type"))
+		e.Code = intField(ev, "code")
+		if e.Code == 0 {
+			e.Code = intField(ev, "http_status_code")
+		}
+	}
+	if e.Message == "" {
+		e.Message = string(top.GetStringBytes("message"))
+	}
+	if e.Message == "" && ev != nil && ev.Type() == fastjson.TypeString {
+		e.Message = string(ev.GetStringBytes())
+	}
+	if e.Type == "" {
+		e.Type = string(top.GetStringBytes("error_type"))
+		if e.Type == "" {
+			e.Type = string(top.GetStringBytes("type"))
+		}
+	}
+	if e.Code == 0 {
+		e.Code = intField(top, "code")
+	}
+	if e.Message == "" && ev != nil {
+		e.Message = ev.String()
+	}
+	return e
+}
+
+// intField returns key as an int when it is a JSON number or a numeric string, else 0.
+func intField(v *fastjson.Value, key string) int {
+	f := v.Get(key)
+	if f == nil {
+		return 0
+	}
+	switch f.Type() {
+	case fastjson.TypeNumber:
+		return f.GetInt()
+	case fastjson.TypeString:
+		n, _ := strconv.Atoi(string(f.GetStringBytes()))
+		return n
+	}
+	return 0
+}
+
+func head(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
+}
+
+func head512(b []byte) []byte {
+	if len(b) > 512 {
+		return b[:512]
+	}
+	return b
+}
