@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +133,20 @@ func TestGridIsServerFirst(t *testing.T) {
 	}
 	if ws[3].Headers["x-service-index"] != "1" || ws[3].Headers["x-local-index"] != "1" {
 		t.Errorf("worker 3 headers = %v", ws[3].Headers)
+	}
+}
+
+func TestShippedBenchTomlIsTheDefaults(t *testing.T) {
+	c, err := Load("../../bench.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := Default()
+	d.File, d.lines, c.lines = c.File, nil, nil
+	if fmt.Sprintf("%+v", *c) != fmt.Sprintf("%+v", *d) {
+		t.Errorf("bench.toml differs from Default():\n file: %+v\n default: %+v", *c, *d)
 	}
 }
