@@ -1,0 +1,560 @@
+// Package plugin is genload's host for WebAssembly plugins (ABI v1, specified in sdk/ABI.md):
+// length distributions such as gamma and uniform, and routers such as router-rr. It is the only
+// package of genload that imports wazero.
+//
+// A Host compiles each .wasm file once per process (with an on-disk compilation cache, so a
+// warm load takes tens of milliseconds instead of seconds), instantiates one sandboxed instance
+// per loaded plugin and serialises calls to it with a mutex (instances are not goroutine-safe).
+// Every call runs under a deadline with wazero's WithCloseOnContextDone, inside a memory limit,
+// with no filesystem, network, environment or arguments, a fake clock and a random source seeded
+// from Options.Seed. The guest's stdout/stderr are captured per call and attached to errors.
+// The host validates every output (count, length range, worker index) and every error is an
+// *Error naming the plugin, the export and what to do.
+//
+// A non-zero guest status (bad config, recovered panic) leaves the instance usable; a trap, an
+// exit or a timeout discards it, and later calls return an error saying so.
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/genload/genload/sdk/abi"
+)
+
+// Defaults for Options.
+const (
+	// DefaultCallTimeout is the deadline of one export call (2 s).
+	DefaultCallTimeout = 2 * time.Second
+	// DefaultMemoryLimitPages is the linear-memory limit of an instance in 64 KiB pages
+	// (1024 pages = 64 MiB; a Go plugin needs about 60 pages after init).
+	DefaultMemoryLimitPages = 1024
+	// outputLimit is how many bytes of guest stdout+stderr are kept per call (8 KiB).
+	outputLimit = 8 << 10
+)
+
+// Options configure a Host. The zero value is usable.
+type Options struct {
+	// Dir is an extra directory searched first for plugins given by name (see Find).
+	Dir string
+	// CacheDir is wazero's compilation cache directory. Defaults to
+	// os.UserCacheDir()/genload/wazero; if there is no user cache directory, compiled code is
+	// cached in memory only.
+	CacheDir string
+	// CallTimeout is the deadline of each export call. Defaults to DefaultCallTimeout (2 s).
+	CallTimeout time.Duration
+	// MemoryLimitPages caps each instance's linear memory in 64 KiB pages. Defaults to
+	// DefaultMemoryLimitPages (1024 = 64 MiB).
+	MemoryLimitPages uint32
+	// Seed is the run seed: it is passed to plugins in the init envelope, seeds their WASI random
+	// source, and derives the per-cell seed of every lengths call (abi.CallSeed).
+	Seed uint64
+}
+
+// Host loads and runs plugins. Its methods are safe for concurrent use.
+type Host struct {
+	opts  Options
+	rt    wazero.Runtime
+	cache wazero.CompilationCache
+
+	mu       sync.Mutex
+	compiled map[[32]byte]wazero.CompiledModule
+}
+
+// NewHost creates a wazero runtime with the options' memory limit, WithCloseOnContextDone and the
+// compilation cache, and instantiates WASI preview 1 (the only import plugins may use). It
+// returns an error if CacheDir cannot be created.
+func NewHost(ctx context.Context, opts Options) (*Host, error) {
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	if opts.MemoryLimitPages == 0 {
+		opts.MemoryLimitPages = DefaultMemoryLimitPages
+	}
+	var cache wazero.CompilationCache
+	if opts.CacheDir == "" {
+		if d, err := os.UserCacheDir(); err == nil {
+			opts.CacheDir = filepath.Join(d, "genload", "wazero")
+		}
+	}
+	if opts.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("plugin compilation cache %s: %w", opts.CacheDir, err)
+		}
+		cache = c
+	} else {
+		cache = wazero.NewCompilationCache()
+	}
+	cfg := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(opts.MemoryLimitPages).
+		WithCompilationCache(cache)
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		_ = cache.Close(ctx)
+		return nil, fmt.Errorf("plugin host: instantiate WASI: %w", err)
+	}
+	return &Host{opts: opts, rt: rt, cache: cache, compiled: map[[32]byte]wazero.CompiledModule{}}, nil
+}
+
+// Close closes every instance and compiled module, then the compilation cache.
+func (h *Host) Close(ctx context.Context) error {
+	return errors.Join(h.rt.Close(ctx), h.cache.Close(ctx))
+}
+
+// Options returns the options in force, defaults filled in.
+func (h *Host) Options() Options { return h.opts }
+
+// Info describes a loaded plugin: its genload_info fields plus where it came from.
+type Info struct {
+	// Name, Version, Kind ("lengths" or "router"), ABIMinor and Caps come from genload_info.
+	Name, Version, Kind string
+	ABIMinor           int
+	Caps               []string
+	// Path is the .wasm file and SHA256 its hex digest (recorded in results).
+	Path   string
+	SHA256 string
+}
+
+// HasCap reports whether the plugin declared capability c (abi.CapPure, abi.CapCompletions).
+func (i Info) HasCap(c string) bool { return slices.Contains(i.Caps, c) }
+
+// module is a file read and checked against the ABI, before instantiation.
+type module struct {
+	path     string
+	name     string // file base name without .wasm, for errors before genload_info
+	sum      [32]byte
+	size     int
+	compiled wazero.CompiledModule
+	kind     string
+	exports  []string
+	imports  []string
+}
+
+// errf builds a file-level *Error.
+func (m *module) errf(export, hint, format string, args ...any) *Error {
+	return &Error{Plugin: m.name, Path: m.path, Export: export, Err: fmt.Errorf(format, args...), Hint: hint}
+}
+
+const rebuildHint = "build plugins with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared and the genload SDK (see sdk/ABI.md)"
+
+// open finds, reads, compiles (once per content) and statically checks a plugin file. wantKind
+// is abi.KindLengths, abi.KindRouter or "" for any.
+func (h *Host) open(ctx context.Context, nameOrPath, wantKind string) (*module, error) {
+	path, err := Find(nameOrPath, h.opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	m := &module{path: path, name: strings.TrimSuffix(filepath.Base(path), ".wasm")}
+	wasm, err := os.ReadFile(path)
+	if err != nil {
+		return nil, m.errf("", "", "read: %w", err)
+	}
+	m.size = len(wasm)
+	m.sum = sha256.Sum256(wasm)
+	if !bytes.HasPrefix(wasm, []byte("\x00asm")) {
+		what := fmt.Sprintf("starts with % x", wasm[:min(4, len(wasm))])
+		if bytes.HasPrefix(wasm, []byte("\x7fELF")) {
+			what = "a native ELF executable"
+		} else if len(wasm) == 0 {
+			what = "empty file"
+		}
+		return nil, m.errf("", rebuildHint, "not a WebAssembly module (%s)", what)
+	}
+	h.mu.Lock()
+	cm, ok := h.compiled[m.sum]
+	h.mu.Unlock()
+	if !ok {
+		cm, err = h.rt.CompileModule(ctx, wasm)
+		if err != nil {
+			return nil, m.errf("", rebuildHint, "invalid WebAssembly: %w", err)
+		}
+		h.mu.Lock()
+		if prev, ok := h.compiled[m.sum]; ok {
+			_ = cm.Close(ctx)
+			cm = prev
+		} else {
+			h.compiled[m.sum] = cm
+		}
+		h.mu.Unlock()
+	}
+	m.compiled = cm
+	if err := m.check(wantKind); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// check validates imports, the version marker, every export's exact signature, the memory
+// export and the kind.
+func (m *module) check(wantKind string) error {
+	for _, f := range m.compiled.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		m.imports = append(m.imports, mod+"."+name)
+		switch {
+		case mod == "gojs":
+			return m.errf("", "rebuild with GOOS=wasip1 GOARCH=wasm -buildmode=c-shared", "built for GOOS=js (imports gojs.%s)", name)
+		case mod != abi.WASIModule:
+			return m.errf("", "plugins may import only "+abi.WASIModule, "imports %s.%s, which the host does not provide", mod, name)
+		}
+	}
+	exports := m.compiled.ExportedFunctions()
+	for name := range exports {
+		m.exports = append(m.exports, name)
+	}
+	slices.Sort(m.exports)
+	var markers []string
+	for _, name := range m.exports {
+		if strings.HasPrefix(name, abi.MarkerPrefix) {
+			markers = append(markers, name)
+		}
+	}
+	switch {
+	case len(markers) == 0:
+		return m.errf(abi.Marker, rebuildHint, "no ABI version marker export: not a genload plugin")
+	case len(markers) > 1:
+		return m.errf(abi.Marker, rebuildHint, "several ABI version markers %v", markers)
+	case markers[0] != abi.Marker:
+		return m.errf(markers[0], "rebuild the plugin against a genload SDK for ABI v1, or use a genload that speaks its version",
+			"implements ABI v%s, this host speaks v%d", strings.TrimPrefix(markers[0], abi.MarkerPrefix), abi.Major)
+	}
+	if _, ok := exports[abi.Initialize]; !ok {
+		if _, ok := exports[abi.Start]; ok {
+			return m.errf(abi.Initialize, "rebuild with -buildmode=c-shared", "a WASI command (exports _start), not a reactor")
+		}
+	}
+	_, hasLengths := exports[abi.Lengths]
+	_, hasRoute := exports[abi.Route]
+	switch {
+	case hasLengths && hasRoute:
+		return m.errf("", "a plugin is either a length distribution or a router; import only one of sdk/lengths and sdk/router",
+			"exports both %s and %s", abi.Lengths, abi.Route)
+	case hasLengths:
+		m.kind = abi.KindLengths
+	case hasRoute:
+		m.kind = abi.KindRouter
+	default:
+		return m.errf("", "a plugin must export "+abi.Lengths+" (length distribution) or "+abi.Route+" (router); "+rebuildHint,
+			"exports neither %s nor %s", abi.Lengths, abi.Route)
+	}
+	for _, e := range abi.Exports {
+		if e.Kind != "" && e.Kind != m.kind {
+			continue
+		}
+		def, ok := exports[e.Name]
+		if !ok {
+			if e.Optional {
+				continue
+			}
+			return m.errf(e.Name, rebuildHint, "missing export %s %s", e.Name, sigString(e.Params, e.Results))
+		}
+		got := sigString(valTypes(def.ParamTypes()), valTypes(def.ResultTypes()))
+		if want := sigString(e.Params, e.Results); got != want {
+			return m.errf(e.Name, "fix the export's signature (sdk/ABI.md)", "export %s has signature %s, want %s", e.Name, got, want)
+		}
+	}
+	if _, ok := m.compiled.ExportedMemories()[abi.Memory]; !ok {
+		return m.errf(abi.Memory, rebuildHint, "no exported memory named %q", abi.Memory)
+	}
+	if wantKind != "" && wantKind != m.kind {
+		return m.errf("", fmt.Sprintf("use a %s plugin here", wantKind), "is a %s plugin, want a %s plugin", m.kind, wantKind)
+	}
+	return nil
+}
+
+// valTypes converts wazero value types to ABI spellings.
+func valTypes(ts []api.ValueType) []abi.ValType {
+	out := make([]abi.ValType, len(ts))
+	for i, t := range ts {
+		out[i] = abi.ValType(api.ValueTypeName(t))
+	}
+	return out
+}
+
+// sigString renders a signature as "(i32, i32) -> (i32)".
+func sigString(params, results []abi.ValType) string {
+	j := func(ts []abi.ValType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = string(t)
+		}
+		return "(" + strings.Join(s, ", ") + ")"
+	}
+	return j(params) + " -> " + j(results)
+}
+
+// instance is one running plugin instance; every method that touches the guest holds mu.
+type instance struct {
+	mu   sync.Mutex
+	host *Host
+	m    *module
+	info Info
+
+	mod                              api.Module
+	mem                              api.Memory
+	alloc, free, lastError, infoFn api.Function
+	initFn, lengthsFn, routeFn     api.Function
+	completeFn                     api.Function
+	out                            *cappedBuffer
+
+	buf, bufCap uint32 // host-owned guest buffer from genload_alloc
+	dead        error  // set after a fatal failure
+}
+
+// load opens, instantiates, runs _initialize, reads the info and calls genload_init with the
+// envelope carrying config.
+func (h *Host) load(ctx context.Context, nameOrPath, wantKind string, config map[string]any) (*instance, error) {
+	m, err := h.open(ctx, nameOrPath, wantKind)
+	if err != nil {
+		return nil, err
+	}
+	return h.instantiate(ctx, m, config)
+}
+
+// instantiate creates the sandboxed instance of m and initialises it.
+func (h *Host) instantiate(ctx context.Context, m *module, config map[string]any) (*instance, error) {
+	in := &instance{host: h, m: m, out: &cappedBuffer{limit: outputLimit}}
+	in.info = Info{Name: m.name, Kind: m.kind, Path: m.path, SHA256: hex.EncodeToString(m.sum[:])}
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], h.opts.Seed)
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions().
+		WithStdout(in.out).
+		WithStderr(in.out).
+		WithRandSource(rand.NewChaCha8(seed))
+	mod, err := h.rt.InstantiateModule(ctx, m.compiled, cfg)
+	if err != nil {
+		return nil, in.classify("", err, ctx)
+	}
+	in.mod = mod
+	in.mem = mod.Memory()
+	fn := func(name string) api.Function { return mod.ExportedFunction(name) }
+	in.alloc, in.free, in.lastError, in.infoFn, in.initFn = fn(abi.Alloc), fn(abi.Free), fn(abi.LastError), fn(abi.Info), fn(abi.Init)
+	in.lengthsFn, in.routeFn, in.completeFn = fn(abi.Lengths), fn(abi.Route), fn(abi.OnComplete)
+
+	if init := fn(abi.Initialize); init != nil {
+		if _, err := in.call(ctx, abi.Initialize, init); err != nil {
+			in.close(ctx)
+			return nil, err
+		}
+	}
+	if err := in.readInfo(ctx); err != nil {
+		in.close(ctx)
+		return nil, err
+	}
+	if err := in.initialise(ctx, config); err != nil {
+		in.close(ctx)
+		return nil, err
+	}
+	return in, nil
+}
+
+// readInfo calls genload_info and checks name and kind.
+func (in *instance) readInfo(ctx context.Context) error {
+	res, err := in.call(ctx, abi.Info, in.infoFn)
+	if err != nil {
+		return err
+	}
+	b, err := in.read(abi.Info, res[0])
+	if err != nil {
+		return err
+	}
+	var doc abi.InfoDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return in.errf(abi.Info, rebuildHint, "info JSON: %w", err)
+	}
+	switch {
+	case !validName.MatchString(doc.Name):
+		return in.errf(abi.Info, "set a name of lower-case letters, digits, '-' or '_' in the plugin's info", "info name %q is invalid (was a plugin registered in an init function?)", doc.Name)
+	case doc.Kind != in.m.kind:
+		return in.errf(abi.Info, "the info kind must agree with the exports", "info says kind %q, exports say %q", doc.Kind, in.m.kind)
+	case doc.ABIMinor < 0:
+		return in.errf(abi.Info, rebuildHint, "info abi_minor %d is negative", doc.ABIMinor)
+	}
+	in.info.Name, in.info.Version, in.info.ABIMinor, in.info.Caps = doc.Name, doc.Version, doc.ABIMinor, doc.Caps
+	if in.info.Caps == nil {
+		in.info.Caps = []string{}
+	}
+	return nil
+}
+
+// initialise sends the init envelope.
+func (in *instance) initialise(ctx context.Context, config map[string]any) error {
+	if config == nil {
+		config = map[string]any{}
+	}
+	env, err := json.Marshal(abi.Envelope{ABI: abi.Major, ABIMinor: abi.Minor, Host: "genload", Seed: in.host.opts.Seed, Config: config})
+	if err != nil {
+		return in.errf(abi.Init, "plugin config values must be TOML scalars, arrays or tables", "encode config: %w", err)
+	}
+	if err := in.ensure(ctx, uint32(len(env))); err != nil {
+		return err
+	}
+	if !in.mem.Write(in.buf, env) {
+		return in.errf(abi.Init, "", "write %d bytes at %#x: outside guest memory", len(env), in.buf)
+	}
+	res, err := in.call(ctx, abi.Init, in.initFn, uint64(in.buf), uint64(len(env)))
+	if err != nil {
+		return err
+	}
+	return in.status(ctx, abi.Init, res[0], "fix the plugin's table in bench.toml (see the plugin's documentation for its keys)")
+}
+
+// errf builds an *Error for this instance.
+func (in *instance) errf(export, hint, format string, args ...any) *Error {
+	return &Error{Plugin: in.info.Name, Path: in.m.path, Export: export, Err: fmt.Errorf(format, args...), Hint: hint}
+}
+
+// ensure makes the host-owned guest buffer at least size bytes (re-allocating via genload_free
+// and genload_alloc).
+func (in *instance) ensure(ctx context.Context, size uint32) error {
+	if size <= in.bufCap && in.buf != 0 {
+		return nil
+	}
+	if in.buf != 0 {
+		if _, err := in.call(ctx, abi.Free, in.free, uint64(in.buf)); err != nil {
+			return err
+		}
+		in.buf, in.bufCap = 0, 0
+	}
+	c := max(4096, size)
+	res, err := in.call(ctx, abi.Alloc, in.alloc, uint64(c))
+	if err != nil {
+		return err
+	}
+	p := uint32(res[0])
+	if p == 0 || p%8 != 0 || uint64(p)+uint64(c) > uint64(in.mem.Size()) {
+		return in.errf(abi.Alloc, "the plugin's allocator is broken", "returned %#x for %d bytes (memory is %d bytes)", p, c, in.mem.Size())
+	}
+	in.buf, in.bufCap = p, c
+	return nil
+}
+
+// read copies the guest bytes described by a packed ptr<<32|len.
+func (in *instance) read(export string, packed uint64) ([]byte, error) {
+	p, n := abi.Unpack(packed)
+	if n == 0 {
+		return nil, nil
+	}
+	b, ok := in.mem.Read(p, n)
+	if !ok {
+		return nil, in.errf(export, "", "returned [%#x, +%d bytes) outside guest memory (%d bytes)", p, n, in.mem.Size())
+	}
+	return bytes.Clone(b), nil
+}
+
+// call invokes an export under the call deadline; a wazero error discards the instance.
+func (in *instance) call(ctx context.Context, export string, f api.Function, params ...uint64) ([]uint64, error) {
+	if in.dead != nil {
+		return nil, &Error{Plugin: in.info.Name, Path: in.m.path, Export: export, Fatal: true,
+			Err: fmt.Errorf("instance was discarded after an earlier failure (%w)", in.dead), Hint: "fix the plugin and start a new run"}
+	}
+	if f == nil {
+		return nil, in.errf(export, rebuildHint, "export is missing")
+	}
+	in.out.reset()
+	cctx, cancel := context.WithTimeout(ctx, in.host.opts.CallTimeout)
+	res, err := f.Call(cctx, params...)
+	cancel()
+	if err != nil {
+		e := in.classify(export, err, ctx)
+		in.dead = e.Err
+		in.close(context.Background())
+		return nil, e
+	}
+	return res, nil
+}
+
+// classify turns a wazero error (trap, exit, timeout) into a fatal *Error with a hint.
+func (in *instance) classify(export string, err error, parent context.Context) *Error {
+	out := in.out.String()
+	e := &Error{Plugin: in.info.Name, Path: in.m.path, Export: export, Fatal: true, Output: out}
+	var exit *sys.ExitError
+	switch {
+	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded && parent.Err() == nil:
+		e.Err = fmt.Errorf("did not return within %v", in.host.opts.CallTimeout)
+		e.Hint = "the plugin loops or is too slow; fix it (the call timeout is a host option)"
+	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
+		e.Err = fmt.Errorf("call interrupted: %w", parent.Err())
+		e.Hint = "the run was cancelled"
+	case errors.As(err, &exit) && exit.ExitCode() == 0 && export == abi.Initialize:
+		e.Err = fmt.Errorf("module exited during %s", abi.Initialize)
+		e.Hint = "build with -buildmode=c-shared; plugins must not call os.Exit"
+	case errors.As(err, &exit):
+		e.Err = fmt.Errorf("plugin exited with code %d", exit.ExitCode())
+		e.Hint = "plugins must return errors, never call os.Exit"
+	case strings.Contains(err.Error(), "wasm error:"):
+		if l := crashLine(out); l != "" {
+			e.Err = fmt.Errorf("plugin crashed: %s", l)
+		} else {
+			e.Err = fmt.Errorf("WebAssembly trap: %s", strings.TrimPrefix(firstLine(err.Error()), "wasm error: "))
+		}
+		if strings.Contains(out, "out of memory") {
+			e.Hint = fmt.Sprintf("the plugin exceeded the memory limit of %d MiB; it allocates too much", in.host.opts.MemoryLimitPages/16)
+		} else {
+			e.Hint = "this is a bug in the plugin; its output is attached (genload plugin check shows it)"
+		}
+	default:
+		e.Err = err
+		e.Hint = "this is a bug in the plugin or the host"
+	}
+	return e
+}
+
+// status checks an export's rc (>= 0 is success) and, for a failure, reads genload_last_error.
+func (in *instance) status(ctx context.Context, export string, rc uint64, hint string) error {
+	r := int32(uint32(rc))
+	if r >= 0 {
+		return nil
+	}
+	st := abi.Status(-r)
+	msg := ""
+	if res, err := in.call(ctx, abi.LastError, in.lastError); err == nil {
+		if b, err := in.read(abi.LastError, res[0]); err == nil {
+			msg = string(b)
+		}
+	}
+	if msg == "" {
+		msg = "(no message from " + abi.LastError + ")"
+	}
+	switch st {
+	case abi.PluginError:
+		if strings.HasPrefix(msg, "panic: ") {
+			hint = "the plugin panicked; this is a bug in the plugin (the instance is still usable)"
+		} else if export != abi.Init {
+			hint = "the plugin failed on valid input; see its message"
+		}
+	case abi.NotInitialised, abi.Unsupported:
+		hint = "the plugin and host disagree about the ABI; " + rebuildHint
+	}
+	return &Error{Plugin: in.info.Name, Path: in.m.path, Export: export, Status: st,
+		Err: errors.New(firstLine(msg)), Hint: hint, Detail: msg, Output: in.out.String()}
+}
+
+// close releases the wazero module.
+func (in *instance) close(ctx context.Context) {
+	if in.mod != nil {
+		_ = in.mod.Close(ctx)
+	}
+}

@@ -1,0 +1,103 @@
+package plugin
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/genload/genload/sdk/abi"
+)
+
+// LengthsPlugin is a loaded length distribution (ABI kind "lengths"). It is safe for concurrent
+// use (calls are serialised).
+type LengthsPlugin struct {
+	in *instance
+
+	cache map[lengthsKey][]int // results of a "pure" plugin
+}
+
+// lengthsKey identifies a call of a pure plugin.
+type lengthsKey struct{ n, mean, min, max int }
+
+// LoadLengths loads a length distribution by name (searched as in Find) or path, and initialises
+// it with config, the plugin's bench.toml table (nil for none; keys the plugin does not know are
+// rejected by it). Errors are *Error values naming the plugin and the failing export.
+func (h *Host) LoadLengths(ctx context.Context, nameOrPath string, config map[string]any) (*LengthsPlugin, error) {
+	in, err := h.load(ctx, nameOrPath, abi.KindLengths, config)
+	if err != nil {
+		return nil, err
+	}
+	p := &LengthsPlugin{in: in}
+	if in.info.HasCap(abi.CapPure) {
+		p.cache = map[lengthsKey][]int{}
+	}
+	return p, nil
+}
+
+// Info returns the plugin's info.
+func (p *LengthsPlugin) Info() Info { return p.in.info }
+
+// Close releases the instance (Host.Close does it for every plugin too).
+func (p *LengthsPlugin) Close(ctx context.Context) error {
+	p.in.mu.Lock()
+	defer p.in.mu.Unlock()
+	p.in.close(ctx)
+	return nil
+}
+
+// Lengths returns n prompt lengths (tokens) for a cell of target mean length mean, each within
+// [min, max], by calling genload_lengths with the per-cell seed abi.CallSeed(Options.Seed, mean,
+// n). The host validates the output: exactly n values, each in [min, max]; a violation is an
+// *Error naming the plugin, as are bad arguments (n outside [0, abi.MaxBatch], mean < 1,
+// min < 1, min > max, values above 2^31−1). Results of plugins with the "pure" capability are
+// cached per (n, mean, min, max). The returned slice belongs to the caller.
+func (p *LengthsPlugin) Lengths(ctx context.Context, n, mean, min, max int) ([]int, error) {
+	in := p.in
+	switch {
+	case n < 0 || n > abi.MaxBatch:
+		return nil, in.errf(abi.Lengths, "use a batch size of at most 1048576", "batch size n = %d outside [0, %d]", n, abi.MaxBatch)
+	case mean < 1 || mean > math.MaxInt32:
+		return nil, in.errf(abi.Lengths, "use a mean length of at least 1 token", "mean = %d tokens outside [1, %d]", mean, math.MaxInt32)
+	case min < 1 || max > math.MaxInt32 || min > max:
+		return nil, in.errf(abi.Lengths, "check min_len, the model context and max_tokens", "length range [%d, %d] is empty or outside [1, %d]", min, max, math.MaxInt32)
+	}
+	key := lengthsKey{n, mean, min, max}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if ls, ok := p.cache[key]; ok {
+		return slices.Clone(ls), nil
+	}
+	if err := in.ensure(ctx, uint32(4*n)); err != nil {
+		return nil, err
+	}
+	seed := abi.CallSeed(in.host.opts.Seed, mean, n)
+	res, err := in.call(ctx, abi.Lengths, in.lengthsFn, uint64(n), uint64(mean), uint64(min), uint64(max), seed, uint64(in.buf))
+	if err != nil {
+		return nil, err
+	}
+	if err := in.status(ctx, abi.Lengths, res[0], fmt.Sprintf("the plugin rejected the cell n=%d mean=%d min=%d max=%d", n, mean, min, max)); err != nil {
+		return nil, err
+	}
+	if got := int(int32(uint32(res[0]))); got != n {
+		return nil, in.errf(abi.Lengths, "this is a bug in the plugin", "returned %d lengths, want %d", got, n)
+	}
+	b, ok := in.mem.Read(in.buf, uint32(4*n))
+	if !ok {
+		return nil, in.errf(abi.Lengths, "", "output buffer outside guest memory")
+	}
+	out := make([]int, n)
+	for i := range out {
+		v := int(binary.LittleEndian.Uint32(b[4*i:]))
+		if v < min || v > max {
+			return nil, in.errf(abi.Lengths, "the plugin must clamp every length to [min, max]; this is a bug in the plugin",
+				"length %d at index %d is outside [%d, %d] (n=%d, mean=%d)", v, i, min, max, n, mean)
+		}
+		out[i] = v
+	}
+	if p.cache != nil {
+		p.cache[key] = slices.Clone(out)
+	}
+	return out, nil
+}

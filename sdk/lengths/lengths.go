@@ -1,0 +1,76 @@
+// Package lengths lets a Go plugin provide a prompt-length distribution (ABI kind "lengths"):
+// the host asks it for the B prompt lengths of each (mean L, batch B) cell.
+package lengths
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/genload/genload/sdk"
+	"github.com/genload/genload/sdk/abi"
+	"github.com/genload/genload/sdk/internal/guest"
+)
+
+// Call is one genload_lengths request: N lengths (tokens) with target mean Mean, each within
+// [Min, Max] (the host clamps and validates too), and Seed, a per-cell seed the host derives from
+// the run seed and (Mean, N) so a seeded distribution gives the same lengths for the same cell
+// whatever order cells run in.
+type Call struct {
+	N, Mean, Min, Max int
+	Seed              uint64
+}
+
+// Func returns the lengths of one call. It should return exactly c.N values in [c.Min, c.Max];
+// the host rejects any other count or range with an error naming the plugin.
+type Func func(c Call) ([]int, error)
+
+var fn Func
+
+// Register declares the module's plugin. Call it from an init function. setup runs once at
+// genload_init with the run seed and config (decode it with env.Decode; a non-empty config that
+// is never decoded is rejected) and returns the function serving every genload_lengths call.
+func Register(info sdk.Info, setup func(env *sdk.Env) (Func, error)) {
+	guest.Register(abi.KindLengths, info, func(env *guest.Env) error {
+		f, err := setup(env)
+		if err != nil {
+			return err
+		}
+		if f == nil {
+			return guest.Errorf(abi.PluginError, "setup returned a nil lengths.Func")
+		}
+		fn = f
+		return nil
+	})
+}
+
+// export implements genload_lengths after the pointer check: it calls fn and writes
+// min(len(result), n) little-endian u32 values to out, returning len(result) so the host sees a
+// wrong count.
+func export(n, mean, lo, hi int32, seed uint64, out func(size uint32) ([]byte, error)) int32 {
+	return guest.Guard(func() (int32, error) {
+		if err := guest.RequireInit(); err != nil {
+			return 0, err
+		}
+		if n < 0 || n > abi.MaxBatch {
+			return 0, guest.Errorf(abi.BadInput, "n = %d outside [0, %d]", n, abi.MaxBatch)
+		}
+		buf, err := out(uint32(n) * 4)
+		if err != nil {
+			return 0, err
+		}
+		ls, err := fn(Call{N: int(n), Mean: int(mean), Min: int(lo), Max: int(hi), Seed: seed})
+		if err != nil {
+			return 0, err
+		}
+		for i, v := range ls[:min(len(ls), int(n))] {
+			if v < 0 || v > math.MaxUint32 {
+				return 0, guest.Errorf(abi.PluginError, "length %d at index %d does not fit in a u32", v, i)
+			}
+			binary.LittleEndian.PutUint32(buf[4*i:], uint32(v))
+		}
+		if len(ls) > math.MaxInt32 {
+			return 0, guest.Errorf(abi.PluginError, "returned %d lengths", len(ls))
+		}
+		return int32(len(ls)), nil
+	})
+}

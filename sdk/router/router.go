@@ -1,0 +1,122 @@
+// Package router lets a Go plugin provide a routing policy (ABI kind "router"): in routed mode
+// the host asks it which worker each of a cell's B prompts goes to, and, if the plugin declares
+// the "completions" capability, tells it when each request finished.
+package router
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/genload/genload/sdk"
+	"github.com/genload/genload/sdk/abi"
+	"github.com/genload/genload/sdk/internal/guest"
+)
+
+// Completion is one finished request reported through genload_on_complete.
+type Completion struct {
+	// Worker is the index the request was routed to.
+	Worker int
+	// PromptLen and CompletionTokens are the request's prompt and generated lengths in tokens.
+	PromptLen, CompletionTokens int
+	// Failed is true when the request ended in an error.
+	Failed bool
+}
+
+// Policy is a routing policy.
+type Policy struct {
+	// Route returns, for each prompt length (tokens), the index of the worker in [0, workers)
+	// that serves it; the result must have len(promptLens) entries. Required.
+	Route func(promptLens []int, workers int) ([]int, error)
+	// Complete receives finished requests in batches (stateful policies such as
+	// least-outstanding). Optional; set it if and only if Info.Caps has sdk.CapCompletions.
+	Complete func(done []Completion) error
+}
+
+var policy Policy
+
+// Register declares the module's plugin. Call it from an init function. setup runs once at
+// genload_init with the run seed and config (decode it with env.Decode) and returns the policy.
+func Register(info sdk.Info, setup func(env *sdk.Env) (Policy, error)) {
+	guest.Register(abi.KindRouter, info, func(env *guest.Env) error {
+		p, err := setup(env)
+		if err != nil {
+			return err
+		}
+		if p.Route == nil {
+			return guest.Errorf(abi.PluginError, "setup returned a Policy without Route")
+		}
+		if (p.Complete != nil) != guest.HasCap(abi.CapCompletions) {
+			return guest.Errorf(abi.PluginError, "Policy.Complete must be set exactly when Info.Caps lists %q", abi.CapCompletions)
+		}
+		policy = p
+		return nil
+	})
+}
+
+// route implements genload_route after the pointer lookup.
+func route(n, workers int32, in, out func(size uint32) ([]byte, error)) int32 {
+	return guest.Guard(func() (int32, error) {
+		if err := guest.RequireInit(); err != nil {
+			return 0, err
+		}
+		if n < 0 || n > abi.MaxBatch {
+			return 0, guest.Errorf(abi.BadInput, "n = %d outside [0, %d]", n, abi.MaxBatch)
+		}
+		if workers <= 0 {
+			return 0, guest.Errorf(abi.BadInput, "workers = %d, want > 0", workers)
+		}
+		src, err := in(uint32(n) * 4)
+		if err != nil {
+			return 0, err
+		}
+		lens := make([]int, n)
+		for i := range lens {
+			lens[i] = int(binary.LittleEndian.Uint32(src[4*i:]))
+		}
+		dst, err := out(uint32(n) * 4)
+		if err != nil {
+			return 0, err
+		}
+		idx, err := policy.Route(lens, int(workers))
+		if err != nil {
+			return 0, err
+		}
+		for i, w := range idx[:min(len(idx), int(n))] {
+			if w < 0 || w > math.MaxUint32 {
+				return 0, guest.Errorf(abi.PluginError, "worker index %d at position %d does not fit in a u32", w, i)
+			}
+			binary.LittleEndian.PutUint32(dst[4*i:], uint32(w))
+		}
+		return int32(len(idx)), nil
+	})
+}
+
+// complete implements genload_on_complete after the pointer lookup.
+func complete(n int32, recs func(size uint32) ([]byte, error)) int32 {
+	return guest.Guard(func() (int32, error) {
+		if err := guest.RequireInit(); err != nil {
+			return 0, err
+		}
+		if policy.Complete == nil {
+			return 0, guest.Errorf(abi.Unsupported, "plugin does not declare %q", abi.CapCompletions)
+		}
+		if n < 0 || n > abi.MaxBatch {
+			return 0, guest.Errorf(abi.BadInput, "n = %d outside [0, %d]", n, abi.MaxBatch)
+		}
+		b, err := recs(uint32(n) * abi.CompletionRecordSize)
+		if err != nil {
+			return 0, err
+		}
+		done := make([]Completion, n)
+		for i := range done {
+			r := b[i*abi.CompletionRecordSize:]
+			done[i] = Completion{
+				Worker:           int(binary.LittleEndian.Uint32(r)),
+				PromptLen:        int(binary.LittleEndian.Uint32(r[4:])),
+				CompletionTokens: int(binary.LittleEndian.Uint32(r[8:])),
+				Failed:           binary.LittleEndian.Uint32(r[12:])&abi.CompletionFailed != 0,
+			}
+		}
+		return 0, policy.Complete(done)
+	})
+}
