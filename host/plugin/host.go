@@ -129,8 +129,8 @@ func (h *Host) Options() Options { return h.opts }
 type Info struct {
 	// Name, Version, Kind ("lengths" or "router"), ABIMinor and Caps come from genload_info.
 	Name, Version, Kind string
-	ABIMinor           int
-	Caps               []string
+	ABIMinor            int
+	Caps                []string
 	// Path is the .wasm file and SHA256 its hex digest (recorded in results).
 	Path   string
 	SHA256 string
@@ -310,8 +310,8 @@ type instance struct {
 	m    *module
 	info Info
 
-	mod                              api.Module
-	mem                              api.Memory
+	mod                            api.Module
+	mem                            api.Memory
 	alloc, free, lastError, infoFn api.Function
 	initFn, lengthsFn, routeFn     api.Function
 	completeFn                     api.Function
