@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Dialect names accepted by Config.Dialect.
+const (
+	DialectVLLM     = "vllm"
+	DialectSGLang   = "sglang"
+	DialectLlamaCpp = "llamacpp"
+	DialectTGI      = "tgi"
+)
+
+// Config configures an Engine. Build one with DefaultConfig and change fields; New validates it.
+type Config struct {
+	// Profile is the cost-model profile: an embedded name (see ProfileNames) or a TOML file
+	// path. Defaults to DefaultProfile ("moe-30b-a3b").
+	Profile string
+	// TimeScale is wall seconds per simulated second: every simulated step duration is
+	// multiplied by it before sleeping. Defaults to 0.05, which runs the default bench matrix
+	// (91 cells, warmup + 100-token measurement) in about 90 s on a 2-core machine.
+	TimeScale float64
+	// MaxModelLen is the context length in tokens (prompt + completion). Defaults to 131072.
+	MaxModelLen int
+	// ModelName is the served model id reported by /v1/models. Defaults to "genload-sim".
+	ModelName string
+	// Seed seeds generated tokens when a request has no seed. Defaults to 0.
+	Seed int64
+	// Dialect selects the wire dialect: "vllm" (default), "sglang", "llamacpp" or "tgi".
+	Dialect string
+	// MaxNumSeqs is the most sequences scheduled in one step (vLLM max_num_seqs). Defaults to 256.
+	MaxNumSeqs int
+	// MaxNumBatchedTokens is the per-step token budget shared by decode and chunked prefill
+	// (vLLM max_num_batched_tokens), in tokens. Defaults to 8192.
+	MaxNumBatchedTokens int
+	// KVCacheTokens is the KV cache capacity in tokens (rounded down to whole blocks).
+	// Defaults to 8388608 (≥ 64 sequences × 64,100 tokens + prefix-cache room).
+	KVCacheTokens int
+	// BlockSize is the KV cache and prefix-cache block size in tokens. Defaults to 16.
+	BlockSize int
+	// DisablePrefixCaching turns the prefix cache off. Defaults to false (caching on).
+	DisablePrefixCaching bool
+	// EOSProbability is the per-token probability of an end-of-sequence token when a request
+	// does not set ignore_eos (decided by a hash of seed, prompt and position, so it is
+	// deterministic). Defaults to 0.01.
+	EOSProbability float64
+	// VocabSize bounds accepted prompt token ids: 0 ≤ id < VocabSize. Defaults to 151936 (Qwen3).
+	VocabSize int
+	// HidePromptTokensDetails reports usage.prompt_tokens_details as null, like vLLM without
+	// --enable-prompt-tokens-details. Defaults to false (cached_tokens reported).
+	HidePromptTokensDetails bool
+	// ForceIncludeUsage always sends the usage chunk in streams (vLLM
+	// --enable-force-include-usage). Defaults to false.
+	ForceIncludeUsage bool
+	// StreamInterval is the number of tokens per choice coalesced into one stream chunk
+	// (vLLM --stream-interval). Defaults to 1 (one chunk per token).
+	StreamInterval int
+	// StepLog, when not nil, receives one line per engine step:
+	// "step=N active=A decode=D prefill_tokens=P waiting=W kv_blocks=K fwd_ms=F wall_ms=W".
+	StepLog io.Writer
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		Profile:             DefaultProfile,
+		TimeScale:           0.05,
+		MaxModelLen:         131072,
+		ModelName:           "genload-sim",
+		Dialect:             DialectVLLM,
+		MaxNumSeqs:          256,
+		MaxNumBatchedTokens: 8192,
+		KVCacheTokens:       8388608,
+		BlockSize:           16,
+		EOSProbability:      0.01,
+		VocabSize:           151936,
+		StreamInterval:      1,
+	}
+}
+
+// Validate reports every invalid field at once, naming each field's flag in brackets.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(f string, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("[%s] "+format, append([]any{f}, args...)...))
+	}
+	if !(c.TimeScale >= 0) {
+		bad("time-scale", "must be >= 0, got %v", c.TimeScale)
+	}
+	if c.MaxModelLen < 2 {
+		bad("max-model-len", "must be >= 2, got %d", c.MaxModelLen)
+	}
+	if c.ModelName == "" {
+		bad("model", "must not be empty")
+	}
+	switch c.Dialect {
+	case DialectVLLM, DialectSGLang, DialectLlamaCpp, DialectTGI:
+	default:
+		bad("dialect", "must be vllm, sglang, llamacpp or tgi, got %q", c.Dialect)
+	}
+	if c.MaxNumSeqs < 1 {
+		bad("max-num-seqs", "must be >= 1, got %d", c.MaxNumSeqs)
+	}
+	if c.MaxNumBatchedTokens < 1 {
+		bad("max-num-batched-tokens", "must be >= 1, got %d", c.MaxNumBatchedTokens)
+	}
+	if c.BlockSize < 1 {
+		bad("block-size", "must be >= 1, got %d", c.BlockSize)
+	}
+	if c.BlockSize >= 1 && c.KVCacheTokens < c.BlockSize {
+		bad("kv-cache-tokens", "must be >= block size %d, got %d", c.BlockSize, c.KVCacheTokens)
+	}
+	if !(c.EOSProbability >= 0 && c.EOSProbability <= 1) {
+		bad("eos-probability", "must be in [0, 1], got %v", c.EOSProbability)
+	}
+	if c.VocabSize < 1 {
+		bad("vocab-size", "must be >= 1, got %d", c.VocabSize)
+	}
+	if c.StreamInterval < 1 {
+		bad("stream-interval", "must be >= 1, got %d", c.StreamInterval)
+	}
+	return errors.Join(errs...)
+}
+
+// RegisterFlags defines one flag per Config field on fs, writing into cfg; the defaults shown
+// are cfg's current values. StepLog is exposed as the boolean flag -step-log (lines go to
+// standard error).
+func RegisterFlags(fs *flag.FlagSet, cfg *Config) {
+	fs.StringVar(&cfg.Profile, "profile", cfg.Profile, "cost-model profile: "+fmt.Sprint(ProfileNames())+" or a .toml path")
+	fs.Float64Var(&cfg.TimeScale, "time-scale", cfg.TimeScale, "wall seconds per simulated second (0 = no sleeping)")
+	fs.IntVar(&cfg.MaxModelLen, "max-model-len", cfg.MaxModelLen, "context length in tokens (prompt + completion)")
+	fs.StringVar(&cfg.ModelName, "model", cfg.ModelName, "served model name")
+	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed for generated tokens of requests without a seed")
+	fs.StringVar(&cfg.Dialect, "dialect", cfg.Dialect, "wire dialect: vllm, sglang, llamacpp or tgi")
+	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", cfg.MaxNumSeqs, "most sequences per engine step")
+	fs.IntVar(&cfg.MaxNumBatchedTokens, "max-num-batched-tokens", cfg.MaxNumBatchedTokens, "per-step token budget for decode + chunked prefill")
+	fs.IntVar(&cfg.KVCacheTokens, "kv-cache-tokens", cfg.KVCacheTokens, "KV cache capacity in tokens")
+	fs.IntVar(&cfg.BlockSize, "block-size", cfg.BlockSize, "KV / prefix-cache block size in tokens")
+	fs.BoolVar(&cfg.DisablePrefixCaching, "no-prefix-caching", cfg.DisablePrefixCaching, "disable the prefix cache")
+	fs.Float64Var(&cfg.EOSProbability, "eos-probability", cfg.EOSProbability, "per-token EOS probability when ignore_eos is false")
+	fs.IntVar(&cfg.VocabSize, "vocab-size", cfg.VocabSize, "accepted prompt token ids are 0..vocab-size-1")
+	fs.BoolVar(&cfg.HidePromptTokensDetails, "hide-prompt-tokens-details", cfg.HidePromptTokensDetails, "report usage.prompt_tokens_details as null")
+	fs.BoolVar(&cfg.ForceIncludeUsage, "force-include-usage", cfg.ForceIncludeUsage, "always send the streaming usage chunk")
+	fs.IntVar(&cfg.StreamInterval, "stream-interval", cfg.StreamInterval, "tokens per choice coalesced into one stream chunk")
+	fs.BoolFunc("step-log", "log one line per engine step to standard error", func(v string) error {
+		if v == "false" {
+			cfg.StepLog = nil
+			return nil
+		}
+		cfg.StepLog = os.Stderr
+		return nil
+	})
+}

@@ -1,0 +1,146 @@
+// Package engine is genload's built-in OpenAI-compatible serving-engine simulator: the default
+// target of a run and the ground truth of the measurement tests.
+//
+// It serves /v1/completions (all four prompt forms, n, streaming with usage), /v1/models,
+// /health, /tokenize, /detokenize, /metrics and /reset_prefix_cache on loopback, in the vLLM
+// (≥ 0.10.1) dialect by default. A continuous-batching scheduler goroutine runs engine steps
+// (forward passes): each running sequence gains one token per decode step, new sequences join
+// at step boundaries with chunked prefill under a per-step token budget, a block-granular prefix
+// cache makes warmed-up prompts cheap, and a full KV cache preempts the newest sequence. Each
+// step's duration comes from a cost model (see Profile) and is slept, scaled by
+// Config.TimeScale, against the monotonic clock.
+//
+// The engine never imports genload's client packages, nor fasthttp.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Engine is a running simulated serving engine. Create it with New, serve Handler (or call
+// Start), and Close it.
+type Engine struct {
+	cfg     Config
+	profile Profile
+	tok     Tokenizer
+	vocab   vocab
+	metrics *metrics
+	sched   *scheduler
+	names   metricNames
+	created int64
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	reqSeq   atomic.Uint64
+
+	mu  sync.Mutex
+	srv *http.Server
+}
+
+// New validates cfg, loads its profile and starts the scheduler goroutine. tok tokenizes text
+// prompts and /tokenize requests; nil selects a byte-level fallback (one token per byte).
+// Errors name the invalid Config fields or the profile file.
+func New(cfg Config, tok Tokenizer) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("engine config: %w", err)
+	}
+	prof, err := LoadProfile(cfg.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if tok == nil {
+		tok = byteTokenizer{}
+	}
+	e := &Engine{
+		cfg: cfg, profile: prof, tok: tok, vocab: buildVocab(tok),
+		metrics: newMetrics(), names: namesFor(cfg.Dialect, cfg.ModelName),
+		created: time.Now().Unix(),
+		stop:    make(chan struct{}), done: make(chan struct{}),
+	}
+	e.sched = newScheduler(e)
+	go func() {
+		defer close(e.done)
+		e.sched.run(e.stop)
+	}()
+	return e, nil
+}
+
+// Config returns the engine's configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Profile returns the engine's cost-model profile.
+func (e *Engine) Profile() Profile { return e.profile }
+
+// Handler returns the HTTP handler serving every endpoint.
+func (e *Engine) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/completions", e.handleCompletions)
+	mux.HandleFunc("GET /v1/models", e.handleModels)
+	mux.HandleFunc("GET /health", e.handleHealth)
+	mux.HandleFunc("POST /tokenize", e.handleTokenize)
+	mux.HandleFunc("POST /detokenize", e.handleDetokenize)
+	mux.HandleFunc("GET /metrics", e.handleMetrics)
+	mux.HandleFunc("POST /reset_prefix_cache", e.handleResetPrefixCache)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		e.writeError(w, http.StatusNotFound, "NotFoundError", "Not Found", "")
+	})
+	return mux
+}
+
+// Start listens on addr (e.g. "127.0.0.1:0") and serves Handler in a goroutine. It returns the
+// base URL, e.g. "http://127.0.0.1:41234". Only one server per Engine.
+func (e *Engine) Start(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("engine listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	e.mu.Lock()
+	if e.srv != nil {
+		e.mu.Unlock()
+		ln.Close()
+		return "", errors.New("engine: already started")
+	}
+	e.srv = srv
+	e.mu.Unlock()
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String(), nil
+}
+
+// Close stops the HTTP server (if started) and the scheduler. In-flight streams are cut.
+func (e *Engine) Close() error {
+	var err error
+	e.stopOnce.Do(func() {
+		e.mu.Lock()
+		srv := e.srv
+		e.mu.Unlock()
+		if srv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			if serr := srv.Shutdown(ctx); serr != nil {
+				srv.Close()
+			}
+			cancel()
+		}
+		close(e.stop)
+		<-e.done
+	})
+	return err
+}
+
+// ResetPrefixCache drops every unreferenced prefix-cache block (as POST /reset_prefix_cache).
+func (e *Engine) ResetPrefixCache() {
+	done := make(chan struct{})
+	select {
+	case e.sched.resetReq <- done:
+		<-done
+	case <-e.stop:
+	}
+}

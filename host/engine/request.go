@@ -1,0 +1,369 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// completionRequest is the parsed body of POST /v1/completions.
+type completionRequest struct {
+	// prompts are the prompts as token ids (text prompts are tokenized after parsing).
+	prompts [][]int32
+	// texts are the text prompts, when the prompt was a string or a list of strings.
+	texts    []string
+	isText   bool
+	rest     restFields
+	promptOK bool // a "prompt" key was present
+}
+
+// restFields are the body fields other than "prompt", decoded with encoding/json.
+type restFields struct {
+	Model         *string  `json:"model"`
+	N             *int     `json:"n"`
+	MaxTokens     *int     `json:"max_tokens"`
+	MinTokens     *int     `json:"min_tokens"`
+	IgnoreEOS     *bool    `json:"ignore_eos"`
+	Temperature   *float64 `json:"temperature"`
+	Seed          *int64   `json:"seed"`
+	Stream        *bool    `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage         *bool `json:"include_usage"`
+		ContinuousUsageStats *bool `json:"continuous_usage_stats"`
+	} `json:"stream_options"`
+	StreamInterval *int  `json:"stream_interval"`
+	Echo           *bool `json:"echo"`
+	// TGI-style
+	MaxNewTokens *int `json:"max_new_tokens"`
+}
+
+// parseCompletion parses body. The "prompt" value is parsed by a hand-written scanner (a body
+// of 64 × 64,000 token ids is 25 MB; see BenchmarkParseLargePrompt); every other field is
+// collected verbatim and decoded by encoding/json. Errors describe the offending position.
+func parseCompletion(body []byte) (*completionRequest, error) {
+	p := &scanner{b: body}
+	req := &completionRequest{}
+	p.ws()
+	if !p.eat('{') {
+		return nil, p.errf("expected a JSON object")
+	}
+	rest := make([]byte, 0, 256)
+	rest = append(rest, '{')
+	first := true
+	p.ws()
+	if p.eat('}') {
+		goto done
+	}
+	for {
+		p.ws()
+		key, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.ws()
+		if !p.eat(':') {
+			return nil, p.errf("expected ':' after key %q", key)
+		}
+		p.ws()
+		if key == "prompt" {
+			if err := p.prompt(req); err != nil {
+				return nil, err
+			}
+			req.promptOK = true
+		} else {
+			start := p.i
+			if err := p.skip(0); err != nil {
+				return nil, err
+			}
+			if !first {
+				rest = append(rest, ',')
+			}
+			first = false
+			rest = strconv.AppendQuote(rest, key)
+			rest = append(rest, ':')
+			rest = append(rest, body[start:p.i]...)
+		}
+		p.ws()
+		if p.eat(',') {
+			continue
+		}
+		if p.eat('}') {
+			break
+		}
+		return nil, p.errf("expected ',' or '}'")
+	}
+done:
+	p.ws()
+	if p.i != len(p.b) {
+		return nil, p.errf("unexpected data after the JSON object")
+	}
+	rest = append(rest, '}')
+	if err := json.Unmarshal(rest, &req.rest); err != nil {
+		return nil, fmt.Errorf("invalid request field: %w", err)
+	}
+	return req, nil
+}
+
+// scanner is a minimal JSON reader over a byte slice.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (p *scanner) errf(format string, args ...any) error {
+	return fmt.Errorf("invalid JSON at byte %d: %s", p.i, fmt.Sprintf(format, args...))
+}
+
+func (p *scanner) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *scanner) eat(c byte) bool {
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *scanner) peek() byte {
+	if p.i < len(p.b) {
+		return p.b[p.i]
+	}
+	return 0
+}
+
+// str reads a JSON string.
+func (p *scanner) str() (string, error) {
+	if !p.eat('"') {
+		return "", p.errf("expected a string")
+	}
+	start := p.i
+	esc := false
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '\\':
+			esc = true
+			p.i += 2
+			continue
+		case c == '"':
+			raw := p.b[start:p.i]
+			p.i++
+			if !esc {
+				return string(raw), nil
+			}
+			var s string
+			if err := json.Unmarshal(p.b[start-1:p.i], &s); err != nil {
+				return "", p.errf("bad string: %v", err)
+			}
+			return s, nil
+		case c < 0x20:
+			return "", p.errf("control character in string")
+		}
+		p.i++
+	}
+	return "", p.errf("unterminated string")
+}
+
+// skip advances over one JSON value (validated later by encoding/json).
+func (p *scanner) skip(depth int) error {
+	if depth > 64 {
+		return p.errf("nesting too deep")
+	}
+	switch c := p.peek(); c {
+	case '"':
+		_, err := p.str()
+		return err
+	case '{', '[':
+		closeC := byte('}')
+		if c == '[' {
+			closeC = ']'
+		}
+		p.i++
+		p.ws()
+		if p.eat(closeC) {
+			return nil
+		}
+		for {
+			p.ws()
+			if c == '{' {
+				if _, err := p.str(); err != nil {
+					return err
+				}
+				p.ws()
+				if !p.eat(':') {
+					return p.errf("expected ':'")
+				}
+				p.ws()
+			}
+			if err := p.skip(depth + 1); err != nil {
+				return err
+			}
+			p.ws()
+			if p.eat(',') {
+				continue
+			}
+			if p.eat(closeC) {
+				return nil
+			}
+			return p.errf("expected ',' or %q", closeC)
+		}
+	case 0:
+		return p.errf("unexpected end of input")
+	default:
+		start := p.i
+		for p.i < len(p.b) {
+			switch p.b[p.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				if p.i == start {
+					return p.errf("expected a value")
+				}
+				return nil
+			}
+			p.i++
+		}
+		return nil
+	}
+}
+
+var errEmptyPrompt = errors.New("empty prompt")
+
+// prompt parses the four prompt forms: "text", ["text", ...], [id, ...], [[id, ...], ...].
+func (p *scanner) prompt(req *completionRequest) error {
+	switch p.peek() {
+	case '"':
+		s, err := p.str()
+		if err != nil {
+			return err
+		}
+		req.isText, req.texts = true, []string{s}
+		return nil
+	case '[':
+	default:
+		return p.errf("prompt must be a string, a list of strings, a list of token ids or a list of lists of token ids")
+	}
+	p.i++
+	p.ws()
+	if p.eat(']') {
+		return errEmptyPrompt
+	}
+	switch c := p.peek(); {
+	case c == '"':
+		req.isText = true
+		for {
+			p.ws()
+			s, err := p.str()
+			if err != nil {
+				return err
+			}
+			req.texts = append(req.texts, s)
+			p.ws()
+			if p.eat(',') {
+				continue
+			}
+			if p.eat(']') {
+				return nil
+			}
+			return p.errf("expected ',' or ']' in prompt list")
+		}
+	case c == '[':
+		for {
+			p.ws()
+			if !p.eat('[') {
+				return p.errf("expected a token id list")
+			}
+			ids, err := p.ids()
+			if err != nil {
+				return err
+			}
+			req.prompts = append(req.prompts, ids)
+			p.ws()
+			if p.eat(',') {
+				continue
+			}
+			if p.eat(']') {
+				return nil
+			}
+			return p.errf("expected ',' or ']' in prompt list")
+		}
+	default:
+		ids, err := p.ids()
+		if err != nil {
+			return err
+		}
+		req.prompts = [][]int32{ids}
+		return nil
+	}
+}
+
+// ids parses the rest of a token-id list after its '['. Ids must be integers in int32 range;
+// the capacity is estimated from the list's byte length so the slice grows at most once.
+func (p *scanner) ids() ([]int32, error) {
+	end := bytes.IndexByte(p.b[p.i:], ']')
+	if end < 0 {
+		return nil, p.errf("unterminated token id list")
+	}
+	ids := make([]int32, 0, end/2+1)
+	b := p.b
+	i := p.i
+	for {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+			i++
+		}
+		if i < len(b) && b[i] == ']' && len(ids) == 0 {
+			p.i = i + 1
+			return ids, nil
+		}
+		neg := false
+		if i < len(b) && b[i] == '-' {
+			neg = true
+			i++
+		}
+		start := i
+		var v int64
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			v = v*10 + int64(b[i]-'0')
+			if v > math.MaxInt32+1 {
+				p.i = start
+				return nil, p.errf("token id out of range")
+			}
+			i++
+		}
+		if i == start {
+			p.i = i
+			return nil, p.errf("expected a token id")
+		}
+		if neg {
+			v = -v
+		}
+		if v > math.MaxInt32 {
+			p.i = start
+			return nil, p.errf("token id out of range")
+		}
+		ids = append(ids, int32(v))
+		for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+			i++
+		}
+		if i < len(b) && b[i] == ',' {
+			i++
+			continue
+		}
+		if i < len(b) && b[i] == ']' {
+			p.i = i + 1
+			return ids, nil
+		}
+		p.i = i
+		return nil, p.errf("expected ',' or ']' in token id list")
+	}
+}

@@ -1,0 +1,478 @@
+package engine
+
+import (
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// finish reasons of a sequence.
+const (
+	finNone uint8 = iota
+	finLength
+	finStop
+	finAbort
+)
+
+// event is one generated token of one choice, handed from the scheduler to the HTTP handler.
+type event struct {
+	choice int32  // choice index = prompt·n + c
+	vi     int32  // index into the output vocabulary, -1 for EOS
+	fin    uint8  // finish reason when this is the choice's last token
+	step   uint64 // engine step that produced it
+}
+
+// request is one HTTP completion request: its sequences and the event queue its handler drains.
+type request struct {
+	id      string
+	seqs    []*seq
+	arrival time.Time
+
+	mu     sync.Mutex
+	events []event
+	done   int // finished sequences
+	notify chan struct{}
+
+	aborted atomic.Bool
+}
+
+// push appends events and wakes the handler; called by the scheduler.
+func (r *request) push(evs ...event) {
+	r.mu.Lock()
+	r.events = append(r.events, evs...)
+	for _, e := range evs {
+		if e.fin != finNone {
+			r.done++
+		}
+	}
+	r.mu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the pending events and whether every sequence has finished.
+func (r *request) take(buf []event) ([]event, bool) {
+	r.mu.Lock()
+	buf = append(buf[:0], r.events...)
+	r.events = r.events[:0]
+	all := r.done == len(r.seqs)
+	r.mu.Unlock()
+	return buf, all
+}
+
+// seq is one sequence (one prompt × one choice) in the scheduler.
+type seq struct {
+	req    *request
+	choice int32
+	order  uint64 // admission order, for preemption priority
+
+	promptLen int
+	hashes    []uint64 // chained hashes of the full prompt blocks
+	lastTok   int32    // last prompt token id (routes the first decode step's experts)
+	genSeed   uint64   // per-sequence stream of generated tokens
+	maxTokens int
+	minTokens int
+	ignoreEOS bool
+
+	generated int   // tokens generated so far
+	lastVI    int32 // vocabulary index of the last generated token
+	computed  int   // tokens whose KV is computed
+	shared    []*cblock
+	private   int // private KV blocks held
+	cached    int // prefix-cache hit at first admission, in tokens
+	admitted  bool
+	running   bool
+	fin       uint8
+
+	// per-step scratch
+	sched int // tokens scheduled this step
+}
+
+// known is the number of tokens of the sequence so far (prompt + generated).
+func (s *seq) known() int { return s.promptLen + s.generated }
+
+// blocks is the number of KV blocks the sequence holds.
+func (s *seq) blocks() int { return len(s.shared) + s.private }
+
+// scheduler runs engine steps: continuous batching with chunked prefill, a token budget,
+// max_num_seqs, a waiting queue, a prefix cache and recompute preemption (vLLM v1 style).
+type scheduler struct {
+	e   *Engine
+	cfg Config
+	p   Profile
+	kv  *kvCache
+
+	mu    sync.Mutex // guards inbox
+	inbox []*seq
+	wake  chan struct{}
+
+	waiting []*seq
+	running []*seq
+	order   uint64
+	step    uint64
+
+	experts   []uint64           // bitset of (layer, expert) pairs, per step
+	expertMap map[int64][]uint64 // token → its bitset (cached)
+	vocab     vocab
+
+	resetReq chan chan struct{}
+}
+
+func newScheduler(e *Engine) *scheduler {
+	s := &scheduler{
+		e: e, cfg: e.cfg, p: e.profile,
+		kv:        newKVCache(e.cfg.KVCacheTokens/e.cfg.BlockSize, !e.cfg.DisablePrefixCaching),
+		wake:      make(chan struct{}, 1),
+		expertMap: map[int64][]uint64{},
+		vocab:     e.vocab,
+		resetReq:  make(chan chan struct{}),
+	}
+	if s.p.IsMoE() {
+		s.experts = make([]uint64, (s.p.MoELayers*s.p.MoEExperts+63)/64)
+	}
+	return s
+}
+
+// submit queues the sequences of r; they join the batch at the next step boundary.
+func (s *scheduler) submit(r *request) {
+	s.mu.Lock()
+	s.inbox = append(s.inbox, r.seqs...)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// poke wakes the scheduler (e.g. so that it drops an aborted request's sequences).
+func (s *scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// expertSet returns the (layer, expert) bitset a token activates: per layer, top_k distinct
+// experts drawn from a hash of (token, layer). Cached per token; the vocabulary is small.
+func (s *scheduler) expertSet(tok int64) []uint64 {
+	if b := s.expertMap[tok]; b != nil {
+		return b
+	}
+	b := make([]uint64, len(s.experts))
+	ne := s.p.MoEExperts
+	for l := 0; l < s.p.MoELayers; l++ {
+		h := mix64(uint64(tok)*0x9e3779b97f4a7c15 ^ uint64(l+1)<<40)
+		picked := 0
+		for picked < s.p.MoETopK {
+			h = mix64(h + 0x9e3779b97f4a7c15)
+			bit := l*ne + int(h%uint64(ne))
+			if b[bit/64]&(1<<(bit%64)) == 0 {
+				b[bit/64] |= 1 << (bit % 64)
+				picked++
+			}
+		}
+	}
+	if len(s.expertMap) > 1<<16 {
+		clear(s.expertMap)
+	}
+	s.expertMap[tok] = b
+	return b
+}
+
+// currentToken is the token a decoding sequence feeds into this step: its last generated token,
+// or its last prompt token before the first output. Generated tokens are keyed by vocabulary
+// index offset past the prompt-id space so the two never collide.
+func (s *seq) currentToken() int64 {
+	if s.generated == 0 {
+		return int64(s.lastTok)
+	}
+	return 1<<32 + int64(s.lastVI)
+}
+
+// run is the scheduler goroutine. It returns when stop is closed.
+func (s *scheduler) run(stop <-chan struct{}) {
+	var deadline time.Time
+	idle := true
+	for {
+		s.mu.Lock()
+		s.waiting = append(s.waiting, s.inbox...)
+		for i := range s.inbox {
+			s.inbox[i] = nil
+		}
+		s.inbox = s.inbox[:0]
+		s.mu.Unlock()
+		s.dropAborted()
+		if len(s.running) == 0 && len(s.waiting) == 0 {
+			s.e.metrics.setQueue(0, 0, s.kv)
+			idle = true
+			select {
+			case <-stop:
+				return
+			case <-s.wake:
+			case done := <-s.resetReq:
+				s.kv.reset()
+				close(done)
+			}
+			continue
+		}
+		select {
+		case done := <-s.resetReq:
+			s.kv.reset()
+			close(done)
+		default:
+		}
+		shape, batch := s.plan()
+		sim := s.p.StepTime(shape)
+		wall := time.Duration(float64(sim) * s.cfg.TimeScale)
+		now := time.Now()
+		if idle || now.Sub(deadline) > 50*time.Millisecond {
+			deadline = now // start of the step; after idle or a long stall, do not catch up
+		}
+		idle = false
+		deadline = deadline.Add(wall)
+		if d := time.Until(deadline); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-stop:
+				t.Stop()
+				return
+			}
+		}
+		s.step++
+		s.commit(batch)
+		s.e.metrics.observeStep(shape, sim, wall, len(batch))
+		s.e.metrics.setQueue(len(s.running), len(s.waiting), s.kv)
+		if s.cfg.StepLog != nil {
+			fmt.Fprintf(s.cfg.StepLog, "step=%d active=%d decode=%d prefill_tokens=%d waiting=%d kv_blocks=%d experts=%d fwd_ms=%.3f wall_ms=%.3f\n",
+				s.step, len(batch), shape.DecodeSeqs, shape.PrefillTokens, len(s.waiting), s.kv.used, shape.Experts,
+				float64(sim)/1e6, float64(wall)/1e6)
+		}
+	}
+}
+
+// dropAborted removes sequences of aborted requests from both queues, freeing their blocks.
+func (s *scheduler) dropAborted() {
+	keep := s.running[:0]
+	for _, q := range s.running {
+		if q.req.aborted.Load() {
+			s.freeSeq(q)
+			continue
+		}
+		keep = append(keep, q)
+	}
+	clear(s.running[len(keep):])
+	s.running = keep
+	kw := s.waiting[:0]
+	for _, q := range s.waiting {
+		if q.req.aborted.Load() {
+			s.freeSeq(q)
+			continue
+		}
+		kw = append(kw, q)
+	}
+	clear(s.waiting[len(kw):])
+	s.waiting = kw
+}
+
+func (s *scheduler) freeSeq(q *seq) {
+	s.kv.unref(q.shared)
+	q.shared = q.shared[:0]
+	s.kv.release(q.private)
+	q.private = 0
+	q.running = false
+}
+
+// preempt frees q's KV and puts it at the head of the waiting queue (recompute preemption).
+func (s *scheduler) preempt(q *seq) {
+	s.freeSeq(q)
+	q.computed = 0
+	q.sched = 0
+	s.waiting = append([]*seq{q}, s.waiting...)
+	s.e.metrics.preemptions.Add(1)
+}
+
+// grow allocates the blocks q needs to hold `tokens` computed tokens.
+func (s *scheduler) grow(q *seq, tokens int) bool {
+	bs := s.cfg.BlockSize
+	need := (tokens+bs-1)/bs - q.blocks()
+	if !s.kv.alloc(need) {
+		return false
+	}
+	if need > 0 {
+		q.private += need
+	}
+	return true
+}
+
+// plan chooses this step's work: running sequences first (decode or continuing prefill, in
+// admission order, preempting the newest when the KV cache is full), then waiting sequences
+// while the token budget, max_num_seqs and the KV cache allow.
+func (s *scheduler) plan() (StepShape, []*seq) {
+	budget := s.cfg.MaxNumBatchedTokens
+	var sh StepShape
+	batch := make([]*seq, 0, len(s.running)+4)
+	for i := 0; i < len(s.running) && budget > 0; i++ {
+		q := s.running[i]
+		n := q.known() - q.computed
+		if n > budget {
+			n = budget
+		}
+		for !s.grow(q, q.computed+n) {
+			// preempt the lowest-priority running sequence (the last one)
+			last := s.running[len(s.running)-1]
+			s.running = s.running[:len(s.running)-1]
+			s.preempt(last)
+			if last == q {
+				n = 0
+				break
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		q.sched = n
+		budget -= n
+		batch = append(batch, q)
+	}
+	for len(s.waiting) > 0 && budget > 0 && len(s.running) < s.cfg.MaxNumSeqs {
+		q := s.waiting[0]
+		if !q.running && q.blocks() == 0 {
+			// prefix-cache lookup; at least one token is always computed
+			maxHit := (q.known() - 1) / s.cfg.BlockSize
+			q.shared = append(q.shared[:0], s.kv.lookup(q.hashes, maxHit)...)
+			q.computed = len(q.shared) * s.cfg.BlockSize
+			if !q.admitted {
+				q.cached = q.computed
+				s.e.metrics.prefixQueries.Add(int64(q.known()))
+				s.e.metrics.prefixHits.Add(int64(q.computed))
+			}
+		}
+		n := q.known() - q.computed
+		if n > budget {
+			n = budget
+		}
+		if !s.grow(q, q.computed+n) {
+			// not enough KV: give back the prefix hits and wait for running sequences to finish
+			s.kv.unref(q.shared)
+			q.shared = q.shared[:0]
+			q.computed = 0
+			break
+		}
+		s.waiting[0] = nil
+		s.waiting = s.waiting[1:]
+		if !q.admitted {
+			q.admitted = true
+			s.e.metrics.observeQueue(time.Since(q.req.arrival))
+		}
+		q.running = true
+		s.order++
+		q.order = s.order
+		s.running = append(s.running, q)
+		q.sched = n
+		budget -= n
+		batch = append(batch, q)
+	}
+	if s.experts != nil {
+		clear(s.experts)
+	}
+	for _, q := range batch {
+		sh.Seqs++
+		if q.sched == 1 && q.computed > 0 {
+			sh.DecodeSeqs++
+			ctx := int64(q.computed + 1)
+			sh.SumCtx += ctx
+			if ctx > sh.MaxCtx {
+				sh.MaxCtx = ctx
+			}
+			if s.experts != nil {
+				for i, w := range s.expertSet(q.currentToken()) {
+					s.experts[i] |= w
+				}
+			}
+			continue
+		}
+		c := int64(q.sched)
+		sh.PrefillTokens += c
+		sh.PrefillPairs += float64(c) * (float64(q.computed) + float64(c+1)/2)
+	}
+	if s.experts != nil {
+		for _, w := range s.experts {
+			sh.Experts += bits.OnesCount64(w)
+		}
+		sh.Experts += s.p.prefillExperts(sh.Experts, sh.PrefillTokens)
+	}
+	return sh, batch
+}
+
+// commit applies a finished step: computed tokens advance, completed prompt blocks enter the
+// prefix cache, sequences whose context is fully computed sample one token, finished
+// sequences leave the batch.
+func (s *scheduler) commit(batch []*seq) {
+	bs := s.cfg.BlockSize
+	finished := false
+	for _, q := range batch {
+		if !q.running {
+			continue
+		}
+		q.computed += q.sched
+		q.sched = 0
+		// promote newly completed full prompt blocks to shared cached blocks
+		full := q.computed / bs
+		if full > len(q.hashes) {
+			full = len(q.hashes)
+		}
+		for len(q.shared) < full {
+			b := s.kv.promote(q.hashes[len(q.shared)])
+			if b == nil {
+				break
+			}
+			q.shared = append(q.shared, b)
+			q.private--
+		}
+		if q.computed < q.known() {
+			continue // prefill continues next step
+		}
+		s.sample(q)
+		if q.fin != finNone {
+			finished = true
+		}
+	}
+	if finished {
+		keep := s.running[:0]
+		for _, q := range s.running {
+			if q.fin != finNone {
+				s.freeSeq(q)
+				continue
+			}
+			keep = append(keep, q)
+		}
+		clear(s.running[len(keep):])
+		s.running = keep
+	}
+}
+
+// sample generates q's next token: a deterministic function of (seed, prompt, choice,
+// position), or EOS with probability EOSProbability when ignore_eos is off.
+func (s *scheduler) sample(q *seq) {
+	pos := q.generated
+	h := mix64(q.genSeed + uint64(pos+1)*0x9e3779b97f4a7c15)
+	vi := int32(h % uint64(len(s.vocab.ids)))
+	fin := finNone
+	if !q.ignoreEOS && pos >= q.minTokens && s.cfg.EOSProbability > 0 &&
+		float64(mix64(h^0xe05)>>11)/(1<<53) < s.cfg.EOSProbability {
+		vi, fin = -1, finStop
+	}
+	q.generated++
+	q.lastVI = vi
+	if fin == finNone && (q.generated >= q.maxTokens || q.known() >= s.cfg.MaxModelLen) {
+		fin = finLength
+	}
+	q.fin = fin
+	s.e.metrics.observeToken(q, fin != finNone)
+	q.req.push(event{choice: q.choice, vi: vi, fin: fin, step: s.step})
+}
