@@ -99,14 +99,18 @@ type Demux struct {
 	// Events counts decoded events (including [DONE]).
 	Events int
 
-	dec  Decoder
-	seqs []Sequence
+	dec   Decoder
+	seqs  []Sequence
+	marks int
 }
+
+// Marks returns the number of token-bearing chunks seen so far, over all sequences.
+func (d *Demux) Marks() int { return d.marks }
 
 // Reset clears the Demux for a new stream, keeping allocated memory.
 func (d *Demux) Reset(base time.Time, expect int) {
 	d.Base, d.Expect = base, expect
-	d.Usage, d.HasUsage, d.Done, d.Events = Usage{}, false, false, 0
+	d.Usage, d.HasUsage, d.Done, d.Events, d.marks = Usage{}, false, false, 0, 0
 	for i := range d.seqs {
 		s := &d.seqs[i]
 		*s = Sequence{Marks: s.Marks[:0], Text: s.Text[:0]}
@@ -161,6 +165,7 @@ func (d *Demux) Feed(ev Event) error {
 		}
 		if len(ch.Text) > 0 || delta > 0 {
 			s.Marks = append(s.Marks, Mark{At: at, Text: int32(len(ch.Text)), Tokens: delta})
+			d.marks++
 			s.TextBytes += len(ch.Text)
 			if d.KeepText {
 				s.Text = append(s.Text, ch.Text...)

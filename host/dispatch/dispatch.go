@@ -1,0 +1,828 @@
+// Package dispatch sends a cell's prompts to an OpenAI-compatible /v1/completions server
+// over fasthttp (the only package of genload that imports it), in one of three request
+// shapes, streams the responses through host/sse and returns per-sequence records.
+//
+// Every time in a Result is a monotonic offset from Result.Start, taken when bytes
+// arrive; statistics are computed elsewhere (host/measure).
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/genload/genload/host/sse"
+	"github.com/valyala/fasthttp"
+)
+
+// Mode is the request shape of a cell.
+type Mode string
+
+// The three request shapes.
+const (
+	// ModeArray (the default, also for ""): one request whose prompt is the B token-id
+	// arrays, n = 1, sent to worker 0. Sequence i is prompt i (choices[].index = i).
+	ModeArray Mode = "array"
+	// ModeRouted: B concurrent requests, n = 1, request i carrying prompt i as one token-id
+	// array, sent to the worker Options.Router picks (round robin i mod W without one).
+	// Sequence i is prompt i.
+	ModeRouted Mode = "routed"
+	// ModeN (legacy): one request with prompt = prompts[0] and n = B = len(prompts), sent
+	// to worker 0; the other prompts are not sent. Sequence i is choice i.
+	ModeN Mode = "n"
+)
+
+// Worker is one server endpoint. URL is a base URL ("http://127.0.0.1:8000", optionally
+// ending in "/v1"; a URL ending in "/completions" is used as is); "" means
+// Options.Target. Headers are added to every request sent to it (e.g. routing headers).
+type Worker struct {
+	Name    string
+	URL     string
+	Headers map[string]string
+}
+
+// Router assigns prompts to workers: given the prompt lengths in tokens and the worker
+// count W, it returns one worker index in [0, W) per prompt. The lead's wasm router
+// plugin implements it.
+type Router interface {
+	Route(ctx context.Context, promptLens []int, workers int) ([]int, error)
+}
+
+// Options configures a Client. Zero values are documented per field.
+type Options struct {
+	// Target is the base URL used by workers with an empty URL, and the only endpoint when
+	// Workers is empty. Required unless every worker has a URL.
+	Target string
+	// Workers are the endpoints; empty means one worker at Target.
+	Workers []Worker
+	// Router picks workers in ModeRouted; nil means round robin (prompt i → worker i mod W).
+	Router Router
+	// Model is the body's "model"; "" omits the field.
+	Model string
+	// Temperature is the body's "temperature" (default 0: greedy).
+	Temperature float64
+	// Seed is the body's "seed"; nil omits it.
+	Seed *int64
+	// APIKey is sent as "Authorization: Bearer <key>"; "" sends no header. It never
+	// appears in errors, logs or results.
+	APIKey string
+	// Retries is how many times a request is re-sent after a transport error, HTTP 429
+	// or 5xx before its response body started (default 0: none). The wait before retry k
+	// (1-based) is RetryDelay·2^(k−1), at least the server's Retry-After (seconds).
+	// Other 4xx fail at once with the server's message.
+	Retries int
+	// RetryDelay is the first retry's wait (default 0: immediate).
+	RetryDelay time.Duration
+	// ConnectTimeout bounds a TCP connect (0 = none).
+	ConnectTimeout time.Duration
+	// FirstTokenTimeout bounds the time from sending a request to its first token-bearing
+	// chunk (0 = none).
+	FirstTokenTimeout time.Duration
+	// TotalTimeout bounds the time from sending a request to the end of its stream
+	// (0 = none).
+	TotalTimeout time.Duration
+	// GenerationDurationHeader and SpeculationAcceptanceHeader name response headers (or
+	// trailers) whose values are copied into Request.Headers when present ("" = not
+	// captured). See host/measure for how they are used.
+	GenerationDurationHeader, SpeculationAcceptanceHeader string
+	// ExtraBody adds top-level body fields (JSON-encoded once, keys sorted); a key that
+	// genload also writes (e.g. "temperature", "stream_options") replaces genload's value.
+	// "prompt" is rejected.
+	ExtraBody map[string]any
+	// ContinuousUsage adds "continuous_usage_stats":true to stream_options, so servers that
+	// support it (vLLM, recent SGLang) report per-chunk token counts.
+	ContinuousUsage bool
+	// KeepText keeps each sequence's generated text in the Result.
+	KeepText bool
+}
+
+// Client sends requests; it is safe for concurrent use, but one Send at a time gives the
+// cleanest measurements. Close it to release connections.
+type Client struct {
+	opts    Options
+	workers []endpoint
+	tmpl    *bodyTemplate
+	hc      *fasthttp.Client
+	conns   connSet
+
+	bufMu sync.Mutex
+	bufs  [][]byte
+}
+
+type endpoint struct {
+	name    string
+	url     string
+	headers [][2]string
+}
+
+// New validates opts and returns a Client. Errors name the offending worker or field.
+func New(opts Options) (*Client, error) {
+	ws := opts.Workers
+	if len(ws) == 0 {
+		ws = []Worker{{Name: "target"}}
+	}
+	c := &Client{opts: opts}
+	for i, w := range ws {
+		base := w.URL
+		if base == "" {
+			base = opts.Target
+		}
+		u, err := completionsURL(base)
+		if err != nil {
+			return nil, fmt.Errorf("dispatch: worker %d (%q): %w", i, w.Name, err)
+		}
+		e := endpoint{name: w.Name, url: u}
+		for k, v := range w.Headers {
+			e.headers = append(e.headers, [2]string{k, v})
+		}
+		sortHeaders(e.headers)
+		c.workers = append(c.workers, e)
+	}
+	t, err := newBodyTemplate(&opts)
+	if err != nil {
+		return nil, err
+	}
+	c.tmpl = t
+	c.conns.m = map[string]net.Conn{}
+	c.hc = &fasthttp.Client{
+		Name:                      "genload",
+		StreamResponseBody:        true,
+		MaxConnsPerHost:           1 << 16,
+		MaxIdemponentCallAttempts: 1,
+		ReadBufferSize:            32 << 10,
+		WriteBufferSize:           64 << 10,
+		MaxIdleConnDuration:       90 * time.Second,
+		Dial:                      c.dial,
+	}
+	return c, nil
+}
+
+// completionsURL turns a base URL into the /v1/completions URL.
+func completionsURL(base string) (string, error) {
+	if base == "" {
+		return "", errors.New("no URL (set target or the worker's url)")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("bad URL %q: %w", base, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return "", fmt.Errorf("bad URL %q: want http://host:port", base)
+	}
+	p := strings.TrimRight(u.Path, "/")
+	switch {
+	case strings.HasSuffix(p, "/completions"):
+	case strings.HasSuffix(p, "/v1"):
+		p += "/completions"
+	default:
+		p += "/v1/completions"
+	}
+	u.Path = p
+	return u.String(), nil
+}
+
+func sortHeaders(h [][2]string) {
+	for i := 1; i < len(h); i++ {
+		for j := i; j > 0 && h[j][0] < h[j-1][0]; j-- {
+			h[j], h[j-1] = h[j-1], h[j]
+		}
+	}
+}
+
+// Close closes idle and open connections.
+func (c *Client) Close() {
+	c.hc.CloseIdleConnections()
+	c.conns.closeAll()
+}
+
+// Result is what one Send measured.
+type Result struct {
+	// Mode is the request shape used; MaxTokens the max_tokens sent.
+	Mode      Mode `json:"mode"`
+	MaxTokens int  `json:"max_tokens"`
+	// Start is the monotonic origin of every offset below: taken after the bodies were
+	// built, right before the first request was sent.
+	Start time.Time `json:"start"`
+	// Sequences has one record per sequence: B of them, sequence i being prompt i
+	// (ModeArray, ModeRouted) or choice i of prompt 0 (ModeN). A failed request's
+	// sequences are present with whatever arrived before the failure.
+	Sequences []Sequence `json:"sequences"`
+	// Requests are the HTTP requests made (1 in ModeArray and ModeN, B in ModeRouted).
+	Requests []Request `json:"requests"`
+}
+
+// Sequence is one generated sequence. Times in the embedded sse.Sequence (Marks[].At,
+// FinishAt) are offsets from Result.Start.
+type Sequence struct {
+	sse.Sequence
+	// Prompt is the index of the prompt it continues; Request the index into
+	// Result.Requests of the request that carried it.
+	Prompt  int `json:"prompt"`
+	Request int `json:"request"`
+}
+
+// Request is one HTTP request of a Send. Durations are offsets from Result.Start.
+type Request struct {
+	Worker     int    `json:"worker"`
+	WorkerName string `json:"worker_name"`
+	URL        string `json:"url"`
+	// Prompts are the prompt indices it carried.
+	Prompts []int `json:"prompts"`
+	// Attempts counts sends (1 + retries used).
+	Attempts int `json:"attempts"`
+	// Sent is when the last attempt was sent; Header when its response headers arrived;
+	// End when its stream ended (or failed).
+	Sent   time.Duration `json:"sent_ns"`
+	Header time.Duration `json:"header_ns"`
+	End    time.Duration `json:"end_ns"`
+	// Status is the HTTP status of the last attempt (0 when none arrived).
+	Status int `json:"status"`
+	// Usage is the request's usage (usage-only chunk, else the sum of per-choice usage),
+	// valid when HasUsage.
+	Usage    sse.Usage `json:"usage"`
+	HasUsage bool      `json:"has_usage"`
+	// Done reports that [DONE] arrived.
+	Done bool `json:"done"`
+	// Headers holds the values of Options.GenerationDurationHeader and
+	// SpeculationAcceptanceHeader found in the response headers or trailers, by the
+	// configured name.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Err is the request's failure (a *RequestError), nil on success; Error its text.
+	Err   error  `json:"-"`
+	Error string `json:"error,omitempty"`
+}
+
+// Err joins the errors of all failed requests (nil when every request succeeded).
+func (r *Result) Err() error {
+	var errs []error
+	for i := range r.Requests {
+		if r.Requests[i].Err != nil {
+			errs = append(errs, r.Requests[i].Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ErrorKind classifies a RequestError.
+type ErrorKind string
+
+// Error kinds.
+const (
+	KindTransport ErrorKind = "transport" // connect/write/read failure
+	KindHTTP      ErrorKind = "http"      // non-200 status
+	KindServer    ErrorKind = "server"    // in-stream {"error":…} event
+	KindStream    ErrorKind = "stream"    // truncated or malformed stream
+	KindTimeout   ErrorKind = "timeout"   // Timeout names which one
+	KindCanceled  ErrorKind = "canceled"  // the context was canceled
+)
+
+// RequestError is a failed request. Its text is
+// "POST <url>: <kind detail>: <server message or cause>"; it never contains the API key.
+type RequestError struct {
+	Kind ErrorKind
+	URL  string
+	// Status is the HTTP status (0 before headers arrived).
+	Status int
+	// Message is the server's message (error.message, then message, then error string)
+	// for KindHTTP and KindServer.
+	Message string
+	// Timeout is "connect", "first_token" or "total" for KindTimeout.
+	Timeout string
+	// Err is the underlying error (a *sse.ServerError for KindServer).
+	Err error
+}
+
+func (e *RequestError) Error() string {
+	switch e.Kind {
+	case KindHTTP:
+		return fmt.Sprintf("POST %s: status %d: %s", e.URL, e.Status, e.Message)
+	case KindServer:
+		return fmt.Sprintf("POST %s: status %d: in-stream %v", e.URL, e.Status, e.Err)
+	case KindTimeout:
+		return fmt.Sprintf("POST %s: %s timeout: %v", e.URL, e.Timeout, e.Err)
+	default:
+		return fmt.Sprintf("POST %s: %s: %v", e.URL, e.Kind, e.Err)
+	}
+}
+
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// plan is one HTTP request to make.
+type plan struct {
+	worker  int
+	prompts []int
+	n       int
+	body    []byte
+}
+
+func (c *Client) plans(ctx context.Context, mode Mode, prompts [][]int32, maxTokens int) ([]plan, error) {
+	if len(prompts) == 0 {
+		return nil, errors.New("dispatch: no prompts")
+	}
+	for i, p := range prompts {
+		if len(p) == 0 {
+			return nil, fmt.Errorf("dispatch: prompt %d is empty", i)
+		}
+	}
+	all := make([]int, len(prompts))
+	for i := range all {
+		all[i] = i
+	}
+	switch mode {
+	case ModeArray, "":
+		b := c.getBuf(bodySize(prompts))
+		return []plan{{worker: 0, prompts: all, n: 1, body: c.tmpl.appendBody(b, prompts, true, 1, maxTokens)}}, nil
+	case ModeN:
+		b := c.getBuf(bodySize(prompts[:1]))
+		return []plan{{worker: 0, prompts: all, n: len(prompts), body: c.tmpl.appendBody(b, prompts[:1], false, len(prompts), maxTokens)}}, nil
+	case ModeRouted:
+		assign := make([]int, len(prompts))
+		if c.opts.Router != nil {
+			lens := make([]int, len(prompts))
+			for i, p := range prompts {
+				lens[i] = len(p)
+			}
+			a, err := c.opts.Router.Route(ctx, lens, len(c.workers))
+			if err != nil {
+				return nil, fmt.Errorf("dispatch: router: %w", err)
+			}
+			if len(a) != len(prompts) {
+				return nil, fmt.Errorf("dispatch: router returned %d workers for %d prompts", len(a), len(prompts))
+			}
+			for i, w := range a {
+				if w < 0 || w >= len(c.workers) {
+					return nil, fmt.Errorf("dispatch: router sent prompt %d to worker %d, want [0, %d)", i, w, len(c.workers))
+				}
+			}
+			copy(assign, a)
+		} else {
+			for i := range assign {
+				assign[i] = i % len(c.workers)
+			}
+		}
+		ps := make([]plan, len(prompts))
+		for i := range prompts {
+			b := c.getBuf(bodySize(prompts[i : i+1]))
+			ps[i] = plan{worker: assign[i], prompts: all[i : i+1], n: 1, body: c.tmpl.appendBody(b, prompts[i:i+1], false, 1, maxTokens)}
+		}
+		return ps, nil
+	}
+	return nil, fmt.Errorf("dispatch: unknown mode %q (want array, routed or n)", mode)
+}
+
+func (c *Client) getBuf(size int) []byte {
+	c.bufMu.Lock()
+	defer c.bufMu.Unlock()
+	best := -1
+	for i, b := range c.bufs {
+		if cap(b) >= size && (best < 0 || cap(b) < cap(c.bufs[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		if len(c.bufs) == 0 {
+			return make([]byte, 0, size)
+		}
+		best = len(c.bufs) - 1
+	}
+	b := c.bufs[best]
+	c.bufs = append(c.bufs[:best], c.bufs[best+1:]...)
+	return b[:0]
+}
+
+func (c *Client) putBufs(ps []plan) {
+	c.bufMu.Lock()
+	defer c.bufMu.Unlock()
+	for _, p := range ps {
+		c.bufs = append(c.bufs, p.body[:0])
+	}
+	// keep at most 1024 buffers
+	if len(c.bufs) > 1024 {
+		c.bufs = c.bufs[len(c.bufs)-1024:]
+	}
+}
+
+// Body returns the exact request bodies Send would post for these inputs (one per
+// request), for inspection and tests.
+func (c *Client) Body(mode Mode, prompts [][]int32, maxTokens int) ([][]byte, error) {
+	ps, err := c.plans(context.Background(), mode, prompts, maxTokens)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(ps))
+	for i, p := range ps {
+		out[i] = append([]byte(nil), p.body...)
+	}
+	return out, nil
+}
+
+// Warmup sends the cell's prompts in the same shape and to the same workers as Send
+// would, with max_tokens = 1, and waits for every stream to end. Transport errors, 429,
+// 5xx — and in-stream errors with code 429 or ≥ 500 — are retried (Options.Retries,
+// RetryDelay); any other failure returns at once, a 4xx with the server's message.
+// The returned error joins the failures (each a *RequestError).
+func (c *Client) Warmup(ctx context.Context, mode Mode, prompts [][]int32) error {
+	res, err := c.send(ctx, mode, prompts, 1, true)
+	if err != nil {
+		return err
+	}
+	return res.Err()
+}
+
+// Send makes the measured request(s) of a cell with max_tokens = maxTokens and streams
+// them to the end. The error is non-nil only when nothing could be sent (empty prompts,
+// unknown mode, router failure); failures of individual requests are in
+// Result.Requests[i].Err (see Result.Err) and their sequences stay in the Result. Only
+// failures before a response body started (transport, 429, 5xx) are retried.
+func (c *Client) Send(ctx context.Context, mode Mode, prompts [][]int32, maxTokens int) (*Result, error) {
+	return c.send(ctx, mode, prompts, maxTokens, false)
+}
+
+func (c *Client) send(ctx context.Context, mode Mode, prompts [][]int32, maxTokens int, warm bool) (*Result, error) {
+	if mode == "" {
+		mode = ModeArray
+	}
+	ps, err := c.plans(ctx, mode, prompts, maxTokens)
+	if err != nil {
+		return nil, err
+	}
+	defer c.putBufs(ps)
+	stop := context.AfterFunc(ctx, c.conns.closeAll) // unblocks requests still waiting for headers
+	defer stop()
+
+	res := &Result{Mode: mode, MaxTokens: maxTokens, Requests: make([]Request, len(ps))}
+	seqs := make([][]sse.Sequence, len(ps))
+	res.Start = time.Now()
+	var wg sync.WaitGroup
+	for i := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seqs[i] = c.do(ctx, res.Start, &ps[i], &res.Requests[i], maxTokens, warm)
+		}()
+	}
+	wg.Wait()
+	// assemble sequences: one per prompt (array, routed) or per choice (n)
+	for ri := range ps {
+		p := &ps[ri]
+		for k, s := range seqs[ri] {
+			prompt := 0
+			if mode != ModeN && k < len(p.prompts) {
+				prompt = p.prompts[k]
+			}
+			if mode != ModeN && k >= len(p.prompts) {
+				continue // an index the request did not ask for
+			}
+			res.Sequences = append(res.Sequences, Sequence{Sequence: s, Prompt: prompt, Request: ri})
+		}
+	}
+	return res, nil
+}
+
+// abortState records why a request was aborted by a timer or the context.
+type abortState struct {
+	mu     sync.Mutex
+	cause  *RequestError
+	stream fasthttp.ReadCloserWithError
+	first  bool
+}
+
+func (a *abortState) abort(e *RequestError) {
+	a.mu.Lock()
+	if a.cause == nil {
+		a.cause = e
+	}
+	s := a.stream
+	a.mu.Unlock()
+	if s != nil {
+		_ = s.CloseWithError(e)
+	}
+}
+
+func (a *abortState) setStream(s fasthttp.ReadCloserWithError) *RequestError {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stream = s
+	return a.cause
+}
+
+func (a *abortState) get() *RequestError {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cause
+}
+
+var errTimedOut = errors.New("deadline exceeded")
+
+// do runs one planned request with retries and returns its sequences.
+func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request, maxTokens int, warm bool) []sse.Sequence {
+	w := &c.workers[p.worker]
+	out.Worker, out.WorkerName, out.URL, out.Prompts = p.worker, w.name, w.url, p.prompts
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(w.url)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if c.opts.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
+	}
+	for _, h := range w.headers {
+		req.Header.Set(h[0], h[1])
+	}
+	req.SetBodyRaw(p.body)
+
+	var seqs []sse.Sequence
+	for attempt := 0; ; attempt++ {
+		out.Attempts = attempt + 1
+		var retry bool
+		var retryAfter time.Duration
+		seqs, retry, retryAfter = c.attempt(ctx, start, p, req, resp, out, maxTokens, warm)
+		if out.Err == nil || !retry || attempt >= c.opts.Retries || ctx.Err() != nil {
+			break
+		}
+		d := c.opts.RetryDelay << attempt
+		if retryAfter > d {
+			d = retryAfter
+		}
+		if d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
+			if ctx.Err() != nil {
+				out.Err = &RequestError{Kind: KindCanceled, URL: w.url, Err: ctx.Err()}
+				break
+			}
+		}
+	}
+	if out.Err != nil {
+		out.Error = out.Err.Error()
+	}
+	return seqs
+}
+
+// attempt sends once and streams the response. retry reports whether the failure may be
+// retried.
+func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fasthttp.Request, resp *fasthttp.Response,
+	out *Request, maxTokens int, warm bool) (seqs []sse.Sequence, retry bool, retryAfter time.Duration) {
+	u := out.URL
+	out.Err, out.Status, out.Done, out.HasUsage, out.Usage, out.Headers = nil, 0, false, false, sse.Usage{}, nil
+	if ctx.Err() != nil {
+		out.Err = &RequestError{Kind: KindCanceled, URL: u, Err: ctx.Err()}
+		return nil, false, 0
+	}
+	ab := &abortState{}
+	sent := time.Now()
+	out.Sent = sent.Sub(start)
+	// Deadline for the header phase: the earlier of first-token and total.
+	var hdrTimeout time.Duration
+	var hdrKind string
+	if t := c.opts.FirstTokenTimeout; t > 0 {
+		hdrTimeout, hdrKind = t, "first_token"
+	}
+	if t := c.opts.TotalTimeout; t > 0 && (hdrTimeout == 0 || t < hdrTimeout) {
+		hdrTimeout, hdrKind = t, "total"
+	}
+	req.SetTimeout(hdrTimeout)
+	err := c.hc.Do(req, resp)
+	now := time.Now()
+	out.Header = now.Sub(start)
+	out.End = out.Header
+	if err != nil {
+		var ne net.Error
+		switch {
+		case ctx.Err() != nil:
+			out.Err = &RequestError{Kind: KindCanceled, URL: u, Err: ctx.Err()}
+		case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || (errors.As(err, &ne) && ne.Timeout()):
+			kind := hdrKind
+			if errors.Is(err, fasthttp.ErrDialTimeout) || isDialTimeout(err) {
+				kind = "connect"
+			}
+			out.Err = &RequestError{Kind: KindTimeout, URL: u, Timeout: kind, Err: err}
+			return nil, kind == "connect", 0
+		default:
+			out.Err = &RequestError{Kind: KindTransport, URL: u, Err: err}
+			return nil, true, 0
+		}
+		return nil, false, 0
+	}
+	out.Status = resp.StatusCode()
+	body := resp.BodyStream()
+	rc, _ := body.(fasthttp.ReadCloserWithError)
+	defer resp.CloseBodyStream()
+	if out.Status != fasthttp.StatusOK {
+		var msg []byte
+		if body != nil {
+			msg, _ = io.ReadAll(io.LimitReader(body, 64<<10))
+		} else {
+			msg = resp.Body()
+		}
+		se := sse.ParseError(msg)
+		out.Err = &RequestError{Kind: KindHTTP, URL: u, Status: out.Status, Message: se.Message, Err: se}
+		if out.Status == fasthttp.StatusTooManyRequests || out.Status >= 500 {
+			if s, err := strconv.Atoi(strings.TrimSpace(string(resp.Header.Peek("Retry-After")))); err == nil && s > 0 {
+				retryAfter = time.Duration(s) * time.Second
+			}
+			return nil, true, retryAfter
+		}
+		return nil, false, 0
+	}
+	if body == nil {
+		out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: errors.New("no response body")}
+		return nil, false, 0
+	}
+	// The header-phase deadline stays on the connection while streaming; replace it with
+	// the total deadline (or none), and enforce first-token and total with timers.
+	if conn := c.conns.get(resp.LocalAddr(), resp.RemoteAddr()); conn != nil {
+		var dl time.Time
+		if t := c.opts.TotalTimeout; t > 0 {
+			dl = sent.Add(t)
+		}
+		_ = conn.SetReadDeadline(dl)
+	}
+	if rc != nil {
+		ab.setStream(rc)
+		stopCtx := context.AfterFunc(ctx, func() {
+			ab.abort(&RequestError{Kind: KindCanceled, URL: u, Status: out.Status, Err: ctx.Err()})
+		})
+		defer stopCtx()
+		if t := c.opts.TotalTimeout; t > 0 {
+			tm := time.AfterFunc(time.Until(sent.Add(t)), func() {
+				ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: out.Status, Timeout: "total", Err: errTimedOut})
+			})
+			defer tm.Stop()
+		}
+		if t := c.opts.FirstTokenTimeout; t > 0 {
+			tm := time.AfterFunc(time.Until(sent.Add(t)), func() {
+				ab.mu.Lock()
+				got := ab.first
+				ab.mu.Unlock()
+				if !got {
+					ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: out.Status, Timeout: "first_token", Err: errTimedOut})
+				}
+			})
+			defer tm.Stop()
+		}
+	}
+	rd := sse.NewReader(body, 0)
+	d := &sse.Demux{KeepText: c.opts.KeepText}
+	expect := len(p.prompts)
+	if p.n > 1 {
+		expect = p.n
+	}
+	d.Reset(start, expect)
+	serr := c.stream(rd, d, ab)
+	out.End = time.Since(start)
+	out.Done = d.Done
+	out.Usage, out.HasUsage = d.RequestUsage()
+	c.captureHeaders(resp, out)
+	seqs = d.Finalize(maxTokens)
+	if cause := ab.get(); cause != nil {
+		out.Err = cause
+		return seqs, false, 0
+	}
+	if serr != nil && ctx.Err() != nil {
+		out.Err = &RequestError{Kind: KindCanceled, URL: u, Status: out.Status, Err: ctx.Err()}
+		return seqs, false, 0
+	}
+	if serr != nil {
+		var se *sse.ServerError
+		switch {
+		case errors.As(serr, &se):
+			out.Err = &RequestError{Kind: KindServer, URL: u, Status: out.Status, Message: se.Message, Err: se}
+			return seqs, warm && (se.Code == 429 || se.Code >= 500), 0
+		case errors.Is(serr, sse.ErrTruncated) || isDecodeErr(serr):
+			out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: serr}
+		default:
+			out.Err = &RequestError{Kind: KindTransport, URL: u, Status: out.Status, Err: serr}
+		}
+	}
+	return seqs, false, 0
+}
+
+// stream runs the demux, marking the first token for the first-token timer.
+func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
+	if c.opts.FirstTokenTimeout <= 0 {
+		return d.Run(rd)
+	}
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return d.Run(rd) // at EOF: Run sees EOF again and checks completion
+		}
+		if err != nil {
+			return err
+		}
+		if err := d.Feed(ev); err != nil {
+			return err
+		}
+		if hasMark(d) {
+			ab.mu.Lock()
+			ab.first = true
+			ab.mu.Unlock()
+			return d.Run(rd)
+		}
+		if d.Done {
+			return d.Run(rd)
+		}
+	}
+}
+
+func hasMark(d *sse.Demux) bool { return d.Marks() > 0 }
+
+func isDecodeErr(err error) bool { return strings.HasPrefix(err.Error(), "sse: chunk") || strings.HasPrefix(err.Error(), "sse: choices") }
+
+func isDialTimeout(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial" && oe.Timeout()
+}
+
+func (c *Client) captureHeaders(resp *fasthttp.Response, out *Request) {
+	for _, name := range []string{c.opts.GenerationDurationHeader, c.opts.SpeculationAcceptanceHeader} {
+		if name == "" {
+			continue
+		}
+		v := resp.Header.Peek(name)
+		if len(v) == 0 {
+			continue
+		}
+		if out.Headers == nil {
+			out.Headers = map[string]string{}
+		}
+		out.Headers[name] = string(v)
+	}
+}
+
+// connSet tracks open connections by local+remote address, so that a streaming
+// request's connection can get its read deadline replaced and so that a canceled
+// context can close connections still waiting for headers.
+type connSet struct {
+	mu sync.Mutex
+	m  map[string]net.Conn
+}
+
+type trackedConn struct {
+	net.Conn
+	set  *connSet
+	key  string
+	once sync.Once
+}
+
+func (t *trackedConn) Close() error {
+	t.once.Do(func() {
+		t.set.mu.Lock()
+		delete(t.set.m, t.key)
+		t.set.mu.Unlock()
+	})
+	return t.Conn.Close()
+}
+
+func connKey(l, r net.Addr) string {
+	if l == nil || r == nil {
+		return ""
+	}
+	return l.String() + ">" + r.String()
+}
+
+func (s *connSet) get(l, r net.Addr) net.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[connKey(l, r)]
+}
+
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	cs := make([]net.Conn, 0, len(s.m))
+	for _, c := range s.m {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+	}
+}
+
+func (c *Client) dial(addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: c.opts.ConnectTimeout}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	t := &trackedConn{Conn: conn, set: &c.conns, key: connKey(conn.LocalAddr(), conn.RemoteAddr())}
+	c.conns.mu.Lock()
+	c.conns.m[t.key] = t
+	c.conns.mu.Unlock()
+	return t, nil
+}

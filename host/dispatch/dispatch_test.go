@@ -1,0 +1,493 @@
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recorded is one request as the test server received it.
+type recorded struct {
+	path    string
+	body    []byte
+	headers http.Header
+}
+
+// fakeServer streams max_tokens one-token chunks per choice (interleaved), the finish on
+// the last one, a usage-only chunk and [DONE]. Hooks can replace the response.
+type fakeServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []recorded
+	// hook, when set, handles attempt k (0-based, over all requests) and returns true if it
+	// wrote the response.
+	hook func(k int, w http.ResponseWriter, r *http.Request) bool
+}
+
+func newFakeServer(t *testing.T) *fakeServer {
+	f := &fakeServer{}
+	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *fakeServer) recorded() []recorded {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]recorded(nil), f.reqs...)
+}
+
+func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	k := len(f.reqs)
+	f.reqs = append(f.reqs, recorded{path: r.URL.Path, body: body, headers: r.Header.Clone()})
+	hook := f.hook
+	f.mu.Unlock()
+	if hook != nil && hook(k, w, r) {
+		return
+	}
+	var req struct {
+		Prompt    json.RawMessage `json:"prompt"`
+		N         int             `json:"n"`
+		MaxTokens int             `json:"max_tokens"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, `{"error":{"message":"bad json","code":400}}`, 400)
+		return
+	}
+	var arr [][]int
+	prompts, promptTokens := 1, 0
+	if json.Unmarshal(req.Prompt, &arr) == nil {
+		prompts = len(arr)
+		for _, p := range arr {
+			promptTokens += len(p)
+		}
+	} else {
+		var one []int
+		_ = json.Unmarshal(req.Prompt, &one)
+		promptTokens = len(one)
+	}
+	choices := prompts * max(req.N, 1)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Generation-Duration", "0.5")
+	w.WriteHeader(200)
+	fl := w.(http.Flusher)
+	for tok := 0; tok < req.MaxTokens; tok++ {
+		for c := 0; c < choices; c++ {
+			fin := "null"
+			if tok == req.MaxTokens-1 {
+				fin = `"length"`
+			}
+			fmt.Fprintf(w, "data: {\"id\":\"cmpl-x\",\"choices\":[{\"index\":%d,\"text\":\" t%d\",\"finish_reason\":%s}]}\n\n", c, tok, fin)
+		}
+		fl.Flush()
+	}
+	fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n",
+		promptTokens, choices*req.MaxTokens, promptTokens+choices*req.MaxTokens)
+}
+
+type fixedRouter []int
+
+func (r fixedRouter) Route(_ context.Context, lens []int, workers int) ([]int, error) {
+	if len(lens) != len(r) {
+		return nil, fmt.Errorf("router: %d prompts", len(lens))
+	}
+	return r, nil
+}
+
+var prompts3 = [][]int32{{1, 2, 3}, {40, 50}, {600}}
+
+// The three request shapes and their warmups, as a recording server receives them:
+// body bytes, headers and which worker got which prompt.
+func TestRequestShapes(t *testing.T) {
+	a, b := newFakeServer(t), newFakeServer(t)
+	seed := int64(7)
+	c, err := New(Options{
+		Workers: []Worker{
+			{Name: "a", URL: a.URL, Headers: map[string]string{"X-Service-Index": "0"}},
+			{Name: "b", URL: b.URL + "/v1", Headers: map[string]string{"X-Service-Index": "1"}},
+		},
+		Router: fixedRouter{1, 0, 1}, Model: "m", Seed: &seed, APIKey: "sk-secret",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const tail = `,"temperature":0,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true},"seed":7}`
+	cases := []struct {
+		mode  Mode
+		wantA []string // bodies worker a receives (max_tokens M substituted)
+		wantB []string
+		seqs  int
+	}{
+		{ModeArray, []string{`{"model":"m","prompt":[[1,2,3],[40,50],[600]],"n":1,"max_tokens":M` + tail}, nil, 3},
+		// router: prompt 0 → b, 1 → a, 2 → b
+		{ModeRouted, []string{`{"model":"m","prompt":[40,50],"n":1,"max_tokens":M` + tail},
+			[]string{`{"model":"m","prompt":[1,2,3],"n":1,"max_tokens":M` + tail, `{"model":"m","prompt":[600],"n":1,"max_tokens":M` + tail}, 3},
+		{ModeN, []string{`{"model":"m","prompt":[1,2,3],"n":3,"max_tokens":M` + tail}, nil, 3},
+	}
+	for _, tc := range cases {
+		for _, warm := range []bool{true, false} {
+			name := string(tc.mode) + "/send"
+			if warm {
+				name = string(tc.mode) + "/warmup"
+			}
+			t.Run(name, func(t *testing.T) {
+				a.reqs, b.reqs = nil, nil
+				maxTok := "4"
+				var res *Result
+				if warm {
+					maxTok = "1"
+					if err := c.Warmup(context.Background(), tc.mode, prompts3); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					res, err = c.Send(context.Background(), tc.mode, prompts3, 4)
+					if err != nil || res.Err() != nil {
+						t.Fatal(err, res.Err())
+					}
+				}
+				check := func(srv *fakeServer, want []string, hdr string) {
+					got := srv.recorded()
+					var bodies []string
+					for _, r := range got {
+						bodies = append(bodies, string(r.body))
+						if r.path != "/v1/completions" || r.headers.Get("Authorization") != "Bearer sk-secret" ||
+							r.headers.Get("Content-Type") != "application/json" || r.headers.Get("X-Service-Index") != hdr {
+							t.Errorf("path %s headers %v", r.path, r.headers)
+						}
+					}
+					var ws []string
+					for _, w := range want {
+						ws = append(ws, strings.Replace(w, "max_tokens\":M", "max_tokens\":"+maxTok, 1))
+					}
+					// routed requests arrive concurrently: compare as sets
+					if strings.Join(sorted(bodies), "\n") != strings.Join(sorted(ws), "\n") {
+						t.Errorf("worker %s bodies:\n%s\nwant:\n%s", hdr, strings.Join(bodies, "\n"), strings.Join(ws, "\n"))
+					}
+				}
+				check(a, tc.wantA, "0")
+				check(b, tc.wantB, "1")
+				if res != nil {
+					if len(res.Sequences) != tc.seqs {
+						t.Fatalf("%d sequences", len(res.Sequences))
+					}
+					for i, s := range res.Sequences {
+						// 4 one-token chunks each; the fake's usage covers the request's choices
+						if len(s.Marks) != 4 || !s.Finished || s.CompletionTokens != 4 {
+							t.Errorf("sequence %d: %d marks, finished %v, %d tokens (%s)", i, len(s.Marks), s.Finished, s.CompletionTokens, s.TokenSource)
+						}
+						wantPrompt := i
+						if tc.mode == ModeN {
+							wantPrompt = 0
+						}
+						if s.Prompt != wantPrompt {
+							t.Errorf("sequence %d prompt %d", i, s.Prompt)
+						}
+					}
+					if tc.mode == ModeRouted {
+						// prompt 0 and 2 to worker 1 (b), prompt 1 to worker 0 (a)
+						for i, w := range []int{1, 0, 1} {
+							if r := res.Requests[res.Sequences[i].Request]; r.Worker != w || r.Prompts[0] != i {
+								t.Errorf("prompt %d went to worker %d", i, r.Worker)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// Round robin without a router; extra_body overrides genload's fields; continuous usage.
+func TestRoundRobinAndExtraBody(t *testing.T) {
+	a, b := newFakeServer(t), newFakeServer(t)
+	c, err := New(Options{
+		Target: a.URL, Workers: []Worker{{Name: "a"}, {Name: "b", URL: b.URL}},
+		ExtraBody: map[string]any{"temperature": 0.5, "top_k": 1}, ContinuousUsage: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	bodies, err := c.Body(ModeRouted, prompts3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"prompt":[1,2,3],"n":1,"max_tokens":2,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true},"temperature":0.5,"top_k":1}`
+	if string(bodies[0]) != want {
+		t.Fatalf("body\n%s\nwant\n%s", bodies[0], want)
+	}
+	res, err := c.Send(context.Background(), ModeRouted, prompts3, 2)
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	// prompts 0, 2 → worker 0 (a, the target); prompt 1 → worker 1 (b)
+	if len(a.recorded()) != 2 || len(b.recorded()) != 1 {
+		t.Fatalf("a got %d, b got %d", len(a.recorded()), len(b.recorded()))
+	}
+	if got := res.Requests[0].Headers["Generation-Duration"]; got != "" {
+		t.Fatalf("captured an unconfigured header: %q", got)
+	}
+}
+
+// Same prompts → byte-identical body; the fast id encoder matches encoding/json for ids
+// around every digit-count boundary, beyond the table, and negative.
+func TestBodyDeterministicAndIDs(t *testing.T) {
+	c, err := New(Options{Target: "http://127.0.0.1:1", Model: "q\"uote"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	ids := []int32{0, 9, 10, 99, 100, 999, 1000, 99999, 100000, 262143, 262144, 1 << 30, 2147483647, -1, -2147483648}
+	for range 5000 {
+		ids = append(ids, int32(r.IntN(300000)))
+	}
+	want, _ := json.Marshal(ids)
+	if got := appendIDs(nil, ids); !bytes.Equal(got, want) {
+		t.Fatalf("appendIDs differs from encoding/json:\n%s\n%s", got[:80], want[:80])
+	}
+	if got := appendIDs([]byte("x"), []int32{5}); string(got) != "x[5]" {
+		t.Fatalf("got %q", got)
+	}
+	b1, _ := c.Body(ModeArray, [][]int32{ids, ids[:7]}, 100)
+	b2, _ := c.Body(ModeArray, [][]int32{ids, ids[:7]}, 100)
+	if !bytes.Equal(b1[0], b2[0]) {
+		t.Fatal("bodies differ")
+	}
+	var v struct {
+		Model  string    `json:"model"`
+		Prompt [][]int32 `json:"prompt"`
+	}
+	if err := json.Unmarshal(b1[0], &v); err != nil || v.Model != "q\"uote" || len(v.Prompt[0]) != len(ids) || v.Prompt[1][6] != ids[6] {
+		t.Fatalf("body does not round-trip: %v", err)
+	}
+}
+
+// 5xx is retried (count honoured); a 4xx fails at once with the server's message, URL
+// and status.
+func TestRetries(t *testing.T) {
+	cases := []struct {
+		name     string
+		status   []int // status of attempts 0, 1, … (200 → normal stream)
+		retries  int
+		attempts int
+		ok       bool
+		msg      string
+	}{
+		{"503 twice then ok", []int{503, 503, 200}, 3, 3, true, ""},
+		{"503 beyond retries", []int{503, 503, 503}, 1, 2, false, "status 503: queue full"},
+		{"429 then ok", []int{429, 200}, 1, 2, true, ""},
+		{"400 not retried", []int{400, 200}, 3, 1, false, "status 400: You passed 9 input tokens"},
+		{"404 not retried", []int{404, 200}, 3, 1, false, "status 404: The model `x` does not exist."},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newFakeServer(t)
+			s.hook = func(k int, w http.ResponseWriter, r *http.Request) bool {
+				st := 200
+				if k < len(tc.status) {
+					st = tc.status[k]
+				}
+				switch st {
+				case 200:
+					return false
+				case 503:
+					http.Error(w, `{"object":"error","message":"queue full","type":"SERVICE_UNAVAILABLE","code":503}`, st)
+				case 429:
+					w.Header().Set("Retry-After", "0")
+					http.Error(w, `{"error":"Model is overloaded","error_type":"overloaded"}`, st)
+				case 404:
+					http.Error(w, `{"error":{"message":"The model `+"`x`"+` does not exist.","type":"NotFoundError","param":"model","code":404}}`, st)
+				default:
+					http.Error(w, `{"error":{"message":"You passed 9 input tokens and requested 4 output tokens.","type":"BadRequestError","param":"input_tokens","code":400}}`, st)
+				}
+				return true
+			}
+			c, _ := New(Options{Target: s.URL, Retries: tc.retries, RetryDelay: time.Millisecond, APIKey: "sk-planted"})
+			defer c.Close()
+			err := c.Warmup(context.Background(), ModeArray, prompts3)
+			if got := len(s.recorded()); got != tc.attempts {
+				t.Fatalf("%d attempts, want %d", got, tc.attempts)
+			}
+			if tc.ok != (err == nil) {
+				t.Fatalf("err = %v", err)
+			}
+			if !tc.ok {
+				if !strings.Contains(err.Error(), tc.msg) || !strings.Contains(err.Error(), s.URL+"/v1/completions") {
+					t.Fatalf("error %q lacks %q or the URL", err, tc.msg)
+				}
+				if strings.Contains(err.Error(), "sk-planted") {
+					t.Fatal("API key leaked into the error")
+				}
+				var re *RequestError
+				if !errors.As(err, &re) || re.Kind != KindHTTP {
+					t.Fatalf("not a KindHTTP RequestError: %#v", err)
+				}
+			}
+		})
+	}
+}
+
+// Transport errors (nothing listening) are retried, then reported as transport errors.
+func TestTransportErrorRetried(t *testing.T) {
+	s := httptest.NewServer(http.NotFoundHandler())
+	u := s.URL
+	s.Close()
+	c, _ := New(Options{Target: u, Retries: 2})
+	defer c.Close()
+	res, err := c.Send(context.Background(), ModeArray, prompts3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Requests[0]
+	var re *RequestError
+	if r.Attempts != 3 || !errors.As(r.Err, &re) || re.Kind != KindTransport {
+		t.Fatalf("attempts %d err %v", r.Attempts, r.Err)
+	}
+}
+
+// An in-stream error after some tokens fails the request with the server's message;
+// sequences keep what arrived; a warmup does not retry a 4xx-coded in-stream error.
+func TestInStreamError(t *testing.T) {
+	s := newFakeServer(t)
+	s.hook = func(k int, w http.ResponseWriter, r *http.Request) bool {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"finish_reason\":null}]}\n\n")
+		io.WriteString(w, "data: {\"error\":{\"message\":\"Input validation error\",\"http_status_code\":422}}\n\ndata: [DONE]\n\n")
+		return true
+	}
+	c, _ := New(Options{Target: s.URL, Retries: 3})
+	defer c.Close()
+	res, err := c.Send(context.Background(), ModeArray, prompts3[:1], 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var re *RequestError
+	if !errors.As(res.Err(), &re) || re.Kind != KindServer || re.Message != "Input validation error" || re.Status != 200 {
+		t.Fatalf("err = %v", res.Err())
+	}
+	if len(res.Sequences) != 1 || len(res.Sequences[0].Marks) != 1 {
+		t.Fatalf("sequences %+v", res.Sequences)
+	}
+	if err := c.Warmup(context.Background(), ModeArray, prompts3[:1]); err == nil || len(s.recorded()) != 2 {
+		t.Fatalf("warmup err %v after %d requests (want 1 send + 1 warmup)", err, len(s.recorded()))
+	}
+}
+
+// Timeouts are reported as their own category; a canceled context as canceled.
+func TestTimeoutsAndCancel(t *testing.T) {
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	s := newFakeServer(t)
+	s.hook = func(k int, w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("X-Case") == "headers-late" {
+			select {
+			case <-block:
+			case <-r.Context().Done():
+			}
+			return true
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		io.WriteString(w, ": ping\n\n") // a comment is not a first token
+		w.(http.Flusher).Flush()
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+		return true
+	}
+	cases := []struct {
+		name, hdr string
+		opts      Options
+		cancel    bool
+		kind      ErrorKind
+		which     string
+	}{
+		{"first token, headers sent", "", Options{FirstTokenTimeout: 50 * time.Millisecond}, false, KindTimeout, "first_token"},
+		{"first token, headers late", "headers-late", Options{FirstTokenTimeout: 50 * time.Millisecond}, false, KindTimeout, "first_token"},
+		{"total", "", Options{TotalTimeout: 50 * time.Millisecond}, false, KindTimeout, "total"},
+		{"cancel while streaming", "", Options{}, true, KindCanceled, ""},
+		{"cancel before headers", "headers-late", Options{}, true, KindCanceled, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.opts
+			o.Target = s.URL
+			o.Workers = []Worker{{Headers: map[string]string{"X-Case": tc.hdr}}}
+			c, _ := New(o)
+			defer c.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				time.AfterFunc(50*time.Millisecond, cancel)
+			}
+			res, err := c.Send(ctx, ModeArray, prompts3[:1], 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var re *RequestError
+			if !errors.As(res.Err(), &re) || re.Kind != tc.kind || re.Timeout != tc.which {
+				t.Fatalf("err = %v (%#v)", res.Err(), re)
+			}
+		})
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	cases := []struct {
+		o    Options
+		want string
+	}{
+		{Options{}, "no URL"},
+		{Options{Target: "127.0.0.1:80"}, `bad URL "127.0.0.1:80"`},
+		{Options{Target: "ftp://h:1"}, "want http://host:port"},
+		{Options{Target: "http://h", ExtraBody: map[string]any{"prompt": 1}}, `extra_body key "prompt"`},
+		{Options{Target: "http://h", ExtraBody: map[string]any{"x": func() {}}}, `extra_body key "x"`},
+	}
+	for _, tc := range cases {
+		if _, err := New(tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) = %v, want %q", tc.o, err, tc.want)
+		}
+	}
+	c, _ := New(Options{Target: "http://127.0.0.1:1"})
+	for _, tc := range []struct {
+		mode    Mode
+		prompts [][]int32
+		want    string
+	}{
+		{ModeArray, nil, "no prompts"},
+		{ModeArray, [][]int32{{1}, {}}, "prompt 1 is empty"},
+		{"bogus", prompts3, `unknown mode "bogus"`},
+	} {
+		if _, err := c.Send(context.Background(), tc.mode, tc.prompts, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Send(%q) = %v, want %q", tc.mode, err, tc.want)
+		}
+	}
+	c2, _ := New(Options{Target: "http://127.0.0.1:1", Workers: []Worker{{}, {}}, Router: fixedRouter{0, 5, 1}})
+	if _, err := c2.Send(context.Background(), ModeRouted, prompts3, 1); err == nil || !strings.Contains(err.Error(), "worker 5") {
+		t.Errorf("bad router: %v", err)
+	}
+}
