@@ -742,7 +742,9 @@ func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
 
 func hasMark(d *sse.Demux) bool { return d.Marks() > 0 }
 
-func isDecodeErr(err error) bool { return strings.HasPrefix(err.Error(), "sse: chunk") || strings.HasPrefix(err.Error(), "sse: choices") }
+func isDecodeErr(err error) bool {
+	return strings.HasPrefix(err.Error(), "sse: chunk") || strings.HasPrefix(err.Error(), "sse: choices")
+}
 
 func isDialTimeout(err error) bool {
 	var oe *net.OpError
