@@ -703,7 +703,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 		case errors.As(serr, &se):
 			out.Err = &RequestError{Kind: KindServer, URL: u, Status: out.Status, Message: se.Message, Err: se}
 			return seqs, warm && (se.Code == 429 || se.Code >= 500), 0
-		case errors.Is(serr, sse.ErrTruncated) || isDecodeErr(serr):
+		case errors.Is(serr, sse.ErrTruncated) || errors.Is(serr, sse.ErrMalformed):
 			out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: serr}
 		default:
 			out.Err = &RequestError{Kind: KindTransport, URL: u, Status: out.Status, Err: serr}
@@ -742,9 +742,6 @@ func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
 
 func hasMark(d *sse.Demux) bool { return d.Marks() > 0 }
 
-func isDecodeErr(err error) bool {
-	return strings.HasPrefix(err.Error(), "sse: chunk") || strings.HasPrefix(err.Error(), "sse: choices")
-}
 
 func isDialTimeout(err error) bool {
 	var oe *net.OpError

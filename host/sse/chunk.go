@@ -1,11 +1,16 @@
 package sse
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/valyala/fastjson"
 )
+
+// ErrMalformed wraps every chunk decoding error (not JSON, wrong field types, index out
+// of range). Compare with errors.Is.
+var ErrMalformed = errors.New("malformed chunk")
 
 // Usage is a server's token accounting (the OpenAI `usage` object), in tokens.
 type Usage struct {
@@ -123,10 +128,10 @@ func (d *Decoder) Decode(data []byte) (*Chunk, error) {
 	}
 	v, err := d.p.ParseBytes(data)
 	if err != nil {
-		return nil, fmt.Errorf("sse: chunk %q: %w", head(data), err)
+		return nil, fmt.Errorf("sse: %w %q: %w", ErrMalformed, head(data), err)
 	}
 	if v.Type() != fastjson.TypeObject {
-		return nil, fmt.Errorf("sse: chunk %q: not a JSON object", head(data))
+		return nil, fmt.Errorf("sse: %w %q: not a JSON object", ErrMalformed, head(data))
 	}
 	if ev := v.Get("error"); ev != nil && ev.Type() != fastjson.TypeNull {
 		c.Err = serverError(v, ev)
@@ -139,14 +144,14 @@ func (d *Decoder) Decode(data []byte) (*Chunk, error) {
 	if cv := v.Get("choices"); cv != nil && cv.Type() != fastjson.TypeNull {
 		arr, err := cv.Array()
 		if err != nil {
-			return nil, fmt.Errorf("sse: chunk %q: choices: %w", head(data), err)
+			return nil, fmt.Errorf("sse: %w %q: choices: %w", ErrMalformed, head(data), err)
 		}
 		for _, ch := range arr {
 			idx := 0
 			if iv := ch.Get("index"); iv != nil {
 				idx, err = iv.Int()
 				if err != nil || idx < 0 {
-					return nil, fmt.Errorf("sse: chunk %q: choices[].index is not a non-negative integer", head(data))
+					return nil, fmt.Errorf("sse: %w %q: choices[].index is not a non-negative integer", ErrMalformed, head(data))
 				}
 			}
 			choice := Choice{Index: idx, Text: ch.GetStringBytes("text")}

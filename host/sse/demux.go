@@ -141,7 +141,7 @@ func (d *Demux) Feed(ev Event) error {
 	for i := range c.Choices {
 		ch := &c.Choices[i]
 		if ch.Index >= MaxChoices {
-			return fmt.Errorf("sse: choices[].index %d out of range (max %d)", ch.Index, MaxChoices-1)
+			return fmt.Errorf("sse: %w: choices[].index %d out of range (max %d)", ErrMalformed, ch.Index, MaxChoices-1)
 		}
 		for ch.Index >= len(d.seqs) {
 			d.seqs = append(d.seqs, Sequence{})

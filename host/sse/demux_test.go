@@ -294,7 +294,7 @@ func TestDemuxMalformed(t *testing.T) {
 		`data: {"choices":[{"index":70000,"text":"a"}]}` + "\n\n",
 	}
 	for _, c := range cases {
-		if _, err := run(t, 1, []float64{1, 2}, c, done); err == nil {
+		if _, err := run(t, 1, []float64{1, 2}, c, done); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%q: no error", c)
 		}
 	}
