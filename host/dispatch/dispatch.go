@@ -742,7 +742,6 @@ func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
 
 func hasMark(d *sse.Demux) bool { return d.Marks() > 0 }
 
-
 func isDialTimeout(err error) bool {
 	var oe *net.OpError
 	return errors.As(err, &oe) && oe.Op == "dial" && oe.Timeout()
