@@ -1,0 +1,292 @@
+package tokenizer
+
+import (
+	"fmt"
+	"sync"
+	"unicode/utf8"
+)
+
+// bpeModel is the BPE model of tokenizers (models/bpe/model.rs + word.rs): a word is split
+// into characters (each looked up in the vocabulary, with byte fallback <0xXX> or the unknown
+// token when absent), then adjacent pairs are merged by ascending merge rank, ties broken by
+// leftmost position, exactly as Word::merge_all's binary heap does.
+type bpeModel struct {
+	vocab        map[string]int32
+	vocabR       []string // id -> token (model vocabulary only)
+	merges       map[uint64]mergeInfo
+	unk          int32 // -1 if none
+	fuseUnk      bool
+	byteFallback bool
+	ignoreMerges bool
+	contPrefix   string
+	eowSuffix    string
+	byteIDs      [256]int32 // id of "<0xXX>", -1 if missing
+
+	cacheMu sync.RWMutex
+	cache   map[string][]int32
+}
+
+// mergeInfo is the rank of a merge (its index in "merges") and the id of the merged token.
+type mergeInfo struct{ rank, id int32 }
+
+// bpeCacheCap bounds the word cache (entries); words longer than bpeCacheMaxWord bytes are
+// never cached. tokenizers uses a 10,000-entry cache; the cache changes speed only.
+const (
+	bpeCacheCap     = 50000
+	bpeCacheMaxWord = 256
+)
+
+func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
+func newBPE(s *bpeSpec) (*bpeModel, error) {
+	m := &bpeModel{
+		vocab: s.vocab, unk: -1, fuseUnk: s.fuseUnk, byteFallback: s.byteFallback,
+		ignoreMerges: s.ignoreMerges, contPrefix: s.contPrefix, eowSuffix: s.eowSuffix,
+		cache: make(map[string][]int32),
+	}
+	n := int32(0)
+	for _, id := range s.vocab {
+		if id < 0 {
+			return nil, fmt.Errorf("[vocab]: negative id %d", id)
+		}
+		n = max(n, id+1)
+	}
+	m.vocabR = make([]string, n)
+	for tok, id := range s.vocab {
+		m.vocabR[id] = tok
+	}
+	if s.unk != nil {
+		id, ok := s.vocab[*s.unk]
+		if !ok {
+			return nil, fmt.Errorf("[unk_token] %q is not in the vocabulary", *s.unk)
+		}
+		m.unk = id
+	}
+	for i := range m.byteIDs {
+		m.byteIDs[i] = -1
+		if id, ok := s.vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
+			m.byteIDs[i] = id
+		}
+	}
+	m.merges = make(map[uint64]mergeInfo, len(s.merges))
+	buf := make([]byte, 0, 64)
+	for rank, mg := range s.merges {
+		a, b := mg[0], mg[1]
+		ia, oka := s.vocab[a]
+		ib, okb := s.vocab[b]
+		if !oka || !okb {
+			return nil, fmt.Errorf("[merges][%d] %q %q: token not in the vocabulary", rank, a, b)
+		}
+		rb := b
+		if len(m.contPrefix) > 0 && len(b) >= len(m.contPrefix) && b[:len(m.contPrefix)] == m.contPrefix {
+			rb = b[len(m.contPrefix):]
+		}
+		buf = append(append(buf[:0], a...), rb...)
+		id, ok := s.vocab[string(buf)]
+		if !ok {
+			return nil, fmt.Errorf("[merges][%d] %q %q: merged token not in the vocabulary", rank, a, b)
+		}
+		// tokenizers collects merges into a HashMap, so a repeated pair keeps its last rank.
+		m.merges[pairKey(ia, ib)] = mergeInfo{int32(rank), id}
+	}
+	return m, nil
+}
+
+// symbol is one node of the doubly linked list of a word being merged; len 0 marks a symbol
+// absorbed by its left neighbour.
+type symbol struct {
+	id         int32
+	prev, next int32
+	len        int32
+}
+
+// mergeCand is a heap entry: merge the symbol at pos with its right neighbour into id.
+type mergeCand struct {
+	pos, rank, id int32
+}
+
+type mergeHeap []mergeCand
+
+func (h mergeHeap) less(i, j int) bool {
+	if h[i].rank != h[j].rank {
+		return h[i].rank < h[j].rank
+	}
+	return h[i].pos < h[j].pos
+}
+
+func (h *mergeHeap) push(c mergeCand) {
+	*h = append(*h, c)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *mergeHeap) pop() mergeCand {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	*h = s
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && s.less(r, l) {
+			m = r
+		}
+		if !s.less(m, i) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	return top
+}
+
+// tokenize appends the ids of one pre-tokenized word to dst.
+func (m *bpeModel) tokenize(dst []int32, w string) []int32 {
+	if w == "" {
+		return dst
+	}
+	if m.ignoreMerges {
+		if id, ok := m.vocab[w]; ok {
+			return append(dst, id)
+		}
+	}
+	cacheable := len(w) <= bpeCacheMaxWord
+	if cacheable {
+		m.cacheMu.RLock()
+		ids, ok := m.cache[w]
+		m.cacheMu.RUnlock()
+		if ok {
+			return append(dst, ids...)
+		}
+	}
+	ids := m.mergeWord(w)
+	if cacheable {
+		m.cacheMu.Lock()
+		if len(m.cache) < bpeCacheCap {
+			m.cache[w] = ids
+		}
+		m.cacheMu.Unlock()
+	}
+	return append(dst, ids...)
+}
+
+// mergeWord is Word::merge_all of tokenizers on the characters of w.
+func (m *bpeModel) mergeWord(w string) []int32 {
+	syms := make([]symbol, 0, len(w))
+	add := func(id int32, l int) { syms = append(syms, symbol{id: id, len: int32(l)}) }
+	unkID, unkLen := int32(-1), 0
+	var key []byte
+	for i := 0; i < len(w); {
+		_, sz := utf8.DecodeRuneInString(w[i:])
+		s := w[i : i+sz]
+		if (i > 0 && m.contPrefix != "") || (i+sz == len(w) && m.eowSuffix != "") {
+			key = key[:0]
+			if i > 0 {
+				key = append(key, m.contPrefix...)
+			}
+			key = append(key, s...)
+			if i+sz == len(w) {
+				key = append(key, m.eowSuffix...)
+			}
+			s = string(key)
+		}
+		id, ok := m.vocab[s]
+		switch {
+		case ok:
+			if unkID >= 0 {
+				add(unkID, unkLen)
+				unkID = -1
+			}
+			add(id, sz)
+		case m.byteFallback && m.hasBytes(s):
+			// As tokenizers does, a pending unknown is not flushed before the bytes.
+			for j := 0; j < len(s); j++ {
+				add(m.byteIDs[s[j]], 1)
+			}
+		case m.unk >= 0:
+			if unkID >= 0 && m.fuseUnk {
+				unkLen += sz
+			} else {
+				if unkID >= 0 {
+					add(unkID, unkLen)
+				}
+				unkID, unkLen = m.unk, sz
+			}
+		}
+		i += sz
+	}
+	if unkID >= 0 {
+		add(unkID, unkLen)
+	}
+	n := int32(len(syms))
+	for i := range syms {
+		syms[i].prev, syms[i].next = int32(i)-1, int32(i)+1
+	}
+	if n > 0 {
+		syms[n-1].next = -1
+	}
+	h := make(mergeHeap, 0, n)
+	for i := int32(0); i+1 < n; i++ {
+		if mi, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
+			h.push(mergeCand{i, mi.rank, mi.id})
+		}
+	}
+	for len(h) > 0 {
+		top := h.pop()
+		cur := &syms[top.pos]
+		if cur.len == 0 || cur.next == -1 {
+			continue
+		}
+		nextPos := cur.next
+		right := syms[nextPos]
+		if mi, ok := m.merges[pairKey(cur.id, right.id)]; !ok || mi.id != top.id {
+			continue // stale candidate
+		}
+		cur.id = top.id
+		cur.len += right.len
+		cur.next = right.next
+		syms[nextPos].len = 0
+		if right.next >= 0 {
+			syms[right.next].prev = top.pos
+		}
+		if cur.prev >= 0 {
+			if mi, ok := m.merges[pairKey(syms[cur.prev].id, cur.id)]; ok {
+				h.push(mergeCand{cur.prev, mi.rank, mi.id})
+			}
+		}
+		if cur.next >= 0 {
+			if mi, ok := m.merges[pairKey(cur.id, syms[cur.next].id)]; ok {
+				h.push(mergeCand{top.pos, mi.rank, mi.id})
+			}
+		}
+	}
+	ids := make([]int32, 0, n)
+	for _, s := range syms {
+		if s.len != 0 {
+			ids = append(ids, s.id)
+		}
+	}
+	return ids
+}
+
+func (m *bpeModel) hasBytes(s string) bool {
+	for j := 0; j < len(s); j++ {
+		if m.byteIDs[s[j]] < 0 {
+			return false
+		}
+	}
+	return true
+}

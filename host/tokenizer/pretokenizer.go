@@ -1,0 +1,293 @@
+package tokenizer
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/dlclark/regexp2"
+)
+
+// preTokenizer splits each word of a pre-tokenized text into smaller words
+// (tokenizers pre_tokenizers/*). Words are substrings of the normalized text, except after
+// ByteLevel, which maps every byte to a printable rune (GPT-2's bytes_to_unicode).
+type preTokenizer interface {
+	split(dst []string, word string) []string
+}
+
+// splitBehavior is tokenizers' SplitDelimiterBehavior.
+type splitBehavior int
+
+const (
+	behRemoved splitBehavior = iota
+	behIsolated
+	behMergedWithPrevious
+	behMergedWithNext
+	behContiguous
+)
+
+var behaviors = map[string]splitBehavior{
+	"Removed": behRemoved, "Isolated": behIsolated, "MergedWithPrevious": behMergedWithPrevious,
+	"MergedWithNext": behMergedWithNext, "Contiguous": behContiguous,
+}
+
+// buildPreTokenizers flattens a "pre_tokenizer" node (Sequences included) into steps.
+func buildPreTokenizers(n *jNode, file, path string) ([]preTokenizer, error) {
+	if n == nil {
+		return nil, nil
+	}
+	switch n.Type {
+	case "Sequence":
+		var out []preTokenizer
+		for i := range n.Pretokenizers {
+			s, err := buildPreTokenizers(&n.Pretokenizers[i], file, fmt.Sprintf("%s.pretokenizers[%d]", path, i))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s...)
+		}
+		return out, nil
+	case "Split":
+		b, ok := behaviors[n.Behavior]
+		if !ok {
+			return nil, &UnsupportedError{File: file, Component: path, Type: n.Type, Detail: fmt.Sprintf("behavior %q", n.Behavior)}
+		}
+		st := &splitPT{behavior: b, invert: n.Invert}
+		switch {
+		case n.Pattern == nil:
+			return nil, fmt.Errorf("tokenizer: %s: [%s] Split has no pattern", file, path)
+		case n.Pattern.Regex != nil:
+			re, err := compileRegex(*n.Pattern.Regex)
+			if err != nil {
+				return nil, fmt.Errorf("tokenizer: %s: [%s] Split regex %q: %w", file, path, *n.Pattern.Regex, err)
+			}
+			st.re = re
+		case n.Pattern.String != nil:
+			st.lit = *n.Pattern.String
+		default:
+			return nil, fmt.Errorf("tokenizer: %s: [%s] Split pattern has neither Regex nor String", file, path)
+		}
+		return []preTokenizer{st}, nil
+	case "ByteLevel":
+		st := &byteLevelPT{prefixSpace: n.AddPrefixSpace}
+		if n.UseRegex == nil || *n.UseRegex { // tokenizers defaults use_regex to true
+			st.re = regexp2.MustCompile(gpt2Pattern, regexp2.None)
+		}
+		return []preTokenizer{st}, nil
+	case "Digits":
+		return []preTokenizer{digitsPT{individual: n.IndividualDigits}}, nil
+	}
+	return nil, &UnsupportedError{File: file, Component: path, Type: n.Type}
+}
+
+// gpt2Pattern is the regex of ByteLevel with use_regex=true (tokenizers byte_level.rs).
+const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+
+// span is a byte range [a,b) of a word; match tells whether the pattern matched it.
+type span struct {
+	a, b  int
+	match bool
+}
+
+// findMatches mirrors tokenizers' Pattern::find_matches: the word cut into alternating
+// unmatched and matched spans covering it entirely. A regex sees every code point whose
+// General_Category differs between Go's tables and Unicode 16.0 (the Oniguruma inside
+// tokenizers 0.23) replaced by a stand-in of the Unicode 16 category (see unicode16.go);
+// the substitution is rune for rune, so offsets are unchanged.
+func findMatches(s string, re *regexp2.Regexp, lit string) []span {
+	if s == "" {
+		return []span{{0, 0, false}}
+	}
+	out := make([]span, 0, 8)
+	prev := 0
+	add := func(a, b int) {
+		if prev != a {
+			out = append(out, span{prev, a, false})
+		}
+		out = append(out, span{a, b, true})
+		prev = b
+	}
+	switch {
+	case re != nil:
+		runes := []rune(s)
+		ascii := len(runes) == len(s)
+		var off []int // rune index -> byte offset, only for non-ASCII words
+		if !ascii {
+			off = make([]int, len(runes)+1)
+			o := 0
+			for i, r := range runes {
+				off[i] = o
+				o += utf8.RuneLen(r)
+				if r >= u16Min {
+					runes[i] = unicode16Standin(r)
+				}
+			}
+			off[len(runes)] = o
+		}
+		m, _ := re.FindRunesMatch(runes)
+		for m != nil {
+			if m.Length > 0 {
+				if ascii {
+					add(m.Index, m.Index+m.Length)
+				} else {
+					add(off[m.Index], off[m.Index+m.Length])
+				}
+			}
+			m, _ = re.FindNextMatch(m)
+		}
+	case lit != "":
+		for i := 0; ; {
+			j := strings.Index(s[i:], lit)
+			if j < 0 {
+				break
+			}
+			add(i+j, i+j+len(lit))
+			i += j + len(lit)
+		}
+	}
+	if prev != len(s) {
+		out = append(out, span{prev, len(s), false})
+	}
+	return out
+}
+
+// applyBehavior is NormalizedString::split's handling of the delimiter spans.
+func applyBehavior(ms []span, b splitBehavior, invert bool) []span {
+	if invert {
+		for i := range ms {
+			ms[i].match = !ms[i].match
+		}
+	}
+	var acc []span
+	switch b {
+	case behIsolated:
+		return ms
+	case behRemoved:
+		for _, m := range ms {
+			if !m.match {
+				acc = append(acc, m)
+			}
+		}
+	case behMergedWithPrevious:
+		prevMatch := false
+		for _, m := range ms {
+			if m.match && !prevMatch && len(acc) > 0 {
+				acc[len(acc)-1].b = m.b
+			} else {
+				acc = append(acc, span{m.a, m.b, false})
+			}
+			prevMatch = m.match
+		}
+	case behMergedWithNext:
+		prevMatch := false
+		for i := len(ms) - 1; i >= 0; i-- {
+			m := ms[i]
+			if m.match && !prevMatch && len(acc) > 0 {
+				acc[len(acc)-1].a = m.a
+			} else {
+				acc = append(acc, span{m.a, m.b, false})
+			}
+			prevMatch = m.match
+		}
+		for i, j := 0, len(acc)-1; i < j; i, j = i+1, j-1 {
+			acc[i], acc[j] = acc[j], acc[i]
+		}
+	case behContiguous:
+		prevMatch := false
+		for _, m := range ms {
+			if m.match == prevMatch && len(acc) > 0 {
+				acc[len(acc)-1].b = m.b
+			} else {
+				acc = append(acc, span{m.a, m.b, false})
+			}
+			prevMatch = m.match
+		}
+	}
+	return acc
+}
+
+// splitPT is the Split pre-tokenizer (regex or literal pattern).
+type splitPT struct {
+	re       *regexp2.Regexp
+	lit      string
+	behavior splitBehavior
+	invert   bool
+}
+
+func (p *splitPT) split(dst []string, w string) []string {
+	for _, sp := range applyBehavior(findMatches(w, p.re, p.lit), p.behavior, p.invert) {
+		if sp.b > sp.a {
+			dst = append(dst, w[sp.a:sp.b])
+		}
+	}
+	return dst
+}
+
+// byteLevelPT is the ByteLevel pre-tokenizer: optional prefix space, optional GPT-2 regex
+// split, then every byte mapped to its printable rune.
+type byteLevelPT struct {
+	prefixSpace bool
+	re          *regexp2.Regexp
+}
+
+func (p *byteLevelPT) split(dst []string, w string) []string {
+	if p.prefixSpace && !strings.HasPrefix(w, " ") {
+		w = " " + w
+	}
+	if p.re == nil {
+		return append(dst, byteLevelMap(w))
+	}
+	for _, sp := range findMatches(w, p.re, "") {
+		if sp.b > sp.a {
+			dst = append(dst, byteLevelMap(w[sp.a:sp.b]))
+		}
+	}
+	return dst
+}
+
+// digitsPT is the Digits pre-tokenizer: runs of numeric characters (Rust char::is_numeric,
+// i.e. Nd, Nl, No) split from the rest, each digit alone when individual is set.
+type digitsPT struct{ individual bool }
+
+func (p digitsPT) split(dst []string, w string) []string {
+	start, prevDigit := 0, false
+	for i, r := range w {
+		d := unicode.IsNumber(r)
+		if i > 0 && (d != prevDigit || (d && p.individual)) {
+			dst = append(dst, w[start:i])
+			start = i
+		}
+		prevDigit = d
+	}
+	if start < len(w) {
+		dst = append(dst, w[start:])
+	}
+	return dst
+}
+
+// byteToRune is GPT-2's bytes_to_unicode: printable Latin-1 bytes map to themselves, the
+// other 68 bytes to U+0100.. in byte order.
+var byteToRune, runeToByte = func() (b2r [256]string, r2b map[rune]byte) {
+	r2b = make(map[rune]byte, 256)
+	n := 0
+	for b := 0; b < 256; b++ {
+		r := rune(b)
+		if !((b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) {
+			r = rune(256 + n)
+			n++
+		}
+		b2r[b] = string(r)
+		r2b[r] = byte(b)
+	}
+	return b2r, r2b
+}()
+
+func byteLevelMap(s string) string {
+	var b strings.Builder
+	b.Grow(2 * len(s))
+	for i := 0; i < len(s); i++ {
+		b.WriteString(byteToRune[s[i]])
+	}
+	return b.String()
+}

