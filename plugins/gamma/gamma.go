@@ -9,7 +9,7 @@
 //
 // F⁻¹ is gonum's distuv.Gamma{Alpha: k, Beta: k/L}.Quantile (Beta is the rate 1/θ), computed
 // inside the wasm module. Midpoint quantiles underestimate the mean of a right-skewed
-// distribution (for B = 1, q_0 is the median, ≈ 0.63 L at k = 0.9), so by default the B
+// distribution (for B = 1, q_0 is the median, ≈ 0.66 L at k = 0.9), so by default the B
 // quantiles are rescaled to have mean exactly L: the shape (ratios between lengths) is the
 // gamma's, the mean is the cell's. Rounding then moves the mean by at most 0.5 tokens, so an
 // unclamped cell's realised mean is within 0.5/L of L (0.05 % at L = 1000).
