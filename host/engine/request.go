@@ -308,13 +308,13 @@ func (p *scanner) prompt(req *completionRequest) error {
 }
 
 // ids parses the rest of a token-id list after its '['. Ids must be integers in int32 range;
-// the capacity is estimated from the list's byte length so the slice grows at most once.
+// the slice is sized exactly by counting commas up to the closing ']' (a vectorized scan).
 func (p *scanner) ids() ([]int32, error) {
 	end := bytes.IndexByte(p.b[p.i:], ']')
 	if end < 0 {
 		return nil, p.errf("unterminated token id list")
 	}
-	ids := make([]int32, 0, end/2+1)
+	ids := make([]int32, 0, bytes.Count(p.b[p.i:p.i+end], []byte{','})+1)
 	b := p.b
 	i := p.i
 	for {
