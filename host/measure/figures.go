@@ -1,0 +1,355 @@
+package measure
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/sse"
+)
+
+// Options are the cell parameters measure needs besides the Result.
+type Options struct {
+	// MaxTokens is the max_tokens asked per sequence; sequences with fewer completion
+	// tokens are counted in Figures.Short. 0 uses Result.MaxTokens.
+	MaxTokens int
+	// GenerationDurationHeader and SpeculationAcceptanceHeader are the response header
+	// names (as given to dispatch.Options) used for the header-based figure; "" disables.
+	GenerationDurationHeader, SpeculationAcceptanceHeader string
+	// GenerationDurationUnit is the unit of a bare number in the generation-duration
+	// header (default time.Second); values ending in "ms", "us", "s" carry their own.
+	GenerationDurationUnit time.Duration
+	// DraftTokens is the speculative draft length k used in the header formula (0 =
+	// unknown; see HeaderFigure).
+	DraftTokens int
+}
+
+// Figures are one cell's client-side measurements. All durations are time.Duration
+// internally and milliseconds in JSON (via Summary, or the *_ms fields).
+//
+// A sequence is "counted" when its request succeeded (no transport, HTTP, in-stream,
+// truncation or timeout error), it finished, and it has at least one token-bearing chunk
+// (sse.Mark). Failed requests count in Errors and in no latency or throughput figure.
+// Offsets below are the sse.Mark arrival times; Sent is the request's send time.
+type Figures struct {
+	// Sequences is the number of sequences asked for (B); Counted how many were counted.
+	Sequences int `json:"sequences"`
+	Counted   int `json:"counted"`
+	// PerForward is, over counted sequences with ≥ 2 tokens, the per-sequence latency per
+	// forward pass: (last mark − first mark) / (completion_tokens − 1). It assumes one
+	// token per forward pass per sequence (no speculative decoding); with speculation it
+	// is the time per output token (TPOT).
+	PerForward Summary `json:"per_forward"`
+	// Window is the full-occupancy figure (every sequence decoding): see Window.
+	Window Window `json:"window"`
+	// TTFT is first mark − Sent over counted sequences.
+	TTFT Summary `json:"ttft"`
+	// ITL is the interval between consecutive marks of a sequence, per chunk (never
+	// divided per token), over counted sequences; ITLTokens is the mean token delta of
+	// those chunks where continuous usage gave it (0 when never known).
+	ITL       Summary `json:"itl"`
+	ITLTokens float64 `json:"itl_tokens_per_chunk"`
+	// E2E is (finish chunk arrival − Sent) over counted sequences.
+	E2E Summary `json:"e2e"`
+	// CompletionTokens sums completion tokens over counted sequences; TokenSources counts
+	// sequences per sse.TokenSource; Short counts counted sequences with fewer than
+	// MaxTokens tokens (a cell that did not generate what it asked for).
+	CompletionTokens int            `json:"completion_tokens"`
+	TokenSources     map[string]int `json:"token_sources"`
+	Short            int            `json:"short_sequences"`
+	// TokensPerChunk is CompletionTokens / marks over counted sequences.
+	TokensPerChunk float64 `json:"tokens_per_chunk"`
+	// PromptTokens and CachedTokens sum the server-reported usage over succeeded
+	// requests (CachedTokens only where prompt_tokens_details.cached_tokens was sent).
+	PromptTokens    int  `json:"prompt_tokens"`
+	HasPromptTokens bool `json:"has_prompt_tokens"`
+	CachedTokens    int  `json:"cached_tokens"`
+	HasCachedTokens bool `json:"has_cached_tokens"`
+	// Errors are the failed requests' messages; ErrorKinds counts them by
+	// dispatch.ErrorKind (timeouts as "timeout:<which>").
+	Errors     []string       `json:"errors,omitempty"`
+	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
+	// Header is the server-header figure; nil when the headers were absent.
+	Header *HeaderFigure `json:"header,omitempty"`
+}
+
+// Window is the full-occupancy window: from Start = the latest first mark over counted
+// sequences (every sequence has its first token) to End = the earliest last mark (the
+// first sequence finishes). Steps is the number of forward passes in it, counted on the
+// reference sequence r that finishes first: r's tokens after its mark nearest to Start,
+// up to and including its last mark (token deltas from continuous usage, else 1 per
+// mark). Counting on one sequence's token index, not on arrivals inside [Start, End],
+// makes Steps immune to the sub-step jitter between sequences of the same step.
+// PerStep = (End − Start) / Steps.
+type Window struct {
+	Valid   bool          `json:"valid"`
+	Reason  string        `json:"reason,omitempty"`
+	Start   time.Duration `json:"-"`
+	End     time.Duration `json:"-"`
+	Steps   int           `json:"steps"`
+	PerStep time.Duration `json:"-"`
+}
+
+type windowJSON struct {
+	Valid     bool    `json:"valid"`
+	Reason    string  `json:"reason,omitempty"`
+	StartMs   float64 `json:"start_ms"`
+	EndMs     float64 `json:"end_ms"`
+	Steps     int     `json:"steps"`
+	PerStepMs float64 `json:"per_step_ms"`
+}
+
+// MarshalJSON writes start_ms, end_ms and per_step_ms in milliseconds.
+func (w Window) MarshalJSON() ([]byte, error) {
+	return json.Marshal(windowJSON{w.Valid, w.Reason, Ms(w.Start), Ms(w.End), w.Steps, Ms(w.PerStep)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (w *Window) UnmarshalJSON(b []byte) error {
+	var j windowJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*w = Window{j.Valid, j.Reason, fromMs(j.StartMs), fromMs(j.EndMs), j.Steps, fromMs(j.PerStepMs)}
+	return nil
+}
+
+// HeaderFigure is the per-forward latency from server headers, per succeeded request
+// carrying the generation-duration header:
+//
+//	D = generation duration (header value; unit per Options.GenerationDurationUnit)
+//	T = completion tokens of the request / sequences in the request (tokens per sequence)
+//	a = speculation-acceptance header value (absent → no speculation)
+//	τ = tokens per forward pass:
+//	      no acceptance header          τ = 1
+//	      DraftTokens k > 0             τ = 1 + a·k   (a = accepted fraction of the k
+//	                                    drafted tokens; each forward also yields one
+//	                                    verified token — exact in expectation)
+//	      k unknown and a ≥ 1           τ = a         (a is already the mean accepted
+//	                                    length per forward, as SGLang's spec_accept_length)
+//	      k unknown and 0 ≤ a < 1       τ = 1/(1−a)   (the limit k → ∞ of the i.i.d.
+//	                                    expectation (1−a^(k+1))/(1−a), Leviathan et al. 2023)
+//	F = T / τ forward passes;  PerForward = D / F
+type HeaderFigure struct {
+	Requests         int     `json:"requests"`
+	TokensPerForward float64 `json:"tokens_per_forward"`
+	PerForward       Summary `json:"per_forward"`
+}
+
+// Compute returns the Figures of one cell's Result.
+func Compute(res *dispatch.Result, o Options) Figures {
+	maxTok := o.MaxTokens
+	if maxTok == 0 {
+		maxTok = res.MaxTokens
+	}
+	f := Figures{Sequences: len(res.Sequences), TokenSources: map[string]int{}}
+	for i := range res.Requests {
+		r := &res.Requests[i]
+		if r.Err != nil {
+			f.Errors = append(f.Errors, r.Err.Error())
+			if f.ErrorKinds == nil {
+				f.ErrorKinds = map[string]int{}
+			}
+			f.ErrorKinds[errorKind(r.Err)]++
+			continue
+		}
+		if r.HasUsage {
+			f.PromptTokens += r.Usage.PromptTokens
+			f.HasPromptTokens = true
+			if r.Usage.HasCached {
+				f.CachedTokens += r.Usage.CachedTokens
+				f.HasCachedTokens = true
+			}
+		}
+	}
+	var perFwd, ttft, itl, e2e []time.Duration
+	var counted []*dispatch.Sequence
+	marks, knownTok, knownChunks := 0, 0, 0
+	for i := range res.Sequences {
+		s := &res.Sequences[i]
+		if s.Request >= len(res.Requests) || res.Requests[s.Request].Err != nil || !s.Finished || len(s.Marks) == 0 {
+			continue
+		}
+		counted = append(counted, s)
+		sent := res.Requests[s.Request].Sent
+		first, last := s.Marks[0].At, s.Marks[len(s.Marks)-1].At
+		ttft = append(ttft, first-sent)
+		e2e = append(e2e, max(s.FinishAt, last)-sent)
+		if s.CompletionTokens >= 2 {
+			perFwd = append(perFwd, (last-first)/time.Duration(s.CompletionTokens-1))
+		}
+		for k := 1; k < len(s.Marks); k++ {
+			itl = append(itl, s.Marks[k].At-s.Marks[k-1].At)
+			if t := s.Marks[k].Tokens; t >= 0 {
+				knownTok += int(t)
+				knownChunks++
+			}
+		}
+		marks += len(s.Marks)
+		f.CompletionTokens += s.CompletionTokens
+		f.TokenSources[string(s.TokenSource)]++
+		if maxTok > 0 && s.CompletionTokens < maxTok {
+			f.Short++
+		}
+	}
+	f.Counted = len(counted)
+	f.PerForward, f.TTFT, f.ITL, f.E2E = Summarize(perFwd), Summarize(ttft), Summarize(itl), Summarize(e2e)
+	if knownChunks > 0 {
+		f.ITLTokens = float64(knownTok) / float64(knownChunks)
+	}
+	if marks > 0 {
+		f.TokensPerChunk = float64(f.CompletionTokens) / float64(marks)
+	}
+	f.Window = window(counted)
+	f.Header = headerFigure(res, o)
+	return f
+}
+
+func errorKind(err error) string {
+	var re *dispatch.RequestError
+	if errors.As(err, &re) {
+		if re.Kind == dispatch.KindTimeout {
+			return "timeout:" + re.Timeout
+		}
+		return string(re.Kind)
+	}
+	return "other"
+}
+
+// window computes the full-occupancy Window (see its doc comment).
+func window(seqs []*dispatch.Sequence) Window {
+	if len(seqs) == 0 {
+		return Window{Reason: "no counted sequences"}
+	}
+	start := seqs[0].Marks[0].At
+	ref := seqs[0]
+	end := ref.Marks[len(ref.Marks)-1].At
+	for _, s := range seqs[1:] {
+		start = max(start, s.Marks[0].At)
+		if l := s.Marks[len(s.Marks)-1].At; l < end {
+			end, ref = l, s
+		}
+	}
+	w := Window{Start: start, End: end}
+	if end <= start {
+		w.Reason = "a sequence finished before the last one received its first token"
+		return w
+	}
+	// mark of ref nearest to start
+	ms := ref.Marks
+	k, _ := slices.BinarySearchFunc(ms, start, func(m sse.Mark, t time.Duration) int {
+		switch {
+		case m.At < t:
+			return -1
+		case m.At > t:
+			return 1
+		}
+		return 0
+	})
+	if k == len(ms) || (k > 0 && start-ms[k-1].At <= ms[k].At-start) {
+		k--
+	}
+	for _, m := range ms[k+1:] {
+		if m.Tokens >= 0 {
+			w.Steps += int(m.Tokens)
+		} else {
+			w.Steps++
+		}
+	}
+	if w.Steps == 0 {
+		w.Reason = "no forward pass inside the window"
+		return w
+	}
+	w.Valid = true
+	w.PerStep = (end - start) / time.Duration(w.Steps)
+	return w
+}
+
+// headerFigure computes the HeaderFigure (see its doc comment), nil without headers.
+func headerFigure(res *dispatch.Result, o Options) *HeaderFigure {
+	if o.GenerationDurationHeader == "" {
+		return nil
+	}
+	unit := o.GenerationDurationUnit
+	if unit == 0 {
+		unit = time.Second
+	}
+	perSeq := map[int]int{}
+	for i := range res.Sequences {
+		perSeq[res.Sequences[i].Request]++
+	}
+	var per []time.Duration
+	var tauSum float64
+	for i := range res.Requests {
+		r := &res.Requests[i]
+		if r.Err != nil || !r.HasUsage || perSeq[i] == 0 {
+			continue
+		}
+		d, ok := parseDuration(r.Headers[o.GenerationDurationHeader], unit)
+		if !ok {
+			continue
+		}
+		tau := 1.0
+		if o.SpeculationAcceptanceHeader != "" {
+			if a, err := strconv.ParseFloat(strings.TrimSpace(r.Headers[o.SpeculationAcceptanceHeader]), 64); err == nil && a >= 0 {
+				switch {
+				case o.DraftTokens > 0:
+					tau = 1 + a*float64(o.DraftTokens)
+				case a >= 1:
+					tau = a
+				default:
+					tau = 1 / (1 - a)
+				}
+			}
+		}
+		tokens := float64(r.Usage.CompletionTokens) / float64(perSeq[i])
+		forwards := tokens / tau
+		if forwards <= 0 {
+			continue
+		}
+		per = append(per, time.Duration(math.Round(float64(d)/forwards)))
+		tauSum += tau
+	}
+	if len(per) == 0 {
+		return nil
+	}
+	return &HeaderFigure{Requests: len(per), TokensPerForward: tauSum / float64(len(per)), PerForward: Summarize(per)}
+}
+
+// parseDuration reads "1.5", "1500ms", "1.5s", "1500000us" (bare numbers in unit).
+func parseDuration(v string, unit time.Duration) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	mult := float64(unit)
+	switch {
+	case strings.HasSuffix(v, "ms"):
+		v, mult = v[:len(v)-2], float64(time.Millisecond)
+	case strings.HasSuffix(v, "us"):
+		v, mult = v[:len(v)-2], float64(time.Microsecond)
+	case strings.HasSuffix(v, "s"):
+		v, mult = v[:len(v)-1], float64(time.Second)
+	}
+	x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || x < 0 {
+		return 0, false
+	}
+	return time.Duration(x * mult), true
+}
+
+// String is a one-line human summary (per-forward mean and window, TTFT p50, errors).
+func (f Figures) String() string {
+	s := fmt.Sprintf("per-forward %.3f ms (window %.3f ms over %d steps), TTFT p50 %.1f ms, %d/%d sequences",
+		Ms(f.PerForward.Mean), Ms(f.Window.PerStep), f.Window.Steps, Ms(f.TTFT.P50), f.Counted, f.Sequences)
+	if len(f.Errors) > 0 {
+		s += fmt.Sprintf(", %d errors", len(f.Errors))
+	}
+	return s
+}

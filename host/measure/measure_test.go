@@ -1,0 +1,261 @@
+package measure
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/sse"
+)
+
+func ms(v float64) time.Duration { return time.Duration(math.Round(v * float64(time.Millisecond))) }
+
+var base = time.Unix(100, 0)
+
+// timedReader delivers one event per Read, the k-th stamped at[k] ms after base.
+type timedReader struct{ evs []string }
+
+func (r *timedReader) Read(p []byte) (int, error) {
+	if len(r.evs) == 0 {
+		return 0, errEOF
+	}
+	n := copy(p, r.evs[0])
+	r.evs[0] = r.evs[0][n:]
+	if r.evs[0] == "" {
+		r.evs = r.evs[1:]
+	}
+	return n, nil
+}
+
+var errEOF = io.EOF
+
+// replay runs events (one read each, at the given ms) through the sse pipeline and wraps
+// the sequences as a one-request dispatch.Result sent at 0.
+func replay(t *testing.T, expect, maxTokens int, at []float64, evs ...string) *dispatch.Result {
+	t.Helper()
+	rd := sse.NewReader(&timedReader{evs: evs}, 0)
+	k := 0
+	rd.Now = func() time.Time { k++; return base.Add(ms(at[k-1])) }
+	d := &sse.Demux{}
+	d.Reset(base, expect)
+	if err := d.Run(rd); err != nil {
+		t.Fatal(err)
+	}
+	res := &dispatch.Result{MaxTokens: maxTokens, Start: base, Requests: []dispatch.Request{{Prompts: []int{0}}}}
+	res.Requests[0].Usage, res.Requests[0].HasUsage = d.RequestUsage()
+	for i, s := range d.Finalize(maxTokens) {
+		res.Sequences = append(res.Sequences, dispatch.Sequence{Sequence: s, Prompt: i})
+	}
+	return res
+}
+
+func ev(text, fin string, usage int) string {
+	fr := "null"
+	if fin != "" {
+		fr = `"` + fin + `"`
+	}
+	s := `data: {"choices":[{"index":0,"text":"` + text + `","finish_reason":` + fr + `}]`
+	if usage > 0 {
+		s += `,"usage":{"prompt_tokens":5,"completion_tokens":` + itoa(usage) + `,"total_tokens":0}`
+	}
+	return s + "}\n\n"
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// A first chunk with empty text at 5 ms, then tokens at 214 ms and 234 ms → TTFT =
+// 214 ms and one ITL sample of 20 ms.
+func TestEmptyFirstChunkTTFT(t *testing.T) {
+	res := replay(t, 1, 2, []float64{5, 214, 234, 236},
+		ev("", "", 0), ev("a", "", 0), ev("b", "length", 0), "data: [DONE]\n\n")
+	f := Compute(res, Options{})
+	if f.TTFT.N != 1 || f.TTFT.P50 != ms(214) {
+		t.Fatalf("TTFT = %+v, want 214 ms", f.TTFT)
+	}
+	if f.ITL.N != 1 || f.ITL.P50 != ms(20) {
+		t.Fatalf("ITL = %+v, want one sample of 20 ms", f.ITL)
+	}
+	// 2 tokens counted from chunks (no usage): (234 − 214) / (2 − 1) = 20 ms
+	if f.PerForward.Mean != ms(20) || f.CompletionTokens != 2 || f.Short != 0 {
+		t.Fatalf("per-forward %v tokens %d short %d", f.PerForward.Mean, f.CompletionTokens, f.Short)
+	}
+}
+
+// Chunks carrying several tokens (continuous usage 1, then 6, then 7 at 100, 140,
+// 180 ms) → TPOT = (180 − 100)/(7 − 1) ms; ITL is per chunk: 40 and 40 ms, with a mean
+// token delta (5 + 1)/2 = 3.
+func TestMultiTokenChunks(t *testing.T) {
+	res := replay(t, 1, 7, []float64{100, 140, 180, 181},
+		ev("a", "", 1), ev("bcdef", "", 6), ev("g", "length", 7), "data: [DONE]\n\n")
+	f := Compute(res, Options{})
+	if want := ms(80) / 6; f.PerForward.Mean != want {
+		t.Fatalf("TPOT = %v, want %v", f.PerForward.Mean, want)
+	}
+	if f.ITL.N != 2 || f.ITL.Min != ms(40) || f.ITL.Max != ms(40) || f.ITLTokens != 3 {
+		t.Fatalf("ITL = %+v tokens/chunk %v", f.ITL, f.ITLTokens)
+	}
+	// 7 tokens over 3 chunks
+	if f.CompletionTokens != 7 || math.Abs(f.TokensPerChunk-7.0/3) > 1e-12 || f.TokenSources["choice_usage"] != 1 {
+		t.Fatalf("tokens %d per chunk %v sources %v", f.CompletionTokens, f.TokensPerChunk, f.TokenSources)
+	}
+}
+
+// seq builds a sequence with one-token marks at the given ms.
+func seq(req int, finished bool, tokens int, at ...float64) dispatch.Sequence {
+	s := dispatch.Sequence{Request: req}
+	for _, a := range at {
+		s.Marks = append(s.Marks, sse.Mark{At: ms(a), Text: 1, Tokens: -1})
+	}
+	s.Finished, s.CompletionTokens, s.TokenSource = finished, tokens, sse.TokensRequestUsage
+	if len(at) > 0 {
+		s.FinishAt = ms(at[len(at)-1])
+	}
+	return s
+}
+
+// Full-occupancy window on a ragged batch with a 10 ms step and sub-step jitter:
+//
+//	seq 0: tokens at steps 0..9   (t = 10k + 0.3)
+//	seq 1: tokens at steps 2..11  (t = 10k + 0.1)  ← last to start: Start = 20.1
+//	seq 2: tokens at steps 1..7   (t = 10k + 0.5)  ← first to finish: End = 70.5
+//
+// The reference (seq 2) mark nearest Start is its step-2 token at 20.5, then steps 3..7
+// follow: 5 steps; PerStep = (70.5 − 20.1)/5 = 10.08 ms. Counting arrivals inside the
+// window on seq 2 would give the same 5, but on seq 0 (20.3 > Start) 5 too, and on seq 1
+// only 4 (its step-7 token at 70.1 < End, step 2 at Start excluded) — the jitter problem
+// the reference-index rule avoids.
+func TestWindowRagged(t *testing.T) {
+	steps := func(from, to int, off float64) []float64 {
+		var v []float64
+		for k := from; k <= to; k++ {
+			v = append(v, float64(10*k)+off)
+		}
+		return v
+	}
+	res := &dispatch.Result{MaxTokens: 10, Requests: []dispatch.Request{{}}}
+	res.Sequences = []dispatch.Sequence{
+		seq(0, true, 10, steps(0, 9, 0.3)...),
+		seq(0, true, 10, steps(2, 11, 0.1)...),
+		seq(0, true, 7, steps(1, 7, 0.5)...),
+	}
+	f := Compute(res, Options{})
+	w := f.Window
+	if !w.Valid || w.Start != ms(20.1) || w.End != ms(70.5) || w.Steps != 5 || w.PerStep != ms(50.4)/5 {
+		t.Fatalf("window = %+v", w)
+	}
+	// per-sequence: seq 0 (90.3−0.3)/9 = 10, seq 1 (110.1−20.1)/9 = 10, seq 2 (70.5−10.5)/6 = 10
+	if f.PerForward.N != 3 || f.PerForward.Min != ms(10) || f.PerForward.Max != ms(10) {
+		t.Fatalf("per-forward = %+v", f.PerForward)
+	}
+	// seq 2 has 7 < 10 tokens
+	if f.Short != 1 {
+		t.Fatalf("short = %d", f.Short)
+	}
+	// TTFT: 0.3, 20.1, 10.5 → p50 (nearest rank ⌈1.5⌉ = 2nd) = 10.5
+	if f.TTFT.P50 != ms(10.5) || f.TTFT.Max != ms(20.1) {
+		t.Fatalf("TTFT = %+v", f.TTFT)
+	}
+}
+
+func TestWindowInvalid(t *testing.T) {
+	res := &dispatch.Result{Requests: []dispatch.Request{{}}}
+	// seq 1 finishes at 20 before seq 0 starts at 30
+	res.Sequences = []dispatch.Sequence{seq(0, true, 2, 30, 40), seq(0, true, 2, 10, 20)}
+	if w := Compute(res, Options{}).Window; w.Valid || !strings.Contains(w.Reason, "finished before") {
+		t.Fatalf("window = %+v", w)
+	}
+	if w := Compute(&dispatch.Result{}, Options{}).Window; w.Valid || w.Reason != "no counted sequences" {
+		t.Fatalf("window = %+v", w)
+	}
+}
+
+// Failed requests (any kind) count in errors and in no latency or token figure;
+// unfinished sequences are not counted.
+func TestErrorsExcluded(t *testing.T) {
+	res := &dispatch.Result{MaxTokens: 3, Requests: []dispatch.Request{
+		{HasUsage: true, Usage: sse.Usage{PromptTokens: 10, CompletionTokens: 3, CachedTokens: 4, HasCached: true}},
+		{Err: &dispatch.RequestError{Kind: dispatch.KindServer, URL: "http://x/v1/completions", Status: 200, Message: "boom", Err: &sse.ServerError{Message: "boom"}}},
+		{Err: &dispatch.RequestError{Kind: dispatch.KindTimeout, Timeout: "first_token", URL: "u", Err: errors.New("deadline")}},
+	}}
+	res.Sequences = []dispatch.Sequence{
+		seq(0, true, 3, 10, 20, 30),
+		seq(1, true, 3, 1, 2, 3),       // request failed
+		seq(2, false, 1, 5),            // request failed
+		seq(0, false, 3, 10, 20, 30.5), // unfinished
+	}
+	f := Compute(res, Options{})
+	if f.Counted != 1 || f.Sequences != 4 || f.PerForward.Mean != ms(10) || f.CompletionTokens != 3 {
+		t.Fatalf("counted %d of %d, per-forward %v, tokens %d", f.Counted, f.Sequences, f.PerForward.Mean, f.CompletionTokens)
+	}
+	if len(f.Errors) != 2 || f.ErrorKinds["server"] != 1 || f.ErrorKinds["timeout:first_token"] != 1 || !strings.Contains(f.Errors[0], "boom") {
+		t.Fatalf("errors %v kinds %v", f.Errors, f.ErrorKinds)
+	}
+	if f.PromptTokens != 10 || f.CachedTokens != 4 || !f.HasCachedTokens {
+		t.Fatalf("prompt %d cached %d", f.PromptTokens, f.CachedTokens)
+	}
+}
+
+// Header figure: D = 0.5 s, request of 2 sequences with 200 completion tokens → T = 100
+// per sequence.
+func TestHeaderFigure(t *testing.T) {
+	cases := []struct {
+		name   string
+		dur    string
+		accept string
+		draft  int
+		tau    float64
+		per    time.Duration
+	}{
+		{"no speculation", "0.5", "", 0, 1, ms(5)},            // F = 100, 500/100
+		{"rate with draft k=4", "500ms", "0.5", 4, 3, ms(15)}, // τ = 1 + 0.5·4 = 3, F = 100/3
+		{"accepted length", "0.5s", "2.5", 0, 2.5, ms(12.5)},  // τ = 2.5, F = 40
+		{"rate, k unknown", "0.5", "0.75", 0, 4, ms(20)},      // τ = 1/(1−0.75) = 4, F = 25
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := map[string]string{"generation-duration": tc.dur}
+			if tc.accept != "" {
+				h["speculation-acceptance"] = tc.accept
+			}
+			res := &dispatch.Result{Requests: []dispatch.Request{{HasUsage: true, Usage: sse.Usage{CompletionTokens: 200}, Headers: h}}}
+			res.Sequences = []dispatch.Sequence{seq(0, true, 100, 1, 2), seq(0, true, 100, 1, 2)}
+			hf := Compute(res, Options{GenerationDurationHeader: "generation-duration", SpeculationAcceptanceHeader: "speculation-acceptance", DraftTokens: tc.draft}).Header
+			if hf == nil || hf.TokensPerForward != tc.tau || hf.PerForward.Mean != tc.per {
+				t.Fatalf("header figure %+v, want τ %v per-forward %v", hf, tc.tau, tc.per)
+			}
+		})
+	}
+	res := &dispatch.Result{Requests: []dispatch.Request{{HasUsage: true}}}
+	if Compute(res, Options{GenerationDurationHeader: "generation-duration"}).Header != nil {
+		t.Fatal("header figure without the header")
+	}
+}
+
+func TestSummary(t *testing.T) {
+	// 1..100 ms: p50 = 50th, p90 = 90th, p99 = 99th value (nearest rank)
+	var v []time.Duration
+	for i := 100; i >= 1; i-- {
+		v = append(v, ms(float64(i)))
+	}
+	s := Summarize(v)
+	if s.N != 100 || s.P50 != ms(50) || s.P90 != ms(90) || s.P99 != ms(99) || s.Min != ms(1) || s.Max != ms(100) || s.Mean != ms(50.5) {
+		t.Fatalf("summary = %+v", s)
+	}
+	// one sample: every percentile is it
+	if s := Summarize([]time.Duration{7}); s.P50 != 7 || s.P99 != 7 || s.Mean != 7 {
+		t.Fatalf("one sample: %+v", s)
+	}
+	b, _ := json.Marshal(Summarize([]time.Duration{ms(0.25), ms(0.75)}))
+	if string(b) != `{"n":2,"mean_ms":0.5,"p50_ms":0.25,"p90_ms":0.75,"p99_ms":0.75,"min_ms":0.25,"max_ms":0.75}` {
+		t.Fatalf("json = %s", b)
+	}
+	var back Summary
+	if err := json.Unmarshal(b, &back); err != nil || back.Mean != ms(0.5) || back.Max != ms(0.75) {
+		t.Fatalf("round trip %+v %v", back, err)
+	}
+}

@@ -1,0 +1,95 @@
+// Package measure turns the per-sequence arrival records of one cell (a dispatch.Result)
+// into per-cell figures: latency per forward pass (three ways), TTFT, ITL, E2E, token
+// counts and errors.
+//
+// Everything here is arithmetic on recorded monotonic offsets; durations stay
+// time.Duration (nanoseconds) until they are written out, where Summary marshals them as
+// milliseconds (float64) so that sub-millisecond ITLs survive.
+package measure
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"time"
+)
+
+// Summary describes a sample of durations.
+//
+// Percentiles use the nearest-rank method: Pq = x[⌈q·N⌉−1] of the sorted sample (q in
+// (0, 1]), so every percentile is one of the samples and lies in [Min, Max]. Mean is the
+// arithmetic mean rounded to the nanosecond. N = 0 leaves every field zero.
+type Summary struct {
+	N    int
+	Mean time.Duration
+	P50  time.Duration
+	P90  time.Duration
+	P99  time.Duration
+	Min  time.Duration
+	Max  time.Duration
+}
+
+// Summarize returns the Summary of samples. It sorts samples in place.
+func Summarize(samples []time.Duration) Summary {
+	n := len(samples)
+	if n == 0 {
+		return Summary{}
+	}
+	slices.Sort(samples)
+	var sum float64
+	for _, s := range samples {
+		sum += float64(s)
+	}
+	return Summary{
+		N:    n,
+		Mean: time.Duration(math.Round(sum / float64(n))),
+		P50:  Rank(samples, 0.50),
+		P90:  Rank(samples, 0.90),
+		P99:  Rank(samples, 0.99),
+		Min:  samples[0],
+		Max:  samples[n-1],
+	}
+}
+
+// Rank returns the nearest-rank q-quantile x[⌈q·N⌉−1] of an ascending sample (0 for an
+// empty one; q ≤ 0 gives the minimum, q ≥ 1 the maximum).
+func Rank(sorted []time.Duration, q float64) time.Duration {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(n))) - 1
+	return sorted[min(max(i, 0), n-1)]
+}
+
+// summaryJSON is Summary with milliseconds as float64.
+type summaryJSON struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean_ms"`
+	P50  float64 `json:"p50_ms"`
+	P90  float64 `json:"p90_ms"`
+	P99  float64 `json:"p99_ms"`
+	Min  float64 `json:"min_ms"`
+	Max  float64 `json:"max_ms"`
+}
+
+// Ms converts a duration to milliseconds.
+func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func fromMs(v float64) time.Duration { return time.Duration(math.Round(v * float64(time.Millisecond))) }
+
+// MarshalJSON writes {"n","mean_ms","p50_ms","p90_ms","p99_ms","min_ms","max_ms"}, the
+// durations in milliseconds (float64, nanosecond resolution kept).
+func (s Summary) MarshalJSON() ([]byte, error) {
+	return json.Marshal(summaryJSON{s.N, Ms(s.Mean), Ms(s.P50), Ms(s.P90), Ms(s.P99), Ms(s.Min), Ms(s.Max)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *Summary) UnmarshalJSON(b []byte) error {
+	var j summaryJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*s = Summary{j.N, fromMs(j.Mean), fromMs(j.P50), fromMs(j.P90), fromMs(j.P99), fromMs(j.Min), fromMs(j.Max)}
+	return nil
+}
