@@ -159,7 +159,8 @@ func (m *module) errf(export, hint, format string, args ...any) *Error {
 const rebuildHint = "build plugins with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared and the genload SDK (see sdk/ABI.md)"
 
 // open finds, reads, compiles (once per content) and statically checks a plugin file. wantKind
-// is abi.KindLengths, abi.KindRouter or "" for any.
+// is abi.KindLengths, abi.KindRouter or "" for any. If only the static checks fail it returns
+// both the module and the error.
 func (h *Host) open(ctx context.Context, nameOrPath, wantKind string) (*module, error) {
 	path, err := Find(nameOrPath, h.opts.Dir)
 	if err != nil {
@@ -200,7 +201,7 @@ func (h *Host) open(ctx context.Context, nameOrPath, wantKind string) (*module, 
 	}
 	m.compiled = cm
 	if err := m.check(wantKind); err != nil {
-		return nil, err
+		return m, err // m describes the module for Check's report
 	}
 	return m, nil
 }

@@ -1,0 +1,145 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/genload/genload/sdk/abi"
+)
+
+// Report is the result of Check: what `genload plugin check FILE.wasm` prints.
+type Report struct {
+	// Path, Size (bytes) and Info describe the plugin; Info is filled once genload_info ran.
+	Path string
+	Size int
+	Info Info
+	// Imports and Exports are the module's function imports ("module.name") and exports.
+	Imports, Exports []string
+	// Compile is the time to compile (or load from the compilation cache); Load the time to
+	// instantiate, run _initialize, read the info and init.
+	Compile, Load time.Duration
+	// Trial describes the trial call and TrialOut is its result: lengths or worker indices.
+	Trial    string
+	TrialOut []int
+	// Steps lists each check with its outcome, in order; the failing one is last.
+	Steps []Step
+}
+
+// Step is one line of a Report.
+type Step struct {
+	// Name is the check, e.g. "exports".
+	Name string
+	// OK is false for the failing step.
+	OK bool
+	// Detail says what was found.
+	Detail string
+}
+
+// Check validates a plugin file or name the way a run would load it, and reports every step:
+// the file, compilation, the static ABI checks (imports, marker, signatures, memory, kind),
+// instantiation with config (nil for none), and one trial call — lengths(64, mean 1000, [1,
+// 32768]) for a length distribution, route of 8 prompts (100…800 tokens) over 4 workers for a
+// router. It returns the report so far and the first error (*Error) if a step fails.
+func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]any) (*Report, error) {
+	r := &Report{Path: nameOrPath}
+	fail := func(name string, err error) (*Report, error) {
+		r.Steps = append(r.Steps, Step{Name: name, Detail: err.Error()})
+		return r, err
+	}
+	path, err := Find(nameOrPath, h.opts.Dir)
+	if err != nil {
+		return fail("file", err)
+	}
+	r.Path = path
+	if st, err := os.Stat(path); err == nil {
+		r.Size = int(st.Size())
+	}
+	t0 := time.Now()
+	m, err := h.open(ctx, path, "")
+	r.Compile = time.Since(t0)
+	if m != nil {
+		r.Imports, r.Exports = m.imports, m.exports
+	}
+	if err != nil && m == nil {
+		return fail("compile", err)
+	}
+	if err != nil {
+		return fail("abi", err)
+	}
+	r.Steps = append(r.Steps,
+		Step{Name: "file", OK: true, Detail: fmt.Sprintf("%s, %d bytes, sha256 %x", path, r.Size, m.sum[:8])},
+		Step{Name: "compile", OK: true, Detail: fmt.Sprintf("%v (compilation cache %s)", r.Compile.Round(time.Millisecond), h.opts.CacheDir)},
+		Step{Name: "abi", OK: true, Detail: fmt.Sprintf("v%d marker, %d exports with exact signatures, imports only %s, kind %s", abi.Major, len(m.exports), abi.WASIModule, m.kind)})
+	t0 = time.Now()
+	in, err := h.instantiate(ctx, m, config)
+	r.Load = time.Since(t0)
+	if err != nil {
+		return fail("load", err)
+	}
+	defer func() { in.mu.Lock(); in.close(ctx); in.mu.Unlock() }()
+	r.Info = in.info
+	r.Steps = append(r.Steps, Step{Name: "load", OK: true, Detail: fmt.Sprintf("%s %s, kind %s, abi_minor %d, caps %v; instantiate + init %v",
+		in.info.Name, in.info.Version, in.info.Kind, in.info.ABIMinor, in.info.Caps, r.Load.Round(time.Microsecond))})
+	switch m.kind {
+	case abi.KindLengths:
+		r.Trial = "lengths(n=64, mean=1000, min=1, max=32768)"
+		r.TrialOut, err = (&LengthsPlugin{in: in}).Lengths(ctx, 64, 1000, 1, 32768)
+	case abi.KindRouter:
+		r.Trial = "route(8 prompts of 100…800 tokens, 4 workers)"
+		r.TrialOut, err = (&RouterPlugin{in: in}).Route(ctx, []int{100, 200, 300, 400, 500, 600, 700, 800}, 4)
+	}
+	if err != nil {
+		return fail("trial", err)
+	}
+	detail := fmt.Sprintf("%s = %v", r.Trial, r.TrialOut)
+	if m.kind == abi.KindLengths {
+		detail = fmt.Sprintf("%s: %s", r.Trial, Summarize(r.TrialOut))
+	}
+	r.Steps = append(r.Steps, Step{Name: "trial", OK: true, Detail: detail})
+	return r, nil
+}
+
+// WriteText prints the report, one "ok"/"FAIL" line per step.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	for _, s := range r.Steps {
+		mark := "ok  "
+		if !s.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(&b, "%s %-8s %s\n", mark, s.Name, s.Detail)
+	}
+	if len(r.Exports) > 0 {
+		fmt.Fprintf(&b, "exports: %s\n", strings.Join(r.Exports, " "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ParseSet turns `--set key=value` flags into a plugin config table. Values are parsed as TOML
+// values (k=0.9 → float 0.9, n=3 → int 3, on=true → bool, edges=[1,2] → array, name="x" →
+// string); a value that is not valid TOML is taken as a plain string (name=x → "x"). A later
+// flag for the same key wins. It returns an error for a flag without '=' or with an empty key.
+func ParseSet(flags []string) (map[string]any, error) {
+	cfg := map[string]any{}
+	for _, f := range flags {
+		k, v, ok := strings.Cut(f, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set %q: want key=value", f)
+		}
+		var doc map[string]any
+		if _, err := toml.Decode("v = "+v, &doc); err == nil {
+			cfg[k] = doc["v"]
+		} else {
+			cfg[k] = v
+		}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,88 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestSummarize(t *testing.T) {
+	cases := []struct {
+		in   []int
+		want Summary
+	}{
+		// Sorted: 122 481 1058 2339; p50 = 2nd (⌈0.5·4⌉), p90 = 4th (⌈3.6⌉); mean 4000/4.
+		{[]int{2339, 122, 1058, 481}, Summary{N: 4, Min: 122, P50: 481, P90: 2339, Max: 2339, Mean: 1000}},
+		// 10 values 1..10: p50 = 5th, p90 = 9th; mean 5.5.
+		{[]int{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, Summary{N: 10, Min: 1, P50: 5, P90: 9, Max: 10, Mean: 5.5}},
+		{[]int{7}, Summary{N: 1, Min: 7, P50: 7, P90: 7, Max: 7, Mean: 7}},
+		{nil, Summary{}},
+	}
+	for _, c := range cases {
+		if got := Summarize(c.in); got != c.want {
+			t.Errorf("Summarize(%v) = %+v, want %+v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	// Range [0, 99] in 4 bins of width 25: [0,25) [25,50) [50,75) [75,99].
+	got := Histogram([]int{0, 1, 30, 60, 99, 99}, 4)
+	want := []Bin{{0, 25, 2, 2, false}, {25, 50, 1, 2, false}, {50, 75, 1, 2, false}, {75, 99, 2, 2, true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	// All equal: one bin.
+	if got := Histogram([]int{5, 5, 5}, 10); len(got) != 1 || got[0].Count != 3 || got[0].Lo != 5 || got[0].Hi != 5 {
+		t.Errorf("constant lengths: %+v", got)
+	}
+	var b bytes.Buffer
+	if err := WriteLengths(&b, []int{122, 481, 1058, 2339}, 2); err != nil {
+		t.Fatal(err)
+	}
+	// Span 2218 in 2 bins of width 1109: [122,1231) holds 3, [1231,2339] holds 1 (bar ⌈40/3⌉ = 14).
+	wantText := "lengths: 122 481 1058 2339\n" +
+		"n=4 mean=1000.0 min=122 p50=481 p90=2339 max=2339\n" +
+		"[   122,   1231)   3 " + strings.Repeat("█", 40) + "\n" +
+		"[  1231,   2339]   1 " + strings.Repeat("█", 14) + "\n"
+	if b.String() != wantText {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), wantText)
+	}
+}
+
+func TestParseSet(t *testing.T) {
+	got, err := ParseSet([]string{"k=0.9", "n=3", "on=true", "edges=[1, 2]", "name=x", `q="y z"`, "k=2.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"k": 2.5, "n": int64(3), "on": true, "edges": []any{int64(1), int64(2)}, "name": "x", "q": "y z"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %#v\nwant %#v", got, want)
+	}
+	for _, bad := range []string{"k", "=3"} {
+		if _, err := ParseSet([]string{bad}); err == nil {
+			t.Errorf("ParseSet(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestCheckShipped(t *testing.T) {
+	ctx := context.Background()
+	h := testHost(t)
+	for name, trial := range map[string]string{
+		"gamma":     "lengths(n=64, mean=1000, min=1, max=32768): n=64 mean=1000.0",
+		"router-rr": "route(8 prompts of 100…800 tokens, 4 workers) = [0 1 2 3 0 1 2 3]",
+	} {
+		r, err := h.Check(ctx, name, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var b bytes.Buffer
+		_ = r.WriteText(&b)
+		if len(r.Steps) != 5 || !strings.Contains(b.String(), "ok   trial    "+trial) || !strings.Contains(b.String(), "genload_abi_v1") {
+			t.Errorf("%s report:\n%s", name, b.String())
+		}
+	}
+}
