@@ -46,6 +46,16 @@ func (c corpusText) expand() string {
 
 var corpusOnce = sync.OnceValues(func() (map[string]string, error) {
 	out := map[string]string{}
+	// the project corpus rows (read as a file: the goldens pin their text by SHA-256)
+	if b, err := os.ReadFile(filepath.Join("..", "..", "corpus", "prompts.jsonl")); err == nil {
+		for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var r struct{ ID, Text string }
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				return nil, fmt.Errorf("corpus/prompts.jsonl:%d: %w", i+1, err)
+			}
+			out["corpus/"+r.ID] = r.Text
+		}
+	}
 	for _, f := range []string{"texts.json", "texts_fuzz2.json"} {
 		b, err := os.ReadFile(filepath.Join("testdata", f))
 		if err != nil {
@@ -72,6 +82,7 @@ type goldenHeader struct {
 
 type goldenText struct {
 	Name          string  `json:"name"`
+	TextSHA256    string  `json:"text_sha256"`
 	IDs           []int32 `json:"ids"`
 	N             int     `json:"n"`
 	SHA256        string  `json:"sha256"`
@@ -186,7 +197,7 @@ func TestGoldenIDs(t *testing.T) {
 			if tk.VocabSize() != h.VocabSize {
 				t.Errorf("VocabSize() = %d, golden %d", tk.VocabSize(), h.VocabSize)
 			}
-			var idsOK, decOK, total, fuzz int
+			var idsOK, decOK, total, fuzz, corpusRows, stale int
 			for _, g := range rows {
 				if g.Windows != nil {
 					for i, w := range g.Windows {
@@ -197,8 +208,15 @@ func TestGoldenIDs(t *testing.T) {
 					continue
 				}
 				text, ok := texts[g.Name]
+				if g.TextSHA256 != "" && (!ok || strSHA(text) != g.TextSHA256) {
+					stale++ // a corpus row changed or vanished: regenerate with oracle/oracle.mjs
+					continue
+				}
 				if !ok {
 					t.Fatalf("golden text %q not in the corpus", g.Name)
+				}
+				if g.TextSHA256 != "" {
+					corpusRows++
 				}
 				total++
 				if strings.HasPrefix(g.Name, "fuzz2/") {
@@ -243,7 +261,10 @@ func TestGoldenIDs(t *testing.T) {
 				}
 				decOK++
 			}
-			t.Logf("%s: %d/%d texts id-for-id (%d fuzz), %d/%d decodes", name, idsOK, total, fuzz, decOK, total)
+			t.Logf("%s: %d/%d texts id-for-id (%d fuzz, %d corpus rows), %d/%d decodes", name, idsOK, total, fuzz, corpusRows, decOK, total)
+			if stale > 0 {
+				t.Logf("%s: %d corpus rows changed since the goldens were made: regenerate with host/tokenizer/oracle/oracle.mjs", name, stale)
+			}
 			if total < 3500 {
 				t.Errorf("only %d golden texts, want >= 3500", total)
 			}

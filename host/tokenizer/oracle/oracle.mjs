@@ -10,6 +10,8 @@
 //   "dec" / "dec_sha256"             decode(ids, skip_special=false), only when != text
 //   "dec_skip" / "dec_skip_sha256"   decode(ids, true), only when != decode(ids, false)
 // ids with add_special_tokens=true are sp_before + ids + sp_after (checked here for every text).
+// The 256 rows of the project corpus (corpus/prompts.jsonl, if present) follow as
+//   {"name": "corpus/<id>", "text_sha256", "n", "sha256", ...}; text_sha256 detects a changed row.
 // A final line {"windows": [{ids, dec}]} holds 500 decodes of 1..8-id windows of the mixed
 // long text (cut UTF-8 sequences and byte-fallback runs).
 // usage: node oracle.mjs [name ...]   (after ./fetch.sh --oracle)
@@ -22,6 +24,9 @@ const { Tokenizer } = require("tokenizers");
 
 const names = process.argv.length > 2 ? process.argv.slice(2) : TOKENIZERS;
 const main = readCorpus("texts.json"), fuzz2 = readCorpus("texts_fuzz2.json");
+const corpusURL = new URL("../../../corpus/prompts.jsonl", import.meta.url);
+const corpus = fs.existsSync(corpusURL) ? fs.readFileSync(corpusURL, "utf8").split("\n").filter(Boolean).map(l => JSON.parse(l))
+  .map(r => ({ name: `corpus/${r.id}`, class: "corpus", text: r.text })) : [];
 const sha = (ids) => crypto.createHash("sha256").update(ids.join(",")).digest("hex");
 const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 fs.mkdirSync(new URL("../testdata/golden/", import.meta.url), { recursive: true });
@@ -39,14 +44,15 @@ for (const name of names) {
   if (!same(e0, [...spBefore, ...spAfter])) throw new Error(`${name}: cannot infer post-processor tokens`);
   const lines = [JSON.stringify({ tokenizer: name, source, oracle: "tokenizers@0.23.2", vocab_size: tok.getVocabSize(true), sp_before: spBefore, sp_after: spAfter })];
   let n = 0;
-  for (const t of [...main, ...fuzz2]) {
+  for (const t of [...main, ...fuzz2, ...corpus]) {
     const text = expandText(t);
     const ids = Array.from((await tok.encode(text, null, { addSpecialTokens: false })).getIds());
     const idsSp = Array.from((await tok.encode(text, null, { addSpecialTokens: true })).getIds());
     if (!same(idsSp, [...spBefore, ...ids, ...spAfter])) throw new Error(`${name} ${t.name}: add_special_tokens is not before+ids+after`);
     const dec = await tok.decode(ids, false), decSkip = await tok.decode(ids, true);
-    const hashed = t.class === "long" || t.class === "fuzz2";
+    const hashed = t.class === "long" || t.class === "fuzz2" || t.class === "corpus";
     const o = { name: t.name };
+    if (t.class === "corpus") o.text_sha256 = crypto.createHash("sha256").update(text).digest("hex");
     if (hashed) { o.n = ids.length; o.sha256 = sha(ids); } else o.ids = ids;
     if (dec !== text) { if (hashed) o.dec_sha256 = crypto.createHash("sha256").update(dec).digest("hex"); else o.dec = dec; }
     if (decSkip !== dec) { if (hashed) o.dec_skip_sha256 = crypto.createHash("sha256").update(decSkip).digest("hex"); else o.dec_skip = decSkip; }

@@ -55,8 +55,8 @@ var categoryNames = func() []string {
 }()
 
 type source struct {
-	Version    string                `json:"version"`
-	Source     string                `json:"source"`
+	Version    string               `json:"version"`
+	Source     string               `json:"source"`
 	Categories map[string][][2]rune `json:"categories"`
 }
 
