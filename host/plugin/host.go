@@ -514,7 +514,7 @@ func (in *instance) classify(export string, err error, parent context.Context) *
 		if strings.Contains(out, "out of memory") {
 			e.Hint = fmt.Sprintf("the plugin exceeded the memory limit of %d MiB; it allocates too much", in.host.opts.MemoryLimitPages/16)
 		} else {
-			e.Hint = "this is a bug in the plugin; its output is attached (genload plugin check shows it)"
+			e.Hint = "this is a bug in the plugin; its stdout/stderr are attached to the error"
 		}
 	default:
 		e.Err = err
