@@ -1,0 +1,234 @@
+package scrape
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"sync"
+	"time"
+)
+
+// Steps are server-side figures of one cell from a scrape before and one after it
+// (Δ = after − before). Each estimate is valid only when its Has* flag is set.
+//
+//	StepTime (seconds per forward pass), first available of:
+//	  vLLM, SGLang: ΔITL_sum / ΔITL_count of *:inter_token_latency_seconds — the mean
+//	                inter-token latency, equal to the decode step time when every step
+//	                emits one token per running sequence;
+//	  TGI:          Δsum / Δcount of tgi_batch_decode_duration{method="decode"};
+//	  llama.cpp:    Δtokens_predicted_seconds_total / Δn_decode_total.
+//	TokensPerStep, first available of:
+//	  vLLM:         Δsum / Δcount of vllm:iteration_tokens_total (prompt + generated tokens
+//	                per step; equals the batch size on pure decode steps);
+//	  otherwise:    Δgeneration tokens / Δsteps, steps from the truth counter or llama.cpp's
+//	                n_decode_total.
+//	TruthStepTime = Δsum / Δcount of genload_engine_step_duration_seconds (every step,
+//	                prefill included) and TruthSteps = Δgenload_engine_steps_total: the
+//	                built-in engine's own values.
+type Steps struct {
+	Dialect          string        `json:"dialect"`
+	StepTime         time.Duration `json:"-"`
+	HasStepTime      bool          `json:"has_step_time"`
+	TokensPerStep    float64       `json:"tokens_per_step"`
+	HasTokensPerStep bool          `json:"has_tokens_per_step"`
+	Steps            float64       `json:"steps"`
+	GeneratedTokens  float64       `json:"generated_tokens"`
+	TruthStepTime    time.Duration `json:"-"`
+	TruthSteps       float64       `json:"truth_steps"`
+	HasTruth         bool          `json:"has_truth"`
+}
+
+// MarshalJSON writes the durations as step_time_ms and truth_step_time_ms.
+func (s Steps) MarshalJSON() ([]byte, error) {
+	type plain Steps
+	return json.Marshal(struct {
+		plain
+		StepTimeMs      float64 `json:"step_time_ms"`
+		TruthStepTimeMs float64 `json:"truth_step_time_ms"`
+	}{plain(s), ms(s.StepTime), ms(s.TruthStepTime)})
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func secs(v float64) time.Duration { return time.Duration(math.Round(v * 1e9)) }
+
+// Delta computes Steps between two snapshots of a server of family n.
+func Delta(n Names, before, after Snapshot) Steps {
+	st := Steps{Dialect: n.Dialect}
+	dHist := func(name string, match ...string) (dc, ds float64, ok bool) {
+		c0, s0, ok0 := before.Hist(name, match...)
+		c1, s1, ok1 := after.Hist(name, match...)
+		return c1 - c0, s1 - s0, ok0 && ok1 && c1 > c0
+	}
+	dVal := func(name string) (float64, bool) {
+		if name == "" {
+			return 0, false
+		}
+		v0, ok0 := before.Value(name)
+		v1, ok1 := after.Value(name)
+		return v1 - v0, ok0 && ok1
+	}
+	if dc, ds, ok := dHist(TruthStepDuration); ok {
+		st.TruthStepTime, st.HasTruth = secs(ds/dc), true
+		st.TruthSteps = dc
+	}
+	if d, ok := dVal(TruthSteps); ok {
+		st.TruthSteps = d
+	}
+	switch {
+	case n.ITL != "":
+		if dc, ds, ok := dHist(n.ITL); ok {
+			st.StepTime, st.HasStepTime = secs(ds/dc), true
+		}
+	}
+	if !st.HasStepTime && n.DecodeDuration != "" {
+		if dc, ds, ok := dHist(n.DecodeDuration, "method=decode"); ok {
+			st.StepTime, st.HasStepTime = secs(ds/dc), true
+			st.Steps = dc
+		}
+	}
+	if !st.HasStepTime && n.Decodes != "" {
+		dn, ok1 := dVal(n.Decodes)
+		dsec, ok2 := dVal(n.DecodeSeconds)
+		if ok1 && ok2 && dn > 0 {
+			st.StepTime, st.HasStepTime = secs(dsec/dn), true
+			st.Steps = dn
+		}
+	}
+	if g, ok := dVal(n.GenerationTokens); ok {
+		st.GeneratedTokens = g
+	}
+	if n.IterationTokens != "" {
+		if dc, ds, ok := dHist(n.IterationTokens); ok {
+			st.TokensPerStep, st.HasTokensPerStep = ds/dc, true
+			st.Steps = dc
+		}
+	}
+	if !st.HasTokensPerStep {
+		steps := st.Steps
+		if steps == 0 {
+			steps = st.TruthSteps
+		}
+		if steps > 0 && st.GeneratedTokens > 0 {
+			st.TokensPerStep, st.HasTokensPerStep = st.GeneratedTokens/steps, true
+			st.Steps = steps
+		}
+	}
+	return st
+}
+
+// Occupancy summarises the running-requests gauge sampled during a cell. Leading and
+// trailing samples with 0 running (before the first request arrived, after the last
+// finished) are dropped; the rest are "samples".
+//
+//	Mode    = the most frequent value (ties → the larger)
+//	AtTarget = share of samples equal to the target batch size B
+//	Max     = the largest sample (a value above B means other load on the server)
+//	Mean    = arithmetic mean of the samples
+type Occupancy struct {
+	Samples  int     `json:"samples"`
+	Target   int     `json:"target"`
+	Mode     int     `json:"mode"`
+	AtTarget float64 `json:"share_at_target"`
+	Max      int     `json:"max"`
+	Mean     float64 `json:"mean"`
+	// Errors counts failed scrapes during the cell.
+	Errors int `json:"scrape_errors"`
+}
+
+// Occupy computes the Occupancy of raw gauge samples for target batch size b.
+func Occupy(samples []int, b int) Occupancy {
+	lo, hi := 0, len(samples)
+	for lo < hi && samples[lo] == 0 {
+		lo++
+	}
+	for hi > lo && samples[hi-1] == 0 {
+		hi--
+	}
+	s := samples[lo:hi]
+	o := Occupancy{Samples: len(s), Target: b}
+	if len(s) == 0 {
+		return o
+	}
+	freq := map[int]int{}
+	sum, at := 0, 0
+	for _, v := range s {
+		freq[v]++
+		sum += v
+		o.Max = max(o.Max, v)
+		if v == b {
+			at++
+		}
+	}
+	best := -1
+	for v, c := range freq {
+		if c > best || (c == best && v > o.Mode) {
+			o.Mode, best = v, c
+		}
+	}
+	o.AtTarget = float64(at) / float64(len(s))
+	o.Mean = float64(sum) / float64(len(s))
+	return o
+}
+
+// Sampler polls the running gauge of a server during a cell.
+type Sampler struct {
+	scraper  *Scraper
+	names    Names
+	interval time.Duration
+
+	mu      sync.Mutex
+	samples []int
+	errors  int
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// NewSampler returns a Sampler that scrapes s every interval (default 20 ms) and reads
+// names.Running.
+func NewSampler(s *Scraper, names Names, interval time.Duration) *Sampler {
+	if interval <= 0 {
+		interval = 20 * time.Millisecond
+	}
+	return &Sampler{scraper: s, names: names, interval: interval}
+}
+
+// Start begins sampling in a goroutine until Stop or ctx ends.
+func (sp *Sampler) Start(ctx context.Context) {
+	ctx, sp.cancel = context.WithCancel(ctx)
+	sp.done = make(chan struct{})
+	sp.samples, sp.errors = sp.samples[:0], 0
+	go func() {
+		defer close(sp.done)
+		t := time.NewTicker(sp.interval)
+		defer t.Stop()
+		for {
+			snap, err := sp.scraper.Scrape(ctx)
+			sp.mu.Lock()
+			if err != nil {
+				if ctx.Err() == nil {
+					sp.errors++
+				}
+			} else if v, ok := snap.Value(sp.names.Running); ok {
+				sp.samples = append(sp.samples, int(math.Round(v)))
+			}
+			sp.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Stop ends sampling and returns the Occupancy for target batch size b.
+func (sp *Sampler) Stop(b int) Occupancy {
+	sp.cancel()
+	<-sp.done
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	o := Occupy(sp.samples, b)
+	o.Errors = sp.errors
+	return o
+}

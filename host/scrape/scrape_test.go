@@ -1,0 +1,168 @@
+package scrape
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func snap(t *testing.T, text string) Snapshot {
+	t.Helper()
+	f, err := Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Snapshot{Families: f}
+}
+
+// vllmText is a vLLM-shaped exposition after `steps` decode steps of batch b (ITL
+// observed once per token) with the given ITL and step-duration sums, plus the truth.
+func vllmText(steps, b int, itlSum, stepSum float64) string {
+	tokens := steps * b
+	return fmt.Sprintf(`# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} %d
+# TYPE vllm:iteration_tokens_total histogram
+vllm:iteration_tokens_total_bucket{engine="0",model_name="m",le="1"} 0
+vllm:iteration_tokens_total_bucket{engine="0",model_name="m",le="+Inf"} %d
+vllm:iteration_tokens_total_sum{engine="0",model_name="m"} %d
+vllm:iteration_tokens_total_count{engine="0",model_name="m"} %d
+# TYPE vllm:inter_token_latency_seconds histogram
+vllm:inter_token_latency_seconds_bucket{engine="0",model_name="m",le="+Inf"} %d
+vllm:inter_token_latency_seconds_sum{engine="0",model_name="m"} %g
+vllm:inter_token_latency_seconds_count{engine="0",model_name="m"} %d
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{engine="0",model_name="m"} %d
+# TYPE genload_engine_steps_total counter
+genload_engine_steps_total %d
+# TYPE genload_engine_step_duration_seconds histogram
+genload_engine_step_duration_seconds_bucket{le="+Inf"} %d
+genload_engine_step_duration_seconds_sum %g
+genload_engine_step_duration_seconds_count %d
+`, b, steps, tokens, steps, tokens, itlSum, tokens, tokens, steps, steps, stepSum, steps)
+}
+
+// Before: 10 steps of B=4 at 5 ms; after: 10 more at 20 ms. Δ: 10 steps, 40 tokens,
+// step time 20 ms from ITL (Δsum 40·0.02 / Δcount 40) and from the truth histogram,
+// tokens per step 40/10 = 4.
+func TestDeltaVLLM(t *testing.T) {
+	// before: ITL sum 40 tokens × 5 ms = 0.2 s, steps 10 × 5 ms = 0.05 s;
+	// after: + 40 tokens × 20 ms = 1.0 s, + 10 steps × 20 ms = 0.25 s
+	before := snap(t, vllmText(10, 4, 0.2, 0.05))
+	after := snap(t, vllmText(20, 4, 1.0, 0.25))
+	n, ok := Detect(after.Families)
+	if !ok || n.Dialect != "vllm" {
+		t.Fatalf("detected %+v", n)
+	}
+	st := Delta(n, before, after)
+	// ITL: (1.0 − 0.2) / (80 − 40) = 20 ms; truth: (0.25 − 0.05)/10 = 20 ms
+	if !st.HasStepTime || st.StepTime != 20*time.Millisecond || !st.HasTruth || st.TruthStepTime != 20*time.Millisecond {
+		t.Fatalf("steps %+v", st)
+	}
+	if !st.HasTokensPerStep || st.TokensPerStep != 4 || st.Steps != 10 || st.TruthSteps != 10 || st.GeneratedTokens != 40 {
+		t.Fatalf("steps %+v", st)
+	}
+}
+
+// TGI: step time from tgi_batch_decode_duration{method="decode"} only (prefill series
+// ignored); llama.cpp: Δseconds / Δdecodes, tokens per step from generated tokens.
+func TestDeltaTGIAndLlamaCpp(t *testing.T) {
+	tgi := func(n int, sum float64) string {
+		return fmt.Sprintf(`# TYPE tgi_batch_current_size gauge
+tgi_batch_current_size 3
+# TYPE tgi_batch_decode_duration histogram
+tgi_batch_decode_duration_bucket{method="decode",le="+Inf"} %d
+tgi_batch_decode_duration_sum{method="decode"} %g
+tgi_batch_decode_duration_count{method="decode"} %d
+tgi_batch_decode_duration_bucket{method="prefill",le="+Inf"} 99
+tgi_batch_decode_duration_sum{method="prefill"} 99
+tgi_batch_decode_duration_count{method="prefill"} 99
+# TYPE tgi_request_generated_tokens_total counter
+tgi_request_generated_tokens_total %d
+`, n, sum, n, 3*n)
+	}
+	b, a := snap(t, tgi(5, 0.05)), snap(t, tgi(15, 0.35))
+	n, _ := Detect(a.Families)
+	st := Delta(n, b, a)
+	// (0.35 − 0.05)/(15 − 5) = 30 ms; 30 tokens / 10 steps = 3
+	if n.Dialect != "tgi" || st.StepTime != 30*time.Millisecond || st.TokensPerStep != 3 {
+		t.Fatalf("tgi %+v", st)
+	}
+	ll := func(dec int, sec float64, tok int) string {
+		return fmt.Sprintf("llamacpp:requests_processing 2\nllamacpp:n_decode_total %d\nllamacpp:tokens_predicted_seconds_total %g\nllamacpp:tokens_predicted_total %d\n", dec, sec, tok)
+	}
+	b, a = snap(t, ll(100, 1.0, 200)), snap(t, ll(150, 1.5, 300))
+	n, _ = Detect(a.Families)
+	st = Delta(n, b, a)
+	// 0.5 s / 50 decodes = 10 ms; 100 tokens / 50 decodes = 2
+	if n.Dialect != "llamacpp" || st.StepTime != 10*time.Millisecond || st.TokensPerStep != 2 {
+		t.Fatalf("llama.cpp %+v", st)
+	}
+}
+
+func TestParseError(t *testing.T) {
+	_, err := Parse(strings.NewReader("# TYPE x counter\nx{a=\"1\" 2\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestOccupy(t *testing.T) {
+	cases := []struct {
+		name    string
+		samples []int
+		b       int
+		want    Occupancy
+	}{
+		// leading/trailing zeros dropped → [2 4 4 4 3]: mode 4, 3/5 at target, max 4, mean 17/5
+		{"ramp", []int{0, 0, 2, 4, 4, 4, 3, 0}, 4, Occupancy{Samples: 5, Target: 4, Mode: 4, AtTarget: 0.6, Max: 4, Mean: 3.4}},
+		// tie 1×2 vs 3×2 → larger mode 3
+		{"tie", []int{1, 3, 1, 3}, 3, Occupancy{Samples: 4, Target: 3, Mode: 3, AtTarget: 0.5, Max: 3, Mean: 2}},
+		{"idle", []int{0, 0}, 4, Occupancy{Target: 4}},
+	}
+	for _, tc := range cases {
+		if got := Occupy(tc.samples, tc.b); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The sampler reads the running gauge from a live /metrics endpoint.
+func TestSampler(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := n.Add(1)
+		v := 0
+		if k >= 2 && k <= 4 {
+			v = 8 // scrapes 2..4 see the full batch
+		}
+		fmt.Fprintf(w, "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{model_name=\"m\"} %d\n", v)
+	}))
+	defer srv.Close()
+	u, err := MetricsURL(srv.URL + "/v1")
+	if err != nil || u != srv.URL+"/metrics" {
+		t.Fatalf("url %q %v", u, err)
+	}
+	sp := NewSampler(&Scraper{URL: u}, SGLang, time.Millisecond)
+	sp.Start(context.Background())
+	for n.Load() < 6 {
+		time.Sleep(time.Millisecond)
+	}
+	o := sp.Stop(8)
+	if o.Samples != 3 || o.Mode != 8 || o.AtTarget != 1 || o.Max != 8 || o.Errors != 0 {
+		t.Fatalf("occupancy %+v", o)
+	}
+	if _, err := (&Scraper{URL: srv.URL + "/nope"}).Scrape(context.Background()); err != nil {
+		t.Fatalf("any path answers here: %v", err)
+	}
+	bad := httptest.NewServer(http.NotFoundHandler())
+	defer bad.Close()
+	if _, err := (&Scraper{URL: bad.URL + "/metrics"}).Scrape(context.Background()); err == nil || !strings.Contains(err.Error(), "status 404") {
+		t.Fatalf("err = %v", err)
+	}
+}
