@@ -1,0 +1,93 @@
+package plugin
+
+import (
+	"context"
+	"testing"
+
+	"github.com/genload/genload/host/internal/testplugins"
+)
+
+// BenchmarkLoadWarm measures what a genload process pays to start using gamma when the
+// compilation cache on disk is warm: NewHost, compile (from the cache), instantiate,
+// _initialize, info, init, Close.
+func BenchmarkLoadWarm(b *testing.B) {
+	ctx := context.Background()
+	dir, cache := testplugins.Dir(b), testplugins.CacheDir(b)
+	warm := func() {
+		h, err := NewHost(ctx, Options{Dir: dir, CacheDir: cache})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := h.LoadLengths(ctx, "gamma", nil); err != nil {
+			b.Fatal(err)
+		}
+		_ = h.Close(ctx)
+	}
+	warm() // fill the cache
+	b.ResetTimer()
+	for b.Loop() {
+		warm()
+	}
+}
+
+// uncached returns p without its result cache, so every call reaches the guest.
+func uncached(p *LengthsPlugin) *LengthsPlugin { return &LengthsPlugin{in: p.in} }
+
+func benchLengths(b *testing.B, name string, n int) {
+	ctx := context.Background()
+	p, err := testHost(b).LoadLengths(ctx, name, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p = uncached(p)
+	for b.Loop() {
+		if _, err := p.Lengths(ctx, n, 16000, 1, 40000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGammaLengths64 is one gamma cell of batch 64 (64 quantiles inside wasm).
+func BenchmarkGammaLengths64(b *testing.B) { benchLengths(b, "gamma", 64) }
+
+// BenchmarkUniformLengths64 is the call overhead of a trivial distribution, batch 64.
+func BenchmarkUniformLengths64(b *testing.B) { benchLengths(b, "uniform", 64) }
+
+// BenchmarkRoute64 routes 64 prompts over 8 workers with router-rr.
+func BenchmarkRoute64(b *testing.B) {
+	ctx := context.Background()
+	r, err := testHost(b).LoadRouter(ctx, "router-rr", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lens := make([]int, 64)
+	for i := range lens {
+		lens[i] = 1000 + i
+	}
+	for b.Loop() {
+		if _, err := r.Route(ctx, lens, 8); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDefaultMatrixGamma computes gamma lengths for all 91 cells of the default matrix
+// (L ∈ {1000 … 64000} × B ∈ {1 … 8, 12, 16, 32, 48, 64}) without the result cache: the plugin
+// overhead of one run's lengths.
+func BenchmarkDefaultMatrixGamma(b *testing.B) {
+	ctx := context.Background()
+	p, err := testHost(b).LoadLengths(ctx, "gamma", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p = uncached(p)
+	for b.Loop() {
+		for _, L := range []int{1000, 2000, 4000, 8000, 16000, 32000, 64000} {
+			for _, B := range []int{1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 48, 64} {
+				if _, err := p.Lengths(ctx, B, L, 1, 1<<20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+}

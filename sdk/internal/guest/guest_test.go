@@ -1,0 +1,132 @@
+package guest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/genload/genload/sdk/abi"
+)
+
+func TestSlice(t *testing.T) {
+	reset()
+	p := Alloc(16)
+	q := Alloc(0) // distinct 8-byte buffer
+	if p == 0 || q == 0 || p == q || p%8 != 0 {
+		t.Fatalf("Alloc gave %#x, %#x", p, q)
+	}
+	cases := []struct {
+		ptr, n uint32
+		ok     bool
+	}{
+		{p, 16, true},     // whole buffer
+		{p + 8, 8, true},  // tail sub-range
+		{p + 8, 9, false}, // one byte past the end
+		{p - 1, 1, false}, // before the buffer
+		{q, 8, true},      // size 0 still gives 8 bytes
+		{0xfffffff0, 32, false},
+	}
+	for _, c := range cases {
+		b, err := Slice(c.ptr, c.n)
+		if (err == nil) != c.ok || (c.ok && len(b) != int(c.n)) {
+			t.Errorf("Slice(%#x, %d) = %d bytes, %v; want ok=%v", c.ptr, c.n, len(b), err, c.ok)
+		}
+		var se *StatusError
+		if err != nil && (!errors.As(err, &se) || se.Status != abi.BadInput) {
+			t.Errorf("Slice error %v is not status 1", err)
+		}
+	}
+	Free(p)
+	if _, err := Slice(p, 1); err == nil {
+		t.Error("freed buffer still accepted")
+	}
+	if Alloc(maxAlloc+1) != 0 {
+		t.Error("Alloc above 1 GiB did not return 0")
+	}
+}
+
+type cfg struct {
+	K float64 `json:"k"`
+}
+
+func TestInitAndGuard(t *testing.T) {
+	var seen *Env
+	var got cfg
+	setup := func(decode bool) func(*Env) error {
+		return func(e *Env) error {
+			seen = e
+			if decode {
+				got = cfg{K: 0.9}
+				return e.Decode(&got)
+			}
+			return nil
+		}
+	}
+	cases := []struct {
+		name     string
+		decode   bool
+		envelope string
+		rc       int32
+		errPart  string
+	}{
+		{"ok", true, `{"abi":1,"abi_minor":0,"host":"genload","seed":18446744073709551615,"config":{"k":2}}`, 0, ""},
+		{"unknown-envelope-key-ignored", true, `{"abi":1,"future":true,"config":{}}`, 0, ""},
+		{"unknown-config-key", true, `{"abi":1,"config":{"kk":2}}`, -1, `config: json: unknown field "kk"`},
+		{"wrong-type", true, `{"config":{"k":"x"}}`, -1, "cannot unmarshal string"},
+		{"config-never-decoded", false, `{"config":{"a":1,"b":2}}`, -1, `takes no config keys, got ["a" "b"]`},
+		{"abi-v2-host", true, `{"abi":2}`, -4, "host speaks ABI v2"},
+		{"not-json", true, `{`, -1, "init envelope"},
+	}
+	for _, c := range cases {
+		reset()
+		Register(abi.KindLengths, Info{Name: "t", Version: "1"}, setup(c.decode))
+		rc := Init([]byte(c.envelope))
+		if rc != c.rc || !strings.Contains(string(LastError()), c.errPart) {
+			t.Errorf("%s: rc %d (%q), want %d containing %q", c.name, rc, LastError(), c.rc, c.errPart)
+		}
+		if c.name == "ok" && (seen.Seed != 1<<64-1 || got.K != 2 || seen.Host != "genload" || !Initialised()) {
+			t.Errorf("ok: env %+v, cfg %+v", seen, got)
+		}
+	}
+	// Init twice is bad input.
+	reset()
+	Register(abi.KindLengths, Info{Name: "t", Version: "1"}, setup(true))
+	if rc := Init([]byte(`{}`)); rc != 0 {
+		t.Fatalf("first init rc %d", rc)
+	}
+	if rc := Init([]byte(`{}`)); rc != -1 || !strings.Contains(string(LastError()), "called twice") {
+		t.Errorf("second init rc %d %q, want -1", rc, LastError())
+	}
+	// Panics become status 2 with the value and a stack; errors keep their status.
+	rc := Guard(func() (int32, error) { panic("boom") })
+	if rc != -2 || !strings.HasPrefix(string(LastError()), "panic: boom\n") || !strings.Contains(string(LastError()), "goroutine") {
+		t.Errorf("panic: rc %d, %q", rc, LastError())
+	}
+	if rc := Guard(func() (int32, error) { return 3, nil }); rc != 3 || len(LastError()) != 0 {
+		t.Errorf("success: rc %d, last error %q not cleared", rc, LastError())
+	}
+	if rc := Guard(func() (int32, error) { return 0, errors.New("plain") }); rc != -2 {
+		t.Errorf("plain error rc %d, want -2", rc)
+	}
+}
+
+func TestInfoJSON(t *testing.T) {
+	reset()
+	if got := string(InfoJSON()); !strings.Contains(got, `"name":""`) {
+		t.Errorf("unregistered info %s", got)
+	}
+	Register(abi.KindRouter, Info{Name: "rr", Version: "1.2.3", Caps: []string{"completions"}}, func(*Env) error { return nil })
+	want := `{"name":"rr","version":"1.2.3","kind":"router","abi_minor":0,"caps":["completions"]}`
+	if got := string(InfoJSON()); got != want {
+		t.Errorf("info %s, want %s", got, want)
+	}
+	if !HasCap("completions") || HasCap("pure") {
+		t.Error("HasCap")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("second Register did not panic")
+		}
+	}()
+	Register(abi.KindRouter, Info{Name: "again"}, nil)
+}
