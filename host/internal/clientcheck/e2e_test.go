@@ -14,6 +14,7 @@ import (
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/scrape"
 )
 
 // stepLog collects the engine's per-step lines.
@@ -115,7 +116,24 @@ func TestAgainstEngine(t *testing.T) {
 				log.mu.Lock()
 				log.buf.Reset()
 				log.mu.Unlock()
+				sc := &scrape.Scraper{URL: u + "/metrics"}
+				before, err := sc.Scrape(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				names, ok := scrape.Detect(before.Families)
+				if !ok || names.Dialect != dialect {
+					t.Fatalf("detected %q, want %q", names.Dialect, dialect)
+				}
+				sampler := scrape.NewSampler(sc, names, 5*time.Millisecond)
+				sampler.Start(context.Background())
 				res, err := c.Send(context.Background(), mode, ps, maxTok)
+				occ := sampler.Stop(b)
+				after, err2 := sc.Scrape(context.Background())
+				if err2 != nil {
+					t.Fatal(err2)
+				}
+				st := scrape.Delta(names, before, after)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -141,6 +159,22 @@ func TestAgainstEngine(t *testing.T) {
 				rel := float64(f.Window.PerStep-truth) / float64(truth)
 				t.Logf("window %v over %d steps, engine full-batch step %v (%d steps): error %+.2f%%; per-sequence mean %v; TTFT p50 %v; tokens from %v",
 					f.Window.PerStep, f.Window.Steps, truth, n, 100*rel, f.PerForward.Mean, f.TTFT.P50, f.TokenSources)
+				t.Logf("metrics: step %v (has %v), truth %v over %v steps, tokens/step %.2f; occupancy %+v",
+					st.StepTime, st.HasStepTime, st.TruthStepTime, st.TruthSteps, st.TokensPerStep, occ)
+				if occ.Max > b || occ.Samples == 0 || occ.Mode != b {
+					t.Errorf("occupancy %+v: want mode %d, max ≤ %d", occ, b, b)
+				}
+				if !st.HasTruth || st.TruthSteps < maxTok-1 {
+					t.Errorf("truth from metrics: %+v", st)
+				}
+				if st.HasStepTime {
+					// the metrics' mean ITL against the engine's full-batch decode step
+					if r := float64(st.StepTime-truth) / float64(truth); r < -0.1 || r > 0.1 {
+						t.Errorf("metrics step time %v differs from the engine's %v by %.1f%% (> 10%%)", st.StepTime, truth, 100*r)
+					}
+				} else if dialect == engine.DialectVLLM || dialect == engine.DialectSGLang {
+					t.Errorf("no step time from %s metrics", dialect)
+				}
 				if rel < -0.1 || rel > 0.1 {
 					t.Errorf("window per-step %v differs from the engine's %v by %.1f%% (> 10%%)", f.Window.PerStep, truth, 100*rel)
 				}
