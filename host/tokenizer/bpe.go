@@ -290,3 +290,10 @@ func (m *bpeModel) hasBytes(s string) bool {
 	}
 	return true
 }
+
+// resetCache empties the word cache (benchmarks measure cold encoding with it).
+func (m *bpeModel) resetCache() {
+	m.cacheMu.Lock()
+	m.cache = make(map[string][]int32)
+	m.cacheMu.Unlock()
+}

@@ -1,0 +1,66 @@
+package tokenizer
+
+import (
+	"testing"
+)
+
+// BenchmarkEncode200k measures Encode throughput (tokens/s, and MB/s of input) on the two
+// 200k-UTF-16-unit texts of the corpus (long/english_200k, long/mixed_200k) for each
+// tokenizer; "warm" reuses the word cache across iterations, "cold" clears it first.
+func BenchmarkEncode200k(b *testing.B) {
+	texts, err := corpusOnce()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range goldenTokenizers {
+		b.Run(name, func(b *testing.B) {
+			tk := tokenizerFor(b, name)
+			for _, tn := range []string{"english_200k", "mixed_200k"} {
+				text := texts["long/"+tn]
+				for _, mode := range []string{"warm", "cold"} {
+					b.Run(tn+"/"+mode, func(b *testing.B) {
+						n := len(tk.Encode(text))
+						b.SetBytes(int64(len(text)))
+						b.ResetTimer()
+						for i := 0; i < b.N; i++ {
+							if mode == "cold" {
+								b.StopTimer()
+								tk.model.resetCache()
+								b.StartTimer()
+							}
+							tk.Encode(text)
+						}
+						b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+					})
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLoadDefault measures building the embedded Qwen3 tokenizer (gunzip, JSON, vocab
+// and merge maps), what the first Default call costs.
+func BenchmarkLoadDefault(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if _, err := loadEmbedded(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoad measures Load of each cached tokenizer directory.
+func BenchmarkLoad(b *testing.B) {
+	for _, name := range goldenTokenizers {
+		if name == "qwen3" {
+			continue
+		}
+		b.Run(name, func(b *testing.B) {
+			tokenizerFor(b, name) // skip if not cached
+			for i := 0; i < b.N; i++ {
+				if _, err := Load(cacheDir() + "/" + name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
