@@ -2,15 +2,24 @@ package engine
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
+// MaxClientBatchSize is the most prompts a TGI-dialect request may carry (TGI's
+// --max-client-batch-size default).
+const MaxClientBatchSize = 4
+
 // completionSpec is a validated completion request.
 type completionSpec struct {
-	id             string // response id, "cmpl-…"
+	id             string // response id ("cmpl-…" in vLLM)
+	rid            string // request id (X-Request-Id)
+	model          string // model echoed in responses
 	prompts        [][]int32
+	inputChars     int // characters of text prompts (TGI x-compute-characters)
 	n              int
 	maxTokens      []int // per prompt (default clamped to the context)
 	minTokens      int
@@ -21,6 +30,16 @@ type completionSpec struct {
 	includeUsage   bool
 	continuous     bool
 	streamInterval int
+	perfMetrics    bool // Fireworks perf_metrics_in_response
+	faults         Faults
+}
+
+// apiError is an error response decided during validation.
+type apiError struct {
+	status          int
+	typ, msg, param string
+	nPrompt, nCtx   int // llama.cpp context overflow extras
+	contextOverflow bool
 }
 
 // handleCompletions serves POST /v1/completions.
@@ -28,6 +47,19 @@ func (e *Engine) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	rid := e.requestID(r)
 	w.Header().Set("X-Request-Id", rid)
+	if e.cfg.Dialect == DialectLlamaCpp {
+		w.Header().Set("Server", "llama.cpp")
+	}
+	faults, err := e.requestFaults(r)
+	if err != nil {
+		e.badRequest(w, err.Error(), "")
+		return
+	}
+	if faults.Status != 0 {
+		typ, msg := e.statusError(faults.Status)
+		e.writeError(w, faults.Status, typ, msg, "")
+		return
+	}
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		e.badRequest(w, "Unsupported Media Type: Only 'application/json' is allowed", "")
 		return
@@ -48,11 +80,12 @@ func (e *Engine) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		e.badRequest(w, err.Error(), "")
 		return
 	}
-	spec, status, typ, msg, param := e.validate(req, rid)
-	if status != 0 {
-		e.writeError(w, status, typ, msg, param)
+	spec, aerr := e.validate(req, rid)
+	if aerr != nil {
+		e.writeAPIError(w, aerr)
 		return
 	}
+	spec.faults = faults
 	cr := e.newRequest(spec, arrival)
 	e.sched.submit(cr)
 	if spec.stream {
@@ -62,56 +95,99 @@ func (e *Engine) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// validate checks req and resolves defaults. A non-zero status means an error response.
-func (e *Engine) validate(req *completionRequest, rid string) (spec completionSpec, status int, typ, msg, param string) {
-	bad := func(m, p string) (completionSpec, int, string, string, string) {
-		st, t := http.StatusBadRequest, "BadRequestError"
-		switch e.cfg.Dialect {
+func (e *Engine) writeAPIError(w http.ResponseWriter, a *apiError) {
+	if a.contextOverflow && e.cfg.Dialect == DialectLlamaCpp {
+		b := []byte(`{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":`)
+		b = strconv.AppendInt(b, int64(a.nPrompt), 10)
+		b = append(b, `,"n_ctx":`...)
+		b = strconv.AppendInt(b, int64(a.nCtx), 10)
+		b = append(b, "}}"...)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		w.Write(b)
+		return
+	}
+	e.writeError(w, a.status, a.typ, a.msg, a.param)
+}
+
+// validate checks req and resolves defaults per dialect.
+func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *apiError) {
+	d := e.cfg.Dialect
+	bad := func(m, p string) (completionSpec, *apiError) {
+		a := &apiError{status: http.StatusBadRequest, typ: "BadRequestError", msg: m, param: p}
+		switch d {
 		case DialectLlamaCpp:
-			t = "invalid_request_error"
+			a.typ = "invalid_request_error"
 		case DialectTGI:
-			st, t = http.StatusUnprocessableEntity, "validation"
+			a.status, a.typ = http.StatusUnprocessableEntity, "validation"
 		}
-		return completionSpec{}, st, t, m, p
+		return completionSpec{}, a
 	}
 	rf := req.rest
-	if rf.Model != nil && *rf.Model != e.cfg.ModelName && e.cfg.Dialect == DialectVLLM {
-		return completionSpec{}, http.StatusNotFound, "NotFoundError",
-			fmt.Sprintf("The model `%s` does not exist.", *rf.Model), "model"
+	var spec completionSpec
+	spec.rid = rid
+	spec.model = e.cfg.ModelName
+	switch d {
+	case DialectVLLM:
+		if rf.Model != nil && *rf.Model != e.cfg.ModelName {
+			return completionSpec{}, &apiError{status: http.StatusNotFound, typ: "NotFoundError",
+				msg: fmt.Sprintf("The model `%s` does not exist.", *rf.Model), param: "model"}
+		}
+		spec.id = "cmpl-" + rid
+	case DialectSGLang:
+		spec.model = "default"
+		if rf.Model != nil {
+			spec.model = *rf.Model
+		}
+		spec.id = rid
+	case DialectLlamaCpp:
+		spec.id = "chatcmpl-" + rid
+		if rf.Echo != nil && *rf.Echo {
+			return bad("Only no echo is supported", "echo")
+		}
+	case DialectTGI:
+		spec.id = ""
 	}
 	if !req.promptOK {
 		return bad("Field required: prompt", "prompt")
 	}
-	spec.id = "cmpl-" + rid
 	spec.n = 1
-	if rf.N != nil {
+	if rf.N != nil && d != DialectTGI {
 		spec.n = *rf.N
 	}
 	if spec.n < 1 {
 		return bad(fmt.Sprintf("n must be at least 1, got %d.", spec.n), "n")
 	}
 	spec.stream = rf.Stream != nil && *rf.Stream
-	if rf.StreamOptions != nil && !spec.stream {
+	so := rf.StreamOptions
+	if d == DialectTGI {
+		so = nil // silently ignored
+	}
+	if so != nil && !spec.stream && d == DialectVLLM {
 		return bad("Stream options can only be defined when `stream=True`.", "stream_options")
 	}
 	if spec.stream {
-		so := rf.StreamOptions
 		switch {
-		case e.cfg.ForceIncludeUsage:
-			spec.includeUsage = true
+		case e.cfg.ForceIncludeUsage, d == DialectLlamaCpp, d == DialectTGI:
+			spec.includeUsage = true // llama.cpp: usage always on the final chunk; TGI: per prompt
 		case so == nil:
 			spec.includeUsage = false
 		case so.IncludeUsage == nil:
-			spec.includeUsage = e.cfg.Dialect == DialectVLLM // vLLM: {} enables usage
+			spec.includeUsage = d == DialectVLLM // vLLM: {} enables usage; SGLang defaults to false
 		default:
 			spec.includeUsage = *so.IncludeUsage
 		}
-		spec.continuous = spec.includeUsage && so != nil && so.ContinuousUsageStats != nil && *so.ContinuousUsageStats
+		spec.continuous = spec.includeUsage && so != nil && so.ContinuousUsageStats != nil &&
+			*so.ContinuousUsageStats && (d == DialectVLLM || d == DialectSGLang)
 	}
 	spec.streamInterval = e.cfg.StreamInterval
 	if rf.StreamInterval != nil && *rf.StreamInterval >= 1 {
 		spec.streamInterval = *rf.StreamInterval
 	}
+	if d == DialectLlamaCpp || d == DialectTGI {
+		spec.streamInterval = 1 // one chunk per sampled token
+	}
+	spec.perfMetrics = rf.PerfMetricsInResponse != nil && *rf.PerfMetricsInResponse
 	spec.temperature = 1
 	if rf.Temperature != nil {
 		spec.temperature = *rf.Temperature
@@ -123,8 +199,8 @@ func (e *Engine) validate(req *completionRequest, rid string) (spec completionSp
 	if rf.Seed != nil {
 		spec.seed = uint64(*rf.Seed)
 	}
-	spec.ignoreEOS = rf.IgnoreEOS != nil && *rf.IgnoreEOS
-	if rf.MinTokens != nil {
+	spec.ignoreEOS = rf.IgnoreEOS != nil && *rf.IgnoreEOS && d != DialectTGI
+	if rf.MinTokens != nil && d != DialectTGI && d != DialectLlamaCpp {
 		spec.minTokens = *rf.MinTokens
 	}
 	maxTok := -1
@@ -133,19 +209,26 @@ func (e *Engine) validate(req *completionRequest, rid string) (spec completionSp
 	} else if rf.MaxNewTokens != nil {
 		maxTok = *rf.MaxNewTokens
 	}
-	if rf.MaxTokens != nil && maxTok < 1 {
+	if rf.MaxTokens != nil && maxTok < 1 && !(d == DialectLlamaCpp && maxTok == -1) {
 		return bad(fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTok), "max_tokens")
 	}
 	if req.isText {
 		for _, t := range req.texts {
+			spec.inputChars += len([]rune(t))
 			req.prompts = append(req.prompts, e.tok.Encode(t))
 		}
+	} else if d == DialectTGI {
+		return bad("Failed to deserialize the JSON body into the target type: prompt: data did not match any variant of untagged enum Prompt", "prompt")
 	}
 	if len(req.prompts) == 0 {
 		return bad("Prompt cannot be empty.", "prompt")
 	}
+	if d == DialectTGI && len(req.prompts) > MaxClientBatchSize {
+		return bad(fmt.Sprintf("Number of prompts exceeds the maximum allowed batch size of %d", MaxClientBatchSize), "prompt")
+	}
 	L := e.cfg.MaxModelLen
 	spec.maxTokens = make([]int, len(req.prompts))
+	kvTokens := e.cfg.KVCacheTokens / e.cfg.BlockSize * e.cfg.BlockSize
 	for i, p := range req.prompts {
 		if len(p) == 0 {
 			return bad("Prompt cannot be empty.", "prompt")
@@ -161,11 +244,30 @@ func (e *Engine) validate(req *completionRequest, rid string) (spec completionSp
 			M = 0 // default max_tokens: checked as 0, then clamped to the context
 		}
 		if P+M > L || P >= L {
-			return bad(fmt.Sprintf("You passed %d input tokens and requested %d output tokens. However, the model's context length is only %d tokens, resulting in a maximum input length of %d tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=%d)",
-				P, M, L, L-M, P), "input_tokens")
+			a := &apiError{status: http.StatusBadRequest, typ: "BadRequestError", param: "input_tokens",
+				msg: fmt.Sprintf("You passed %d input tokens and requested %d output tokens. However, the model's context length is only %d tokens, resulting in a maximum input length of %d tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=%d)",
+					P, M, L, L-M, P),
+				nPrompt: P, nCtx: L, contextOverflow: true}
+			switch d {
+			case DialectSGLang:
+				a.msg = fmt.Sprintf("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.", L, P+M, P, M)
+				a.param = ""
+			case DialectTGI:
+				a.status, a.typ, a.param = http.StatusUnprocessableEntity, "validation", ""
+				a.msg = fmt.Sprintf("`inputs` tokens + `max_new_tokens` must be <= %d. Given: %d `inputs` tokens and %d `max_new_tokens`", L, P, M)
+			}
+			return completionSpec{}, a
 		}
 		if maxTok < 0 {
-			M = min(16, L-P)
+			switch d {
+			case DialectLlamaCpp, DialectTGI:
+				M = L - P // until EOS or the context is full
+			default:
+				M = min(16, L-P)
+			}
+		}
+		if (P+M+e.cfg.BlockSize-1)/e.cfg.BlockSize*e.cfg.BlockSize > kvTokens {
+			return bad(fmt.Sprintf("prompt of %d tokens plus %d output tokens does not fit the KV cache of %d tokens", P, M, kvTokens), "input_tokens")
 		}
 		spec.maxTokens[i] = M
 	}
@@ -177,7 +279,7 @@ func (e *Engine) validate(req *completionRequest, rid string) (spec completionSp
 			}
 		}
 	}
-	return spec, 0, "", "", ""
+	return spec, nil
 }
 
 // newRequest builds the scheduler sequences of spec: prompt i, choice c has index i·n + c.
@@ -204,14 +306,19 @@ func (e *Engine) newRequest(spec completionSpec, arrival time.Time) *request {
 
 // choiceState accumulates one choice's output in the handler.
 type choiceState struct {
-	text      []byte
-	tokens    int
-	pending   int // tokens not yet sent (stream_interval coalescing)
-	fin       uint8
-	promptLen int
+	text            []byte // pending (stream) or whole (non-stream) text
+	lastText        []byte // text of the last token (TGI final chunk)
+	tokens          int
+	pending         int // tokens not yet sent
+	fin             uint8
+	promptLen       int
+	firstAt, lastAt int64
 }
 
-func finishString(f uint8) string {
+func (e *Engine) finishString(f uint8) string {
+	if e.cfg.Dialect == DialectTGI && f == finStop {
+		return "eos_token"
+	}
 	switch f {
 	case finLength:
 		return "length"
@@ -243,64 +350,159 @@ func (e *Engine) appendUsage(b []byte, prompt, completion, cached int, details b
 	b = strconv.AppendInt(b, int64(prompt+completion), 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(completion), 10)
-	if details {
-		if e.cfg.HidePromptTokensDetails {
-			b = append(b, `,"prompt_tokens_details":null`...)
+	if details && e.cfg.Dialect != DialectTGI {
+		if e.cfg.HidePromptTokensDetails && e.cfg.Dialect != DialectLlamaCpp {
+			if e.cfg.Dialect != DialectVLLM {
+				b = append(b, `,"prompt_tokens_details":null`...)
+			}
 		} else {
 			b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 			b = strconv.AppendInt(b, int64(cached), 10)
 			b = append(b, '}')
 		}
 	}
+	if e.cfg.Dialect == DialectSGLang {
+		b = append(b, `,"reasoning_tokens":0`...)
+	}
 	return append(b, '}')
 }
 
-// waitEvents blocks until cr has events or the client goes away; it reports false on abort.
-func (e *Engine) waitEvents(r *http.Request, cr *request) bool {
+// waitEvents blocks until cr has events, the keep-alive interval passes (it reports
+// keepAlive), or the client goes away (ok false; the request is aborted).
+func (e *Engine) waitEvents(r *http.Request, cr *request, keepAlive time.Duration) (ok, ka bool) {
+	var tc <-chan time.Time
+	if keepAlive > 0 {
+		t := time.NewTimer(keepAlive)
+		defer t.Stop()
+		tc = t.C
+	}
 	select {
 	case <-cr.notify:
-		return true
+		return true, false
+	case <-tc:
+		return true, true
 	case <-r.Context().Done():
-		cr.aborted.Store(true)
-		e.metrics.forget(cr)
-		e.sched.poke() // wake the scheduler so it drops the sequences
-		return false
+		e.abort(cr)
+		return false, false
 	case <-e.stop:
 		cr.aborted.Store(true)
-		return false
+		return false, false
 	}
+}
+
+func (e *Engine) abort(cr *request) {
+	cr.aborted.Store(true)
+	e.metrics.forget(cr)
+	e.sched.poke()
+}
+
+// timing returns the generation duration (first to last token over all choices, server
+// clock) and the speculative acceptance (accepted / drafted, −1 without drafts).
+func timing(cr *request, st []choiceState) (gen time.Duration, acc float64) {
+	var first, last int64 = -1, 0
+	for _, c := range st {
+		if c.tokens == 0 {
+			continue
+		}
+		if first < 0 || c.firstAt < first {
+			first = c.firstAt
+		}
+		last = max(last, c.lastAt)
+	}
+	if first >= 0 {
+		gen = time.Duration(last - first)
+	}
+	acc = -1
+	if d := cr.specDrafted.Load(); d > 0 {
+		acc = float64(cr.specAccepted.Load()) / float64(d)
+	}
+	return
+}
+
+// applyEvent adds one token event to its choice's state.
+func (e *Engine) applyEvent(st []choiceState, ev event) *choiceState {
+	c := &st[ev.choice]
+	if c.tokens == 0 {
+		c.firstAt = ev.at
+	}
+	c.lastAt = ev.at
+	c.tokens++
+	c.pending++
+	c.lastText = c.lastText[:0]
+	if ev.vi >= 0 {
+		t := e.vocab.texts[ev.vi]
+		c.text = append(c.text, t...)
+		c.lastText = append(c.lastText, t...)
+	}
+	c.fin = ev.fin
+	return c
+}
+
+// hijackClose takes over the connection and closes it: with reset, by a TCP RST (linger 0).
+func hijackClose(w http.ResponseWriter, reset bool) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok && reset {
+		tc.SetLinger(0)
+	}
+	conn.Close()
 }
 
 // complete serves a non-streaming completion: it waits for every choice to finish.
 func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completionSpec, cr *request) {
 	st := make([]choiceState, len(cr.seqs))
 	var evs []event
+	seen := 0
+	f := spec.faults
 	for {
-		if !e.waitEvents(r, cr) {
+		ok, _ := e.waitEvents(r, cr, 0)
+		if !ok {
 			return
 		}
 		var all bool
 		evs, all = cr.take(evs)
 		for _, ev := range evs {
-			c := &st[ev.choice]
-			c.tokens++
-			if ev.vi >= 0 {
-				c.text = append(c.text, e.vocab.texts[ev.vi]...)
-			}
-			c.fin = ev.fin
+			e.applyEvent(st, ev)
+		}
+		seen += len(evs)
+		if f.ErrorAfter >= 0 && seen >= f.ErrorAfter {
+			e.abort(cr)
+			typ, msg := e.statusError(500)
+			e.writeError(w, 500, typ, "injected generation failure after "+strconv.Itoa(f.ErrorAfter)+" tokens: "+msg, "")
+			return
+		}
+		if f.ResetAfter >= 0 && seen >= f.ResetAfter {
+			e.abort(cr)
+			hijackClose(w, true)
+			return
 		}
 		if all {
 			break
 		}
 	}
 	prompt, completion, cached := e.usage(spec, cr, st)
+	now := time.Now()
+	d := e.cfg.Dialect
 	b := make([]byte, 0, 256+len(st)*128)
-	b = append(b, `{"id":`...)
-	b = appendJSONString(b, spec.id)
-	b = append(b, `,"object":"text_completion","created":`...)
-	b = strconv.AppendInt(b, time.Now().Unix(), 10)
+	b = append(b, '{')
+	if d == DialectTGI {
+		b = append(b, `"object":"text_completion","id":"","created":`...)
+	} else {
+		b = append(b, `"id":`...)
+		b = appendJSONString(b, spec.id)
+		b = append(b, `,"object":"text_completion","created":`...)
+	}
+	b = strconv.AppendInt(b, now.Unix(), 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, e.cfg.ModelName)
+	b = appendJSONString(b, spec.model)
+	switch d {
+	case DialectLlamaCpp:
+		b = append(b, `,"system_fingerprint":"b6000-genload"`...)
+	case DialectTGI:
+		b = append(b, `,"system_fingerprint":"3.3.6-native"`...)
+	}
 	b = append(b, `,"choices":[`...)
 	for i, c := range st {
 		if i > 0 {
@@ -311,104 +513,383 @@ func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completio
 		b = append(b, `,"text":`...)
 		b = appendJSONString(b, string(c.text))
 		b = append(b, `,"logprobs":null,"finish_reason":`...)
-		b = appendJSONString(b, finishString(c.fin))
-		b = append(b, `,"stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null}`...)
+		b = appendJSONString(b, e.finishString(c.fin))
+		switch d {
+		case DialectVLLM:
+			b = append(b, `,"stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null`...)
+		case DialectSGLang:
+			b = append(b, `,"matched_stop":`...)
+			b = appendMatchedStop(b, c.fin)
+		}
+		b = append(b, '}')
 	}
-	b = append(b, `],"service_tier":null,"system_fingerprint":null,"usage":`...)
-	b = e.appendUsage(b, prompt, completion, cached, true)
-	b = append(b, `,"kv_transfer_params":null}`...)
-	w.Header().Set("Content-Type", "application/json")
+	b = append(b, ']')
+	switch d {
+	case DialectVLLM:
+		b = append(b, `,"service_tier":null,"system_fingerprint":null,"usage":`...)
+		b = e.appendUsage(b, prompt, completion, cached, true)
+		b = append(b, `,"kv_transfer_params":null`...)
+	case DialectSGLang:
+		b = append(b, `,"usage":`...)
+		b = e.appendUsage(b, prompt, completion, cached, true)
+		b = append(b, `,"metadata":{"weight_version":"default"}`...)
+	case DialectLlamaCpp:
+		// llama.cpp quirk: usage (and timings) cover only the first task (choice 0)
+		b = append(b, `,"usage":`...)
+		b = e.appendUsage(b, len(spec.prompts[0]), st[0].tokens, cr.seqs[0].cached, true)
+		b = append(b, `,"timings":`...)
+		b = e.appendTimings(b, cr, &st[0], len(spec.prompts[0]), cr.seqs[0].cached)
+	case DialectTGI:
+		b = append(b, `,"usage":`...)
+		b = e.appendUsage(b, prompt, completion, cached, false)
+	}
+	b = append(b, '}')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	gen, acc := timing(cr, st)
+	if e.cfg.TimingHeaders {
+		h.Set("Generation-Duration", strconv.FormatFloat(gen.Seconds(), 'f', 6, 64))
+		if acc >= 0 {
+			h.Set("Speculation-Acceptance", strconv.FormatFloat(acc, 'f', 4, 64))
+		}
+	}
+	if d == DialectTGI {
+		e.setTGIHeaders(h, spec, cr, st, prompt, completion, now)
+	}
+	if f.CutAfter >= 0 {
+		e.abort(cr)
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(b[:len(b)/2])
+		http.NewResponseController(w).Flush()
+		hijackClose(w, false)
+		return
+	}
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
 }
 
+func appendMatchedStop(b []byte, fin uint8) []byte {
+	if fin == finStop {
+		return append(b, `151645`...) // the EOS token id (Qwen3 <|im_end|>)
+	}
+	return append(b, "null"...)
+}
+
+// appendTimings appends a llama.cpp "timings" object for one task.
+func (e *Engine) appendTimings(b []byte, cr *request, c *choiceState, promptLen, cached int) []byte {
+	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	admitted := cr.admittedAt.Load()
+	promptMs := ms(c.firstAt - admitted)
+	predMs := ms(c.lastAt - c.firstAt)
+	promptN := promptLen - cached
+	per := func(n int, t float64) (float64, float64) {
+		if n == 0 || t <= 0 {
+			return 0, 0
+		}
+		return t / float64(n), 1e3 * float64(n) / t
+	}
+	ppt, pps := per(promptN, promptMs)
+	dpt, dps := per(c.tokens, predMs)
+	b = fmt.Appendf(b, `{"cache_n":%d,"prompt_n":%d,"prompt_ms":%.3f,"prompt_per_token_ms":%.6f,"prompt_per_second":%.3f,"predicted_n":%d,"predicted_ms":%.3f,"predicted_per_token_ms":%.6f,"predicted_per_second":%.3f`,
+		cached, promptN, promptMs, ppt, pps, c.tokens, predMs, dpt, dps)
+	if d := cr.specDrafted.Load(); d > 0 {
+		b = fmt.Appendf(b, `,"draft_n":%d,"draft_n_accepted":%d`, d, cr.specAccepted.Load())
+	}
+	return append(b, '}')
+}
+
+// setTGIHeaders sets TGI's x-* timing headers (milliseconds) on a non-streaming response.
+func (e *Engine) setTGIHeaders(h http.Header, spec completionSpec, cr *request, st []choiceState, prompt, completion int, now time.Time) {
+	total := now.Sub(cr.arrival)
+	queue := time.Duration(cr.admittedAt.Load()) - cr.arrival.Sub(e.startedAt)
+	if queue < 0 {
+		queue = 0
+	}
+	inf := total - queue
+	perTok := time.Duration(0)
+	if completion > 0 {
+		perTok = inf / time.Duration(completion)
+	}
+	h.Set("x-compute-type", "gpu+optimized")
+	h.Set("x-compute-characters", strconv.Itoa(spec.inputChars))
+	h.Set("x-total-time", strconv.FormatInt(total.Milliseconds(), 10))
+	h.Set("x-validation-time", "0")
+	h.Set("x-queue-time", strconv.FormatInt(queue.Milliseconds(), 10))
+	h.Set("x-inference-time", strconv.FormatInt(inf.Milliseconds(), 10))
+	h.Set("x-time-per-token", strconv.FormatInt(perTok.Milliseconds(), 10))
+	h.Set("x-prompt-tokens", strconv.Itoa(prompt))
+	h.Set("x-generated-tokens", strconv.Itoa(completion))
+}
+
+// streamFrames formats one request's SSE frames in the engine's dialect.
+type streamFrames struct {
+	e       *Engine
+	spec    completionSpec
+	created int64
+	pre     []byte // `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`
+}
+
+func newStreamFrames(e *Engine, spec completionSpec) *streamFrames {
+	f := &streamFrames{e: e, spec: spec, created: time.Now().Unix()}
+	p := []byte(`data: {`)
+	switch e.cfg.Dialect {
+	case DialectTGI:
+		p = append(p, `"id":"","object":"text_completion","created":`...)
+	default:
+		p = append(p, `"id":`...)
+		p = appendJSONString(p, spec.id)
+		p = append(p, `,"object":"text_completion","created":`...)
+	}
+	p = strconv.AppendInt(p, f.created, 10)
+	p = append(p, `,"model":`...)
+	p = appendJSONString(p, spec.model)
+	switch e.cfg.Dialect {
+	case DialectLlamaCpp:
+		p = append(p, `,"system_fingerprint":"b6000-genload"`...)
+	case DialectTGI:
+		p = append(p, `,"system_fingerprint":"3.3.6-native"`...)
+	}
+	p = append(p, `,"choices":[`...)
+	f.pre = p
+	return f
+}
+
+// token appends the chunk carrying choice's pending text (final when fin is set and the
+// dialect puts the finish reason on the last-token chunk).
+func (f *streamFrames) token(b []byte, choice int32, c *choiceState, cr *request) []byte {
+	d := f.e.cfg.Dialect
+	pre := f.pre
+	if d == DialectSGLang { // SGLang: the id varies per sub-request (choice)
+		pre = []byte(strings.Replace(string(f.pre), `"id":`+string(appendJSONString(nil, f.spec.id)),
+			`"id":`+string(appendJSONString(nil, f.spec.id+"-"+strconv.Itoa(int(choice)))), 1))
+	}
+	fin := c.fin
+	if d == DialectLlamaCpp {
+		fin = finNone // llama.cpp: the finish reason rides on a separate final chunk
+	}
+	b = append(b, pre...)
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(choice), 10)
+	b = append(b, `,"text":`...)
+	b = appendJSONString(b, string(c.text))
+	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	switch {
+	case fin != finNone:
+		b = appendJSONString(b, f.e.finishString(fin))
+	case d == DialectTGI:
+		b = append(b, `""`...)
+	default:
+		b = append(b, "null"...)
+	}
+	switch d {
+	case DialectVLLM:
+		b = append(b, `,"stop_reason":null}]`...)
+	case DialectSGLang:
+		b = append(b, `,"matched_stop":`...)
+		b = appendMatchedStop(b, fin)
+		b = append(b, `}]`...)
+	default:
+		b = append(b, `}]`...)
+	}
+	switch {
+	case f.spec.continuous:
+		b = append(b, `,"usage":`...)
+		b = f.e.appendUsage(b, c.promptLen, c.tokens, 0, false)
+	case d == DialectSGLang:
+		b = append(b, `,"usage":null`...)
+	case d == DialectTGI && fin != finNone:
+		b = append(b, `,"usage":`...)
+		b = f.e.appendUsage(b, c.promptLen, c.tokens, 0, false)
+	}
+	b = append(b, "}\n\n"...)
+	if d == DialectLlamaCpp && c.fin != finNone {
+		// final chunk: empty text, finish reason, usage and timings of this task
+		seq := cr.seqs[choice]
+		b = append(b, f.pre...)
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(choice), 10)
+		b = append(b, `,"text":"","logprobs":null,"finish_reason":`...)
+		b = appendJSONString(b, f.e.finishString(c.fin))
+		b = append(b, `}],"usage":`...)
+		b = f.e.appendUsage(b, c.promptLen, c.tokens, seq.cached, true)
+		b = append(b, `,"timings":`...)
+		b = f.e.appendTimings(b, cr, c, c.promptLen, seq.cached)
+		b = append(b, "}\n\n"...)
+	}
+	return b
+}
+
+// usageChunk appends the trailing choices:[] usage chunk (vLLM, SGLang).
+func (f *streamFrames) usageChunk(b []byte, prompt, completion, cached int, gen time.Duration, acc float64) []byte {
+	b = append(b, f.pre...)
+	b = append(b, `],"usage":`...)
+	b = f.e.appendUsage(b, prompt, completion, cached, true)
+	if f.spec.perfMetrics {
+		b = f.appendPerf(b, gen, acc)
+	}
+	return append(b, "}\n\n"...)
+}
+
+// appendPerf appends Fireworks-style "perf_metrics".
+func (f *streamFrames) appendPerf(b []byte, gen time.Duration, acc float64) []byte {
+	b = append(b, `,"perf_metrics":{"generation-duration":`...)
+	b = strconv.AppendFloat(b, gen.Seconds(), 'f', 6, 64)
+	if acc >= 0 {
+		b = append(b, `,"speculation-acceptance":`...)
+		b = strconv.AppendFloat(b, acc, 'f', 4, 64)
+	}
+	return append(b, '}')
+}
+
+// errorEvent appends an in-stream error event and, where the dialect does, [DONE].
+func (f *streamFrames) errorEvent(b []byte, status int, msg string) []byte {
+	typ, _ := f.e.statusError(status)
+	b = append(b, "data: "...)
+	switch f.e.cfg.Dialect {
+	case DialectTGI:
+		b = append(b, `{"error":{"message":`...)
+		b = appendJSONString(b, msg)
+		b = append(b, `,"http_status_code":`...)
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, "}}\n\n"...)
+	case DialectSGLang:
+		b = append(b, `{"error":`...)
+		b = append(b, f.e.errorBody(status, typ, msg, "")...)
+		b = append(b, "}\n\n"...)
+	default: // vLLM and llama.cpp: the nested shape
+		b = append(b, f.e.errorBody(status, typ, msg, "")...)
+		b = append(b, "\n\n"...)
+	}
+	if f.e.cfg.Dialect != DialectLlamaCpp {
+		b = append(b, "data: [DONE]\n\n"...)
+	}
+	return b
+}
+
 // stream serves a streaming completion: one chunk per choice per engine step (or per
-// stream_interval tokens), the finish reason on the last-token chunk, then the usage chunk
-// (when requested) and "data: [DONE]".
+// stream_interval tokens), the finish reason on the last-token chunk, the usage chunk when
+// requested, then "data: [DONE]" — each in the dialect's shape — with the faults of spec.
 func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionSpec, cr *request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	if fl != nil {
-		fl.Flush()
+	if e.cfg.Dialect == DialectTGI {
+		h.Set("x-compute-type", "gpu+optimized")
+		h.Set("x-compute-characters", strconv.Itoa(spec.inputChars))
+		h.Set("x-accel-buffering", "no")
 	}
-	created := time.Now().Unix()
-	// chunk prefix shared by every chunk: data: {"id":…,"object":…,"created":…,"model":…,"choices":[
-	pre := []byte(`data: {"id":`)
-	pre = appendJSONString(pre, spec.id)
-	pre = append(pre, `,"object":"text_completion","created":`...)
-	pre = strconv.AppendInt(pre, created, 10)
-	pre = append(pre, `,"model":`...)
-	pre = appendJSONString(pre, e.cfg.ModelName)
-	pre = append(pre, `,"choices":[`...)
-
+	if e.cfg.TimingHeaders {
+		tr := "Generation-Duration"
+		if e.cfg.SpecTokens > 0 {
+			tr += ", Speculation-Acceptance"
+		}
+		h.Set("Trailer", tr)
+	}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	frames := newStreamFrames(e, spec)
+	flt := spec.faults
 	st := make([]choiceState, len(cr.seqs))
 	for i := range st {
 		st[i].promptLen = cr.seqs[i].promptLen
 	}
 	var evs []event
 	b := make([]byte, 0, 4096)
+	seen := 0 // tokens taken from the scheduler
+	first := true
+	write := func() bool {
+		if len(b) == 0 {
+			return true
+		}
+		_, err := w.Write(b)
+		b = b[:0]
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			e.abort(cr)
+			return false
+		}
+		return true
+	}
+	perToken := e.cfg.Dialect == DialectLlamaCpp || e.cfg.Dialect == DialectTGI
 	for {
-		if !e.waitEvents(r, cr) {
+		ok, ka := e.waitEvents(r, cr, flt.KeepAlive)
+		if !ok {
 			return
 		}
+		if ka {
+			b = append(b, ": keep-alive\n\n"...)
+			if !write() {
+				return
+			}
+			continue
+		}
+		if first && flt.FirstTokenDelay > 0 {
+			time.Sleep(flt.FirstTokenDelay)
+		}
+		first = false
 		var all bool
 		evs, all = cr.take(evs)
-		b = b[:0]
-		for _, ev := range evs {
-			c := &st[ev.choice]
-			c.tokens++
-			c.pending++
-			if ev.vi >= 0 {
-				c.text = append(c.text, e.vocab.texts[ev.vi]...)
+		for i, ev := range evs {
+			switch seen {
+			case flt.ErrorAfter:
+				b = frames.errorEvent(b, 500, "injected error after "+strconv.Itoa(seen)+" tokens")
+				write()
+				e.abort(cr)
+				return
+			case flt.ResetAfter:
+				write()
+				e.abort(cr)
+				hijackClose(w, true)
+				return
+			case flt.CutAfter:
+				c := e.applyEvent(st, ev)
+				half := frames.token(nil, ev.choice, c, cr)
+				b = append(b, half[:len(half)/2]...)
+				write()
+				e.abort(cr)
+				hijackClose(w, false)
+				return
 			}
-			c.fin = ev.fin
-			if c.fin == finNone && c.pending < spec.streamInterval {
+			if flt.StallFor > 0 && seen == flt.StallAfter && seen > 0 {
+				if !write() {
+					return
+				}
+				time.Sleep(flt.StallFor)
+			}
+			seen++
+			c := e.applyEvent(st, ev)
+			sameStepNext := !perToken && i+1 < len(evs) && evs[i+1].choice == ev.choice && evs[i+1].step == ev.step
+			if c.fin == finNone && (c.pending < spec.streamInterval || sameStepNext) {
 				continue
 			}
-			b = append(b, pre...)
-			b = append(b, `{"index":`...)
-			b = strconv.AppendInt(b, int64(ev.choice), 10)
-			b = append(b, `,"text":`...)
-			b = appendJSONString(b, string(c.text))
-			b = append(b, `,"logprobs":null,"finish_reason":`...)
-			if c.fin == finNone {
-				b = append(b, "null"...)
-			} else {
-				b = appendJSONString(b, finishString(c.fin))
-			}
-			b = append(b, `,"stop_reason":null}]`...)
-			if spec.continuous {
-				b = append(b, `,"usage":`...)
-				b = e.appendUsage(b, c.promptLen, c.tokens, 0, false)
-			}
-			b = append(b, "}\n\n"...)
+			b = frames.token(b, ev.choice, c, cr)
 			c.text = c.text[:0]
 			c.pending = 0
 		}
 		if all {
-			if spec.includeUsage {
-				prompt, completion, cached := e.usage(spec, cr, st)
-				b = append(b, pre...)
-				b = append(b, `],"usage":`...)
-				b = e.appendUsage(b, prompt, completion, cached, true)
-				b = append(b, "}\n\n"...)
+			// a choice may still hold coalesced text if it finished in an earlier take
+			prompt, completion, cached := e.usage(spec, cr, st)
+			gen, acc := timing(cr, st)
+			if spec.includeUsage && (e.cfg.Dialect == DialectVLLM || e.cfg.Dialect == DialectSGLang) {
+				b = frames.usageChunk(b, prompt, completion, cached, gen, acc)
 			}
 			b = append(b, "data: [DONE]\n\n"...)
-		}
-		if len(b) > 0 {
-			if _, err := w.Write(b); err != nil {
-				cr.aborted.Store(true)
-				e.sched.poke()
+			if !write() {
 				return
 			}
-			if fl != nil {
-				fl.Flush()
+			if e.cfg.TimingHeaders {
+				h.Set("Generation-Duration", strconv.FormatFloat(gen.Seconds(), 'f', 6, 64))
+				if acc >= 0 {
+					h.Set("Speculation-Acceptance", strconv.FormatFloat(acc, 'f', 4, 64))
+				}
 			}
+			return
 		}
-		if all {
+		if !write() {
 			return
 		}
 	}

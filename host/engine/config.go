@@ -60,6 +60,24 @@ type Config struct {
 	// StreamInterval is the number of tokens per choice coalesced into one stream chunk
 	// (vLLM --stream-interval). Defaults to 1 (one chunk per token).
 	StreamInterval int
+	// SpecTokens is the speculative-decoding draft length k (tokens proposed per sequence per
+	// decode step); 0 disables speculative decoding. Defaults to 0.
+	SpecTokens int
+	// SpecAcceptance is the probability that each drafted token is accepted given that the
+	// previous one was (i.i.d. acceptance, Leviathan et al. 2023): a step emits 1 + a tokens
+	// where a is the run of accepted drafts, E[1 + a] = (1 − α^(k+1)) / (1 − α).
+	// Defaults to 0.7.
+	SpecAcceptance float64
+	// SpecDraftMs is the simulated cost of one draft-model forward pass, in ms; a step with
+	// drafting pays k of them. Defaults to 0.35 (an EAGLE-style one-layer draft head).
+	SpecDraftMs float64
+	// TimingHeaders sends Fireworks-style timing: "generation-duration" (seconds from a
+	// request's first to its last token, server clock) and, with speculative decoding,
+	// "speculation-acceptance" (accepted fraction of drafted tokens, 0..1) as response
+	// headers on non-streaming responses and as HTTP trailers on streams. Defaults to true.
+	TimingHeaders bool
+	// Faults injects failures into completion requests; see Faults.
+	Faults Faults
 	// StepLog, when not nil, receives one line per engine step:
 	// "step=N active=A decode=D prefill_tokens=P waiting=W kv_blocks=K fwd_ms=F wall_ms=W".
 	StepLog io.Writer
@@ -80,6 +98,10 @@ func DefaultConfig() Config {
 		EOSProbability:      0.01,
 		VocabSize:           151936,
 		StreamInterval:      1,
+		SpecAcceptance:      0.7,
+		SpecDraftMs:         0.35,
+		TimingHeaders:       true,
+		Faults:              DefaultFaults(),
 	}
 }
 
@@ -124,6 +146,18 @@ func (c Config) Validate() error {
 	if c.StreamInterval < 1 {
 		bad("stream-interval", "must be >= 1, got %d", c.StreamInterval)
 	}
+	if c.SpecTokens < 0 || c.SpecTokens > 16 {
+		bad("spec-tokens", "must be in 0..16, got %d", c.SpecTokens)
+	}
+	if !(c.SpecAcceptance >= 0 && c.SpecAcceptance <= 1) {
+		bad("spec-acceptance", "must be in [0, 1], got %v", c.SpecAcceptance)
+	}
+	if !(c.SpecDraftMs >= 0) {
+		bad("spec-draft-ms", "must be >= 0, got %v", c.SpecDraftMs)
+	}
+	if err := c.Faults.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -147,6 +181,11 @@ func RegisterFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.BoolVar(&cfg.HidePromptTokensDetails, "hide-prompt-tokens-details", cfg.HidePromptTokensDetails, "report usage.prompt_tokens_details as null")
 	fs.BoolVar(&cfg.ForceIncludeUsage, "force-include-usage", cfg.ForceIncludeUsage, "always send the streaming usage chunk")
 	fs.IntVar(&cfg.StreamInterval, "stream-interval", cfg.StreamInterval, "tokens per choice coalesced into one stream chunk")
+	fs.IntVar(&cfg.SpecTokens, "spec-tokens", cfg.SpecTokens, "speculative decoding draft length k (0 = off)")
+	fs.Float64Var(&cfg.SpecAcceptance, "spec-acceptance", cfg.SpecAcceptance, "per-draft-token acceptance probability")
+	fs.Float64Var(&cfg.SpecDraftMs, "spec-draft-ms", cfg.SpecDraftMs, "simulated ms per draft forward pass")
+	fs.BoolVar(&cfg.TimingHeaders, "timing-headers", cfg.TimingHeaders, "send generation-duration / speculation-acceptance headers (trailers on streams)")
+	registerFaultFlags(fs, &cfg.Faults)
 	fs.BoolFunc("step-log", "log one line per engine step to standard error", func(v string) error {
 		if v == "false" {
 			cfg.StepLog = nil

@@ -40,6 +40,9 @@ type Engine struct {
 	stopOnce sync.Once
 	done     chan struct{}
 	reqSeq   atomic.Uint64
+	faultSeq atomic.Uint64
+	// startedAt is when New ran; event times are monotonic offsets from it.
+	startedAt time.Time
 
 	mu  sync.Mutex
 	srv *http.Server
@@ -62,8 +65,8 @@ func New(cfg Config, tok Tokenizer) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, profile: prof, tok: tok, vocab: buildVocab(tok),
 		metrics: newMetrics(), names: namesFor(cfg.Dialect, cfg.ModelName),
-		created: time.Now().Unix(),
-		stop:    make(chan struct{}), done: make(chan struct{}),
+		created: time.Now().Unix(), startedAt: time.Now(),
+		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	e.sched = newScheduler(e)
 	go func() {
@@ -92,7 +95,7 @@ func (e *Engine) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		e.writeError(w, http.StatusNotFound, "NotFoundError", "Not Found", "")
 	})
-	return mux
+	return e.withLoading(mux)
 }
 
 // Start listens on addr (e.g. "127.0.0.1:0") and serves Handler in a goroutine. It returns the

@@ -36,6 +36,10 @@ const DefaultProfile = "moe-30b-a3b"
 //	     Σ chunk·(start + (chunk+1)/2) for a chunk of `chunk` tokens at `start`  [pairs]
 //	E    distinct (layer, expert) pairs activated by the step (MoE only) [pairs]
 //
+// With speculative decoding the k drafted tokens of each decoding sequence are verified in
+// the same forward pass: they add k·S_decode tokens at the prefill per-token rate, their
+// experts join E, and the draft model adds k × Config.SpecDraftMs (StepShape.DraftMs).
+//
 // The shipped profiles (profiles/*.toml) derive each coefficient from datasheet bandwidth and
 // FLOP/s figures and the model's config.json; each file documents its arithmetic.
 type Profile struct {
@@ -162,6 +166,11 @@ type StepShape struct {
 	PrefillPairs float64
 	// Experts is the number of distinct (layer, expert) pairs activated.
 	Experts int
+	// SpecTokens is the number of drafted tokens verified in the step (speculative decoding),
+	// charged at the prefill per-token rate, in tokens.
+	SpecTokens int64
+	// DraftMs is the draft model's cost for the step (draft forwards × cost each), in ms.
+	DraftMs float64
 }
 
 // StepTime returns the simulated duration of a step of shape s (see Profile for the formula).
@@ -171,8 +180,8 @@ func (p Profile) StepTime(s StepShape) time.Duration {
 	}
 	ms := p.FixedMs + p.PerSeqMs*float64(s.Seqs) +
 		(p.KVReadNsPerToken*float64(s.SumCtx)+p.KVTailNsPerToken*float64(s.MaxCtx)+
-			p.PrefillNsPerToken*float64(s.PrefillTokens)+p.PrefillAttnNsPerPair*s.PrefillPairs)/1e6 +
-		p.MoEExpertUs*float64(s.Experts)/1e3
+			p.PrefillNsPerToken*float64(s.PrefillTokens+s.SpecTokens)+p.PrefillAttnNsPerPair*s.PrefillPairs)/1e6 +
+		p.MoEExpertUs*float64(s.Experts)/1e3 + s.DraftMs
 	return time.Duration(ms * 1e6)
 }
 

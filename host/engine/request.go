@@ -36,6 +36,8 @@ type restFields struct {
 	} `json:"stream_options"`
 	StreamInterval *int  `json:"stream_interval"`
 	Echo           *bool `json:"echo"`
+	// PerfMetricsInResponse asks for Fireworks-style perf_metrics in the last chunk.
+	PerfMetricsInResponse *bool `json:"perf_metrics_in_response"`
 	// TGI-style
 	MaxNewTokens *int `json:"max_new_tokens"`
 }

@@ -22,6 +22,7 @@ type event struct {
 	vi     int32  // index into the output vocabulary, -1 for EOS
 	fin    uint8  // finish reason when this is the choice's last token
 	step   uint64 // engine step that produced it
+	at     int64  // end of that step, ns since the engine started (monotonic)
 }
 
 // request is one HTTP completion request: its sequences and the event queue its handler drains.
@@ -36,6 +37,10 @@ type request struct {
 	notify chan struct{}
 
 	aborted atomic.Bool
+
+	admittedAt   atomic.Int64 // first admission of any sequence, ns since engine start
+	specDrafted  atomic.Int64 // drafted tokens (speculative decoding)
+	specAccepted atomic.Int64 // accepted drafted tokens
 }
 
 // push appends events and wakes the handler; called by the scheduler.
@@ -90,6 +95,7 @@ type seq struct {
 
 	// per-step scratch
 	sched int // tokens scheduled this step
+	draft int // of which drafted tokens to verify (speculative decoding)
 }
 
 // known is the number of tokens of the sequence so far (prompt + generated).
@@ -291,7 +297,7 @@ func (s *scheduler) freeSeq(q *seq) {
 func (s *scheduler) preempt(q *seq) {
 	s.freeSeq(q)
 	q.computed = 0
-	q.sched = 0
+	q.sched, q.draft = 0, 0
 	s.waiting = append([]*seq{q}, s.waiting...)
 	s.e.metrics.preemptions.Add(1)
 }
@@ -315,10 +321,20 @@ func (s *scheduler) grow(q *seq, tokens int) bool {
 func (s *scheduler) plan() (StepShape, []*seq) {
 	budget := s.cfg.MaxNumBatchedTokens
 	var sh StepShape
+	preempted := false
 	batch := make([]*seq, 0, len(s.running)+4)
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		q := s.running[i]
 		n := q.known() - q.computed
+		q.draft = 0
+		if n == 1 && q.computed > 0 && s.cfg.SpecTokens > 0 {
+			// decode with k drafted tokens, never drafting past max_tokens or the context
+			k := min(s.cfg.SpecTokens, q.maxTokens-q.generated-1, s.cfg.MaxModelLen-q.known()-1, budget-1)
+			if k > 0 {
+				q.draft = k
+				n += k
+			}
+		}
 		if n > budget {
 			n = budget
 		}
@@ -327,8 +343,9 @@ func (s *scheduler) plan() (StepShape, []*seq) {
 			last := s.running[len(s.running)-1]
 			s.running = s.running[:len(s.running)-1]
 			s.preempt(last)
+			preempted = true
 			if last == q {
-				n = 0
+				n, q.draft = 0, 0
 				break
 			}
 		}
@@ -341,6 +358,10 @@ func (s *scheduler) plan() (StepShape, []*seq) {
 	}
 	for len(s.waiting) > 0 && budget > 0 && len(s.running) < s.cfg.MaxNumSeqs {
 		q := s.waiting[0]
+		if preempted {
+			break // as vLLM: no admissions in a step that preempted
+		}
+		q.draft = 0
 		if !q.running && q.blocks() == 0 {
 			// prefix-cache lookup; at least one token is always computed
 			maxHit := (q.known() - 1) / s.cfg.BlockSize
@@ -368,6 +389,7 @@ func (s *scheduler) plan() (StepShape, []*seq) {
 		if !q.admitted {
 			q.admitted = true
 			s.e.metrics.observeQueue(time.Since(q.req.arrival))
+			q.req.admittedAt.CompareAndSwap(0, int64(time.Since(s.e.startedAt)))
 		}
 		q.running = true
 		s.order++
@@ -382,8 +404,12 @@ func (s *scheduler) plan() (StepShape, []*seq) {
 	}
 	for _, q := range batch {
 		sh.Seqs++
-		if q.sched == 1 && q.computed > 0 {
+		if q.sched-q.draft == 1 && q.computed > 0 {
 			sh.DecodeSeqs++
+			if q.draft > 0 {
+				sh.SpecTokens += int64(q.draft)
+				sh.DraftMs = float64(s.cfg.SpecTokens) * s.cfg.SpecDraftMs
+			}
 			ctx := int64(q.computed + 1)
 			sh.SumCtx += ctx
 			if ctx > sh.MaxCtx {
@@ -392,6 +418,12 @@ func (s *scheduler) plan() (StepShape, []*seq) {
 			if s.experts != nil {
 				for i, w := range s.expertSet(q.currentToken()) {
 					s.experts[i] |= w
+				}
+				for d := 0; d < q.draft; d++ { // drafted tokens route to experts too
+					vi, _ := s.tokenAt(q, q.generated+d)
+					for i, w := range s.expertSet(1<<32 + int64(vi)) {
+						s.experts[i] |= w
+					}
 				}
 			}
 			continue
@@ -414,13 +446,26 @@ func (s *scheduler) plan() (StepShape, []*seq) {
 // sequences leave the batch.
 func (s *scheduler) commit(batch []*seq) {
 	bs := s.cfg.BlockSize
+	at := int64(time.Since(s.e.startedAt))
 	finished := false
 	for _, q := range batch {
 		if !q.running {
 			continue
 		}
-		q.computed += q.sched
-		q.sched = 0
+		draft := q.draft
+		accepted := 0
+		if draft > 0 {
+			accepted = s.accepted(q, draft)
+			q.computed += q.sched - draft + accepted
+			q.req.specDrafted.Add(int64(draft))
+			q.req.specAccepted.Add(int64(accepted))
+			s.e.metrics.specDrafts.Add(1)
+			s.e.metrics.specDraftTok.Add(int64(draft))
+			s.e.metrics.specAccepted.Add(int64(accepted))
+		} else {
+			q.computed += q.sched
+		}
+		q.sched, q.draft = 0, 0
 		// promote newly completed full prompt blocks to shared cached blocks
 		full := q.computed / bs
 		if full > len(q.hashes) {
@@ -437,7 +482,9 @@ func (s *scheduler) commit(batch []*seq) {
 		if q.computed < q.known() {
 			continue // prefill continues next step
 		}
-		s.sample(q)
+		for t := 0; t <= accepted && q.fin == finNone; t++ {
+			s.sample(q, at)
+		}
 		if q.fin != finNone {
 			finished = true
 		}
@@ -456,16 +503,41 @@ func (s *scheduler) commit(batch []*seq) {
 	}
 }
 
-// sample generates q's next token: a deterministic function of (seed, prompt, choice,
-// position), or EOS with probability EOSProbability when ignore_eos is off.
-func (s *scheduler) sample(q *seq) {
-	pos := q.generated
+// tokenAt returns the vocabulary index of q's token at output position pos and whether it is
+// EOS: a deterministic function of (seed, prompt, choice, position); EOS with probability
+// EOSProbability when ignore_eos is off and pos ≥ min_tokens.
+func (s *scheduler) tokenAt(q *seq, pos int) (vi int32, eos bool) {
 	h := mix64(q.genSeed + uint64(pos+1)*0x9e3779b97f4a7c15)
-	vi := int32(h % uint64(len(s.vocab.ids)))
-	fin := finNone
+	vi = int32(h % uint64(len(s.vocab.ids)))
 	if !q.ignoreEOS && pos >= q.minTokens && s.cfg.EOSProbability > 0 &&
 		float64(mix64(h^0xe05)>>11)/(1<<53) < s.cfg.EOSProbability {
-		vi, fin = -1, finStop
+		return -1, true
+	}
+	return vi, false
+}
+
+// accepted returns how many of q's draft drafted tokens the target model accepts: the run
+// of leading successes, each with probability SpecAcceptance, decided by a hash of (sequence,
+// position, draft index) so that runs are reproducible.
+func (s *scheduler) accepted(q *seq, draft int) int {
+	a := 0
+	for a < draft {
+		u := float64(mix64(q.genSeed^0xacce97+uint64(q.generated)<<8+uint64(a))>>11) / (1 << 53)
+		if u >= s.cfg.SpecAcceptance {
+			break
+		}
+		a++
+	}
+	return a
+}
+
+// sample generates q's next token (see tokenAt) and hands it to the request's handler.
+func (s *scheduler) sample(q *seq, at int64) {
+	pos := q.generated
+	vi, eos := s.tokenAt(q, pos)
+	fin := finNone
+	if eos {
+		fin = finStop
 	}
 	q.generated++
 	q.lastVI = vi
@@ -474,5 +546,5 @@ func (s *scheduler) sample(q *seq) {
 	}
 	q.fin = fin
 	s.e.metrics.observeToken(q, fin != finNone)
-	q.req.push(event{choice: q.choice, vi: vi, fin: fin, step: s.step})
+	q.req.push(event{choice: q.choice, vi: vi, fin: fin, step: s.step, at: at})
 }
