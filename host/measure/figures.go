@@ -77,6 +77,9 @@ type Figures struct {
 	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
 	// Header is the server-header figure; nil when the headers were absent.
 	Header *HeaderFigure `json:"header,omitempty"`
+	// Hist holds the same samples as PerForward, TTFT, ITL and E2E in mergeable HDR
+	// histograms, to combine repeats and shards exactly (see Histogram).
+	Hist *Histograms `json:"hist,omitempty"`
 }
 
 // Window is the full-occupancy window: from Start = the latest first mark over counted
@@ -199,6 +202,7 @@ func Compute(res *dispatch.Result, o Options) Figures {
 		}
 	}
 	f.Counted = len(counted)
+	f.Hist = &Histograms{PerForward: histOf(perFwd), TTFT: histOf(ttft), ITL: histOf(itl), E2E: histOf(e2e)}
 	f.PerForward, f.TTFT, f.ITL, f.E2E = Summarize(perFwd), Summarize(ttft), Summarize(itl), Summarize(e2e)
 	if knownChunks > 0 {
 		f.ITLTokens = float64(knownTok) / float64(knownChunks)
