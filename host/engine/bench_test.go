@@ -182,3 +182,36 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 	var m struct{}
 	_ = json.Unmarshal(nil, &m)
 }
+
+// BenchmarkSmallCellTiming measures how faithfully short steps are slept: one B=1, L=1000
+// request of 100 tokens at the default time scale; reports measured wall decode time over
+// the intended (Σ simulated step time × scale) for the same steps.
+func BenchmarkSmallCellTiming(b *testing.B) {
+	e, err := New(DefaultConfig(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	url, err := e.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		e.metrics.mu.Lock()
+		wall0 := e.metrics.stepWallS
+		e.metrics.mu.Unlock()
+		start := time.Now()
+		resp, err := http.Post(url+"/v1/completions", "application/json", bytes.NewReader(bigBody(uint64(b.N), 1, 1000, 100)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		took := time.Since(start)
+		e.metrics.mu.Lock()
+		intended := e.metrics.stepWallS - wall0
+		e.metrics.mu.Unlock()
+		b.ReportMetric(took.Seconds()/intended, "wall/intended")
+		b.ReportMetric(intended*1e3/100, "intended-ms/step")
+	}
+}

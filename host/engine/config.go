@@ -79,7 +79,8 @@ type Config struct {
 	// Faults injects failures into completion requests; see Faults.
 	Faults Faults
 	// StepLog, when not nil, receives one line per engine step:
-	// "step=N active=A decode=D prefill_tokens=P waiting=W kv_blocks=K fwd_ms=F wall_ms=W".
+	// "step=N active=A decode=D prefill_tokens=P spec_tokens=S waiting=W kv_blocks=K experts=E
+	// fwd_ms=F wall_ms=W" (fwd_ms simulated, wall_ms = fwd_ms × TimeScale). Defaults to nil.
 	StepLog io.Writer
 }
 

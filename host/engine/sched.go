@@ -254,8 +254,8 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		s.e.metrics.observeStep(shape, sim, wall, len(batch))
 		s.e.metrics.setQueue(len(s.running), len(s.waiting), s.kv)
 		if s.cfg.StepLog != nil {
-			fmt.Fprintf(s.cfg.StepLog, "step=%d active=%d decode=%d prefill_tokens=%d waiting=%d kv_blocks=%d experts=%d fwd_ms=%.3f wall_ms=%.3f\n",
-				s.step, len(batch), shape.DecodeSeqs, shape.PrefillTokens, len(s.waiting), s.kv.used, shape.Experts,
+			fmt.Fprintf(s.cfg.StepLog, "step=%d active=%d decode=%d prefill_tokens=%d spec_tokens=%d waiting=%d kv_blocks=%d experts=%d fwd_ms=%.3f wall_ms=%.3f\n",
+				s.step, len(batch), shape.DecodeSeqs, shape.PrefillTokens, shape.SpecTokens, len(s.waiting), s.kv.used, shape.Experts,
 				float64(sim)/1e6, float64(wall)/1e6)
 		}
 	}
