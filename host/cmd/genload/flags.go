@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/genload/genload/host/exitcode"
+)
+
+// errHelp reports that --help was shown (exit 0).
+var errHelp = errors.New("help shown")
+
+// newFlagSet returns a flag set whose usage prints the synopsis, description, flags and
+// examples (comment + command pairs).
+func newFlagSet(name, synopsis, description string, examples [][2]string, e *env) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		w := e.stdout
+		fmt.Fprintf(w, "Usage: %s\n\n%s\n", synopsis, description)
+		var b strings.Builder
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		if b.Len() > 0 {
+			fmt.Fprintf(w, "\nFlags:\n%s", b.String())
+		}
+		if len(examples) > 0 {
+			fmt.Fprintf(w, "\nExamples:\n")
+			for _, ex := range examples {
+				fmt.Fprintf(w, "  # %s\n  %s\n\n", ex[0], ex[1])
+			}
+		}
+	}
+	return fs
+}
+
+// parse parses args; --help prints usage and returns errHelp; a bad flag is a Usage error.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return errHelp
+		}
+		return exitcode.Errorf(exitcode.Usage, "%v (see 'genload %s --help')", err, fs.Name())
+	}
+	return nil
+}
+
+// intList is a comma-separated list of positive integers flag.
+type intList []int
+
+func (l *intList) String() string { return fmt.Sprint([]int(*l)) }
+
+func (l *intList) Set(s string) error {
+	*l = (*l)[:0]
+	for _, f := range strings.Split(s, ",") {
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(f), "%d", &n); err != nil || n < 1 {
+			return fmt.Errorf("%q is not a positive integer", f)
+		}
+		*l = append(*l, n)
+	}
+	return nil
+}
+
+// kvList collects repeated key=value flags into a map; values are JSON when they parse as
+// JSON (numbers, booleans, arrays), else strings.
+type kvList map[string]any
+
+func (m kvList) String() string { return fmt.Sprint(map[string]any(m)) }
+
+func (m kvList) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not key=value", s)
+	}
+	var x any
+	if err := json.Unmarshal([]byte(v), &x); err != nil {
+		x = v
+	}
+	m[k] = x
+	return nil
+}

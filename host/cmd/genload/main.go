@@ -1,0 +1,104 @@
+// Command genload measures the latency of one decode forward pass of an LLM serving engine per
+// (mean sequence length, batch size) cell, with ragged prompt lengths and distinct prompts.
+//
+// main only wires the process (args, stdio, environment, signals) to doMain, which tests call
+// in-process.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/genload/genload/host/exitcode"
+)
+
+// version is set by the Makefile (-ldflags "-X main.version=…").
+var version = "dev"
+
+func main() {
+	ctx, stop := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		fmt.Fprintln(os.Stderr, "\ngenload: interrupted; finishing the current cell record (press Ctrl-C again to exit now)")
+		stop()
+		<-sigs
+		os.Exit(int(exitcode.Interrupted))
+	}()
+	code := doMain(ctx, os.Args[1:], &env{
+		stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
+		tty: term.IsTerminal(int(os.Stderr.Fd())),
+	})
+	stop()
+	os.Exit(int(code))
+}
+
+// env is the process around a command: tests pass buffers and a fake environment.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	tty            bool // stderr is a terminal: show a progress bar
+}
+
+// command is one sub-command.
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, e *env) error
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run a benchmark matrix (bench.toml) and write results", cmdRun},
+		{"serve", "start the built-in serving engine (OpenAI-compatible) on a loopback port", cmdServe},
+		{"lengths", "print the prompt lengths a length plugin gives for one cell", cmdLengths},
+		{"plugin", "check a WebAssembly plugin: genload plugin check FILE.wasm", cmdPlugin},
+		{"version", "print genload's version", cmdVersion},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "genload %s — decode forward-pass latency under realistic batches\n\nUsage:\n  genload <command> [flags]\n\nCommands:\n", version)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun 'genload <command> --help' for a command's flags.\n")
+}
+
+// doMain runs one command line and returns the exit code. Errors are printed once, here.
+func doMain(ctx context.Context, args []string, e *env) (code exitcode.Code) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(e.stderr, "genload: internal error (a bug, please report it): %v\n", r)
+			code = exitcode.Panic
+		}
+	}()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(e.stdout)
+		if len(args) == 0 {
+			return exitcode.Usage
+		}
+		return exitcode.OK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			err := c.run(ctx, args[1:], e)
+			if err != nil && err != errHelp {
+				fmt.Fprintf(e.stderr, "genload %s: %v\n", c.name, err)
+			}
+			if err == errHelp {
+				return exitcode.OK
+			}
+			return exitcode.Of(err)
+		}
+	}
+	fmt.Fprintf(e.stderr, "genload: unknown command %q\n\n", args[0])
+	usage(e.stderr)
+	return exitcode.Usage
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/run"
+)
+
+func cmdRun(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("run", "genload run [-c bench.toml] [--target URL] [--model NAME] [--out DIR] [flags]",
+		`Run the benchmark matrix of a bench.toml: for each (sequence length L, batch size B) cell,
+build B prompts whose lengths come from the length plugin (gamma k = 0.9 by default), warm the
+server up with the exact prompts, send the measured request(s) and record per-forward-pass
+latency, TTFT, ITL and E2E. Each finished cell is appended to results/<run-id>.jsonl at once;
+the table is printed at the end, and results/<run-id>.json and .csv are written.
+
+Flags override bench.toml, which overrides the defaults. Without -c, ./bench.toml is used when
+it exists, else the defaults.`,
+		[][2]string{
+			{"the default matrix against the built-in engine", "genload run"},
+			{"a real server, two sequence lengths", "genload run -c bench.toml --target http://127.0.0.1:8000 --model my-model --seq-lens 4000,8000"},
+			{"uniform lengths, routed mode", "genload run --lengths uniform --mode routed"},
+		}, e)
+	cfgPath := fs.String("c", "", "bench.toml to read (default ./bench.toml if present)")
+	fs.StringVar(cfgPath, "config", "", "same as -c")
+	target := fs.String("target", "", "\"builtin\" or the server's base URL (overrides [target])")
+	model := fs.String("model", "", "model name (overrides [model])")
+	out := fs.String("out", "", "results directory (overrides [out])")
+	mode := fs.String("mode", "", "request shape: array, routed or n (overrides [mode])")
+	lengths := fs.String("lengths", "", "length plugin name or .wasm path (overrides [lengths.plugin])")
+	maxTokens := fs.Int("max-tokens", 0, "tokens generated per sequence (overrides [max_tokens])")
+	seed := fs.Uint64("seed", 0, "seed (overrides [seed])")
+	seqLens := intList{}
+	fs.Var(&seqLens, "seq-lens", "comma-separated target mean lengths L in tokens (overrides [matrix.seq_lens])")
+	batches := intList{}
+	fs.Var(&batches, "batch-sizes", "comma-separated batch sizes B (overrides [matrix.batch_sizes])")
+	timeScale := fs.Float64("time-scale", 0, "built-in engine time scale (overrides [engine.time_scale])")
+	runID := fs.String("run-id", "", "name of the results files (default: UTC start time)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return exitcode.Errorf(exitcode.Usage, "unexpected argument %q (see 'genload run --help')", fs.Arg(0))
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["target"] {
+		cfg.Target = *target
+	}
+	if set["model"] {
+		cfg.Model = *model
+	}
+	if set["out"] {
+		cfg.Out = *out
+	}
+	if set["mode"] {
+		cfg.Mode = *mode
+	}
+	if set["lengths"] {
+		cfg.Lengths.Plugin = *lengths
+		if *lengths != "gamma" {
+			cfg.Lengths.Config = map[string]any{}
+		}
+	}
+	if set["max-tokens"] {
+		cfg.MaxTokens = *maxTokens
+	}
+	if set["seed"] {
+		cfg.Seed = *seed
+	}
+	if set["seq-lens"] {
+		cfg.Matrix.SeqLens, cfg.Matrix.AutoSeqLens = seqLens, false
+	}
+	if set["batch-sizes"] {
+		cfg.Matrix.BatchSizes = batches
+	}
+	if set["time-scale"] {
+		cfg.Engine.TimeScale = *timeScale
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	_, err = run.Run(ctx, cfg, run.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
+		RunID: *runID, Getenv: e.getenv})
+	return err
+}
+
+// loadConfig reads path, or ./bench.toml when path is "" and the file exists, else defaults.
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		if _, err := os.Stat("bench.toml"); err == nil {
+			path = "bench.toml"
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, exitcode.With(exitcode.InvalidConfig, err)
+		} else {
+			return config.Default(), nil
+		}
+	}
+	return config.Load(path)
+}

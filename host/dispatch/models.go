@@ -1,0 +1,84 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Model is one entry of GET /v1/models.
+type Model struct {
+	// ID is the model name to send in requests.
+	ID string `json:"id"`
+	// MaxModelLen is the context in tokens (vLLM, SGLang and genload's engine report
+	// "max_model_len"; 0 when the server does not say).
+	MaxModelLen int `json:"max_model_len"`
+}
+
+// ListModels asks base (a server's base URL, optionally ending in /v1) for GET /v1/models.
+// An unreachable server, a non-200 status or a body that is not a model list is an error
+// naming the URL (and the status and the server's message). apiKey is sent as a Bearer
+// token and never appears in errors. timeout bounds the whole request (0 = 30 s).
+func ListModels(ctx context.Context, base, apiKey string, timeout time.Duration) ([]Model, error) {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	url := strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1") + "/v1/models"
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(url)
+	req.Header.SetMethod(fasthttp.MethodGet)
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = time.Until(d)
+	}
+	if err := fasthttp.DoTimeout(req, resp, timeout); err != nil {
+		return nil, fmt.Errorf("GET %s: server unreachable: %v", url, err)
+	}
+	body := resp.Body()
+	if sc := resp.StatusCode(); sc != fasthttp.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d: %s", url, sc, serverMessage(body))
+	}
+	var list struct {
+		Data []Model `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("GET %s: not a model list: %v", url, err)
+	}
+	return list.Data, nil
+}
+
+// serverMessage extracts an error message from a JSON error body (error.message, then
+// message, then error as a string), else returns the body's first 200 bytes.
+func serverMessage(body []byte) string {
+	var e struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		var nested struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(e.Error, &nested) == nil && nested.Message != "" {
+			return nested.Message
+		}
+		if e.Message != "" {
+			return e.Message
+		}
+		var s string
+		if json.Unmarshal(e.Error, &s) == nil && s != "" {
+			return s
+		}
+	}
+	if len(body) > 200 {
+		body = body[:200]
+	}
+	return strings.TrimSpace(string(body))
+}

@@ -1,0 +1,130 @@
+// Package report owns genload's results: the per-run JSONL file appended (and fsynced) one cell
+// at a time, the final JSON document and CSV, and the markdown table.
+//
+// # Results schema (genload.run/v1)
+//
+// results/<run-id>.jsonl holds one JSON object per line, each with a "type":
+//
+//	{"type":"header", …Header}   first line: config, tokenizer, plugins, target, context
+//	{"type":"cell",   …Cell}     one per finished (or failed, or interrupted) cell, in run order
+//	{"type":"footer", …Footer}   last line, only when the run ended
+//
+// results/<run-id>.json is {"header": Header, "cells": [Cell…], "footer": Footer} and
+// results/<run-id>.csv has one row per cell (columns in [CSVHeader]). Durations are in
+// milliseconds (float64) in JSON and CSV; lengths in tokens.
+package report
+
+import (
+	"time"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/measure"
+)
+
+// Schema names the results format; it changes when a field changes meaning.
+const Schema = "genload.run/v1"
+
+// Cell status values.
+const (
+	StatusOK          = "ok"          // measured
+	StatusError       = "error"       // the cell failed; Error says why
+	StatusInterrupted = "interrupted" // the run was stopped during the cell
+)
+
+// PluginInfo identifies a plugin used by the run.
+type PluginInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Kind    string `json:"kind"`
+	Path    string `json:"path"`
+	SHA256  string `json:"sha256"`
+}
+
+// Header describes a run; it is the first line of the JSONL file.
+type Header struct {
+	Type    string    `json:"type"` // "header"
+	Schema  string    `json:"schema"`
+	RunID   string    `json:"run_id"`
+	Started time.Time `json:"started"`
+	Genload string    `json:"genload_version"`
+	// Target is the base URL measured; TargetKind is "builtin" or "external".
+	Target     string `json:"target"`
+	TargetKind string `json:"target_kind"`
+	Model      string `json:"model"`
+	// Context is the model context in tokens and ContextSource where it came from
+	// ("server /v1/models max_model_len", "tokenizer config.json …", "bench.toml [context]").
+	Context       int    `json:"context"`
+	ContextSource string `json:"context_source"`
+	Tokenizer     string `json:"tokenizer"`
+	Corpus        string `json:"corpus"`
+	CorpusRows    int    `json:"corpus_rows"`
+	// PromptOverhead is the tokens of chat template + separator + suffix in every prompt;
+	// MinLen and MaxLen are the clamp bounds applied to every length, in tokens.
+	PromptOverhead int                   `json:"prompt_overhead"`
+	MinLen         int                   `json:"min_len"`
+	MaxLen         int                   `json:"max_len"`
+	Plugins        map[string]PluginInfo `json:"plugins"`
+	// Engine describes the built-in engine when it is the target (profile, time scale, …).
+	Engine  map[string]any   `json:"engine,omitempty"`
+	Cells   []matrix.Cell    `json:"cells"`
+	Dropped []matrix.Dropped `json:"dropped,omitempty"`
+	Config  *config.Config   `json:"config"`
+}
+
+// Lengths are the realised prompt lengths of a cell, in tokens.
+type Lengths struct {
+	Target  int     `json:"target"`  // L
+	Min     int     `json:"min"`     // smallest prompt
+	Mean    float64 `json:"mean"`    // mean prompt length after clamping
+	Max     int     `json:"max"`     // longest prompt
+	Clamped int     `json:"clamped"` // prompts the host clamped to [min_len, context − max_tokens]
+	Each    []int   `json:"each"`    // every prompt's length, prompt order
+}
+
+// Cell is one cell's result line.
+type Cell struct {
+	Type     string      `json:"type"` // "cell"
+	Cell     matrix.Cell `json:"cell"`
+	Status   string      `json:"status"`
+	Error    string      `json:"error,omitempty"`
+	Started  time.Time   `json:"started"`
+	Elapsed  Millis      `json:"elapsed_ms"`
+	Lengths  Lengths     `json:"lengths"`
+	Warnings []string    `json:"warnings,omitempty"`
+	// Figures are the measured figures (nil when the cell failed before measuring).
+	Figures *measure.Figures `json:"figures,omitempty"`
+}
+
+// Footer closes a run.
+type Footer struct {
+	Type     string    `json:"type"` // "footer"
+	Finished time.Time `json:"finished"`
+	Elapsed  Millis    `json:"elapsed_ms"`
+	Status   string    `json:"status"` // "ok", "error", "interrupted"
+	Error    string    `json:"error,omitempty"`
+	OK       int       `json:"cells_ok"`
+	Failed   int       `json:"cells_failed"`
+}
+
+// Run is a whole run as read back from disk.
+type Run struct {
+	Header Header  `json:"header"`
+	Cells  []Cell  `json:"cells"`
+	Footer *Footer `json:"footer,omitempty"`
+}
+
+// Millis is a duration written as float64 milliseconds in JSON.
+type Millis time.Duration
+
+// MarshalJSON writes milliseconds with microsecond resolution.
+func (m Millis) MarshalJSON() ([]byte, error) {
+	return []byte(formatMs(time.Duration(m))), nil
+}
+
+// UnmarshalJSON reads milliseconds.
+func (m *Millis) UnmarshalJSON(b []byte) error {
+	d, err := parseMs(b)
+	*m = Millis(d)
+	return err
+}

@@ -1,0 +1,185 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Writer appends a run's records to results/<run-id>.jsonl. Each record is one line, written
+// and fsynced before the call returns, so a run killed at any point keeps every cell it
+// finished. It is not safe for concurrent use.
+type Writer struct {
+	f     *os.File
+	dir   string
+	run   Run
+	path  string
+	start time.Time
+}
+
+// Create makes dir if needed and creates <dir>/<h.RunID>.jsonl (failing if it exists), then
+// writes the header line.
+func Create(dir string, h Header) (*Writer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	path := filepath.Join(dir, h.RunID+".jsonl")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	h.Type, h.Schema = "header", Schema
+	w := &Writer{f: f, dir: dir, path: path, start: time.Now()}
+	w.run.Header = h
+	if err := w.line(h); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Path is the JSONL file's path.
+func (w *Writer) Path() string { return w.path }
+
+// Run returns what has been written so far.
+func (w *Writer) Run() *Run { return &w.run }
+
+func (w *Writer) line(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("results: encode: %w", err)
+	}
+	b = append(b, '\n')
+	if _, err := w.f.Write(b); err != nil {
+		return fmt.Errorf("results: write %s: %w", w.path, err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("results: fsync %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Cell appends one cell record (type "cell").
+func (w *Writer) Cell(c Cell) error {
+	c.Type = "cell"
+	if err := w.line(c); err != nil {
+		return err
+	}
+	w.run.Cells = append(w.run.Cells, c)
+	return nil
+}
+
+// Finish appends the footer, closes the JSONL file and writes <run-id>.json and <run-id>.csv.
+// It returns the paths written.
+func (w *Writer) Finish(status string, runErr error) (jsonPath, csvPath string, err error) {
+	ft := Footer{Type: "footer", Finished: time.Now().UTC(), Elapsed: Millis(time.Since(w.start)), Status: status}
+	if runErr != nil {
+		ft.Error = runErr.Error()
+	}
+	for _, c := range w.run.Cells {
+		if c.Status == StatusOK {
+			ft.OK++
+		} else {
+			ft.Failed++
+		}
+	}
+	w.run.Footer = &ft
+	err = w.line(ft)
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", "", err
+	}
+	base := filepath.Join(w.dir, w.run.Header.RunID)
+	jsonPath, csvPath = base+".json", base+".csv"
+	if err := WriteJSON(jsonPath, &w.run); err != nil {
+		return "", "", err
+	}
+	if err := WriteCSV(csvPath, &w.run); err != nil {
+		return jsonPath, "", err
+	}
+	return jsonPath, csvPath, nil
+}
+
+// WriteJSON writes run as one indented JSON document.
+func WriteJSON(path string, run *Run) error {
+	b, err := json.MarshalIndent(run, "", "  ")
+	if err != nil {
+		return fmt.Errorf("results: encode: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	return nil
+}
+
+// ReadFile reads a run from a .jsonl file (as written by [Writer]; a partial last line from a
+// killed run is ignored) or a .json file (as written by [WriteJSON]).
+func ReadFile(path string) (*Run, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	if filepath.Ext(path) == ".json" {
+		var r Run
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("results: %s: %w", path, err)
+		}
+		return &r, nil
+	}
+	var r Run
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		var probe struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(line, &probe); err != nil {
+			if !bytes.HasSuffix(b, []byte("\n")) && n > 1 && len(bytes.TrimSpace(line)) > 0 {
+				break // the last line of a killed run
+			}
+			return nil, fmt.Errorf("results: %s:%d: %w", path, n, err)
+		}
+		switch probe.Type {
+		case "header":
+			err = json.Unmarshal(line, &r.Header)
+		case "cell":
+			var c Cell
+			if err = json.Unmarshal(line, &c); err == nil {
+				r.Cells = append(r.Cells, c)
+			}
+		case "footer":
+			r.Footer = new(Footer)
+			err = json.Unmarshal(line, r.Footer)
+		default:
+			err = fmt.Errorf("unknown record type %q", probe.Type)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("results: %s:%d: %w", path, n, err)
+		}
+	}
+	if r.Header.Schema == "" {
+		return nil, errors.New("results: " + path + ": no header line")
+	}
+	return &r, nil
+}
+
+func formatMs(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64)
+}
+
+func parseMs(b []byte) (time.Duration, error) {
+	f, err := strconv.ParseFloat(string(bytes.TrimSpace(b)), 64)
+	if err != nil {
+		return 0, fmt.Errorf("milliseconds: %w", err)
+	}
+	return time.Duration(f * 1e6), nil
+}

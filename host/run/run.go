@@ -1,0 +1,448 @@
+// Package run drives one benchmark run: it wires config → matrix → lengths plugin → prompts →
+// dispatch (warmup, measured request) → measure → report, cell by cell, and starts the built-in
+// engine when the target is "builtin".
+//
+// Every finished cell is appended and fsynced to results/<run-id>.jsonl before the next cell
+// starts; on a failure or interruption the cells already measured stay on disk and are printed.
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/genload/genload/corpus"
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/engine"
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/plugin"
+	"github.com/genload/genload/host/prompt"
+	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/tokenizer"
+)
+
+// Options are the run's process-level settings (not part of bench.toml).
+type Options struct {
+	// Stdout receives the final table; Stderr progress and warnings.
+	Stdout, Stderr io.Writer
+	// Progress selects a progress bar (true, for terminals) or one plain line per cell.
+	Progress bool
+	// Version is genload's version, written into results.
+	Version string
+	// RunID names the results files. Default: UTC start time "20060102-150405".
+	RunID string
+	// Getenv reads environment variables (for the API key). Default os.Getenv.
+	Getenv func(string) string
+}
+
+// Result is what a run produced.
+type Result struct {
+	Run      *report.Run
+	JSONL    string // results/<run-id>.jsonl
+	JSON     string // results/<run-id>.json ("" if the run could not finish writing)
+	CSV      string // results/<run-id>.csv
+	Measured int    // cells with status ok
+}
+
+// Run executes cfg (already validated). The error carries an exit code ([exitcode.Of]);
+// Result is non-nil whenever a results file was created, even on error.
+func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) {
+	if opt.Stdout == nil {
+		opt.Stdout = io.Discard
+	}
+	if opt.Stderr == nil {
+		opt.Stderr = io.Discard
+	}
+	if opt.Getenv == nil {
+		opt.Getenv = os.Getenv
+	}
+	start := time.Now()
+	if opt.RunID == "" {
+		opt.RunID = start.UTC().Format("20060102-150405")
+	}
+
+	// Corpus and tokenizer.
+	rows, corpusName, err := loadCorpus(cfg)
+	if err != nil {
+		return nil, exitcode.With(exitcode.InvalidConfig, err)
+	}
+	tok, err := loadTokenizer(cfg)
+	if err != nil {
+		return nil, exitcode.With(exitcode.InvalidConfig, err)
+	}
+	texts := make([]string, len(rows))
+	for i, r := range rows {
+		texts[i] = r.Text
+	}
+	tmpl := func(content string) (string, error) {
+		return tok.ApplyChatTemplate([]tokenizer.Message{{Role: "user", Content: content}}, true)
+	}
+	builder, err := prompt.New(tok, tmpl, texts, prompt.Options{Suffix: cfg.Prompt.Suffix, Separator: cfg.Prompt.Separator})
+	if err != nil {
+		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", tok.Name(), err))
+	}
+
+	// Target: the built-in engine in-process, or a server.
+	target, engineInfo := cfg.Target, map[string]any(nil)
+	if cfg.Target == config.Builtin {
+		ecfg := engine.DefaultConfig()
+		if cfg.Engine.Profile != "" {
+			ecfg.Profile = cfg.Engine.Profile
+		}
+		if cfg.Engine.TimeScale > 0 {
+			ecfg.TimeScale = cfg.Engine.TimeScale
+		}
+		if cfg.Engine.MaxModelLen > 0 {
+			ecfg.MaxModelLen = cfg.Engine.MaxModelLen
+		}
+		ecfg.Seed = int64(cfg.Seed)
+		eng, err := engine.New(ecfg, tok)
+		if err != nil {
+			return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("built-in engine: %w", err))
+		}
+		defer eng.Close()
+		if target, err = eng.Start("127.0.0.1:0"); err != nil {
+			return nil, fmt.Errorf("built-in engine: %w", err)
+		}
+		engineInfo = map[string]any{"profile": ecfg.Profile, "time_scale": ecfg.TimeScale,
+			"max_model_len": ecfg.MaxModelLen, "model": ecfg.ModelName,
+			"note": "figures are wall-clock at this time scale: divide by time_scale for the simulated GPU time"}
+	}
+
+	apiKey, err := readAPIKey(cfg, opt.Getenv)
+	if err != nil {
+		return nil, exitcode.With(exitcode.InvalidConfig, err)
+	}
+
+	// Model and context.
+	models, err := dispatch.ListModels(ctx, target, apiKey, cfg.Timeouts.Connect.Duration)
+	if err != nil {
+		return nil, exitcode.With(exitcode.TargetFailed, err)
+	}
+	model, serverCtx, err := pickModel(cfg.Model, models, target)
+	if err != nil {
+		return nil, exitcode.With(exitcode.TargetFailed, err)
+	}
+	tokCtx, tokCtxSrc := tok.ModelMaxLen()
+	modelCtx, contextSrc := resolveContext(cfg.Context, serverCtx, tokCtx, tokCtxSrc)
+	if modelCtx > 0 && cfg.MaxTokens >= modelCtx {
+		return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: [max_tokens] %d leaves no room for a prompt in the context of %d tokens (%s)",
+			cfg.Where("max_tokens"), cfg.MaxTokens, modelCtx, contextSrc)
+	}
+
+	minLen := cfg.Lengths.MinLen
+	if minLen == 0 {
+		minLen = builder.MinLen()
+	}
+	if minLen <= builder.Overhead() {
+		return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: [lengths.min_len] %d must exceed the %d tokens of chat template and suffix",
+			cfg.Where("lengths.min_len"), minLen, builder.Overhead())
+	}
+	maxLen := math.MaxInt32
+	if modelCtx > 0 {
+		maxLen = modelCtx - cfg.MaxTokens
+	}
+	if maxLen < minLen {
+		return nil, exitcode.Errorf(exitcode.InvalidConfig, "context %d (%s) minus max_tokens %d is below the shortest prompt of %d tokens (chat template + suffix + body)",
+			modelCtx, contextSrc, cfg.MaxTokens, minLen)
+	}
+
+	// Matrix.
+	cells, dropped, err := matrix.Build(matrix.Spec{
+		SeqLens: cfg.Matrix.SeqLens, BatchSizes: cfg.Matrix.BatchSizes, Pairs: cfg.Matrix.Pairs,
+		MaxKVCacheEntries: cfg.Matrix.MaxKVCacheEntries, AutoSeqLens: cfg.Matrix.AutoSeqLens,
+		MinSeqLen: cfg.Matrix.MinSeqLen, Context: modelCtx, MaxTokens: cfg.MaxTokens, CorpusRows: len(rows),
+	})
+	if err != nil {
+		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", cfg.Where("matrix"), err))
+	}
+
+	// Plugins.
+	host, err := plugin.NewHost(ctx, plugin.Options{Dir: cfg.Plugins.Dir, CallTimeout: cfg.Plugins.CallTimeout.Duration,
+		MemoryLimitPages: uint32(cfg.Plugins.MemoryLimitMiB * 16), Seed: cfg.Seed})
+	if err != nil {
+		return nil, exitcode.With(exitcode.PluginRejected, err)
+	}
+	defer host.Close(context.Background())
+	lengthsPlugin, err := host.LoadLengths(ctx, cfg.Lengths.Plugin, cfg.Lengths.Config)
+	if err != nil {
+		return nil, exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: [lengths.plugin]: %w", cfg.Where("lengths.plugin"), err))
+	}
+	plugins := map[string]report.PluginInfo{"lengths": pluginInfo(lengthsPlugin.Info())}
+	workers := cfg.ResolvedWorkers(target)
+	var router dispatch.Router
+	if cfg.Mode == config.ModeRouted {
+		rp, err := host.LoadRouter(ctx, cfg.Router.Plugin, cfg.Router.Config)
+		if err != nil {
+			return nil, exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: [router.plugin]: %w", cfg.Where("router.plugin"), err))
+		}
+		plugins["router"] = pluginInfo(rp.Info())
+		router = rp
+	}
+
+	seed := int64(cfg.Seed & (1<<63 - 1))
+	client, err := dispatch.New(dispatch.Options{
+		Target: target, Workers: toDispatchWorkers(workers), Router: router, Model: model,
+		Temperature: cfg.Temperature, APIKey: apiKey, Seed: &seed,
+		Retries: cfg.Warmup.Retries, RetryDelay: cfg.Warmup.RetryDelay.Duration,
+		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
+		TotalTimeout:             cfg.Timeouts.Total.Duration,
+		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
+	})
+	if err != nil {
+		return nil, exitcode.With(exitcode.InvalidConfig, err)
+	}
+	defer client.Close()
+
+	kind := "external"
+	if cfg.Target == config.Builtin {
+		kind = config.Builtin
+	}
+	w, err := report.Create(cfg.Out, report.Header{
+		RunID: opt.RunID, Started: start.UTC(), Genload: opt.Version, Target: target, TargetKind: kind,
+		Model: model, Context: modelCtx, ContextSource: contextSrc, Tokenizer: tok.Name(),
+		Corpus: corpusName, CorpusRows: len(rows), PromptOverhead: builder.Overhead(), MinLen: minLen, MaxLen: maxLen,
+		Plugins: plugins, Engine: engineInfo, Cells: cells, Dropped: dropped, Config: cfg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{JSONL: w.Path(), Run: w.Run()}
+	fmt.Fprintf(opt.Stderr, "genload %s: %d cells against %s (model %s, context %d from %s); results → %s\n",
+		opt.Version, len(cells), target, model, modelCtx, contextSrc, w.Path())
+	for _, d := range dropped {
+		fmt.Fprintf(opt.Stderr, "dropped L=%d B=%d: %s\n", d.SeqLen, d.Batch, d.Reason)
+	}
+
+	prog := newProgress(opt.Stderr, opt.Progress, cells)
+	runErr := func() error {
+		for _, cell := range cells {
+			rec, err := measureCell(ctx, cfg, cell, lengthsPlugin, builder, client, minLen, maxLen)
+			if ctx.Err() != nil {
+				rec.Status, rec.Error = report.StatusInterrupted, "interrupted"
+			}
+			if werr := w.Cell(rec); werr != nil {
+				return werr
+			}
+			prog.done(rec)
+			if err != nil {
+				if ctx.Err() != nil {
+					return exitcode.With(exitcode.Interrupted, fmt.Errorf("interrupted during cell %s", cell.Key()))
+				}
+				return fmt.Errorf("cell %s: %w", cell.Key(), err)
+			}
+		}
+		return nil
+	}()
+	prog.finish()
+	status := report.StatusOK
+	switch {
+	case exitcode.Of(runErr) == exitcode.Interrupted:
+		status = report.StatusInterrupted
+	case runErr != nil:
+		status = report.StatusError
+	}
+	jsonPath, csvPath, ferr := w.Finish(status, runErr)
+	res.JSON, res.CSV = jsonPath, csvPath
+	for _, c := range res.Run.Cells {
+		if c.Status == report.StatusOK {
+			res.Measured++
+		}
+	}
+	report.Table(opt.Stdout, res.Run)
+	fmt.Fprintf(opt.Stderr, "%d/%d cells measured in %s; results: %s", res.Measured, len(cells), time.Since(start).Round(100*time.Millisecond), res.JSONL)
+	if jsonPath != "" {
+		fmt.Fprintf(opt.Stderr, ", %s, %s", jsonPath, csvPath)
+	}
+	fmt.Fprintln(opt.Stderr)
+	return res, errors.Join(runErr, ferr)
+}
+
+// measureCell runs one cell: lengths from the plugin (clamped and checked by the host),
+// prompts, warmup with the exact prompts and request shape (max_tokens = 1), the measured
+// request, and the figures. The record is filled as far as the cell got.
+func measureCell(ctx context.Context, cfg *config.Config, cell matrix.Cell, lp *plugin.LengthsPlugin,
+	b *prompt.Builder, client *dispatch.Client, minLen, maxLen int) (report.Cell, error) {
+	rec := report.Cell{Cell: cell, Status: report.StatusError, Started: time.Now().UTC()}
+	t0 := time.Now()
+	fail := func(code exitcode.Code, err error) (report.Cell, error) {
+		rec.Error = err.Error()
+		rec.Elapsed = report.Millis(time.Since(t0))
+		return rec, exitcode.With(code, err)
+	}
+	// The plugin draws from its distribution unbounded; the host clamps (and counts clamps).
+	lengths, err := lp.Lengths(ctx, cell.Batch, cell.SeqLen, 1, math.MaxInt32)
+	if err != nil {
+		return fail(exitcode.PluginRejected, err)
+	}
+	rec.Lengths = clamp(lengths, cell.SeqLen, minLen, maxLen)
+	if rec.Lengths.Clamped > 0 {
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("%d of %d lengths clamped to [%d, %d]", rec.Lengths.Clamped, cell.Batch, minLen, maxLen))
+	}
+	prompts, err := b.Build(cell.FirstRow, lengths)
+	if err != nil {
+		return fail(exitcode.InvalidConfig, err)
+	}
+	// ModeN (legacy) sends prompts[0] with n = B.
+	mode := dispatch.Mode(cfg.Mode)
+	if !cfg.Warmup.Disabled {
+		if err := client.Warmup(ctx, mode, prompts); err != nil {
+			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", err))
+		}
+	}
+	res, err := client.Send(ctx, mode, prompts, cfg.MaxTokens)
+	if err == nil {
+		err = res.Err()
+	}
+	if err != nil {
+		return fail(exitcode.TargetFailed, err)
+	}
+	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens,
+		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance})
+	rec.Figures = &fig
+	rec.Status = report.StatusOK
+	rec.Elapsed = report.Millis(time.Since(t0))
+	rec.Warnings = append(rec.Warnings, cellWarnings(cfg, cell, rec.Lengths, &fig)...)
+	return rec, nil
+}
+
+// clamp clamps lengths in place to [lo, hi] and returns their statistics.
+func clamp(lengths []int, target, lo, hi int) report.Lengths {
+	st := report.Lengths{Target: target, Min: math.MaxInt, Each: lengths}
+	sum := 0
+	for i, l := range lengths {
+		if c := min(max(l, lo), hi); c != l {
+			lengths[i] = c
+			st.Clamped++
+		}
+		sum += lengths[i]
+		st.Min = min(st.Min, lengths[i])
+		st.Max = max(st.Max, lengths[i])
+	}
+	if len(lengths) > 0 {
+		st.Mean = float64(sum) / float64(len(lengths))
+	}
+	return st
+}
+
+func loadCorpus(cfg *config.Config) ([]corpus.Row, string, error) {
+	if cfg.Prompt.Corpus == "" {
+		rows, err := corpus.Default()
+		return rows, corpus.EmbeddedName, err
+	}
+	rows, err := corpus.Load(cfg.Prompt.Corpus)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: [prompt.corpus]: %w", cfg.Where("prompt.corpus"), err)
+	}
+	return rows, cfg.Prompt.Corpus, nil
+}
+
+func loadTokenizer(cfg *config.Config) (*tokenizer.Tokenizer, error) {
+	if cfg.Tokenizer.Path == "" {
+		return tokenizer.Default()
+	}
+	t, err := tokenizer.Load(cfg.Tokenizer.Path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: [tokenizer.path]: %w", cfg.Where("tokenizer.path"), err)
+	}
+	return t, nil
+}
+
+// readAPIKey returns the key from [api_key_file] or the [api_key_env] variable ("" if none).
+func readAPIKey(cfg *config.Config, getenv func(string) string) (string, error) {
+	if cfg.APIKeyFile != "" {
+		b, err := os.ReadFile(cfg.APIKeyFile)
+		if err != nil {
+			// The path is not secret; the content is never quoted.
+			return "", fmt.Errorf("%s: [api_key_file]: cannot read the API key file: %w", cfg.Where("api_key_file"), errors.Unwrap(err))
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	if cfg.APIKeyEnv != "" {
+		return getenv(cfg.APIKeyEnv), nil
+	}
+	return "", nil
+}
+
+// pickModel returns the model to use and its context from /v1/models: the configured one
+// (which must be listed) or the first listed.
+func pickModel(want string, models []dispatch.Model, target string) (string, int, error) {
+	if len(models) == 0 {
+		if want == "" {
+			return "", 0, fmt.Errorf("%s/v1/models lists no model; set [model]", target)
+		}
+		return want, 0, nil
+	}
+	if want == "" {
+		return models[0].ID, models[0].MaxModelLen, nil
+	}
+	ids := make([]string, len(models))
+	for i, m := range models {
+		if m.ID == want {
+			return m.ID, m.MaxModelLen, nil
+		}
+		ids[i] = m.ID
+	}
+	return "", 0, fmt.Errorf("[model] %q is not served by %s (it lists %s)", want, target, strings.Join(ids, ", "))
+}
+
+// resolveContext returns the smallest known context and where it came from.
+func resolveContext(cfgCtx, serverCtx, tokCtx int, tokSrc string) (int, string) {
+	type src struct {
+		n    int
+		name string
+	}
+	cands := []src{{cfgCtx, "bench.toml [context]"}, {serverCtx, "server /v1/models max_model_len"}, {tokCtx, "tokenizer " + tokSrc}}
+	best := src{}
+	for _, c := range cands {
+		if c.n > 0 && (best.n == 0 || c.n < best.n) {
+			best = c
+		}
+	}
+	if best.n == 0 {
+		return 0, "unknown"
+	}
+	return best.n, best.name
+}
+
+func pluginInfo(i plugin.Info) report.PluginInfo {
+	return report.PluginInfo{Name: i.Name, Version: i.Version, Kind: i.Kind, Path: i.Path, SHA256: i.SHA256}
+}
+
+func toDispatchWorkers(ws []config.Worker) []dispatch.Worker {
+	out := make([]dispatch.Worker, len(ws))
+	for i, w := range ws {
+		out[i] = dispatch.Worker{Name: w.Name, URL: w.URL, Headers: w.Headers}
+	}
+	return out
+}
+
+// cellWarnings flags cells whose measurement missed its target.
+func cellWarnings(cfg *config.Config, cell matrix.Cell, l report.Lengths, f *measure.Figures) []string {
+	var ws []string
+	if f.Short > 0 {
+		ws = append(ws, fmt.Sprintf("%d sequences generated fewer than max_tokens %d", f.Short, cfg.MaxTokens))
+	}
+	if len(f.Errors) > 0 {
+		ws = append(ws, fmt.Sprintf("%d request errors: %s", len(f.Errors), f.Errors[0]))
+	}
+	sum := 0
+	for _, x := range l.Each {
+		sum += x
+	}
+	if cfg.Mode == config.ModeN {
+		sum = l.Each[0]
+	}
+	if f.HasPromptTokens && f.PromptTokens != sum {
+		ws = append(ws, fmt.Sprintf("server counted %d prompt tokens, genload sent %d", f.PromptTokens, sum))
+	}
+	return ws
+}
