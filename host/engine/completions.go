@@ -392,7 +392,6 @@ func (e *Engine) waitEvents(r *http.Request, cr *request, keepAlive time.Duratio
 
 func (e *Engine) abort(cr *request) {
 	cr.aborted.Store(true)
-	e.metrics.forget(cr)
 	e.sched.poke()
 }
 

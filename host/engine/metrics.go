@@ -93,7 +93,6 @@ type metrics struct {
 	promptTok uint64
 	genTok    uint64
 	success   map[string]uint64
-	lastTok   map[*seq]time.Time
 
 	preemptions   atomic.Int64
 	prefixQueries atomic.Int64
@@ -113,7 +112,6 @@ func newMetrics() *metrics {
 		stepWall: newHistogram(stepBuckets),
 		stepSim:  newHistogram(stepBuckets),
 		success:  map[string]uint64{},
-		lastTok:  map[*seq]time.Time{},
 	}
 }
 
@@ -143,18 +141,18 @@ func (m *metrics) observeQueue(d time.Duration) {
 }
 
 // observeToken records TTFT on a sequence's first token, ITL between its tokens and E2E
-// latency when it finishes.
+// latency when it finishes. Called by the scheduler goroutine, which owns q.
 func (m *metrics) observeToken(q *seq, finished bool) {
 	now := time.Now()
 	m.mu.Lock()
 	m.genTok++
 	if q.generated == 1 {
 		m.ttft.observe(now.Sub(q.req.arrival).Seconds())
-	} else if t, ok := m.lastTok[q]; ok {
-		m.itl.observe(now.Sub(t).Seconds())
+	} else if !q.lastEmit.IsZero() {
+		m.itl.observe(now.Sub(q.lastEmit).Seconds())
 	}
+	q.lastEmit = now
 	if finished {
-		delete(m.lastTok, q)
 		m.e2e.observe(now.Sub(q.req.arrival).Seconds())
 		switch q.fin {
 		case finStop:
@@ -162,17 +160,6 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 		default:
 			m.success["length"]++
 		}
-	} else {
-		m.lastTok[q] = now
-	}
-	m.mu.Unlock()
-}
-
-// forget drops per-sequence state of an aborted request.
-func (m *metrics) forget(r *request) {
-	m.mu.Lock()
-	for _, q := range r.seqs {
-		delete(m.lastTok, q)
 	}
 	m.mu.Unlock()
 }

@@ -87,8 +87,9 @@ type seq struct {
 	lastVI    int32 // vocabulary index of the last generated token
 	computed  int   // tokens whose KV is computed
 	shared    []*cblock
-	private   int // private KV blocks held
-	cached    int // prefix-cache hit at first admission, in tokens
+	private   int       // private KV blocks held
+	cached    int       // prefix-cache hit at first admission, in tokens
+	lastEmit  time.Time // when the last token was produced (ITL metric)
 	admitted  bool
 	running   bool
 	fin       uint8
