@@ -13,11 +13,11 @@ import (
 	"github.com/genload/genload/sdk/abi"
 )
 
-// badHost returns a host with a short deadline and a small memory limit, so the infinite-loop and
-// memory blow-up cases end fast: 300 ms per call, 256 pages = 16 MiB (a Go plugin needs ~60).
-func badHost(t *testing.T) *Host {
+// badHost returns a host with a small memory limit, 256 pages = 16 MiB (a Go plugin needs ~60),
+// so the memory blow-up ends fast, and the given call deadline.
+func badHost(t *testing.T, timeout time.Duration) *Host {
 	t.Helper()
-	h, err := NewHost(context.Background(), Options{CacheDir: testplugins.CacheDir(t), CallTimeout: 300 * time.Millisecond, MemoryLimitPages: 256, Seed: 1})
+	h, err := NewHost(context.Background(), Options{CacheDir: testplugins.CacheDir(t), CallTimeout: timeout, MemoryLimitPages: 256, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,9 @@ func wantOneLine(t *testing.T, err error, parts ...string) *Error {
 func TestBadLengthsCalls(t *testing.T) {
 	ctx := context.Background()
 	wasm := testplugins.Build(t, "./host/internal/testplugins/testdata/badlengths", testplugins.Options{})
-	h := badHost(t)
+	// Only the infinite loop meets the short deadline; the others get a generous one so that a
+	// slow machine (or -race) cannot turn them into timeouts.
+	slow, fast := badHost(t, 20*time.Second), badHost(t, time.Second)
 	cases := []struct {
 		name  string
 		mean  int
@@ -60,7 +62,7 @@ func TestBadLengthsCalls(t *testing.T) {
 		{"panic", 1, []string{"plugin badlengths", "[genload_lengths]", "status 2 (plugin error): panic: boom", "instance is still usable"}, false},
 		{"trap", 2, []string{"[genload_lengths]", "WebAssembly trap: out of bounds memory access", "bug in the plugin"}, true},
 		{"exit", 3, []string{"[genload_lengths]", "plugin exited with code 7", "never call os.Exit"}, true},
-		{"loop", 4, []string{"[genload_lengths]", "did not return within 300ms", "loops"}, true},
+		{"loop", 4, []string{"[genload_lengths]", "did not return within 1s", "loops"}, true},
 		{"memory", 5, []string{"[genload_lengths]", "plugin crashed: fatal error: out of memory", "memory limit of 16 MiB"}, true},
 		{"count", 6, []string{"[genload_lengths]", "returned 5 lengths, want 4"}, false},
 		{"zero", 7, []string{"[genload_lengths]", "length 0 at index 0 is outside [1, 100]"}, false},
@@ -69,6 +71,10 @@ func TestBadLengthsCalls(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			h := slow
+			if c.name == "loop" {
+				h = fast
+			}
 			p, err := h.LoadLengths(ctx, wasm, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -94,7 +100,7 @@ func TestBadLengthsCalls(t *testing.T) {
 func TestBadRouter(t *testing.T) {
 	ctx := context.Background()
 	wasm := testplugins.Build(t, "./host/internal/testplugins/testdata/badrouter", testplugins.Options{})
-	h := badHost(t)
+	h := badHost(t, 20*time.Second)
 	r, err := h.LoadRouter(ctx, wasm, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +123,7 @@ func TestBadRouter(t *testing.T) {
 
 func TestBadConfigKey(t *testing.T) {
 	wasm := testplugins.Build(t, "./host/internal/testplugins/testdata/badlengths", testplugins.Options{})
-	_, err := badHost(t).LoadLengths(context.Background(), wasm, map[string]any{"meen": 3})
+	_, err := badHost(t, 20*time.Second).LoadLengths(context.Background(), wasm, map[string]any{"meen": 3})
 	wantOneLine(t, err, "plugin badlengths", "[genload_init]", `status 1 (bad input): config: json: unknown field "meen"`, "bench.toml")
 }
 
@@ -185,7 +191,7 @@ func TestBadModules(t *testing.T) {
 			[]string{"[memory]", `no exported memory named "memory"`}},
 		{"missing-file", func(t *testing.T) string { return filepath.Join(dir, "absent.wasm") }, []string{"absent.wasm", "no such file"}},
 	}
-	h := badHost(t)
+	h := badHost(t, 20*time.Second)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := h.LoadLengths(ctx, c.path(t), nil)

@@ -48,7 +48,7 @@ func bad(c lengths.Call) ([]int, error) {
 	case 5:
 		var keep [][]byte
 		for {
-			keep = append(keep, make([]byte, 1<<20))
+			keep = append(keep, make([]byte, 4<<20))
 		}
 	case 6:
 		return append(out, c.Mean), nil
