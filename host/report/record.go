@@ -92,6 +92,8 @@ type Cell struct {
 	Elapsed  Millis      `json:"elapsed_ms"`
 	Lengths  Lengths     `json:"lengths"`
 	Warnings []string    `json:"warnings,omitempty"`
+	// Workers is, in routed mode, the worker index of each prompt (prompt order).
+	Workers []int `json:"workers,omitempty"`
 	// Figures are the measured figures (nil when the cell failed before measuring).
 	Figures *measure.Figures `json:"figures,omitempty"`
 }

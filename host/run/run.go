@@ -178,19 +178,19 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	plugins := map[string]report.PluginInfo{"lengths": pluginInfo(lengthsPlugin.Info())}
 	workers := cfg.ResolvedWorkers(target)
-	var router dispatch.Router
+	var router *cellRouter
 	if cfg.Mode == config.ModeRouted {
 		rp, err := host.LoadRouter(ctx, cfg.Router.Plugin, cfg.Router.Config)
 		if err != nil {
 			return nil, exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: [router.plugin]: %w", cfg.Where("router.plugin"), err))
 		}
 		plugins["router"] = pluginInfo(rp.Info())
-		router = rp
+		router = &cellRouter{plugin: rp, workers: len(workers)}
 	}
 
 	seed := int64(cfg.Seed & (1<<63 - 1))
 	client, err := dispatch.New(dispatch.Options{
-		Target: target, Workers: toDispatchWorkers(workers), Router: router, Model: model,
+		Target: target, Workers: toDispatchWorkers(workers), Router: router.asRouter(), Model: model,
 		Temperature: cfg.Temperature, APIKey: apiKey, Seed: &seed,
 		Retries: cfg.Warmup.Retries, RetryDelay: cfg.Warmup.RetryDelay.Duration,
 		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
@@ -225,7 +225,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	prog := newProgress(opt.Stderr, opt.Progress, cells)
 	runErr := func() error {
 		for _, cell := range cells {
-			rec, err := measureCell(ctx, cfg, cell, lengthsPlugin, builder, client, minLen, maxLen)
+			rec, err := measureCell(ctx, cfg, cell, lengthsPlugin, router, builder, client, minLen, maxLen)
 			if ctx.Err() != nil {
 				rec.Status, rec.Error = report.StatusInterrupted, "interrupted"
 			}
@@ -269,7 +269,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 // measureCell runs one cell: lengths from the plugin (clamped and checked by the host),
 // prompts, warmup with the exact prompts and request shape (max_tokens = 1), the measured
 // request, and the figures. The record is filled as far as the cell got.
-func measureCell(ctx context.Context, cfg *config.Config, cell matrix.Cell, lp *plugin.LengthsPlugin,
+func measureCell(ctx context.Context, cfg *config.Config, cell matrix.Cell, lp *plugin.LengthsPlugin, router *cellRouter,
 	b *prompt.Builder, client *dispatch.Client, minLen, maxLen int) (report.Cell, error) {
 	rec := report.Cell{Cell: cell, Status: report.StatusError, Started: time.Now().UTC()}
 	t0 := time.Now()
@@ -290,6 +290,12 @@ func measureCell(ctx context.Context, cfg *config.Config, cell matrix.Cell, lp *
 	prompts, err := b.Build(cell.FirstRow, lengths)
 	if err != nil {
 		return fail(exitcode.InvalidConfig, err)
+	}
+	if router != nil {
+		if err := router.decide(ctx, lengths); err != nil {
+			return fail(exitcode.PluginRejected, err)
+		}
+		rec.Workers = router.assign
 	}
 	// ModeN (legacy) sends prompts[0] with n = B.
 	mode := dispatch.Mode(cfg.Mode)
@@ -445,4 +451,40 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, l report.Lengths, f *mea
 		ws = append(ws, fmt.Sprintf("server counted %d prompt tokens, genload sent %d", f.PromptTokens, sum))
 	}
 	return ws
+}
+
+// cellRouter asks the router plugin once per cell and answers dispatch with that assignment,
+// so that the warmup and the measured requests go to the same workers.
+type cellRouter struct {
+	plugin  *plugin.RouterPlugin
+	workers int
+	assign  []int
+}
+
+// decide routes the cell's prompts (lengths in tokens) with the plugin.
+func (r *cellRouter) decide(ctx context.Context, lengths []int) error {
+	a, err := r.plugin.Route(ctx, lengths, r.workers)
+	if err != nil {
+		return err
+	}
+	r.assign = a
+	return nil
+}
+
+// Route returns the cell's assignment; dispatch calls it for the warmup and the measurement.
+func (r *cellRouter) Route(_ context.Context, promptLens []int, workers int) ([]int, error) {
+	if len(promptLens) != len(r.assign) || workers != r.workers {
+		return nil, fmt.Errorf("router: asked for %d prompts over %d workers, the cell was routed for %d over %d",
+			len(promptLens), workers, len(r.assign), r.workers)
+	}
+	return r.assign, nil
+}
+
+// asRouter returns r as a dispatch.Router, or nil (round robin in dispatch is never used:
+// routed mode always has a router plugin).
+func (r *cellRouter) asRouter() dispatch.Router {
+	if r == nil {
+		return nil
+	}
+	return r
 }

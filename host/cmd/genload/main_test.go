@@ -1,0 +1,408 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/tokenizer"
+)
+
+// TestMain lets a test re-run this binary as the genload CLI (for kill and signal tests):
+// with GENLOAD_TEST_MAIN=1 the process runs main() with the arguments after "--".
+func TestMain(m *testing.M) {
+	if os.Getenv("GENLOAD_TEST_MAIN") == "1" {
+		i := slices.Index(os.Args, "--")
+		os.Args = append([]string{"genload"}, os.Args[i+1:]...)
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// cli runs one command line in-process and returns the exit code, stdout and stderr.
+func cli(t *testing.T, ctx context.Context, args ...string) (exitcode.Code, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := doMain(ctx, args, &env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }})
+	return code, out.String(), errb.String()
+}
+
+// writeConfig writes a bench.toml into a temp dir and returns its path.
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "bench.toml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func onlyFile(t *testing.T, dir, ext string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, "*"+ext))
+	if len(m) != 1 {
+		t.Fatalf("want one %s file in %s, got %v", ext, dir, m)
+	}
+	return m[0]
+}
+
+func TestRunOnTheBuiltinEngine(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	out := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf(`
+max_tokens = 20
+out = %q
+[matrix]
+seq_lens = [1000, 4000]
+batch_sizes = [1, 8]
+[engine]
+time_scale = 0.02
+`, out))
+	code, stdout, stderr := cli(t, context.Background(), "run", "-c", cfg, "--run-id", "e2e")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	// The table: header row plus one row per cell, L ascending then B ascending.
+	var rows []string
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| -") {
+			rows = append(rows, l)
+		}
+	}
+	if len(rows) != 5 || !strings.Contains(rows[0], "fwd ms mean") || !strings.HasPrefix(rows[4], "| 4000 | 8 |") {
+		t.Fatalf("table rows:\n%s", strings.Join(rows, "\n"))
+	}
+	run, err := report.ReadFile(filepath.Join(out, "e2e.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Cells) != 4 || run.Footer == nil || run.Footer.OK != 4 {
+		t.Fatalf("cells %d footer %+v", len(run.Cells), run.Footer)
+	}
+	if run.Header.Plugins["lengths"].Name != "gamma" || !strings.HasPrefix(run.Header.Tokenizer, "qwen3") || run.Header.Config.MaxTokens != 20 {
+		t.Errorf("header = %+v", run.Header)
+	}
+	for _, c := range run.Cells {
+		f := c.Figures
+		sum := 0
+		for _, l := range c.Lengths.Each {
+			sum += l
+		}
+		// Exact lengths: the engine counted exactly the tokens genload built.
+		if !f.HasPromptTokens || f.PromptTokens != sum {
+			t.Errorf("%s: server counted %d prompt tokens, genload sent %d", c.Cell.Key(), f.PromptTokens, sum)
+		}
+		if f.CompletionTokens != 20*c.Cell.Batch || f.Short != 0 || len(f.Errors) != 0 {
+			t.Errorf("%s: completion %d short %d errors %v", c.Cell.Key(), f.CompletionTokens, f.Short, f.Errors)
+		}
+		if f.PerForward.Mean <= 0 || f.PerForward.P50 < f.PerForward.Min || f.PerForward.P90 > f.PerForward.Max {
+			t.Errorf("%s: per-forward %+v", c.Cell.Key(), f.PerForward)
+		}
+		// Gamma lengths of an unclamped cell average L within 0.5 %.
+		if c.Lengths.Clamped == 0 && (c.Lengths.Mean < 0.995*float64(c.Cell.SeqLen) || c.Lengths.Mean > 1.005*float64(c.Cell.SeqLen)) {
+			t.Errorf("%s: mean length %.1f", c.Cell.Key(), c.Lengths.Mean)
+		}
+	}
+	csv, err := os.ReadFile(filepath.Join(out, "e2e.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(csv)), "\n"); len(lines) != 5 || !strings.HasPrefix(lines[0], "run_id,cell,seq_len,batch") {
+		t.Errorf("csv:\n%s", csv)
+	}
+}
+
+// recorder is a fake OpenAI-compatible server that records every completions request and
+// answers with a well-formed stream: max_tokens one-token chunks per choice, then usage.
+type recorder struct {
+	mu   sync.Mutex
+	reqs []recorded
+}
+
+type recorded struct {
+	Header http.Header
+	Body   struct {
+		Model     string          `json:"model"`
+		Prompt    json.RawMessage `json:"prompt"`
+		N         int             `json:"n"`
+		MaxTokens int             `json:"max_tokens"`
+		IgnoreEOS bool            `json:"ignore_eos"`
+		Stream    bool            `json:"stream"`
+		Options   struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	prompts [][]int32
+}
+
+func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/v1/models":
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"rec-model","object":"model","max_model_len":32768}]}`)
+		return
+	case "/v1/completions":
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	var rec recorded
+	rec.Header = r.Header.Clone()
+	b, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(b, &rec.Body); err != nil {
+		http.Error(w, `{"error":{"message":"bad json"}}`, 400)
+		return
+	}
+	var many [][]int32
+	if json.Unmarshal(rec.Body.Prompt, &many) != nil {
+		var one []int32
+		_ = json.Unmarshal(rec.Body.Prompt, &one)
+		many = [][]int32{one}
+	}
+	rec.prompts = many
+	rc.mu.Lock()
+	rc.reqs = append(rc.reqs, rec)
+	rc.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	n := max(rec.Body.N, 1)
+	promptTokens := 0
+	for _, p := range many {
+		promptTokens += len(p)
+	}
+	fl := w.(http.Flusher)
+	for tok := 0; tok < rec.Body.MaxTokens; tok++ {
+		for c := 0; c < len(many)*n; c++ {
+			fin := "null"
+			if tok == rec.Body.MaxTokens-1 {
+				fin = `"length"`
+			}
+			fmt.Fprintf(w, "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":%d,\"text\":\" t\",\"finish_reason\":%s}]}\n\n", c, fin)
+		}
+		fl.Flush()
+		time.Sleep(200 * time.Microsecond)
+	}
+	fmt.Fprintf(w, "data: {\"id\":\"cmpl-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n",
+		promptTokens, rec.Body.MaxTokens*len(many)*n, promptTokens+rec.Body.MaxTokens*len(many)*n)
+}
+
+func TestRequestShapesReachTheServer(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	tok, err := tokenizer.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := tok.Encode("\n\nSummarize and analyse the text above.<|im_end|>\n<|im_start|>assistant\n")
+	for _, mode := range []string{"array", "routed", "n"} {
+		t.Run(mode, func(t *testing.T) {
+			rc := &recorder{}
+			srv := httptest.NewServer(rc)
+			defer srv.Close()
+			workers := ""
+			if mode == "routed" {
+				workers = fmt.Sprintf("[[workers]]\nurl = %q\nheaders = { \"x-service-index\" = \"0\" }\n[[workers]]\nurl = %q\nheaders = { \"x-service-index\" = \"1\" }\n", srv.URL, srv.URL)
+			}
+			cfg := writeConfig(t, fmt.Sprintf("target = %q\nmode = %q\nmax_tokens = 5\nout = %q\n[matrix]\nseq_lens = [2000]\nbatch_sizes = [3]\n%s",
+				srv.URL, mode, t.TempDir(), workers))
+			code, stdout, stderr := cli(t, context.Background(), "run", "-c", cfg)
+			if code != exitcode.OK {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			perShape := map[string]int{"array": 1, "routed": 3, "n": 1}[mode]
+			if len(rc.reqs) != 2*perShape {
+				t.Fatalf("server got %d requests, want %d warmup + %d measured", len(rc.reqs), perShape, perShape)
+			}
+			warm, meas := rc.reqs[:perShape], rc.reqs[perShape:]
+			// Routed requests are concurrent: pair warmup and measured requests by prompt.
+			key := func(r recorded) string { return fmt.Sprint(r.prompts) }
+			slices.SortFunc(warm, func(a, b recorded) int { return strings.Compare(key(a), key(b)) })
+			slices.SortFunc(meas, func(a, b recorded) int { return strings.Compare(key(a), key(b)) })
+			for i := range warm {
+				w, m := warm[i], meas[i]
+				if w.Body.MaxTokens != 1 || m.Body.MaxTokens != 5 {
+					t.Errorf("request %d: warmup max_tokens %d, measured %d; want 1 and 5", i, w.Body.MaxTokens, m.Body.MaxTokens)
+				}
+				if !m.Body.IgnoreEOS || !m.Body.Stream || !m.Body.Options.IncludeUsage || m.Body.Model != "rec-model" {
+					t.Errorf("request %d body: %+v", i, m.Body)
+				}
+				// Warmup carries the exact prompts of the measurement, to the same worker.
+				if !slices.EqualFunc(w.prompts, m.prompts, slices.Equal[[]int32]) || w.Header.Get("x-service-index") != m.Header.Get("x-service-index") {
+					t.Errorf("request %d: warmup prompts/worker differ from the measured request", i)
+				}
+				for _, p := range m.prompts {
+					if !slices.Equal(p[len(p)-len(tail):], tail) {
+						t.Errorf("request %d: a prompt does not end with the suffix and template tail", i)
+					}
+				}
+			}
+			switch mode {
+			case "array":
+				if len(meas[0].prompts) != 3 || meas[0].Body.N != 1 {
+					t.Errorf("array: %d prompts, n = %d; want 3 and 1", len(meas[0].prompts), meas[0].Body.N)
+				}
+			case "n":
+				if len(meas[0].prompts) != 1 || meas[0].Body.N != 3 {
+					t.Errorf("n: %d prompts, n = %d; want 1 and 3", len(meas[0].prompts), meas[0].Body.N)
+				}
+			case "routed":
+				got := map[string]int{}
+				for _, m := range meas {
+					if len(m.prompts) != 1 || m.Body.N != 1 {
+						t.Errorf("routed: request with %d prompts, n = %d", len(m.prompts), m.Body.N)
+					}
+					got[m.Header.Get("x-service-index")]++
+				}
+				// round robin over 2 workers: 3 prompts → 2 and 1
+				if got["0"]+got["1"] != 3 || got["0"] < 1 || got["1"] < 1 {
+					t.Errorf("routed: worker assignment %v", got)
+				}
+			}
+		})
+	}
+}
+
+func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"data":[{"id":"m","max_model_len":8192}]}`)
+			return
+		}
+		w.WriteHeader(400)
+		fmt.Fprint(w, `{"error":{"message":"This model's maximum context length is 8192 tokens","type":"BadRequestError","code":400}}`)
+	}))
+	defer failing.Close()
+	cases := []struct {
+		name, toml string
+		args       []string
+		code       exitcode.Code
+		want       []string
+	}{
+		{"toml syntax", "seed = 1\nmax_tokens = \"x\"\n", nil, exitcode.InvalidConfig, []string{"bench.toml:2", "max_tokens"}},
+		{"unknown key", "[matrix]\nbatch = [1]\n", nil, exitcode.InvalidConfig, []string{"bench.toml:2", "unknown key [matrix.batch]"}},
+		{"unknown plugin", "[lengths]\nplugin = \"lognormal\"\n", nil, exitcode.PluginRejected, []string{"lognormal", "lengths.plugin"}},
+		{"unreachable target", fmt.Sprintf("target = %q\n", deadURL), nil, exitcode.TargetFailed, []string{deadURL + "/v1/models", "unreachable"}},
+		{"4xx from the server", fmt.Sprintf("target = %q\n[matrix]\nseq_lens=[1000]\nbatch_sizes=[1]\n", failing.URL), nil, exitcode.TargetFailed,
+			[]string{"400", "maximum context length is 8192"}},
+		{"bad flag", "", []string{"--mode", "fast"}, exitcode.InvalidConfig, []string{"[mode] unknown mode \"fast\""}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := writeConfig(t, tc.toml)
+			code, _, stderr := cli(t, context.Background(), append([]string{"run", "-c", cfg, "--out", t.TempDir()}, tc.args...)...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestKilledRunKeepsFinishedCells kills a real genload process (SIGKILL: no cleanup at all)
+// once two cells are on disk, then reads the JSONL back.
+func TestKilledRunKeepsFinishedCells(t *testing.T) {
+	dir := testplugins.Dir(t)
+	out := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "--out", out, "--run-id", "killed",
+		"--seq-lens", "1000,2000,4000,8000", "--batch-sizes", "1,2,4,8,16", "--max-tokens", "30", "--time-scale", "0.05")
+	cmd.Env = append(os.Environ(), "GENLOAD_TEST_MAIN=1", "GENLOAD_PLUGIN_DIR="+dir)
+	cmd.Dir = t.TempDir() // no bench.toml there: defaults
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(out, "killed.jsonl")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if bytes.Count(b, []byte(`"type":"cell"`)) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no two cells within 60 s; file:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	run, err := report.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Cells) < 2 || len(run.Cells) == 20 || run.Footer != nil {
+		t.Fatalf("after kill: %d cells, footer %v", len(run.Cells), run.Footer)
+	}
+	for i, c := range run.Cells {
+		if c.Status != report.StatusOK || c.Figures == nil || c.Cell.Index != i {
+			t.Errorf("cell %d: %+v", i, c)
+		}
+	}
+}
+
+// TestInterruptWritesWhatWasMeasured sends SIGINT mid-run: exit 130, the measured cells and a
+// footer with status "interrupted" on disk, and the table of what was measured printed.
+func TestInterruptWritesWhatWasMeasured(t *testing.T) {
+	dir := testplugins.Dir(t)
+	out := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "--out", out, "--run-id", "int",
+		"--seq-lens", "1000,2000,4000,8000", "--batch-sizes", "1,2,4,8,16", "--max-tokens", "30", "--time-scale", "0.05")
+	cmd.Env = append(os.Environ(), "GENLOAD_TEST_MAIN=1", "GENLOAD_PLUGIN_DIR="+dir)
+	cmd.Dir = t.TempDir()
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(out, "int.jsonl")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if bytes.Count(b, []byte(`"type":"cell"`)) >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no cell within 60 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want 130", err)
+	}
+	run, err := report.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Footer == nil || run.Footer.Status != report.StatusInterrupted || run.Footer.OK < 1 {
+		t.Fatalf("footer %+v", run.Footer)
+	}
+	if !strings.Contains(stdout.String(), "| 1000 | 1 |") {
+		t.Errorf("the table of measured cells was not printed:\n%s", stdout.String())
+	}
+}
