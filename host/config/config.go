@@ -354,8 +354,8 @@ func (c *Config) Where(key string) string {
 
 var (
 	typeErrRe = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
-	tableRe = regexp.MustCompile(`^\s*\[\[?\s*([A-Za-z0-9_.\-" ]+?)\s*\]\]?\s*(#.*)?$`)
-	keyRe   = regexp.MustCompile(`^\s*("?[A-Za-z0-9_\-]+"?)\s*=`)
+	tableRe   = regexp.MustCompile(`^\s*\[\[?\s*([A-Za-z0-9_.\-" ]+?)\s*\]\]?\s*(#.*)?$`)
+	keyRe     = regexp.MustCompile(`^\s*("?[A-Za-z0-9_\-]+"?)\s*=`)
 )
 
 // keyLines maps each dotted key of a TOML document to the line where it is set (array-of-table
