@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestChunkedPrefill(t *testing.T) {
+	log := &lockedBuffer{}
+	_, srv := newTestEngine(t, func(c *Config) { c.MaxNumBatchedTokens = 256; c.StepLog = log })
+	post(t, srv.URL+"/v1/completions", `{"prompt":`+idList(1, 1000)+`,"max_tokens":3,"ignore_eos":true}`)
+	var prefills []int
+	for _, s := range parseSteps(t, log.String()) {
+		prefills = append(prefills, s.prefill)
+	}
+	// 1000 prompt tokens under a 256-token budget: 256, 256, 256, 232, then 2 decode steps.
+	if want := []int{256, 256, 256, 232, 0, 0}; !equalInts(prefills, want) {
+		t.Errorf("prefill tokens per step %v, want %v", prefills, want)
+	}
+}
+
+func TestPreemptionWhenKVFull(t *testing.T) {
+	log := &lockedBuffer{}
+	// 64 blocks × 16 = 1024 tokens of KV; two 400-token prompts generating 200 tokens each need
+	// 2 × 600 = 1200 tokens, so one sequence is preempted and recomputed later.
+	_, srv := newTestEngine(t, func(c *Config) {
+		c.KVCacheTokens = 1024
+		c.StepLog = log
+		c.DisablePrefixCaching = true
+	})
+	// both prompts in one request so that they are admitted together
+	_, b := post(t, srv.URL+"/v1/completions", `{"prompt":[`+idList(1, 400)+`,`+idList(1001, 400)+`],"max_tokens":200,"ignore_eos":true}`)
+	var both completion
+	json.Unmarshal(b, &both)
+	if both.Usage.CompletionTokens != 400 || len(both.Choices) != 2 {
+		t.Fatalf("usage %+v", both.Usage)
+	}
+	resp, _ := http.Get(srv.URL + "/metrics")
+	m, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(m), `vllm:num_preemptions_total{model_name="genload-sim",engine="0"} 0`) {
+		t.Errorf("no preemption recorded")
+	}
+	// The recomputed sequence re-prefills prompt + generated tokens: some step after the first
+	// token prefills more than 400 tokens.
+	re := false
+	for _, s := range parseSteps(t, log.String()) {
+		if s.prefill > 400 {
+			re = true
+		}
+	}
+	if !re {
+		t.Errorf("no recompute prefill in the step log:\n%s", log.String())
+	}
+	// Preemption does not change the generated tokens.
+	_, single := newTestEngine(t, nil)
+	_, b = post(t, single.URL+"/v1/completions", `{"prompt":`+idList(1, 400)+`,"max_tokens":200,"ignore_eos":true}`)
+	var c completion
+	json.Unmarshal(b, &c)
+	if c.Choices[0].Text != both.Choices[0].Text {
+		t.Errorf("text differs after preemption")
+	}
+}
+
+func TestContinuousBatchingJoinsRunning(t *testing.T) {
+	log := &lockedBuffer{}
+	_, srv := newTestEngine(t, func(c *Config) { c.StepLog = log; c.TimeScale = 1; c.Profile = "dense-8b" })
+	// At time scale 1 a dense-8b decode step is ≈ 7 ms; the second request arrives while the
+	// first (100 tokens ≈ 0.7 s) is decoding and joins the running batch.
+	done := make(chan struct{})
+	go func() {
+		post(t, srv.URL+"/v1/completions", `{"prompt":[1,2,3],"max_tokens":100,"ignore_eos":true}`)
+		close(done)
+	}()
+	for !strings.Contains(log.String(), "step=5 ") {
+		time.Sleep(time.Millisecond)
+	}
+	post(t, srv.URL+"/v1/completions", `{"prompt":[4,5,6],"max_tokens":5,"ignore_eos":true}`)
+	<-done
+	mixed, two := false, false
+	for _, s := range parseSteps(t, log.String()) {
+		if s.decode == 1 && s.prefill == 3 { // one sequence decoding while the other prefills
+			mixed = true
+		}
+		if s.decode == 2 {
+			two = true
+		}
+	}
+	if !mixed || !two {
+		t.Errorf("no mixed prefill+decode step (%v) or two-sequence decode (%v)", mixed, two)
+	}
+}
