@@ -90,6 +90,8 @@ func (e *Engine) Handler() http.Handler {
 	mux.HandleFunc("GET /health", e.handleHealth)
 	mux.HandleFunc("POST /tokenize", e.handleTokenize)
 	mux.HandleFunc("POST /detokenize", e.handleDetokenize)
+	mux.HandleFunc("POST /v1/tokenize", e.handleTokenize)
+	mux.HandleFunc("POST /v1/detokenize", e.handleDetokenize)
 	mux.HandleFunc("GET /metrics", e.handleMetrics)
 	mux.HandleFunc("POST /reset_prefix_cache", e.handleResetPrefixCache)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

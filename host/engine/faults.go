@@ -67,15 +67,15 @@ func (f Faults) validate() error {
 }
 
 func registerFaultFlags(fs *flag.FlagSet, f *Faults) {
-	fs.IntVar(&f.Every, "fault-every", f.Every, "apply the fault flags to every Nth completion request")
-	fs.IntVar(&f.Status, "fault-status", f.Status, "answer completions with this HTTP status and a dialect error body (0 = off)")
-	fs.IntVar(&f.ErrorAfter, "fault-error-after", f.ErrorAfter, "in-stream error event after N tokens (-1 = off)")
-	fs.IntVar(&f.ResetAfter, "fault-reset-after", f.ResetAfter, "TCP reset after N streamed tokens (-1 = off)")
-	fs.IntVar(&f.CutAfter, "fault-cut-after", f.CutAfter, "cut the stream mid-event after N tokens (-1 = off)")
-	fs.DurationVar(&f.FirstTokenDelay, "fault-first-token-delay", f.FirstTokenDelay, "extra wall delay before the first streamed token")
-	fs.IntVar(&f.StallAfter, "fault-stall-after", f.StallAfter, "stall the stream after N tokens (with -fault-stall-for)")
-	fs.DurationVar(&f.StallFor, "fault-stall-for", f.StallFor, "stall duration (0 = off)")
-	fs.DurationVar(&f.KeepAlive, "fault-keep-alive", f.KeepAlive, "send ': keep-alive' comments after this much silence (0 = off)")
+	fs.IntVar(&f.Every, "fault-every", f.Every, "apply the fault flags to every Nth completion request (header faults always apply)")
+	fs.IntVar(&f.Status, "fault-status", f.Status, "answer completions with this HTTP status and a dialect error body, 0 = off (header X-Genload-Fault-Status)")
+	fs.IntVar(&f.ErrorAfter, "fault-error-after", f.ErrorAfter, "in-stream error event after N tokens, -1 = off (header X-Genload-Error-After)")
+	fs.IntVar(&f.ResetAfter, "fault-reset-after", f.ResetAfter, "TCP reset after N streamed tokens, -1 = off (header X-Genload-Reset-After)")
+	fs.IntVar(&f.CutAfter, "fault-cut-after", f.CutAfter, "cut the stream mid-event after N tokens, -1 = off (header X-Genload-Cut-After)")
+	fs.DurationVar(&f.FirstTokenDelay, "fault-first-token-delay", f.FirstTokenDelay, "extra wall delay before the first streamed token (header X-Genload-First-Token-Delay)")
+	fs.IntVar(&f.StallAfter, "fault-stall-after", f.StallAfter, "stall the stream after N tokens, with -fault-stall-for (header X-Genload-Stall-After)")
+	fs.DurationVar(&f.StallFor, "fault-stall-for", f.StallFor, "stall duration, 0 = off (header X-Genload-Stall-For)")
+	fs.DurationVar(&f.KeepAlive, "fault-keep-alive", f.KeepAlive, "send ': keep-alive' comments after this much silence, 0 = off (header X-Genload-Keep-Alive)")
 	fs.DurationVar(&f.LoadingFor, "loading-for", f.LoadingFor, "answer 503 'Loading model' for this long after start")
 }
 

@@ -191,3 +191,21 @@ func TestEarlyEOS(t *testing.T) {
 		t.Errorf("early EOS: %d chunks, last %s", n, last)
 	}
 }
+
+func TestStreamInterval(t *testing.T) {
+	_, srv := newTestEngine(t, nil)
+	// 7 tokens coalesced by 3: chunks carry 3, 3 and 1 tokens (continuous usage counts 3, 6, 7).
+	_, b := post(t, srv.URL+"/v1/completions", `{"prompt":[1,2],"max_tokens":7,"ignore_eos":true,"stream":true,"stream_interval":3,"stream_options":{"continuous_usage_stats":true}}`)
+	data := sseData(t, b)
+	if len(data) != 5 {
+		t.Fatalf("%d events: %s", len(data), b)
+	}
+	for i, want := range []string{`"completion_tokens":3}`, `"completion_tokens":6}`, `"completion_tokens":7}`} {
+		if !strings.Contains(data[i], want) {
+			t.Errorf("chunk %d: %s, want %s", i, data[i], want)
+		}
+	}
+	if !strings.Contains(data[2], `"finish_reason":"length"`) {
+		t.Errorf("last chunk %s", data[2])
+	}
+}
