@@ -1,0 +1,112 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/measure"
+)
+
+func sampleCell(i, l, b int, fwd time.Duration) Cell {
+	f := measure.Figures{Sequences: b, Counted: b, CompletionTokens: 100 * b, PromptTokens: l * b, HasPromptTokens: true,
+		PerForward: measure.Summary{N: b, Mean: fwd, P50: fwd, P90: fwd + time.Microsecond, Min: fwd, Max: fwd + time.Microsecond},
+		TTFT:       measure.Summary{N: b, Mean: 3 * time.Millisecond, P50: 3 * time.Millisecond, P90: 4 * time.Millisecond, Max: 4 * time.Millisecond},
+		Window:     measure.Window{Valid: true, Steps: 98, PerStep: fwd}}
+	return Cell{Cell: matrix.Cell{Index: i, SeqLen: l, Batch: b}, Status: StatusOK, Started: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC),
+		Elapsed: Millis(1500 * time.Millisecond), Lengths: Lengths{Target: l, Min: l / 2, Mean: float64(l), Max: 3 * l / 2, Each: []int{l / 2, 3 * l / 2}}, Figures: &f}
+}
+
+func TestWriterRoundTripsThroughJSONLAndJSON(t *testing.T) {
+	dir := t.TempDir()
+	h := Header{RunID: "r1", Started: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), Model: "m", Config: config.Default(),
+		Plugins: map[string]PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0"}}}
+	w, err := Create(dir, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, c2 := sampleCell(0, 1000, 2, 1234567*time.Nanosecond), sampleCell(1, 2000, 2, 2*time.Millisecond)
+	c2.Status, c2.Error, c2.Figures = StatusError, "POST http://x/v1/completions: HTTP 500: boom", nil
+	for _, c := range []Cell{c1, c2} {
+		if err := w.Cell(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Before Finish, the JSONL already holds the header and both cells.
+	mid, err := ReadFile(w.Path())
+	if err != nil || len(mid.Cells) != 2 || mid.Footer != nil {
+		t.Fatalf("mid-run read: %v, %d cells, footer %v", err, len(mid.Cells), mid.Footer)
+	}
+	jsonPath, csvPath, err := w.Finish(StatusError, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{w.Path(), jsonPath} {
+		r, err := ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Footer == nil || r.Footer.OK != 1 || r.Footer.Failed != 1 || r.Header.Schema != Schema {
+			t.Fatalf("%s: footer %+v", p, r.Footer)
+		}
+		// Durations survive as milliseconds with microsecond resolution: 1.234567 ms → 1.235 ms.
+		if got := r.Cells[0].Figures.PerForward.Mean; got != 1235*time.Microsecond && got != 1234567*time.Nanosecond {
+			t.Errorf("%s: per-forward mean %v", p, got)
+		}
+		if !reflect.DeepEqual(r.Cells[0].Lengths, c1.Lengths) || r.Cells[1].Error != c2.Error {
+			t.Errorf("%s: cells differ after the round trip", p)
+		}
+	}
+	f, _ := os.Open(csvPath)
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 || len(recs[0]) != len(CSVHeader()) || recs[1][2] != "1000" || recs[2][len(recs[2])-1] != c2.Error {
+		t.Errorf("csv = %v", recs)
+	}
+}
+
+func TestReadFileIgnoresTheTornLastLineOfAKilledRun(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(dir, Header{RunID: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Cell(sampleCell(0, 1000, 1, time.Millisecond))
+	// A kill in the middle of a write leaves a partial line without its newline.
+	f, _ := os.OpenFile(filepath.Join(dir, "k.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"type":"cell","cell":{"ind`)
+	f.Close()
+	r, err := ReadFile(filepath.Join(dir, "k.jsonl"))
+	if err != nil || len(r.Cells) != 1 {
+		t.Fatalf("%v, %d cells", err, len(r.Cells))
+	}
+}
+
+func TestTableShowsEveryCellWarningAndError(t *testing.T) {
+	c1, c2 := sampleCell(0, 1000, 8, 1500*time.Microsecond), sampleCell(1, 64000, 64, 7700*time.Microsecond)
+	c2.Warnings = []string{"9 of 64 lengths clamped to [50, 130972]"}
+	c3 := Cell{Cell: matrix.Cell{Index: 2, SeqLen: 1000, Batch: 2}, Status: StatusError, Error: "warmup: HTTP 503"}
+	var b bytes.Buffer
+	Table(&b, &Run{Header: Header{RunID: "t", Model: "m", Config: config.Default()}, Cells: []Cell{c1, c2, c3}})
+	out := b.String()
+	for _, want := range []string{
+		"|     L |  B | len min/mean/max  | fwd ms mean |",
+		"|  1000 |  8 | 500/1000/1500     |       1.500 |",
+		"| 64000 | 64 | 32000/64000/96000 |       7.700 |",
+		"ok ⚠ |", "error |",
+		"⚠ L=64000,B=64: 9 of 64 lengths clamped", "✗ L=1000,B=2: warmup: HTTP 503",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
