@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -94,6 +95,33 @@ func TestBadLengthsCalls(t *testing.T) {
 				t.Errorf("after %s: %v, %v; want [50 50 50]", c.name, ls, err)
 			}
 		})
+	}
+}
+
+func TestGuestOutput(t *testing.T) {
+	ctx := context.Background()
+	wasm := testplugins.Build(t, "./host/internal/testplugins/testdata/badlengths", testplugins.Options{})
+	var out bytes.Buffer
+	h, err := NewHost(ctx, Options{CacheDir: testplugins.CacheDir(t), Output: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	p, err := h.LoadLengths(ctx, wasm, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Lengths(ctx, 2, 10, 1, 100); err != nil {
+		t.Fatal(err)
+	}
+	if want := "plugin badlengths: hello on stdout\nplugin badlengths: hello on stderr\n"; out.String() != want {
+		t.Errorf("forwarded %q, want %q", out.String(), want)
+	}
+	// A crash's stderr (the Go runtime's panic report) is attached to the error.
+	_, err = p.Lengths(ctx, 2, 9, 1, 100)
+	var pe *Error
+	if !errors.As(err, &pe) || !strings.Contains(pe.Output, "panic: boom in a goroutine") || !strings.Contains(pe.Output, "goroutine ") {
+		t.Errorf("error %v, output %q", err, pe.Output)
 	}
 }
 
@@ -191,7 +219,13 @@ func TestBadModules(t *testing.T) {
 			[]string{"[memory]", `no exported memory named "memory"`}},
 		{"missing-file", func(t *testing.T) string { return filepath.Join(dir, "absent.wasm") }, []string{"absent.wasm", "no such file"}},
 	}
-	h := badHost(t, 20*time.Second)
+	// These modules are all rejected before running: the interpreter compiles them ten times
+	// faster than the compiler.
+	h, err := NewHost(ctx, Options{Interpreter: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := h.LoadLengths(ctx, c.path(t), nil)

@@ -12,3 +12,6 @@ func addrOf(b []byte) uint32 {
 	fakeNext += (uint32(len(b))+7)&^7 + 8
 	return p
 }
+
+// resetAddr restarts the fake addresses (tests).
+func resetAddr() { fakeNext = 0x10000 }

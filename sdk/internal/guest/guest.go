@@ -211,4 +211,4 @@ func RequireInit() error {
 }
 
 // reset forgets the registered plugin (tests only).
-func reset() { the = plugin{}; pins = newPinned() }
+func reset() { the = plugin{}; pins = newPinned(); resetAddr() }

@@ -130,3 +130,37 @@ func TestInfoJSON(t *testing.T) {
 	}()
 	Register(abi.KindRouter, Info{Name: "again"}, nil)
 }
+
+// FuzzInit feeds arbitrary envelopes to genload_init: it must never panic past Guard and must
+// return 0 or a negated status 1 or 4.
+func FuzzInit(f *testing.F) {
+	for _, s := range []string{`{"abi":1,"config":{"k":0.9}}`, `{"config":[1]}`, `{"seed":-1}`, `null`, `{"config":{"k":{"x":[]}}}`, "\xff"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, env []byte) {
+		reset()
+		Register(abi.KindLengths, Info{Name: "f"}, func(e *Env) error {
+			var c cfg
+			return e.Decode(&c)
+		})
+		if rc := Init(env); rc != 0 && rc != -1 && rc != -4 {
+			t.Errorf("Init(%q) = %d (%s)", env, rc, LastError())
+		}
+	})
+}
+
+// FuzzSlice checks that Slice never returns bytes outside the one pinned buffer.
+func FuzzSlice(f *testing.F) {
+	f.Add(uint32(0), uint32(8), uint32(4))
+	f.Add(uint32(16), uint32(0xffffffff), uint32(1))
+	f.Fuzz(func(t *testing.T, off, n, size uint32) {
+		reset()
+		size %= 1 << 16
+		p := Alloc(size)
+		b, err := Slice(p+off, n)
+		inside := uint64(off)+uint64(n) <= uint64(max(8, (size+7)&^7)) && p+off >= p
+		if (err == nil) != inside || (err == nil && len(b) != int(n)) {
+			t.Errorf("Slice(p+%d, %d) on %d bytes: %d bytes, %v", off, n, size, len(b), err)
+		}
+	})
+}

@@ -5,10 +5,12 @@
 //	mean 2: out-of-bounds store (trap)                        mean 7: returns a length 0
 //	mean 3: os.Exit(7)                                        mean 8: returns max+1
 //	mean 4: infinite loop                                     mean 9: panic in another goroutine
-//	mean 5: allocates without bound (memory limit)            other:  n copies of mean
+//	mean 5: allocates without bound (memory limit)            mean 10: prints to stdout and stderr
+//	other: n copies of mean
 package main
 
 import (
+	"fmt"
 	"os"
 	"time"
 	"unsafe"
@@ -56,6 +58,9 @@ func bad(c lengths.Call) ([]int, error) {
 		out[0] = 0
 	case 8:
 		out[0] = c.Max + 1
+	case 10:
+		fmt.Println("hello on stdout")
+		fmt.Fprintln(os.Stderr, "hello on stderr")
 	case 9:
 		go func() { panic("boom in a goroutine") }()
 		time.Sleep(time.Second)
