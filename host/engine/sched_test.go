@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -93,4 +95,48 @@ func TestContinuousBatchingJoinsRunning(t *testing.T) {
 	if !mixed || !two {
 		t.Errorf("no mixed prefill+decode step (%v) or two-sequence decode (%v)", mixed, two)
 	}
+}
+
+func TestClientDisconnectAbortsSequences(t *testing.T) {
+	_, srv := newTestEngine(t, func(c *Config) { c.TimeScale = 1; c.Profile = "dense-8b" })
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/completions",
+		strings.NewReader(`{"prompt":[[1,2],[3,4]],"max_tokens":100000,"ignore_eos":true,"stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	for i := 0; i < 6; i++ { // three events: "data: …" + blank line each
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	resp.Body.Close()
+	// The scheduler drops both sequences at its next step boundary: poll until nothing runs.
+	running := ""
+	for i := 0; i < 200; i++ {
+		r, err := http.Get(srv.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		running = metricLine(string(m), "vllm:num_requests_running")
+		if strings.HasSuffix(running, " 0") && strings.HasSuffix(metricLine(string(m), "vllm:kv_cache_usage_perc"), " 0") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("sequences still running after the client left: %s", running)
+}
+
+func metricLine(text, name string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, name+"{") || strings.HasPrefix(l, name+" ") {
+			return l
+		}
+	}
+	return ""
 }
