@@ -91,3 +91,29 @@ func BenchmarkDefaultMatrixGamma(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRouteComplete64 routes 64 prompts and reports their 64 completions in one batch
+// (the pattern of a stateful policy such as least-outstanding), using the badrouter test plugin,
+// which declares the "completions" capability.
+func BenchmarkRouteComplete64(b *testing.B) {
+	ctx := context.Background()
+	wasm := testplugins.Build(b, "./host/internal/testplugins/testdata/badrouter", testplugins.Options{})
+	r, err := testHost(b).LoadRouter(ctx, wasm, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lens := make([]int, 64)
+	done := make([]Completion, 64)
+	for i := range lens {
+		lens[i] = 1000 + i
+		done[i] = Completion{Worker: i % 8, PromptLen: lens[i], CompletionTokens: 100}
+	}
+	for b.Loop() {
+		if _, err := r.Route(ctx, lens, 8); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Complete(ctx, done); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

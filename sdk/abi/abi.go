@@ -140,14 +140,15 @@ type Export struct {
 	Params, Results []ValType
 	// Kind is "" for exports every plugin must have, else the plugin kind that requires it.
 	Kind string
-	// Optional exports may be missing (OnComplete; needed only with CapCompletions).
+	// Optional exports may be missing: Initialize (a module without start code) and OnComplete
+	// (needed only with CapCompletions).
 	Optional bool
 }
 
 // Exports is the registry of every function export in ABI v1 with its exact signature, in the
 // order of sdk/ABI.md.
 var Exports = []Export{
-	{Name: Initialize},
+	{Name: Initialize, Optional: true},
 	{Name: Marker},
 	{Name: Alloc, Params: []ValType{I32}, Results: []ValType{I32}},
 	{Name: Free, Params: []ValType{I32}},
