@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -71,7 +72,7 @@ func (w *Writer) Cell(c Cell) error {
 	if err := w.line(c); err != nil {
 		return err
 	}
-	w.run.Cells = append(w.run.Cells, c)
+	w.replace(c)
 	return nil
 }
 
@@ -166,6 +167,7 @@ func ReadFile(path string) (*Run, error) {
 			return nil, fmt.Errorf("results: %s:%d: %w", path, n, err)
 		}
 	}
+	r.Cells = Latest(r.Cells)
 	if r.Header.Schema == "" {
 		return nil, errors.New("results: " + path + ": no header line")
 	}
@@ -182,4 +184,58 @@ func parseMs(b []byte) (time.Duration, error) {
 		return 0, fmt.Errorf("milliseconds: %w", err)
 	}
 	return time.Duration(f * 1e6), nil
+}
+
+// Resume opens an existing run's JSONL file for appending. The returned Writer's Run holds
+// the header and, per cell index, the last record written (so a cell measured again after a
+// failure supersedes its failed record); the old footer is dropped and Finish writes a new one.
+func Resume(path string) (*Writer, error) {
+	r, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if filepath.Ext(path) != ".jsonl" {
+		return nil, fmt.Errorf("results: resume needs the run's .jsonl file, got %s", path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	w := &Writer{f: f, dir: filepath.Dir(path), path: path, start: time.Now()}
+	w.run.Header = r.Header
+	w.run.Cells = Latest(r.Cells)
+	// A torn last line (killed mid-write) must not glue itself to the next record.
+	if b, err := os.ReadFile(path); err == nil && len(b) > 0 && b[len(b)-1] != '\n' {
+		if _, err := f.Write([]byte("\n")); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("results: %w", err)
+		}
+	}
+	return w, nil
+}
+
+// Latest keeps, for each cell index, the last record in cells, ordered by index.
+func Latest(cells []Cell) []Cell {
+	last := map[int]Cell{}
+	for _, c := range cells {
+		last[c.Cell.Index] = c
+	}
+	out := make([]Cell, 0, len(last))
+	for _, c := range last {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b Cell) int { return a.Cell.Index - b.Cell.Index })
+	return out
+}
+
+// replace makes c the current record of its cell index.
+func (w *Writer) replace(c Cell) {
+	for i := range w.run.Cells {
+		if w.run.Cells[i].Cell.Index == c.Cell.Index {
+			w.run.Cells[i] = c
+			return
+		}
+	}
+	w.run.Cells = append(w.run.Cells, c)
+	slices.SortFunc(w.run.Cells, func(a, b Cell) int { return a.Cell.Index - b.Cell.Index })
 }

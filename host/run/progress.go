@@ -70,6 +70,17 @@ func (p *progress) done(rec report.Cell) {
 	fmt.Fprintln(p.w, line)
 }
 
+// skip records a cell already measured by the run being resumed.
+func (p *progress) skip(c matrix.Cell) {
+	p.n++
+	if p.bar != nil {
+		p.bar.Describe(p.desc(p.n))
+		_ = p.bar.Add(weight(c))
+		return
+	}
+	fmt.Fprintf(p.w, "[%d/%d] L=%d B=%d already measured\n", p.n, len(p.cells), c.SeqLen, c.Batch)
+}
+
 func (p *progress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()

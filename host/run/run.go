@@ -8,11 +8,13 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -41,6 +43,10 @@ type Options struct {
 	RunID string
 	// Getenv reads environment variables (for the API key). Default os.Getenv.
 	Getenv func(string) string
+	// Resume is the .jsonl file of an earlier run to continue: its cells with status "ok" are
+	// skipped, the others measured again, and records are appended to that file. The
+	// configuration must be the one the run was started with.
+	Resume string
 }
 
 // Result is what a run produced.
@@ -206,13 +212,28 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	if cfg.Target == config.Builtin {
 		kind = config.Builtin
 	}
-	w, err := report.Create(cfg.Out, report.Header{
+	header := report.Header{
 		RunID: opt.RunID, Started: start.UTC(), Genload: opt.Version, Target: target, TargetKind: kind,
 		Model: model, Context: modelCtx, ContextSource: contextSrc, Tokenizer: tok.Name(),
 		Corpus: corpusName, CorpusRows: len(rows), PromptOverhead: builder.Overhead(), MinLen: minLen, MaxLen: maxLen,
 		Plugins: plugins, Engine: engineInfo, Cells: cells, Dropped: dropped, Config: cfg,
-	})
-	if err != nil {
+	}
+	var w *report.Writer
+	done := map[int]bool{}
+	if opt.Resume != "" {
+		if w, err = report.Resume(opt.Resume); err != nil {
+			return nil, exitcode.With(exitcode.InvalidConfig, err)
+		}
+		if err := sameRun(w.Run().Header, header); err != nil {
+			return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("cannot resume %s: %w", opt.Resume, err))
+		}
+		for _, c := range w.Run().Cells {
+			if c.Status == report.StatusOK {
+				done[c.Cell.Index] = true
+			}
+		}
+		fmt.Fprintf(opt.Stderr, "resuming %s: %d of %d cells already measured\n", opt.Resume, len(done), len(cells))
+	} else if w, err = report.Create(cfg.Out, header); err != nil {
 		return nil, err
 	}
 	res := &Result{JSONL: w.Path(), Run: w.Run()}
@@ -225,6 +246,10 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	prog := newProgress(opt.Stderr, opt.Progress, cells)
 	runErr := func() error {
 		for _, cell := range cells {
+			if done[cell.Index] {
+				prog.skip(cell)
+				continue
+			}
 			rec, err := measureCell(ctx, cfg, cell, lengthsPlugin, router, builder, client, minLen, maxLen)
 			if ctx.Err() != nil {
 				rec.Status, rec.Error = report.StatusInterrupted, "interrupted"
@@ -487,4 +512,56 @@ func (r *cellRouter) asRouter() dispatch.Router {
 		return nil
 	}
 	return r
+}
+
+// sameRun checks that a resumed run is the one that was started: same configuration (the
+// file path aside) and same cells. The error lists every difference as key: before → now.
+func sameRun(before, now report.Header) error {
+	flat := func(h report.Header) map[string]string {
+		c := *h.Config
+		c.File = ""
+		b, _ := json.Marshal(struct {
+			Config    config.Config
+			Tokenizer string
+			Corpus    string
+			Cells     []matrix.Cell
+		}{c, h.Tokenizer, h.Corpus, h.Cells})
+		var v any
+		_ = json.Unmarshal(b, &v)
+		out := map[string]string{}
+		var walk func(prefix string, v any)
+		walk = func(prefix string, v any) {
+			switch x := v.(type) {
+			case map[string]any:
+				for k, e := range x {
+					walk(strings.TrimPrefix(prefix+"."+k, "."), e)
+				}
+			default:
+				j, _ := json.Marshal(x)
+				out[prefix] = string(j)
+			}
+		}
+		walk("", v)
+		return out
+	}
+	if before.Config == nil {
+		return errors.New("its header has no config")
+	}
+	a, b := flat(before), flat(now)
+	var diffs []string
+	for k, va := range a {
+		if vb, ok := b[k]; !ok || va != vb {
+			diffs = append(diffs, fmt.Sprintf("%s: %s → %s", k, va, b[k]))
+		}
+	}
+	for k, vb := range b {
+		if _, ok := a[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: (unset) → %s", k, vb))
+		}
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	sort.Strings(diffs)
+	return fmt.Errorf("the configuration differs from the run's (before → now):\n  %s", strings.Join(diffs, "\n  "))
 }

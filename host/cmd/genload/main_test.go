@@ -361,6 +361,33 @@ func TestKilledRunKeepsFinishedCells(t *testing.T) {
 			t.Errorf("cell %d: %+v", i, c)
 		}
 	}
+
+	// A resume with another configuration is refused and says what differs.
+	t.Setenv("GENLOAD_PLUGIN_DIR", dir)
+	code, _, stderr := cli(t, context.Background(), "run", "--resume", path, "--max-tokens", "31")
+	if code != exitcode.InvalidConfig || !strings.Contains(stderr, "Config.max_tokens: 30 → 31") {
+		t.Fatalf("resume with other max_tokens: exit %d\n%s", code, stderr)
+	}
+	// The resume skips the measured cells and measures the rest into the same file.
+	code, stdout, stderr := cli(t, context.Background(), "run", "--resume", path)
+	if code != exitcode.OK {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, fmt.Sprintf("%d of 20 cells already measured", len(run.Cells))) {
+		t.Errorf("resume stderr:\n%s", stderr)
+	}
+	after, err := report.ReadFile(filepath.Join(out, "killed.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Cells) != 20 || after.Footer == nil || after.Footer.OK != 20 {
+		t.Fatalf("after resume: %d cells, footer %+v", len(after.Cells), after.Footer)
+	}
+	for _, c := range run.Cells {
+		if !after.Cells[c.Cell.Index].Started.Equal(c.Started) {
+			t.Errorf("cell %d was measured again", c.Cell.Index)
+		}
+	}
 }
 
 // TestInterruptWritesWhatWasMeasured sends SIGINT mid-run: exit 130, the measured cells and a

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 )
 
@@ -25,6 +28,7 @@ it exists, else the defaults.`,
 			{"the default matrix against the built-in engine", "genload run"},
 			{"a real server, two sequence lengths", "genload run -c bench.toml --target http://127.0.0.1:8000 --model my-model --seq-lens 4000,8000"},
 			{"uniform lengths, routed mode", "genload run --lengths uniform --mode routed"},
+			{"continue a run that was interrupted or failed", "genload run --resume results/20261130-101500.jsonl"},
 		}, e)
 	cfgPath := fs.String("c", "", "bench.toml to read (default ./bench.toml if present)")
 	fs.StringVar(cfgPath, "config", "", "same as -c")
@@ -41,15 +45,39 @@ it exists, else the defaults.`,
 	fs.Var(&batches, "batch-sizes", "comma-separated batch sizes B (overrides [matrix.batch_sizes])")
 	timeScale := fs.Float64("time-scale", 0, "built-in engine time scale (overrides [engine.time_scale])")
 	runID := fs.String("run-id", "", "name of the results files (default: UTC start time)")
+	resume := fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return exitcode.Errorf(exitcode.Usage, "unexpected argument %q (see 'genload run --help')", fs.Arg(0))
 	}
-	cfg, err := loadConfig(*cfgPath)
-	if err != nil {
-		return err
+	var cfg *config.Config
+	var err error
+	if *resume != "" {
+		if !strings.HasSuffix(*resume, ".jsonl") {
+			dir := "results"
+			if *out != "" {
+				dir = *out
+			}
+			*resume = filepath.Join(dir, *resume+".jsonl")
+		}
+		if *cfgPath == "" {
+			// The run's own configuration, as recorded in its header.
+			prev, err := report.ReadFile(*resume)
+			if err != nil {
+				return exitcode.With(exitcode.InvalidConfig, err)
+			}
+			if prev.Header.Config == nil {
+				return exitcode.Errorf(exitcode.InvalidConfig, "%s: the header has no config", *resume)
+			}
+			cfg = prev.Header.Config
+		}
+	}
+	if cfg == nil {
+		if cfg, err = loadConfig(*cfgPath); err != nil {
+			return err
+		}
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -90,7 +118,7 @@ it exists, else the defaults.`,
 		return err
 	}
 	_, err = run.Run(ctx, cfg, run.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
-		RunID: *runID, Getenv: e.getenv})
+		RunID: *runID, Getenv: e.getenv, Resume: *resume})
 	return err
 }
 
