@@ -33,7 +33,6 @@ type Engine struct {
 	vocab   vocab
 	metrics *metrics
 	sched   *scheduler
-	names   metricNames
 	created int64
 
 	stop     chan struct{}
@@ -64,7 +63,7 @@ func New(cfg Config, tok Tokenizer) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg: cfg, profile: prof, tok: tok, vocab: buildVocab(tok),
-		metrics: newMetrics(), names: namesFor(cfg.Dialect, cfg.ModelName),
+		metrics: newMetrics(),
 		created: time.Now().Unix(), startedAt: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}

@@ -201,7 +201,7 @@ func (e *Engine) handleHealth(w http.ResponseWriter, r *http.Request) {
 // handleMetrics serves GET /metrics in Prometheus text format.
 func (e *Engine) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	e.metrics.write(w, e.names, e.cfg.TimeScale)
+	e.metrics.write(w, e.cfg.Dialect, e.cfg.ModelName, e.cfg.TimeScale)
 }
 
 // handleResetPrefixCache serves POST /reset_prefix_cache.

@@ -80,18 +80,29 @@ type metrics struct {
 	running   int
 	waiting   int
 	kvUsed    float64
+	kvTokens  int
 	iterTok   *histogram
 	ttft      *histogram
 	e2e       *histogram
 	queue     *histogram
 	itl       *histogram
-	stepWall  *histogram
+	tpot      *histogram // per finished sequence: (last − first token) / (tokens − 1)
+	stepWall  *histogram // every step
 	stepSim   *histogram
+	decWall   *histogram // steps without prefill
+	preWall   *histogram // steps with prefill
+	batchSize *histogram
 	steps     uint64
+	decSteps  uint64
 	stepSimS  float64
 	stepWallS float64
+	decWallS  float64
+	busySeqs  uint64 // Σ sequences over steps
+	maxTokens int64  // most tokens in one step
 	promptTok uint64
 	genTok    uint64
+	promptS   float64 // Σ per sequence arrival → first token
+	genS      float64 // Σ per finished sequence first → last token
 	success   map[string]uint64
 
 	preemptions   atomic.Int64
@@ -102,32 +113,50 @@ type metrics struct {
 	specAccepted  atomic.Int64
 }
 
+var batchBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
+
 func newMetrics() *metrics {
 	return &metrics{
-		iterTok:  newHistogram(tokenBuckets),
-		ttft:     newHistogram(latencyBuckets),
-		e2e:      newHistogram(latencyBuckets),
-		queue:    newHistogram(latencyBuckets),
-		itl:      newHistogram(itlBuckets),
-		stepWall: newHistogram(stepBuckets),
-		stepSim:  newHistogram(stepBuckets),
-		success:  map[string]uint64{},
+		iterTok:   newHistogram(tokenBuckets),
+		ttft:      newHistogram(latencyBuckets),
+		e2e:       newHistogram(latencyBuckets),
+		queue:     newHistogram(latencyBuckets),
+		itl:       newHistogram(itlBuckets),
+		tpot:      newHistogram(itlBuckets),
+		stepWall:  newHistogram(stepBuckets),
+		stepSim:   newHistogram(stepBuckets),
+		decWall:   newHistogram(stepBuckets),
+		preWall:   newHistogram(stepBuckets),
+		batchSize: newHistogram(batchBuckets),
+		success:   map[string]uint64{},
 	}
 }
 
-func (m *metrics) setQueue(running, waiting int, kv *kvCache) {
+func (m *metrics) setQueue(running, waiting int, kv *kvCache, blockSize int) {
 	m.mu.Lock()
 	m.running, m.waiting = running, waiting
 	m.kvUsed = float64(kv.used) / float64(kv.total)
+	m.kvTokens = kv.used * blockSize
 	m.mu.Unlock()
 }
 
-func (m *metrics) observeStep(sh StepShape, sim, wall time.Duration, _ int) {
+func (m *metrics) observeStep(sh StepShape, sim, wall time.Duration) {
 	m.mu.Lock()
 	m.steps++
-	m.iterTok.observe(float64(int64(sh.DecodeSeqs) + sh.PrefillTokens))
+	tokens := int64(sh.DecodeSeqs) + sh.PrefillTokens + sh.SpecTokens
+	m.iterTok.observe(float64(tokens))
+	m.maxTokens = max(m.maxTokens, tokens)
 	m.stepSim.observe(sim.Seconds())
 	m.stepWall.observe(wall.Seconds())
+	m.batchSize.observe(float64(sh.Seqs))
+	m.busySeqs += uint64(sh.Seqs)
+	if sh.PrefillTokens == 0 {
+		m.decSteps++
+		m.decWall.observe(wall.Seconds())
+		m.decWallS += wall.Seconds()
+	} else {
+		m.preWall.observe(wall.Seconds())
+	}
 	m.stepSimS += sim.Seconds()
 	m.stepWallS += wall.Seconds()
 	m.promptTok += uint64(sh.PrefillTokens)
@@ -140,20 +169,28 @@ func (m *metrics) observeQueue(d time.Duration) {
 	m.mu.Unlock()
 }
 
-// observeToken records TTFT on a sequence's first token, ITL between its tokens and E2E
-// latency when it finishes. Called by the scheduler goroutine, which owns q.
+// observeToken records TTFT on a sequence's first token, ITL between its tokens, and E2E
+// and time per output token when it finishes. Called by the scheduler goroutine, which owns q.
 func (m *metrics) observeToken(q *seq, finished bool) {
 	now := time.Now()
 	m.mu.Lock()
 	m.genTok++
 	if q.generated == 1 {
-		m.ttft.observe(now.Sub(q.req.arrival).Seconds())
+		q.firstEmit = now
+		ttft := now.Sub(q.req.arrival).Seconds()
+		m.ttft.observe(ttft)
+		m.promptS += ttft
 	} else if !q.lastEmit.IsZero() {
 		m.itl.observe(now.Sub(q.lastEmit).Seconds())
 	}
 	q.lastEmit = now
 	if finished {
 		m.e2e.observe(now.Sub(q.req.arrival).Seconds())
+		gen := now.Sub(q.firstEmit).Seconds()
+		m.genS += gen
+		if q.generated > 1 {
+			m.tpot.observe(gen / float64(q.generated-1))
+		}
 		switch q.fin {
 		case finStop:
 			m.success["stop"]++
@@ -164,99 +201,126 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 	m.mu.Unlock()
 }
 
-// metricNames are the dialect-specific names of the shared signals.
-type metricNames struct {
-	promptCached, running, waiting, kvUsage, iterTokens, ttft, e2e, queue, itl string
-	prefixQueries, prefixHits, promptTokens, genTokens, preemptions            string
-	specDrafts, specDraftTokens, specAccepted, success                         string
-	labels                                                                     string
-}
-
-func namesFor(dialect, model string) metricNames {
-	switch dialect {
-	case DialectSGLang:
-		return metricNames{running: "sglang:num_running_reqs", waiting: "sglang:num_queue_reqs",
-			kvUsage: "sglang:token_usage", ttft: "sglang:time_to_first_token_seconds",
-			e2e: "sglang:e2e_request_latency_seconds", queue: "sglang:queue_time_seconds",
-			itl: "sglang:inter_token_latency_seconds", prefixHits: "sglang:cached_tokens_total",
-			promptTokens: "sglang:prompt_tokens_total", genTokens: "sglang:generation_tokens_total",
-			labels: `model_name="` + model + `"`}
-	case DialectLlamaCpp:
-		return metricNames{running: "llamacpp:requests_processing", waiting: "llamacpp:requests_deferred",
-			kvUsage: "llamacpp:kv_cache_usage_ratio", promptTokens: "llamacpp:prompt_tokens_total",
-			genTokens: "llamacpp:tokens_predicted_total"}
-	case DialectTGI:
-		return metricNames{running: "tgi_batch_current_size", waiting: "tgi_queue_size",
-			queue: "tgi_request_queue_duration", e2e: "tgi_request_inference_duration",
-			genTokens: "tgi_request_generated_tokens_total"}
-	}
-	return metricNames{running: "vllm:num_requests_running", waiting: "vllm:num_requests_waiting",
-		kvUsage: "vllm:kv_cache_usage_perc", iterTokens: "vllm:iteration_tokens_total",
-		ttft: "vllm:time_to_first_token_seconds", e2e: "vllm:e2e_request_latency_seconds",
-		queue: "vllm:request_queue_time_seconds", itl: "vllm:inter_token_latency_seconds",
-		prefixQueries: "vllm:prefix_cache_queries_total", prefixHits: "vllm:prefix_cache_hits_total",
-		promptCached: "vllm:prompt_tokens_cached_total",
-		promptTokens: "vllm:prompt_tokens_total", genTokens: "vllm:generation_tokens_total",
-		preemptions: "vllm:num_preemptions_total", specDrafts: "vllm:spec_decode_num_drafts_total",
-		specDraftTokens: "vllm:spec_decode_num_draft_tokens_total",
-		specAccepted:    "vllm:spec_decode_num_accepted_tokens_total",
-		success:         "vllm:request_success_total",
-		labels:          `model_name="` + model + `",engine="0"`}
-}
-
-// write renders the metrics in Prometheus text exposition format 0.0.4.
-func (m *metrics) write(out io.Writer, n metricNames, timeScale float64) {
+// write renders the metrics in Prometheus text exposition format 0.0.4, in the names of
+// dialect (wire reference §5), followed by the engine's own truth in every dialect:
+//
+//	genload_engine_steps_total                    engine steps (forward passes)
+//	genload_engine_decode_steps_total             steps without prefill tokens
+//	genload_engine_step_duration_seconds          wall duration of every step (histogram)
+//	genload_engine_decode_step_duration_seconds   wall duration of decode-only steps
+//	genload_engine_step_simulated_seconds         unscaled cost-model duration of every step
+//	genload_engine_time_scale                     wall seconds per simulated second
+func (m *metrics) write(out io.Writer, dialect, model string, timeScale float64) {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	l := braces(n.labels)
+	labels := ""
+	switch dialect {
+	case DialectVLLM:
+		labels = `model_name="` + model + `",engine="0"`
+	case DialectSGLang:
+		labels = `model_name="` + model + `"`
+	}
+	l := braces(labels)
+	typed := func(name, typ, help string) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	}
 	gauge := func(name, help string, v float64) {
-		if name == "" {
-			return
-		}
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s%s %s\n", name, help, name, name, l, fmtFloat(v))
+		typed(name, "gauge", help)
+		fmt.Fprintf(w, "%s%s %s\n", name, l, fmtFloat(v))
 	}
 	counter := func(name, help string, v float64) {
-		if name == "" {
-			return
-		}
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n%s%s %s\n", name, help, name, name, l, fmtFloat(v))
+		typed(name, "counter", help)
+		fmt.Fprintf(w, "%s%s %s\n", name, l, fmtFloat(v))
 	}
-	hist := func(name, help string, h *histogram, labels string) {
-		if name == "" {
-			return
-		}
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name)
+	hist := func(name, help string, h *histogram) {
+		typed(name, "histogram", help)
 		h.write(w, name, labels)
 	}
-	gauge(n.running, "Number of requests in model execution batches.", float64(m.running))
-	gauge(n.waiting, "Number of requests waiting to be processed.", float64(m.waiting))
-	gauge(n.kvUsage, "KV-cache usage. 1 means 100 percent usage.", m.kvUsed)
-	hist(n.iterTokens, "Histogram of number of tokens per engine_step.", m.iterTok, n.labels)
-	hist(n.ttft, "Histogram of time to first token in seconds.", m.ttft, n.labels)
-	hist(n.e2e, "Histogram of e2e request latency in seconds.", m.e2e, n.labels)
-	hist(n.queue, "Histogram of time spent in WAITING phase for request.", m.queue, n.labels)
-	hist(n.itl, "Histogram of inter-token latency in seconds.", m.itl, n.labels)
-	counter(n.prefixQueries, "Prefix cache queries, in terms of number of queried tokens.", float64(m.prefixQueries.Load()))
-	counter(n.prefixHits, "Prefix cache hits, in terms of number of cached tokens.", float64(m.prefixHits.Load()))
-	counter(n.promptCached, "Number of cached prompt tokens (local prefix cache hits).", float64(m.prefixHits.Load()))
-	counter(n.promptTokens, "Number of prefill tokens processed.", float64(m.promptTok))
-	counter(n.genTokens, "Number of generation tokens processed.", float64(m.genTok))
-	counter(n.preemptions, "Cumulative number of preemptions from the engine.", float64(m.preemptions.Load()))
-	counter(n.specDrafts, "Number of spec decoding drafts.", float64(m.specDrafts.Load()))
-	counter(n.specDraftTokens, "Number of draft tokens.", float64(m.specDraftTok.Load()))
-	counter(n.specAccepted, "Number of accepted tokens.", float64(m.specAccepted.Load()))
-	if n.success != "" {
-		fmt.Fprintf(w, "# HELP %s Count of successfully processed requests.\n# TYPE %s counter\n", n.success, n.success)
-		for _, r := range []string{"length", "stop"} {
-			fmt.Fprintf(w, "%s{%s,finished_reason=%q} %d\n", n.success, n.labels, r, m.success[r])
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
 		}
+		return a / b
+	}
+	switch dialect {
+	case DialectVLLM:
+		gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(m.running))
+		gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(m.waiting))
+		gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kvUsed)
+		counter("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.", float64(m.preemptions.Load()))
+		counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", float64(m.promptTok))
+		counter("vllm:generation_tokens_total", "Number of generation tokens processed.", float64(m.genTok))
+		counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", float64(m.prefixQueries.Load()))
+		counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", float64(m.prefixHits.Load()))
+		counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local prefix cache hits).", float64(m.prefixHits.Load()))
+		typed("vllm:request_success_total", "counter", "Count of successfully processed requests.")
+		for _, r := range []string{"length", "stop"} {
+			fmt.Fprintf(w, "vllm:request_success_total{%s,finished_reason=%q} %d\n", labels, r, m.success[r])
+		}
+		hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", m.iterTok)
+		hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m.ttft)
+		hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", m.itl)
+		hist("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", m.tpot)
+		hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", m.e2e)
+		hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", m.queue)
+		counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", float64(m.specDrafts.Load()))
+		counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", float64(m.specDraftTok.Load()))
+		counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", float64(m.specAccepted.Load()))
+	case DialectSGLang:
+		gauge("sglang:num_running_reqs", "The number of running requests.", float64(m.running))
+		gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", float64(m.waiting))
+		gauge("sglang:num_used_tokens", "The number of used tokens.", float64(m.kvTokens))
+		gauge("sglang:token_usage", "The token usage.", m.kvUsed)
+		gauge("sglang:cache_hit_rate", "The prefix cache hit rate.", ratio(float64(m.prefixHits.Load()), float64(m.prefixQueries.Load())))
+		gauge("sglang:gen_throughput", "The generation throughput (token/s).", ratio(float64(m.genTok), m.stepWallS))
+		acc := ratio(float64(m.specAccepted.Load()), float64(m.specDraftTok.Load()))
+		gauge("sglang:spec_accept_rate", "The speculative acceptance rate.", acc)
+		gauge("sglang:spec_accept_length", "The average acceptance length of speculative decoding.", 1+ratio(float64(m.specAccepted.Load()), float64(m.specDrafts.Load())))
+		counter("sglang:prompt_tokens_total", "Number of prefill tokens processed.", float64(m.promptTok))
+		counter("sglang:generation_tokens_total", "Number of generation tokens processed.", float64(m.genTok))
+		counter("sglang:cached_tokens_total", "Number of cached prompt tokens.", float64(m.prefixHits.Load()))
+		hist("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m.ttft)
+		hist("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", m.itl)
+		hist("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds.", m.e2e)
+		hist("sglang:queue_time_seconds", "Histogram of queueing time in seconds.", m.queue)
+	case DialectLlamaCpp:
+		counter("llamacpp:prompt_tokens_total", "Number of prompt tokens processed.", float64(m.promptTok))
+		counter("llamacpp:prompt_seconds_total", "Prompt process time", m.promptS)
+		counter("llamacpp:tokens_predicted_total", "Number of generation tokens processed.", float64(m.genTok))
+		counter("llamacpp:tokens_predicted_seconds_total", "Predict process time", m.genS)
+		counter("llamacpp:n_decode_total", "Total number of llama_decode() calls", float64(m.steps))
+		gauge("llamacpp:n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", ratio(float64(m.busySeqs), float64(m.steps)))
+		counter("llamacpp:n_tokens_max", "Largest observed n_tokens.", float64(m.maxTokens))
+		gauge("llamacpp:prompt_tokens_seconds", "Average prompt throughput in tokens/s.", ratio(float64(m.promptTok), m.promptS))
+		gauge("llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s.", ratio(float64(m.genTok), m.genS))
+		gauge("llamacpp:kv_cache_usage_ratio", "KV-cache usage. 1 means 100 percent usage.", m.kvUsed)
+		gauge("llamacpp:kv_cache_tokens", "KV-cache tokens.", float64(m.kvTokens))
+		gauge("llamacpp:requests_processing", "Number of requests processing.", float64(m.running))
+		gauge("llamacpp:requests_deferred", "Number of requests deferred.", float64(m.waiting))
+	case DialectTGI:
+		gauge("tgi_batch_current_size", "Current batch size", float64(m.running))
+		gauge("tgi_queue_size", "Current queue size", float64(m.waiting))
+		gauge("tgi_batch_current_max_tokens", "Maximum tokens for the current batch", float64(m.kvTokens))
+		counter("tgi_request_generated_tokens_total", "Generated tokens", float64(m.genTok))
+		typed("tgi_batch_forward_duration", "histogram", "Batch forward duration in seconds")
+		m.preWall.write(w, "tgi_batch_forward_duration", `method="prefill"`)
+		m.decWall.write(w, "tgi_batch_forward_duration", `method="decode"`)
+		typed("tgi_batch_decode_duration", "histogram", "Batch decode duration in seconds")
+		m.decWall.write(w, "tgi_batch_decode_duration", `method="decode"`)
+		hist("tgi_batch_next_size", "Batch size of the next forward", m.batchSize)
+		hist("tgi_request_queue_duration", "Request queue duration in seconds", m.queue)
+		hist("tgi_request_inference_duration", "Request inference duration in seconds", m.e2e)
+		hist("tgi_request_mean_time_per_token_duration", "Mean time per token per request in seconds", m.tpot)
 	}
 	// The engine's own truth, in every dialect.
 	fmt.Fprintf(w, "# HELP genload_engine_steps_total Engine steps (forward passes) run.\n# TYPE genload_engine_steps_total counter\ngenload_engine_steps_total %d\n", m.steps)
+	fmt.Fprintf(w, "# HELP genload_engine_decode_steps_total Engine steps without prefill tokens.\n# TYPE genload_engine_decode_steps_total counter\ngenload_engine_decode_steps_total %d\n", m.decSteps)
 	fmt.Fprintf(w, "# HELP genload_engine_step_duration_seconds Wall-clock duration of each engine step (simulated duration × time scale).\n# TYPE genload_engine_step_duration_seconds histogram\n")
 	m.stepWall.write(w, "genload_engine_step_duration_seconds", "")
+	fmt.Fprintf(w, "# HELP genload_engine_decode_step_duration_seconds Wall-clock duration of each engine step without prefill tokens.\n# TYPE genload_engine_decode_step_duration_seconds histogram\n")
+	m.decWall.write(w, "genload_engine_decode_step_duration_seconds", "")
 	fmt.Fprintf(w, "# HELP genload_engine_step_simulated_seconds Simulated (unscaled) duration of each engine step from the cost model.\n# TYPE genload_engine_step_simulated_seconds histogram\n")
 	m.stepSim.write(w, "genload_engine_step_simulated_seconds", "")
 	fmt.Fprintf(w, "# HELP genload_engine_time_scale Wall seconds per simulated second.\n# TYPE genload_engine_time_scale gauge\ngenload_engine_time_scale %s\n", fmtFloat(timeScale))

@@ -89,6 +89,7 @@ type seq struct {
 	shared    []*cblock
 	private   int       // private KV blocks held
 	cached    int       // prefix-cache hit at first admission, in tokens
+	firstEmit time.Time // when the first token was produced (metrics)
 	lastEmit  time.Time // when the last token was produced (ITL metric)
 	admitted  bool
 	running   bool
@@ -214,7 +215,7 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		s.mu.Unlock()
 		s.dropAborted()
 		if len(s.running) == 0 && len(s.waiting) == 0 {
-			s.e.metrics.setQueue(0, 0, s.kv)
+			s.e.metrics.setQueue(0, 0, s.kv, s.cfg.BlockSize)
 			idle = true
 			select {
 			case <-stop:
@@ -252,8 +253,8 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		}
 		s.step++
 		s.commit(batch)
-		s.e.metrics.observeStep(shape, sim, wall, len(batch))
-		s.e.metrics.setQueue(len(s.running), len(s.waiting), s.kv)
+		s.e.metrics.observeStep(shape, sim, wall)
+		s.e.metrics.setQueue(len(s.running), len(s.waiting), s.kv, s.cfg.BlockSize)
 		if s.cfg.StepLog != nil {
 			fmt.Fprintf(s.cfg.StepLog, "step=%d active=%d decode=%d prefill_tokens=%d spec_tokens=%d waiting=%d kv_blocks=%d experts=%d fwd_ms=%.3f wall_ms=%.3f\n",
 				s.step, len(batch), shape.DecodeSeqs, shape.PrefillTokens, shape.SpecTokens, len(s.waiting), s.kv.used, shape.Experts,
