@@ -541,7 +541,8 @@ func sortedHeaders(h map[string]string) []string {
 }
 
 // ResolvedWorkers returns the routing workers: [[workers]] as given, the [worker_grid]
-// expanded server-first, or one worker at target. Empty URLs are replaced by target.
+// expanded server-first, or one worker at target. Empty URLs are replaced by target. c must
+// have passed Validate.
 func (c *Config) ResolvedWorkers(target string) []Worker {
 	var ws []Worker
 	switch {

@@ -433,3 +433,76 @@ func TestInterruptWritesWhatWasMeasured(t *testing.T) {
 		t.Errorf("the table of measured cells was not printed:\n%s", stdout.String())
 	}
 }
+
+// TestAPIKeyNeverLeaks plants a key in the environment and in a key file, runs against a
+// server that requires it, makes one run fail, and greps every output for the key.
+func TestAPIKeyNeverLeaks(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	const key = "sk-planted-7f3a9c1e5b"
+	rc := &recorder{}
+	var authMu sync.Mutex
+	var auths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		authMu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		authMu.Unlock()
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			w.WriteHeader(401)
+			fmt.Fprintf(w, `{"error":{"message":"bad key %s","type":"authentication_error"}}`, r.Header.Get("Authorization"))
+			return
+		}
+		rc.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	keyFile := filepath.Join(t.TempDir(), "key")
+	os.WriteFile(keyFile, []byte(key+"\n"), 0o600)
+	out := t.TempDir()
+	for _, tc := range []struct{ name, toml string }{
+		{"env", "api_key_env = \"MY_KEY\"\n"},
+		{"file", fmt.Sprintf("api_key_file = %q\n", keyFile)},
+	} {
+		cfg := writeConfig(t, fmt.Sprintf("target = %q\nmax_tokens = 3\n%s[matrix]\nseq_lens = [1000]\nbatch_sizes = [2]\n", srv.URL, tc.toml))
+		var stdout, stderr bytes.Buffer
+		code := doMain(context.Background(), []string{"run", "-c", cfg, "--out", out, "--run-id", tc.name},
+			&env{stdout: &stdout, stderr: &stderr, getenv: func(k string) string {
+				if k == "MY_KEY" {
+					return key
+				}
+				return ""
+			}})
+		if code != exitcode.OK {
+			t.Fatalf("%s: exit %d\n%s", tc.name, code, stderr.String())
+		}
+		if bytes.Contains(stdout.Bytes(), []byte(key)) || bytes.Contains(stderr.Bytes(), []byte(key)) {
+			t.Errorf("%s: the key was printed", tc.name)
+		}
+	}
+	// A run whose key is wrong fails with the server's 401 message — which echoes the header
+	// the server got (the wrong key) but never the configured one.
+	cfg := writeConfig(t, fmt.Sprintf("target = %q\napi_key_env = \"NOPE\"\n[matrix]\nseq_lens = [1000]\nbatch_sizes = [1]\n", srv.URL))
+	code, _, stderr := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "nokey")
+	if code != exitcode.TargetFailed || !strings.Contains(stderr, "401") {
+		t.Errorf("no key: exit %d\n%s", code, stderr)
+	}
+	authMu.Lock()
+	sent := 0
+	for _, a := range auths {
+		if a == "Bearer "+key {
+			sent++
+		}
+	}
+	authMu.Unlock()
+	if sent == 0 {
+		t.Fatal("the key was never sent")
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*"))
+	if len(files) < 6 {
+		t.Fatalf("results files: %v", files)
+	}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if bytes.Contains(b, []byte(key)) {
+			t.Errorf("%s contains the key", f)
+		}
+	}
+}
