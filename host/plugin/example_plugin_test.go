@@ -13,8 +13,9 @@ import (
 func TestEmpiricalExample(t *testing.T) {
 	ctx := context.Background()
 	wasm := testplugins.Build(t, "./sdk/examples/empirical", testplugins.Options{})
+	h := interpHost(t)
 	cfg := map[string]any{"edges": []any{int64(0), int64(100), int64(300)}, "counts": []any{int64(1), int64(3)}}
-	p, err := testHost(t).LoadLengths(ctx, wasm, cfg)
+	p, err := h.LoadLengths(ctx, wasm, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,11 +27,11 @@ func TestEmpiricalExample(t *testing.T) {
 	// Sample mode uses the per-cell seed: the same host seed gives the same lengths in a new
 	// instance; clamping to [1, 1500] holds.
 	cfg["mode"] = "sample"
-	a, err := testHost(t).LoadLengths(ctx, wasm, cfg)
+	a, err := h.LoadLengths(ctx, wasm, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := testHost(t).LoadLengths(ctx, wasm, cfg)
+	b, err := h.LoadLengths(ctx, wasm, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestEmpiricalExample(t *testing.T) {
 		t.Errorf("sample: %v %v / %v %v", la, errA, lb, errB)
 	}
 	// A typo in the histogram keys is caught at load.
-	if _, err := testHost(t).LoadLengths(ctx, wasm, map[string]any{"edge": []any{1, 2}}); err == nil {
+	if _, err := h.LoadLengths(ctx, wasm, map[string]any{"edge": []any{1, 2}}); err == nil {
 		t.Error("config key edge accepted")
 	}
 }
