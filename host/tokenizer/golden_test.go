@@ -56,7 +56,7 @@ var corpusOnce = sync.OnceValues(func() (map[string]string, error) {
 			out["corpus/"+r.ID] = r.Text
 		}
 	}
-	for _, f := range []string{"texts.json", "texts_fuzz2.json"} {
+	for _, f := range []string{"texts.json", "texts_unicode.json", "texts_fuzz2.json"} {
 		b, err := os.ReadFile(filepath.Join("testdata", f))
 		if err != nil {
 			return nil, err
@@ -197,7 +197,7 @@ func TestGoldenIDs(t *testing.T) {
 			if tk.VocabSize() != h.VocabSize {
 				t.Errorf("VocabSize() = %d, golden %d", tk.VocabSize(), h.VocabSize)
 			}
-			var idsOK, decOK, total, fuzz, corpusRows, stale int
+			var idsOK, decOK, total, fuzz, uni, corpusRows, stale int
 			for _, g := range rows {
 				if g.Windows != nil {
 					for i, w := range g.Windows {
@@ -221,6 +221,9 @@ func TestGoldenIDs(t *testing.T) {
 				total++
 				if strings.HasPrefix(g.Name, "fuzz2/") {
 					fuzz++
+				}
+				if strings.HasPrefix(g.Name, "unicode/") {
+					uni++
 				}
 				ids := tk.Encode(text)
 				if g.IDs != nil || g.SHA256 == "" {
@@ -261,12 +264,12 @@ func TestGoldenIDs(t *testing.T) {
 				}
 				decOK++
 			}
-			t.Logf("%s: %d/%d texts id-for-id (%d fuzz, %d corpus rows), %d/%d decodes", name, idsOK, total, fuzz, corpusRows, decOK, total)
+			t.Logf("%s: %d/%d texts id-for-id (%d fuzz, %d unicode, %d corpus rows), %d/%d decodes", name, idsOK, total, fuzz, uni, corpusRows, decOK, total)
 			if stale > 0 {
 				t.Logf("%s: %d corpus rows changed since the goldens were made: regenerate with host/tokenizer/oracle/oracle.mjs", name, stale)
 			}
-			if total < 3500 {
-				t.Errorf("only %d golden texts, want >= 3500", total)
+			if total < 4300 {
+				t.Errorf("only %d golden texts, want >= 4300", total)
 			}
 		})
 	}

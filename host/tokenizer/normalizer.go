@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
 	"golang.org/x/text/unicode/norm"
@@ -44,13 +45,13 @@ func buildNormalizer(n *jNode, file, path string) (normalizer, error) {
 			return s
 		}, nil
 	case "NFC":
-		return norm.NFC.String, nil
+		return unicode9Form(norm.NFC), nil
 	case "NFD":
-		return norm.NFD.String, nil
+		return unicode9Form(norm.NFD), nil
 	case "NFKC":
-		return norm.NFKC.String, nil
+		return unicode9Form(norm.NFKC), nil
 	case "NFKD":
-		return norm.NFKD.String, nil
+		return unicode9Form(norm.NFKD), nil
 	case "Lowercase":
 		return strings.ToLower, nil
 	case "Prepend":
@@ -113,4 +114,39 @@ func buildNormalizer(n *jNode, file, path string) (normalizer, error) {
 // work, and (?i) uses simple case folding.
 func compileRegex(p string) (*regexp2.Regexp, error) {
 	return regexp2.Compile(p, regexp2.None)
+}
+
+// unicode9Form returns a normalizer that applies f (golang.org/x/text/unicode/norm, Unicode
+// 15.0) as the Unicode 9.0 tables inside tokenizers 0.23 do: code points assigned after 9.0
+// (inNormOpaque) are unassigned there, i.e. starters with no decomposition that compose with
+// nothing, so they are kept verbatim and the text between them is normalized piece by piece.
+// Since decompositions and combining classes of assigned characters never change (Unicode
+// stability policy), this is exactly Unicode 9.0 normalization.
+func unicode9Form(f norm.Form) normalizer {
+	return func(s string) string {
+		first := -1
+		for i, r := range s {
+			if inNormOpaque(r) {
+				first = i
+				break
+			}
+		}
+		if first < 0 {
+			return f.String(s)
+		}
+		var b strings.Builder
+		b.Grow(len(s) + 8)
+		start := 0
+		for i, r := range s[first:] {
+			i += first
+			if !inNormOpaque(r) {
+				continue
+			}
+			b.WriteString(f.String(s[start:i]))
+			b.WriteRune(r)
+			start = i + utf8.RuneLen(r)
+		}
+		b.WriteString(f.String(s[start:]))
+		return b.String()
+	}
 }

@@ -1,6 +1,6 @@
 package tokenizer
 
-//go:generate go run ./cmd/genunicode -in testdata/unicode16_gc.json -out zz_unicode16.go
+//go:generate go run ./cmd/genunicode -in testdata/unicode16_gc.json -in9 testdata/unicode9_unassigned.json -out zz_unicode16.go
 
 // unicode16Standin returns, for a code point whose General_Category in Unicode 16.0 differs
 // from Go's unicode tables (Unicode 15.0 in Go 1.26), a stand-in rune that has the Unicode 16
@@ -21,4 +21,26 @@ func unicode16Standin(r rune) rune {
 		}
 	}
 	return r
+}
+
+// inNormOpaque reports whether r is assigned in Go's tables but not in Unicode 9.0, the
+// version of the normalization tables inside tokenizers 0.23 (see normalizeLike).
+func inNormOpaque(r rune) bool {
+	if r < normOpaqueMin {
+		return false
+	}
+	t := normOpaque
+	lo, hi := 0, len(t)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		switch {
+		case r < t[m][0]:
+			hi = m
+		case r > t[m][1]:
+			lo = m + 1
+		default:
+			return true
+		}
+	}
+	return false
 }

@@ -23,7 +23,7 @@ const require = createRequire(import.meta.url);
 const { Tokenizer } = require("tokenizers");
 
 const names = process.argv.length > 2 ? process.argv.slice(2) : TOKENIZERS;
-const main = readCorpus("texts.json"), fuzz2 = readCorpus("texts_fuzz2.json");
+const main = readCorpus("texts.json"), fuzz2 = readCorpus("texts_fuzz2.json"), uni = readCorpus("texts_unicode.json");
 const corpusURL = new URL("../../../corpus/prompts.jsonl", import.meta.url);
 const corpus = fs.existsSync(corpusURL) ? fs.readFileSync(corpusURL, "utf8").split("\n").filter(Boolean).map(l => JSON.parse(l))
   .map(r => ({ name: `corpus/${r.id}`, class: "corpus", text: r.text })) : [];
@@ -44,7 +44,7 @@ for (const name of names) {
   if (!same(e0, [...spBefore, ...spAfter])) throw new Error(`${name}: cannot infer post-processor tokens`);
   const lines = [JSON.stringify({ tokenizer: name, source, oracle: "tokenizers@0.23.2", vocab_size: tok.getVocabSize(true), sp_before: spBefore, sp_after: spAfter })];
   let n = 0;
-  for (const t of [...main, ...fuzz2, ...corpus]) {
+  for (const t of [...main, ...uni, ...fuzz2, ...corpus]) {
     const text = expandText(t);
     const ids = Array.from((await tok.encode(text, null, { addSpecialTokens: false })).getIds());
     const idsSp = Array.from((await tok.encode(text, null, { addSpecialTokens: true })).getIds());

@@ -5,6 +5,12 @@
 // them before running pre-tokenizer regexes, so regexp2 classifies text the way the Oniguruma
 // inside Hugging Face tokenizers 0.23 (Unicode 16) does.
 //
+// It also writes normOpaque: the code points Go's tables (and golang.org/x/text/unicode/norm)
+// assign but Unicode 9.0 does not (testdata/unicode9_unassigned.json, from
+// @unicode/unicode-9.0.0@2.0.7). The normalization tables inside tokenizers 0.23 are
+// Unicode 9.0, where these are unassigned: no decomposition, combining class 0, no
+// composition. The NF* normalizers keep them verbatim and normalize the text between them.
+//
 // Usage (from host/tokenizer, also via go generate):
 //
 //	node oracle/gen_gc16.mjs        # refresh testdata/unicode16_gc.json (needs fetch.sh --oracle)
@@ -62,15 +68,16 @@ type source struct {
 
 func main() {
 	in := flag.String("in", "testdata/unicode16_gc.json", "Unicode General_Category ranges (oracle/gen_gc16.mjs)")
+	in9 := flag.String("in9", "testdata/unicode9_unassigned.json", "code points unassigned in Unicode 9.0 (oracle/gen_gc16.mjs)")
 	out := flag.String("out", "zz_unicode16.go", "generated Go file")
 	flag.Parse()
-	if err := run(*in, *out); err != nil {
+	if err := run(*in, *in9, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "genunicode:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, out string) error {
+func run(in, in9, out string) error {
 	b, err := os.ReadFile(in)
 	if err != nil {
 		return err
@@ -127,6 +134,18 @@ func run(in, out string) error {
 		fmt.Fprintf(&sb, "\t{0x%X, 0x%X, 0x%X}, // %s\n", r.lo, r.hi, r.to, GoCategory(r.to))
 	}
 	sb.WriteString("}\n")
+	opaque, n9, err := normOpaque(in9)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(&sb, "\n// normOpaqueMin is the lowest code point in normOpaque.\nconst normOpaqueMin = 0x%X\n\n", opaque[0][0])
+	sb.WriteString("// normOpaque lists the code point ranges assigned in Go's tables but not in Unicode 9.0\n// (the normalization tables of tokenizers 0.23), as {first, last}.\n")
+	sb.WriteString("var normOpaque = [][2]rune{\n")
+	for _, r := range opaque {
+		fmt.Fprintf(&sb, "\t{0x%X, 0x%X},\n", r[0], r[1])
+	}
+	sb.WriteString("}\n")
+	fmt.Printf("genunicode: %d code points in %d ranges assigned in Go %s but not in Unicode 9.0\n", n9, len(opaque), unicode.Version)
 	code, err := format.Source([]byte(sb.String()))
 	if err != nil {
 		return err
@@ -147,4 +166,38 @@ func run(in, out string) error {
 	}
 	fmt.Println()
 	return nil
+}
+
+// normOpaque reads the Unicode 9.0 unassigned ranges and returns the ranges of code points
+// that Go's tables assign among them, and their count.
+func normOpaque(in9 string) ([][2]rune, int, error) {
+	b, err := os.ReadFile(in9)
+	if err != nil {
+		return nil, 0, err
+	}
+	var src struct {
+		Unassigned [][2]rune `json:"unassigned"`
+	}
+	if err := json.Unmarshal(b, &src); err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", in9, err)
+	}
+	var out [][2]rune
+	n := 0
+	for _, r := range src.Unassigned {
+		for c := r[0]; c <= r[1]; c++ {
+			if GoCategory(c) == "Cn" {
+				continue
+			}
+			n++
+			if l := len(out); l > 0 && out[l-1][1] == c-1 {
+				out[l-1][1] = c
+			} else {
+				out = append(out, [2]rune{c, c})
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, 0, fmt.Errorf("%s: no code point assigned since Unicode 9.0", in9)
+	}
+	return out, n, nil
 }
