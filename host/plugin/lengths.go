@@ -22,8 +22,9 @@ type LengthsPlugin struct {
 type lengthsKey struct{ n, mean, min, max int }
 
 // LoadLengths loads a length distribution by name (searched as in Find) or path, and initialises
-// it with config, the plugin's bench.toml table (nil for none; keys the plugin does not know are
-// rejected by it). Errors are *Error values naming the plugin and the failing export.
+// it with config: the plugin's bench.toml table without genload's own keys such as `plugin`
+// (nil for none; keys the plugin does not know are rejected by it, so a typo fails here).
+// Errors are *Error values naming the plugin and the failing export.
 func (h *Host) LoadLengths(ctx context.Context, nameOrPath string, config map[string]any) (*LengthsPlugin, error) {
 	in, err := h.load(ctx, nameOrPath, abi.KindLengths, config)
 	if err != nil {

@@ -25,7 +25,8 @@ type Completion struct {
 }
 
 // LoadRouter loads a router by name (searched as in Find) or path and initialises it with
-// config, the plugin's bench.toml table (nil for none). Errors are *Error values.
+// config, the plugin's bench.toml table without genload's own keys such as `plugin` (nil for
+// none; unknown keys are rejected by the plugin). Errors are *Error values.
 func (h *Host) LoadRouter(ctx context.Context, nameOrPath string, config map[string]any) (*RouterPlugin, error) {
 	in, err := h.load(ctx, nameOrPath, abi.KindRouter, config)
 	if err != nil {
