@@ -236,9 +236,12 @@ func TestGoldenIDs(t *testing.T) {
 					continue
 				}
 				idsOK++
-				sp := tk.EncodeSpecial(text, true)
-				if want := slices.Concat(h.SpBefore, ids, h.SpAfter); !slices.Equal(sp, want) && len(want) > 0 {
-					t.Errorf("%s: EncodeSpecial(true) = %v, want %v", g.Name, sp[:min(len(sp), 20)], want[:min(len(want), 20)])
+				// add_special_tokens=true on the short texts (doing it on the 3,258 hashed ones too would double the time)
+				if g.IDs != nil {
+					sp := tk.EncodeSpecial(text, true)
+					if want := slices.Concat(h.SpBefore, ids, h.SpAfter); !slices.Equal(sp, want) && len(want) > 0 {
+						t.Errorf("%s: EncodeSpecial(true) = %v, want %v", g.Name, sp[:min(len(sp), 20)], want[:min(len(want), 20)])
+					}
 				}
 				dec, decSkip := tk.Decode(ids, false), tk.Decode(ids, true)
 				ok = true
