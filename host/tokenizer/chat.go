@@ -79,15 +79,16 @@ func parseTokenizerConfig(b []byte, path string) (*tokenizerConfig, error) {
 	return c, nil
 }
 
-// ChatDate is the date strftime_now() returns in chat templates unless ChatOptions.Now is
-// set: pinned so prompts are reproducible, the same date the goldens use.
-var ChatDate = time.Date(2024, 7, 26, 0, 0, 0, 0, time.UTC)
+// chatDate is the date strftime_now() returns in chat templates unless ChatOptions.Now is
+// set, 2024-07-26 UTC: pinned so prompts are reproducible, the same date the goldens use.
+var chatDate = time.Date(2024, 7, 26, 0, 0, 0, 0, time.UTC)
 
 // ChatOptions controls RenderChat.
 type ChatOptions struct {
 	// AddGenerationPrompt appends the assistant header (add_generation_prompt).
 	AddGenerationPrompt bool
-	// Now is what strftime_now() formats; zero means ChatDate.
+	// Now is what strftime_now() formats. Default (zero): 2024-07-26 00:00 UTC, pinned so
+	// rendered prompts are reproducible.
 	Now time.Time
 	// Vars are extra template variables, e.g. {"enable_thinking": false} for Qwen3. Values
 	// may be nil, bool, int, float64, string, []any and map[string]any (maps render their
@@ -97,7 +98,7 @@ type ChatOptions struct {
 
 // ApplyChatTemplate renders msgs with the chat template of tokenizer_config.json, like
 // transformers' apply_chat_template(tokenize=False), with the special tokens (bos_token,
-// eos_token, pad_token, unk_token) of the config and strftime_now pinned to ChatDate.
+// eos_token, pad_token, unk_token) of the config and strftime_now pinned to 2024-07-26.
 // Encode the result with Encode (no post-processor tokens): the template writes BOS itself,
 // so it appears exactly once. Errors: ErrNoChatTemplate (wrapped) when there is no template;
 // template compile and render failures with the template line and message.
@@ -143,7 +144,7 @@ func (t *Tokenizer) RenderChat(msgs []Message, opt ChatOptions) (string, error) 
 	}
 	now := opt.Now
 	if now.IsZero() {
-		now = ChatDate
+		now = chatDate
 	}
 	return ct.render(msgs, opt, now, t.cfg.specials)
 }

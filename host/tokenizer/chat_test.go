@@ -114,7 +114,7 @@ func TestChatGoldenTemplates(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkRenders(t, g, g.Templates[f], func(msgs []Message, opt ChatOptions) (string, error) {
-				return ct.render(msgs, opt, ChatDate, specials)
+				return ct.render(msgs, opt, chatDate, specials)
 			})
 		})
 	}

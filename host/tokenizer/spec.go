@@ -16,6 +16,7 @@ type UnsupportedError struct {
 	Detail    string // optional: which option is unsupported
 }
 
+// Error formats the error as "tokenizer: <file>: unsupported <component> [type=<type>]: <detail>".
 func (e *UnsupportedError) Error() string {
 	s := fmt.Sprintf("tokenizer: %s: unsupported %s [type=%q]", e.File, e.Component, e.Type)
 	if e.Detail != "" {

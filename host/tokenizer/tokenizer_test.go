@@ -285,7 +285,7 @@ func TestRewriteTemplate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ct.render(nil, ChatOptions{}, ChatDate, nil)
+			got, err := ct.render(nil, ChatOptions{}, chatDate, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
