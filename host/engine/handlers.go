@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 )
 
@@ -294,5 +293,3 @@ func (e *Engine) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 func isJSONContentType(ct string) bool {
 	return ct == "" || strings.Contains(strings.ToLower(ct), "json")
 }
-
-var _ = time.Now

@@ -84,7 +84,7 @@ func parseCompletion(body []byte) (*completionRequest, error) {
 				rest = append(rest, ',')
 			}
 			first = false
-			rest = strconv.AppendQuote(rest, key)
+			rest = appendJSONString(rest, key)
 			rest = append(rest, ':')
 			rest = append(rest, body[start:p.i]...)
 		}
@@ -346,6 +346,26 @@ func (p *scanner) ids() ([]int32, error) {
 			p.i = i
 			return nil, p.errf("expected a token id")
 		}
+		if i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
+			// slow path: a number with a fraction or exponent is accepted when it is an
+			// integer (as pydantic's lax int does for 1.0), e.g. 0E0 or 2.0
+			j := i
+			for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] == '+' || b[j] == '-') {
+				j++
+			}
+			numStart := start
+			if neg {
+				numStart--
+			}
+			f, err := strconv.ParseFloat(string(b[numStart:j]), 64)
+			if err != nil || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 || !validJSONNumber(b[numStart:j]) {
+				p.i = start
+				return nil, p.errf("token id must be an integer")
+			}
+			ids = append(ids, int32(f))
+			i = j
+			goto next
+		}
 		if neg {
 			v = -v
 		}
@@ -354,6 +374,7 @@ func (p *scanner) ids() ([]int32, error) {
 			return nil, p.errf("token id out of range")
 		}
 		ids = append(ids, int32(v))
+	next:
 		for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
 			i++
 		}
@@ -368,4 +389,40 @@ func (p *scanner) ids() ([]int32, error) {
 		p.i = i
 		return nil, p.errf("expected ',' or ']' in token id list")
 	}
+}
+
+// validJSONNumber reports whether b is a number in JSON grammar (no leading zeros, digits
+// after '.', an exponent with digits).
+func validJSONNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		s := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - s
+	}
+	n := digits()
+	if n == 0 || (n > 1 && b[i-n] == '0') {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
 }
