@@ -2,9 +2,11 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,10 +44,17 @@ type Step struct {
 }
 
 // Check validates a plugin file or name the way a run would load it, and reports every step:
-// the file, compilation, the static ABI checks (imports, marker, signatures, memory, kind),
-// instantiation with config (nil for none), and one trial call — lengths(64, mean 1000, [1,
-// 32768]) for a length distribution, route of 8 prompts (100…800 tokens) over 4 workers for a
-// router. It returns the report so far and the first error (*Error) if a step fails.
+//
+//   - file, compile: it is a WebAssembly module;
+//   - abi: the static checks (imports, marker, every signature, memory, kind);
+//   - load: instantiation, info and init with config (nil for none);
+//   - trial: lengths(64, mean 1000, [1, 32768]) for a length distribution, route of 8 prompts
+//     (100…800 tokens) over 4 workers for a router;
+//   - edges: an empty batch, and lengths(3, mean 5000, [10, 20]) or a route over 1 worker;
+//   - repeat: a second instance gives the same trial output (determinism);
+//   - config: an unknown config key is rejected with status 1.
+//
+// It returns the report so far and the first error if a step fails.
 func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]any) (*Report, error) {
 	r := &Report{Path: nameOrPath}
 	fail := func(name string, err error) (*Report, error) {
@@ -102,8 +111,77 @@ func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]a
 		detail = fmt.Sprintf("%s: %s", r.Trial, Summarize(r.TrialOut))
 	}
 	r.Steps = append(r.Steps, Step{Name: "trial", OK: true, Detail: detail})
+
+	// Edge cases: an empty batch, and a cell whose mean lies outside [min, max] (lengths) or a
+	// single worker (router); the host validates count and range.
+	var edge string
+	switch m.kind {
+	case abi.KindLengths:
+		lp := &LengthsPlugin{in: in}
+		edge = "lengths(n=0) = [], lengths(n=3, mean=5000, min=10, max=20) within [10, 20]"
+		if _, err = lp.Lengths(ctx, 0, 1000, 1, 32768); err == nil {
+			_, err = lp.Lengths(ctx, 3, 5000, 10, 20)
+		}
+	case abi.KindRouter:
+		rp := &RouterPlugin{in: in}
+		edge = "route(0 prompts) = [], route(3 prompts, 1 worker) = [0 0 0]"
+		if _, err = rp.Route(ctx, nil, 4); err == nil {
+			_, err = rp.Route(ctx, []int{1, 2, 3}, 1)
+		}
+	}
+	if err != nil {
+		return fail("edges", err)
+	}
+	r.Steps = append(r.Steps, Step{Name: "edges", OK: true, Detail: edge})
+
+	// Determinism: a fresh instance with the same seed and config answers the trial call with
+	// the same values (sdk/ABI.md §7).
+	in2, err := h.instantiate(ctx, m, config)
+	if err != nil {
+		return fail("repeat", err)
+	}
+	var again []int
+	switch m.kind {
+	case abi.KindLengths:
+		again, err = (&LengthsPlugin{in: in2}).Lengths(ctx, 64, 1000, 1, 32768)
+	case abi.KindRouter:
+		again, err = (&RouterPlugin{in: in2}).Route(ctx, []int{100, 200, 300, 400, 500, 600, 700, 800}, 4)
+	}
+	in2.mu.Lock()
+	in2.close(ctx)
+	in2.mu.Unlock()
+	if err == nil && !slices.Equal(again, r.TrialOut) {
+		err = in.errf("", "a plugin must give the same output for the same seed, config and calls (sdk/ABI.md §7)",
+			"a second instance answered the trial call with %v, the first with %v", again, r.TrialOut)
+	}
+	if err != nil {
+		return fail("repeat", err)
+	}
+	r.Steps = append(r.Steps, Step{Name: "repeat", OK: true, Detail: "a second instance gives the same trial output"})
+
+	// Strict config: an unknown key must be rejected with status 1 at init (sdk/ABI.md §6.2).
+	strict := map[string]any{checkUnknownKey: true}
+	for k, v := range config {
+		strict[k] = v
+	}
+	in3, err := h.instantiate(ctx, m, strict)
+	if err == nil {
+		in3.mu.Lock()
+		in3.close(ctx)
+		in3.mu.Unlock()
+		return fail("config", in.errf(abi.Init, "reject unknown config keys with status 1 so typos in bench.toml fail at load (sdk/ABI.md §6.2)",
+			"accepted the unknown config key %q", checkUnknownKey))
+	}
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Status != abi.BadInput {
+		return fail("config", fmt.Errorf("unknown config key %q: want status 1 (bad input) at %s, got: %w", checkUnknownKey, abi.Init, err))
+	}
+	r.Steps = append(r.Steps, Step{Name: "config", OK: true, Detail: fmt.Sprintf("unknown key rejected: %s", pe.Err)})
 	return r, nil
 }
+
+// checkUnknownKey is the config key Check adds to verify that a plugin rejects unknown keys.
+const checkUnknownKey = "genload_check_unknown_key"
 
 // WriteText prints the report, one "ok"/"FAIL" line per step.
 func (r *Report) WriteText(w io.Writer) error {

@@ -6,7 +6,34 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/genload/genload/host/internal/testplugins"
 )
+
+func TestCheckWithoutSDK(t *testing.T) {
+	// testdata/nosdk implements the ABI by hand from sdk/ABI.md: it loads and serves lengths, but
+	// ignores unknown config keys, which the config step must catch.
+	ctx := context.Background()
+	h := interpHost(t)
+	wasm := testplugins.Build(t, "./host/internal/testplugins/testdata/nosdk", testplugins.Options{})
+	p, err := h.LoadLengths(ctx, wasm, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls, err := p.Lengths(ctx, 3, 700, 1, 600); err != nil || len(ls) != 3 || ls[0] != 600 {
+		t.Errorf("lengths %v, %v; want [600 600 600]", ls, err)
+	}
+	r, err := h.Check(ctx, wasm, nil)
+	last := r.Steps[len(r.Steps)-1]
+	if err == nil || len(r.Steps) != 8 || last.Name != "config" || last.OK || !strings.Contains(err.Error(), `accepted the unknown config key "genload_check_unknown_key"`) {
+		t.Errorf("report %+v, err %v", r.Steps, err)
+	}
+	// A module rejected statically stops at the abi step, with its exports listed.
+	r, err = h.Check(ctx, testplugins.Build(t, "./plugins/uniform", testplugins.Options{Name: "uniform-cmd", NoCShared: true}), nil)
+	if err == nil || len(r.Steps) != 1 || r.Steps[0].Name != "abi" || r.Steps[0].OK || len(r.Exports) == 0 {
+		t.Errorf("report %+v, err %v", r.Steps, err)
+	}
+}
 
 func TestSummarize(t *testing.T) {
 	cases := []struct {
@@ -81,7 +108,7 @@ func TestCheckShipped(t *testing.T) {
 		}
 		var b bytes.Buffer
 		_ = r.WriteText(&b)
-		if len(r.Steps) != 5 || !strings.Contains(b.String(), "ok   trial    "+trial) || !strings.Contains(b.String(), "genload_abi_v1") {
+		if len(r.Steps) != 8 || !strings.Contains(b.String(), `ok   config   unknown key rejected: config: json: unknown field "genload_check_unknown_key"`) || !strings.Contains(b.String(), "ok   trial    "+trial) || !strings.Contains(b.String(), "genload_abi_v1") {
 			t.Errorf("%s report:\n%s", name, b.String())
 		}
 	}

@@ -397,6 +397,9 @@ func (in *instance) readInfo(ctx context.Context) error {
 		return err
 	}
 	var doc abi.InfoDoc
+	if len(b) == 0 {
+		return in.errf(abi.Info, rebuildHint, "returned an empty info document")
+	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return in.errf(abi.Info, rebuildHint, "info JSON: %w", err)
 	}
