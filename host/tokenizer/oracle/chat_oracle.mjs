@@ -4,10 +4,13 @@
 //    special tokens (bos_token, eos_token, pad_token, unk_token; AddedToken objects -> content)
 //  - ../testdata/templates/*.jinja: small templates probing whitespace control, with
 //    bos_token "<BOS>" and eos_token "<EOS>"
+//  - the 17 real-model templates in the testdata of github.com/ardanlabs/jinja@v1.8.0 (read
+//    from the Go module cache, not copied here), same specials plus date_string "26 Jul 2024"
 // Writes ../testdata/chat_golden.json: {cases, tokenizers: {name: {case: output | {error}}},
 // templates: {file: {case: output | {error}}}}. usage: node chat_oracle.mjs
 import fs from "node:fs";
 import { Template } from "@huggingface/jinja";
+import { execSync } from "node:child_process";
 import { CACHE, TOKENIZERS } from "./texts.mjs";
 
 const cases = {
@@ -36,7 +39,7 @@ const renderAll = (src, specials) => {
   }
   return out;
 };
-const res = { cases, tokenizers: {}, templates: {} };
+const res = { cases, tokenizers: {}, templates: {}, ardanlabs_templates: {} };
 for (const name of TOKENIZERS) {
   const cfg = JSON.parse(fs.readFileSync(`${CACHE}/${name}/tokenizer_config.json`, "utf8"));
   if (typeof cfg.chat_template !== "string") { res.tokenizers[name] = { _missing: "no chat_template" }; continue; }
@@ -48,6 +51,10 @@ const tdir = new URL("../testdata/templates/", import.meta.url);
 for (const f of fs.readdirSync(tdir).sort()) {
   res.templates[f] = renderAll(fs.readFileSync(new URL(f, tdir), "utf8"), { bos_token: "<BOS>", eos_token: "<EOS>" });
 }
+const adir = `${execSync("go env GOMODCACHE").toString().trim()}/github.com/ardanlabs/jinja@v1.8.0/testdata/templates/`;
+for (const f of fs.readdirSync(adir).sort()) {
+  res.ardanlabs_templates[f] = renderAll(fs.readFileSync(adir + f, "utf8"), { bos_token: "<BOS>", eos_token: "<EOS>", date_string: "26 Jul 2024" });
+}
 fs.writeFileSync(new URL("../testdata/chat_golden.json", import.meta.url), JSON.stringify(res, null, 1) + "\n");
-for (const [g, m] of [["tokenizers", res.tokenizers], ["templates", res.templates]])
+for (const [g, m] of [["tokenizers", res.tokenizers], ["templates", res.templates], ["ardanlabs", res.ardanlabs_templates]])
   for (const [n, r] of Object.entries(m)) console.log(g, n.padEnd(24), Object.entries(r).map(([k, v]) => `${k}:${typeof v === "string" ? v.length : "ERR"}`).join(" "));
