@@ -150,7 +150,7 @@ func New(opts Options) (*Client, error) {
 		return nil, err
 	}
 	c.tmpl = t
-	c.conns.m = map[string]net.Conn{}
+	c.conns.m = map[net.Addr]net.Conn{}
 	c.hc = &fasthttp.Client{
 		Name:                      "genload",
 		StreamResponseBody:        true,
@@ -521,6 +521,9 @@ func (a *abortState) get() *RequestError {
 
 var errTimedOut = errors.New("deadline exceeded")
 
+// readerPool recycles SSE readers (and their buffers) across requests.
+var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, 0) }}
+
 // do runs one planned request with retries and returns its sequences.
 func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request, maxTokens int, warm bool) []sse.Sequence {
 	w := &c.workers[p.worker]
@@ -645,7 +648,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 	}
 	// The header-phase deadline stays on the connection while streaming; replace it with
 	// the total deadline (or none), and enforce first-token and total with timers.
-	if conn := c.conns.get(resp.LocalAddr(), resp.RemoteAddr()); conn != nil {
+	if conn := c.conns.get(resp.LocalAddr()); conn != nil {
 		var dl time.Time
 		if t := c.opts.TotalTimeout; t > 0 {
 			dl = sent.Add(t)
@@ -676,8 +679,10 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 			defer tm.Stop()
 		}
 	}
-	rd := sse.NewReader(body, 0)
-	d := &sse.Demux{KeepText: c.opts.KeepText}
+	rd := readerPool.Get().(*sse.Reader)
+	rd.Reset(body)
+	defer func() { rd.Reset(nil); readerPool.Put(rd) }()
+	d := &sse.Demux{KeepText: c.opts.KeepText, MarkCap: min(maxTokens+1, 4096)}
 	expect := len(p.prompts)
 	if p.n > 1 {
 		expect = p.n
@@ -689,6 +694,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 	out.Usage, out.HasUsage = d.RequestUsage()
 	c.captureHeaders(resp, out)
 	seqs = d.Finalize(maxTokens)
+	d.Release()
 	if cause := ab.get(); cause != nil {
 		out.Err = cause
 		return seqs, false, 0
@@ -768,13 +774,13 @@ func (c *Client) captureHeaders(resp *fasthttp.Response, out *Request) {
 // context can close connections still waiting for headers.
 type connSet struct {
 	mu sync.Mutex
-	m  map[string]net.Conn
+	m  map[net.Addr]net.Conn // by the connection's LocalAddr value (pointer identity)
 }
 
 type trackedConn struct {
 	net.Conn
 	set  *connSet
-	key  string
+	key  net.Addr
 	once sync.Once
 }
 
@@ -787,17 +793,15 @@ func (t *trackedConn) Close() error {
 	return t.Conn.Close()
 }
 
-func connKey(l, r net.Addr) string {
-	if l == nil || r == nil {
-		return ""
+// get returns the tracked connection whose LocalAddr() is l (the same value fasthttp
+// copied into the Response), nil if none.
+func (s *connSet) get(l net.Addr) net.Conn {
+	if l == nil {
+		return nil
 	}
-	return l.String() + ">" + r.String()
-}
-
-func (s *connSet) get(l, r net.Addr) net.Conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m[connKey(l, r)]
+	return s.m[l]
 }
 
 func (s *connSet) closeAll() {
@@ -818,7 +822,7 @@ func (c *Client) dial(addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &trackedConn{Conn: conn, set: &c.conns, key: connKey(conn.LocalAddr(), conn.RemoteAddr())}
+	t := &trackedConn{Conn: conn, set: &c.conns, key: conn.LocalAddr()}
 	c.conns.mu.Lock()
 	c.conns.m[t.key] = t
 	c.conns.mu.Unlock()

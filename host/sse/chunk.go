@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -110,9 +111,60 @@ type Chunk struct {
 type Decoder struct {
 	p     fastjson.Parser
 	chunk Chunk
+
+	// one-pass key visitors (method values made once, so Visit does not allocate)
+	topFn, choiceFn func([]byte, *fastjson.Value)
+	ev, cv, uv      *fastjson.Value
+	objErr          bool
+	iv, tv, fv      *fastjson.Value
 }
 
-var doneSentinel = []byte("[DONE]")
+func (d *Decoder) onTop(k []byte, x *fastjson.Value) {
+	switch string(k) {
+	case "choices":
+		if d.cv == nil {
+			d.cv = x
+		}
+	case "usage":
+		if d.uv == nil {
+			d.uv = x
+		}
+	case "error":
+		if d.ev == nil {
+			d.ev = x
+		}
+	case "object":
+		if x.Type() != fastjson.TypeString {
+			return
+		}
+		if sb, err := x.StringBytes(); err == nil && string(sb) == "error" {
+			d.objErr = true
+		}
+	}
+}
+
+func (d *Decoder) onChoice(k []byte, x *fastjson.Value) {
+	switch string(k) {
+	case "index":
+		if d.iv == nil {
+			d.iv = x
+		}
+	case "text":
+		if d.tv == nil {
+			d.tv = x
+		}
+	case "finish_reason":
+		if d.fv == nil {
+			d.fv = x
+		}
+	}
+}
+
+var (
+	doneSentinel = []byte("[DONE]")
+	quotedError  = []byte(`"error"`)
+	quotedUsage  = []byte(`"usage"`)
+)
 
 // Decode parses one event's data. It returns an error (naming the first bytes of the
 // data) when the data is neither `[DONE]` nor a JSON object, or when a field has the
@@ -130,38 +182,65 @@ func (d *Decoder) Decode(data []byte) (*Chunk, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sse: %w %q: %w", ErrMalformed, head(data), err)
 	}
-	if v.Type() != fastjson.TypeObject {
+	o, err := v.Object()
+	if err != nil {
 		return nil, fmt.Errorf("sse: %w %q: not a JSON object", ErrMalformed, head(data))
 	}
-	if ev := v.Get("error"); ev != nil && ev.Type() != fastjson.TypeNull {
+	if d.topFn == nil {
+		d.topFn, d.choiceFn = d.onTop, d.onChoice
+	}
+	d.ev, d.cv, d.uv, d.objErr = nil, nil, nil, false
+	if bytes.Contains(data, quotedError) || bytes.Contains(data, quotedUsage) {
+		// One pass over the keys (first occurrence wins, as with Get).
+		o.Visit(d.topFn)
+	} else {
+		// Fast path for ordinary token chunks: neither key can be present.
+		d.cv = o.Get("choices")
+	}
+	ev, cv, uv, objErr := d.ev, d.cv, d.uv, d.objErr
+	if ev != nil && ev.Type() != fastjson.TypeNull {
 		c.Err = serverError(v, ev)
 		return c, nil
 	}
-	if string(v.GetStringBytes("object")) == "error" {
+	if objErr {
 		c.Err = serverError(v, nil)
 		return c, nil
 	}
-	if cv := v.Get("choices"); cv != nil && cv.Type() != fastjson.TypeNull {
+	if cv != nil && cv.Type() != fastjson.TypeNull {
 		arr, err := cv.Array()
 		if err != nil {
 			return nil, fmt.Errorf("sse: %w %q: choices: %w", ErrMalformed, head(data), err)
 		}
 		for _, ch := range arr {
-			idx := 0
-			if iv := ch.Get("index"); iv != nil {
-				idx, err = iv.Int()
-				if err != nil || idx < 0 {
+			co, err := ch.Object()
+			if err != nil {
+				return nil, fmt.Errorf("sse: %w %q: choices[] is not an object", ErrMalformed, head(data))
+			}
+			d.iv, d.tv, d.fv = nil, nil, nil
+			co.Visit(d.choiceFn)
+			iv, tv, fv := d.iv, d.tv, d.fv
+			var choice Choice
+			if iv != nil {
+				if iv.Type() != fastjson.TypeNumber {
+					return nil, fmt.Errorf("sse: %w %q: choices[].index is not a number", ErrMalformed, head(data))
+				}
+				choice.Index, err = iv.Int()
+				if err != nil || choice.Index < 0 {
 					return nil, fmt.Errorf("sse: %w %q: choices[].index is not a non-negative integer", ErrMalformed, head(data))
 				}
 			}
-			choice := Choice{Index: idx, Text: ch.GetStringBytes("text")}
-			if fr := ch.GetStringBytes("finish_reason"); len(fr) > 0 {
-				choice.FinishReason, choice.Finished = fr, true
+			if tv != nil && tv.Type() == fastjson.TypeString {
+				choice.Text, _ = tv.StringBytes()
+			}
+			if fv != nil && fv.Type() == fastjson.TypeString {
+				if fr, _ := fv.StringBytes(); len(fr) > 0 {
+					choice.FinishReason, choice.Finished = fr, true
+				}
 			}
 			c.Choices = append(c.Choices, choice)
 		}
 	}
-	if uv := v.Get("usage"); uv != nil && uv.Type() == fastjson.TypeObject {
+	if uv != nil && uv.Type() == fastjson.TypeObject {
 		c.HasUsage = true
 		c.Usage = Usage{
 			PromptTokens:     uv.GetInt("prompt_tokens"),

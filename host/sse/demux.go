@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 )
 
@@ -89,6 +90,9 @@ type Demux struct {
 	Expect int
 	// KeepText keeps each sequence's text in Sequence.Text.
 	KeepText bool
+	// MarkCap is the initial capacity of each new sequence's Marks (e.g. max_tokens,
+	// bounded by the caller), so that recording a stream does not regrow them.
+	MarkCap int
 
 	// Usage is the request's usage: the last usage-only chunk (`"choices":[]`), valid
 	// when HasUsage.
@@ -99,13 +103,25 @@ type Demux struct {
 	// Events counts decoded events (including [DONE]).
 	Events int
 
-	dec   Decoder
+	dec   *Decoder
 	seqs  []Sequence
 	marks int
 }
 
 // Marks returns the number of token-bearing chunks seen so far, over all sequences.
 func (d *Demux) Marks() int { return d.marks }
+
+// decoderPool recycles Decoders (their fastjson parser memory) across streams.
+var decoderPool = sync.Pool{New: func() any { return new(Decoder) }}
+
+// Release returns the Demux's chunk decoder to a shared pool; the Demux takes another
+// on its next Feed. Sequences already returned by Finalize are unaffected.
+func (d *Demux) Release() {
+	if d.dec != nil {
+		decoderPool.Put(d.dec)
+		d.dec = nil
+	}
+}
 
 // Reset clears the Demux for a new stream, keeping allocated memory.
 func (d *Demux) Reset(base time.Time, expect int) {
@@ -124,6 +140,9 @@ func (d *Demux) Reset(base time.Time, expect int) {
 func (d *Demux) Feed(ev Event) error {
 	if len(ev.Data) == 0 {
 		return nil
+	}
+	if d.dec == nil {
+		d.dec = decoderPool.Get().(*Decoder)
 	}
 	c, err := d.dec.Decode(ev.Data)
 	if err != nil {
@@ -147,6 +166,9 @@ func (d *Demux) Feed(ev Event) error {
 			d.seqs = append(d.seqs, Sequence{})
 			s := &d.seqs[len(d.seqs)-1]
 			s.Index = len(d.seqs) - 1
+			if d.MarkCap > 0 && s.Marks == nil {
+				s.Marks = make([]Mark, 0, d.MarkCap)
+			}
 		}
 		s := &d.seqs[ch.Index]
 		first := !s.seen

@@ -58,8 +58,12 @@ type Reader struct {
 	scan    int // no '\n' in buf[r:scan]
 	data    []byte
 	hasData bool
-	at      time.Time
-	err     error
+	// inBuf: the event's only data line so far is buf[dOff:dEnd], not yet copied to data
+	// (the common single-line event is returned without a copy).
+	inBuf      bool
+	dOff, dEnd int
+	at         time.Time
+	err        error
 }
 
 // NewReader returns a Reader on src with an initial buffer of size bytes
@@ -76,7 +80,7 @@ func (rd *Reader) Reset(src io.Reader) {
 	rd.src = src
 	rd.r, rd.w, rd.scan = 0, 0, 0
 	rd.data = rd.data[:0]
-	rd.hasData = false
+	rd.hasData, rd.inBuf = false, false
 	rd.at = time.Time{}
 	rd.err = nil
 }
@@ -109,8 +113,11 @@ func (rd *Reader) Next() (Event, error) {
 				continue
 			}
 			ev := Event{Data: rd.data, At: rd.at}
+			if rd.inBuf {
+				ev.Data = rd.buf[rd.dOff:rd.dEnd]
+			}
 			rd.data = rd.data[:0]
-			rd.hasData = false
+			rd.hasData, rd.inBuf = false, false
 			return ev, nil
 		}
 		if line[0] == ':' {
@@ -126,11 +133,23 @@ func (rd *Reader) Next() (Event, error) {
 		if string(field) != "data" {
 			continue // id, event, retry, unknown fields
 		}
-		if rd.hasData {
-			rd.data = append(rd.data, '\n')
+		if !rd.hasData {
+			rd.dOff = cap(rd.buf) - cap(value)
+			rd.dEnd = rd.dOff + len(value)
+			rd.hasData, rd.inBuf = true, true
+			continue
 		}
+		rd.materialize()
+		rd.data = append(rd.data, '\n')
 		rd.data = append(rd.data, value...)
-		rd.hasData = true
+	}
+}
+
+// materialize copies a data line still in buf into data.
+func (rd *Reader) materialize() {
+	if rd.inBuf {
+		rd.data = append(rd.data[:0], rd.buf[rd.dOff:rd.dEnd]...)
+		rd.inBuf = false
 	}
 }
 
@@ -144,6 +163,7 @@ func (rd *Reader) end() error {
 		return fmt.Errorf("sse: read: %w", rd.err)
 	}
 	if len(pending) > 0 || rd.hasData {
+		rd.materialize()
 		return fmt.Errorf("sse: %w: ended inside an event (%d bytes of an unfinished line, %d bytes of data)",
 			ErrTruncated, len(pending), len(rd.data))
 	}
@@ -153,6 +173,7 @@ func (rd *Reader) end() error {
 // fill compacts the buffer, grows it when full, and performs one read, stamping the
 // arrival time when bytes came in.
 func (rd *Reader) fill() error {
+	rd.materialize() // compaction and growth move buf
 	if rd.r > 0 {
 		n := copy(rd.buf, rd.buf[rd.r:rd.w])
 		rd.scan -= rd.r
