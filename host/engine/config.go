@@ -80,7 +80,8 @@ type Config struct {
 	Faults Faults
 	// StepLog, when not nil, receives one line per engine step:
 	// "step=N active=A decode=D prefill_tokens=P spec_tokens=S waiting=W kv_blocks=K experts=E
-	// fwd_ms=F wall_ms=W" (fwd_ms simulated, wall_ms = fwd_ms × TimeScale). Defaults to nil.
+	// fwd_ms=F wall_ms=W" (fwd_ms simulated; wall_ms measured, ≈ fwd_ms × TimeScale on
+	// average). Defaults to nil.
 	StepLog io.Writer
 }
 

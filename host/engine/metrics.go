@@ -206,7 +206,9 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 //
 //	genload_engine_steps_total                    engine steps (forward passes)
 //	genload_engine_decode_steps_total             steps without prefill tokens
-//	genload_engine_step_duration_seconds          wall duration of every step (histogram)
+//	genload_engine_step_duration_seconds          measured wall duration of every step, from the
+//	                                              end of the previous step (or the end of idling)
+//	                                              to the moment its tokens are handed out
 //	genload_engine_decode_step_duration_seconds   wall duration of decode-only steps
 //	genload_engine_step_simulated_seconds         unscaled cost-model duration of every step
 //	genload_engine_time_scale                     wall seconds per simulated second
@@ -317,7 +319,7 @@ func (m *metrics) write(out io.Writer, dialect, model string, timeScale float64)
 	// The engine's own truth, in every dialect.
 	fmt.Fprintf(w, "# HELP genload_engine_steps_total Engine steps (forward passes) run.\n# TYPE genload_engine_steps_total counter\ngenload_engine_steps_total %d\n", m.steps)
 	fmt.Fprintf(w, "# HELP genload_engine_decode_steps_total Engine steps without prefill tokens.\n# TYPE genload_engine_decode_steps_total counter\ngenload_engine_decode_steps_total %d\n", m.decSteps)
-	fmt.Fprintf(w, "# HELP genload_engine_step_duration_seconds Wall-clock duration of each engine step (simulated duration × time scale).\n# TYPE genload_engine_step_duration_seconds histogram\n")
+	fmt.Fprintf(w, "# HELP genload_engine_step_duration_seconds Measured wall-clock duration of each engine step (target: simulated duration × time scale).\n# TYPE genload_engine_step_duration_seconds histogram\n")
 	m.stepWall.write(w, "genload_engine_step_duration_seconds", "")
 	fmt.Fprintf(w, "# HELP genload_engine_decode_step_duration_seconds Wall-clock duration of each engine step without prefill tokens.\n# TYPE genload_engine_decode_step_duration_seconds histogram\n")
 	m.decWall.write(w, "genload_engine_decode_step_duration_seconds", "")
