@@ -58,6 +58,9 @@ func commands() []command {
 		{"run", "run a benchmark matrix (bench.toml) and write results", cmdRun},
 		{"serve", "start the built-in serving engine (OpenAI-compatible) on a loopback port", cmdServe},
 		{"lengths", "print the prompt lengths a length plugin gives for one cell", cmdLengths},
+		{"consistency", "per-cell CV of per-forward latency across repeated runs of a matrix", cmdConsistency},
+		{"diff", "per-cell change in % of per-forward latency and TTFT from one run to another", cmdDiff},
+		{"plot", "PNG and SVG of per-forward latency vs batch size (one run, or before/after)", cmdPlot},
 		{"plugin", "check a WebAssembly plugin: genload plugin check FILE.wasm", cmdPlugin},
 		{"version", "print genload's version", cmdVersion},
 	}

@@ -29,6 +29,7 @@ it exists, else the defaults.`,
 			{"a real server, two sequence lengths", "genload run -c bench.toml --target http://127.0.0.1:8000 --model my-model --seq-lens 4000,8000"},
 			{"uniform lengths, routed mode", "genload run --lengths uniform --mode routed"},
 			{"continue a run that was interrupted or failed", "genload run --resume results/20261130-101500.jsonl"},
+			{"five repeats, failing (exit 6) when a cell's per-forward CV exceeds 5 %", "genload run --repeat 5 --max-cv 5"},
 		}, e)
 	cfgPath := fs.String("c", "", "bench.toml to read (default ./bench.toml if present)")
 	fs.StringVar(cfgPath, "config", "", "same as -c")
@@ -46,11 +47,19 @@ it exists, else the defaults.`,
 	timeScale := fs.Float64("time-scale", 0, "built-in engine time scale (overrides [engine.time_scale])")
 	runID := fs.String("run-id", "", "name of the results files (default: UTC start time)")
 	resume := fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
+	repeat := fs.Int("repeat", 1, "run the whole matrix N times (run ids <id>-r1 … <id>-rN, same config and seed), then print their consistency (see 'genload consistency --help')")
+	maxCV, cvStat := cvFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return exitcode.Errorf(exitcode.Usage, "unexpected argument %q (see 'genload run --help')", fs.Arg(0))
+	}
+	if err := checkCVFlags(*maxCV, *cvStat, "run"); err != nil {
+		return err
+	}
+	if *repeat < 1 || (*repeat > 1 && *resume != "") || (*maxCV > 0 && *repeat < 2) {
+		return exitcode.Errorf(exitcode.Usage, "--repeat %d: want N ≥ 1, not with --resume; --max-cv needs --repeat ≥ 2 (see 'genload run --help')", *repeat)
 	}
 	var cfg *config.Config
 	var err error
@@ -117,8 +126,12 @@ it exists, else the defaults.`,
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	_, err = run.Run(ctx, cfg, run.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
-		RunID: *runID, Getenv: e.getenv, Resume: *resume})
+	opt := run.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
+		RunID: *runID, Getenv: e.getenv, Resume: *resume}
+	if *repeat > 1 {
+		return runRepeats(ctx, cfg, opt, *repeat, *maxCV, *cvStat, e)
+	}
+	_, err = run.Run(ctx, cfg, opt)
 	return err
 }
 

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/run"
+)
+
+// cvStats are the values of --cv-stat: the run-level statistic held against --max-cv.
+var cvStats = []string{"max", "p90", "median"}
+
+func cmdConsistency(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("consistency", "genload consistency [--max-cv PCT] [--cv-stat max|p90|median] RUN.json RUN.json [RUN.json…]",
+		`Compare repeated runs of the same matrix (.json or .jsonl results files, at least two): for
+each cell measured in every run, the coefficient of variation (CV) of its mean per-forward
+latency over the runs — CV = sample standard deviation / mean, in % — and, when the runs kept
+HDR histograms, the per-forward percentiles of all runs' sequences merged. Then the run-level
+summary: median, P90 and max per-cell CV; cells with CV ≤ 5 % and ≤ 10 %; each run's mean and
+median per-forward latency over the common cells and their span across runs (max/min − 1).
+
+Cells are matched by (L, B); cells missing from a run or not measured in it are left out and
+listed. With --max-cv the command exits with code 6 (thresholds failed) when the statistic
+chosen by --cv-stat (default: the max per-cell CV) exceeds PCT percent — for CI.`,
+		[][2]string{
+			{"three repeats of one matrix", "genload consistency results/a-r1.json results/a-r2.json results/a-r3.json"},
+			{"fail CI when any cell's CV exceeds 5 %", "genload consistency --max-cv 5 results/a-r*.json"},
+			{"fail CI when the P90 per-cell CV exceeds 3 %", "genload consistency --max-cv 3 --cv-stat p90 results/a-r*.jsonl"},
+		}, e)
+	maxCV, cvStat := cvFlags(fs)
+	files, err := parseFiles(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := checkCVFlags(*maxCV, *cvStat, "consistency"); err != nil {
+		return err
+	}
+	if len(files) < 2 {
+		return exitcode.Errorf(exitcode.Usage, "need at least two results files, got %d (see 'genload consistency --help')", len(files))
+	}
+	runs, err := report.ReadRuns(files)
+	if err != nil {
+		return err
+	}
+	return consistency(runs, *maxCV, *cvStat, e)
+}
+
+// cvFlags declares --max-cv and --cv-stat on fs (run and consistency share them).
+func cvFlags(fs *flag.FlagSet) (*float64, *string) {
+	maxCV := fs.Float64("max-cv", 0, "exit with code 6 when the --cv-stat per-cell CV of per-forward latency exceeds PCT percent (0 = no threshold)")
+	cvStat := fs.String("cv-stat", "max", "the run-level CV statistic held against --max-cv: max, p90 or median (nearest-rank) of the per-cell CVs")
+	return maxCV, cvStat
+}
+
+func checkCVFlags(maxCV float64, cvStat, cmd string) error {
+	if maxCV < 0 {
+		return exitcode.Errorf(exitcode.Usage, "--max-cv %g: must be ≥ 0 percent (see 'genload %s --help')", maxCV, cmd)
+	}
+	for _, s := range cvStats {
+		if s == cvStat {
+			return nil
+		}
+	}
+	return exitcode.Errorf(exitcode.Usage, "--cv-stat %q: want max, p90 or median (see 'genload %s --help')", cvStat, cmd)
+}
+
+// consistency prints the consistency table and summary of runs and holds the --cv-stat
+// statistic against maxCV percent (0 = no threshold): crossing it is a ThresholdsFailed error.
+func consistency(runs []*report.Run, maxCV float64, cvStat string, e *env) error {
+	c, err := report.Consistent(runs)
+	if err != nil {
+		return err
+	}
+	c.WriteMarkdown(e.stdout)
+	if maxCV <= 0 {
+		return nil
+	}
+	v, err := c.Stat(cvStat)
+	if err != nil {
+		return exitcode.With(exitcode.Usage, err)
+	}
+	if 100*v > maxCV {
+		where := ""
+		if cvStat == "max" {
+			where = " at " + c.MaxCell.String()
+		}
+		return exitcode.Errorf(exitcode.ThresholdsFailed, "%s per-cell CV %.2f %%%s exceeds --max-cv %g %%", cvStat, 100*v, where, maxCV)
+	}
+	fmt.Fprintf(e.stdout, "threshold: %s per-cell CV %.2f %% ≤ --max-cv %g %%: ok\n", cvStat, 100*v, maxCV)
+	return nil
+}
+
+// runRepeats runs cfg n times (run ids <id>-r1 … <id>-rn, same config and seed), then prints
+// the consistency of the n runs as read back from their .json files (exactly what
+// 'genload consistency' prints for them) and applies the --max-cv threshold.
+func runRepeats(ctx context.Context, cfg *config.Config, opt run.Options, n int, maxCV float64, cvStat string, e *env) error {
+	base := opt.RunID
+	if base == "" {
+		base = time.Now().UTC().Format("20060102-150405")
+	}
+	runs := make([]*report.Run, 0, n)
+	var paths []string
+	for k := 1; k <= n; k++ {
+		opt.RunID = base + "-r" + strconv.Itoa(k)
+		fmt.Fprintf(e.stderr, "repeat %d of %d: run %s\n", k, n, opt.RunID)
+		res, err := run.Run(ctx, cfg, opt)
+		if err != nil {
+			return fmt.Errorf("repeat %d of %d (run %s): %w", k, n, opt.RunID, err)
+		}
+		r, err := report.ReadFile(res.JSON)
+		if err != nil {
+			return fmt.Errorf("repeat %d of %d: %w", k, n, err)
+		}
+		runs = append(runs, r)
+		paths = append(paths, res.JSON)
+	}
+	fmt.Fprintf(e.stdout, "\nresults of the %d repeats: %v\n", n, paths)
+	return consistency(runs, maxCV, cvStat, e)
+}
+
+// parseFiles parses args, flags and file arguments in any order (flag.Parse stops at the first
+// non-flag, so "genload plot a.json -o x" would take -o as a file), and returns the files.
+// "--" ends the flags. Errors are parse's.
+func parseFiles(fs *flag.FlagSet, args []string) ([]string, error) {
+	var files []string
+	for {
+		if err := parse(fs, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return files, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(files, rest...), nil
+		}
+		files = append(files, rest[0])
+		args = rest[1:]
+	}
+}

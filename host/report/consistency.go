@@ -1,0 +1,404 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/genload/genload/host/measure"
+)
+
+// CellKey identifies a cell across runs: its target mean sequence length L and batch size B
+// (tokens, sequences). Cell indexes are not used, so runs of matrices that differ still line
+// up on the cells they share.
+type CellKey struct {
+	SeqLen int `json:"seq_len"`
+	Batch  int `json:"batch"`
+}
+
+// String is "L=…,B=…", as matrix.Cell.Key.
+func (k CellKey) String() string { return fmt.Sprintf("L=%d,B=%d", k.SeqLen, k.Batch) }
+
+func keyOf(c *Cell) CellKey { return CellKey{c.Cell.SeqLen, c.Cell.Batch} }
+
+// LeftOut is a cell not compared, and why (missing from a run, or not measured in it).
+type LeftOut struct {
+	CellKey
+	Reason string `json:"reason"`
+}
+
+// CellCV is the repeatability of one cell over the runs compared.
+//
+// The figure is the cell's mean per-forward latency (measure.Figures.PerForward.Mean: the
+// per-sequence decode time divided by completion tokens − 1, averaged over the cell's
+// sequences), one value x_i per run i = 1…n:
+//
+//	Mean = Σ x_i / n
+//	SD   = √( Σ (x_i − Mean)² / (n − 1) )   (sample standard deviation, Bessel-corrected)
+//	CV   = SD / Mean                        (a fraction; 0.05 is 5 %)
+//
+// computed with gonum's stat.MeanStdDev. WindowCV is the same for the full-occupancy figure
+// (measure.Window.PerStep), NaN unless the window was valid in every run. Merged is the
+// per-forward distribution of all runs' sequences together, from their merged HDR histograms
+// (nil unless every run kept them); its percentiles are HDR's, clamped to the exact [Min, Max]
+// (see measure.Histogram).
+type CellCV struct {
+	CellKey
+	Runs     []time.Duration  `json:"-"` // x_i, run order
+	Mean     time.Duration    `json:"-"`
+	SD       time.Duration    `json:"-"`
+	Min, Max time.Duration    `json:"-"`
+	CV       float64          `json:"cv"`
+	WindowCV float64          `json:"-"`
+	Merged   *measure.Summary `json:"-"`
+}
+
+// Consistency is the repeatability of a set of runs of the same matrix: a CellCV per cell
+// measured in every run, then run-level statistics.
+//
+// Quantiles of CVs (MedianCV, P90CV) are nearest-rank, x[⌈q·n⌉−1] of the ascending values
+// (gonum stat.Empirical), like measure.Summary: always one of the cells' CVs, the lower middle
+// value for an even count. Within5 and Within10 count cells with CV ≤ 0.05 and ≤ 0.10.
+//
+// The whole-run figures are taken over the common cells only, so that runs compare on the
+// same cells: RunMean[i] is the mean, RunMedian[i] the nearest-rank median, over the common
+// cells of run i's per-cell mean per-forward latency. MeanSpan = max(RunMean)/min(RunMean) − 1,
+// MedianSpan likewise (fractions): how far apart the best and the worst run are.
+type Consistency struct {
+	RunIDs   []string  `json:"run_ids"`
+	Cells    []CellCV  `json:"cells"`
+	LeftOut  []LeftOut `json:"left_out,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
+
+	MedianCV float64 `json:"median_cv"`
+	P90CV    float64 `json:"p90_cv"`
+	MaxCV    float64 `json:"max_cv"`
+	MaxCell  CellKey `json:"max_cv_cell"`
+	Within5  int     `json:"cells_cv_le_5pct"`
+	Within10 int     `json:"cells_cv_le_10pct"`
+
+	RunMean    []time.Duration `json:"-"`
+	RunMedian  []time.Duration `json:"-"`
+	MeanSpan   float64         `json:"mean_span"`
+	MedianSpan float64         `json:"median_span"`
+}
+
+// measured returns c's mean per-forward latency when the cell was measured with at least one
+// per-forward sample.
+func measured(c *Cell) (time.Duration, string) {
+	switch {
+	case c.Status != StatusOK:
+		return 0, "status " + c.Status
+	case c.Figures == nil || c.Figures.PerForward.N == 0:
+		return 0, "no per-forward sample"
+	}
+	return c.Figures.PerForward.Mean, ""
+}
+
+// runLabel is the run's id, or "run N" (1-based) when it has none.
+func runLabel(r *Run, i int) string {
+	if r.Header.RunID != "" {
+		return r.Header.RunID
+	}
+	return "run " + strconv.Itoa(i+1)
+}
+
+// common returns the keys of the cells measured in every run (ascending L, then B), each
+// run's cells by key, and the other cells with the first reason found (run order).
+func common(runs []*Run) ([]CellKey, []map[CellKey]*Cell, []LeftOut) {
+	by := make([]map[CellKey]*Cell, len(runs))
+	all := map[CellKey]bool{}
+	for i, r := range runs {
+		by[i] = map[CellKey]*Cell{}
+		for j := range r.Cells {
+			c := &r.Cells[j]
+			by[i][keyOf(c)] = c // a later record of the same cell supersedes (as Latest)
+			all[keyOf(c)] = true
+		}
+	}
+	var keys []CellKey
+	var left []LeftOut
+	for k := range all {
+		reason := ""
+		for i, r := range runs {
+			c, ok := by[i][k]
+			if !ok {
+				reason = "missing from " + runLabel(r, i)
+				break
+			}
+			if _, why := measured(c); why != "" {
+				reason = why + " in " + runLabel(r, i)
+				break
+			}
+		}
+		if reason == "" {
+			keys = append(keys, k)
+		} else {
+			left = append(left, LeftOut{k, reason})
+		}
+	}
+	cmp := func(a, b CellKey) int {
+		if a.SeqLen != b.SeqLen {
+			return a.SeqLen - b.SeqLen
+		}
+		return a.Batch - b.Batch
+	}
+	slices.SortFunc(keys, cmp)
+	slices.SortFunc(left, func(a, b LeftOut) int { return cmp(a.CellKey, b.CellKey) })
+	return keys, by, left
+}
+
+// nearestRank returns the nearest-rank q-quantile of xs (sorted ascending; 0 when empty), as
+// gonum's stat.Quantile with stat.Empirical.
+func nearestRank(q float64, sorted []float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return stat.Quantile(q, stat.Empirical, sorted, nil)
+}
+
+func durs(xs []time.Duration) []float64 {
+	f := make([]float64, len(xs))
+	for i, x := range xs {
+		f[i] = float64(x)
+	}
+	return f
+}
+
+// span is max/min − 1 of xs (0 when min ≤ 0 or xs is empty).
+func span(xs []time.Duration) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if lo <= 0 {
+		return 0
+	}
+	return float64(hi)/float64(lo) - 1
+}
+
+// Consistent compares runs (≥ 2) of the same matrix: see Consistency. Cells are matched by
+// (L, B); a cell missing from a run or not measured in it (status not ok, no per-forward
+// sample) is left out and listed in LeftOut. Differences in model, max_tokens, mode or target
+// kind between the runs are reported in Warnings. It fails with fewer than two runs or no
+// common measured cell.
+func Consistent(runs []*Run) (*Consistency, error) {
+	if len(runs) < 2 {
+		return nil, fmt.Errorf("consistency: need at least 2 runs, got %d", len(runs))
+	}
+	keys, by, left := common(runs)
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("consistency: no cell is measured in all %d runs (%d cells left out)", len(runs), len(left))
+	}
+	c := &Consistency{LeftOut: left, Warnings: headerDifferences(runs)}
+	for i, r := range runs {
+		c.RunIDs = append(c.RunIDs, runLabel(r, i))
+	}
+	cvs := make([]float64, 0, len(keys))
+	perRun := make([][]float64, len(runs))
+	for _, k := range keys {
+		cc := CellCV{CellKey: k, Runs: make([]time.Duration, len(runs))}
+		win := make([]float64, 0, len(runs))
+		var hist *measure.Histogram
+		for i := range runs {
+			cell := by[i][k]
+			cc.Runs[i], _ = measured(cell)
+			perRun[i] = append(perRun[i], float64(cc.Runs[i]))
+			if w := cell.Figures.Window; w.Valid {
+				win = append(win, float64(w.PerStep))
+			}
+			if h := cell.Figures.Hist; h != nil && h.PerForward != nil && (i == 0 || hist != nil) {
+				if hist == nil {
+					hist = measure.NewHistogram()
+				}
+				hist.Merge(h.PerForward)
+			} else {
+				hist = nil
+			}
+		}
+		mean, sd := stat.MeanStdDev(durs(cc.Runs), nil)
+		cc.Mean, cc.SD = time.Duration(math.Round(mean)), time.Duration(math.Round(sd))
+		cc.Min, cc.Max = slices.Min(cc.Runs), slices.Max(cc.Runs)
+		if mean > 0 {
+			cc.CV = sd / mean
+		}
+		cc.WindowCV = math.NaN()
+		if len(win) == len(runs) {
+			if m, s := stat.MeanStdDev(win, nil); m > 0 {
+				cc.WindowCV = s / m
+			}
+		}
+		if hist != nil && hist.Count() > 0 {
+			s := hist.Summary()
+			cc.Merged = &s
+		}
+		if cc.CV <= 0.05 {
+			c.Within5++
+		}
+		if cc.CV <= 0.10 {
+			c.Within10++
+		}
+		if cc.CV > c.MaxCV || len(cvs) == 0 {
+			c.MaxCV, c.MaxCell = cc.CV, k
+		}
+		cvs = append(cvs, cc.CV)
+		c.Cells = append(c.Cells, cc)
+	}
+	slices.Sort(cvs)
+	c.MedianCV, c.P90CV = nearestRank(0.5, cvs), nearestRank(0.9, cvs)
+	for _, xs := range perRun {
+		c.RunMean = append(c.RunMean, time.Duration(math.Round(stat.Mean(xs, nil))))
+		slices.Sort(xs)
+		c.RunMedian = append(c.RunMedian, time.Duration(nearestRank(0.5, xs)))
+	}
+	c.MeanSpan, c.MedianSpan = span(c.RunMean), span(c.RunMedian)
+	return c, nil
+}
+
+// headerDifferences lists the settings that differ between runs and make them measure
+// different things (model, max_tokens, mode, target kind, engine profile and time scale).
+func headerDifferences(runs []*Run) []string {
+	var out []string
+	get := map[string]func(h Header) string{
+		"model":       func(h Header) string { return h.Model },
+		"target kind": func(h Header) string { return h.TargetKind },
+		"max_tokens":  func(h Header) string { return strconv.Itoa(cfgMaxTokens(h)) },
+		"mode":        func(h Header) string { return cfgMode(h) },
+		"engine":      func(h Header) string { return fmt.Sprint(h.Engine["profile"], " ", h.Engine["time_scale"]) },
+	}
+	for _, name := range []string{"model", "target kind", "max_tokens", "mode", "engine"} {
+		vals := []string{}
+		for _, r := range runs {
+			if v := get[name](r.Header); !slices.Contains(vals, v) {
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) > 1 {
+			out = append(out, fmt.Sprintf("the runs differ in %s: %s", name, strings.Join(vals, " / ")))
+		}
+	}
+	return out
+}
+
+// Stat returns the run-level CV statistic named "max", "p90" or "median" (a fraction).
+func (c *Consistency) Stat(name string) (float64, error) {
+	switch name {
+	case "max":
+		return c.MaxCV, nil
+	case "p90":
+		return c.P90CV, nil
+	case "median":
+		return c.MedianCV, nil
+	}
+	return 0, fmt.Errorf("consistency: unknown CV statistic %q (want max, p90 or median)", name)
+}
+
+// ErrNoRuns is returned by ReadRuns for an empty list of paths.
+var ErrNoRuns = errors.New("no results file given")
+
+// ReadRuns reads each path with ReadFile (.json or .jsonl).
+func ReadRuns(paths []string) ([]*Run, error) {
+	if len(paths) == 0 {
+		return nil, ErrNoRuns
+	}
+	runs := make([]*Run, len(paths))
+	for i, p := range paths {
+		r, err := ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		runs[i] = r
+	}
+	return runs, nil
+}
+
+func pct(f float64) string {
+	if math.IsNaN(f) {
+		return "–"
+	}
+	return strconv.FormatFloat(100*f, 'f', 2, 64)
+}
+
+// WriteMarkdown writes the per-cell table (milliseconds; CVs in %) and the run-level summary
+// (see Summary).
+func (c *Consistency) WriteMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "\n## Consistency of %d runs: %s\n\n", len(c.RunIDs), strings.Join(c.RunIDs, ", "))
+	rows := [][]string{{"L", "B", "fwd ms mean", "sd", "min", "max", "CV %", "full-batch CV %", "merged p50", "merged p90", "merged p99"}}
+	for _, cc := range c.Cells {
+		r := []string{strconv.Itoa(cc.SeqLen), strconv.Itoa(cc.Batch), ms3(cc.Mean), ms3(cc.SD), ms3(cc.Min), ms3(cc.Max), pct(cc.CV), pct(cc.WindowCV)}
+		if m := cc.Merged; m != nil {
+			r = append(r, ms3(m.P50), ms3(m.P90), ms3(m.P99))
+		} else {
+			r = append(r, "–", "–", "–")
+		}
+		rows = append(rows, r)
+	}
+	markdownTable(w, rows)
+	fmt.Fprintln(w)
+	c.Summary(w)
+}
+
+// Summary writes the run-level summary: CV quantiles, cells within 5 % and 10 %, whole-run
+// mean and median per-forward latency per run and their spans, left-out cells, warnings.
+func (c *Consistency) Summary(w io.Writer) {
+	n := len(c.Cells)
+	fmt.Fprintf(w, "per-cell CV of per-forward latency (sample SD / mean over %d runs) across %d common cells", len(c.RunIDs), n)
+	if len(c.LeftOut) > 0 {
+		fmt.Fprintf(w, " (%d left out)", len(c.LeftOut))
+	}
+	fmt.Fprintf(w, ":\n  median %s %%, P90 %s %%, max %s %% (%s)\n", pct(c.MedianCV), pct(c.P90CV), pct(c.MaxCV), c.MaxCell)
+	fmt.Fprintf(w, "  cells with CV ≤ 5 %%: %d/%d; CV ≤ 10 %%: %d/%d\n", c.Within5, n, c.Within10, n)
+	runs := func(xs []time.Duration) string {
+		s := make([]string, len(xs))
+		for i, x := range xs {
+			s[i] = ms3(x)
+		}
+		return strings.Join(s, ", ")
+	}
+	fmt.Fprintf(w, "whole-run mean per-forward latency (ms, over the common cells): %s; span %s %%\n", runs(c.RunMean), pct(c.MeanSpan))
+	fmt.Fprintf(w, "whole-run median per-forward latency (ms): %s; span %s %%\n", runs(c.RunMedian), pct(c.MedianSpan))
+	for _, l := range c.LeftOut {
+		fmt.Fprintf(w, "left out %s: %s\n", l.CellKey, l.Reason)
+	}
+	for _, warn := range c.Warnings {
+		fmt.Fprintf(w, "⚠ %s\n", warn)
+	}
+}
+
+// markdownTable writes rows (the first is the header) as an aligned markdown table, the
+// first two columns (L, B) and every number right-aligned.
+func markdownTable(w io.Writer, rows [][]string) {
+	if len(rows) == 0 {
+		return
+	}
+	width := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for j, s := range r {
+			width[j] = max(width[j], len([]rune(s)), 1)
+		}
+	}
+	line := func(r []string) {
+		var b strings.Builder
+		b.WriteString("|")
+		for j, s := range r {
+			b.WriteString(" " + strings.Repeat(" ", width[j]-len([]rune(s))) + s + " |")
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	line(rows[0])
+	sep := make([]string, len(width))
+	for j := range sep {
+		sep[j] = strings.Repeat("-", width[j])
+	}
+	line(sep)
+	for _, r := range rows[1:] {
+		line(r)
+	}
+}

@@ -1,0 +1,113 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// CellDiff is one cell's change from a run Before to a run After.
+//
+// Change = After/Before − 1 of the cell's mean per-forward latency
+// (measure.Figures.PerForward.Mean), a fraction (+0.10 = 10 % slower after); TTFTChange is
+// the same for the TTFT median (Figures.TTFT.P50), NaN when Before's is 0.
+type CellDiff struct {
+	CellKey
+	Before, After         time.Duration
+	Change                float64
+	TTFTBefore, TTFTAfter time.Duration
+	TTFTChange            float64
+}
+
+// Diff compares two runs cell by cell over the cells measured in both (matched by (L, B)).
+//
+// Median, Min and Max are over the common cells' Change (the median is nearest-rank, the lower
+// middle value for an even count, as in Consistency); TTFTMedian, TTFTMin and TTFTMax likewise
+// over the TTFTChange values that are defined.
+type Diff struct {
+	Before, After string // run ids
+	Cells         []CellDiff
+	LeftOut       []LeftOut
+	Warnings      []string
+
+	Median, Min, Max             float64
+	TTFTMedian, TTFTMin, TTFTMax float64
+}
+
+func change(before, after time.Duration) float64 {
+	if before <= 0 {
+		return math.NaN()
+	}
+	return float64(after)/float64(before) - 1
+}
+
+// Compare returns the Diff from before to after. It fails when no cell is measured in both.
+func Compare(before, after *Run) (*Diff, error) {
+	runs := []*Run{before, after}
+	keys, by, left := common(runs)
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("diff: no cell is measured in both runs (%d cells left out)", len(left))
+	}
+	d := &Diff{Before: runLabel(before, 0), After: runLabel(after, 1), LeftOut: left, Warnings: headerDifferences(runs)}
+	var ch, tch []float64
+	for _, k := range keys {
+		b, a := by[0][k], by[1][k]
+		cd := CellDiff{CellKey: k, Before: b.Figures.PerForward.Mean, After: a.Figures.PerForward.Mean,
+			TTFTBefore: b.Figures.TTFT.P50, TTFTAfter: a.Figures.TTFT.P50}
+		cd.Change = change(cd.Before, cd.After)
+		cd.TTFTChange = change(cd.TTFTBefore, cd.TTFTAfter)
+		ch = append(ch, cd.Change)
+		if !math.IsNaN(cd.TTFTChange) {
+			tch = append(tch, cd.TTFTChange)
+		}
+		d.Cells = append(d.Cells, cd)
+	}
+	slices.Sort(ch)
+	d.Median, d.Min, d.Max = nearestRank(0.5, ch), ch[0], ch[len(ch)-1]
+	d.TTFTMedian, d.TTFTMin, d.TTFTMax = math.NaN(), math.NaN(), math.NaN()
+	if len(tch) > 0 {
+		slices.Sort(tch)
+		d.TTFTMedian, d.TTFTMin, d.TTFTMax = nearestRank(0.5, tch), tch[0], tch[len(tch)-1]
+	}
+	return d, nil
+}
+
+// WriteMarkdown writes the per-cell table (milliseconds; changes in %, + = slower after) and
+// the summary over the common cells.
+func (d *Diff) WriteMarkdown(w io.Writer) {
+	fmt.Fprintf(w, "\n## Change from %s (before) to %s (after)\n\n", d.Before, d.After)
+	rows := [][]string{{"L", "B", "fwd ms before", "fwd ms after", "fwd Δ %", "TTFT p50 before", "TTFT p50 after", "TTFT Δ %"}}
+	for _, c := range d.Cells {
+		rows = append(rows, []string{strconv.Itoa(c.SeqLen), strconv.Itoa(c.Batch), ms3(c.Before), ms3(c.After), plus(c.Change),
+			ms1(c.TTFTBefore), ms1(c.TTFTAfter), plus(c.TTFTChange)})
+	}
+	markdownTable(w, rows)
+	fmt.Fprintf(w, "\nper-forward latency change over %d common cells", len(d.Cells))
+	if len(d.LeftOut) > 0 {
+		fmt.Fprintf(w, " (%d left out)", len(d.LeftOut))
+	}
+	fmt.Fprintf(w, ": median %s %%, range %s … %s %%\n", plus(d.Median), plus(d.Min), plus(d.Max))
+	fmt.Fprintf(w, "TTFT p50 change: median %s %%, range %s … %s %%\n", plus(d.TTFTMedian), plus(d.TTFTMin), plus(d.TTFTMax))
+	for _, l := range d.LeftOut {
+		fmt.Fprintf(w, "left out %s: %s\n", l.CellKey, l.Reason)
+	}
+	for _, warn := range d.Warnings {
+		fmt.Fprintf(w, "⚠ %s\n", warn)
+	}
+}
+
+// plus formats a fraction as a percentage with an explicit sign ("+12.34", "-0.50", "–" for
+// NaN).
+func plus(f float64) string {
+	if math.IsNaN(f) {
+		return "–"
+	}
+	s := strconv.FormatFloat(100*f, 'f', 2, 64)
+	if f >= 0 {
+		s = "+" + s
+	}
+	return s
+}

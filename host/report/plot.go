@@ -1,0 +1,245 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/genload/genload/host/measure"
+)
+
+// Plot size and PNG resolution: 10 × 6.25 in at 144 dpi is 1440 × 900 pixels.
+const (
+	plotWidth  = 10 * vg.Inch
+	plotHeight = 6.25 * vg.Inch
+	plotDPI    = 144
+)
+
+// series is one run's per-forward latency at one sequence length, by batch size.
+type series struct {
+	seqLen int
+	xy     plotter.XYs // (B, ms)
+}
+
+// latencySeries returns run's measured cells as one series per sequence length (ascending),
+// points by ascending batch size: (B, mean per-forward latency in ms).
+func latencySeries(r *Run) []series {
+	by := map[int]plotter.XYs{}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		d, why := measured(c)
+		if why != "" {
+			continue
+		}
+		by[c.Cell.SeqLen] = append(by[c.Cell.SeqLen], plotter.XY{X: float64(c.Cell.Batch), Y: measure.Ms(d)})
+	}
+	out := make([]series, 0, len(by))
+	for l, xy := range by {
+		slices.SortFunc(xy, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		out = append(out, series{l, xy})
+	}
+	slices.SortFunc(out, func(a, b series) int { return a.seqLen - b.seqLen })
+	return out
+}
+
+// LatencyPlot draws per-forward latency (mean per-sequence latency per decode forward pass,
+// ms) against batch size, one line per sequence length L (colour and marker per L). With one
+// run the lines are solid; with two (before, after) the first run's lines are dashed and the
+// second's solid, same colour per L. The batch-size axis is log₂ with a tick at every batch
+// size measured; the latency axis is linear from 0, or log₁₀ (1-2-5 ticks) when the largest
+// value exceeds 20× the smallest so that short and long sequence lengths stay readable.
+// It fails for no run, more than two, or no measured cell.
+func LatencyPlot(runs ...*Run) (*plot.Plot, error) {
+	if len(runs) == 0 || len(runs) > 2 {
+		return nil, fmt.Errorf("plot: want one run or two (before, after), got %d", len(runs))
+	}
+	all := make([][]series, len(runs))
+	var lens, batches []int
+	lo, hi := math.Inf(1), 0.0
+	for i, r := range runs {
+		all[i] = latencySeries(r)
+		for _, s := range all[i] {
+			if !slices.Contains(lens, s.seqLen) {
+				lens = append(lens, s.seqLen)
+			}
+			for _, p := range s.xy {
+				if b := int(p.X); !slices.Contains(batches, b) {
+					batches = append(batches, b)
+				}
+				lo, hi = min(lo, p.Y), max(hi, p.Y)
+			}
+		}
+	}
+	if len(lens) == 0 {
+		return nil, fmt.Errorf("plot: no measured cell in %s", runLabel(runs[0], 0))
+	}
+	slices.Sort(lens)
+	slices.Sort(batches)
+
+	p := plot.New()
+	p.Title.Text = "Per-forward decode latency vs batch size\n" + plotSubtitle(runs)
+	p.Title.TextStyle.Font.Size = vg.Points(14)
+	p.X.Label.Text = "batch size B (sequences, log scale)"
+	p.Y.Label.Text = "per-forward latency (ms, mean per sequence)"
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = vg.Points(12)
+		a.Tick.Label.Font.Size = vg.Points(10)
+	}
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = batchTicks(batches)
+	p.X.Min, p.X.Max = float64(batches[0])/1.08, float64(batches[len(batches)-1])*1.08
+	if hi > 20*lo && lo > 0 {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = logTicks125{}
+		p.Y.Min, p.Y.Max = lo/1.15, hi*1.15
+		p.Y.Label.Text = "per-forward latency (ms, mean per sequence, log scale)"
+	} else {
+		p.Y.Min, p.Y.Max = 0, hi*1.08
+	}
+	grid := plotter.NewGrid()
+	grid.Vertical.Color = color.Gray{Y: 225}
+	grid.Horizontal.Color = color.Gray{Y: 225}
+	p.Add(grid)
+
+	dashed := []vg.Length{vg.Points(7), vg.Points(4)}
+	for i, ss := range all {
+		for _, s := range ss {
+			k := slices.Index(lens, s.seqLen)
+			lp, sc, err := plotter.NewLinePoints(s.xy)
+			if err != nil {
+				return nil, fmt.Errorf("plot: L=%d: %w", s.seqLen, err)
+			}
+			lp.Color = plotutil.Color(k)
+			lp.Width = vg.Points(1.8)
+			sc.Color = plotutil.Color(k)
+			sc.Shape = plotutil.Shape(k)
+			sc.Radius = vg.Points(3)
+			if len(runs) == 2 && i == 0 {
+				lp.Dashes = dashed
+				lp.Width = vg.Points(1.4)
+				sc.Radius = vg.Points(2.5)
+			}
+			p.Add(lp, sc)
+			if i == len(runs)-1 || !slices.ContainsFunc(all[len(runs)-1], func(o series) bool { return o.seqLen == s.seqLen }) {
+				if i == len(runs)-1 || len(runs) == 1 {
+					p.Legend.Add("L = "+strconv.Itoa(s.seqLen)+" tokens", lp, sc)
+				} else {
+					p.Legend.Add("L = "+strconv.Itoa(s.seqLen)+" tokens (before only)", lp, sc)
+				}
+			}
+		}
+	}
+	if len(runs) == 2 {
+		black := color.Gray{Y: 40}
+		p.Legend.Add("before: "+runLabel(runs[0], 0)+" (dashed)", &plotter.Line{LineStyle: draw.LineStyle{Color: black, Width: vg.Points(1.4), Dashes: dashed}})
+		p.Legend.Add("after: "+runLabel(runs[1], 1)+" (solid)", &plotter.Line{LineStyle: draw.LineStyle{Color: black, Width: vg.Points(1.8)}})
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), -vg.Points(6)
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	p.Legend.ThumbnailWidth = vg.Points(28)
+	p.Legend.Padding = vg.Points(3)
+	return p, nil
+}
+
+// plotSubtitle names the run(s), the model and, on the built-in engine, its profile and
+// time scale (its times are wall-clock at that scale).
+func plotSubtitle(runs []*Run) string {
+	h := runs[0].Header
+	var parts []string
+	if len(runs) == 1 {
+		parts = append(parts, "run "+runLabel(runs[0], 0))
+	} else {
+		parts = append(parts, runLabel(runs[0], 0)+" (before, dashed) vs "+runLabel(runs[1], 1)+" (after, solid)")
+	}
+	if h.Model != "" {
+		parts = append(parts, "model "+h.Model)
+	}
+	if ts, ok := h.Engine["time_scale"]; ok {
+		parts = append(parts, fmt.Sprintf("built-in engine %v at time scale %v", h.Engine["profile"], ts))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// batchTicks labels every batch size, except one that would sit closer than 0.2 log₂ units
+// (a ratio of 1.15) to the previous label.
+func batchTicks(batches []int) plot.ConstantTicks {
+	var t plot.ConstantTicks
+	last := math.Inf(-1)
+	for _, b := range batches {
+		lab := ""
+		if l := math.Log2(float64(b)); l-last >= 0.2 {
+			lab, last = strconv.Itoa(b), l
+		}
+		t = append(t, plot.Tick{Value: float64(b), Label: lab})
+	}
+	return t
+}
+
+// logTicks125 labels 1, 2 and 5 of each decade and marks the other integers of it.
+type logTicks125 struct{}
+
+// Ticks returns the ticks between lo and hi (both > 0).
+func (logTicks125) Ticks(lo, hi float64) []plot.Tick {
+	var t []plot.Tick
+	for dec := math.Pow10(int(math.Floor(math.Log10(lo)))); dec <= hi; dec *= 10 {
+		for m := 1; m < 10; m++ {
+			v := float64(m) * dec
+			if v < lo || v > hi {
+				continue
+			}
+			lab := ""
+			if m == 1 || m == 2 || m == 5 {
+				lab = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			t = append(t, plot.Tick{Value: v, Label: lab})
+		}
+	}
+	return t
+}
+
+// SavePlot writes p as <prefix>.png (1440 × 900 pixels) and <prefix>.svg and returns the two
+// paths.
+func SavePlot(p *plot.Plot, prefix string) (pngPath, svgPath string, err error) {
+	pngPath, svgPath = prefix+".png", prefix+".svg"
+	img := vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(plotDPI), vgimg.UseBackgroundColor(color.White))
+	p.Draw(draw.New(img))
+	if err := writeTo(pngPath, vgimg.PngCanvas{Canvas: img}); err != nil {
+		return "", "", err
+	}
+	svg := vgsvg.New(plotWidth, plotHeight)
+	p.Draw(draw.New(svg))
+	if err := writeTo(svgPath, svg); err != nil {
+		return "", "", err
+	}
+	return pngPath, svgPath, nil
+}
+
+// writeTo creates path and writes wt into it.
+func writeTo(path string, wt io.WriterTo) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	if _, err := wt.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("plot: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	return nil
+}
