@@ -67,3 +67,13 @@ func TestConfigValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// BenchmarkGammaNative64 is the native cost of one cell of batch 64, to compare with
+// host/plugin's BenchmarkGammaLengths64 (the same code inside wasm).
+func BenchmarkGammaNative64(b *testing.B) {
+	for b.Loop() {
+		if _, err := gammaLengths(defaultConfig(), 64, 16000, 1, 40000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
