@@ -441,6 +441,10 @@ func (c *Client) Warmup(ctx context.Context, mode Mode, prompts [][]int32) error
 // unknown mode, router failure); failures of individual requests are in
 // Result.Requests[i].Err (see Result.Err) and their sequences stay in the Result. Only
 // failures before a response body started (transport, 429, 5xx) are retried.
+//
+// Canceling ctx aborts the streams at once (Kind KindCanceled) and closes every
+// connection of the Client, including idle ones. After [DONE] a stream is read to its
+// end so that its connection can be reused; TotalTimeout bounds that too.
 func (c *Client) Send(ctx context.Context, mode Mode, prompts [][]int32, maxTokens int) (*Result, error) {
 	return c.send(ctx, mode, prompts, maxTokens, false)
 }
@@ -469,16 +473,26 @@ func (c *Client) send(ctx context.Context, mode Mode, prompts [][]int32, maxToke
 		}()
 	}
 	wg.Wait()
-	// assemble sequences: one per prompt (array, routed) or per choice (n)
+	// Assemble sequences: one per prompt (array, routed) or per choice (n), in prompt
+	// order; a request that failed before its stream contributes empty records, and
+	// indices a request did not ask for are dropped.
+	res.Sequences = make([]Sequence, 0, len(prompts))
 	for ri := range ps {
 		p := &ps[ri]
-		for k, s := range seqs[ri] {
-			prompt := 0
-			if mode != ModeN && k < len(p.prompts) {
-				prompt = p.prompts[k]
+		want := len(p.prompts)
+		if mode == ModeN {
+			want = p.n
+		}
+		for k := 0; k < want; k++ {
+			var s sse.Sequence
+			if k < len(seqs[ri]) {
+				s = seqs[ri][k]
+			} else {
+				s.Index = k
 			}
-			if mode != ModeN && k >= len(p.prompts) {
-				continue // an index the request did not ask for
+			prompt := 0
+			if mode != ModeN {
+				prompt = p.prompts[k]
 			}
 			res.Sequences = append(res.Sequences, Sequence{Sequence: s, Prompt: prompt, Request: ri})
 		}
@@ -553,7 +567,7 @@ func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request,
 		if out.Err == nil || !retry || attempt >= c.opts.Retries || ctx.Err() != nil {
 			break
 		}
-		d := c.opts.RetryDelay << attempt
+		d := c.opts.RetryDelay << min(attempt, 16)
 		if retryAfter > d {
 			d = retryAfter
 		}

@@ -491,3 +491,50 @@ func TestNewErrors(t *testing.T) {
 		t.Errorf("bad router: %v", err)
 	}
 }
+
+// A routed request that fails before its stream still yields its sequence record (empty,
+// unfinished), so Result.Sequences always has B entries in prompt order.
+func TestFailedRequestKeepsSequenceSlots(t *testing.T) {
+	s := newFakeServer(t)
+	s.hook = func(k int, w http.ResponseWriter, r *http.Request) bool {
+		if bytes.Contains(s.recorded()[k].body, []byte(`"prompt":[40,50]`)) {
+			http.Error(w, `{"error":{"message":"nope","code":400}}`, 400)
+			return true
+		}
+		return false
+	}
+	c, _ := New(Options{Target: s.URL})
+	defer c.Close()
+	res, err := c.Send(context.Background(), ModeRouted, prompts3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Sequences) != 3 {
+		t.Fatalf("%d sequences", len(res.Sequences))
+	}
+	for i, s := range res.Sequences {
+		failed := res.Requests[s.Request].Err != nil
+		if s.Prompt != i || failed != (i == 1) || s.Finished == failed {
+			t.Errorf("sequence %d: prompt %d failed %v finished %v", i, s.Prompt, failed, s.Finished)
+		}
+	}
+}
+
+// Configured server-timing headers are captured by their configured name (the fake sends
+// "Generation-Duration: 0.5"); absent ones are not invented.
+func TestCaptureHeaders(t *testing.T) {
+	s := newFakeServer(t)
+	c, _ := New(Options{Target: s.URL, GenerationDurationHeader: "generation-duration", SpeculationAcceptanceHeader: "speculation-acceptance"})
+	defer c.Close()
+	res, err := c.Send(context.Background(), ModeArray, prompts3, 2)
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	h := res.Requests[0].Headers
+	if len(h) != 1 || h["generation-duration"] != "0.5" {
+		t.Fatalf("headers %v", h)
+	}
+	if u := res.Requests[0]; !u.HasUsage || u.Usage.CompletionTokens != 6 || u.Usage.PromptTokens != 6 || !u.Done {
+		t.Fatalf("usage %+v done %v", u.Usage, u.Done)
+	}
+}
