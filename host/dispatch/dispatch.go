@@ -723,6 +723,9 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 		case errors.As(serr, &se):
 			out.Err = &RequestError{Kind: KindServer, URL: u, Status: out.Status, Message: se.Message, Err: se}
 			return seqs, warm && (se.Code == 429 || se.Code >= 500), 0
+		case isTimeout(serr):
+			// the only read deadline set while streaming is the total one
+			out.Err = &RequestError{Kind: KindTimeout, URL: u, Status: out.Status, Timeout: "total", Err: serr}
 		case errors.Is(serr, sse.ErrTruncated) || errors.Is(serr, sse.ErrMalformed):
 			out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: serr}
 		default:
@@ -761,6 +764,11 @@ func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
 }
 
 func hasMark(d *sse.Demux) bool { return d.Marks() > 0 }
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
 
 func isDialTimeout(err error) bool {
 	var oe *net.OpError
