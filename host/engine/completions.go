@@ -527,6 +527,9 @@ func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completio
 	case DialectVLLM:
 		b = append(b, `,"service_tier":null,"system_fingerprint":null,"usage":`...)
 		b = e.appendUsage(b, prompt, completion, cached, true)
+		if e.cfg.HidePromptTokensDetails { // non-streaming vLLM keeps the null
+			b = append(b[:len(b)-1], `,"prompt_tokens_details":null}`...)
+		}
 		b = append(b, `,"kv_transfer_params":null`...)
 	case DialectSGLang:
 		b = append(b, `,"usage":`...)
