@@ -99,6 +99,9 @@ func TestBadLengthsCalls(t *testing.T) {
 			if pe.Fatal != c.fatal {
 				t.Errorf("Fatal = %v, want %v", pe.Fatal, c.fatal)
 			}
+			if c.name == "panic" && (pe.Output != "about to panic\n" || !strings.Contains(pe.Detail, "goroutine")) {
+				t.Errorf("panic: output %q, detail %q; want the guest's stderr and the stack", pe.Output, pe.Detail)
+			}
 			// The host keeps running; a non-fatal failure leaves the instance usable, a fatal one
 			// makes later calls fail at once with the reason.
 			ls, err := p.Lengths(ctx, 3, 50, 1, 100)

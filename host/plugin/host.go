@@ -564,6 +564,7 @@ func (in *instance) status(ctx context.Context, export string, rc uint64, hint s
 		return nil
 	}
 	st := abi.Status(-r)
+	output := in.out.String() // before genload_last_error's call resets it
 	msg := ""
 	if res, err := in.call(ctx, abi.LastError, in.lastError); err == nil {
 		if b, err := in.read(abi.LastError, res[0]); err == nil {
@@ -584,7 +585,7 @@ func (in *instance) status(ctx context.Context, export string, rc uint64, hint s
 		hint = "the plugin and host disagree about the ABI; " + rebuildHint
 	}
 	return &Error{Plugin: in.info.Name, Path: in.m.path, Export: export, Status: st,
-		Err: errors.New(firstLine(msg)), Hint: hint, Detail: msg, Output: in.out.String()}
+		Err: errors.New(firstLine(msg)), Hint: hint, Detail: msg, Output: output}
 }
 
 // close releases the wazero module.

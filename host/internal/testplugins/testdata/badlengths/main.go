@@ -37,6 +37,7 @@ func bad(c lengths.Call) ([]int, error) {
 	}
 	switch c.Mean {
 	case 1:
+		fmt.Fprintln(os.Stderr, "about to panic")
 		panic("boom")
 	case 2:
 		p := (*byte)(unsafe.Pointer(uintptr(0xfffffff0)))
