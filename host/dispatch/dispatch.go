@@ -156,8 +156,8 @@ func New(opts Options) (*Client, error) {
 		StreamResponseBody:        true,
 		MaxConnsPerHost:           1 << 16,
 		MaxIdemponentCallAttempts: 1,
-		ReadBufferSize:            32 << 10,
-		WriteBufferSize:           64 << 10,
+		ReadBufferSize:            8 << 10,
+		WriteBufferSize:           16 << 10,
 		MaxIdleConnDuration:       90 * time.Second,
 		Dial:                      c.dial,
 	}
@@ -200,6 +200,14 @@ func sortHeaders(h [][2]string) {
 func (c *Client) Close() {
 	c.hc.CloseIdleConnections()
 	c.conns.closeAll()
+}
+
+// OpenConns returns the number of TCP connections the Client holds open (idle or busy),
+// for leak checks.
+func (c *Client) OpenConns() int {
+	c.conns.mu.Lock()
+	defer c.conns.mu.Unlock()
+	return len(c.conns.m)
 }
 
 // Result is what one Send measured.
