@@ -28,7 +28,7 @@ func uniformLengths(c lengths.Call) ([]int, error) {
 	}
 	out := make([]int, c.N)
 	for i := range out {
-		out[i] = min(max(c.Mean, c.Min), c.Max)
+		out[i] = c.Clamp(c.Mean)
 	}
 	return out, nil
 }

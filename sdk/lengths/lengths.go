@@ -20,6 +20,9 @@ type Call struct {
 	Seed              uint64
 }
 
+// Clamp returns v limited to [c.Min, c.Max], the range every returned length must lie in.
+func (c Call) Clamp(v int) int { return min(max(v, c.Min), c.Max) }
+
 // Func returns the lengths of one call. It should return exactly c.N values in [c.Min, c.Max];
 // the host rejects any other count or range with an error naming the plugin.
 type Func func(c Call) ([]int, error)

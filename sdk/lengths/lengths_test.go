@@ -31,6 +31,15 @@ func init() {
 	})
 }
 
+func TestClamp(t *testing.T) {
+	c := Call{Min: 10, Max: 20}
+	for v, want := range map[int]int{5: 10, 10: 10, 15: 15, 20: 20, 99: 20} {
+		if got := c.Clamp(v); got != want {
+			t.Errorf("Clamp(%d) = %d, want %d", v, got, want)
+		}
+	}
+}
+
 func TestExport(t *testing.T) {
 	buf := make([]byte, 64)
 	out := func(size uint32) ([]byte, error) {
