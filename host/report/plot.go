@@ -174,17 +174,28 @@ func plotSubtitle(runs []*Run) string {
 	return strings.Join(parts, " · ")
 }
 
-// batchTicks labels every batch size, except one that would sit closer than 0.2 log₂ units
-// (a ratio of 1.15) to the previous label.
+// batchTicks puts a tick at every batch size and labels the powers of two, then each other
+// batch size that sits at least 0.2 log₂ units (a ratio of 1.15) from every label so far, so
+// labels never crowd: 1…8, 12, 16, 32, 48, 64 label all but 7.
 func batchTicks(batches []int) plot.ConstantTicks {
-	var t plot.ConstantTicks
-	last := math.Inf(-1)
-	for _, b := range batches {
-		lab := ""
-		if l := math.Log2(float64(b)); l-last >= 0.2 {
-			lab, last = strconv.Itoa(b), l
+	var labelled []float64
+	t := make(plot.ConstantTicks, len(batches))
+	for i, b := range batches {
+		t[i].Value = float64(b)
+		if b&(b-1) == 0 {
+			t[i].Label = strconv.Itoa(b)
+			labelled = append(labelled, math.Log2(float64(b)))
 		}
-		t = append(t, plot.Tick{Value: float64(b), Label: lab})
+	}
+	for i, b := range batches {
+		if t[i].Label != "" {
+			continue
+		}
+		l := math.Log2(float64(b))
+		if !slices.ContainsFunc(labelled, func(x float64) bool { return math.Abs(x-l) < 0.2 }) {
+			t[i].Label = strconv.Itoa(b)
+			labelled = append(labelled, l)
+		}
 	}
 	return t
 }
