@@ -114,6 +114,23 @@ func TestBadLengthsCalls(t *testing.T) {
 	}
 }
 
+func TestSandbox(t *testing.T) {
+	// The guest sees no files, no environment, no arguments, no network and a fake clock
+	// (sdk/ABI.md §7), whatever the host process has.
+	ctx := context.Background()
+	wasm := testplugins.Build(t, "./host/internal/testplugins/testdata/badlengths", testplugins.Options{})
+	p, err := badHost(t, 20*time.Second).LoadLengths(ctx, wasm, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Lengths(ctx, 1, 11, 1, 100)
+	t.Log(err)
+	wantOneLine(t, err, "status 2 (plugin error): sandbox:", "file=open /etc/hostname: ", "dir=open /: ", "env=0 args=0 year=2022")
+	if strings.Contains(err.Error(), "net=<nil>") {
+		t.Errorf("guest opened a socket: %v", err)
+	}
+}
+
 func TestGuestOutput(t *testing.T) {
 	ctx := context.Background()
 	wasm := testplugins.Build(t, "./host/internal/testplugins/testdata/badlengths", testplugins.Options{})

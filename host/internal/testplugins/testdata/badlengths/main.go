@@ -6,11 +6,13 @@
 //	mean 3: os.Exit(7)                                        mean 8: returns max+1
 //	mean 4: infinite loop                                     mean 9: panic in another goroutine
 //	mean 5: allocates without bound (memory limit)            mean 10: prints to stdout and stderr
+//	mean 11: reports what the sandbox exposes (file, env, args, clock, network) as an error
 //	other: n copies of mean
 package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"time"
 	"unsafe"
@@ -62,6 +64,11 @@ func bad(c lengths.Call) ([]int, error) {
 	case 10:
 		fmt.Println("hello on stdout")
 		fmt.Fprintln(os.Stderr, "hello on stderr")
+	case 11:
+		_, ferr := os.ReadFile("/etc/hostname")
+		_, derr := os.ReadDir("/")
+		_, nerr := net.Dial("tcp", "127.0.0.1:80")
+		return nil, fmt.Errorf("sandbox: file=%v dir=%v env=%d args=%d year=%d net=%v", ferr, derr, len(os.Environ()), len(os.Args), time.Now().Year(), nerr)
 	case 9:
 		go func() { panic("boom in a goroutine") }()
 		time.Sleep(time.Second)
