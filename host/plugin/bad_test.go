@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -331,4 +332,47 @@ func wasmModule(fs []wasmFunc, memory bool) []byte {
 	m = append(m, section(7, vec(len(exports), exports...))...)
 	m = append(m, section(10, vec(len(codes), codes...))...)
 	return m
+}
+
+func TestHammerWithFatalCall(t *testing.T) {
+	// Four goroutines call one instance while a fifth makes it loop: the loop is stopped at the
+	// deadline, the host does not freeze, every call returns, and after the kill every call
+	// reports the discarded instance.
+	ctx := context.Background()
+	wasm := testplugins.Build(t, "./host/internal/testplugins/testdata/badlengths", testplugins.Options{})
+	p, err := badHost(t, time.Second).LoadLengths(ctx, wasm, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, discarded := 0, 0
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				ls, err := p.Lengths(ctx, 8, 50+g, 1, 100)
+				mu.Lock()
+				switch {
+				case err == nil && len(ls) == 8 && ls[7] == 50+g:
+					ok++
+				case err != nil && strings.Contains(err.Error(), "discarded"):
+					discarded++
+				default:
+					t.Errorf("unexpected %v, %v", ls, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	_, err = p.Lengths(ctx, 1, 4, 1, 100)
+	wantOneLine(t, err, "did not return within 1s")
+	wg.Wait()
+	if ok+discarded != 200 {
+		t.Errorf("%d ok + %d discarded, want 200 in all", ok, discarded)
+	}
+	if _, err := p.Lengths(ctx, 1, 50, 1, 100); err == nil || !strings.Contains(err.Error(), "discarded") {
+		t.Errorf("after the kill: %v", err)
+	}
 }
