@@ -3,6 +3,7 @@ package scrape
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -16,12 +17,13 @@ import (
 //	                inter-token latency, equal to the decode step time when every step
 //	                emits one token per running sequence;
 //	  TGI:          Δsum / Δcount of tgi_batch_decode_duration{method="decode"};
-//	  llama.cpp:    Δtokens_predicted_seconds_total / Δn_decode_total.
+//	  llama.cpp:    Δtokens_predicted_seconds_total / Δtokens_predicted_total (the seconds
+//	                are summed over slots, so per slot-token they are the step time).
 //	TokensPerStep, first available of:
 //	  vLLM:         Δsum / Δcount of vllm:iteration_tokens_total (prompt + generated tokens
 //	                per step; equals the batch size on pure decode steps);
-//	  otherwise:    Δgeneration tokens / Δsteps, steps from the truth counter or llama.cpp's
-//	                n_decode_total.
+//	  otherwise:    Δgeneration tokens / Δsteps, steps from llama.cpp's n_decode_total or
+//	                TGI's decode histogram count, else the truth counter.
 //	TruthStepTime = Δsum / Δcount of genload_engine_step_duration_seconds (every step,
 //	                prefill included) and TruthSteps = Δgenload_engine_steps_total: the
 //	                built-in engine's own values.
@@ -88,10 +90,14 @@ func Delta(n Names, before, after Snapshot) Steps {
 		}
 	}
 	if !st.HasStepTime && n.Decodes != "" {
-		dn, ok1 := dVal(n.Decodes)
-		dsec, ok2 := dVal(n.DecodeSeconds)
-		if ok1 && ok2 && dn > 0 {
-			st.StepTime, st.HasStepTime = secs(dsec/dn), true
+		// llama.cpp sums each slot's generation time: seconds per generated token of a
+		// slot is the decode step time.
+		dsec, ok1 := dVal(n.DecodeSeconds)
+		dtok, ok2 := dVal(n.GenerationTokens)
+		if ok1 && ok2 && dtok > 0 {
+			st.StepTime, st.HasStepTime = secs(dsec/dtok), true
+		}
+		if dn, ok := dVal(n.Decodes); ok && dn > 0 {
 			st.Steps = dn
 		}
 	}
@@ -224,11 +230,70 @@ func (sp *Sampler) Start(ctx context.Context) {
 
 // Stop ends sampling and returns the Occupancy for target batch size b.
 func (sp *Sampler) Stop(b int) Occupancy {
+	if sp.cancel == nil {
+		return Occupancy{Target: b}
+	}
 	sp.cancel()
 	<-sp.done
+	sp.cancel = nil
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	o := Occupy(sp.samples, b)
 	o.Errors = sp.errors
 	return o
+}
+
+// CellMetrics are the server-side figures of one cell.
+type CellMetrics struct {
+	Steps     Steps     `json:"steps"`
+	Occupancy Occupancy `json:"occupancy"`
+}
+
+// Watcher scrapes one server around each cell: Begin before the measured requests,
+// End after them. Not safe for concurrent cells.
+type Watcher struct {
+	// Names is the detected server family.
+	Names   Names
+	scraper *Scraper
+	sampler *Sampler
+	before  Snapshot
+}
+
+// NewWatcher scrapes metricsURL once and detects the server family from its running
+// gauge. It fails (naming the URL) when the endpoint is unreachable or exposes none of
+// the known running gauges. interval is the occupancy sampling period (0 = 20 ms).
+func NewWatcher(ctx context.Context, metricsURL, apiKey string, interval time.Duration) (*Watcher, error) {
+	sc := &Scraper{URL: metricsURL, APIKey: apiKey}
+	snap, err := sc.Scrape(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, ok := Detect(snap.Families)
+	if !ok {
+		return nil, fmt.Errorf("scrape: %s exposes no known running-requests gauge (%s, %s, %s, %s)",
+			metricsURL, VLLM.Running, SGLang.Running, LlamaCpp.Running, TGI.Running)
+	}
+	return &Watcher{Names: n, scraper: sc, sampler: NewSampler(sc, n, interval), before: snap}, nil
+}
+
+// Begin takes the "before" snapshot and starts sampling occupancy.
+func (w *Watcher) Begin(ctx context.Context) error {
+	snap, err := w.scraper.Scrape(ctx)
+	if err != nil {
+		return err
+	}
+	w.before = snap
+	w.sampler.Start(ctx)
+	return nil
+}
+
+// End stops sampling, takes the "after" snapshot and returns the cell's metrics for
+// target batch size b.
+func (w *Watcher) End(ctx context.Context, b int) (CellMetrics, error) {
+	occ := w.sampler.Stop(b)
+	after, err := w.scraper.Scrape(ctx)
+	if err != nil {
+		return CellMetrics{Occupancy: occ}, err
+	}
+	return CellMetrics{Steps: Delta(w.Names, w.before, after), Occupancy: occ}, nil
 }

@@ -96,10 +96,10 @@ tgi_request_generated_tokens_total %d
 	ll := func(dec int, sec float64, tok int) string {
 		return fmt.Sprintf("llamacpp:requests_processing 2\nllamacpp:n_decode_total %d\nllamacpp:tokens_predicted_seconds_total %g\nllamacpp:tokens_predicted_total %d\n", dec, sec, tok)
 	}
-	b, a = snap(t, ll(100, 1.0, 200)), snap(t, ll(150, 1.5, 300))
+	b, a = snap(t, ll(100, 1.0, 200)), snap(t, ll(150, 2.0, 300))
 	n, _ = Detect(a.Families)
 	st = Delta(n, b, a)
-	// 0.5 s / 50 decodes = 10 ms; 100 tokens / 50 decodes = 2
+	// 2 slots: 1.0 slot-seconds / 100 slot-tokens = 10 ms; 100 tokens / 50 decodes = 2
 	if n.Dialect != "llamacpp" || st.StepTime != 10*time.Millisecond || st.TokensPerStep != 2 {
 		t.Fatalf("llama.cpp %+v", st)
 	}

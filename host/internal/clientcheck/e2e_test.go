@@ -98,8 +98,8 @@ func TestAgainstEngine(t *testing.T) {
 	const b, maxTok = 4, 40
 	for _, dialect := range []string{engine.DialectVLLM, engine.DialectSGLang, engine.DialectLlamaCpp, engine.DialectTGI} {
 		for _, mode := range []dispatch.Mode{dispatch.ModeArray, dispatch.ModeRouted, dispatch.ModeN} {
-			if mode == dispatch.ModeN && (dialect == engine.DialectTGI) {
-				continue // TGI ignores n
+			if dialect == engine.DialectTGI {
+				continue // TGI accepts only string prompts; dispatch sends token ids
 			}
 			t.Run(fmt.Sprintf("%s/%s", dialect, mode), func(t *testing.T) {
 				log := &stepLog{}
@@ -116,24 +116,22 @@ func TestAgainstEngine(t *testing.T) {
 				log.mu.Lock()
 				log.buf.Reset()
 				log.mu.Unlock()
-				sc := &scrape.Scraper{URL: u + "/metrics"}
-				before, err := sc.Scrape(context.Background())
+				w, err := scrape.NewWatcher(context.Background(), u+"/metrics", "", 5*time.Millisecond)
 				if err != nil {
 					t.Fatal(err)
 				}
-				names, ok := scrape.Detect(before.Families)
-				if !ok || names.Dialect != dialect {
-					t.Fatalf("detected %q, want %q", names.Dialect, dialect)
+				if w.Names.Dialect != dialect {
+					t.Fatalf("detected %q, want %q", w.Names.Dialect, dialect)
 				}
-				sampler := scrape.NewSampler(sc, names, 5*time.Millisecond)
-				sampler.Start(context.Background())
+				if err := w.Begin(context.Background()); err != nil {
+					t.Fatal(err)
+				}
 				res, err := c.Send(context.Background(), mode, ps, maxTok)
-				occ := sampler.Stop(b)
-				after, err2 := sc.Scrape(context.Background())
+				cm, err2 := w.End(context.Background(), b)
 				if err2 != nil {
 					t.Fatal(err2)
 				}
-				st := scrape.Delta(names, before, after)
+				st, occ := cm.Steps, cm.Occupancy
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -172,7 +170,7 @@ func TestAgainstEngine(t *testing.T) {
 					if r := float64(st.StepTime-truth) / float64(truth); r < -0.1 || r > 0.1 {
 						t.Errorf("metrics step time %v differs from the engine's %v by %.1f%% (> 10%%)", st.StepTime, truth, 100*r)
 					}
-				} else if dialect == engine.DialectVLLM || dialect == engine.DialectSGLang {
+				} else {
 					t.Errorf("no step time from %s metrics", dialect)
 				}
 				if rel < -0.1 || rel > 0.1 {
