@@ -630,6 +630,8 @@ type streamFrames struct {
 	spec    completionSpec
 	created int64
 	pre     []byte // `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`
+	// choicePre caches SGLang's per-choice prefixes (the id varies per sub-request).
+	choicePre map[int32][]byte
 }
 
 func newStreamFrames(e *Engine, spec completionSpec) *streamFrames {
@@ -663,8 +665,14 @@ func (f *streamFrames) token(b []byte, choice int32, c *choiceState, cr *request
 	d := f.e.cfg.Dialect
 	pre := f.pre
 	if d == DialectSGLang { // SGLang: the id varies per sub-request (choice)
-		pre = []byte(strings.Replace(string(f.pre), `"id":`+string(appendJSONString(nil, f.spec.id)),
-			`"id":`+string(appendJSONString(nil, f.spec.id+"-"+strconv.Itoa(int(choice)))), 1))
+		if pre = f.choicePre[choice]; pre == nil {
+			pre = []byte(strings.Replace(string(f.pre), `"id":`+string(appendJSONString(nil, f.spec.id)),
+				`"id":`+string(appendJSONString(nil, f.spec.id+"-"+strconv.Itoa(int(choice)))), 1))
+			if f.choicePre == nil {
+				f.choicePre = map[int32][]byte{}
+			}
+			f.choicePre[choice] = pre
+		}
 	}
 	fin := c.fin
 	if d == DialectLlamaCpp {
@@ -856,7 +864,7 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 				hijackClose(w, false)
 				return
 			}
-			if flt.StallFor > 0 && seen == flt.StallAfter && seen > 0 {
+			if flt.StallFor > 0 && seen == flt.StallAfter {
 				if !write() {
 					return
 				}

@@ -34,8 +34,8 @@ type Faults struct {
 	// FirstTokenDelay holds the first streamed token (and everything after it) for this
 	// long, in wall time. 0 = off. Header: X-Genload-First-Token-Delay (Go duration).
 	FirstTokenDelay time.Duration
-	// StallAfter and StallFor pause the stream for StallFor after StallAfter tokens; the
-	// tokens produced meanwhile arrive in a burst. Off when StallFor is 0.
+	// StallAfter and StallFor pause the stream for StallFor after StallAfter tokens (0 = before
+	// the first token); the tokens produced meanwhile arrive in a burst. Off when StallFor is 0.
 	// Headers: X-Genload-Stall-After, X-Genload-Stall-For.
 	StallAfter int
 	StallFor   time.Duration
