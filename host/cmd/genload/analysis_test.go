@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/report"
+)
+
+// writeRun writes a hand-made results .json whose cells have the given mean per-forward
+// latencies and TTFT medians (ms), keyed "L,B".
+func writeRun(t *testing.T, dir, id string, fwd map[[2]int][2]float64) string {
+	t.Helper()
+	r := &report.Run{Header: report.Header{Type: "header", Schema: report.Schema, RunID: id, Model: "m"}}
+	i := 0
+	for _, k := range [][2]int{{1000, 1}, {1000, 8}, {4000, 1}, {4000, 8}} {
+		v, ok := fwd[k]
+		if !ok {
+			continue
+		}
+		d := time.Duration(v[0] * float64(time.Millisecond))
+		r.Cells = append(r.Cells, report.Cell{Type: "cell", Cell: matrix.Cell{Index: i, SeqLen: k[0], Batch: k[1]}, Status: report.StatusOK,
+			Figures: &measure.Figures{Sequences: k[1], Counted: k[1],
+				PerForward: measure.Summary{N: k[1], Mean: d, P50: d, P90: d, P99: d, Min: d, Max: d},
+				TTFT:       measure.Summary{N: k[1], P50: time.Duration(v[1] * float64(time.Millisecond))}}})
+		i++
+	}
+	p := filepath.Join(dir, id+".json")
+	if err := report.WriteJSON(p, r); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConsistencyThresholdExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	// Two runs; per-forward ms per cell and the CV = sample SD / mean over the two runs
+	// (for two values x, y: SD = |x − y|/√2):
+	//   L=1000 B=1: 1.0, 1.2 → mean 1.1, SD 0.1414 → CV 12.86 %
+	//   L=1000 B=8: 2.0, 2.0 → CV 0
+	//   L=4000 B=1: 4.0, 4.2 → mean 4.1, SD 0.1414 → CV 3.45 %
+	// L=4000 B=8 is only in the second run: left out.
+	a := writeRun(t, dir, "a", map[[2]int][2]float64{{1000, 1}: {1.0, 3}, {1000, 8}: {2, 3}, {4000, 1}: {4, 3}})
+	b := writeRun(t, dir, "b", map[[2]int][2]float64{{1000, 1}: {1.2, 3}, {1000, 8}: {2, 3}, {4000, 1}: {4.2, 6}, {4000, 8}: {9, 3}})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		args []string
+		code exitcode.Code
+		out  string // in stdout (OK) or stderr (else)
+	}{
+		{[]string{a, b}, exitcode.OK, "median 3.45 %, P90 12.86 %, max 12.86 % (L=1000,B=1)"},
+		{[]string{a, b}, exitcode.OK, "across 3 common cells (1 left out)"},
+		{[]string{"--max-cv", "10", a, b}, exitcode.ThresholdsFailed, "max per-cell CV 12.86 % at L=1000,B=1 exceeds --max-cv 10 %"},
+		{[]string{a, b, "--max-cv", "13"}, exitcode.OK, "threshold: max per-cell CV 12.86 % ≤ --max-cv 13 %: ok"},
+		{[]string{"--max-cv", "3", "--cv-stat", "median", a, b}, exitcode.ThresholdsFailed, "median per-cell CV 3.45 % exceeds --max-cv 3 %"},
+		{[]string{"--max-cv", "4", "--cv-stat", "median", a, b}, exitcode.OK, "threshold: median per-cell CV 3.45 %"},
+		{[]string{a}, exitcode.Usage, "need at least two results files, got 1"},
+		{[]string{"--cv-stat", "mean", a, b}, exitcode.Usage, `--cv-stat "mean"`},
+		{[]string{"--max-cv", "-1", a, b}, exitcode.Usage, "must be ≥ 0"},
+		{[]string{a, filepath.Join(dir, "missing.json")}, exitcode.Failure, "missing.json"},
+	} {
+		code, stdout, stderr := cli(t, ctx, append([]string{"consistency"}, tc.args...)...)
+		where := stdout
+		if code != exitcode.OK {
+			where = stderr
+		}
+		if code != tc.code || !strings.Contains(where, tc.out) {
+			t.Errorf("consistency %v: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", tc.args, code, tc.code, tc.out, stdout, stderr)
+		}
+	}
+
+	// diff: after/before − 1 per cell: +20 %, 0 %, +5 %; median (nearest rank of 0, 5, 20) +5 %.
+	code, stdout, stderr := cli(t, ctx, "diff", a, b)
+	for _, want := range []string{"| 1000 | 1 |         1.000 |        1.200 |  +20.00 |", "| 4000 | 1 |         4.000 |        4.200 |   +5.00 |             3.0 |            6.0 |  +100.00 |",
+		"median +5.00 %, range +0.00 … +20.00 %", "left out L=4000,B=8: missing from a"} {
+		if code != exitcode.OK || !strings.Contains(stdout, want) {
+			t.Errorf("diff: exit %d, want %q in\n%s%s", code, want, stdout, stderr)
+		}
+	}
+	if code, _, _ := cli(t, ctx, "diff", a); code != exitcode.Usage {
+		t.Errorf("diff with one file: exit %d", code)
+	}
+	if code, _, _ := cli(t, ctx, "plot", a, b, a); code != exitcode.Usage {
+		t.Errorf("plot with three files: exit %d", code)
+	}
+}
+
+func TestRepeatConsistencyDiffPlotEndToEnd(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	out := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf(`
+max_tokens = 12
+out = %q
+[matrix]
+seq_lens = [1000, 4000]
+batch_sizes = [1, 4]
+[engine]
+time_scale = 0.02
+`, out))
+	ctx := context.Background()
+	for _, bad := range [][]string{{"--repeat", "0"}, {"--max-cv", "5"}, {"--repeat", "2", "--resume", "x"}, {"--repeat", "2", "--cv-stat", "p50"}} {
+		if code, _, stderr := cli(t, ctx, append([]string{"run", "-c", cfg}, bad...)...); code != exitcode.Usage {
+			t.Errorf("run %v: exit %d, want %d (%s)", bad, code, exitcode.Usage, stderr)
+		}
+	}
+	// Two repeats; no CV of two values can exceed √2 = 141 %, so --max-cv 1000 passes.
+	code, stdout, stderr := cli(t, ctx, "run", "-c", cfg, "--run-id", "t", "--repeat", "2", "--max-cv", "1000")
+	if code != exitcode.OK {
+		t.Fatalf("run --repeat 2: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"## Consistency of 2 runs: t-r1, t-r2", "across 4 common cells:", "cells with CV ≤ 5 %:", "threshold: max per-cell CV"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("run --repeat stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	r1, r2 := filepath.Join(out, "t-r1.json"), filepath.Join(out, "t-r2.jsonl")
+	for _, p := range []string{r1, r2} {
+		r, err := report.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Cells) != 4 || r.Footer == nil || r.Footer.OK != 4 || r.Header.Config.Seed != 42 {
+			t.Errorf("%s: %d cells, footer %+v", p, len(r.Cells), r.Footer)
+		}
+	}
+	// The summary printed by run --repeat is exactly what consistency prints for the files.
+	code, cons, stderr := cli(t, ctx, "consistency", r1, r2)
+	if code != exitcode.OK || !strings.Contains(stdout, cons) {
+		t.Errorf("consistency of the repeats: exit %d, output not the one run printed:\n%s\n%s", code, cons, stderr)
+	}
+	// Real runs keep HDR histograms: merged percentiles are filled in (no "–" in the table).
+	for _, l := range strings.Split(cons, "\n") {
+		if strings.HasPrefix(l, "| 1000 ") || strings.HasPrefix(l, "| 4000 ") {
+			f := strings.Split(l, "|") // "", L, B, …, merged p50, p90, p99, ""
+			for _, m := range f[len(f)-4 : len(f)-1] {
+				if strings.TrimSpace(m) == "–" {
+					t.Errorf("row without merged percentiles: %s", l)
+				}
+			}
+		}
+	}
+	code, stdout, stderr = cli(t, ctx, "diff", r1, r2)
+	if code != exitcode.OK || !strings.Contains(stdout, "Change from t-r1 (before) to t-r2 (after)") || !strings.Contains(stdout, "over 4 common cells: median") {
+		t.Errorf("diff: exit %d\n%s%s", code, stdout, stderr)
+	}
+	prefix := filepath.Join(t.TempDir(), "ab")
+	code, stdout, stderr = cli(t, ctx, "plot", r1, r2, "-o", prefix)
+	if code != exitcode.OK || !strings.Contains(stdout, prefix+".png") {
+		t.Fatalf("plot: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// One run, default prefix: beside the results file.
+	if code, _, stderr := cli(t, ctx, "plot", r1); code != exitcode.OK {
+		t.Fatalf("plot one run: exit %d %s", code, stderr)
+	}
+	for _, p := range []string{prefix + ".png", filepath.Join(out, "t-r1.png")} {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := png.DecodeConfig(f)
+		st, _ := f.Stat()
+		f.Close()
+		if err != nil || c.Width != 1440 || st.Size() < 20_000 {
+			t.Errorf("%s: %v %dx%d %d bytes", p, err, c.Width, c.Height, st.Size())
+		}
+	}
+	for _, p := range []string{prefix + ".svg", filepath.Join(out, "t-r1.svg")} {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), "<svg") || len(b) < 4_000 {
+			t.Errorf("%s: %v, %d bytes", p, err, len(b))
+		}
+	}
+}
