@@ -545,8 +545,9 @@ func (in *instance) classify(export string, err error, parent context.Context) *
 		} else {
 			e.Err = fmt.Errorf("WebAssembly trap: %s", strings.TrimPrefix(firstLine(err.Error()), "wasm error: "))
 		}
-		if strings.Contains(out, "out of memory") {
-			e.Hint = fmt.Sprintf("the plugin exceeded the memory limit of %d MiB; it allocates too much", in.host.opts.MemoryLimitPages/16)
+		if size, near := in.nearMemoryLimit(); near || strings.Contains(out, "out of memory") {
+			e.Hint = fmt.Sprintf("the plugin reached the memory limit of %d MiB (its memory is %.1f MiB); it allocates too much",
+				in.host.opts.MemoryLimitPages/16, float64(size)/(1<<20))
 		} else {
 			e.Hint = "this is a bug in the plugin; its stdout/stderr are attached to the error"
 		}
@@ -555,6 +556,20 @@ func (in *instance) classify(export string, err error, parent context.Context) *
 		e.Hint = "this is a bug in the plugin or the host"
 	}
 	return e
+}
+
+// nearMemoryLimit reports the guest's memory size in bytes and whether it is within
+// max(limit/8, 4 MiB + 64 KiB) of the memory limit: a crash there is almost surely a failed
+// memory.grow (Go's wasm runtime reports it as "out of memory" or, depending on the heap,
+// "arena already initialized"; it grows in 4 MiB arenas).
+func (in *instance) nearMemoryLimit() (uint32, bool) {
+	if in.mem == nil {
+		return 0, false
+	}
+	size := uint64(in.mem.Size())
+	limit := uint64(in.host.opts.MemoryLimitPages) << 16
+	slack := max(limit/8, 4<<20+1<<16)
+	return uint32(size), size+slack >= limit
 }
 
 // status checks an export's rc (>= 0 is success) and, for a failure, reads genload_last_error.
