@@ -321,13 +321,18 @@ func BenchmarkBody64x64k(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("genload", func(b *testing.B) {
-		buf := make([]byte, 0, bodySize(prompts))
-		buf = c.tmpl.appendBody(buf[:0], prompts, true, 1, 100) // builds the id table once
+		ps := idPrompts(prompts)
+		all := make([]int, len(prompts))
+		for i := range all {
+			all[i] = i
+		}
+		buf := make([]byte, 0, bodySize(ps, all))
+		buf = c.tmpl.appendBody(buf[:0], ps, all, true, 1, 100) // builds the id table once
 		b.SetBytes(int64(len(buf)))
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			buf = c.tmpl.appendBody(buf[:0], prompts, true, 1, 100)
+			buf = c.tmpl.appendBody(buf[:0], ps, all, true, 1, 100)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*64*64000), "ns/id")
 	})

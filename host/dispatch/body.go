@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 )
 
 // idTableSize is the number of token ids whose decimal text is precomputed (ids 0 to
@@ -115,28 +116,112 @@ func newBodyTemplate(o *Options) (*bodyTemplate, error) {
 	return t, nil
 }
 
+// promptSet is the cell's prompts as token-id arrays or as strings.
+type promptSet interface {
+	// Len is the number of prompts.
+	Len() int
+	// Tokens is prompt i's length in tokens (for the router).
+	Tokens(i int) int
+	// Size is an upper bound of prompt i's JSON length in bytes.
+	Size(i int) int
+	// Append appends prompt i as a JSON value.
+	Append(dst []byte, i int) []byte
+	// Empty reports an empty prompt i.
+	Empty(i int) bool
+}
+
+// idPrompts are token-id prompts, sent as arrays of integers.
+type idPrompts [][]int32
+
+func (p idPrompts) Len() int                        { return len(p) }
+func (p idPrompts) Tokens(i int) int                { return len(p[i]) }
+func (p idPrompts) Size(i int) int                  { return 8*len(p[i]) + 16 }
+func (p idPrompts) Append(dst []byte, i int) []byte { return appendIDs(dst, p[i]) }
+func (p idPrompts) Empty(i int) bool                { return len(p[i]) == 0 }
+
+// textPrompts are string prompts (TGI accepts only these) with their token counts.
+type textPrompts struct {
+	texts []string
+	lens  []int
+}
+
+func (p textPrompts) Len() int { return len(p.texts) }
+func (p textPrompts) Tokens(i int) int {
+	if p.lens != nil {
+		return p.lens[i]
+	}
+	return len(p.texts[i])
+}
+func (p textPrompts) Size(i int) int                  { return 6*len(p.texts[i]) + 2 }
+func (p textPrompts) Append(dst []byte, i int) []byte { return appendJSONString(dst, p.texts[i]) }
+func (p textPrompts) Empty(i int) bool                { return p.texts[i] == "" }
+
+// appendJSONString appends s as a JSON string: `"` and `\` escaped, control characters
+// as \n, \r, \t or \u00XX, invalid UTF-8 replaced by U+FFFD (as encoding/json does).
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\\ufffd"...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
 // appendBody appends one request body to dst:
 //
 //	{"model":M,"prompt":P,"n":N,"max_tokens":T,"temperature":X,"ignore_eos":true,
 //	 "stream":true,"stream_options":{"include_usage":true}[,"seed":S][,extra…]}
 //
-// P is [[ids…],…] when array, else the single id list prompts[0]. Same inputs → same
-// bytes (extra keys are sorted).
-func (t *bodyTemplate) appendBody(dst []byte, prompts [][]int32, array bool, n, maxTokens int) []byte {
+// P is the JSON array of the prompts idx when array, else the single prompt idx[0]. Same
+// inputs → same bytes (extra keys are sorted).
+func (t *bodyTemplate) appendBody(dst []byte, ps promptSet, idx []int, array bool, n, maxTokens int) []byte {
 	dst = append(dst, '{')
 	dst = append(dst, t.model...)
 	dst = append(dst, `"prompt":`...)
 	if array {
 		dst = append(dst, '[')
-		for i, p := range prompts {
-			if i > 0 {
+		for k, i := range idx {
+			if k > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendIDs(dst, p)
+			dst = ps.Append(dst, i)
 		}
 		dst = append(dst, ']')
 	} else {
-		dst = appendIDs(dst, prompts[0])
+		dst = ps.Append(dst, idx[0])
 	}
 	if !t.skip["n"] {
 		dst = strconv.AppendInt(append(dst, `,"n":`...), int64(n), 10)
@@ -157,11 +242,12 @@ func (t *bodyTemplate) appendBody(dst []byte, prompts [][]int32, array bool, n, 
 	return append(dst, '}')
 }
 
-// bodySize returns an upper bound of the body length, so one buffer growth suffices.
-func bodySize(prompts [][]int32) int {
+// bodySize returns an upper bound of the body length for prompts idx, so that one
+// buffer growth suffices.
+func bodySize(ps promptSet, idx []int) int {
 	n := 512
-	for _, p := range prompts {
-		n += 8*len(p) + 32
+	for _, i := range idx {
+		n += ps.Size(i) + 16
 	}
 	return n
 }

@@ -330,39 +330,40 @@ type plan struct {
 	body    []byte
 }
 
-func (c *Client) plans(ctx context.Context, mode Mode, prompts [][]int32, maxTokens int) ([]plan, error) {
-	if len(prompts) == 0 {
+func (c *Client) plans(ctx context.Context, mode Mode, prompts promptSet, maxTokens int) ([]plan, error) {
+	np := prompts.Len()
+	if np == 0 {
 		return nil, errors.New("dispatch: no prompts")
 	}
-	for i, p := range prompts {
-		if len(p) == 0 {
+	for i := range np {
+		if prompts.Empty(i) {
 			return nil, fmt.Errorf("dispatch: prompt %d is empty", i)
 		}
 	}
-	all := make([]int, len(prompts))
+	all := make([]int, np)
 	for i := range all {
 		all[i] = i
 	}
 	switch mode {
 	case ModeArray, "":
-		b := c.getBuf(bodySize(prompts))
-		return []plan{{worker: 0, prompts: all, n: 1, body: c.tmpl.appendBody(b, prompts, true, 1, maxTokens)}}, nil
+		b := c.getBuf(bodySize(prompts, all))
+		return []plan{{worker: 0, prompts: all, n: 1, body: c.tmpl.appendBody(b, prompts, all, true, 1, maxTokens)}}, nil
 	case ModeN:
-		b := c.getBuf(bodySize(prompts[:1]))
-		return []plan{{worker: 0, prompts: all, n: len(prompts), body: c.tmpl.appendBody(b, prompts[:1], false, len(prompts), maxTokens)}}, nil
+		b := c.getBuf(bodySize(prompts, all[:1]))
+		return []plan{{worker: 0, prompts: all, n: np, body: c.tmpl.appendBody(b, prompts, all[:1], false, np, maxTokens)}}, nil
 	case ModeRouted:
-		assign := make([]int, len(prompts))
+		assign := make([]int, np)
 		if c.opts.Router != nil {
-			lens := make([]int, len(prompts))
-			for i, p := range prompts {
-				lens[i] = len(p)
+			lens := make([]int, np)
+			for i := range lens {
+				lens[i] = prompts.Tokens(i)
 			}
 			a, err := c.opts.Router.Route(ctx, lens, len(c.workers))
 			if err != nil {
 				return nil, fmt.Errorf("dispatch: router: %w", err)
 			}
-			if len(a) != len(prompts) {
-				return nil, fmt.Errorf("dispatch: router returned %d workers for %d prompts", len(a), len(prompts))
+			if len(a) != np {
+				return nil, fmt.Errorf("dispatch: router returned %d workers for %d prompts", len(a), np)
 			}
 			for i, w := range a {
 				if w < 0 || w >= len(c.workers) {
@@ -375,10 +376,11 @@ func (c *Client) plans(ctx context.Context, mode Mode, prompts [][]int32, maxTok
 				assign[i] = i % len(c.workers)
 			}
 		}
-		ps := make([]plan, len(prompts))
-		for i := range prompts {
-			b := c.getBuf(bodySize(prompts[i : i+1]))
-			ps[i] = plan{worker: assign[i], prompts: all[i : i+1], n: 1, body: c.tmpl.appendBody(b, prompts[i:i+1], false, 1, maxTokens)}
+		ps := make([]plan, np)
+		for i := range np {
+			one := all[i : i+1]
+			b := c.getBuf(bodySize(prompts, one))
+			ps[i] = plan{worker: assign[i], prompts: one, n: 1, body: c.tmpl.appendBody(b, prompts, one, false, 1, maxTokens)}
 		}
 		return ps, nil
 	}
@@ -420,7 +422,7 @@ func (c *Client) putBufs(ps []plan) {
 // Body returns the exact request bodies Send would post for these inputs (one per
 // request), for inspection and tests.
 func (c *Client) Body(mode Mode, prompts [][]int32, maxTokens int) ([][]byte, error) {
-	ps, err := c.plans(context.Background(), mode, prompts, maxTokens)
+	ps, err := c.plans(context.Background(), mode, idPrompts(prompts), maxTokens)
 	if err != nil {
 		return nil, err
 	}
@@ -437,11 +439,31 @@ func (c *Client) Body(mode Mode, prompts [][]int32, maxTokens int) ([][]byte, er
 // RetryDelay); any other failure returns at once, a 4xx with the server's message.
 // The returned error joins the failures (each a *RequestError).
 func (c *Client) Warmup(ctx context.Context, mode Mode, prompts [][]int32) error {
-	res, err := c.send(ctx, mode, prompts, 1, true)
+	res, err := c.send(ctx, mode, idPrompts(prompts), 1, true)
 	if err != nil {
 		return err
 	}
 	return res.Err()
+}
+
+// WarmupText is Warmup with string prompts (for servers that accept only strings, such
+// as TGI). lens are the prompts' lengths in tokens, given to the Router (nil: byte
+// lengths).
+func (c *Client) WarmupText(ctx context.Context, mode Mode, prompts []string, lens []int) error {
+	res, err := c.send(ctx, mode, textPrompts{prompts, lens}, 1, true)
+	if err != nil {
+		return err
+	}
+	return res.Err()
+}
+
+// SendText is Send with string prompts, JSON-escaped (invalid UTF-8 becomes U+FFFD).
+// lens are the prompts' lengths in tokens, given to the Router (nil: byte lengths).
+func (c *Client) SendText(ctx context.Context, mode Mode, prompts []string, lens []int, maxTokens int) (*Result, error) {
+	if lens != nil && len(lens) != len(prompts) {
+		return nil, fmt.Errorf("dispatch: %d lengths for %d prompts", len(lens), len(prompts))
+	}
+	return c.send(ctx, mode, textPrompts{prompts, lens}, maxTokens, false)
 }
 
 // Send makes the measured request(s) of a cell with max_tokens = maxTokens and streams
@@ -454,10 +476,10 @@ func (c *Client) Warmup(ctx context.Context, mode Mode, prompts [][]int32) error
 // connection of the Client, including idle ones. After [DONE] a stream is read to its
 // end so that its connection can be reused; TotalTimeout bounds that too.
 func (c *Client) Send(ctx context.Context, mode Mode, prompts [][]int32, maxTokens int) (*Result, error) {
-	return c.send(ctx, mode, prompts, maxTokens, false)
+	return c.send(ctx, mode, idPrompts(prompts), maxTokens, false)
 }
 
-func (c *Client) send(ctx context.Context, mode Mode, prompts [][]int32, maxTokens int, warm bool) (*Result, error) {
+func (c *Client) send(ctx context.Context, mode Mode, prompts promptSet, maxTokens int, warm bool) (*Result, error) {
 	if mode == "" {
 		mode = ModeArray
 	}
@@ -484,7 +506,7 @@ func (c *Client) send(ctx context.Context, mode Mode, prompts [][]int32, maxToke
 	// Assemble sequences: one per prompt (array, routed) or per choice (n), in prompt
 	// order; a request that failed before its stream contributes empty records, and
 	// indices a request did not ask for are dropped.
-	res.Sequences = make([]Sequence, 0, len(prompts))
+	res.Sequences = make([]Sequence, 0, prompts.Len())
 	for ri := range ps {
 		p := &ps[ri]
 		want := len(p.prompts)

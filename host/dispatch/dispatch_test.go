@@ -67,16 +67,26 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var arr [][]int
+	var strs []string
 	prompts, promptTokens := 1, 0
 	if json.Unmarshal(req.Prompt, &arr) == nil {
 		prompts = len(arr)
 		for _, p := range arr {
 			promptTokens += len(p)
 		}
+	} else if json.Unmarshal(req.Prompt, &strs) == nil {
+		prompts = len(strs) // string prompts: one "token" per byte
+		for _, p := range strs {
+			promptTokens += len(p)
+		}
 	} else {
 		var one []int
-		_ = json.Unmarshal(req.Prompt, &one)
-		promptTokens = len(one)
+		var str string
+		if json.Unmarshal(req.Prompt, &one) == nil {
+			promptTokens = len(one)
+		} else if json.Unmarshal(req.Prompt, &str) == nil {
+			promptTokens = len(str)
+		}
 	}
 	choices := prompts * max(req.N, 1)
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -538,3 +548,43 @@ func TestCaptureHeaders(t *testing.T) {
 		t.Fatalf("usage %+v done %v", u.Usage, u.Done)
 	}
 }
+
+// String prompts (TGI accepts only these): JSON-escaped like encoding/json, in the same
+// three shapes; the router receives the given token lengths.
+func TestTextPrompts(t *testing.T) {
+	texts := []string{"plain", "quote \" back \\ nl \n tab \t ctl \x01 中", "bad \xff utf8"}
+	for _, s := range texts {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString(nil, s); string(got) != string(want) {
+			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	}
+	s := newFakeServer(t)
+	var lens []int
+	c, _ := New(Options{Target: s.URL, Workers: []Worker{{}, {}}, Router: routerFunc(func(l []int) []int { lens = l; return []int{1, 0, 1} })})
+	defer c.Close()
+	if err := c.WarmupText(context.Background(), ModeRouted, texts, []int{5, 6, 7}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(lens) != "[5 6 7]" {
+		t.Fatalf("router got %v", lens)
+	}
+	s.reqs = nil
+	res, err := c.SendText(context.Background(), ModeArray, texts, nil, 2)
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	var body struct {
+		Prompt []string `json:"prompt"`
+	}
+	if err := json.Unmarshal(s.recorded()[0].body, &body); err != nil || len(body.Prompt) != 3 || body.Prompt[1] != texts[1] || body.Prompt[2] != "bad \uFFFD utf8" {
+		t.Fatalf("prompt %q (%v)", body.Prompt, err)
+	}
+	if _, err := c.SendText(context.Background(), ModeArray, []string{"a", ""}, nil, 1); err == nil || !strings.Contains(err.Error(), "prompt 1 is empty") {
+		t.Fatalf("empty text: %v", err)
+	}
+}
+
+type routerFunc func([]int) []int
+
+func (f routerFunc) Route(_ context.Context, lens []int, _ int) ([]int, error) { return f(lens), nil }

@@ -66,6 +66,7 @@ func startEngine(t *testing.T, dialect string, log *stepLog) string {
 	t.Helper()
 	cfg := engine.DefaultConfig()
 	cfg.Dialect = dialect
+	cfg.EOSProbability = 0 // TGI drops ignore_eos: no early stops in any dialect
 	cfg.TimeScale = 1 // real-time steps of a few ms, so that sub-ms scheduling jitter is small
 	cfg.StepLog = log
 	e, err := engine.New(cfg, nil)
@@ -98,8 +99,9 @@ func TestAgainstEngine(t *testing.T) {
 	const b, maxTok = 4, 40
 	for _, dialect := range []string{engine.DialectVLLM, engine.DialectSGLang, engine.DialectLlamaCpp, engine.DialectTGI} {
 		for _, mode := range []dispatch.Mode{dispatch.ModeArray, dispatch.ModeRouted, dispatch.ModeN} {
-			if dialect == engine.DialectTGI {
-				continue // TGI accepts only string prompts; dispatch sends token ids
+			tgi := dialect == engine.DialectTGI // TGI: string prompts only, n ignored
+			if tgi && mode == dispatch.ModeN {
+				continue
 			}
 			t.Run(fmt.Sprintf("%s/%s", dialect, mode), func(t *testing.T) {
 				log := &stepLog{}
@@ -110,7 +112,17 @@ func TestAgainstEngine(t *testing.T) {
 				}
 				defer c.Close()
 				ps := prompts(b, 300)
-				if err := c.Warmup(context.Background(), mode, ps); err != nil {
+				texts := make([]string, len(ps))
+				for i := range texts {
+					texts[i] = strings.Repeat(fmt.Sprintf("text %d. ", i), 40) // byte-level tokens
+				}
+				warm := func() error { return c.Warmup(context.Background(), mode, ps) }
+				send := func() (*dispatch.Result, error) { return c.Send(context.Background(), mode, ps, maxTok) }
+				if tgi {
+					warm = func() error { return c.WarmupText(context.Background(), mode, texts, nil) }
+					send = func() (*dispatch.Result, error) { return c.SendText(context.Background(), mode, texts, nil, maxTok) }
+				}
+				if err := warm(); err != nil {
 					t.Fatal(err)
 				}
 				log.mu.Lock()
@@ -126,7 +138,7 @@ func TestAgainstEngine(t *testing.T) {
 				if err := w.Begin(context.Background()); err != nil {
 					t.Fatal(err)
 				}
-				res, err := c.Send(context.Background(), mode, ps, maxTok)
+				res, err := send()
 				cm, err2 := w.End(context.Background(), b)
 				if err2 != nil {
 					t.Fatal(err2)
