@@ -67,7 +67,7 @@ func startEngine(t *testing.T, dialect string, log *stepLog) string {
 	cfg := engine.DefaultConfig()
 	cfg.Dialect = dialect
 	cfg.EOSProbability = 0 // TGI drops ignore_eos: no early stops in any dialect
-	cfg.TimeScale = 1 // real-time steps of a few ms, so that sub-ms scheduling jitter is small
+	cfg.TimeScale = 1      // real-time steps of a few ms, so that sub-ms scheduling jitter is small
 	cfg.StepLog = log
 	e, err := engine.New(cfg, nil)
 	if err != nil {
