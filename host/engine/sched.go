@@ -246,14 +246,8 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		}
 		idle = false
 		deadline = deadline.Add(wall)
-		if d := time.Until(deadline); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-stop:
-				t.Stop()
-				return
-			}
+		if !sleepUntil(deadline, stop) {
+			return
 		}
 		// Record and log the step before handing out its tokens, so that a client holding
 		// a token can already see the step in /metrics and the step log.
