@@ -61,8 +61,10 @@ func latencySeries(r *Run) []series {
 // second's solid, same colour per L. The batch-size axis is log₂ with a tick at every batch
 // size measured; the latency axis is linear from 0, or log₁₀ (1-2-5 ticks) when the largest
 // value exceeds 20× the smallest so that short and long sequence lengths stay readable.
-// It fails for no run, more than two, or no measured cell.
-func LatencyPlot(runs ...*Run) (*plot.Plot, error) {
+// The legend (one entry per L, and the before/after line styles) is drawn to the right of
+// the plot by Draw and Save, so it never hides a line. It fails for no run, more than two, or
+// no measured cell.
+func LatencyPlot(runs ...*Run) (*Chart, error) {
 	if len(runs) == 0 || len(runs) > 2 {
 		return nil, fmt.Errorf("plot: want one run or two (before, after), got %d", len(runs))
 	}
@@ -90,10 +92,16 @@ func LatencyPlot(runs ...*Run) (*plot.Plot, error) {
 	slices.Sort(batches)
 
 	p := plot.New()
-	p.Title.Text = "Per-forward decode latency vs batch size\n" + plotSubtitle(runs)
+	ch := &Chart{Plot: p, Legend: plot.NewLegend()}
+	ch.Legend.Top, ch.Legend.Left = true, true
+	ch.Legend.XOffs, ch.Legend.YOffs = vg.Points(10), -vg.Points(12)
+	ch.Legend.TextStyle.Font.Size = vg.Points(10)
+	ch.Legend.ThumbnailWidth = vg.Points(28)
+	ch.Legend.Padding = vg.Points(4)
+	p.Title.Text = "Per-forward decode latency (mean per sequence) vs batch size\n" + plotSubtitle(runs)
 	p.Title.TextStyle.Font.Size = vg.Points(14)
 	p.X.Label.Text = "batch size B (sequences, log scale)"
-	p.Y.Label.Text = "per-forward latency (ms, mean per sequence)"
+	p.Y.Label.Text = "per-forward latency (ms)"
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
 		a.Label.TextStyle.Font.Size = vg.Points(12)
 		a.Tick.Label.Font.Size = vg.Points(10)
@@ -105,7 +113,7 @@ func LatencyPlot(runs ...*Run) (*plot.Plot, error) {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = logTicks125{}
 		p.Y.Min, p.Y.Max = lo/1.15, hi*1.15
-		p.Y.Label.Text = "per-forward latency (ms, mean per sequence, log scale)"
+		p.Y.Label.Text = "per-forward latency (ms, log scale)"
 	} else {
 		p.Y.Min, p.Y.Max = 0, hi*1.08
 	}
@@ -135,24 +143,59 @@ func LatencyPlot(runs ...*Run) (*plot.Plot, error) {
 			p.Add(lp, sc)
 			if i == len(runs)-1 || !slices.ContainsFunc(all[len(runs)-1], func(o series) bool { return o.seqLen == s.seqLen }) {
 				if i == len(runs)-1 || len(runs) == 1 {
-					p.Legend.Add("L = "+strconv.Itoa(s.seqLen)+" tokens", lp, sc)
+					ch.add("L = "+strconv.Itoa(s.seqLen)+" tokens", lp, sc)
 				} else {
-					p.Legend.Add("L = "+strconv.Itoa(s.seqLen)+" tokens (before only)", lp, sc)
+					ch.add("L = "+strconv.Itoa(s.seqLen)+" tokens (before only)", lp, sc)
 				}
 			}
 		}
 	}
 	if len(runs) == 2 {
 		black := color.Gray{Y: 40}
-		p.Legend.Add("before: "+runLabel(runs[0], 0)+" (dashed)", &plotter.Line{LineStyle: draw.LineStyle{Color: black, Width: vg.Points(1.4), Dashes: dashed}})
-		p.Legend.Add("after: "+runLabel(runs[1], 1)+" (solid)", &plotter.Line{LineStyle: draw.LineStyle{Color: black, Width: vg.Points(1.8)}})
+		ch.add("before: "+runLabel(runs[0], 0)+" (dashed)", &plotter.Line{LineStyle: draw.LineStyle{Color: black, Width: vg.Points(1.4), Dashes: dashed}})
+		ch.add("after: "+runLabel(runs[1], 1)+" (solid)", &plotter.Line{LineStyle: draw.LineStyle{Color: black, Width: vg.Points(1.8)}})
 	}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), -vg.Points(6)
-	p.Legend.TextStyle.Font.Size = vg.Points(10)
-	p.Legend.ThumbnailWidth = vg.Points(28)
-	p.Legend.Padding = vg.Points(3)
-	return p, nil
+	return ch, nil
+}
+
+// Chart is a plot and its legend, drawn to the right of the plot.
+type Chart struct {
+	Plot   *plot.Plot
+	Legend plot.Legend
+	// Labels are the legend's entries, top to bottom.
+	Labels []string
+}
+
+func (ch *Chart) add(label string, thumbs ...plot.Thumbnailer) {
+	ch.Legend.Add(label, thumbs...)
+	ch.Labels = append(ch.Labels, label)
+}
+
+// legendWidth is the width of the legend column: margin, thumbnail, a space, the longest
+// label, margin.
+func (ch *Chart) legendWidth() vg.Length {
+	w := vg.Length(0)
+	for _, l := range ch.Labels {
+		w = max(w, ch.Legend.TextStyle.Width(l))
+	}
+	return w + ch.Legend.ThumbnailWidth + ch.Legend.TextStyle.Width(" ") + 2*ch.Legend.XOffs
+}
+
+// Draw draws the title across the top of c, the plot below it and the legend in a column at
+// the right, level with the top of the data area.
+func (ch *Chart) Draw(c draw.Canvas) {
+	lw := ch.legendWidth()
+	c.SetColor(color.White)
+	c.Fill(c.Rectangle.Path())
+	title := ch.Plot.Title
+	if title.Text != "" {
+		c.FillText(title.TextStyle, vg.Point{X: c.Center().X, Y: c.Max.Y + title.TextStyle.FontExtents().Descent}, title.Text)
+		c = draw.Crop(c, 0, 0, 0, -(title.TextStyle.Rectangle(title.Text).Size().Y + title.Padding))
+		ch.Plot.Title.Text = ""
+		defer func() { ch.Plot.Title.Text = title.Text }()
+	}
+	ch.Plot.Draw(draw.Crop(c, 0, -lw, 0, 0))
+	ch.Legend.Draw(draw.Crop(c, c.Max.X-c.Min.X-lw, 0, 0, 0))
 }
 
 // plotSubtitle names the run(s), the model and, on the built-in engine, its profile and
@@ -171,7 +214,10 @@ func plotSubtitle(runs []*Run) string {
 	if ts, ok := h.Engine["time_scale"]; ok {
 		parts = append(parts, fmt.Sprintf("built-in engine %v at time scale %v", h.Engine["profile"], ts))
 	}
-	return strings.Join(parts, " · ")
+	if sub := strings.Join(parts, " · "); len(sub) <= 90 {
+		return sub
+	}
+	return parts[0] + "\n" + strings.Join(parts[1:], " · ")
 }
 
 // batchTicks puts a tick at every batch size and labels the powers of two, then each other
@@ -222,17 +268,17 @@ func (logTicks125) Ticks(lo, hi float64) []plot.Tick {
 	return t
 }
 
-// SavePlot writes p as <prefix>.png (1440 × 900 pixels) and <prefix>.svg and returns the two
-// paths.
-func SavePlot(p *plot.Plot, prefix string) (pngPath, svgPath string, err error) {
+// Save writes the chart as <prefix>.png (1440 × 900 pixels) and <prefix>.svg and returns the
+// two paths.
+func (ch *Chart) Save(prefix string) (pngPath, svgPath string, err error) {
 	pngPath, svgPath = prefix+".png", prefix+".svg"
 	img := vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(plotDPI), vgimg.UseBackgroundColor(color.White))
-	p.Draw(draw.New(img))
+	ch.Draw(draw.New(img))
 	if err := writeTo(pngPath, vgimg.PngCanvas{Canvas: img}); err != nil {
 		return "", "", err
 	}
 	svg := vgsvg.New(plotWidth, plotHeight)
-	p.Draw(draw.New(svg))
+	ch.Draw(draw.New(svg))
 	if err := writeTo(svgPath, svg); err != nil {
 		return "", "", err
 	}

@@ -74,13 +74,13 @@ func TestLatencyPlotFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// (1 + 32/8 + 1) = 6 ms at most, 2.25 ms at least: within 20×, so a linear axis from 0.
-	if _, ok := one.Y.Scale.(plot.LinearScale); !ok || one.Y.Min != 0 {
-		t.Errorf("y scale %T min %v, want linear from 0", one.Y.Scale, one.Y.Min)
+	if _, ok := one.Plot.Y.Scale.(plot.LinearScale); !ok || one.Plot.Y.Min != 0 {
+		t.Errorf("y scale %T min %v, want linear from 0", one.Plot.Y.Scale, one.Plot.Y.Min)
 	}
-	if one.Legend.Top != true || !strings.Contains(one.Title.Text, "run a") {
-		t.Errorf("title %q", one.Title.Text)
+	if len(one.Labels) != 2 || !strings.Contains(one.Plot.Title.Text, "run a") {
+		t.Errorf("title %q, legend %q", one.Plot.Title.Text, one.Labels)
 	}
-	p, s, err := SavePlot(one, filepath.Join(dir, "one"))
+	p, s, err := one.Save(filepath.Join(dir, "one"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestLatencyPlotFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, s, err = SavePlot(two, filepath.Join(dir, "two"))
+	p, s, err = two.Save(filepath.Join(dir, "two"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +113,8 @@ func TestLatencyPlotAxesAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := p.Y.Scale.(plot.LogScale); !ok {
-		t.Errorf("y scale %T, want log", p.Y.Scale)
+	if _, ok := p.Plot.Y.Scale.(plot.LogScale); !ok {
+		t.Errorf("y scale %T, want log", p.Plot.Y.Scale)
 	}
 	if _, err := LatencyPlot(); err == nil {
 		t.Error("no run: no error")

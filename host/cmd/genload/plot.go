@@ -50,7 +50,7 @@ gives results/a.png and results/a.svg; two files give results/a-vs-<second run i
 	if err != nil {
 		return err
 	}
-	png, svg, err := report.SavePlot(p, *prefix)
+	png, svg, err := p.Save(*prefix)
 	if err != nil {
 		return err
 	}
