@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/genload/genload/host/sse"
@@ -158,7 +159,7 @@ func New(opts Options) (*Client, error) {
 		MaxIdemponentCallAttempts: 1,
 		ReadBufferSize:            8 << 10,
 		WriteBufferSize:           16 << 10,
-		MaxIdleConnDuration:       90 * time.Second,
+		MaxIdleConnDuration:       4 * time.Second, // below uvicorn's 5 s keep-alive (vLLM, SGLang)
 		Dial:                      c.dial,
 	}
 	return c, nil
@@ -243,7 +244,8 @@ type Request struct {
 	URL        string `json:"url"`
 	// Prompts are the prompt indices it carried.
 	Prompts []int `json:"prompts"`
-	// Attempts counts sends (1 + retries used).
+	// Attempts counts sends: 1 + retries used + one free resend when a pooled keep-alive
+	// connection turned out closed by the server before any response byte.
 	Attempts int `json:"attempts"`
 	// Sent is when the last attempt was sent; Header when its response headers arrived;
 	// End when its stream ended (or failed).
@@ -589,11 +591,17 @@ func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request,
 	req.SetBodyRaw(p.body)
 
 	var seqs []sse.Sequence
+	stale := false // one free retry for a keep-alive connection the server had closed
 	for attempt := 0; ; attempt++ {
-		out.Attempts = attempt + 1
+		out.Attempts++
 		var retry bool
 		var retryAfter time.Duration
 		seqs, retry, retryAfter = c.attempt(ctx, start, p, req, resp, out, maxTokens, warm)
+		if out.Err != nil && !stale && ctx.Err() == nil && staleConn(out.Err) {
+			stale = true
+			attempt--
+			continue
+		}
 		if out.Err == nil || !retry || attempt >= c.opts.Retries || ctx.Err() != nil {
 			break
 		}
@@ -794,6 +802,17 @@ func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
 }
 
 func hasMark(d *sse.Demux) bool { return d.Marks() > 0 }
+
+// staleConn reports a failure before any response byte on a pooled connection that the
+// server had closed while idle (fasthttp.ErrConnectionClosed, or EOF / reset while writing).
+func staleConn(err error) bool {
+	var re *RequestError
+	if !errors.As(err, &re) || re.Kind != KindTransport || re.Status != 0 {
+		return false
+	}
+	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
 
 func isTimeout(err error) bool {
 	var ne net.Error

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -588,3 +590,46 @@ func TestTextPrompts(t *testing.T) {
 type routerFunc func([]int) []int
 
 func (f routerFunc) Route(_ context.Context, lens []int, _ int) ([]int, error) { return f(lens), nil }
+
+// A keep-alive connection that the server closed while idle is resent once for free
+// (Retries = 0): the request succeeds on a new connection with 2 attempts.
+func TestStaleKeepAliveResent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	body := "data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n"
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close() // answer one request, then close the "keep-alive" connection
+				br := bufio.NewReader(c)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				time.Sleep(20 * time.Millisecond)
+			}()
+		}
+	}()
+	c, _ := New(Options{Target: "http://" + ln.Addr().String()})
+	defer c.Close()
+	for i := range 2 {
+		res, err := c.Send(context.Background(), ModeArray, prompts3[:1], 1)
+		if err != nil || res.Err() != nil {
+			t.Fatalf("send %d: %v %v", i, err, res.Err())
+		}
+		// send 0 dials; send 1 reuses the pooled connection, which the server closes
+		// without answering, then resends on a new one
+		if want := i + 1; res.Requests[0].Attempts != want {
+			t.Fatalf("send %d: %d attempts, want %d", i, res.Requests[0].Attempts, want)
+		}
+	}
+}
