@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 func TestGammaLengthsNative(t *testing.T) {
@@ -54,6 +56,32 @@ func TestGammaMeanProperty(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestMemoIsBitIdenticalToDistuv(t *testing.T) {
+	// q_i = y_i / (k/L) with y_i memoised at rate 1 must equal distuv.Gamma{k, k/L}.Quantile
+	// exactly (not just after rounding), for several cells sharing one memo.
+	s := newSampler(config{K: 0.9, Normalize: true})
+	for _, L := range []int{1000, 7919, 64000} {
+		for _, n := range []int{1, 7, 64} {
+			y := s.standard(n)
+			g := distuv.Gamma{Alpha: 0.9, Beta: 0.9 / float64(L)}
+			for i := range n {
+				want := g.Quantile((float64(i) + 0.5) / float64(n))
+				if got := y[i] / (0.9 / float64(L)); got != want {
+					t.Fatalf("L=%d n=%d i=%d: %v != %v", L, n, i, got, want)
+				}
+			}
+			memo, _ := s.lengths(n, L, 1, 1<<30)
+			fresh, _ := gammaLengths(config{K: 0.9, Normalize: true}, n, L, 1, 1<<30)
+			if !slices.Equal(memo, fresh) {
+				t.Errorf("L=%d n=%d: memo %v, fresh %v", L, n, memo, fresh)
+			}
+		}
+	}
+	if len(s.memo) != 3 || s.memoSize != 1+7+64 {
+		t.Errorf("memo holds %d sizes, %d values; want 3, 72", len(s.memo), s.memoSize)
 	}
 }
 

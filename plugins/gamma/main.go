@@ -21,8 +21,9 @@ func setup(env *sdk.Env) (lengths.Func, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, sdk.BadInput("%w", err)
 	}
+	s := newSampler(cfg)
 	return func(c lengths.Call) ([]int, error) {
-		ls, err := gammaLengths(cfg, c.N, c.Mean, c.Min, c.Max)
+		ls, err := s.lengths(c.N, c.Mean, c.Min, c.Max)
 		if err != nil {
 			return nil, sdk.BadInput("%w", err)
 		}
