@@ -63,6 +63,7 @@ func buildPreTokenizers(n *jNode, file, path string) ([]preTokenizer, error) {
 				return nil, fmt.Errorf("tokenizer: %s: [%s] Split regex %q: %w", file, path, *n.Pattern.Regex, err)
 			}
 			st.re = re
+			st.fast = fastMatchers[*n.Pattern.Regex]
 		case n.Pattern.String != nil:
 			st.lit = *n.Pattern.String
 		default:
@@ -207,16 +208,26 @@ func applyBehavior(ms []span, b splitBehavior, invert bool) []span {
 	return acc
 }
 
+// disableFastSplit makes Split use regexp2 even for the patterns of fastsplit.go (tests).
+var disableFastSplit = false
+
 // splitPT is the Split pre-tokenizer (regex or literal pattern).
 type splitPT struct {
 	re       *regexp2.Regexp
+	fast     func(*runeClasses, func(a, b int)) // hand-written matcher for re, or nil
 	lit      string
 	behavior splitBehavior
 	invert   bool
 }
 
 func (p *splitPT) split(dst []string, w string) []string {
-	for _, sp := range applyBehavior(findMatches(w, p.re, p.lit), p.behavior, p.invert) {
+	var ms []span
+	if p.fast != nil && !disableFastSplit {
+		ms = fastFindMatches(w, p.fast)
+	} else {
+		ms = findMatches(w, p.re, p.lit)
+	}
+	for _, sp := range applyBehavior(ms, p.behavior, p.invert) {
 		if sp.b > sp.a {
 			dst = append(dst, w[sp.a:sp.b])
 		}
