@@ -330,6 +330,9 @@ func measureCell(ctx context.Context, cfg *config.Config, cell matrix.Cell, lp *
 		}
 	}
 	res, err := client.Send(ctx, mode, prompts, cfg.MaxTokens)
+	if err == nil && router != nil {
+		err = router.complete(ctx, res, lengths)
+	}
 	if err == nil {
 		err = res.Err()
 	}
@@ -494,6 +497,20 @@ func (r *cellRouter) decide(ctx context.Context, lengths []int) error {
 	}
 	r.assign = a
 	return nil
+}
+
+// complete reports the finished requests to the plugin (a no-op unless it declared the
+// "completions" capability), one record per request.
+func (r *cellRouter) complete(ctx context.Context, res *dispatch.Result, lengths []int) error {
+	done := make([]plugin.Completion, 0, len(res.Requests))
+	for _, q := range res.Requests {
+		c := plugin.Completion{Worker: q.Worker, Failed: q.Err != nil, CompletionTokens: q.Usage.CompletionTokens}
+		for _, p := range q.Prompts {
+			c.PromptLen += lengths[p]
+		}
+		done = append(done, c)
+	}
+	return r.plugin.Complete(ctx, done)
 }
 
 // Route returns the cell's assignment; dispatch calls it for the warmup and the measurement.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -68,21 +67,9 @@ func (l *intList) Set(s string) error {
 	return nil
 }
 
-// kvList collects repeated key=value flags into a map; values are JSON when they parse as
-// JSON (numbers, booleans, arrays), else strings.
-type kvList map[string]any
+// setFlags collects repeated --set key=value flags (parsed by plugin.ParseSet).
+type setFlags []string
 
-func (m kvList) String() string { return fmt.Sprint(map[string]any(m)) }
+func (s *setFlags) String() string { return strings.Join(*s, " ") }
 
-func (m kvList) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("%q is not key=value", s)
-	}
-	var x any
-	if err := json.Unmarshal([]byte(v), &x); err != nil {
-		x = v
-	}
-	m[k] = x
-	return nil
-}
+func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }

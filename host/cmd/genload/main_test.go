@@ -506,3 +506,26 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 		}
 	}
 }
+
+func TestLengthsAndPluginCheckCommands(t *testing.T) {
+	dir := testplugins.Dir(t)
+	t.Setenv("GENLOAD_PLUGIN_DIR", dir)
+	code, out, errs := cli(t, context.Background(), "lengths", "--plugin", "uniform", "--mean", "1500", "--batch", "4")
+	if code != exitcode.OK || !strings.Contains(out, "lengths: 1500 1500 1500 1500") || !strings.Contains(out, "mean=1500.0") {
+		t.Errorf("lengths: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = cli(t, context.Background(), "plugin", "check", filepath.Join(dir, "gamma.wasm"))
+	if code != exitcode.OK || !strings.Contains(out, "ok   config") || !strings.Contains(out, "kind lengths") {
+		t.Errorf("plugin check gamma: exit %d\n%s%s", code, out, errs)
+	}
+	notWasm := filepath.Join(t.TempDir(), "x.wasm")
+	os.WriteFile(notWasm, []byte("#!/bin/sh\n"), 0o644)
+	code, _, errs = cli(t, context.Background(), "plugin", "check", notWasm)
+	if code != exitcode.PluginRejected || !strings.Contains(errs, "x.wasm") {
+		t.Errorf("plugin check of a non-wasm file: exit %d\n%s", code, errs)
+	}
+	code, _, errs = cli(t, context.Background(), "lengths", "--plugin", "gamma", "--set", "kk=1")
+	if code != exitcode.PluginRejected || !strings.Contains(errs, "kk") {
+		t.Errorf("bad plugin config: exit %d\n%s", code, errs)
+	}
+}
