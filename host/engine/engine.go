@@ -119,22 +119,23 @@ func (e *Engine) Start(addr string) (string, error) {
 	return "http://" + ln.Addr().String(), nil
 }
 
-// Close stops the HTTP server (if started) and the scheduler. In-flight streams are cut.
+// Close stops the scheduler and the HTTP server (if started); in-flight requests end without
+// further tokens. It returns the server's close error, if any; later calls return nil.
 func (e *Engine) Close() error {
 	var err error
 	e.stopOnce.Do(func() {
+		close(e.stop) // handlers waiting for tokens return at once
+		<-e.done
 		e.mu.Lock()
 		srv := e.srv
 		e.mu.Unlock()
 		if srv != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			if serr := srv.Shutdown(ctx); serr != nil {
-				srv.Close()
+				err = srv.Close()
 			}
 			cancel()
 		}
-		close(e.stop)
-		<-e.done
 	})
 	return err
 }

@@ -140,3 +140,37 @@ func metricLine(text, name string) string {
 	}
 	return ""
 }
+
+func TestStartAndClose(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TimeScale = 1
+	e, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := e.Start("127.0.0.1:0")
+	if err != nil || !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("start: %q %v", url, err)
+	}
+	if _, err := e.Start("127.0.0.1:0"); err == nil {
+		t.Errorf("second Start succeeded")
+	}
+	// A long stream in flight: Close ends it instead of waiting for 100,000 tokens.
+	resp, err := http.Post(url+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt":[1],"max_tokens":100000,"ignore_eos":true,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	io.Copy(io.Discard, br) // returns: the stream ended
+	resp.Body.Close()
+	if err := e.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+}
