@@ -18,7 +18,8 @@ type completionSpec struct {
 	id             string // response id ("cmpl-…" in vLLM)
 	rid            string // request id (X-Request-Id)
 	model          string // model echoed in responses
-	prompts        [][]int32
+	prompts        [][]int32 // dropped (nil) once the sequences are built
+	promptLens     []int     // tokens per prompt
 	inputChars     int // characters of text prompts (TGI x-compute-characters)
 	n              int
 	maxTokens      []int // per prompt (default clamped to the context)
@@ -87,6 +88,7 @@ func (e *Engine) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	spec.faults = faults
 	cr := e.newRequest(spec, arrival)
+	spec.prompts, req.prompts = nil, nil // the scheduler keeps only hashes: free the ids early
 	e.sched.submit(cr)
 	if spec.stream {
 		e.stream(w, r, spec, cr)
@@ -272,6 +274,10 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 		spec.maxTokens[i] = M
 	}
 	spec.prompts = req.prompts
+	spec.promptLens = make([]int, len(req.prompts))
+	for i, p := range req.prompts {
+		spec.promptLens[i] = len(p)
+	}
 	if spec.minTokens > 0 {
 		for _, m := range spec.maxTokens {
 			if spec.minTokens > m {
@@ -333,8 +339,8 @@ func (e *Engine) finishString(f uint8) string {
 // usage returns prompt tokens (each prompt once), completion tokens and cached prompt tokens
 // (of each prompt's first choice, as vLLM sums num_cached_tokens per prompt).
 func (e *Engine) usage(spec completionSpec, cr *request, st []choiceState) (prompt, completion, cached int) {
-	for i, p := range spec.prompts {
-		prompt += len(p)
+	for i, n := range spec.promptLens {
+		prompt += n
 		cached += cr.seqs[i*spec.n].cached
 	}
 	for _, c := range st {
@@ -538,9 +544,9 @@ func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completio
 	case DialectLlamaCpp:
 		// llama.cpp quirk: usage (and timings) cover only the first task (choice 0)
 		b = append(b, `,"usage":`...)
-		b = e.appendUsage(b, len(spec.prompts[0]), st[0].tokens, cr.seqs[0].cached, true)
+		b = e.appendUsage(b, spec.promptLens[0], st[0].tokens, cr.seqs[0].cached, true)
 		b = append(b, `,"timings":`...)
-		b = e.appendTimings(b, cr, &st[0], len(spec.prompts[0]), cr.seqs[0].cached)
+		b = e.appendTimings(b, cr, &st[0], spec.promptLens[0], cr.seqs[0].cached)
 	case DialectTGI:
 		b = append(b, `,"usage":`...)
 		b = e.appendUsage(b, prompt, completion, cached, false)
