@@ -15,12 +15,12 @@ const MaxClientBatchSize = 4
 
 // completionSpec is a validated completion request.
 type completionSpec struct {
-	id             string // response id ("cmpl-…" in vLLM)
-	rid            string // request id (X-Request-Id)
-	model          string // model echoed in responses
+	id             string    // response id ("cmpl-…" in vLLM)
+	rid            string    // request id (X-Request-Id)
+	model          string    // model echoed in responses
 	prompts        [][]int32 // dropped (nil) once the sequences are built
 	promptLens     []int     // tokens per prompt
-	inputChars     int // characters of text prompts (TGI x-compute-characters)
+	inputChars     int       // characters of text prompts (TGI x-compute-characters)
 	n              int
 	maxTokens      []int // per prompt (default clamped to the context)
 	minTokens      int
