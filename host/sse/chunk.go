@@ -1,7 +1,6 @@
 package sse
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -162,8 +161,6 @@ func (d *Decoder) onChoice(k []byte, x *fastjson.Value) {
 
 var (
 	doneSentinel = []byte("[DONE]")
-	quotedError  = []byte(`"error"`)
-	quotedUsage  = []byte(`"usage"`)
 )
 
 // Decode parses one event's data. It returns an error (naming the first bytes of the
@@ -190,13 +187,8 @@ func (d *Decoder) Decode(data []byte) (*Chunk, error) {
 		d.topFn, d.choiceFn = d.onTop, d.onChoice
 	}
 	d.ev, d.cv, d.uv, d.objErr = nil, nil, nil, false
-	if bytes.Contains(data, quotedError) || bytes.Contains(data, quotedUsage) {
-		// One pass over the keys (first occurrence wins, as with Get).
-		o.Visit(d.topFn)
-	} else {
-		// Fast path for ordinary token chunks: neither key can be present.
-		d.cv = o.Get("choices")
-	}
+	// One pass over the keys (first occurrence wins, as with Get).
+	o.Visit(d.topFn)
 	ev, cv, uv, objErr := d.ev, d.cv, d.uv, d.objErr
 	if ev != nil && ev.Type() != fastjson.TypeNull {
 		c.Err = serverError(v, ev)
