@@ -20,6 +20,7 @@ type completionSpec struct {
 	model          string    // model echoed in responses
 	prompts        [][]int32 // dropped (nil) once the sequences are built
 	promptLens     []int     // tokens per prompt
+	echo           []string  // per prompt: its text, prepended to each choice (echo=true)
 	inputChars     int       // characters of text prompts (TGI x-compute-characters)
 	n              int
 	maxTokens      []int // per prompt (default clamped to the context)
@@ -273,6 +274,16 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 		}
 		spec.maxTokens[i] = M
 	}
+	if rf.Echo != nil && *rf.Echo && (d == DialectVLLM || d == DialectSGLang) {
+		spec.echo = make([]string, len(req.prompts))
+		for i, p := range req.prompts {
+			if req.isText {
+				spec.echo[i] = req.texts[i]
+			} else {
+				spec.echo[i] = e.tok.Decode(p, false)
+			}
+		}
+	}
 	spec.prompts = req.prompts
 	spec.promptLens = make([]int, len(req.prompts))
 	for i, p := range req.prompts {
@@ -424,6 +435,18 @@ func timing(cr *request, st []choiceState) (gen time.Duration, acc float64) {
 	return
 }
 
+// newChoiceStates returns one state per choice, its text starting with the echoed prompt.
+func newChoiceStates(spec completionSpec, cr *request) []choiceState {
+	st := make([]choiceState, len(cr.seqs))
+	for i := range st {
+		st[i].promptLen = cr.seqs[i].promptLen
+		if spec.echo != nil {
+			st[i].text = append(st[i].text, spec.echo[i/spec.n]...)
+		}
+	}
+	return st
+}
+
 // applyEvent adds one token event to its choice's state.
 func (e *Engine) applyEvent(st []choiceState, ev event) *choiceState {
 	c := &st[ev.choice]
@@ -457,7 +480,7 @@ func hijackClose(w http.ResponseWriter, reset bool) {
 
 // complete serves a non-streaming completion: it waits for every choice to finish.
 func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completionSpec, cr *request) {
-	st := make([]choiceState, len(cr.seqs))
+	st := newChoiceStates(spec, cr)
 	var evs []event
 	seen := 0
 	f := spec.faults
@@ -807,10 +830,7 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 	rc.Flush()
 	frames := newStreamFrames(e, spec)
 	flt := spec.faults
-	st := make([]choiceState, len(cr.seqs))
-	for i := range st {
-		st[i].promptLen = cr.seqs[i].promptLen
-	}
+	st := newChoiceStates(spec, cr)
 	var evs []event
 	b := make([]byte, 0, 4096)
 	seen := 0 // tokens taken from the scheduler

@@ -554,3 +554,22 @@ func TestMetricsNames(t *testing.T) {
 		}
 	}
 }
+
+func TestEcho(t *testing.T) {
+	_, srv := newTestEngine(t, nil)
+	// byte tokenizer: ids 104,105 decode to "hi"; the text prompt echoes verbatim
+	for _, tc := range []struct{ prompt, want string }{{`[104,105]`, "hi"}, {`"hey"`, "hey"}} {
+		_, b := post(t, srv.URL+"/v1/completions", `{"prompt":`+tc.prompt+`,"echo":true,"max_tokens":3,"ignore_eos":true,"n":2}`)
+		var c completion
+		json.Unmarshal(b, &c)
+		for _, ch := range c.Choices {
+			if !strings.HasPrefix(ch.Text, tc.want) || len(ch.Text) <= len(tc.want) {
+				t.Errorf("echo %s: choice text %q", tc.prompt, ch.Text)
+			}
+		}
+		_, b = post(t, srv.URL+"/v1/completions", `{"prompt":`+tc.prompt+`,"echo":true,"max_tokens":3,"ignore_eos":true,"stream":true}`)
+		if data := sseData(t, b); !strings.Contains(data[0], `"text":"`+tc.want) {
+			t.Errorf("stream echo: first chunk %s", data[0])
+		}
+	}
+}

@@ -35,7 +35,7 @@ type restFields struct {
 		ContinuousUsageStats *bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
 	StreamInterval *int  `json:"stream_interval"`
-	Echo           *bool `json:"echo"`
+	Echo           *bool `json:"echo"` // vLLM, SGLang: prompt text prepended (max_tokens ≥ 1)
 	// PerfMetricsInResponse asks for Fireworks-style perf_metrics in the last chunk.
 	PerfMetricsInResponse *bool `json:"perf_metrics_in_response"`
 	// TGI-style
