@@ -6,7 +6,9 @@ import (
 
 // BenchmarkEncode200k measures Encode throughput (tokens/s, and MB/s of input) on the two
 // 200k-UTF-16-unit texts of the corpus (long/english_200k, long/mixed_200k) for each
-// tokenizer; "warm" reuses the word cache across iterations, "cold" clears it first.
+// tokenizer; "warm" reuses the word cache across iterations, "cold" clears it first (the
+// texts repeat a paragraph, so words still hit the cache within one text), "nocache" merges
+// every word.
 func BenchmarkEncode200k(b *testing.B) {
 	texts, err := corpusOnce()
 	if err != nil {
@@ -17,9 +19,11 @@ func BenchmarkEncode200k(b *testing.B) {
 			tk := tokenizerFor(b, name)
 			for _, tn := range []string{"english_200k", "mixed_200k"} {
 				text := texts["long/"+tn]
-				for _, mode := range []string{"warm", "cold"} {
+				for _, mode := range []string{"warm", "cold", "nocache"} {
 					b.Run(tn+"/"+mode, func(b *testing.B) {
 						n := len(tk.Encode(text))
+						tk.model.noCache = mode == "nocache"
+						defer func() { tk.model.noCache = false }()
 						b.SetBytes(int64(len(text)))
 						b.ResetTimer()
 						for i := 0; i < b.N; i++ {

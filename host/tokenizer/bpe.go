@@ -24,6 +24,7 @@ type bpeModel struct {
 
 	cacheMu sync.RWMutex
 	cache   map[string][]int32
+	noCache bool // benchmarks: every word goes through mergeWord
 }
 
 // mergeInfo is the rank of a merge (its index in "merges") and the id of the merged token.
@@ -163,7 +164,7 @@ func (m *bpeModel) tokenize(dst []int32, w string) []int32 {
 			return append(dst, id)
 		}
 	}
-	cacheable := len(w) <= bpeCacheMaxWord
+	cacheable := len(w) <= bpeCacheMaxWord && !m.noCache
 	if cacheable {
 		m.cacheMu.RLock()
 		ids, ok := m.cache[w]
