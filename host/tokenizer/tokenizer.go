@@ -115,9 +115,10 @@ func readGzip(name string) ([]byte, error) {
 }
 
 // Load reads a tokenizer from a model directory (tokenizer.json, and when present
-// tokenizer_config.json for the chat template and special tokens and config.json for the
-// context length) or from a tokenizer.json path, whose directory is searched for the other
-// two files. Errors name the file: missing or unreadable tokenizer.json, invalid JSON,
+// tokenizer_config.json for the chat template and special tokens, chat_template.jinja or
+// chat_template.json for a template saved apart (it wins, as in transformers), and
+// config.json for the context length) or from a tokenizer.json path, whose directory is
+// searched for the other files. Errors name the file: missing or unreadable tokenizer.json, invalid JSON,
 // an unsupported component (*UnsupportedError), inconsistent vocabulary or merges.
 func Load(path string) (*Tokenizer, error) {
 	st, err := os.Stat(path)
@@ -155,7 +156,34 @@ func Load(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// transformers >= 4.43 saves the template as chat_template.jinja (or chat_template.json)
+	// next to tokenizer_config.json, and that file wins over the config's chat_template.
+	if b, p, err := optional("chat_template.jinja"); err != nil {
+		return nil, err
+	} else if b != nil {
+		t.setChatTemplate(string(b), p)
+	} else if b, p, err := optional("chat_template.json"); err != nil {
+		return nil, err
+	} else if b != nil {
+		var ct struct {
+			ChatTemplate *string `json:"chat_template"`
+		}
+		if err := json.Unmarshal(b, &ct); err != nil {
+			return nil, fmt.Errorf("tokenizer: %s: invalid JSON: %w", p, err)
+		}
+		if ct.ChatTemplate != nil {
+			t.setChatTemplate(*ct.ChatTemplate, p)
+		}
+	}
 	return t, nil
+}
+
+// setChatTemplate replaces the chat template, keeping the special tokens of the config.
+func (t *Tokenizer) setChatTemplate(src, path string) {
+	if t.cfg == nil {
+		t.cfg = &tokenizerConfig{specials: map[string]*string{}}
+	}
+	t.cfg.chatTemplate, t.cfg.path = src, path
 }
 
 // build assembles a Tokenizer from file contents; the paths name the files in errors and

@@ -349,3 +349,32 @@ func TestConcurrentEncode(t *testing.T) {
 		t.Errorf("concurrent encode differs: %s", e)
 	}
 }
+
+// TestChatTemplateFiles checks that chat_template.jinja, then chat_template.json, override
+// tokenizer_config.json's template while its special tokens stay.
+func TestChatTemplateFiles(t *testing.T) {
+	cfg := `{"chat_template": "config {{ bos_token }}", "bos_token": "<s>"}`
+	cases := []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"config only", map[string]string{"tokenizer_config.json": cfg}, "config <s>"},
+		{"jinja wins", map[string]string{"tokenizer_config.json": cfg, "chat_template.jinja": "jinja {{ bos_token }}\n", "chat_template.json": `{"chat_template": "json"}`}, "jinja <s>"},
+		{"json", map[string]string{"tokenizer_config.json": cfg, "chat_template.json": `{"chat_template": "json {{ messages[0].content }}"}`}, "json hi"},
+		{"jinja without config", map[string]string{"chat_template.jinja": "{{ bos_token is defined }}"}, "False"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.files["tokenizer.json"] = tinyJSON
+			tk, err := Load(writeTiny(t, c.files))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tk.ApplyChatTemplate([]Message{{"user", "hi"}}, false)
+			if err != nil || got != c.want {
+				t.Fatalf("render = %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+}
