@@ -633,3 +633,102 @@ func TestStaleKeepAliveResent(t *testing.T) {
 		}
 	}
 }
+
+// Server misbehaviour catalogue (issue 7): each case fails the request with its own kind
+// and a message saying what happened.
+func TestServerFaults(t *testing.T) {
+	tok := "data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"finish_reason\":null}]}\n\n"
+	cases := []struct {
+		name string
+		// serve writes a raw HTTP response (after the request was read) on conn
+		serve func(c net.Conn)
+		kind  ErrorKind
+		want  string
+	}{
+		{"reset mid-stream", func(c net.Conn) {
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(tok), tok)
+			c.(*net.TCPConn).SetLinger(0) // RST
+		}, KindTransport, "sse: read"},
+		{"truncated stream", func(c net.Conn) {
+			body := tok + `data: {"choices":[{"ind`
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}, KindStream, "stream truncated"},
+		{"ended before finish", func(c net.Conn) {
+			body := tok + "data: [DONE]\n\n"
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}, KindStream, "1 of 1 sequences unfinished"},
+		{"non-JSON event", func(c net.Conn) {
+			body := "data: <html>oops</html>\n\n"
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}, KindStream, "malformed chunk \"<html>oops</html>\""},
+		{"non-JSON 502", func(c net.Conn) {
+			body := "<html>bad gateway</html>"
+			fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}, KindHTTP, "status 502: <html>bad gateway</html>"},
+		{"huge error body", func(c net.Conn) {
+			body := strings.Repeat("x", 1<<20)
+			fmt.Fprintf(c, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}, KindHTTP, "status 500: " + strings.Repeat("x", 512)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer c.Close()
+						req, err := http.ReadRequest(bufio.NewReader(c))
+						if err != nil {
+							return
+						}
+						io.Copy(io.Discard, req.Body)
+						tc.serve(c)
+					}()
+				}
+			}()
+			c, _ := New(Options{Target: "http://" + ln.Addr().String()})
+			defer c.Close()
+			res, err := c.Send(context.Background(), ModeArray, prompts3[:1], 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var re *RequestError
+			if !errors.As(res.Err(), &re) || re.Kind != tc.kind || !strings.Contains(re.Error(), tc.want) {
+				t.Fatalf("err = %v (kind %v), want kind %s containing %q", res.Err(), kindOf(re), tc.kind, tc.want)
+			}
+			if len(re.Error()) > 2048 {
+				t.Fatalf("message of %d bytes", len(re.Error()))
+			}
+		})
+	}
+}
+
+func kindOf(re *RequestError) ErrorKind {
+	if re == nil {
+		return ""
+	}
+	return re.Kind
+}
+
+// An https target served by a plain-HTTP server fails as a transport error naming the URL.
+func TestTLSError(t *testing.T) {
+	s := newFakeServer(t)
+	c, _ := New(Options{Target: strings.Replace(s.URL, "http://", "https://", 1), ConnectTimeout: time.Second})
+	defer c.Close()
+	res, err := c.Send(context.Background(), ModeArray, prompts3[:1], 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var re *RequestError
+	if !errors.As(res.Err(), &re) || re.Kind != KindTransport || !strings.Contains(re.Error(), "https://") {
+		t.Fatalf("err = %v", res.Err())
+	}
+}
