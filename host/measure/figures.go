@@ -126,7 +126,9 @@ func (w *Window) UnmarshalJSON(b []byte) error {
 // HeaderFigure is the per-forward latency from server headers, per succeeded request
 // carrying the generation-duration header:
 //
-//	D = generation duration (header value; unit per Options.GenerationDurationUnit)
+//	D = generation duration (header value; unit per Options.GenerationDurationUnit),
+//	    taken to span the request's first to last token (the built-in engine's
+//	    definition), i.e. the decode forward passes after the first token
 //	T = completion tokens of the request / sequences in the request (tokens per sequence)
 //	a = speculation-acceptance header value (absent → no speculation)
 //	τ = tokens per forward pass:
@@ -138,7 +140,7 @@ func (w *Window) UnmarshalJSON(b []byte) error {
 //	                                    length per forward, as SGLang's spec_accept_length)
 //	      k unknown and 0 ≤ a < 1       τ = 1/(1−a)   (the limit k → ∞ of the i.i.d.
 //	                                    expectation (1−a^(k+1))/(1−a), Leviathan et al. 2023)
-//	F = T / τ forward passes;  PerForward = D / F
+//	F = (T − 1) / τ forward passes after the first token;  PerForward = D / F
 type HeaderFigure struct {
 	Requests         int     `json:"requests"`
 	TokensPerForward float64 `json:"tokens_per_forward"`
@@ -313,7 +315,7 @@ func headerFigure(res *dispatch.Result, o Options) *HeaderFigure {
 			}
 		}
 		tokens := float64(r.Usage.CompletionTokens) / float64(perSeq[i])
-		forwards := tokens / tau
+		forwards := (tokens - 1) / tau
 		if forwards <= 0 {
 			continue
 		}

@@ -200,8 +200,8 @@ func TestErrorsExcluded(t *testing.T) {
 	}
 }
 
-// Header figure: D = 0.5 s, request of 2 sequences with 200 completion tokens → T = 100
-// per sequence.
+// Header figure: D = 0.5 s, request of 2 sequences with 202 completion tokens → T = 101
+// per sequence, T − 1 = 100 tokens after the first.
 func TestHeaderFigure(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -222,7 +222,7 @@ func TestHeaderFigure(t *testing.T) {
 			if tc.accept != "" {
 				h["speculation-acceptance"] = tc.accept
 			}
-			res := &dispatch.Result{Requests: []dispatch.Request{{HasUsage: true, Usage: sse.Usage{CompletionTokens: 200}, Headers: h}}}
+			res := &dispatch.Result{Requests: []dispatch.Request{{HasUsage: true, Usage: sse.Usage{CompletionTokens: 202}, Headers: h}}}
 			res.Sequences = []dispatch.Sequence{seq(0, true, 100, 1, 2), seq(0, true, 100, 1, 2)}
 			hf := Compute(res, Options{GenerationDurationHeader: "generation-duration", SpeculationAcceptanceHeader: "speculation-acceptance", DraftTokens: tc.draft}).Header
 			if hf == nil || hf.TokensPerForward != tc.tau || hf.PerForward.Mean != tc.per {

@@ -62,9 +62,12 @@ func (l *stepLog) steps(t *testing.T) []step {
 	return out
 }
 
-func startEngine(t *testing.T, dialect string, log *stepLog) string {
+func startEngine(t *testing.T, dialect string, log *stepLog, mod ...func(*engine.Config)) string {
 	t.Helper()
 	cfg := engine.DefaultConfig()
+	for _, m := range mod {
+		m(&cfg)
+	}
 	cfg.Dialect = dialect
 	cfg.EOSProbability = 0 // TGI drops ignore_eos: no early stops in any dialect
 	cfg.TimeScale = 1      // real-time steps of a few ms, so that sub-ms scheduling jitter is small
@@ -106,7 +109,8 @@ func TestAgainstEngine(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%s", dialect, mode), func(t *testing.T) {
 				log := &stepLog{}
 				u := startEngine(t, dialect, log)
-				c, err := dispatch.New(dispatch.Options{Target: u, ContinuousUsage: true})
+				c, err := dispatch.New(dispatch.Options{Target: u, ContinuousUsage: true,
+					GenerationDurationHeader: "generation-duration", SpeculationAcceptanceHeader: "speculation-acceptance"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -150,7 +154,7 @@ func TestAgainstEngine(t *testing.T) {
 				if err := res.Err(); err != nil {
 					t.Fatal(err)
 				}
-				f := measure.Compute(res, measure.Options{})
+				f := measure.Compute(res, measure.Options{GenerationDurationHeader: "generation-duration", SpeculationAcceptanceHeader: "speculation-acceptance"})
 				if f.Counted != b || f.CompletionTokens != b*maxTok || f.Short != 0 {
 					t.Fatalf("figures: %+v", f)
 				}
@@ -177,6 +181,15 @@ func TestAgainstEngine(t *testing.T) {
 				if !st.HasTruth || st.TruthSteps < maxTok-1 {
 					t.Errorf("truth from metrics: %+v", st)
 				}
+				if f.Header == nil {
+					t.Errorf("no header figure (trailers not captured?)")
+				} else {
+					r := float64(f.Header.PerForward.Mean-truth) / float64(truth)
+					t.Logf("header figure %v (%+.2f%%)", f.Header.PerForward.Mean, 100*r)
+					if r < -0.1 || r > 0.1 {
+						t.Errorf("header per-forward %v differs from the engine's %v by %.1f%%", f.Header.PerForward.Mean, truth, 100*r)
+					}
+				}
 				if st.HasStepTime {
 					// the metrics' mean ITL against the engine's full-batch decode step
 					if r := float64(st.StepTime-truth) / float64(truth); r < -0.1 || r > 0.1 {
@@ -190,5 +203,55 @@ func TestAgainstEngine(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Speculative decoding (k = 3 drafted tokens per step, acceptance 0.7): chunks carry
+// several tokens; the header figure, using the speculation-acceptance header and k,
+// recovers the engine's true decode step, while the per-sequence figure is the time per
+// output token (smaller by the mean tokens per forward).
+func TestSpeculativeHeaderFigure(t *testing.T) {
+	const b, maxTok, k = 4, 60, 3
+	log := &stepLog{}
+	u := startEngine(t, engine.DialectVLLM, log, func(c *engine.Config) { c.SpecTokens, c.SpecAcceptance = k, 0.7 })
+	c, err := dispatch.New(dispatch.Options{Target: u, ContinuousUsage: true,
+		GenerationDurationHeader: "generation-duration", SpeculationAcceptanceHeader: "speculation-acceptance"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ps := prompts(b, 300)
+	if err := c.Warmup(context.Background(), dispatch.ModeArray, ps); err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	log.buf.Reset()
+	log.mu.Unlock()
+	res, err := c.Send(context.Background(), dispatch.ModeArray, ps, maxTok)
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	f := measure.Compute(res, measure.Options{GenerationDurationHeader: "generation-duration",
+		SpeculationAcceptanceHeader: "speculation-acceptance", DraftTokens: k})
+	var truth time.Duration
+	n := 0
+	for _, s := range log.steps(t) {
+		if s.decode == b && s.prefill == 0 {
+			truth += s.wall
+			n++
+		}
+	}
+	if n == 0 || f.Header == nil {
+		t.Fatalf("%d decode steps, header figure %v", n, f.Header)
+	}
+	truth /= time.Duration(n)
+	r := float64(f.Header.PerForward.Mean-truth) / float64(truth)
+	t.Logf("header per-forward %v (τ = %.2f tokens/forward) vs engine decode step %v over %d steps: %+.2f%%; per-sequence TPOT %v; ITL tokens/chunk %.2f",
+		f.Header.PerForward.Mean, f.Header.TokensPerForward, truth, n, 100*r, f.PerForward.Mean, f.ITLTokens)
+	if r < -0.1 || r > 0.1 {
+		t.Errorf("header per-forward %v vs engine %v: %.1f%%", f.Header.PerForward.Mean, truth, 100*r)
+	}
+	if f.ITLTokens <= 1 || f.CompletionTokens != b*maxTok {
+		t.Errorf("tokens per chunk %.2f (want > 1 with speculation), tokens %d", f.ITLTokens, f.CompletionTokens)
 	}
 }
