@@ -309,6 +309,9 @@ type RequestError struct {
 	Err error
 }
 
+// Error returns "POST <url>: status <n>: <server message>" (KindHTTP), "POST <url>:
+// status 200: in-stream server error: …" (KindServer), "POST <url>: <which> timeout: …"
+// (KindTimeout) or "POST <url>: <kind>: <cause>".
 func (e *RequestError) Error() string {
 	switch e.Kind {
 	case KindHTTP:
@@ -322,6 +325,7 @@ func (e *RequestError) Error() string {
 	}
 }
 
+// Unwrap returns the underlying error (a *sse.ServerError for KindHTTP and KindServer).
 func (e *RequestError) Unwrap() error { return e.Err }
 
 // plan is one HTTP request to make.
