@@ -83,7 +83,7 @@ func checkRenders(t *testing.T, g chatGolden, want map[string]json.RawMessage, r
 // from the embedded files, the others from the cache) for each golden case.
 func TestChatGoldenTokenizers(t *testing.T) {
 	g := readChatGolden(t)
-	for _, name := range goldenTokenizers {
+	for _, name := range sortedKeys(g.Tokenizers) {
 		t.Run(name, func(t *testing.T) {
 			tk := tokenizerFor(t, name)
 			want := g.Tokenizers[name]

@@ -42,6 +42,12 @@ func buildDecoders(n *jNode, file, path string) ([]decoder, error) {
 			}
 			return toks
 		}}, nil
+	case "Metaspace":
+		m, err := newMetaspace(n, file, path)
+		if err != nil {
+			return nil, err
+		}
+		return []decoder{m.decode}, nil
 	case "Strip":
 		content, start, stop := n.Content, n.Start, n.Stop
 		return []decoder{func(toks []string) []string {
@@ -188,4 +194,17 @@ func maximalSubpart(b []byte) int {
 		n++
 	}
 	return n
+}
+
+// decode is the Metaspace decoder: the replacement rune becomes a space, except in the first
+// token where it is dropped unless prepend_scheme is "never".
+func (p *metaspacePT) decode(toks []string) []string {
+	for i, t := range toks {
+		with := " "
+		if i == 0 && p.prepend != "never" {
+			with = ""
+		}
+		toks[i] = strings.ReplaceAll(t, p.rep, with)
+	}
+	return toks
 }

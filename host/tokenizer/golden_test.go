@@ -168,11 +168,22 @@ func tokenizerFor(t testing.TB, name string) *Tokenizer {
 	if v, ok := loaded.Load(name); ok {
 		return v.(*Tokenizer)
 	}
-	dir := filepath.Join(cacheDir(), name)
-	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-		t.Skipf("tokenizer %s not in the cache %s: run host/tokenizer/oracle/fetch.sh (or set GENLOAD_TOKENIZER_CACHE)", name, cacheDir())
+	variants := readVariants(t)
+	base := name
+	if v, ok := variants[name]; ok {
+		base = v.Base
 	}
-	tk, err := Load(dir)
+	dir := filepath.Join(cacheDir(), base)
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
+		t.Skipf("tokenizer %s not in the cache %s: run host/tokenizer/oracle/fetch.sh (or set GENLOAD_TOKENIZER_CACHE)", base, cacheDir())
+	}
+	var tk *Tokenizer
+	var err error
+	if v, ok := variants[name]; ok {
+		tk, err = loadVariant(dir, name, v.Set)
+	} else {
+		tk, err = Load(dir)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +191,63 @@ func tokenizerFor(t testing.TB, name string) *Tokenizer {
 	return tk
 }
 
-var goldenTokenizers = []string{"llama3", "llama3_1", "qwen3", "deepseek_v3", "gptoss", "gemma3"}
+var goldenTokenizers = []string{"llama3", "llama3_1", "qwen3", "deepseek_v3", "gptoss", "gemma3", "llama2",
+	"llama2_metaspace_first", "llama2_metaspace_always", "llama2_metaspace_never", "llama2_metaspace_legacy"}
+
+// variant is an entry of oracle/variants.json: a fetched tokenizer with top-level components
+// replaced.
+type variant struct {
+	Base string                     `json:"base"`
+	Set  map[string]json.RawMessage `json:"set"`
+}
+
+func readVariants(t testing.TB) map[string]variant {
+	b, err := os.ReadFile(filepath.Join("oracle", "variants.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]variant{}
+	for k, v := range raw {
+		if strings.HasPrefix(k, "_") {
+			continue
+		}
+		var x variant
+		if err := json.Unmarshal(v, &x); err != nil {
+			t.Fatalf("variants.json %s: %v", k, err)
+		}
+		out[k] = x
+	}
+	return out
+}
+
+// loadVariant builds the tokenizer.json of dir with the keys of set replaced, as
+// oracle/texts.mjs loadTokenizerJSON does.
+func loadVariant(dir, name string, set map[string]json.RawMessage) (*Tokenizer, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return nil, err
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, err
+	}
+	for k, v := range set {
+		top[k] = v
+	}
+	if b, err = json.Marshal(top); err != nil {
+		return nil, err
+	}
+	tcPath := filepath.Join(dir, "tokenizer_config.json")
+	tc, err := os.ReadFile(tcPath)
+	if err != nil {
+		return nil, err
+	}
+	return build(name, name+"/tokenizer.json", b, tcPath, tc, "", nil)
+}
 
 // TestGoldenIDs compares Encode, EncodeSpecial and Decode with the Rust reference on the
 // 535-text main corpus (ids in full; the two 200k-character texts by count and SHA-256) and

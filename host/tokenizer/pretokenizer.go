@@ -11,9 +11,11 @@ import (
 
 // preTokenizer splits each word of a pre-tokenized text into smaller words
 // (tokenizers pre_tokenizers/*). Words are substrings of the normalized text, except after
-// ByteLevel, which maps every byte to a printable rune (GPT-2's bytes_to_unicode).
+// ByteLevel, which maps every byte to a printable rune (GPT-2's bytes_to_unicode), and
+// Metaspace, which replaces spaces. atStart tells that the word begins the input text
+// (tokenizers: offsets_original().0 == 0), which Metaspace's prepend_scheme "first" needs.
 type preTokenizer interface {
-	split(dst []string, word string) []string
+	split(dst []string, word string, atStart bool) []string
 }
 
 // splitBehavior is tokenizers' SplitDelimiterBehavior.
@@ -71,13 +73,19 @@ func buildPreTokenizers(n *jNode, file, path string) ([]preTokenizer, error) {
 		}
 		return []preTokenizer{st}, nil
 	case "ByteLevel":
-		st := &byteLevelPT{prefixSpace: n.AddPrefixSpace}
+		st := &byteLevelPT{prefixSpace: n.AddPrefixSpace != nil && *n.AddPrefixSpace}
 		if n.UseRegex == nil || *n.UseRegex { // tokenizers defaults use_regex to true
 			st.re = regexp2.MustCompile(gpt2Pattern, regexp2.None)
 		}
 		return []preTokenizer{st}, nil
 	case "Digits":
 		return []preTokenizer{digitsPT{individual: n.IndividualDigits}}, nil
+	case "Metaspace":
+		m, err := newMetaspace(n, file, path)
+		if err != nil {
+			return nil, err
+		}
+		return []preTokenizer{m}, nil
 	}
 	return nil, &UnsupportedError{File: file, Component: path, Type: n.Type}
 }
@@ -220,7 +228,7 @@ type splitPT struct {
 	invert   bool
 }
 
-func (p *splitPT) split(dst []string, w string) []string {
+func (p *splitPT) split(dst []string, w string, _ bool) []string {
 	var ms []span
 	if p.fast != nil && !disableFastSplit {
 		ms = fastFindMatches(w, p.fast)
@@ -242,7 +250,7 @@ type byteLevelPT struct {
 	re          *regexp2.Regexp
 }
 
-func (p *byteLevelPT) split(dst []string, w string) []string {
+func (p *byteLevelPT) split(dst []string, w string, _ bool) []string {
 	if p.prefixSpace && !strings.HasPrefix(w, " ") {
 		w = " " + w
 	}
@@ -261,7 +269,7 @@ func (p *byteLevelPT) split(dst []string, w string) []string {
 // i.e. Nd, Nl, No) split from the rest, each digit alone when individual is set.
 type digitsPT struct{ individual bool }
 
-func (p digitsPT) split(dst []string, w string) []string {
+func (p digitsPT) split(dst []string, w string, _ bool) []string {
 	start, prevDigit := 0, false
 	for i, r := range w {
 		d := unicode.IsNumber(r)
@@ -301,4 +309,53 @@ func byteLevelMap(s string) string {
 		b.WriteString(byteToRune[s[i]])
 	}
 	return b.String()
+}
+
+// metaspacePT is the Metaspace pre-tokenizer (SentencePiece-style, e.g. Mistral): spaces
+// become the replacement rune (default "▁"), which is prepended to every word ("always"), to
+// the word that begins the text ("first"), or never; with split, the word is cut before each
+// replacement rune (MergedWithNext).
+type metaspacePT struct {
+	rep     string
+	prepend string // "always", "first" or "never"
+	cut     bool   // split before each replacement rune
+}
+
+func newMetaspace(n *jNode, file, path string) (*metaspacePT, error) {
+	m := &metaspacePT{rep: n.Replacement, prepend: n.PrependScheme, cut: n.Split == nil || *n.Split}
+	if m.rep == "" {
+		m.rep = "\u2581"
+	}
+	if utf8.RuneCountInString(m.rep) != 1 {
+		return nil, fmt.Errorf("tokenizer: %s: [%s] Metaspace replacement %q is not one character", file, path, m.rep)
+	}
+	switch {
+	case n.AddPrefixSpace != nil && !*n.AddPrefixSpace:
+		m.prepend = "never"
+	case m.prepend == "":
+		m.prepend = "always"
+	}
+	switch m.prepend {
+	case "always", "first", "never":
+	default:
+		return nil, &UnsupportedError{File: file, Component: path, Type: n.Type, Detail: fmt.Sprintf("prepend_scheme %q", m.prepend)}
+	}
+	return m, nil
+}
+
+func (p *metaspacePT) split(dst []string, w string, atStart bool) []string {
+	w = strings.ReplaceAll(w, " ", p.rep)
+	if (p.prepend == "always" || (p.prepend == "first" && atStart)) && !strings.HasPrefix(w, p.rep) {
+		w = p.rep + w
+	}
+	if !p.cut {
+		return append(dst, w)
+	}
+	ms := applyBehavior(findMatches(w, nil, p.rep), behMergedWithNext, false)
+	for _, sp := range ms {
+		if sp.b > sp.a {
+			dst = append(dst, w[sp.a:sp.b])
+		}
+	}
+	return dst
 }

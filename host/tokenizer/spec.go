@@ -46,8 +46,12 @@ type jNode struct {
 	Invert   bool      `json:"invert"`
 	Content  string    `json:"content"`
 	// ByteLevel
-	AddPrefixSpace bool  `json:"add_prefix_space"`
+	AddPrefixSpace *bool `json:"add_prefix_space"`
 	UseRegex       *bool `json:"use_regex"`
+	// Metaspace
+	Replacement   string `json:"replacement"`
+	PrependScheme string `json:"prepend_scheme"`
+	Split         *bool  `json:"split"`
 	// Digits
 	IndividualDigits bool `json:"individual_digits"`
 	// Prepend

@@ -8,13 +8,14 @@
 //     continuing_subword_prefix, end_of_word_suffix;
 //   - normalizers: NFC, NFD, NFKC, NFKD, Lowercase, Replace, Prepend, Strip, Sequence;
 //   - pre-tokenizers: Split (regex or string, all five behaviours, invert), ByteLevel,
-//     Digits, Sequence;
+//     Digits, Metaspace (prepend_scheme always/first/never, split), Sequence;
 //   - post-processors: TemplateProcessing (single), Bert/RobertaProcessing, ByteLevel, Sequence;
-//   - decoders: ByteLevel, ByteFallback, Fuse, Replace, Strip, Sequence;
+//   - decoders: ByteLevel, ByteFallback, Fuse, Replace, Strip, Metaspace, Sequence;
 //   - added tokens: leftmost-longest matching, normalized or not, lstrip, rstrip, single_word.
 //
 // It is exact (verified against tokenizers@0.23.2) for Llama 3 / 3.1, Qwen3, DeepSeek-V3,
-// gpt-oss and Gemma 3. The embedded default is Qwen3's tokenizer (see Default).
+// gpt-oss, Gemma 3 and Llama 2, and for Llama 2 rebuilt with Metaspace (Mistral-style). The
+// embedded default is Qwen3's tokenizer (see Default).
 package tokenizer
 
 import (
@@ -290,7 +291,7 @@ func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
 	var words, next []string
 	pieces := t.rawAdded.split(nil, text)
 	var normPieces []piece
-	for _, p := range pieces {
+	for pi, p := range pieces {
 		if p.id >= 0 {
 			ids = append(ids, p.id)
 			continue
@@ -300,16 +301,17 @@ func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
 			s = t.normalize(s)
 		}
 		normPieces = t.normAdded.split(normPieces[:0], s)
-		for _, q := range normPieces {
+		for qi, q := range normPieces {
 			if q.id >= 0 {
 				ids = append(ids, q.id)
 				continue
 			}
+			atStart := pi == 0 && qi == 0 // the piece begins the text
 			words = append(words[:0], q.s)
 			for _, st := range t.pre {
 				next = next[:0]
-				for _, w := range words {
-					next = st.split(next, w)
+				for wi, w := range words {
+					next = st.split(next, w, atStart && wi == 0)
 				}
 				words, next = next, words
 			}

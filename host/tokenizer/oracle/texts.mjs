@@ -15,4 +15,16 @@ export function readCorpus(name) {
 }
 
 export const CACHE = process.env.GENLOAD_TOKENIZER_CACHE || `${process.env.HOME}/.cache/genload/tokenizers`;
-export const TOKENIZERS = ["llama3", "llama3_1", "qwen3", "deepseek_v3", "gptoss", "gemma3"];
+export const TOKENIZERS = ["llama3", "llama3_1", "qwen3", "deepseek_v3", "gptoss", "gemma3", "llama2"];
+export const VARIANTS = JSON.parse(fs.readFileSync(new URL("./variants.json", import.meta.url), "utf8"));
+delete VARIANTS._comment;
+
+// loadTokenizerJSON returns the tokenizer.json text of a fetched tokenizer or of a variant.
+export function loadTokenizerJSON(name) {
+  const v = VARIANTS[name];
+  const base = fs.readFileSync(`${CACHE}/${v ? v.base : name}/tokenizer.json`, "utf8");
+  if (!v) return base;
+  const j = JSON.parse(base);
+  Object.assign(j, v.set);
+  return JSON.stringify(j);
+}
