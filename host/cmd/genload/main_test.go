@@ -150,6 +150,7 @@ type recorded struct {
 		} `json:"stream_options"`
 	}
 	prompts [][]int32
+	raw     []byte
 }
 
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -176,6 +177,7 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		many = [][]int32{one}
 	}
 	rec.prompts = many
+	rec.raw = b
 	rc.mu.Lock()
 	rc.reqs = append(rc.reqs, rec)
 	rc.mu.Unlock()
@@ -527,5 +529,36 @@ func TestLengthsAndPluginCheckCommands(t *testing.T) {
 	code, _, errs = cli(t, context.Background(), "lengths", "--plugin", "gamma", "--set", "kk=1")
 	if code != exitcode.PluginRejected || !strings.Contains(errs, "kk") {
 		t.Errorf("bad plugin config: exit %d\n%s", code, errs)
+	}
+}
+
+// TestSameSeedSameBodies: two runs of one config send byte-identical request bodies, in
+// every mode.
+func TestSameSeedSameBodies(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	bodies := func(mode string, seed int) [][]byte {
+		rc := &recorder{}
+		srv := httptest.NewServer(rc)
+		defer srv.Close()
+		cfg := writeConfig(t, fmt.Sprintf("target = %q\nmode = %q\nseed = %d\nmax_tokens = 2\n[matrix]\nseq_lens = [1000, 3000]\nbatch_sizes = [1, 5]\n", srv.URL, mode, seed))
+		if code, _, stderr := cli(t, context.Background(), "run", "-c", cfg, "--out", t.TempDir()); code != exitcode.OK {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		var out [][]byte
+		for _, r := range rc.reqs {
+			out = append(out, r.raw)
+		}
+		// routed requests of a cell arrive in any order
+		slices.SortFunc(out, bytes.Compare)
+		return out
+	}
+	for _, mode := range []string{"array", "routed", "n"} {
+		a, b := bodies(mode, 7), bodies(mode, 7)
+		if !slices.EqualFunc(a, b, bytes.Equal) {
+			t.Errorf("%s: two runs with seed 7 sent different bodies", mode)
+		}
+		if len(a) == 0 || !bytes.Contains(a[0], []byte(`"seed":7`)) {
+			t.Errorf("%s: the body does not carry the seed", mode)
+		}
 	}
 }
