@@ -271,7 +271,8 @@ func (t *Tokenizer) IsSpecial(id int32) bool {
 // Encode returns the token ids of text without the post-processor's special tokens
 // (add_special_tokens=false). Added and special tokens written in text, e.g. "<|im_end|>",
 // are recognized and become their ids, as in Hugging Face tokenizers. Invalid UTF-8 is
-// replaced by U+FFFD first.
+// replaced first by one U+FFFD per maximal ill-formed subpart (like Rust's
+// String::from_utf8_lossy).
 func (t *Tokenizer) Encode(text string) []int32 {
 	return t.EncodeSpecial(text, false)
 }
@@ -282,7 +283,7 @@ func (t *Tokenizer) Encode(text string) []int32 {
 // the template already wrote BOS.
 func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
 	if !utf8.ValidString(text) {
-		text = strings.ToValidUTF8(text, "\uFFFD")
+		text = lossyUTF8([]byte(text)) // as Rust's from_utf8_lossy / Python's errors="replace"
 	}
 	ids := make([]int32, 0, len(text)/3+4)
 	if addSpecial {

@@ -378,3 +378,18 @@ func TestChatTemplateFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidUTF8 checks that invalid input bytes become U+FFFD per maximal subpart before
+// encoding: "a\xE2\x82b\xFF" is "a" + U+FFFD (E2 82 is one truncated sequence) + "b" + U+FFFD.
+func TestInvalidUTF8(t *testing.T) {
+	tk, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tk.Encode("a\xE2\x82b\xFF"), tk.Encode("a\uFFFDb\uFFFD"); !slices.Equal(got, want) {
+		t.Fatalf("Encode(invalid) = %v, want %v", got, want)
+	}
+	if got, want := lossyUTF8([]byte("\xF0\x9F\x98x\xC0\xAF")), "\uFFFDx\uFFFD\uFFFD"; got != want {
+		t.Fatalf("lossyUTF8 = %+q, want %+q (F0 9F 98 is one subpart; C0 and AF are two)", got, want)
+	}
+}
