@@ -12,7 +12,7 @@ import (
 // leftmost position, exactly as Word::merge_all's binary heap does.
 type bpeModel struct {
 	vocab        map[string]int32
-	vocabR       []string // id -> token (model vocabulary only)
+	vocabR       []string // id -> token (model vocabulary only); nil once build copied it
 	merges       map[uint64]mergeInfo
 	unk          int32 // -1 if none
 	fuseUnk      bool

@@ -220,6 +220,7 @@ func build(name, tjPath string, tj []byte, tcPath string, tc []byte, mcPath stri
 	t.vocabSize = int(n)
 	t.idToken = make([]string, n)
 	copy(t.idToken, t.model.vocabR)
+	t.model.vocabR = nil // idToken replaces it
 	t.special = make([]bool, n)
 	var raw, normd []addedToken
 	for _, a := range spec.added {
