@@ -64,6 +64,16 @@ type Config struct {
 	Context int `toml:"context" json:"context"`
 	// Out is the results directory. Default "results".
 	Out string `toml:"out" json:"out"`
+	// ContinuousUsage asks for per-chunk usage (stream_options.continuous_usage_stats), so
+	// servers that support it (vLLM, recent SGLang, the built-in engine) report tokens per
+	// chunk exactly. Default true.
+	ContinuousUsage bool `toml:"continuous_usage" json:"continuous_usage"`
+	// DraftTokens is the speculative draft length k of the server, used with the
+	// speculation-acceptance header to count forward passes. Default 0 (unknown).
+	DraftTokens int `toml:"draft_tokens" json:"draft_tokens"`
+	// Metrics is "auto" (default: scrape the target's /metrics before and after each cell and
+	// sample its running-requests gauge during it, when the endpoint exists) or "off".
+	Metrics string `toml:"metrics" json:"metrics"`
 	// APIKeyEnv names an environment variable holding the API key (sent as a Bearer token;
 	// never printed or written). Default "GENLOAD_API_KEY".
 	APIKeyEnv string `toml:"api_key_env" json:"api_key_env"`
@@ -235,12 +245,14 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.Strin
 // Default returns the configuration used when bench.toml sets nothing.
 func Default() *Config {
 	return &Config{
-		Seed:      42,
-		Target:    Builtin,
-		MaxTokens: 100,
-		Mode:      ModeArray,
-		Out:       "results",
-		APIKeyEnv: "GENLOAD_API_KEY",
+		Seed:            42,
+		Target:          Builtin,
+		ContinuousUsage: true,
+		Metrics:         "auto",
+		MaxTokens:       100,
+		Mode:            ModeArray,
+		Out:             "results",
+		APIKeyEnv:       "GENLOAD_API_KEY",
 		Matrix: Matrix{
 			SeqLens:    []int{1000, 2000, 4000, 8000, 16000, 32000, 64000},
 			BatchSizes: []int{1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 48, 64},
@@ -402,6 +414,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Context != 0 && c.MaxTokens >= c.Context {
 		bad("max_tokens", "%d leaves no room for a prompt in context %d", c.MaxTokens, c.Context)
+	}
+	if c.DraftTokens < 0 {
+		bad("draft_tokens", "must be ≥ 0, got %d", c.DraftTokens)
+	}
+	if c.Metrics != "auto" && c.Metrics != "off" {
+		bad("metrics", "unknown value %q (want \"auto\" or \"off\")", c.Metrics)
 	}
 	if c.Temperature < 0 {
 		bad("temperature", "must be ≥ 0, got %g", c.Temperature)

@@ -19,8 +19,8 @@ import (
 // (tokens, sequences). Cell indexes are not used, so runs of matrices that differ still line
 // up on the cells they share.
 type CellKey struct {
-	SeqLen int `json:"seq_len"`
-	Batch  int `json:"batch"`
+	SeqLen int // L, tokens
+	Batch  int // B, sequences
 }
 
 // String is "L=…,B=…", as matrix.Cell.Key.
@@ -31,7 +31,7 @@ func keyOf(c *Cell) CellKey { return CellKey{c.Cell.SeqLen, c.Cell.Batch} }
 // LeftOut is a cell not compared, and why (missing from a run, or not measured in it).
 type LeftOut struct {
 	CellKey
-	Reason string `json:"reason"`
+	Reason string
 }
 
 // CellCV is the repeatability of one cell over the runs compared.
@@ -51,13 +51,12 @@ type LeftOut struct {
 // (see measure.Histogram).
 type CellCV struct {
 	CellKey
-	Runs     []time.Duration  `json:"-"` // x_i, run order
-	Mean     time.Duration    `json:"-"`
-	SD       time.Duration    `json:"-"`
-	Min, Max time.Duration    `json:"-"`
-	CV       float64          `json:"cv"`
-	WindowCV float64          `json:"-"`
-	Merged   *measure.Summary `json:"-"`
+	Runs     []time.Duration // x_i, in run order
+	Mean, SD time.Duration   // over Runs
+	Min, Max time.Duration   // of Runs
+	CV       float64         // SD / Mean, a fraction (0 when Mean is 0)
+	WindowCV float64         // the same for the full-occupancy figure; NaN unless valid in every run
+	Merged   *measure.Summary
 }
 
 // Consistency is the repeatability of a set of runs of the same matrix: a CellCV per cell
@@ -72,22 +71,17 @@ type CellCV struct {
 // cells of run i's per-cell mean per-forward latency. MeanSpan = max(RunMean)/min(RunMean) − 1,
 // MedianSpan likewise (fractions): how far apart the best and the worst run are.
 type Consistency struct {
-	RunIDs   []string  `json:"run_ids"`
-	Cells    []CellCV  `json:"cells"`
-	LeftOut  []LeftOut `json:"left_out,omitempty"`
-	Warnings []string  `json:"warnings,omitempty"`
+	RunIDs   []string  // run order ("run N" for a run without an id)
+	Cells    []CellCV  // common cells, ascending L then B
+	LeftOut  []LeftOut // cells not measured in every run
+	Warnings []string  // settings that differ between the runs
 
-	MedianCV float64 `json:"median_cv"`
-	P90CV    float64 `json:"p90_cv"`
-	MaxCV    float64 `json:"max_cv"`
-	MaxCell  CellKey `json:"max_cv_cell"`
-	Within5  int     `json:"cells_cv_le_5pct"`
-	Within10 int     `json:"cells_cv_le_10pct"`
+	MedianCV, P90CV, MaxCV float64 // fractions
+	MaxCell                CellKey // the cell with MaxCV
+	Within5, Within10      int     // cells with CV ≤ 0.05, ≤ 0.10
 
-	RunMean    []time.Duration `json:"-"`
-	RunMedian  []time.Duration `json:"-"`
-	MeanSpan   float64         `json:"mean_span"`
-	MedianSpan float64         `json:"median_span"`
+	RunMean, RunMedian   []time.Duration // per run, over the common cells
+	MeanSpan, MedianSpan float64         // max/min − 1 of RunMean, RunMedian
 }
 
 // measured returns c's mean per-forward latency when the cell was measured with at least one

@@ -20,6 +20,7 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/scrape"
 )
 
 // Schema names the results format; it changes when a field changes meaning.
@@ -96,6 +97,13 @@ type Cell struct {
 	Workers []int `json:"workers,omitempty"`
 	// Figures are the measured figures (nil when the cell failed before measuring).
 	Figures *measure.Figures `json:"figures,omitempty"`
+	// PromptTokenDeviation is the server-counted prompt tokens minus the tokens genload
+	// built: 0 with token-id prompts; the re-tokenization drift with text prompts.
+	PromptTokenDeviation int `json:"prompt_token_deviation"`
+	// Server holds the figures from the target's /metrics around the measured request:
+	// step time, tokens per step, the engine's truth (built-in engine), and batch
+	// occupancy sampled during the cell. Nil when /metrics was not used.
+	Server *scrape.CellMetrics `json:"server,omitempty"`
 }
 
 // Footer closes a run.

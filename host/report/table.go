@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/scrape"
 )
 
 // column is one column of the table and the CSV: a header and a cell formatter.
@@ -32,7 +33,17 @@ func fig(f func(*measure.Figures) string) func(c *Cell) string {
 	}
 }
 
-func columns(withHeader bool) []column {
+// srv returns f(c.Server) or "" for a cell without server metrics.
+func srv(f func(*scrape.CellMetrics) string) func(c *Cell) string {
+	return func(c *Cell) string {
+		if c.Server == nil {
+			return ""
+		}
+		return f(c.Server)
+	}
+}
+
+func columns(withHeader, withServer, withTruth bool) []column {
 	cols := []column{
 		{"L", "seq_len", func(c *Cell) string { return strconv.Itoa(c.Cell.SeqLen) }},
 		{"B", "batch", func(c *Cell) string { return strconv.Itoa(c.Cell.Batch) }},
@@ -66,6 +77,29 @@ func columns(withHeader bool) []column {
 			return ms3(f.Header.PerForward.Mean)
 		})})
 	}
+	if withServer {
+		cols = append(cols,
+			column{"metrics fwd ms", "metrics_step_ms", srv(func(m *scrape.CellMetrics) string {
+				if !m.Steps.HasStepTime {
+					return ""
+				}
+				return ms3(m.Steps.StepTime)
+			})},
+			column{"batch seen", "occupancy_mode", srv(func(m *scrape.CellMetrics) string {
+				if m.Occupancy.Samples == 0 {
+					return ""
+				}
+				return fmt.Sprintf("%d (%.0f%%)", m.Occupancy.Mode, 100*m.Occupancy.AtTarget)
+			})})
+	}
+	if withTruth {
+		cols = append(cols, column{"engine fwd ms", "engine_truth_step_ms", srv(func(m *scrape.CellMetrics) string {
+			if !m.Steps.HasTruth {
+				return ""
+			}
+			return ms3(m.Steps.TruthStepTime)
+		})})
+	}
 	return append(cols, column{"status", "status", func(c *Cell) string {
 		s := c.Status
 		if len(c.Warnings) > 0 {
@@ -75,13 +109,15 @@ func columns(withHeader bool) []column {
 	}})
 }
 
-func anyHeader(run *Run) bool {
+// present reports which optional column groups have data in run: server-header figures,
+// /metrics figures, and the built-in engine's truth.
+func present(run *Run) (header, server, truth bool) {
 	for _, c := range run.Cells {
-		if c.Figures != nil && c.Figures.Header != nil {
-			return true
-		}
+		header = header || (c.Figures != nil && c.Figures.Header != nil)
+		server = server || c.Server != nil
+		truth = truth || (c.Server != nil && c.Server.Steps.HasTruth)
 	}
-	return false
+	return
 }
 
 // Table writes run's cells as a markdown table, then one line per warning or error. Times are
@@ -89,7 +125,7 @@ func anyHeader(run *Run) bool {
 // (completion tokens − 1)), "full-batch fwd" the same over the window where all B sequences
 // decode together.
 func Table(w io.Writer, run *Run) {
-	cols := columns(anyHeader(run))
+	cols := columns(present(run))
 	rows := make([][]string, 0, len(run.Cells)+2)
 	head := make([]string, len(cols))
 	for i, c := range cols {
@@ -174,12 +210,13 @@ func pluginName(h Header, kind string) string {
 // CSVHeader lists the CSV columns: one row per cell, times in milliseconds, lengths in tokens.
 func CSVHeader() []string {
 	h := []string{"run_id", "cell", "seq_len", "batch", "len_min", "len_mean", "len_max", "len_clamped"}
-	for _, c := range columns(true)[3:] {
+	for _, c := range columns(true, true, true)[3:] {
 		if c.csv != "" && c.csv != "status" {
 			h = append(h, c.csv)
 		}
 	}
-	return append(h, "itl_tokens_per_chunk", "ttft_mean_ms", "e2e_mean_ms", "short_sequences", "prompt_tokens", "cached_tokens", "errors", "status", "error")
+	return append(h, "itl_tokens_per_chunk", "ttft_mean_ms", "e2e_mean_ms", "short_sequences", "prompt_tokens", "prompt_token_deviation",
+		"cached_tokens", "errors", "occupancy_share_at_b", "occupancy_max", "status", "error")
 }
 
 // WriteCSV writes run as CSV (columns in [CSVHeader]).
@@ -190,7 +227,7 @@ func WriteCSV(path string, run *Run) error {
 	}
 	w := csv.NewWriter(f)
 	_ = w.Write(CSVHeader())
-	cols := columns(true)[3:]
+	cols := columns(true, true, true)[3:]
 	for i := range run.Cells {
 		c := &run.Cells[i]
 		row := []string{run.Header.RunID, strconv.Itoa(c.Cell.Index), strconv.Itoa(c.Cell.SeqLen), strconv.Itoa(c.Cell.Batch),
@@ -206,9 +243,14 @@ func WriteCSV(path string, run *Run) error {
 		}
 		if f := c.Figures; f != nil {
 			row = append(row, strconv.FormatFloat(f.ITLTokens, 'f', 3, 64), ms3(f.TTFT.Mean), ms3(f.E2E.Mean), strconv.Itoa(f.Short),
-				strconv.Itoa(f.PromptTokens), strconv.Itoa(f.CachedTokens), strconv.Itoa(len(f.Errors)))
+				strconv.Itoa(f.PromptTokens), strconv.Itoa(c.PromptTokenDeviation), strconv.Itoa(f.CachedTokens), strconv.Itoa(len(f.Errors)))
 		} else {
-			row = append(row, "", "", "", "", "", "", "")
+			row = append(row, "", "", "", "", "", "", "", "")
+		}
+		if m := c.Server; m != nil && m.Occupancy.Samples > 0 {
+			row = append(row, strconv.FormatFloat(m.Occupancy.AtTarget, 'f', 3, 64), strconv.Itoa(m.Occupancy.Max))
+		} else {
+			row = append(row, "", "")
 		}
 		row = append(row, c.Status, c.Error)
 		_ = w.Write(row)

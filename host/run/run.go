@@ -28,6 +28,7 @@ import (
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/prompt"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/scrape"
 	"github.com/genload/genload/host/tokenizer"
 )
 
@@ -200,7 +201,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		Temperature: cfg.Temperature, APIKey: apiKey, Seed: &seed,
 		Retries: cfg.Warmup.Retries, RetryDelay: cfg.Warmup.RetryDelay.Duration,
 		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
-		TotalTimeout:             cfg.Timeouts.Total.Duration,
+		TotalTimeout: cfg.Timeouts.Total.Duration, ContinuousUsage: cfg.ContinuousUsage,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
 	})
 	if err != nil {
@@ -243,6 +244,19 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		fmt.Fprintf(opt.Stderr, "dropped L=%d B=%d: %s\n", d.SeqLen, d.Batch, d.Reason)
 	}
 
+	var watcher *scrape.Watcher
+	if cfg.Metrics == "auto" {
+		murl, err := scrape.MetricsURL(target)
+		if err == nil {
+			watcher, err = scrape.NewWatcher(ctx, murl, apiKey, 0)
+		}
+		if err != nil {
+			fmt.Fprintf(opt.Stderr, "metrics: not used (%v); set metrics = \"off\" to silence this\n", err)
+			watcher = nil
+		}
+	}
+	cr := &cellRunner{cfg: cfg, lengths: lengthsPlugin, router: router, builder: builder, tok: tok, client: client,
+		watcher: watcher, minLen: minLen, maxLen: maxLen}
 	prog := newProgress(opt.Stderr, opt.Progress, cells)
 	runErr := func() error {
 		for _, cell := range cells {
@@ -250,7 +264,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 				prog.skip(cell)
 				continue
 			}
-			rec, err := measureCell(ctx, cfg, cell, lengthsPlugin, router, builder, client, minLen, maxLen)
+			rec, err := cr.measure(ctx, cell)
 			if ctx.Err() != nil {
 				rec.Status, rec.Error = report.StatusInterrupted, "interrupted"
 			}
@@ -291,11 +305,24 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	return res, errors.Join(runErr, ferr)
 }
 
-// measureCell runs one cell: lengths from the plugin (clamped and checked by the host),
-// prompts, warmup with the exact prompts and request shape (max_tokens = 1), the measured
-// request, and the figures. The record is filled as far as the cell got.
-func measureCell(ctx context.Context, cfg *config.Config, cell matrix.Cell, lp *plugin.LengthsPlugin, router *cellRouter,
-	b *prompt.Builder, client *dispatch.Client, minLen, maxLen int) (report.Cell, error) {
+// cellRunner holds what every cell of a run needs.
+type cellRunner struct {
+	cfg            *config.Config
+	lengths        *plugin.LengthsPlugin
+	router         *cellRouter
+	builder        *prompt.Builder
+	tok            *tokenizer.Tokenizer
+	client         *dispatch.Client
+	watcher        *scrape.Watcher // nil when the target has no /metrics
+	minLen, maxLen int
+}
+
+// measure runs one cell: lengths from the plugin (clamped and checked by the host), prompts,
+// routing (once, for warmup and measurement alike), warmup with the exact prompts and request
+// shape (max_tokens = 1), the measured request(s) with /metrics scraped around them, and the
+// figures. The record is filled as far as the cell got.
+func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell, error) {
+	cfg := r.cfg
 	rec := report.Cell{Cell: cell, Status: report.StatusError, Started: time.Now().UTC()}
 	t0 := time.Now()
 	fail := func(code exitcode.Code, err error) (report.Cell, error) {
@@ -304,34 +331,64 @@ func measureCell(ctx context.Context, cfg *config.Config, cell matrix.Cell, lp *
 		return rec, exitcode.With(code, err)
 	}
 	// The plugin draws from its distribution unbounded; the host clamps (and counts clamps).
-	lengths, err := lp.Lengths(ctx, cell.Batch, cell.SeqLen, 1, math.MaxInt32)
+	lengths, err := r.lengths.Lengths(ctx, cell.Batch, cell.SeqLen, 1, math.MaxInt32)
 	if err != nil {
 		return fail(exitcode.PluginRejected, err)
 	}
-	rec.Lengths = clamp(lengths, cell.SeqLen, minLen, maxLen)
+	rec.Lengths = clamp(lengths, cell.SeqLen, r.minLen, r.maxLen)
 	if rec.Lengths.Clamped > 0 {
-		rec.Warnings = append(rec.Warnings, fmt.Sprintf("%d of %d lengths clamped to [%d, %d]", rec.Lengths.Clamped, cell.Batch, minLen, maxLen))
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("%d of %d lengths clamped to [%d, %d]", rec.Lengths.Clamped, cell.Batch, r.minLen, r.maxLen))
 	}
-	prompts, err := b.Build(cell.FirstRow, lengths)
+	prompts, err := r.builder.Build(cell.FirstRow, lengths)
 	if err != nil {
 		return fail(exitcode.InvalidConfig, err)
 	}
-	if router != nil {
-		if err := router.decide(ctx, lengths); err != nil {
+	if r.router != nil {
+		if err := r.router.decide(ctx, lengths); err != nil {
 			return fail(exitcode.PluginRejected, err)
 		}
-		rec.Workers = router.assign
+		rec.Workers = r.router.assign
 	}
 	// ModeN (legacy) sends prompts[0] with n = B.
 	mode := dispatch.Mode(cfg.Mode)
+	var texts []string
+	if cfg.Prompt.Format == config.FormatText {
+		texts = make([]string, len(prompts))
+		for i, p := range prompts {
+			texts[i] = r.tok.Decode(p, false)
+		}
+	}
 	if !cfg.Warmup.Disabled {
-		if err := client.Warmup(ctx, mode, prompts); err != nil {
+		if texts != nil {
+			err = r.client.WarmupText(ctx, mode, texts, lengths)
+		} else {
+			err = r.client.Warmup(ctx, mode, prompts)
+		}
+		if err != nil {
 			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", err))
 		}
 	}
-	res, err := client.Send(ctx, mode, prompts, cfg.MaxTokens)
-	if err == nil && router != nil {
-		err = router.complete(ctx, res, lengths)
+	if r.watcher != nil {
+		if err := r.watcher.Begin(ctx); err != nil {
+			rec.Warnings = append(rec.Warnings, "metrics: "+err.Error())
+		}
+	}
+	var res *dispatch.Result
+	if texts != nil {
+		res, err = r.client.SendText(ctx, mode, texts, lengths, cfg.MaxTokens)
+	} else {
+		res, err = r.client.Send(ctx, mode, prompts, cfg.MaxTokens)
+	}
+	if r.watcher != nil {
+		m, werr := r.watcher.End(ctx, cell.Batch)
+		if werr != nil {
+			rec.Warnings = append(rec.Warnings, "metrics: "+werr.Error())
+		} else {
+			rec.Server = &m
+		}
+	}
+	if err == nil && r.router != nil {
+		err = r.router.complete(ctx, res, lengths)
 	}
 	if err == nil {
 		err = res.Err()
@@ -339,12 +396,22 @@ func measureCell(ctx context.Context, cfg *config.Config, cell matrix.Cell, lp *
 	if err != nil {
 		return fail(exitcode.TargetFailed, err)
 	}
-	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens,
+	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance})
 	rec.Figures = &fig
 	rec.Status = report.StatusOK
 	rec.Elapsed = report.Millis(time.Since(t0))
-	rec.Warnings = append(rec.Warnings, cellWarnings(cfg, cell, rec.Lengths, &fig)...)
+	if fig.HasPromptTokens {
+		sent := 0
+		for _, l := range lengths {
+			sent += l
+		}
+		if mode == dispatch.ModeN {
+			sent = lengths[0]
+		}
+		rec.PromptTokenDeviation = fig.PromptTokens - sent
+	}
+	rec.Warnings = append(rec.Warnings, cellWarnings(cfg, cell, &rec)...)
 	return rec, nil
 }
 
@@ -460,23 +527,26 @@ func toDispatchWorkers(ws []config.Worker) []dispatch.Worker {
 }
 
 // cellWarnings flags cells whose measurement missed its target.
-func cellWarnings(cfg *config.Config, cell matrix.Cell, l report.Lengths, f *measure.Figures) []string {
+func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []string {
 	var ws []string
+	f := rec.Figures
 	if f.Short > 0 {
 		ws = append(ws, fmt.Sprintf("%d sequences generated fewer than max_tokens %d", f.Short, cfg.MaxTokens))
 	}
 	if len(f.Errors) > 0 {
 		ws = append(ws, fmt.Sprintf("%d request errors: %s", len(f.Errors), f.Errors[0]))
 	}
-	sum := 0
-	for _, x := range l.Each {
-		sum += x
+	if d := rec.PromptTokenDeviation; d != 0 {
+		ws = append(ws, fmt.Sprintf("the server counted %d prompt tokens, %+d from the %d genload built (%s prompts)", f.PromptTokens, d, f.PromptTokens-d, cfg.Prompt.Format))
 	}
-	if cfg.Mode == config.ModeN {
-		sum = l.Each[0]
-	}
-	if f.HasPromptTokens && f.PromptTokens != sum {
-		ws = append(ws, fmt.Sprintf("server counted %d prompt tokens, genload sent %d", f.PromptTokens, sum))
+	if m := rec.Server; m != nil && m.Occupancy.Samples > 0 {
+		o := m.Occupancy
+		switch {
+		case o.Max > cell.Batch:
+			ws = append(ws, fmt.Sprintf("the server ran up to %d requests at once, more than B = %d: other load shares it", o.Max, cell.Batch))
+		case cfg.Mode != config.ModeN && o.Mode < cell.Batch:
+			ws = append(ws, fmt.Sprintf("batch attainment: the server mostly ran %d sequences at once, not B = %d (%.0f %% of samples at B)", o.Mode, cell.Batch, 100*o.AtTarget))
+		}
 	}
 	return ws
 }
