@@ -562,3 +562,32 @@ func TestSameSeedSameBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestTextPromptsReportTheirDrift: with prompt.format = "text" the server re-tokenizes the
+// decoded prompts; the per-cell deviation is what it counted minus what genload built.
+func TestTextPromptsReportTheirDrift(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	out := t.TempDir()
+	cfg := writeConfig(t, "max_tokens = 4\n[prompt]\nformat = \"text\"\n[matrix]\nseq_lens = [8000]\nbatch_sizes = [4]\n[engine]\ntime_scale = 0.01\n")
+	code, stdout, stderr := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "text")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	run, err := report.ReadFile(filepath.Join(out, "text.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := run.Cells[0]
+	sum := 0
+	for _, l := range c.Lengths.Each {
+		sum += l
+	}
+	if c.PromptTokenDeviation != c.Figures.PromptTokens-sum {
+		t.Errorf("deviation %d, want server %d − built %d", c.PromptTokenDeviation, c.Figures.PromptTokens, sum)
+	}
+	// Repeating a row's ids and cutting them mid-word does not survive a decode/re-encode
+	// round trip exactly: the drift is real and must be shown.
+	if c.PromptTokenDeviation == 0 || !strings.Contains(stdout, "the server counted") {
+		t.Errorf("no drift reported (deviation %d):\n%s", c.PromptTokenDeviation, stdout)
+	}
+}
