@@ -89,8 +89,13 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	for i, r := range rows {
 		texts[i] = r.Text
 	}
-	tmpl := func(content string) (string, error) {
-		return tok.ApplyChatTemplate([]tokenizer.Message{{Role: "user", Content: content}}, true)
+	var tmpl prompt.Template
+	if tok.HasChatTemplate() {
+		tmpl = func(content string) (string, error) {
+			return tok.ApplyChatTemplate([]tokenizer.Message{{Role: "user", Content: content}}, true)
+		}
+	} else {
+		fmt.Fprintf(opt.Stderr, "tokenizer %s has no chat template: prompts are raw completions (body + suffix)\n", tok.Name())
 	}
 	builder, err := prompt.New(tok, tmpl, texts, prompt.Options{Suffix: cfg.Prompt.Suffix, Separator: cfg.Prompt.Separator})
 	if err != nil {
@@ -111,6 +116,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 			ecfg.MaxModelLen = cfg.Engine.MaxModelLen
 		}
 		ecfg.Seed = int64(cfg.Seed)
+		ecfg.VocabSize = max(ecfg.VocabSize, tok.VocabSize()) // the engine serves the run's tokenizer
 		eng, err := engine.New(ecfg, tok)
 		if err != nil {
 			return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("built-in engine: %w", err))
