@@ -591,3 +591,20 @@ func TestTextPromptsReportTheirDrift(t *testing.T) {
 		t.Errorf("no drift reported (deviation %d):\n%s", c.PromptTokenDeviation, stdout)
 	}
 }
+
+// TestContextTooSmallFailsBeforeAnyRequest: a context that cannot hold chat template +
+// suffix + body + max_tokens is an error before the first completions request.
+func TestContextTooSmallFailsBeforeAnyRequest(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	rc := &recorder{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	cfg := writeConfig(t, fmt.Sprintf("target = %q\ncontext = 120\n", srv.URL))
+	code, _, stderr := cli(t, context.Background(), "run", "-c", cfg, "--out", t.TempDir())
+	if code != exitcode.InvalidConfig || !strings.Contains(stderr, "context 120 (bench.toml [context]) minus max_tokens 100 is below the shortest prompt") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+	if len(rc.reqs) != 0 {
+		t.Errorf("%d completions requests were sent", len(rc.reqs))
+	}
+}
