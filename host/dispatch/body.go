@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/genload/genload/host/internal/jsonenc"
 )
 
 // idTableSize is the number of token ids whose decimal text is precomputed (ids 0 to
@@ -153,52 +154,8 @@ func (p textPrompts) Tokens(i int) int {
 	return len(p.texts[i])
 }
 func (p textPrompts) Size(i int) int                  { return 6*len(p.texts[i]) + 2 }
-func (p textPrompts) Append(dst []byte, i int) []byte { return appendJSONString(dst, p.texts[i]) }
+func (p textPrompts) Append(dst []byte, i int) []byte { return jsonenc.AppendString(dst, p.texts[i]) }
 func (p textPrompts) Empty(i int) bool                { return p.texts[i] == "" }
-
-// appendJSONString appends s as a JSON string: `"` and `\` escaped, control characters
-// as \n, \r, \t or \u00XX, invalid UTF-8 replaced by U+FFFD (as encoding/json does).
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\\ufffd"...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
 
 // appendBody appends one request body to dst:
 //

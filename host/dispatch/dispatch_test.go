@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/genload/genload/host/internal/jsonenc"
 )
 
 // recorded is one request as the test server received it.
@@ -557,8 +559,8 @@ func TestTextPrompts(t *testing.T) {
 	texts := []string{"plain", "quote \" back \\ nl \n tab \t ctl \x01 中", "bad \xff utf8"}
 	for _, s := range texts {
 		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
-			t.Errorf("appendJSONString(%q) = %s, want %s", s, got, want)
+		if got := jsonenc.AppendString(nil, s); string(got) != string(want) {
+			t.Errorf("jsonenc.AppendString(%q) = %s, want %s", s, got, want)
 		}
 	}
 	s := newFakeServer(t)

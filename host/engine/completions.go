@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/genload/genload/host/internal/jsonenc"
 )
 
 // MaxClientBatchSize is the most prompts a TGI-dialect request may carry (TGI's
@@ -519,12 +521,12 @@ func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completio
 		b = append(b, `"object":"text_completion","id":"","created":`...)
 	} else {
 		b = append(b, `"id":`...)
-		b = appendJSONString(b, spec.id)
+		b = jsonenc.AppendString(b, spec.id)
 		b = append(b, `,"object":"text_completion","created":`...)
 	}
 	b = strconv.AppendInt(b, now.Unix(), 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, spec.model)
+	b = jsonenc.AppendString(b, spec.model)
 	switch d {
 	case DialectLlamaCpp:
 		b = append(b, `,"system_fingerprint":"b6000-genload"`...)
@@ -539,9 +541,9 @@ func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completio
 		b = append(b, `{"index":`...)
 		b = strconv.AppendInt(b, int64(i), 10)
 		b = append(b, `,"text":`...)
-		b = appendJSONString(b, string(c.text))
+		b = jsonenc.AppendString(b, string(c.text))
 		b = append(b, `,"logprobs":null,"finish_reason":`...)
-		b = appendJSONString(b, e.finishString(c.fin))
+		b = jsonenc.AppendString(b, e.finishString(c.fin))
 		switch d {
 		case DialectVLLM:
 			b = append(b, `,"stop_reason":null,"token_ids":null,"prompt_logprobs":null,"prompt_token_ids":null`...)
@@ -671,12 +673,12 @@ func newStreamFrames(e *Engine, spec completionSpec) *streamFrames {
 		p = append(p, `"id":"","object":"text_completion","created":`...)
 	default:
 		p = append(p, `"id":`...)
-		p = appendJSONString(p, spec.id)
+		p = jsonenc.AppendString(p, spec.id)
 		p = append(p, `,"object":"text_completion","created":`...)
 	}
 	p = strconv.AppendInt(p, f.created, 10)
 	p = append(p, `,"model":`...)
-	p = appendJSONString(p, spec.model)
+	p = jsonenc.AppendString(p, spec.model)
 	switch e.cfg.Dialect {
 	case DialectLlamaCpp:
 		p = append(p, `,"system_fingerprint":"b6000-genload"`...)
@@ -695,8 +697,8 @@ func (f *streamFrames) token(b []byte, choice int32, c *choiceState, cr *request
 	pre := f.pre
 	if d == DialectSGLang { // SGLang: the id varies per sub-request (choice)
 		if pre = f.choicePre[choice]; pre == nil {
-			pre = []byte(strings.Replace(string(f.pre), `"id":`+string(appendJSONString(nil, f.spec.id)),
-				`"id":`+string(appendJSONString(nil, f.spec.id+"-"+strconv.Itoa(int(choice)))), 1))
+			pre = []byte(strings.Replace(string(f.pre), `"id":`+string(jsonenc.AppendString(nil, f.spec.id)),
+				`"id":`+string(jsonenc.AppendString(nil, f.spec.id+"-"+strconv.Itoa(int(choice)))), 1))
 			if f.choicePre == nil {
 				f.choicePre = map[int32][]byte{}
 			}
@@ -711,11 +713,11 @@ func (f *streamFrames) token(b []byte, choice int32, c *choiceState, cr *request
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(choice), 10)
 	b = append(b, `,"text":`...)
-	b = appendJSONString(b, string(c.text))
+	b = jsonenc.AppendString(b, string(c.text))
 	b = append(b, `,"logprobs":null,"finish_reason":`...)
 	switch {
 	case fin != finNone:
-		b = appendJSONString(b, f.e.finishString(fin))
+		b = jsonenc.AppendString(b, f.e.finishString(fin))
 	case d == DialectTGI:
 		b = append(b, `""`...)
 	default:
@@ -749,7 +751,7 @@ func (f *streamFrames) token(b []byte, choice int32, c *choiceState, cr *request
 		b = append(b, `{"index":`...)
 		b = strconv.AppendInt(b, int64(choice), 10)
 		b = append(b, `,"text":"","logprobs":null,"finish_reason":`...)
-		b = appendJSONString(b, f.e.finishString(c.fin))
+		b = jsonenc.AppendString(b, f.e.finishString(c.fin))
 		b = append(b, `}],"usage":`...)
 		b = f.e.appendUsage(b, c.promptLen, c.tokens, seq.cached, true)
 		b = append(b, `,"timings":`...)
@@ -788,7 +790,7 @@ func (f *streamFrames) errorEvent(b []byte, status int, msg string) []byte {
 	switch f.e.cfg.Dialect {
 	case DialectTGI:
 		b = append(b, `{"error":{"message":`...)
-		b = appendJSONString(b, msg)
+		b = jsonenc.AppendString(b, msg)
 		b = append(b, `,"http_status_code":`...)
 		b = strconv.AppendInt(b, int64(status), 10)
 		b = append(b, "}}\n\n"...)

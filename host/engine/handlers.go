@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/genload/genload/host/internal/jsonenc"
 )
 
 var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -56,9 +57,9 @@ func (e *Engine) errorBody(status int, typ, msg, param string) []byte {
 	switch e.cfg.Dialect {
 	case DialectSGLang:
 		b = append(b, `{"object":"error","message":`...)
-		b = appendJSONString(b, msg)
+		b = jsonenc.AppendString(b, msg)
 		b = append(b, `,"type":`...)
-		b = appendJSONString(b, typ)
+		b = jsonenc.AppendString(b, typ)
 		b = append(b, `,"param":`...)
 		b = appendNullableString(b, param)
 		b = append(b, `,"code":`...)
@@ -68,21 +69,21 @@ func (e *Engine) errorBody(status int, typ, msg, param string) []byte {
 		b = append(b, `{"error":{"code":`...)
 		b = strconv.AppendInt(b, int64(status), 10)
 		b = append(b, `,"message":`...)
-		b = appendJSONString(b, msg)
+		b = jsonenc.AppendString(b, msg)
 		b = append(b, `,"type":`...)
-		b = appendJSONString(b, typ)
+		b = jsonenc.AppendString(b, typ)
 		b = append(b, `}}`...)
 	case DialectTGI:
 		b = append(b, `{"error":`...)
-		b = appendJSONString(b, msg)
+		b = jsonenc.AppendString(b, msg)
 		b = append(b, `,"error_type":`...)
-		b = appendJSONString(b, typ)
+		b = jsonenc.AppendString(b, typ)
 		b = append(b, '}')
 	default:
 		b = append(b, `{"error":{"message":`...)
-		b = appendJSONString(b, msg)
+		b = jsonenc.AppendString(b, msg)
 		b = append(b, `,"type":`...)
-		b = appendJSONString(b, typ)
+		b = jsonenc.AppendString(b, typ)
 		b = append(b, `,"param":`...)
 		b = appendNullableString(b, param)
 		b = append(b, `,"code":`...)
@@ -96,50 +97,7 @@ func appendNullableString(b []byte, s string) []byte {
 	if s == "" {
 		return append(b, "null"...)
 	}
-	return appendJSONString(b, s)
-}
-
-// appendJSONString appends s as a JSON string (UTF-8 kept, control characters escaped).
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				b = append(b, s[start:i]...)
-				b = append(b, `\ufffd`...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		i++
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return jsonenc.AppendString(b, s)
 }
 
 func (e *Engine) badRequest(w http.ResponseWriter, msg, param string) {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/genload/genload/host/internal/jsonenc"
 )
 
 // completionRequest is the parsed body of POST /v1/completions.
@@ -84,7 +86,7 @@ func parseCompletion(body []byte) (*completionRequest, error) {
 				rest = append(rest, ',')
 			}
 			first = false
-			rest = appendJSONString(rest, key)
+			rest = jsonenc.AppendString(rest, key)
 			rest = append(rest, ':')
 			rest = append(rest, body[start:p.i]...)
 		}
