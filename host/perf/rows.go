@@ -1,0 +1,238 @@
+package perf
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// Benchmark names used by the rows (see each package's _test.go files).
+const (
+	chunkCost = "BenchmarkChunkCost"
+	stampErr  = "BenchmarkTimestampError"
+	body64    = "BenchmarkBody64x64k"
+	bodyAlloc = "BenchmarkPerfBodyAllocs"
+	promptCld = "BenchmarkPerfDefaultMatrixCold"
+	promptWrm = "BenchmarkBuildDefaultMatrixPrompts"
+	engineB64 = "BenchmarkPerfEngineB64L64k"
+	matrixSim = "BenchmarkDefaultMatrixSimulated"
+
+	// RSS figures (one client per process, see Jobs).
+	rssIdle = "RSS/idle"
+)
+
+// chunkShapes are the (C, N) shapes of BenchmarkChunkCost.
+var chunkShapes = []struct{ c, n int }{{1, 1000}, {64, 1000}, {512, 100}}
+
+// Jobs returns the runs of one round, in order. benchtime scales the chunk-cost benchmark
+// (e.g. "1s"); the others have fixed iteration counts.
+func Jobs(chunkBenchtime string) []Job {
+	rss := func(client string) Job {
+		return Job{Pkg: "host/dispatch", Bench: "^" + chunkCost + "$/^" + client + "$/^C=512$", Benchtime: chunkBenchtime,
+			RSS: true, RSSName: "RSS/" + client}
+	}
+	return []Job{
+		{Pkg: "host/dispatch", Bench: "^" + chunkCost + "$", Benchtime: chunkBenchtime},
+		{Pkg: "host/dispatch", Bench: "^" + stampErr + "$", Benchtime: "1x"},
+		{Pkg: "host/dispatch", Bench: "^(" + body64 + "|" + bodyAlloc + ")$", Benchtime: "10x"},
+		{Pkg: "host/dispatch", Bench: "^$", Benchtime: "1x", RSS: true, RSSName: rssIdle, Empty: true},
+		rss("genload"), rss("nethttp"), rss("raw"),
+		{Pkg: "host/prompt", Bench: "^(" + promptCld + "|" + promptWrm + ")$", Benchtime: "1x"},
+		{Pkg: "host/plugin", Bench: "^(BenchmarkLoadWarm|BenchmarkGammaLengths64|BenchmarkRoute64|BenchmarkDefaultMatrixGammaCold)$", Benchtime: "0.5s"},
+		{Pkg: "host/engine", Bench: "^" + engineB64 + "$", Benchtime: "2x"},
+		{Pkg: "host/engine", Bench: "^" + matrixSim + "$", Benchtime: "1x", Once: true},
+	}
+}
+
+// Row is one line of the ratio table.
+type Row struct {
+	// Issue is the issue's row number ("1" … "6").
+	Issue string
+	// What names the comparison.
+	What string
+	// Measured and Baseline are "median [min–max] unit" over the rounds.
+	Measured, Baseline string
+	// Ratio is the per-round ratio measured/baseline as median [min–max], or "—".
+	Ratio string
+	// Goal is the issue's goal for the row ("—" if it sets none).
+	Goal string
+	// Verdict is "pass", "miss" or "info" (no goal), decided on medians.
+	Verdict string
+}
+
+// fmtStat formats a Stat scaled by scale with the given precision and unit:
+// "474 [452–520] ns"; a single round shows only its value.
+func fmtStat(st Stat, scale float64, prec int, unit string) string {
+	if st.N == 0 {
+		return "n/a"
+	}
+	f := func(x float64) string { return fmt.Sprintf("%.*f", prec, x*scale) }
+	u := ""
+	if unit == "×" || unit == "%" {
+		u = unit
+	} else if unit != "" {
+		u = " " + unit
+	}
+	if st.N == 1 || st.Min == st.Max {
+		return f(st.Median) + u
+	}
+	return f(st.Median) + " [" + f(st.Min) + "–" + f(st.Max) + "]" + u
+}
+
+func verdict(ok bool, st Stat) string {
+	switch {
+	case st.N == 0:
+		return "n/a"
+	case ok:
+		return "pass"
+	default:
+		return "miss"
+	}
+}
+
+// Table reduces s to the rows of issue 8.
+func Table(s *Samples) []Row {
+	get := func(name, unit string) []float64 { return s.Get(Key(name, unit)) }
+	var rows []Row
+	// ratioRow compares a and b per round; ok decides pass on the median ratio.
+	ratioRow := func(issue, what string, a, b []float64, scale float64, prec int, unit string, rprec int, goal string, ok func(float64) bool) {
+		r := Summarize(Ratios(a, b))
+		v := "info"
+		if ok != nil {
+			v = verdict(ok(r.Median), r)
+		}
+		rows = append(rows, Row{issue, what, fmtStat(Summarize(a), scale, prec, unit), fmtStat(Summarize(b), scale, prec, unit),
+			fmtStat(r, 1, rprec, "×"), goal, v})
+	}
+
+	// Row 1: chunk cost per shape, against net/http and raw TCP, then allocations.
+	for _, sh := range chunkShapes {
+		name := func(client string) string { return fmt.Sprintf("%s/%s/C=%d/N=%d", chunkCost, client, sh.c, sh.n) }
+		g, h, r := get(name("genload"), "cpu-ns/chunk"), get(name("nethttp"), "cpu-ns/chunk"), get(name("raw"), "cpu-ns/chunk")
+		ratioRow("1", fmt.Sprintf("CPU per chunk, burst, C=%d N=%d: genload vs net/http", sh.c, sh.n), g, h, 1e-3, 2, "µs", 2, "≤ 0.35×", func(x float64) bool { return x <= 0.35 })
+		ratioRow("1", fmt.Sprintf("CPU per chunk, burst, C=%d N=%d: genload vs raw TCP", sh.c, sh.n), g, r, 1e-3, 2, "µs", 2, "≤ 1.25×", func(x float64) bool { return x <= 1.25 })
+	}
+	for _, sh := range chunkShapes {
+		name := func(client string) string { return fmt.Sprintf("%s/%s/C=%d/N=%d", chunkCost, client, sh.c, sh.n) }
+		g, h := get(name("genload"), "allocs/chunk"), get(name("nethttp"), "allocs/chunk")
+		st := Summarize(g)
+		rows = append(rows, Row{"1", fmt.Sprintf("allocations per chunk, C=%d N=%d: genload vs net/http", sh.c, sh.n),
+			fmtStat(st, 1, 3, ""), fmtStat(Summarize(h), 1, 2, ""), fmtStat(Summarize(Ratios(g, h)), 1, 4, "×"), "≤ 0.1 per chunk",
+			verdict(st.Median <= 0.1, st)})
+	}
+	{
+		idle := get(rssIdle, "maxrss-MB")
+		sub := func(client string) []float64 {
+			x := get("RSS/"+client, "maxrss-MB")
+			out := make([]float64, len(x))
+			for i := range x {
+				out[i] = x[i] - idle[min(i, len(idle)-1)]
+				if len(idle) == 0 {
+					out[i] = math.NaN()
+				}
+			}
+			return out
+		}
+		ratioRow("1", "peak RSS above an idle test process, 512 streams (N=100): genload vs net/http", sub("genload"), sub("nethttp"), 1, 1, "MB", 2, "≤ 0.5×", func(x float64) bool { return x <= 0.5 })
+		ratioRow("1", "peak RSS above an idle test process, 512 streams (N=100): genload vs raw TCP", sub("genload"), sub("raw"), 1, 1, "MB", 2, "— (context)", nil)
+	}
+	// Row 6, CPU per chunk, reported next to row 1: engine (B=64, L=64k, TimeScale 0) vs the
+	// genload client at C=64.
+	ratioRow("6", "engine CPU per streamed chunk (B=64, L=64k) vs genload client CPU per chunk (C=64)",
+		get(engineB64, "cpu-ns/chunk"), get(fmt.Sprintf("%s/genload/C=64/N=1000", chunkCost), "cpu-ns/chunk"), 1e-3, 2, "µs", 1, "— (report)", nil)
+
+	// Row 2: timestamp error.
+	for _, sc := range []struct{ name, q string }{{"step20ms/C=512/N=20", "p50-µs"}, {"step20ms/C=512/N=20", "p99-µs"}} {
+		g := get(stampErr+"/genload/"+sc.name, sc.q)
+		h := get(stampErr+"/nethttp/"+sc.name, sc.q)
+		r := get(stampErr+"/raw/"+sc.name, sc.q)
+		q := strings.TrimSuffix(sc.q, "-µs")
+		goalH, limH, abs := "≤ 0.35×", 0.35, 350.0
+		if q == "p99" {
+			goalH, limH, abs = "≤ 0.6×", 0.6, 5000
+		}
+		ratioRow("2", fmt.Sprintf("timestamp error %s, 512 streams on a 20 ms step: genload vs net/http", q), g, h, 1, 0, "µs", 2, goalH, func(x float64) bool { return x <= limH })
+		ratioRow("2", fmt.Sprintf("timestamp error %s, 512 streams on a 20 ms step: genload vs raw TCP", q), g, r, 1, 0, "µs", 2,
+			fmt.Sprintf("≤ 1.2× (and ≤ %.0f µs here)", abs), func(x float64) bool { return x <= 1.2 })
+		st := Summarize(g)
+		rows[len(rows)-1].Verdict += fmt.Sprintf("; absolute %s", verdict(st.Median <= abs, st))
+	}
+	{
+		g := get(stampErr+"/genload/paced1ms/C=64/N=200", "p50-µs")
+		r := get(stampErr+"/raw/paced1ms/C=64/N=200", "p50-µs")
+		st := Summarize(g)
+		ratioRow("2", "timestamp error p50, 64 streams paced at 1 ms: genload vs raw TCP", g, r, 1, 0, "µs", 2, "≤ 100 µs", nil)
+		rows[len(rows)-1].Verdict = verdict(st.Median <= 100, st)
+	}
+
+	// Row 3: request body.
+	ratioRow("3", "request body 64 × 64,000 ids: genload (id table reused) vs encoding/json", get(body64+"/genload", "ns/op"), get(body64+"/encoding_json", "ns/op"), 1e-6, 1, "ms", 3, "≤ 0.15×", func(x float64) bool { return x <= 0.15 })
+	{
+		g := get(body64+"/genload", "ns/id")
+		st := Summarize(g)
+		rows = append(rows, Row{"3", "request body: ns per token id (genload) vs encoding/json", fmtStat(st, 1, 2, "ns"),
+			fmtStat(Summarize(get(body64+"/encoding_json", "ns/id")), 1, 2, "ns"), fmtStat(Summarize(Ratios(g, get(body64+"/encoding_json", "ns/id"))), 1, 3, "×"),
+			"≤ 15 ns/id", verdict(st.Median <= 15, st)})
+	}
+	{
+		big, small := get(bodyAlloc+"/B=64/L=64000", "allocs/op"), get(bodyAlloc+"/B=1/L=1000", "allocs/op")
+		r := Summarize(Ratios(big, small))
+		rows = append(rows, Row{"3", "allocations per request (real planning path): 64 × 64,000 vs 1 × 1,000 ids", fmtStat(Summarize(big), 1, 0, ""),
+			fmtStat(Summarize(small), 1, 0, ""), fmtStat(r, 1, 2, "×"), "fixed (= 1×)", verdict(r.Median == 1, r)})
+	}
+
+	// Row 4: prompt building, against the goal (no same-run baseline exists for a cold build;
+	// the warm rebuild shows the part that is not tokenizer/corpus setup).
+	{
+		c := get(promptCld, "ns/op")
+		st := Summarize(c)
+		rows = append(rows, Row{"4", "prompts of the default matrix from cold (tokenizer build + corpus tokenization + 91 cells) vs a warm rebuild",
+			fmtStat(st, 1e-9, 3, "s"), fmtStat(Summarize(get(promptWrm, "ns/op")), 1e-9, 3, "s"), fmtStat(Summarize(Ratios(c, get(promptWrm, "ns/op"))), 1, 1, "×"),
+			"< 2 s", verdict(st.Median < 2e9, st)})
+	}
+
+	// Row 5: plugins, figures and their share of one default-matrix run at the default scale.
+	{
+		load, lens, route, cold := get("BenchmarkLoadWarm", "ns/op"), get("BenchmarkGammaLengths64", "ns/op"), get("BenchmarkRoute64", "ns/op"), get("BenchmarkDefaultMatrixGammaCold", "ns/op")
+		wallS := Summarize(get(matrixSim, "wall-at-default-scale-s"))
+		base := fmt.Sprintf("matrix run %.1f s", wallS.Median)
+		rows = append(rows, Row{"5", "plugin load, warm compilation cache (gamma)", fmtStat(Summarize(load), 1e-6, 1, "ms"), "—", "—", "—", "info"})
+		rows = append(rows, Row{"5", "lengths(64), gamma", fmtStat(Summarize(lens), 1e-3, 1, "µs"), "—", "—", "—", "info"})
+		rows = append(rows, Row{"5", "route(64) over 8 workers, router-rr", fmtStat(Summarize(route), 1e-3, 1, "µs"), "—", "—", "—", "info"})
+		// One run of the default matrix: load + 91 cold cells + route for its 182 requests
+		// (warmup + measurement per cell; routed mode only), over its wall time at TimeScale 0.05.
+		share := make([]float64, s.Rounds)
+		for i := range share {
+			share[i] = (at(load, i) + at(cold, i) + 182*at(route, i)) / 1e9 / wallS.Median
+		}
+		ss := Summarize(share)
+		cost := make([]float64, s.Rounds)
+		for i := range cost {
+			cost[i] = share[i] * wallS.Median
+		}
+		rows = append(rows, Row{"5", "plugins' share of a default-matrix run (load + 91 cells + 182 routes) vs its wall time",
+			fmtStat(Summarize(cost), 1e3, 1, "ms"), base, fmtStat(ss, 100, 3, "%"), "≤ 1 % (ours; issue sets none)", verdict(ss.Median <= 0.01, ss)})
+	}
+
+	// Row 6: engine steps per second at B = 64, L = 64k vs the rate the default scale needs.
+	ratioRow("6", "engine decode steps/s, B=64, 64k contexts, TimeScale 0 vs steps/s needed at the default TimeScale",
+		get(engineB64, "steps/s"), get(engineB64, "need-steps/s"), 1, 0, "steps/s", 1, "≥ 1× (keeps pace)", func(x float64) bool { return x >= 1 })
+	return rows
+}
+
+func at(xs []float64, i int) float64 {
+	if i < len(xs) {
+		return xs[i]
+	}
+	return math.NaN()
+}
+
+// WriteTable writes rows as a Markdown table.
+func WriteTable(w io.Writer, rows []Row) {
+	fmt.Fprintln(w, "| row | comparison | genload | baseline | ratio | goal | verdict |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Issue, r.What, r.Measured, r.Baseline, r.Ratio, r.Goal, r.Verdict)
+	}
+}

@@ -1,0 +1,163 @@
+package perf
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Job is one invocation of a package's compiled test binary per round.
+type Job struct {
+	// Pkg is the package path relative to the module root, e.g. "host/dispatch".
+	Pkg string
+	// Bench is the -test.bench pattern.
+	Bench string
+	// Benchtime is the -test.benchtime value ("1x", "1s", …).
+	Benchtime string
+	// RSS records the process's peak resident set (getrusage ru_maxrss of the child, MB) as
+	// metric "maxrss-MB" of benchmark RSSName, so that one client per process can be compared.
+	RSS bool
+	// RSSName names the RSS figure (required when RSS is set).
+	RSSName string
+	// Once runs the job in the first round only (deterministic figures, e.g. simulated time).
+	Once bool
+	// Empty allows a run that matches no benchmark (the idle process of an RSS baseline).
+	Empty bool
+}
+
+// Runner compiles and runs Jobs.
+type Runner struct {
+	// Root is the module root (the directory holding go.mod).
+	Root string
+	// BinDir receives the compiled test binaries.
+	BinDir string
+	// Go is the go command (default "go").
+	Go string
+	// Env is added to every test process's environment (e.g. GENLOAD_PLUGIN_DIR).
+	Env []string
+	// Log receives the raw benchmark output of every run and progress lines; may be nil.
+	Log io.Writer
+	// Progress receives one line per run; may be nil.
+	Progress io.Writer
+
+	// Own is the CPU time (user+system) used by every run so far, to separate genload's load
+	// from foreign load on the machine.
+	Own time.Duration
+	// Loads holds, per run, the foreign load in cores during that run: busy CPU of the whole
+	// machine (/proc/stat) minus the run's own CPU, divided by its wall time.
+	Loads []float64
+}
+
+func (r *Runner) bin(pkg string) string {
+	return filepath.Join(r.BinDir, strings.ReplaceAll(pkg, "/", "_")+".test")
+}
+
+// Compile builds the test binary of every distinct package of jobs (go test -c), in order.
+// It returns the first failure with the compiler's output.
+func (r *Runner) Compile(ctx context.Context, jobs []Job) error {
+	if err := os.MkdirAll(r.BinDir, 0o755); err != nil {
+		return fmt.Errorf("perf: bin dir: %w", err)
+	}
+	done := map[string]bool{}
+	goCmd := r.Go
+	if goCmd == "" {
+		goCmd = "go"
+	}
+	for _, j := range jobs {
+		if done[j.Pkg] {
+			continue
+		}
+		done[j.Pkg] = true
+		cmd := exec.CommandContext(ctx, goCmd, "test", "-c", "-o", r.bin(j.Pkg), "./"+j.Pkg)
+		cmd.Dir = r.Root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("perf: go test -c ./%s: %w\n%s", j.Pkg, err, out)
+		}
+	}
+	return nil
+}
+
+// RunJob runs j once for round rnd and records its metrics into s. A failed run is reported as
+// an error (its metrics of that round stay NaN).
+func (r *Runner) RunJob(ctx context.Context, j Job, rnd int, s *Samples) error {
+	args := []string{"-test.run", "^$", "-test.bench", j.Bench, "-test.benchtime", j.Benchtime,
+		"-test.count", "1", "-test.benchmem"}
+	cmd := exec.CommandContext(ctx, r.bin(j.Pkg), args...)
+	cmd.Dir = filepath.Join(r.Root, j.Pkg)
+	cmd.Env = append(os.Environ(), r.Env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	busy0, total0, _ := cpuJiffies()
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	busy1, total1, _ := cpuJiffies()
+	if r.Log != nil {
+		fmt.Fprintf(r.Log, "### round %d: %s -test.bench %q -test.benchtime %s\n%s\n", rnd+1, j.Pkg, j.Bench, j.Benchtime, out.Bytes())
+	}
+	var own time.Duration
+	if cmd.ProcessState != nil {
+		own = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		r.Own += own
+		if total1 > total0 && wall > 0 {
+			ncpu := float64(numCPU())
+			busyCores := float64(busy1-busy0) / float64(total1-total0) * ncpu
+			r.Loads = append(r.Loads, max(0, busyCores-own.Seconds()/wall.Seconds()))
+		}
+	}
+	if r.Progress != nil {
+		fmt.Fprintf(r.Progress, "round %d  %-14s %-60s %6.1f s\n", rnd+1, j.Pkg, j.Bench, wall.Seconds())
+	}
+	if err != nil {
+		return fmt.Errorf("perf: %s -test.bench %q: %w\n%s", j.Pkg, j.Bench, err, out.Bytes())
+	}
+	rs, perr := ParseBench(&out)
+	if perr != nil {
+		return fmt.Errorf("perf: %s: %w", j.Pkg, perr)
+	}
+	if len(rs) == 0 && !j.Empty {
+		return fmt.Errorf("perf: %s -test.bench %q matched no benchmark", j.Pkg, j.Bench)
+	}
+	s.AddResults(rnd, rs)
+	if j.RSS {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			s.Add(Key(j.RSSName, "maxrss-MB"), rnd, float64(ru.Maxrss)/1024) // ru_maxrss is KiB on Linux
+		}
+	}
+	return nil
+}
+
+// cpuJiffies returns the busy and total jiffies of the aggregate "cpu" line of /proc/stat
+// (busy = total − idle − iowait).
+func cpuJiffies() (busy, total uint64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var idle uint64
+	for i, x := range f[1:] {
+		v, _ := strconv.ParseUint(x, 10, 64)
+		total += v
+		if i == 3 || i == 4 { // idle, iowait
+			idle += v
+		}
+	}
+	return total - idle, total, nil
+}
+
+func numCPU() int { return runtime.NumCPU() }
