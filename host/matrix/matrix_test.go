@@ -75,3 +75,14 @@ func TestAutoSeqLensDoubleUpToContext(t *testing.T) {
 		t.Error("auto seq lens without a context accepted")
 	}
 }
+
+func TestBatchAboveCorpusRowsIsAnError(t *testing.T) {
+	_, _, err := Build(Spec{SeqLens: []int{1000}, BatchSizes: []int{64, 300}, CorpusRows: 256, Distinct: true})
+	if err == nil || !strings.Contains(err.Error(), "batch size above the 256 corpus rows in L=1000,B=300") {
+		t.Fatalf("err = %v", err)
+	}
+	// The legacy n = B shape sends one prompt: no distinct rows needed.
+	if _, _, err := Build(Spec{SeqLens: []int{1000}, BatchSizes: []int{300}, CorpusRows: 256}); err != nil {
+		t.Fatal(err)
+	}
+}

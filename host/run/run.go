@@ -173,6 +173,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		SeqLens: cfg.Matrix.SeqLens, BatchSizes: cfg.Matrix.BatchSizes, Pairs: cfg.Matrix.Pairs,
 		MaxKVCacheEntries: cfg.Matrix.MaxKVCacheEntries, AutoSeqLens: cfg.Matrix.AutoSeqLens,
 		MinSeqLen: cfg.Matrix.MinSeqLen, Context: modelCtx, MaxTokens: cfg.MaxTokens, CorpusRows: len(rows),
+		Distinct: cfg.Mode != config.ModeN,
 	})
 	if err != nil {
 		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", cfg.Where("matrix"), err))

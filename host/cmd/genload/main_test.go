@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/report"
@@ -606,5 +607,76 @@ func TestContextTooSmallFailsBeforeAnyRequest(t *testing.T) {
 	}
 	if len(rc.reqs) != 0 {
 		t.Errorf("%d completions requests were sent", len(rc.reqs))
+	}
+}
+
+// TestServerFailureKeepsEarlierCells: the built-in engine answers the first two cells, then
+// fails in one way per case. The run stops with TargetFailed and one clear line; the two cells
+// measured before stay on disk, and the failed cell is recorded with the reason.
+func TestServerFailureKeepsEarlierCells(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	ecfg := engine.DefaultConfig()
+	ecfg.TimeScale = 0.01
+	eng, err := engine.New(ecfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	cases := []struct {
+		name   string
+		header [2]string // fault header to add after two cells; empty: a non-JSON 200 body
+		want   string
+	}{
+		{"http 500", [2]string{"X-Genload-Fault-Status", "500"}, "500"},
+		{"http 429", [2]string{"X-Genload-Fault-Status", "429"}, "429"},
+		{"http 400", [2]string{"X-Genload-Fault-Status", "400"}, "400"},
+		{"error event mid-stream", [2]string{"X-Genload-Error-After", "3"}, "server"},
+		{"reset mid-stream", [2]string{"X-Genload-Reset-After", "3"}, "POST"},
+		{"stream cut mid-event", [2]string{"X-Genload-Cut-After", "3"}, "POST"},
+		{"non-JSON body", [2]string{}, "POST"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			completions := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/v1/completions" {
+					mu.Lock()
+					completions++
+					n := completions
+					mu.Unlock()
+					if n > 4 { // two cells: warmup + measured each
+						if tc.header[0] == "" {
+							w.Header().Set("Content-Type", "text/event-stream")
+							fmt.Fprint(w, "data: <html>not json</html>\n\n")
+							return
+						}
+						r.Header.Set(tc.header[0], tc.header[1])
+					}
+				}
+				eng.Handler().ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			out := t.TempDir()
+			cfg := writeConfig(t, fmt.Sprintf("target = %q\nmax_tokens = 8\nmetrics = \"off\"\n[warmup]\nretries = 1\nretry_delay = \"1ms\"\n[matrix]\nseq_lens = [1000]\nbatch_sizes = [1, 2, 4, 8]\n", srv.URL))
+			code, stdout, stderr := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "f")
+			if code != exitcode.TargetFailed {
+				t.Fatalf("exit %d, want %d\n%s", code, exitcode.TargetFailed, stderr)
+			}
+			if !strings.Contains(stderr, "genload run: cell L=1000,B=4: ") || !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr lacks the failing cell and %q:\n%s", tc.want, stderr)
+			}
+			run, err := report.ReadFile(filepath.Join(out, "f.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(run.Cells) != 3 || run.Cells[0].Status != report.StatusOK || run.Cells[1].Status != report.StatusOK ||
+				run.Cells[2].Status != report.StatusError || run.Cells[2].Error == "" {
+				t.Fatalf("cells: %+v", run.Cells)
+			}
+			if !strings.Contains(stdout, "| 1000 | 2 |") || !strings.Contains(stdout, "✗ L=1000,B=4:") {
+				t.Errorf("table:\n%s", stdout)
+			}
+		})
 	}
 }
