@@ -770,6 +770,10 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 			out.Err = &RequestError{Kind: KindTimeout, URL: u, Status: out.Status, Timeout: "total", Err: serr}
 		case errors.Is(serr, sse.ErrTruncated) || errors.Is(serr, sse.ErrMalformed):
 			out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: serr}
+		case errors.Is(serr, io.ErrUnexpectedEOF):
+			// The body ended inside a chunk of the chunked encoding: the server stopped
+			// mid-stream, which is a truncated stream, not a failed connection.
+			out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: fmt.Errorf("%w (%v)", sse.ErrTruncated, serr)}
 		default:
 			out.Err = &RequestError{Kind: KindTransport, URL: u, Status: out.Status, Err: serr}
 		}

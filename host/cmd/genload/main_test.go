@@ -311,6 +311,7 @@ func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := writeConfig(t, tc.toml)
 			code, _, stderr := cli(t, context.Background(), append([]string{"run", "-c", cfg, "--out", t.TempDir()}, tc.args...)...)
+			t.Logf("exit %d: %s", code, firstLine(stderr, "genload run:"))
 			if code != tc.code {
 				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr)
 			}
@@ -660,6 +661,7 @@ func TestServerFailureKeepsEarlierCells(t *testing.T) {
 			out := t.TempDir()
 			cfg := writeConfig(t, fmt.Sprintf("target = %q\nmax_tokens = 8\nmetrics = \"off\"\n[warmup]\nretries = 1\nretry_delay = \"1ms\"\n[matrix]\nseq_lens = [1000]\nbatch_sizes = [1, 2, 4, 8]\n", srv.URL))
 			code, stdout, stderr := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "f")
+			t.Logf("exit %d: %s", code, firstLine(stderr, "genload run:"))
 			if code != exitcode.TargetFailed {
 				t.Fatalf("exit %d, want %d\n%s", code, exitcode.TargetFailed, stderr)
 			}
@@ -679,4 +681,14 @@ func TestServerFailureKeepsEarlierCells(t *testing.T) {
 			}
 		})
 	}
+}
+
+// firstLine returns the first line of s that starts with prefix (the error line of a run).
+func firstLine(s, prefix string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
 }
