@@ -70,8 +70,8 @@ func TestSamplesAndTable(t *testing.T) {
 	s := NewSamples(2)
 	for rnd, v := range []struct{ g, h float64 }{{500, 2000}, {600, 2000}} {
 		s.AddResults(rnd, []Result{
-			{Name: "BenchmarkChunkCost/genload/C=1/N=1000", Metrics: map[string]float64{"cpu-ns/chunk": v.g}},
-			{Name: "BenchmarkChunkCost/nethttp/C=1/N=1000", Metrics: map[string]float64{"cpu-ns/chunk": v.h}},
+			{Name: "BenchmarkPerfSplitChunkCost/genload/C=1/N=1000", Metrics: map[string]float64{"cpu-ns/chunk": v.g}},
+			{Name: "BenchmarkPerfSplitChunkCost/nethttp/C=1/N=1000", Metrics: map[string]float64{"cpu-ns/chunk": v.h}},
 		})
 	}
 	s.Add("x|y", 5, 1) // out of range: ignored

@@ -4,19 +4,20 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 )
 
 // Benchmark names used by the rows (see each package's _test.go files).
 const (
-	chunkCost = "BenchmarkChunkCost"
-	stampErr  = "BenchmarkTimestampError"
-	body64    = "BenchmarkBody64x64k"
-	bodyAlloc = "BenchmarkPerfBodyAllocs"
-	promptCld = "BenchmarkPerfDefaultMatrixCold"
-	promptWrm = "BenchmarkBuildDefaultMatrixPrompts"
-	engineB64 = "BenchmarkPerfEngineB64L64k"
-	matrixSim = "BenchmarkDefaultMatrixSimulated"
+	chunkCost  = "BenchmarkChunkCost"
+	stampErr   = "BenchmarkTimestampError"
+	splitChunk = "BenchmarkPerfSplitChunkCost"
+	splitStamp = "BenchmarkPerfSplitTimestampError"
+	body64     = "BenchmarkBody64x64k"
+	bodyAlloc  = "BenchmarkPerfBodyAllocs"
+	promptCld  = "BenchmarkPerfDefaultMatrixCold"
+	promptWrm  = "BenchmarkBuildDefaultMatrixPrompts"
+	engineB64  = "BenchmarkPerfEngineB64L64k"
+	matrixSim  = "BenchmarkDefaultMatrixSimulated"
 
 	// RSS figures (one client per process, see Jobs).
 	rssIdle = "RSS/idle"
@@ -29,14 +30,16 @@ var chunkShapes = []struct{ c, n int }{{1, 1000}, {64, 1000}, {512, 100}}
 // (e.g. "1s"); the others have fixed iteration counts.
 func Jobs(chunkBenchtime string) []Job {
 	rss := func(client string) Job {
-		return Job{Pkg: "host/dispatch", Bench: "^" + chunkCost + "$/^" + client + "$/^C=512$", Benchtime: chunkBenchtime,
-			RSS: true, RSSName: "RSS/" + client}
+		return Job{Pkg: "host/dispatch", Bench: "^" + splitChunk + "$/^" + client + "$/^C=512$", Benchtime: chunkBenchtime,
+			RSS: true, RSSName: "RSS/" + client, Split: true}
 	}
 	return []Job{
+		{Pkg: "host/dispatch", Bench: "^" + splitChunk + "$", Benchtime: chunkBenchtime, Split: true},
+		{Pkg: "host/dispatch", Bench: "^" + splitStamp + "$", Benchtime: "1x", Split: true},
 		{Pkg: "host/dispatch", Bench: "^" + chunkCost + "$", Benchtime: chunkBenchtime},
 		{Pkg: "host/dispatch", Bench: "^" + stampErr + "$", Benchtime: "1x"},
 		{Pkg: "host/dispatch", Bench: "^(" + body64 + "|" + bodyAlloc + ")$", Benchtime: "10x"},
-		{Pkg: "host/dispatch", Bench: "^$", Benchtime: "1x", RSS: true, RSSName: rssIdle, Empty: true},
+		{Pkg: "host/dispatch", Bench: "^$", Benchtime: "1x", RSS: true, RSSName: rssIdle, Empty: true, Split: true},
 		rss("genload"), rss("nethttp"), rss("raw"),
 		{Pkg: "host/prompt", Bench: "^(" + promptCld + "|" + promptWrm + ")$", Benchtime: "1x"},
 		{Pkg: "host/plugin", Bench: "^(BenchmarkLoadWarm|BenchmarkGammaLengths64|BenchmarkRoute64|BenchmarkDefaultMatrixGammaCold)$", Benchtime: "0.5s"},
@@ -106,15 +109,22 @@ func Table(s *Samples) []Row {
 			fmtStat(r, 1, rprec, "×"), goal, v})
 	}
 
-	// Row 1: chunk cost per shape, against net/http and raw TCP, then allocations.
-	for _, sh := range chunkShapes {
-		name := func(client string) string { return fmt.Sprintf("%s/%s/C=%d/N=%d", chunkCost, client, sh.c, sh.n) }
-		g, h, r := get(name("genload"), "cpu-ns/chunk"), get(name("nethttp"), "cpu-ns/chunk"), get(name("raw"), "cpu-ns/chunk")
-		ratioRow("1", fmt.Sprintf("CPU per chunk, burst, C=%d N=%d: genload vs net/http", sh.c, sh.n), g, h, 1e-3, 2, "µs", 2, "≤ 0.35×", func(x float64) bool { return x <= 0.35 })
-		ratioRow("1", fmt.Sprintf("CPU per chunk, burst, C=%d N=%d: genload vs raw TCP", sh.c, sh.n), g, r, 1e-3, 2, "µs", 2, "≤ 1.25×", func(x float64) bool { return x <= 1.25 })
+	// Row 1: chunk cost per shape, against net/http and raw TCP, server in its own process
+	// (split) then in the benchmark's process; then allocations and memory (split).
+	variants := []struct{ chunk, stamp, label string }{
+		{splitChunk, splitStamp, "server in own process"},
+		{chunkCost, stampErr, "server in-process"},
+	}
+	for _, vr := range variants {
+		for _, sh := range chunkShapes {
+			name := func(client string) string { return fmt.Sprintf("%s/%s/C=%d/N=%d", vr.chunk, client, sh.c, sh.n) }
+			g, h, r := get(name("genload"), "cpu-ns/chunk"), get(name("nethttp"), "cpu-ns/chunk"), get(name("raw"), "cpu-ns/chunk")
+			ratioRow("1", fmt.Sprintf("CPU per chunk, burst, C=%d N=%d, %s: genload vs net/http", sh.c, sh.n, vr.label), g, h, 1e-3, 2, "µs", 2, "≤ 0.35×", func(x float64) bool { return x <= 0.35 })
+			ratioRow("1", fmt.Sprintf("CPU per chunk, burst, C=%d N=%d, %s: genload vs raw TCP", sh.c, sh.n, vr.label), g, r, 1e-3, 2, "µs", 2, "≤ 1.25×", func(x float64) bool { return x <= 1.25 })
+		}
 	}
 	for _, sh := range chunkShapes {
-		name := func(client string) string { return fmt.Sprintf("%s/%s/C=%d/N=%d", chunkCost, client, sh.c, sh.n) }
+		name := func(client string) string { return fmt.Sprintf("%s/%s/C=%d/N=%d", splitChunk, client, sh.c, sh.n) }
 		g, h := get(name("genload"), "allocs/chunk"), get(name("nethttp"), "allocs/chunk")
 		st := Summarize(g)
 		rows = append(rows, Row{"1", fmt.Sprintf("allocations per chunk, C=%d N=%d: genload vs net/http", sh.c, sh.n),
@@ -139,30 +149,30 @@ func Table(s *Samples) []Row {
 	}
 	// Row 6, CPU per chunk, reported next to row 1: engine (B=64, L=64k, TimeScale 0) vs the
 	// genload client at C=64.
-	ratioRow("6", "engine CPU per streamed chunk (B=64, L=64k) vs genload client CPU per chunk (C=64)",
-		get(engineB64, "cpu-ns/chunk"), get(fmt.Sprintf("%s/genload/C=64/N=1000", chunkCost), "cpu-ns/chunk"), 1e-3, 2, "µs", 1, "— (report)", nil)
+	ratioRow("6", "engine CPU per streamed chunk (B=64, L=64k, incl. a light reader) vs genload client CPU per chunk (C=64, server in own process)",
+		get(engineB64, "cpu-ns/chunk"), get(fmt.Sprintf("%s/genload/C=64/N=1000", splitChunk), "cpu-ns/chunk"), 1e-3, 2, "µs", 1, "— (report)", nil)
 
-	// Row 2: timestamp error.
-	for _, sc := range []struct{ name, q string }{{"step20ms/C=512/N=20", "p50-µs"}, {"step20ms/C=512/N=20", "p99-µs"}} {
-		g := get(stampErr+"/genload/"+sc.name, sc.q)
-		h := get(stampErr+"/nethttp/"+sc.name, sc.q)
-		r := get(stampErr+"/raw/"+sc.name, sc.q)
-		q := strings.TrimSuffix(sc.q, "-µs")
-		goalH, limH, abs := "≤ 0.35×", 0.35, 350.0
-		if q == "p99" {
-			goalH, limH, abs = "≤ 0.6×", 0.6, 5000
+	// Row 2: timestamp error, both variants.
+	for _, vr := range variants {
+		for _, q := range []string{"p50", "p99"} {
+			sc := "step20ms/C=512/N=20"
+			g := get(vr.stamp+"/genload/"+sc, q+"-µs")
+			h := get(vr.stamp+"/nethttp/"+sc, q+"-µs")
+			r := get(vr.stamp+"/raw/"+sc, q+"-µs")
+			goalH, limH, abs := "≤ 0.35×", 0.35, 350.0
+			if q == "p99" {
+				goalH, limH, abs = "≤ 0.6×", 0.6, 5000
+			}
+			ratioRow("2", fmt.Sprintf("timestamp error %s, 512 streams on a 20 ms step, %s: genload vs net/http", q, vr.label), g, h, 1, 0, "µs", 2, goalH, func(x float64) bool { return x <= limH })
+			ratioRow("2", fmt.Sprintf("timestamp error %s, 512 streams on a 20 ms step, %s: genload vs raw TCP", q, vr.label), g, r, 1, 0, "µs", 2,
+				fmt.Sprintf("≤ 1.2× (and ≤ %.0f µs here)", abs), func(x float64) bool { return x <= 1.2 })
+			st := Summarize(g)
+			rows[len(rows)-1].Verdict += fmt.Sprintf("; absolute %s", verdict(st.Median <= abs, st))
 		}
-		ratioRow("2", fmt.Sprintf("timestamp error %s, 512 streams on a 20 ms step: genload vs net/http", q), g, h, 1, 0, "µs", 2, goalH, func(x float64) bool { return x <= limH })
-		ratioRow("2", fmt.Sprintf("timestamp error %s, 512 streams on a 20 ms step: genload vs raw TCP", q), g, r, 1, 0, "µs", 2,
-			fmt.Sprintf("≤ 1.2× (and ≤ %.0f µs here)", abs), func(x float64) bool { return x <= 1.2 })
+		g := get(vr.stamp+"/genload/paced1ms/C=64/N=200", "p50-µs")
+		r := get(vr.stamp+"/raw/paced1ms/C=64/N=200", "p50-µs")
 		st := Summarize(g)
-		rows[len(rows)-1].Verdict += fmt.Sprintf("; absolute %s", verdict(st.Median <= abs, st))
-	}
-	{
-		g := get(stampErr+"/genload/paced1ms/C=64/N=200", "p50-µs")
-		r := get(stampErr+"/raw/paced1ms/C=64/N=200", "p50-µs")
-		st := Summarize(g)
-		ratioRow("2", "timestamp error p50, 64 streams paced at 1 ms: genload vs raw TCP", g, r, 1, 0, "µs", 2, "≤ 100 µs", nil)
+		ratioRow("2", fmt.Sprintf("timestamp error p50, 64 streams paced at 1 ms, %s: genload vs raw TCP", vr.label), g, r, 1, 0, "µs", 2, "≤ 100 µs", nil)
 		rows[len(rows)-1].Verdict = verdict(st.Median <= 100, st)
 	}
 

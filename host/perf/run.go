@@ -32,6 +32,10 @@ type Job struct {
 	Once bool
 	// Empty allows a run that matches no benchmark (the idle process of an RSS baseline).
 	Empty bool
+	// Split runs the job against the servers of another process: Runner.SplitEnv is added to
+	// its environment and it is pinned to Runner.ClientCPU. A split job is skipped (not an
+	// error) when the runner has no SplitEnv.
+	Split bool
 }
 
 // Runner compiles and runs Jobs.
@@ -48,6 +52,12 @@ type Runner struct {
 	Log io.Writer
 	// Progress receives one line per run; may be nil.
 	Progress io.Writer
+	// SplitEnv holds the GENLOAD_PERF_* addresses of the server process for Split jobs.
+	SplitEnv []string
+	// ServerPID, if not 0, is the split server process; its CPU counts as the run's own.
+	ServerPID int
+	// ClientCPU, if set, pins Split jobs with taskset -c ClientCPU (e.g. "1").
+	ClientCPU string
 
 	// Own is the CPU time (user+system) used by every run so far, to separate genload's load
 	// from foreign load on the machine.
@@ -91,23 +101,34 @@ func (r *Runner) Compile(ctx context.Context, jobs []Job) error {
 func (r *Runner) RunJob(ctx context.Context, j Job, rnd int, s *Samples) error {
 	args := []string{"-test.run", "^$", "-test.bench", j.Bench, "-test.benchtime", j.Benchtime,
 		"-test.count", "1", "-test.benchmem"}
+	if j.Split && len(r.SplitEnv) == 0 {
+		return nil
+	}
 	cmd := exec.CommandContext(ctx, r.bin(j.Pkg), args...)
+	if j.Split && r.ClientCPU != "" {
+		cmd = exec.CommandContext(ctx, "taskset", append([]string{"-c", r.ClientCPU, r.bin(j.Pkg)}, args...)...)
+	}
 	cmd.Dir = filepath.Join(r.Root, j.Pkg)
 	cmd.Env = append(os.Environ(), r.Env...)
+	if j.Split {
+		cmd.Env = append(cmd.Env, r.SplitEnv...)
+	}
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
 	busy0, total0, _ := cpuJiffies()
+	srv0 := procCPU(r.ServerPID)
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
 	busy1, total1, _ := cpuJiffies()
+	srv := procCPU(r.ServerPID) - srv0
 	if r.Log != nil {
 		fmt.Fprintf(r.Log, "### round %d: %s -test.bench %q -test.benchtime %s\n%s\n", rnd+1, j.Pkg, j.Bench, j.Benchtime, out.Bytes())
 	}
 	var own time.Duration
 	if cmd.ProcessState != nil {
-		own = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		own = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime() + srv
 		r.Own += own
 		if total1 > total0 && wall > 0 {
 			ncpu := float64(numCPU())
@@ -161,3 +182,27 @@ func cpuJiffies() (busy, total uint64, err error) {
 }
 
 func numCPU() int { return runtime.NumCPU() }
+
+// procCPU returns the user+system CPU time of process pid from /proc/<pid>/stat (fields 14
+// and 15, in clock ticks of 1/100 s, USER_HZ on Linux), or 0 if pid is 0 or unreadable.
+func procCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces; fields after its closing parenthesis.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64) // field 14 utime
+	s, _ := strconv.ParseInt(f[12], 10, 64) // field 15 stime
+	return time.Duration(u+s) * 10 * time.Millisecond
+}

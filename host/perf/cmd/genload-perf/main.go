@@ -8,6 +8,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"flag"
@@ -25,18 +26,90 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		if err := serve(); err != nil {
+			fmt.Fprintln(os.Stderr, "genload-perf serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	rounds := flag.Int("rounds", 5, "rounds of every benchmark (medians and ranges are over rounds)")
 	chunkBT := flag.String("chunk-benchtime", "1s", "-test.benchtime of the chunk-cost benchmark")
 	out := flag.String("out", "build/perf", "directory for bench.txt (raw output), table.md and the test binaries")
 	goCmd := flag.String("go", "go", "go command")
+	split := flag.Bool("split", true, "also run rows 1 and 2 against a server in its own process (taskset: server on CPU 0, client on CPU 1)")
 	flag.Parse()
-	if err := run(*rounds, *chunkBT, *out, *goCmd); err != nil {
+	if err := run(*rounds, *chunkBT, *out, *goCmd, *split); err != nil {
 		fmt.Fprintln(os.Stderr, "genload-perf:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rounds int, chunkBT, out, goCmd string) error {
+// serve is the server process of the split benchmarks: it prints one NAME=host:port line per
+// server, then "READY", and serves until its standard input closes.
+func serve() error {
+	env, closeAll, err := perf.ServeAll()
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	for _, e := range env {
+		fmt.Println(e)
+	}
+	fmt.Println("READY")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+// startServer runs this executable's serve subcommand (pinned to CPU 0 with taskset when there
+// are at least 2 CPUs) and returns its addresses, the client CPU to pin to ("" for none) and a
+// stop function.
+func startServer(ctx context.Context) (env []string, clientCPU string, pid int, stop func(), err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, "", 0, nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, "serve")
+	if _, terr := exec.LookPath("taskset"); terr == nil && runtime.NumCPU() >= 2 {
+		cmd = exec.CommandContext(ctx, "taskset", "-c", "0", self, "serve")
+		clientCPU = "1"
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, "", 0, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", 0, nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, "", 0, nil, fmt.Errorf("start server process: %w", err)
+	}
+	stop = func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill() // our own child, by pid
+			<-done
+		}
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "READY" {
+			return env, clientCPU, cmd.Process.Pid, stop, nil
+		}
+		env = append(env, line)
+	}
+	stop()
+	return nil, "", 0, nil, fmt.Errorf("server process ended before READY")
+}
+
+func run(rounds int, chunkBT, out, goCmd string, split bool) error {
 	if rounds < 1 {
 		return fmt.Errorf("-rounds must be >= 1, got %d", rounds)
 	}
@@ -63,6 +136,14 @@ func run(rounds int, chunkBT, out, goCmd string) error {
 	}
 	r := &perf.Runner{Root: root, BinDir: filepath.Join(out, "bin"), Go: goCmd, Env: env, Log: logf, Progress: os.Stderr}
 	jobs := perf.Jobs(chunkBT)
+	if split {
+		senv, cpu, pid, stopServer, err := startServer(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopServer()
+		r.SplitEnv, r.ClientCPU, r.ServerPID = senv, cpu, pid
+	}
 	load0 := loadavg()
 	start := time.Now()
 	fmt.Fprintln(os.Stderr, "compiling test binaries…")
@@ -98,6 +179,9 @@ func run(rounds int, chunkBT, out, goCmd string) error {
 		elapsed.Round(time.Second), rounds, r.Own.Seconds(), load0, load1)
 	fmt.Fprintf(w, "- foreign load (other processes, cores busy outside this run, per benchmark process): median %.2f [%.2f–%.2f] of %d cores\n",
 		fl.Median, fl.Min, fl.Max, runtime.NumCPU())
+	if split {
+		fmt.Fprintf(w, "- split rows: SSE server in its own process on CPU 0, client benchmark process pinned to CPU %s (taskset)\n", r.ClientCPU)
+	}
 	fmt.Fprintf(w, "- figures: median [min–max] over rounds; ratio = genload / baseline per round (same process, seconds apart), median [min–max]; verdicts on medians\n\n")
 	perf.WriteTable(w, perf.Table(s))
 	if len(failures) > 0 {

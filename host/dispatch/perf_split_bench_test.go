@@ -1,0 +1,216 @@
+package dispatch
+
+// Issue 8 rows 1 and 2 with the server in another process, as in the perf anchors (server on
+// core 0, client on core 1): `make perf` (host/perf) starts `genload-perf serve` and passes its
+// addresses in the GENLOAD_PERF_* variables below; without them these benchmarks skip. The
+// clients are the same as in bench_test.go and stamp_bench_test.go (genload's Client.Send,
+// net/http + encoding/json, raw TCP + fastjson); the process CPU is now the client's alone.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valyala/fastjson"
+)
+
+// stampWidth19 is perf.StampWidth: Unix ns as 19 digits (CLOCK_REALTIME, comparable across
+// processes).
+const stampWidth19 = 19
+
+func splitAddr(b *testing.B, env string) string {
+	a := os.Getenv(env)
+	if a == "" {
+		b.Skipf("%s not set (run through make perf)", env)
+	}
+	return a
+}
+
+// BenchmarkPerfSplitChunkCost is BenchmarkChunkCost against the burst servers of
+// GENLOAD_PERF_BURST1000 (C=1, 64; N=1000) and GENLOAD_PERF_BURST100 (C=512, N=100).
+func BenchmarkPerfSplitChunkCost(b *testing.B) {
+	for _, sh := range benchShapes {
+		addr := splitAddr(b, fmt.Sprintf("GENLOAD_PERF_BURST%d", sh.n))
+		u := "http://" + addr
+		prompts := make([][]int32, sh.c)
+		for i := range prompts {
+			prompts[i] = []int32{1, 2, 3}
+		}
+		b.Run(fmt.Sprintf("genload/C=%d/N=%d", sh.c, sh.n), func(b *testing.B) {
+			cl, err := New(Options{Target: u})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cl.Close()
+			perChunk(b, sh.c, sh.n, func() {
+				res, err := cl.Send(context.Background(), ModeRouted, prompts, sh.n)
+				if err != nil || res.Err() != nil {
+					b.Fatal(err, res.Err())
+				}
+			})
+		})
+		b.Run(fmt.Sprintf("nethttp/C=%d/N=%d", sh.c, sh.n), func(b *testing.B) {
+			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+			defer hc.CloseIdleConnections()
+			perChunk(b, sh.c, sh.n, func() { parallel(b, sh.c, sh.n, func() int { return netHTTPStream(b, hc, u) }) })
+		})
+		b.Run(fmt.Sprintf("raw/C=%d/N=%d", sh.c, sh.n), func(b *testing.B) {
+			pool := &rawPool{addr: addr}
+			defer pool.close()
+			perChunk(b, sh.c, sh.n, func() { parallel(b, sh.c, sh.n, func() int { return rawStream(b, pool) }) })
+		})
+	}
+}
+
+// BenchmarkPerfSplitTimestampError is BenchmarkTimestampError against the paced servers of
+// GENLOAD_PERF_STEP20MS (512 streams × 20 chunks on a global 20 ms step) and
+// GENLOAD_PERF_PACED1MS (64 streams × 200 chunks, 1 ms apart). Error = arrival (Unix ns) −
+// the server's send stamp; p50/p99 in µs. Run with -benchtime 1x.
+func BenchmarkPerfSplitTimestampError(b *testing.B) {
+	scenarios := []struct {
+		name, env string
+		c, n      int
+	}{
+		{"step20ms/C=512/N=20", "GENLOAD_PERF_STEP20MS", 512, 20},
+		{"paced1ms/C=64/N=200", "GENLOAD_PERF_PACED1MS", 64, 200},
+	}
+	for _, sc := range scenarios {
+		addr := splitAddr(b, sc.env)
+		b.Run("genload/"+sc.name, func(b *testing.B) {
+			cl, err := New(Options{Target: "http://" + addr, KeepText: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cl.Close()
+			prompts := make([][]int32, sc.c)
+			for i := range prompts {
+				prompts[i] = []int32{1}
+			}
+			var errs []time.Duration
+			for range b.N {
+				res, err := cl.Send(context.Background(), ModeRouted, prompts, sc.n)
+				if err != nil || res.Err() != nil {
+					b.Fatal(err, res.Err())
+				}
+				origin := res.Start.UnixNano()
+				for _, s := range res.Sequences {
+					for k, m := range s.Marks {
+						sent := parseTS(s.Text[k*stampWidth19 : (k+1)*stampWidth19])
+						errs = append(errs, time.Duration(origin+int64(m.At))-sent)
+					}
+				}
+			}
+			reportErrors(b, errs)
+		})
+		b.Run("nethttp/"+sc.name, func(b *testing.B) {
+			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
+			defer hc.CloseIdleConnections()
+			u := "http://" + addr + "/v1/completions"
+			var mu sync.Mutex
+			var errs []time.Duration
+			for range b.N {
+				var wg sync.WaitGroup
+				for range sc.c {
+					wg.Go(func() {
+						resp, err := hc.Post(u, "application/json", bytes.NewReader(benchBody))
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						defer resp.Body.Close()
+						scn := bufio.NewScanner(resp.Body)
+						var local []time.Duration
+						for scn.Scan() {
+							line := scn.Bytes()
+							if !bytes.HasPrefix(line, []byte("data: {")) {
+								continue
+							}
+							now := time.Now().UnixNano()
+							var c struct {
+								Choices []struct {
+									Text string `json:"text"`
+								} `json:"choices"`
+							}
+							if err := json.Unmarshal(line[6:], &c); err != nil {
+								b.Error(err)
+								return
+							}
+							local = append(local, time.Duration(now)-parseTS([]byte(c.Choices[0].Text)))
+						}
+						mu.Lock()
+						errs = append(errs, local...)
+						mu.Unlock()
+					})
+				}
+				wg.Wait()
+			}
+			reportErrors(b, errs)
+		})
+		b.Run("raw/"+sc.name, func(b *testing.B) {
+			pool := &rawPool{addr: addr}
+			defer pool.close()
+			var mu sync.Mutex
+			var errs []time.Duration
+			for range b.N {
+				var wg sync.WaitGroup
+				for range sc.c {
+					wg.Go(func() {
+						rc := pool.get()
+						defer pool.put(rc)
+						if _, err := rc.c.Write(rawReq); err != nil {
+							b.Error(err)
+							return
+						}
+						cl := 0
+						for {
+							line, err := rc.br.ReadSlice('\n')
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							if len(line) <= 2 {
+								break
+							}
+							if bytes.HasPrefix(line, []byte("Content-Length: ")) {
+								cl, _ = strconv.Atoi(string(bytes.TrimSpace(line[16:])))
+							}
+						}
+						var local []time.Duration
+						var p fastjson.Parser
+						for read := 0; read < cl; {
+							line, err := rc.br.ReadSlice('\n')
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							read += len(line)
+							if !bytes.HasPrefix(line, []byte("data: {")) {
+								continue
+							}
+							now := time.Now().UnixNano()
+							v, err := p.ParseBytes(line[6 : len(line)-1])
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							local = append(local, time.Duration(now)-parseTS(v.GetArray("choices")[0].GetStringBytes("text")))
+						}
+						mu.Lock()
+						errs = append(errs, local...)
+						mu.Unlock()
+					})
+				}
+				wg.Wait()
+			}
+			reportErrors(b, errs)
+		})
+	}
+}
