@@ -50,6 +50,23 @@ func (s Steps) MarshalJSON() ([]byte, error) {
 	}{plain(s), ms(s.StepTime), ms(s.TruthStepTime)})
 }
 
+// UnmarshalJSON reads what MarshalJSON writes (results read back keep their step times).
+func (s *Steps) UnmarshalJSON(b []byte) error {
+	type plain Steps
+	var v struct {
+		plain
+		StepTimeMs      float64 `json:"step_time_ms"`
+		TruthStepTimeMs float64 `json:"truth_step_time_ms"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = Steps(v.plain)
+	s.StepTime = time.Duration(math.Round(v.StepTimeMs * 1e6))
+	s.TruthStepTime = time.Duration(math.Round(v.TruthStepTimeMs * 1e6))
+	return nil
+}
+
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 func secs(v float64) time.Duration { return time.Duration(math.Round(v * 1e9)) }
