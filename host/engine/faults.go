@@ -13,7 +13,9 @@ import (
 // per request with a header (names in the field docs); a header overrides the flag for that
 // request. Token counts refer to the tokens of the whole request (all choices).
 type Faults struct {
-	// Every applies the flag-configured faults to every Nth completion request (1 = all).
+	// Every applies the flag-configured faults to every Nth completion request: requests N,
+	// 2N, 3N, … counted from 1 (1 = all). A run sends a warmup then a measured request per
+	// cell, so an even N faults only measured requests and an odd N alternates.
 	// Defaults to 1. Header-requested faults always apply.
 	Every int
 	// Status answers completion requests with this HTTP status (400, 404, 429, 500, 503, …)
@@ -84,7 +86,7 @@ func registerFaultFlags(fs *flag.FlagSet, f *Faults) {
 func (e *Engine) requestFaults(r *http.Request) (Faults, error) {
 	f := DefaultFaults()
 	n := e.faultSeq.Add(1)
-	if (n-1)%uint64(e.cfg.Faults.Every) == 0 {
+	if n%uint64(e.cfg.Faults.Every) == 0 { // requests N, 2N, 3N, … (1-based)
 		f = e.cfg.Faults
 	}
 	h := r.Header

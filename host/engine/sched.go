@@ -237,8 +237,12 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		sim := s.p.StepTime(shape)
 		wall := time.Duration(float64(sim) * s.cfg.TimeScale)
 		now := time.Now()
-		if idle || now.Sub(deadline) > 50*time.Millisecond {
-			deadline = now // start of the step; after idle or a long stall, do not catch up
+		if idle || now.Sub(deadline) > wall {
+			// Start the step now: after idle, or when behind by more than one step (a stall,
+			// a slow prefill bookkeeping pass). Only small debts — timer lateness — are
+			// repaid by the next sleeps; a larger one is forgiven, as a GPU does not run
+			// faster after a slow step, so later steps keep their own durations.
+			deadline = now
 		}
 		stepStart := prevEnd // back-to-back steps: the loop overhead belongs to the step
 		if idle {

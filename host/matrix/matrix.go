@@ -32,6 +32,7 @@ type Spec struct {
 	BatchSizes        []int   // batch sizes B
 	Pairs             [][]int // extra [L, B] cells, run after the grid
 	MaxKVCacheEntries int     // drop cells with (L + MaxTokens)·B above it; 0 = no cap
+	// Cells with L + MaxTokens above Context are dropped too: their mean cannot be reached.
 	AutoSeqLens       bool    // L = MinSeqLen·2^k while L + MaxTokens ≤ Context
 	MinSeqLen         int     // tokens
 	Context           int     // model context, tokens (needed by AutoSeqLens; 0 = unknown)
@@ -94,6 +95,10 @@ func Build(s Spec) ([]Cell, []Dropped, error) {
 	var dropped []Dropped
 	row := 0
 	for _, k := range order {
+		if s.Context > 0 && k.l+s.MaxTokens > s.Context {
+			dropped = append(dropped, Dropped{k.l, k.b, fmt.Sprintf("L + max_tokens = %d exceeds the model context %d", k.l+s.MaxTokens, s.Context)})
+			continue
+		}
 		if s.MaxKVCacheEntries > 0 && (k.l+s.MaxTokens)*k.b > s.MaxKVCacheEntries {
 			dropped = append(dropped, Dropped{k.l, k.b, fmt.Sprintf("(L + max_tokens)·B = %d > max_kv_cache_entries %d",
 				(k.l+s.MaxTokens)*k.b, s.MaxKVCacheEntries)})
@@ -115,7 +120,7 @@ func Build(s Spec) ([]Cell, []Dropped, error) {
 		}
 	}
 	if len(cells) == 0 {
-		return nil, dropped, fmt.Errorf("matrix: no cells left (%d dropped by [matrix.max_kv_cache_entries])", len(dropped))
+		return nil, dropped, fmt.Errorf("matrix: no cells left (%d dropped: %s)", len(dropped), dropped[0].Reason)
 	}
 	return cells, dropped, nil
 }

@@ -86,3 +86,14 @@ func TestBatchAboveCorpusRowsIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCellsBeyondTheContextAreDropped(t *testing.T) {
+	// 131072 − 100 = 130972: L = 64000 fits, L = 200000 does not.
+	cells, dropped, err := Build(Spec{SeqLens: []int{64000, 200000}, BatchSizes: []int{1}, MaxTokens: 100, Context: 131072, CorpusRows: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 1 || len(dropped) != 1 || dropped[0].Reason != "L + max_tokens = 200100 exceeds the model context 131072" {
+		t.Fatalf("cells %v dropped %v", cells, dropped)
+	}
+}

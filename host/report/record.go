@@ -67,10 +67,18 @@ type Header struct {
 	MaxLen         int                   `json:"max_len"`
 	Plugins        map[string]PluginInfo `json:"plugins"`
 	// Engine describes the built-in engine when it is the target (profile, time scale, …).
-	Engine  map[string]any   `json:"engine,omitempty"`
+	Engine map[string]any `json:"engine,omitempty"`
+	// Workers are the routing workers (routed mode), in worker-index order.
+	Workers []Worker         `json:"workers,omitempty"`
 	Cells   []matrix.Cell    `json:"cells"`
 	Dropped []matrix.Dropped `json:"dropped,omitempty"`
 	Config  *config.Config   `json:"config"`
+}
+
+// Worker is one routing worker of a run (its headers are not recorded).
+type Worker struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
 }
 
 // Lengths are the realised prompt lengths of a cell, in tokens.

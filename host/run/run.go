@@ -72,7 +72,8 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		opt.Getenv = os.Getenv
 	}
 	start := time.Now()
-	if opt.RunID == "" {
+	autoID := opt.RunID == ""
+	if autoID {
 		opt.RunID = start.UTC().Format("20060102-150405")
 	}
 
@@ -226,6 +227,11 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		Corpus: corpusName, CorpusRows: len(rows), PromptOverhead: builder.Overhead(), MinLen: minLen, MaxLen: maxLen,
 		Plugins: plugins, Engine: engineInfo, Cells: cells, Dropped: dropped, Config: cfg,
 	}
+	if cfg.Mode == config.ModeRouted {
+		for _, wk := range workers {
+			header.Workers = append(header.Workers, report.Worker{Name: wk.Name, URL: wk.URL})
+		}
+	}
 	var w *report.Writer
 	done := map[int]bool{}
 	if opt.Resume != "" {
@@ -241,8 +247,22 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 			}
 		}
 		fmt.Fprintf(opt.Stderr, "resuming %s: %d of %d cells already measured\n", opt.Resume, len(done), len(cells))
-	} else if w, err = report.Create(cfg.Out, header); err != nil {
-		return nil, err
+	} else {
+		// A default run id is the start second; two runs started in the same second get
+		// -2, -3, … suffixes instead of failing.
+		for i := 2; ; i++ {
+			w, err = report.Create(cfg.Out, header)
+			if err == nil || !errors.Is(err, os.ErrExist) || !autoID || i > 100 {
+				break
+			}
+			header.RunID = fmt.Sprintf("%s-%d", opt.RunID, i)
+		}
+		if errors.Is(err, os.ErrExist) {
+			return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w: choose another --run-id, or continue that run with --resume", err))
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	res := &Result{JSONL: w.Path(), Run: w.Run()}
 	fmt.Fprintf(opt.Stderr, "genload %s: %d cells against %s (model %s, context %d from %s); results → %s\n",
@@ -252,7 +272,13 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 
 	var watcher *scrape.Watcher
-	if cfg.Metrics == "auto" {
+	elsewhere := false
+	for _, wk := range workers {
+		elsewhere = elsewhere || strings.TrimSuffix(strings.TrimSuffix(wk.URL, "/"), "/v1") != strings.TrimSuffix(strings.TrimSuffix(target, "/"), "/v1")
+	}
+	if cfg.Metrics == "auto" && elsewhere {
+		fmt.Fprintf(opt.Stderr, "metrics: not used (workers are on other servers than the target; /metrics of one server would misreport batch occupancy)\n")
+	} else if cfg.Metrics == "auto" {
 		murl, err := scrape.MetricsURL(target)
 		if err == nil {
 			watcher, err = scrape.NewWatcher(ctx, murl, apiKey, 0)
@@ -337,17 +363,35 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 		rec.Elapsed = report.Millis(time.Since(t0))
 		return rec, exitcode.With(code, err)
 	}
-	// The plugin draws from its distribution unbounded; the host clamps (and counts clamps).
-	lengths, err := r.lengths.Lengths(ctx, cell.Batch, cell.SeqLen, 1, math.MaxInt32)
-	if err != nil {
+	var lengths []int
+	var prompts [][]int32
+	var err error
+	if cfg.Mode == config.ModeN {
+		// The legacy shape: one prompt of length L generated B times (n = B); the length
+		// plugin is not consulted, and every sequence has the same length.
+		lengths = make([]int, cell.Batch)
+		for i := range lengths {
+			lengths[i] = cell.SeqLen
+		}
+	} else if lengths, err = r.lengths.Lengths(ctx, cell.Batch, cell.SeqLen, 1, math.MaxInt32); err != nil {
+		// The plugin draws from its distribution unbounded; the host clamps (and counts clamps).
 		return fail(exitcode.PluginRejected, err)
 	}
 	rec.Lengths = clamp(lengths, cell.SeqLen, r.minLen, r.maxLen)
 	if rec.Lengths.Clamped > 0 {
-		rec.Warnings = append(rec.Warnings, fmt.Sprintf("%d of %d lengths clamped to [%d, %d]", rec.Lengths.Clamped, cell.Batch, r.minLen, r.maxLen))
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("%d of %d lengths clamped to [%d, %d]: realised mean %.0f is %+.1f %% of L",
+			rec.Lengths.Clamped, cell.Batch, r.minLen, r.maxLen, rec.Lengths.Mean, 100*(rec.Lengths.Mean/float64(cell.SeqLen)-1)))
 	}
-	prompts, err := r.builder.Build(cell.FirstRow, lengths)
-	if err != nil {
+	if cfg.Mode == config.ModeN {
+		p, err := r.builder.One(cell.FirstRow%r.builder.Rows(), lengths[0])
+		if err != nil {
+			return fail(exitcode.InvalidConfig, err)
+		}
+		prompts = make([][]int32, cell.Batch)
+		for i := range prompts {
+			prompts[i] = p // dispatch sends prompts[0] with n = len(prompts)
+		}
+	} else if prompts, err = r.builder.Build(cell.FirstRow, lengths); err != nil {
 		return fail(exitcode.InvalidConfig, err)
 	}
 	if r.router != nil {
@@ -372,7 +416,7 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 			err = r.client.Warmup(ctx, mode, prompts)
 		}
 		if err != nil {
-			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", err))
+			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", summarize(err)))
 		}
 	}
 	if r.watcher != nil {
@@ -401,7 +445,7 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 		err = res.Err()
 	}
 	if err != nil {
-		return fail(exitcode.TargetFailed, err)
+		return fail(exitcode.TargetFailed, summarize(err))
 	}
 	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance})
@@ -546,6 +590,22 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 	if d := rec.PromptTokenDeviation; d != 0 {
 		ws = append(ws, fmt.Sprintf("the server counted %d prompt tokens, %+d from the %d genload built (%s prompts)", f.PromptTokens, d, f.PromptTokens-d, cfg.Prompt.Format))
 	}
+	if m := rec.Server; m != nil && f.PerForward.N > 0 {
+		client := float64(f.PerForward.Mean)
+		for _, ref := range []struct {
+			name string
+			ok   bool
+			d    time.Duration
+		}{{"the server's /metrics", m.Steps.HasStepTime, m.Steps.StepTime}, {"the engine's own step time", m.Steps.HasTruth, m.Steps.TruthStepTime}} {
+			if ref.ok && ref.d > 0 {
+				if dev := client/float64(ref.d) - 1; math.Abs(dev) > 0.05 {
+					ws = append(ws, fmt.Sprintf("per-forward estimates disagree: client %.3f ms is %+.0f %% of %s %.3f ms (a late first token or a stall shortens or lengthens the decode window)",
+						client/1e6, 100*dev, ref.name, float64(ref.d)/1e6))
+				}
+				break
+			}
+		}
+	}
 	if m := rec.Server; m != nil && m.Occupancy.Samples > 0 {
 		o := m.Occupancy
 		switch {
@@ -658,4 +718,36 @@ func sameRun(before, now report.Header) error {
 	}
 	sort.Strings(diffs)
 	return fmt.Errorf("the configuration differs from the run's (before → now):\n  %s", strings.Join(diffs, "\n  "))
+}
+
+// summarize shortens a joined error whose parts repeat (B routed requests failing alike) to
+// "N requests failed: <message>", and adds a hint for errors whose fix is known.
+func summarize(err error) error {
+	var parts []string
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			parts = append(parts, e.Error())
+		}
+	} else {
+		parts = []string{err.Error()}
+	}
+	msg := parts[0]
+	if len(parts) > 1 {
+		distinct := map[string]bool{}
+		for _, p := range parts {
+			distinct[p] = true
+		}
+		if len(distinct) == 1 {
+			msg = fmt.Sprintf("%d requests failed: %s", len(parts), parts[0])
+		} else {
+			msg = fmt.Sprintf("%d requests failed; first: %s", len(parts), parts[0])
+		}
+	}
+	if strings.Contains(msg, "untagged enum Prompt") || strings.Contains(msg, "Token ids are not supported") {
+		msg += " (this server accepts only text prompts: set prompt.format = \"text\" in bench.toml)"
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return exitcode.With(exitcode.Of(err), errors.New(msg))
 }
