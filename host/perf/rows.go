@@ -35,14 +35,14 @@ func Jobs(chunkBenchtime string) []Job {
 	}
 	return []Job{
 		{Pkg: "host/dispatch", Bench: "^" + splitChunk + "$", Benchtime: chunkBenchtime, Split: true},
-		{Pkg: "host/dispatch", Bench: "^" + splitStamp + "$", Benchtime: "1x", Split: true},
+		{Pkg: "host/dispatch", Bench: "^" + splitStamp + "$", Benchtime: "3x", Split: true},
 		{Pkg: "host/dispatch", Bench: "^" + chunkCost + "$", Benchtime: chunkBenchtime},
 		{Pkg: "host/dispatch", Bench: "^" + stampErr + "$", Benchtime: "1x"},
 		{Pkg: "host/dispatch", Bench: "^(" + body64 + "|" + bodyAlloc + ")$", Benchtime: "10x"},
 		{Pkg: "host/dispatch", Bench: "^$", Benchtime: "1x", RSS: true, RSSName: rssIdle, Empty: true, Split: true},
 		rss("genload"), rss("nethttp"), rss("raw"),
 		{Pkg: "host/prompt", Bench: "^(" + promptCld + "|" + promptWrm + ")$", Benchtime: "1x"},
-		{Pkg: "host/plugin", Bench: "^(BenchmarkLoadWarm|BenchmarkGammaLengths64|BenchmarkRoute64|BenchmarkDefaultMatrixGammaCold)$", Benchtime: "0.5s"},
+		{Pkg: "host/plugin", Bench: "^(BenchmarkLoadWarm|BenchmarkGammaLengths64|BenchmarkUniformLengths64|BenchmarkRoute64|BenchmarkDefaultMatrixGammaCold)$", Benchtime: "0.5s"},
 		{Pkg: "host/engine", Bench: "^" + engineB64 + "$", Benchtime: "2x"},
 		{Pkg: "host/engine", Bench: "^" + matrixSim + "$", Benchtime: "1x", Once: true},
 	}
@@ -208,8 +208,9 @@ func Table(s *Samples) []Row {
 		wallS := Summarize(get(matrixSim, "wall-at-default-scale-s"))
 		base := fmt.Sprintf("matrix run %.1f s", wallS.Median)
 		rows = append(rows, Row{"5", "plugin load, warm compilation cache (gamma)", fmtStat(Summarize(load), 1e-6, 1, "ms"), "—", "—", "—", "info"})
-		rows = append(rows, Row{"5", "lengths(64), gamma", fmtStat(Summarize(lens), 1e-3, 1, "µs"), "—", "—", "—", "info"})
-		rows = append(rows, Row{"5", "route(64) over 8 workers, router-rr", fmtStat(Summarize(route), 1e-3, 1, "µs"), "—", "—", "—", "info"})
+		uni := get("BenchmarkUniformLengths64", "ns/op")
+		ratioRow("5", "lengths(64), gamma vs uniform (the bare wasm call and copy of 64 lengths)", lens, uni, 1e-3, 1, "µs", 2, "—", nil)
+		ratioRow("5", "route(64) over 8 workers, router-rr vs uniform lengths(64)", route, uni, 1e-3, 1, "µs", 2, "—", nil)
 		// One run of the default matrix: load + 91 cold cells + route for its 182 requests
 		// (warmup + measurement per cell; routed mode only), over its wall time at TimeScale 0.05.
 		share := make([]float64, s.Rounds)
@@ -228,6 +229,18 @@ func Table(s *Samples) []Row {
 	// Row 6: engine steps per second at B = 64, L = 64k vs the rate the default scale needs.
 	ratioRow("6", "engine decode steps/s, B=64, 64k contexts, TimeScale 0 vs steps/s needed at the default TimeScale",
 		get(engineB64, "steps/s"), get(engineB64, "need-steps/s"), 1, 0, "steps/s", 1, "≥ 1× (keeps pace)", func(x float64) bool { return x >= 1 })
+	// The engine's CPU when it paces that cell in real time: need-steps/s × 64 chunks per step ×
+	// CPU per chunk, as a share of one core.
+	{
+		cpu, need := get(engineB64, "cpu-ns/chunk"), get(engineB64, "need-steps/s")
+		share := make([]float64, len(cpu))
+		for i := range cpu {
+			share[i] = at(need, i) * 64 * cpu[i] / 1e9
+		}
+		ss := Summarize(share)
+		rows = append(rows, Row{"6", "engine CPU while pacing B=64, L=64k at the default TimeScale (steps/s needed × 64 chunks × CPU per chunk)",
+			fmtStat(ss, 100, 1, "% of a core"), "1 core", fmtStat(ss, 1, 3, "×"), "— (report)", "info"})
+	}
 	return rows
 }
 
