@@ -124,23 +124,10 @@ func runRepeats(ctx context.Context, cfg *config.Config, opt run.Options, n int,
 	return consistency(runs, maxCV, cvStat, e)
 }
 
-// parseFiles parses args, flags and file arguments in any order (flag.Parse stops at the first
-// non-flag, so "genload plot a.json -o x" would take -o as a file), and returns the files.
-// "--" ends the flags. Errors are parse's.
+// parseFiles parses args (flags and files in any order, see parse) and returns the files.
 func parseFiles(fs *flag.FlagSet, args []string) ([]string, error) {
-	var files []string
-	for {
-		if err := parse(fs, args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return files, nil
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(files, rest...), nil
-		}
-		files = append(files, rest[0])
-		args = rest[1:]
+	if err := parse(fs, args); err != nil {
+		return nil, err
 	}
+	return fs.Args(), nil
 }

@@ -38,16 +38,32 @@ func newFlagSet(name, synopsis, description string, examples [][2]string, e *env
 	return fs
 }
 
-// parse parses args; --help prints usage and returns errHelp; a bad flag is a Usage error.
+// parse parses args with flags and positional arguments in any order (flag.Parse alone stops
+// at the first positional, so "genload plugin check x.wasm --set k=1" would lose --set); "--"
+// ends the flags. Afterwards fs.Args() holds the positional arguments in order. --help prints
+// the usage (the flag package does) and returns errHelp; a bad flag is a Usage error.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
-			return errHelp
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return errHelp
+			}
+			return exitcode.Errorf(exitcode.Usage, "%v (see 'genload %s --help')", err, fs.Name())
 		}
-		return exitcode.Errorf(exitcode.Usage, "%v (see 'genload %s --help')", err, fs.Name())
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
-	return nil
+	// Leave the positionals in fs.Args(); flags already parsed keep their values.
+	return fs.Parse(append([]string{"--"}, pos...))
 }
 
 // intList is a comma-separated list of positive integers flag.

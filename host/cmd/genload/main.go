@@ -27,7 +27,7 @@ func main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		fmt.Fprintln(os.Stderr, "\ngenload: interrupted; finishing the current cell record (press Ctrl-C again to exit now)")
+		fmt.Fprintln(os.Stderr, "\ngenload: interrupted; stopping (press Ctrl-C again to exit at once)")
 		stop()
 		<-sigs
 		os.Exit(int(exitcode.Interrupted))
@@ -69,7 +69,7 @@ func commands() []command {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "genload %s — decode forward-pass latency under realistic batches\n\nUsage:\n  genload <command> [flags]\n\nCommands:\n", version)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'genload <command> --help' for a command's flags.\n")
 }

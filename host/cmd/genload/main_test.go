@@ -692,3 +692,19 @@ func firstLine(s, prefix string) string {
 	}
 	return ""
 }
+
+func TestFlagsAfterArgumentsAndHelpOnce(t *testing.T) {
+	dir := testplugins.Dir(t)
+	t.Setenv("GENLOAD_PLUGIN_DIR", dir)
+	// --set after the file is still a flag.
+	code, out, errs := cli(t, context.Background(), "plugin", "check", filepath.Join(dir, "gamma.wasm"), "--set", "k=2")
+	if code != exitcode.OK || !strings.Contains(out, "ok   trial") {
+		t.Errorf("plugin check FILE --set: exit %d\n%s%s", code, out, errs)
+	}
+	for _, cmd := range []string{"run", "serve", "lengths", "plugin", "consistency", "diff", "plot", "version"} {
+		code, out, _ := cli(t, context.Background(), cmd, "--help")
+		if code != exitcode.OK || strings.Count(out, "Usage: genload "+cmd) != 1 {
+			t.Errorf("%s --help: exit %d, usage shown %d times", cmd, code, strings.Count(out, "Usage: genload "+cmd))
+		}
+	}
+}
