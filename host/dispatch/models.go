@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -40,6 +41,9 @@ func ListModels(ctx context.Context, base, apiKey string, timeout time.Duration)
 		timeout = time.Until(d)
 	}
 	if err := fasthttp.DoTimeout(req, resp, timeout); err != nil {
+		if errors.Is(err, fasthttp.ErrTimeout) {
+			return nil, fmt.Errorf("GET %s: no answer within %v ([timeouts] connect)", url, timeout)
+		}
 		return nil, fmt.Errorf("GET %s: server unreachable: %v", url, err)
 	}
 	body := resp.Body()
@@ -80,5 +84,5 @@ func serverMessage(body []byte) string {
 	if len(body) > 200 {
 		body = body[:200]
 	}
-	return strings.TrimSpace(string(body))
+	return strings.Join(strings.Fields(string(body)), " ") // one line, even for an HTML page
 }

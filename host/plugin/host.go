@@ -529,7 +529,7 @@ func (in *instance) classify(export string, err error, parent context.Context) *
 	switch {
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded && parent.Err() == nil:
 		e.Err = fmt.Errorf("did not return within %v", in.host.opts.CallTimeout)
-		e.Hint = "the plugin loops or is too slow; fix it (the call timeout is a host option)"
+		e.Hint = "the plugin loops or is too slow; fix it, or raise [plugins] call_timeout in bench.toml"
 	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
 		e.Err = fmt.Errorf("call interrupted: %w", parent.Err())
 		e.Hint = "the run was cancelled"

@@ -62,6 +62,12 @@ func columns(withHeader, withServer, withTruth bool) []column {
 			}
 			return ms3(f.Window.PerStep)
 		})},
+		{"cached %", "cached_percent", fig(func(f *measure.Figures) string {
+			if !f.HasCachedTokens || f.PromptTokens == 0 {
+				return ""
+			}
+			return strconv.FormatFloat(100*float64(f.CachedTokens)/float64(f.PromptTokens), 'f', 1, 64)
+		})},
 		{"TTFT p50", "ttft_p50_ms", fig(func(f *measure.Figures) string { return ms1(f.TTFT.P50) })},
 		{"TTFT p90", "ttft_p90_ms", fig(func(f *measure.Figures) string { return ms1(f.TTFT.P90) })},
 		{"ITL p50", "itl_p50_ms", fig(func(f *measure.Figures) string { return ms3(f.ITL.P50) })},
@@ -120,6 +126,23 @@ func present(run *Run) (header, server, truth bool) {
 	return
 }
 
+// legend explains the table's columns, printed under it.
+var legend = map[string]string{
+	"len min/mean/max": "realised prompt lengths in tokens (chat template included), after clamping",
+	"fwd ms mean":      "latency per decode forward pass: a sequence's decode time / (completion tokens − 1); mean, p50, p90 over the B sequences",
+	"full-batch fwd":   "the same over the window where all B sequences decode together (ms)",
+	"cached %":         "share of prompt tokens the server served from its prefix cache (the warmup sent the same prompts)",
+	"TTFT p50":         "time to first token (ms), after the warmup: mostly cached, so not a cold prefill",
+	"ITL p50":          "interval between consecutive chunks of a sequence (ms, per chunk)",
+	"E2E p50":          "request start to a sequence's last token (ms)",
+	"tokens":           "completion tokens generated in the cell",
+	"hdr fwd ms":       "per forward pass from the server's generation-duration (and speculation-acceptance) headers",
+	"metrics fwd ms":   "per forward pass from the server's /metrics before and after the cell",
+	"batch seen":       "most frequent number of running requests sampled during the cell (share of samples at B); blank: no sample",
+	"engine fwd ms":    "the built-in engine's own mean step duration during the cell (the truth, prefill steps included)",
+	"status":           "ok, error or interrupted; ⚠ = see the warnings below",
+}
+
 // Table writes run's cells as a markdown table, then one line per warning or error. Times are
 // milliseconds: "fwd" is the per-sequence latency per decode forward pass (decode time /
 // (completion tokens − 1)), "full-batch fwd" the same over the window where all B sequences
@@ -162,8 +185,8 @@ func Table(w io.Writer, run *Run) {
 	fmt.Fprintf(w, "\n## genload %s — %s\n\n", h.RunID, h.Model)
 	fmt.Fprintf(w, "target %s (%s), tokenizer %s, context %d, max_tokens %d, mode %s, lengths %s\n",
 		h.Target, h.TargetKind, h.Tokenizer, h.Context, cfgMaxTokens(h), cfgMode(h), pluginName(h, "lengths"))
-	if ts, ok := h.Engine["time_scale"]; ok {
-		fmt.Fprintf(w, "built-in engine: profile %v, time scale %v (times are wall-clock at this scale)\n", h.Engine["profile"], ts)
+	if ts, ok := h.Engine["time_scale"].(float64); ok && ts > 0 {
+		fmt.Fprintf(w, "built-in engine: profile %v, time scale %g: times are wall-clock; ×%g gives the simulated GPU time\n", h.Engine["profile"], ts, 1/ts)
 	}
 	fmt.Fprintln(w)
 	line(rows[0])
@@ -174,6 +197,12 @@ func Table(w io.Writer, run *Run) {
 	line(sep)
 	for _, r := range rows[1:] {
 		line(r)
+	}
+	fmt.Fprintln(w)
+	for _, c := range cols {
+		if l, ok := legend[c.head]; ok {
+			fmt.Fprintf(w, "  %-16s %s\n", c.head, l)
+		}
 	}
 	for _, c := range run.Cells {
 		for _, warn := range c.Warnings {
