@@ -37,7 +37,17 @@ func splitAddr(b *testing.B, env string) string {
 // BenchmarkPerfSplitChunkCost is BenchmarkChunkCost against the burst servers of
 // GENLOAD_PERF_BURST1000 (C=1, 64; N=1000) and GENLOAD_PERF_BURST100 (C=512, N=100).
 func BenchmarkPerfSplitChunkCost(b *testing.B) {
-	for _, sh := range benchShapes {
+	splitChunkCost(b, benchShapes)
+}
+
+// BenchmarkPerfSplitRSS is the C=512, N=1000 shape of BenchmarkPerfSplitChunkCost (the perf
+// anchors' memory shape); make perf runs one client per process and reads its peak RSS.
+func BenchmarkPerfSplitRSS(b *testing.B) {
+	splitChunkCost(b, []struct{ c, n int }{{512, 1000}})
+}
+
+func splitChunkCost(b *testing.B, shapes []struct{ c, n int }) {
+	for _, sh := range shapes {
 		addr := splitAddr(b, fmt.Sprintf("GENLOAD_PERF_BURST%d", sh.n))
 		u := "http://" + addr
 		prompts := make([][]int32, sh.c)
