@@ -185,6 +185,13 @@ func Table(w io.Writer, run *Run) {
 	fmt.Fprintf(w, "\n## genload %s — %s\n\n", h.RunID, h.Model)
 	fmt.Fprintf(w, "target %s (%s), tokenizer %s, context %d, max_tokens %d, mode %s, lengths %s\n",
 		h.Target, h.TargetKind, h.Tokenizer, h.Context, cfgMaxTokens(h), cfgMode(h), pluginName(h, "lengths"))
+	if len(h.Workers) > 0 {
+		names := make([]string, len(h.Workers))
+		for i, wk := range h.Workers {
+			names[i] = wk.Name + "=" + wk.URL
+		}
+		fmt.Fprintf(w, "routed over %d workers, router %s: %s\n", len(h.Workers), pluginName(h, "router"), strings.Join(names, ", "))
+	}
 	if ts, ok := h.Engine["time_scale"].(float64); ok && ts > 0 {
 		fmt.Fprintf(w, "built-in engine: profile %v, time scale %g: times are wall-clock; ×%g gives the simulated GPU time\n", h.Engine["profile"], ts, 1/ts)
 	}

@@ -743,8 +743,11 @@ func summarize(err error) error {
 			msg = fmt.Sprintf("%d requests failed; first: %s", len(parts), parts[0])
 		}
 	}
-	if strings.Contains(msg, "untagged enum Prompt") || strings.Contains(msg, "Token ids are not supported") {
+	switch {
+	case strings.Contains(msg, "untagged enum Prompt") || strings.Contains(msg, "Token ids are not supported"):
 		msg += " (this server accepts only text prompts: set prompt.format = \"text\" in bench.toml)"
+	case strings.Contains(msg, "maximum allowed batch size"):
+		msg += " (this server limits the prompts of one request: use mode = \"routed\", one request per prompt)"
 	}
 	if msg == err.Error() {
 		return err
