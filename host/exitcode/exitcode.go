@@ -41,7 +41,10 @@ type Error struct {
 	Err  error
 }
 
+// Error returns the wrapped error's message (the code is not part of it).
 func (e *Error) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 // With attaches code to err; nil stays nil. An error that already carries a code keeps the
