@@ -6,8 +6,8 @@ package prompt
 import "testing"
 
 // BenchmarkPerfDefaultMatrixCold times everything a run pays to have the prompts of the default
-// matrix (L ∈ {1000 … 64000} × B ∈ {1 … 8, 12, 16, 32, 48, 64}, 91 cells, 210 prompts per L,
-// 26.7 M tokens in all): building the embedded Qwen3 tokenizer (first call only, so run it
+// matrix (L ∈ {1000 … 64000} × B ∈ {1 … 8, 12, 16, 32, 48, 64}, 91 cells, 208 prompts per L,
+// 26.4 M tokens in all): building the embedded Qwen3 tokenizer (first call only, so run it
 // with -benchtime 1x in a fresh process), loading the corpus, rendering the chat template and
 // tokenizing every corpus row (New), then Build for every cell. Reports tokens built per second.
 func BenchmarkPerfDefaultMatrixCold(b *testing.B) {
