@@ -77,6 +77,22 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		opt.RunID = start.UTC().Format("20060102-150405")
 	}
 
+	// The length plugin is compiled, loaded and asked for the lengths of every configured cell
+	// while the corpus is tokenized below: its cost overlaps prompt building, and a plugin
+	// that fails on any cell fails the run before any request is sent.
+	plugReady := make(chan loadedPlugins, 1)
+	go func() { plugReady <- loadPlugins(ctx, cfg) }()
+	var pl loadedPlugins
+	joined := false
+	defer func() {
+		if !joined { // an early return: wait for the loader, then release what it made
+			pl = <-plugReady
+		}
+		if pl.host != nil {
+			pl.host.Close(context.Background())
+		}
+	}()
+
 	// Corpus and tokenizer.
 	rows, corpusName, err := loadCorpus(cfg)
 	if err != nil {
@@ -180,17 +196,12 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", cfg.Where("matrix"), err))
 	}
 
-	// Plugins.
-	host, err := plugin.NewHost(ctx, plugin.Options{Dir: cfg.Plugins.Dir, CallTimeout: cfg.Plugins.CallTimeout.Duration,
-		MemoryLimitPages: uint32(cfg.Plugins.MemoryLimitMiB * 16), Seed: cfg.Seed})
-	if err != nil {
-		return nil, exitcode.With(exitcode.PluginRejected, err)
+	// Plugins (loaded, and the lengths computed, while the corpus was tokenized).
+	pl, joined = <-plugReady, true
+	if pl.err != nil {
+		return nil, pl.err
 	}
-	defer host.Close(context.Background())
-	lengthsPlugin, err := host.LoadLengths(ctx, cfg.Lengths.Plugin, cfg.Lengths.Config)
-	if err != nil {
-		return nil, exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: [lengths.plugin]: %w", cfg.Where("lengths.plugin"), err))
-	}
+	host, lengthsPlugin := pl.host, pl.lengths
 	plugins := map[string]report.PluginInfo{"lengths": pluginInfo(lengthsPlugin.Info())}
 	workers := cfg.ResolvedWorkers(target)
 	var router *cellRouter
@@ -756,4 +767,45 @@ func summarize(err error) error {
 		return err
 	}
 	return exitcode.With(exitcode.Of(err), errors.New(msg))
+}
+
+// loadedPlugins is the outcome of loadPlugins.
+type loadedPlugins struct {
+	host    *plugin.Host
+	lengths *plugin.LengthsPlugin
+	err     error // carries exitcode.PluginRejected
+}
+
+// loadPlugins creates the plugin host, loads the length plugin and calls it once for every
+// (L, B) of the configured grid and pairs with the range the run uses ([1, 2³¹−1]; the host
+// clamps afterwards). Results of "pure" plugins are cached by the plugin host, so the per-cell
+// calls of the run are answered from memory; for other plugins the calls only validate.
+// The host is returned (to be closed) even on error.
+func loadPlugins(ctx context.Context, cfg *config.Config) loadedPlugins {
+	host, err := plugin.NewHost(ctx, plugin.Options{Dir: cfg.Plugins.Dir, CallTimeout: cfg.Plugins.CallTimeout.Duration,
+		MemoryLimitPages: uint32(cfg.Plugins.MemoryLimitMiB * 16), Seed: cfg.Seed})
+	if err != nil {
+		return loadedPlugins{err: exitcode.With(exitcode.PluginRejected, err)}
+	}
+	lp, err := host.LoadLengths(ctx, cfg.Lengths.Plugin, cfg.Lengths.Config)
+	if err != nil {
+		return loadedPlugins{host: host, err: exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: [lengths.plugin]: %w", cfg.Where("lengths.plugin"), err))}
+	}
+	if cfg.Mode == config.ModeN || !lp.Info().HasCap("pure") {
+		return loadedPlugins{host: host, lengths: lp}
+	}
+	pairs := cfg.Matrix.Pairs
+	if !cfg.Matrix.AutoSeqLens {
+		for _, l := range cfg.Matrix.SeqLens {
+			for _, b := range cfg.Matrix.BatchSizes {
+				pairs = append(pairs, []int{l, b})
+			}
+		}
+	}
+	for _, p := range pairs {
+		if _, err := lp.Lengths(ctx, p[1], p[0], 1, math.MaxInt32); err != nil {
+			return loadedPlugins{host: host, err: exitcode.With(exitcode.PluginRejected, fmt.Errorf("cell L=%d,B=%d: %w", p[0], p[1], err))}
+		}
+	}
+	return loadedPlugins{host: host, lengths: lp}
 }
