@@ -28,6 +28,12 @@ type Options struct {
 	// DraftTokens is the speculative draft length k used in the header formula (0 =
 	// unknown; see HeaderFigure).
 	DraftTokens int
+	// ChunkForwards counts a sequence's forward passes as its token-bearing chunks instead of
+	// its tokens. Set it for a server that speculates: it streams each target-model forward
+	// pass's accepted tokens (1 + accepted drafts) as one chunk, so chunks − 1 is the number
+	// of decode forward passes while tokens − 1 overcounts them. Wrong for a server that
+	// coalesces several steps into one chunk (stream_interval > 1).
+	ChunkForwards bool
 }
 
 // Figures are one cell's client-side measurements. All durations are time.Duration
@@ -42,9 +48,10 @@ type Figures struct {
 	Sequences int `json:"sequences"`
 	Counted   int `json:"counted"`
 	// PerForward is, over counted sequences with ≥ 2 tokens, the per-sequence latency per
-	// forward pass: (last mark − first mark) / (completion_tokens − 1). It assumes one
-	// token per forward pass per sequence (no speculative decoding); with speculation it
-	// is the time per output token (TPOT).
+	// forward pass: (last mark − first mark) / (completion_tokens − 1), which assumes one
+	// token per forward pass per sequence; with Options.ChunkForwards (speculative decoding)
+	// it is (last mark − first mark) / (marks − 1). Without ChunkForwards on a speculating
+	// server it is the time per output token (TPOT), not per forward pass.
 	PerForward Summary `json:"per_forward"`
 	// Window is the full-occupancy figure (every sequence decoding): see Window.
 	Window Window `json:"window"`
@@ -186,7 +193,10 @@ func Compute(res *dispatch.Result, o Options) Figures {
 		first, last := s.Marks[0].At, s.Marks[len(s.Marks)-1].At
 		ttft = append(ttft, first-sent)
 		e2e = append(e2e, max(s.FinishAt, last)-sent)
-		if s.CompletionTokens >= 2 {
+		switch {
+		case o.ChunkForwards && len(s.Marks) >= 2:
+			perFwd = append(perFwd, (last-first)/time.Duration(len(s.Marks)-1))
+		case !o.ChunkForwards && s.CompletionTokens >= 2:
 			perFwd = append(perFwd, (last-first)/time.Duration(s.CompletionTokens-1))
 		}
 		for k := 1; k < len(s.Marks); k++ {
@@ -212,7 +222,7 @@ func Compute(res *dispatch.Result, o Options) Figures {
 	if marks > 0 {
 		f.TokensPerChunk = float64(f.CompletionTokens) / float64(marks)
 	}
-	f.Window = window(counted)
+	f.Window = window(counted, o.ChunkForwards)
 	f.Header = headerFigure(res, o)
 	return f
 }
@@ -229,7 +239,7 @@ func errorKind(err error) string {
 }
 
 // window computes the full-occupancy Window (see its doc comment).
-func window(seqs []*dispatch.Sequence) Window {
+func window(seqs []*dispatch.Sequence, chunkForwards bool) Window {
 	if len(seqs) == 0 {
 		return Window{Reason: "no counted sequences"}
 	}
@@ -262,7 +272,7 @@ func window(seqs []*dispatch.Sequence) Window {
 		k--
 	}
 	for _, m := range ms[k+1:] {
-		if m.Tokens >= 0 {
+		if m.Tokens >= 0 && !chunkForwards {
 			w.Steps += int(m.Tokens)
 		} else {
 			w.Steps++

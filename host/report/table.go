@@ -13,98 +13,147 @@ import (
 	"github.com/genload/genload/host/scrape"
 )
 
-// column is one column of the table and the CSV: a header and a cell formatter.
+// column is one column of the table and the CSV: a header, the table's display text and the
+// CSV's value (full precision, "" when unknown).
 type column struct {
 	head string
 	csv  string
 	get  func(c *Cell) string
+	val  func(c *Cell) string
+}
+
+// durCol is a column of milliseconds: shown with prec decimals, written to the CSV with
+// nanosecond precision; blank (or none for the table) when f reports no value.
+func durCol(head, csv string, prec int, none string, f func(c *Cell) (time.Duration, bool)) column {
+	return column{head: head, csv: csv,
+		get: func(c *Cell) string {
+			d, ok := f(c)
+			if !ok {
+				if c.Figures == nil {
+					return ""
+				}
+				return none
+			}
+			return strconv.FormatFloat(measure.Ms(d), 'f', prec, 64)
+		},
+		val: func(c *Cell) string {
+			if d, ok := f(c); ok {
+				return strconv.FormatFloat(measure.Ms(d), 'f', 6, 64)
+			}
+			return ""
+		}}
+}
+
+// textCol is a column whose table text is also its CSV value.
+func textCol(head, csv string, f func(c *Cell) string) column { return column{head, csv, f, f} }
+
+// figDur reads a duration from the figures; ok is false without figures or when pick says so.
+func figDur(pick func(f *measure.Figures) (time.Duration, bool)) func(c *Cell) (time.Duration, bool) {
+	return func(c *Cell) (time.Duration, bool) {
+		if c.Figures == nil {
+			return 0, false
+		}
+		return pick(c.Figures)
+	}
+}
+
+// srvDur reads a duration from the server metrics.
+func srvDur(pick func(m *scrape.CellMetrics) (time.Duration, bool)) func(c *Cell) (time.Duration, bool) {
+	return func(c *Cell) (time.Duration, bool) {
+		if c.Server == nil {
+			return 0, false
+		}
+		return pick(c.Server)
+	}
 }
 
 func ms3(d time.Duration) string { return strconv.FormatFloat(measure.Ms(d), 'f', 3, 64) }
 func ms1(d time.Duration) string { return strconv.FormatFloat(measure.Ms(d), 'f', 1, 64) }
 
-// fig returns f(c.Figures) or "" for a cell without figures.
-func fig(f func(*measure.Figures) string) func(c *Cell) string {
-	return func(c *Cell) string {
-		if c.Figures == nil {
-			return ""
-		}
-		return f(c.Figures)
-	}
-}
-
-// srv returns f(c.Server) or "" for a cell without server metrics.
-func srv(f func(*scrape.CellMetrics) string) func(c *Cell) string {
-	return func(c *Cell) string {
-		if c.Server == nil {
-			return ""
-		}
-		return f(c.Server)
-	}
-}
-
 func columns(withHeader, withServer, withTruth bool) []column {
+	fwd := func(get func(s measure.Summary) time.Duration) func(f *measure.Figures) (time.Duration, bool) {
+		return func(f *measure.Figures) (time.Duration, bool) { return get(f.PerForward), f.PerForward.N > 0 }
+	}
+	sum := func(pick func(f *measure.Figures) measure.Summary, get func(s measure.Summary) time.Duration) func(f *measure.Figures) (time.Duration, bool) {
+		return func(f *measure.Figures) (time.Duration, bool) { s := pick(f); return get(s), s.N > 0 }
+	}
+	mean := func(s measure.Summary) time.Duration { return s.Mean }
+	p50 := func(s measure.Summary) time.Duration { return s.P50 }
+	p90 := func(s measure.Summary) time.Duration { return s.P90 }
+	p99 := func(s measure.Summary) time.Duration { return s.P99 }
+	ttft := func(f *measure.Figures) measure.Summary { return f.TTFT }
+	itl := func(f *measure.Figures) measure.Summary { return f.ITL }
+	e2e := func(f *measure.Figures) measure.Summary { return f.E2E }
 	cols := []column{
-		{"L", "seq_len", func(c *Cell) string { return strconv.Itoa(c.Cell.SeqLen) }},
-		{"B", "batch", func(c *Cell) string { return strconv.Itoa(c.Cell.Batch) }},
+		textCol("L", "seq_len", func(c *Cell) string { return strconv.Itoa(c.Cell.SeqLen) }),
+		textCol("B", "batch", func(c *Cell) string { return strconv.Itoa(c.Cell.Batch) }),
 		{"len min/mean/max", "", func(c *Cell) string {
 			if len(c.Lengths.Each) == 0 {
 				return ""
 			}
 			return fmt.Sprintf("%d/%.0f/%d", c.Lengths.Min, c.Lengths.Mean, c.Lengths.Max)
-		}},
-		{"fwd ms mean", "per_forward_mean_ms", fig(func(f *measure.Figures) string { return ms3(f.PerForward.Mean) })},
-		{"fwd p50", "per_forward_p50_ms", fig(func(f *measure.Figures) string { return ms3(f.PerForward.P50) })},
-		{"fwd p90", "per_forward_p90_ms", fig(func(f *measure.Figures) string { return ms3(f.PerForward.P90) })},
-		{"full-batch fwd", "full_occupancy_per_forward_ms", fig(func(f *measure.Figures) string {
-			if !f.Window.Valid {
-				return "–"
-			}
-			return ms3(f.Window.PerStep)
-		})},
-		{"cached %", "cached_percent", fig(func(f *measure.Figures) string {
-			if !f.HasCachedTokens || f.PromptTokens == 0 {
+		}, nil},
+		durCol("fwd ms mean", "per_forward_mean_ms", 3, "–", figDur(fwd(mean))),
+		durCol("fwd p50", "per_forward_p50_ms", 3, "–", figDur(fwd(p50))),
+		durCol("fwd p90", "per_forward_p90_ms", 3, "–", figDur(fwd(p90))),
+		durCol("full-batch fwd", "full_occupancy_per_forward_ms", 3, "–", figDur(func(f *measure.Figures) (time.Duration, bool) {
+			return f.Window.PerStep, f.Window.Valid
+		})),
+		{"cached %", "cached_percent", func(c *Cell) string {
+			f := c.Figures
+			if f == nil || !f.HasCachedTokens || f.PromptTokens == 0 {
 				return ""
 			}
 			return strconv.FormatFloat(100*float64(f.CachedTokens)/float64(f.PromptTokens), 'f', 1, 64)
-		})},
-		{"TTFT p50", "ttft_p50_ms", fig(func(f *measure.Figures) string { return ms1(f.TTFT.P50) })},
-		{"TTFT p90", "ttft_p90_ms", fig(func(f *measure.Figures) string { return ms1(f.TTFT.P90) })},
-		{"ITL p50", "itl_p50_ms", fig(func(f *measure.Figures) string { return ms3(f.ITL.P50) })},
-		{"ITL p99", "itl_p99_ms", fig(func(f *measure.Figures) string { return ms3(f.ITL.P99) })},
-		{"E2E p50", "e2e_p50_ms", fig(func(f *measure.Figures) string { return ms1(f.E2E.P50) })},
-		{"tokens", "completion_tokens", fig(func(f *measure.Figures) string { return strconv.Itoa(f.CompletionTokens) })},
-	}
-	if withHeader {
-		cols = append(cols, column{"hdr fwd ms", "header_per_forward_mean_ms", fig(func(f *measure.Figures) string {
-			if f.Header == nil {
+		}, func(c *Cell) string {
+			f := c.Figures
+			if f == nil || !f.HasCachedTokens || f.PromptTokens == 0 {
 				return ""
 			}
-			return ms3(f.Header.PerForward.Mean)
-		})})
+			return strconv.FormatFloat(100*float64(f.CachedTokens)/float64(f.PromptTokens), 'f', 4, 64)
+		}},
+		durCol("TTFT p50", "ttft_p50_ms", 1, "–", figDur(sum(ttft, p50))),
+		durCol("TTFT p90", "ttft_p90_ms", 1, "–", figDur(sum(ttft, p90))),
+		durCol("ITL p50", "itl_p50_ms", 3, "–", figDur(sum(itl, p50))),
+		durCol("ITL p99", "itl_p99_ms", 3, "–", figDur(sum(itl, p99))),
+		durCol("E2E p50", "e2e_p50_ms", 1, "–", figDur(sum(e2e, p50))),
+		textCol("tokens", "completion_tokens", func(c *Cell) string {
+			if c.Figures == nil {
+				return ""
+			}
+			return strconv.Itoa(c.Figures.CompletionTokens)
+		}),
+	}
+	if withHeader {
+		cols = append(cols, durCol("hdr fwd ms", "header_per_forward_mean_ms", 3, "", figDur(func(f *measure.Figures) (time.Duration, bool) {
+			if f.Header == nil || f.Header.PerForward.N == 0 {
+				return 0, false
+			}
+			return f.Header.PerForward.Mean, true
+		})))
 	}
 	if withServer {
 		cols = append(cols,
-			column{"metrics fwd ms", "metrics_step_ms", srv(func(m *scrape.CellMetrics) string {
-				if !m.Steps.HasStepTime {
+			durCol("metrics fwd ms", "metrics_step_ms", 3, "", srvDur(func(m *scrape.CellMetrics) (time.Duration, bool) {
+				return m.Steps.StepTime, m.Steps.HasStepTime
+			})),
+			column{"batch seen", "occupancy_mode", func(c *Cell) string {
+				if c.Server == nil || c.Server.Occupancy.Samples == 0 {
 					return ""
 				}
-				return ms3(m.Steps.StepTime)
-			})},
-			column{"batch seen", "occupancy_mode", srv(func(m *scrape.CellMetrics) string {
-				if m.Occupancy.Samples == 0 {
+				o := c.Server.Occupancy
+				return fmt.Sprintf("%d (%.0f%% of %d)", o.Mode, 100*o.AtTarget, o.Samples)
+			}, func(c *Cell) string {
+				if c.Server == nil || c.Server.Occupancy.Samples == 0 {
 					return ""
 				}
-				return fmt.Sprintf("%d (%.0f%%)", m.Occupancy.Mode, 100*m.Occupancy.AtTarget)
-			})})
+				return strconv.Itoa(c.Server.Occupancy.Mode)
+			}})
 	}
 	if withTruth {
-		cols = append(cols, column{"engine fwd ms", "engine_truth_step_ms", srv(func(m *scrape.CellMetrics) string {
-			if !m.Steps.HasTruth {
-				return ""
-			}
-			return ms3(m.Steps.TruthStepTime)
-		})})
+		cols = append(cols, durCol("engine fwd ms", "engine_truth_decode_step_ms", 3, "", srvDur(func(m *scrape.CellMetrics) (time.Duration, bool) {
+			return m.Steps.TruthDecodeStepTime, m.Steps.HasTruthDecode
+		})))
 	}
 	return append(cols, column{"status", "status", func(c *Cell) string {
 		s := c.Status
@@ -112,7 +161,7 @@ func columns(withHeader, withServer, withTruth bool) []column {
 			s += " ⚠"
 		}
 		return s
-	}})
+	}, nil})
 }
 
 // present reports which optional column groups have data in run: server-header figures,
@@ -121,7 +170,7 @@ func present(run *Run) (header, server, truth bool) {
 	for _, c := range run.Cells {
 		header = header || (c.Figures != nil && c.Figures.Header != nil)
 		server = server || c.Server != nil
-		truth = truth || (c.Server != nil && c.Server.Steps.HasTruth)
+		truth = truth || (c.Server != nil && c.Server.Steps.HasTruthDecode)
 	}
 	return
 }
@@ -139,7 +188,7 @@ var legend = map[string]string{
 	"hdr fwd ms":       "per forward pass from the server's generation-duration (and speculation-acceptance) headers",
 	"metrics fwd ms":   "per forward pass from the server's /metrics before and after the cell",
 	"batch seen":       "most frequent number of running requests sampled during the cell (share of samples at B); blank: no sample",
-	"engine fwd ms":    "the built-in engine's own mean step duration during the cell (the truth, prefill steps included)",
+	"engine fwd ms":    "the built-in engine's own mean duration of its decode steps during the cell (the truth)",
 	"status":           "ok, error or interrupted; ⚠ = see the warnings below",
 }
 
@@ -243,16 +292,26 @@ func pluginName(h Header, kind string) string {
 	return p.Name + " " + p.Version
 }
 
-// CSVHeader lists the CSV columns: one row per cell, times in milliseconds, lengths in tokens.
+// CSVHeader lists the CSV columns: one row per cell, times in milliseconds with nanosecond
+// precision, lengths in tokens; an unknown value is an empty field.
 func CSVHeader() []string {
 	h := []string{"run_id", "cell", "seq_len", "batch", "len_min", "len_mean", "len_max", "len_clamped"}
-	for _, c := range columns(true, true, true)[3:] {
-		if c.csv != "" && c.csv != "status" {
-			h = append(h, c.csv)
+	for _, c := range csvColumns() {
+		h = append(h, c.csv)
+	}
+	return append(h, "itl_tokens_per_chunk", "tokens_per_chunk", "ttft_mean_ms", "e2e_mean_ms", "short_sequences", "prompt_tokens",
+		"prompt_token_deviation", "cached_tokens", "errors", "occupancy_share_at_b", "occupancy_max", "occupancy_samples", "status", "error")
+}
+
+// csvColumns are the table's columns that have a CSV value, past L and B.
+func csvColumns() []column {
+	var out []column
+	for _, c := range columns(true, true, true)[2:] {
+		if c.csv != "" && c.val != nil {
+			out = append(out, c)
 		}
 	}
-	return append(h, "itl_tokens_per_chunk", "ttft_mean_ms", "e2e_mean_ms", "short_sequences", "prompt_tokens", "prompt_token_deviation",
-		"cached_tokens", "errors", "occupancy_share_at_b", "occupancy_max", "status", "error")
+	return out
 }
 
 // WriteCSV writes run as CSV (columns in [CSVHeader]).
@@ -263,30 +322,32 @@ func WriteCSV(path string, run *Run) error {
 	}
 	w := csv.NewWriter(f)
 	_ = w.Write(CSVHeader())
-	cols := columns(true, true, true)[3:]
+	cols := csvColumns()
+	ms := func(d time.Duration) string { return strconv.FormatFloat(measure.Ms(d), 'f', 6, 64) }
 	for i := range run.Cells {
 		c := &run.Cells[i]
 		row := []string{run.Header.RunID, strconv.Itoa(c.Cell.Index), strconv.Itoa(c.Cell.SeqLen), strconv.Itoa(c.Cell.Batch),
 			strconv.Itoa(c.Lengths.Min), strconv.FormatFloat(c.Lengths.Mean, 'f', 2, 64), strconv.Itoa(c.Lengths.Max), strconv.Itoa(c.Lengths.Clamped)}
 		for _, col := range cols {
-			if col.csv != "" && col.csv != "status" {
-				v := col.get(c)
-				if v == "–" {
-					v = ""
-				}
-				row = append(row, v)
-			}
+			row = append(row, col.val(c))
 		}
 		if f := c.Figures; f != nil {
-			row = append(row, strconv.FormatFloat(f.ITLTokens, 'f', 3, 64), ms3(f.TTFT.Mean), ms3(f.E2E.Mean), strconv.Itoa(f.Short),
-				strconv.Itoa(f.PromptTokens), strconv.Itoa(c.PromptTokenDeviation), strconv.Itoa(f.CachedTokens), strconv.Itoa(len(f.Errors)))
+			itlTok, cached := "", ""
+			if f.ITLTokens > 0 {
+				itlTok = strconv.FormatFloat(f.ITLTokens, 'f', 4, 64)
+			}
+			if f.HasCachedTokens {
+				cached = strconv.Itoa(f.CachedTokens)
+			}
+			row = append(row, itlTok, strconv.FormatFloat(f.TokensPerChunk, 'f', 4, 64), ms(f.TTFT.Mean), ms(f.E2E.Mean), strconv.Itoa(f.Short),
+				strconv.Itoa(f.PromptTokens), strconv.Itoa(c.PromptTokenDeviation), cached, strconv.Itoa(len(f.Errors)))
 		} else {
-			row = append(row, "", "", "", "", "", "", "", "")
+			row = append(row, "", "", "", "", "", "", "", "", "")
 		}
 		if m := c.Server; m != nil && m.Occupancy.Samples > 0 {
-			row = append(row, strconv.FormatFloat(m.Occupancy.AtTarget, 'f', 3, 64), strconv.Itoa(m.Occupancy.Max))
+			row = append(row, strconv.FormatFloat(m.Occupancy.AtTarget, 'f', 4, 64), strconv.Itoa(m.Occupancy.Max), strconv.Itoa(m.Occupancy.Samples))
 		} else {
-			row = append(row, "", "")
+			row = append(row, "", "", "")
 		}
 		row = append(row, c.Status, c.Error)
 		_ = w.Write(row)

@@ -305,6 +305,11 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	runErr := func() error {
 		for _, cell := range cells {
 			if done[cell.Index] {
+				// A stateful router (round robin) must see the same calls in the same order as
+				// in the first run, so that resumed cells are routed as they would have been.
+				if err := cr.replayRoute(ctx, cell); err != nil {
+					return exitcode.With(exitcode.PluginRejected, err)
+				}
 				prog.skip(cell)
 				continue
 			}
@@ -361,6 +366,20 @@ type cellRunner struct {
 	minLen, maxLen int
 }
 
+// replayRoute repeats the routing call of a cell measured by the run being resumed (its
+// lengths are the same: the plugin is deterministic per cell), without sending anything.
+func (r *cellRunner) replayRoute(ctx context.Context, cell matrix.Cell) error {
+	if r.router == nil {
+		return nil
+	}
+	lengths, err := r.lengths.Lengths(ctx, cell.Batch, cell.SeqLen, 1, math.MaxInt32)
+	if err != nil {
+		return err
+	}
+	clamp(lengths, cell.SeqLen, r.minLen, r.maxLen)
+	return r.router.decide(ctx, lengths)
+}
+
 // measure runs one cell: lengths from the plugin (clamped and checked by the host), prompts,
 // routing (once, for warmup and measurement alike), warmup with the exact prompts and request
 // shape (max_tokens = 1), the measured request(s) with /metrics scraped around them, and the
@@ -389,12 +408,15 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 		return fail(exitcode.PluginRejected, err)
 	}
 	rec.Lengths = clamp(lengths, cell.SeqLen, r.minLen, r.maxLen)
-	// Clamps are counted in every record; a warning is worth it only when they move the
-	// cell's mean off L by more than 1 % (gamma's lowest quantiles often fall below min_len
-	// by a few tokens, which does not matter).
-	if dev := rec.Lengths.Mean/float64(cell.SeqLen) - 1; rec.Lengths.Clamped > 0 && math.Abs(dev) > 0.01 {
-		rec.Warnings = append(rec.Warnings, fmt.Sprintf("%d of %d lengths clamped to [%d, %d]: realised mean %.0f is %+.1f %% off L",
-			rec.Lengths.Clamped, cell.Batch, r.minLen, r.maxLen, rec.Lengths.Mean, 100*dev))
+	// Clamps are counted in every record; a warning is worth it only when the cell's
+	// realised mean is off L by more than 1 % (gamma's lowest quantiles often fall below
+	// min_len by a few tokens, which does not matter), clamped or not.
+	if dev := rec.Lengths.Mean/float64(cell.SeqLen) - 1; math.Abs(dev) > 0.01 {
+		why := fmt.Sprintf("the plugin's lengths average %.0f", rec.Lengths.Mean)
+		if rec.Lengths.Clamped > 0 {
+			why = fmt.Sprintf("%d of %d lengths clamped to [%d, %d]", rec.Lengths.Clamped, cell.Batch, r.minLen, r.maxLen)
+		}
+		rec.Warnings = append(rec.Warnings, fmt.Sprintf("realised mean length %.0f is %+.1f %% off L = %d: %s", rec.Lengths.Mean, 100*dev, cell.SeqLen, why))
 	}
 	if cfg.Mode == config.ModeN {
 		p, err := r.builder.One(cell.FirstRow%r.builder.Rows(), lengths[0])
@@ -461,8 +483,13 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 	if err != nil {
 		return fail(exitcode.TargetFailed, summarize(err))
 	}
-	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens,
+	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance})
+	if r.router != nil && r.router.workers > 1 && fig.Window.Valid {
+		// Sequences on different workers do not share one batch: no window where "all B
+		// sequences decode together" exists.
+		fig.Window.Valid, fig.Window.Reason = false, fmt.Sprintf("routed over %d workers: the sequences share no single batch", r.router.workers)
+	}
 	rec.Figures = &fig
 	rec.Status = report.StatusOK
 	rec.Elapsed = report.Millis(time.Since(t0))
@@ -604,13 +631,21 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 	if d := rec.PromptTokenDeviation; d != 0 {
 		ws = append(ws, fmt.Sprintf("the server counted %d prompt tokens, %+d from the %d genload built (%s prompts)", f.PromptTokens, d, f.PromptTokens-d, cfg.Prompt.Format))
 	}
+	if f.PerForward.N == 0 {
+		ws = append(ws, fmt.Sprintf("no decode forward pass was measured (max_tokens %d: a sequence needs ≥ 2 tokens)", cfg.MaxTokens))
+	}
+	if f.TokensPerChunk > 1.05 && cfg.DraftTokens == 0 {
+		ws = append(ws, fmt.Sprintf("chunks carry %.2f tokens on average (speculative decoding, or stream_interval coalescing): fwd counts tokens, so it is the time per output token; if the server speculates, set draft_tokens = k to count forward passes",
+			f.TokensPerChunk))
+	}
 	if m := rec.Server; m != nil && f.PerForward.N > 0 {
 		client := float64(f.PerForward.Mean)
 		for _, ref := range []struct {
 			name string
 			ok   bool
 			d    time.Duration
-		}{{"the server's /metrics", m.Steps.HasStepTime, m.Steps.StepTime}, {"the engine's own step time", m.Steps.HasTruth, m.Steps.TruthStepTime}} {
+		}{{"the server's timing headers", f.Header != nil && f.Header.PerForward.N > 0, headerMean(f)},
+			{"the server's /metrics", m.Steps.HasStepTime, m.Steps.StepTime}, {"the engine's own decode step time", m.Steps.HasTruthDecode, m.Steps.TruthDecodeStepTime}} {
 			if ref.ok && ref.d > 0 {
 				if dev := client/float64(ref.d) - 1; math.Abs(dev) > 0.05 {
 					ws = append(ws, fmt.Sprintf("per-forward estimates disagree: client %.3f ms is %+.0f %% of %s %.3f ms (a late first token or a stall shortens or lengthens the decode window)",
@@ -620,7 +655,8 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 			}
 		}
 	}
-	if m := rec.Server; m != nil && m.Occupancy.Samples > 0 {
+	// Occupancy is sampled every 20 ms: fewer than 3 samples say too little to warn on.
+	if m := rec.Server; m != nil && m.Occupancy.Samples >= 3 {
 		o := m.Occupancy
 		switch {
 		case o.Max > cell.Batch:
@@ -734,6 +770,14 @@ func sameRun(before, now report.Header) error {
 	return fmt.Errorf("the configuration differs from the run's (before → now):\n  %s", strings.Join(diffs, "\n  "))
 }
 
+// headerMean is the mean per-forward latency from the server's timing headers (0 if none).
+func headerMean(f *measure.Figures) time.Duration {
+	if f.Header == nil {
+		return 0
+	}
+	return f.Header.PerForward.Mean
+}
+
 // summarize shortens a joined error whose parts repeat (B routed requests failing alike) to
 // "N requests failed: <message>", and adds a hint for errors whose fix is known.
 func summarize(err error) error {
@@ -760,13 +804,15 @@ func summarize(err error) error {
 	switch {
 	case strings.Contains(msg, "untagged enum Prompt") || strings.Contains(msg, "Token ids are not supported"):
 		msg += " (this server accepts only text prompts: set prompt.format = \"text\" in bench.toml)"
+	case strings.Contains(msg, "sequences unfinished") && strings.Contains(msg, "[DONE] seen: true"):
+		msg += " (the server ended the stream without finishing every choice: it may ignore n (mode = \"n\") or stop early)"
 	case strings.Contains(msg, "maximum allowed batch size"):
 		msg += " (this server limits the prompts of one request: use mode = \"routed\", one request per prompt)"
 	}
 	if msg == err.Error() {
 		return err
 	}
-	return exitcode.With(exitcode.Of(err), errors.New(msg))
+	return errors.New(msg) // the caller attaches the exit code
 }
 
 // loadedPlugins is the outcome of loadPlugins.

@@ -38,6 +38,11 @@ type Steps struct {
 	TruthStepTime    time.Duration `json:"-"`
 	TruthSteps       float64       `json:"truth_steps"`
 	HasTruth         bool          `json:"has_truth"`
+	// TruthDecodeStepTime is Δsum / Δcount of genload_engine_decode_step_duration_seconds:
+	// the engine's steps with no prefill work, the quantity a decode per-forward figure
+	// estimates. Valid when HasTruthDecode.
+	TruthDecodeStepTime time.Duration `json:"-"`
+	HasTruthDecode      bool          `json:"has_truth_decode"`
 }
 
 // MarshalJSON writes the durations as step_time_ms and truth_step_time_ms.
@@ -45,9 +50,10 @@ func (s Steps) MarshalJSON() ([]byte, error) {
 	type plain Steps
 	return json.Marshal(struct {
 		plain
-		StepTimeMs      float64 `json:"step_time_ms"`
-		TruthStepTimeMs float64 `json:"truth_step_time_ms"`
-	}{plain(s), ms(s.StepTime), ms(s.TruthStepTime)})
+		StepTimeMs            float64 `json:"step_time_ms"`
+		TruthStepTimeMs       float64 `json:"truth_step_time_ms"`
+		TruthDecodeStepTimeMs float64 `json:"truth_decode_step_time_ms"`
+	}{plain(s), ms(s.StepTime), ms(s.TruthStepTime), ms(s.TruthDecodeStepTime)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes (results read back keep their step times).
@@ -55,8 +61,9 @@ func (s *Steps) UnmarshalJSON(b []byte) error {
 	type plain Steps
 	var v struct {
 		plain
-		StepTimeMs      float64 `json:"step_time_ms"`
-		TruthStepTimeMs float64 `json:"truth_step_time_ms"`
+		StepTimeMs            float64 `json:"step_time_ms"`
+		TruthStepTimeMs       float64 `json:"truth_step_time_ms"`
+		TruthDecodeStepTimeMs float64 `json:"truth_decode_step_time_ms"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -64,6 +71,7 @@ func (s *Steps) UnmarshalJSON(b []byte) error {
 	*s = Steps(v.plain)
 	s.StepTime = time.Duration(math.Round(v.StepTimeMs * 1e6))
 	s.TruthStepTime = time.Duration(math.Round(v.TruthStepTimeMs * 1e6))
+	s.TruthDecodeStepTime = time.Duration(math.Round(v.TruthDecodeStepTimeMs * 1e6))
 	return nil
 }
 
@@ -90,6 +98,9 @@ func Delta(n Names, before, after Snapshot) Steps {
 	if dc, ds, ok := dHist(TruthStepDuration); ok {
 		st.TruthStepTime, st.HasTruth = secs(ds/dc), true
 		st.TruthSteps = dc
+	}
+	if dc, ds, ok := dHist(TruthDecodeStepDuration); ok {
+		st.TruthDecodeStepTime, st.HasTruthDecode = secs(ds/dc), true
 	}
 	if d, ok := dVal(TruthSteps); ok {
 		st.TruthSteps = d

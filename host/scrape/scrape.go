@@ -63,8 +63,9 @@ var (
 
 // Truth metric names exposed by genload's built-in engine in every dialect.
 const (
-	TruthStepDuration = "genload_engine_step_duration_seconds"
-	TruthSteps        = "genload_engine_steps_total"
+	TruthStepDuration       = "genload_engine_step_duration_seconds"
+	TruthDecodeStepDuration = "genload_engine_decode_step_duration_seconds"
+	TruthSteps              = "genload_engine_steps_total"
 )
 
 // Snapshot is one parsed scrape.

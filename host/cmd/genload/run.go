@@ -10,6 +10,7 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 )
@@ -28,6 +29,7 @@ it exists, else the defaults.`,
 			{"the default matrix against the built-in engine", "genload run"},
 			{"a real server, two sequence lengths", "genload run -c bench.toml --target http://127.0.0.1:8000 --model my-model --seq-lens 4000,8000"},
 			{"uniform lengths, routed mode", "genload run --lengths uniform --mode routed"},
+			{"a flatter gamma", "genload run --set k=4"},
 			{"continue a run that was interrupted or failed", "genload run --resume results/20261130-101500.jsonl"},
 			{"five repeats, failing (exit 6) when a cell's per-forward CV exceeds 5 %", "genload run --repeat 5 --max-cv 5"},
 		}, e)
@@ -37,7 +39,9 @@ it exists, else the defaults.`,
 	model := fs.String("model", "", "model name (overrides [model])")
 	out := fs.String("out", "", "results directory (overrides [out])")
 	mode := fs.String("mode", "", "request shape: array, routed or n (overrides [mode])")
-	lengths := fs.String("lengths", "", "length plugin name or .wasm path (overrides [lengths.plugin])")
+	lengths := fs.String("lengths", "", "length plugin name or .wasm path (overrides [lengths.plugin]; another plugin than the file's starts from an empty [lengths.config])")
+	var sets setFlags
+	fs.Var(&sets, "set", "length plugin config key=value, over [lengths.config] (a TOML value, else a string); repeatable")
 	maxTokens := fs.Int("max-tokens", 0, "tokens generated per sequence (overrides [max_tokens])")
 	seed := fs.Uint64("seed", 0, "seed (overrides [seed])")
 	seqLens := intList{}
@@ -102,10 +106,23 @@ it exists, else the defaults.`,
 	if set["mode"] {
 		cfg.Mode = *mode
 	}
-	if set["lengths"] {
-		cfg.Lengths.Plugin = *lengths
-		if *lengths != "gamma" {
+	if set["lengths"] && *lengths != cfg.Lengths.Plugin {
+		// The file's [lengths.config] belongs to the file's plugin.
+		cfg.Lengths.Plugin, cfg.Lengths.Config = *lengths, map[string]any{}
+		if *lengths == "gamma" {
+			cfg.Lengths.Config["k"] = 0.9
+		}
+	}
+	if len(sets) > 0 {
+		kv, err := plugin.ParseSet(sets)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, err)
+		}
+		if cfg.Lengths.Config == nil {
 			cfg.Lengths.Config = map[string]any{}
+		}
+		for k, v := range kv {
+			cfg.Lengths.Config[k] = v
 		}
 	}
 	if set["max-tokens"] {
