@@ -78,11 +78,11 @@ func (e *ServerError) Error() string {
 type Choice struct {
 	// Index is choices[].index: prompt·n + c in every server of the wire reference.
 	Index int
-	// Text is the unescaped text delta; it aliases the Decoder's parser memory and is
-	// valid until the next Decode.
+	// Text is the unescaped text delta (nil when text is absent or not a string); it
+	// aliases the Decoder's memory and is valid until the next Decode.
 	Text []byte
 	// FinishReason is the finish_reason string when Finished ("stop", "length", "abort",
-	// "content_filter", "eos_token", "stop_sequence", …); aliases parser memory.
+	// "content_filter", "eos_token", "stop_sequence", …); aliases the Decoder's memory.
 	FinishReason []byte
 	// Finished reports a non-null, non-empty finish_reason (TGI sends "" on ordinary
 	// chunks).
@@ -104,12 +104,17 @@ type Chunk struct {
 	HasUsage bool
 }
 
-// Decoder decodes completion chunk events with fastjson, reusing its parser and Chunk:
-// after the first few calls it does not allocate (except for a ServerError).
-// A Decoder is not safe for concurrent use.
+// Decoder decodes completion chunk events, reusing its memory and Chunk: after the first
+// few calls it does not allocate (except for a ServerError). Ordinary chunks go through a
+// single-pass scanner that reads only the fields of Chunk and skips the rest
+// (chunkscan.go); anything it is not certain of (server errors, duplicate or escaped keys,
+// unusual numbers, malformed JSON) is decoded with fastjson, whose result the scanner
+// reproduces exactly. A Decoder is not safe for concurrent use.
 type Decoder struct {
 	p     fastjson.Parser
 	chunk Chunk
+	// buf holds the scanner's unescaped texts and finish reasons (cap ≥ the largest event).
+	buf []byte
 
 	// one-pass key visitors (method values made once, so Visit does not allocate)
 	topFn, choiceFn func([]byte, *fastjson.Value)
@@ -165,16 +170,32 @@ var (
 
 // Decode parses one event's data. It returns an error (naming the first bytes of the
 // data) when the data is neither `[DONE]` nor a JSON object, or when a field has the
-// wrong type (choices not an array, index not a non-negative integer).
+// wrong type (choices not an array, index not a non-negative integer). The Chunk and its
+// slices are valid until the next Decode; data is not retained or modified.
 func (d *Decoder) Decode(data []byte) (*Chunk, error) {
+	d.resetChunk()
+	if len(data) == len(doneSentinel) && string(data) == "[DONE]" {
+		d.chunk.Done = true
+		return &d.chunk, nil
+	}
+	if d.scanChunk(data) {
+		return &d.chunk, nil
+	}
+	d.resetChunk()
+	return d.decodeFastjson(data)
+}
+
+func (d *Decoder) resetChunk() {
 	c := &d.chunk
 	c.Done, c.Err, c.HasUsage = false, nil, false
 	c.Usage = Usage{}
 	c.Choices = c.Choices[:0]
-	if len(data) == len(doneSentinel) && string(data) == "[DONE]" {
-		c.Done = true
-		return c, nil
-	}
+}
+
+// decodeFastjson is Decode's reference path for a non-[DONE] event (reset chunk): fastjson
+// parses the whole event, then the fields of Chunk are read from it.
+func (d *Decoder) decodeFastjson(data []byte) (*Chunk, error) {
+	c := &d.chunk
 	v, err := d.p.ParseBytes(data)
 	if err != nil {
 		return nil, fmt.Errorf("sse: %w %q: %w", ErrMalformed, head(data), err)
