@@ -33,11 +33,11 @@ type Spec struct {
 	Pairs             [][]int // extra [L, B] cells, run after the grid
 	MaxKVCacheEntries int     // drop cells with (L + MaxTokens)·B above it; 0 = no cap
 	// Cells with L + MaxTokens above Context are dropped too: their mean cannot be reached.
-	AutoSeqLens       bool    // L = MinSeqLen·2^k while L + MaxTokens ≤ Context
-	MinSeqLen         int     // tokens
-	Context           int     // model context, tokens (needed by AutoSeqLens; 0 = unknown)
-	MaxTokens         int     // tokens generated per sequence
-	CorpusRows        int     // rows available (for FirstRow); must be ≥ 1
+	AutoSeqLens bool // L = MinSeqLen·2^k while L + MaxTokens ≤ Context
+	MinSeqLen   int  // tokens
+	Context     int  // model context, tokens (needed by AutoSeqLens; 0 = unknown)
+	MaxTokens   int  // tokens generated per sequence
+	CorpusRows  int  // rows available (for FirstRow); must be ≥ 1
 	// Distinct requires B ≤ CorpusRows for every cell, so that the B prompts of a cell come
 	// from B different rows (all modes but the legacy n = B shape).
 	Distinct bool

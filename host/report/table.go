@@ -239,7 +239,11 @@ func Table(w io.Writer, run *Run) {
 		for i, wk := range h.Workers {
 			names[i] = wk.Name + "=" + wk.URL
 		}
-		fmt.Fprintf(w, "routed over %d workers, router %s: %s\n", len(h.Workers), pluginName(h, "router"), strings.Join(names, ", "))
+		n := fmt.Sprintf("%d workers", len(h.Workers))
+		if len(h.Workers) == 1 {
+			n = "1 worker"
+		}
+		fmt.Fprintf(w, "routed over %s, router %s: %s\n", n, pluginName(h, "router"), strings.Join(names, ", "))
 	}
 	if ts, ok := h.Engine["time_scale"].(float64); ok && ts > 0 {
 		fmt.Fprintf(w, "built-in engine: profile %v, time scale %g: times are wall-clock; ×%g gives the simulated GPU time\n", h.Engine["profile"], ts, 1/ts)

@@ -276,8 +276,8 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		}
 	}
 	res := &Result{JSONL: w.Path(), Run: w.Run()}
-	fmt.Fprintf(opt.Stderr, "genload %s: %d cells against %s (model %s, context %d from %s); results → %s\n",
-		opt.Version, len(cells), target, model, modelCtx, contextSrc, w.Path())
+	fmt.Fprintf(opt.Stderr, "genload %s: %s against %s (model %s, context %d from %s); results → %s\n",
+		opt.Version, plural(len(cells), "cell"), target, model, modelCtx, contextSrc, w.Path())
 	for _, d := range dropped {
 		fmt.Fprintf(opt.Stderr, "dropped L=%d B=%d: %s\n", d.SeqLen, d.Batch, d.Reason)
 	}
@@ -860,4 +860,12 @@ func loadPlugins(ctx context.Context, cfg *config.Config) loadedPlugins {
 		}
 	}
 	return loadedPlugins{host: host, lengths: lp}
+}
+
+// plural returns "1 cell", "2 cells".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

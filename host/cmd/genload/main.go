@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"golang.org/x/term"
@@ -93,7 +94,9 @@ func doMain(ctx context.Context, args []string, e *env) (code exitcode.Code) {
 		if c.name == args[0] {
 			err := c.run(ctx, args[1:], e)
 			if err != nil && err != errHelp {
-				fmt.Fprintf(e.stderr, "genload %s: %v\n", c.name, err)
+				// Library errors often start with their package's name ("plot: …"), which is
+				// the command's name too: say it once.
+				fmt.Fprintf(e.stderr, "genload %s: %s\n", c.name, strings.TrimPrefix(err.Error(), c.name+": "))
 			}
 			if err == errHelp {
 				return exitcode.OK
