@@ -300,3 +300,23 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	})
 }
+
+// FuzzDecodeTextEscapes focuses the differential check on string unescaping: the fuzzed
+// bytes are placed verbatim inside the text and finish_reason strings of a vLLM chunk (so
+// most inputs stay valid JSON and reach the scanner's unescaper).
+func FuzzDecodeTextEscapes(f *testing.F) {
+	for _, s := range [][2]string{
+		{` tok`, `length`},
+		{`a\"b\\c\/d\b\f\n\r\t`, `\u006cength`},
+		{`\ud83d\ude00\ud83d\u0041\ud83dx\ude00\ud83d`, ``},
+		{`\u12G4\u12\x\`, `\`},
+		{"\x00\xff\xc3", `\\`},
+	} {
+		f.Add([]byte(s[0]), []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, text, finish []byte) {
+		data := `{"id":"cmpl-1","object":"text_completion","choices":[{"index":0,"text":"` + string(text) +
+			`","logprobs":null,"finish_reason":"` + string(finish) + `"}]}`
+		checkSame(t, []byte(data))
+	})
+}
