@@ -333,95 +333,98 @@ func (d *Decoder) scanChunk(data []byte) bool {
 	d.buf = d.buf[:0]
 	c := &d.chunk
 	var seenChoices, seenUsage bool
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		i++
-	} else {
-		for {
-			i = skipWS(b, i)
-			if i >= len(b) || b[i] != '"' {
-				return false
+	i, ok := scanObject(b, i+1, func(key []byte, i int) (int, bool) {
+		var ok bool
+		switch string(key) {
+		case "choices":
+			if seenChoices {
+				return 0, false
 			}
-			key, j, ok := scanKey(b, i+1)
-			if !ok {
-				return false
+			seenChoices = true
+			switch {
+			case isNull(b, i):
+				return i + 4, true
+			case b[i] == '[':
+				return d.scanChoices(b, i+1)
 			}
-			i = skipWS(b, j)
-			if i >= len(b) || b[i] != ':' {
-				return false
+			return 0, false // not an array: an error for fastjson
+		case "usage":
+			if seenUsage {
+				return 0, false
 			}
-			i = skipWS(b, i+1)
-			if i >= len(b) {
-				return false
-			}
-			switch string(key) {
-			case "choices":
-				if seenChoices {
-					return false
-				}
-				seenChoices = true
-				if isNull(b, i) {
-					i += 4
-				} else if b[i] == '[' {
-					if i, ok = d.scanChoices(b, i+1); !ok {
-						return false
-					}
-				} else {
-					return false // not an array: an error for fastjson
-				}
-			case "usage":
-				if seenUsage {
-					return false
-				}
-				seenUsage = true
-				if b[i] == '{' {
-					if i, ok = scanUsage(b, i+1, &c.Usage); !ok {
-						return false
-					}
+			seenUsage = true
+			if b[i] == '{' {
+				if i, ok = scanUsage(b, i+1, &c.Usage); ok {
 					c.HasUsage = true
-				} else if i, ok = skipValue(b, i, 1); !ok {
-					return false
 				}
-			case "error":
-				if !isNull(b, i) {
-					return false // a server error: fastjson builds the ServerError
-				}
-				i += 4
-			case "object":
-				if b[i] == '"' {
-					end, ok := scanString(b, i+1)
-					if !ok {
-						return false
-					}
-					v := b[i+1 : end-1]
-					if string(v) == "error" || bytes.IndexByte(v, '\\') >= 0 {
-						return false
-					}
-					i = end
-				} else if i, ok = skipValue(b, i, 1); !ok {
-					return false
-				}
-			default:
-				if i, ok = skipValue(b, i, 1); !ok {
-					return false
-				}
+				return i, ok
 			}
-			i = skipWS(b, i)
-			if i >= len(b) {
-				return false
+			return skipValue(b, i, 1)
+		case "error":
+			if !isNull(b, i) {
+				return 0, false // a server error: fastjson builds the ServerError
 			}
-			if b[i] == ',' {
-				i++
-				continue
+			return i + 4, true
+		case "object":
+			if b[i] != '"' {
+				return skipValue(b, i, 1)
 			}
-			if b[i] == '}' {
-				i++
-				break
+			end, ok := scanString(b, i+1)
+			if !ok {
+				return 0, false
 			}
-			return false
+			if v := b[i+1 : end-1]; string(v) == "error" || bytes.IndexByte(v, '\\') >= 0 {
+				return 0, false
+			}
+			return end, true
+		}
+		return skipValue(b, i, 1)
+	})
+	return ok && skipWS(b, i) == len(b)
+}
+
+// scanObject walks the members of the object whose '{' is just before b[i]: for each member
+// it calls member(key, j), j being the index of the value's first byte (key aliases b and
+// has no escapes), which returns the index after the value. scanObject returns the index
+// after the closing '}', or false on malformed JSON or when member returns false.
+func scanObject(b []byte, i int, member func(key []byte, j int) (int, bool)) (int, bool) {
+	i = skipWS(b, i)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		i = skipWS(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return 0, false
+		}
+		key, j, ok := scanKey(b, i+1)
+		if !ok {
+			return 0, false
+		}
+		i = skipWS(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		i = skipWS(b, i+1)
+		if i >= len(b) {
+			return 0, false
+		}
+		if i, ok = member(key, i); !ok {
+			return 0, false
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
 		}
 	}
-	return skipWS(b, i) == len(b)
 }
 
 // scanChoices reads the elements of the choices array starting at b[i] (after '[') and
@@ -459,28 +462,9 @@ func (d *Decoder) scanChoices(b []byte, i int) (int, bool) {
 
 // scanChoice reads one choice object starting at b[i] (after '{') into ch.
 func (d *Decoder) scanChoice(b []byte, i int, ch *Choice) (int, bool) {
-	i = skipWS(b, i)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, true
-	}
 	var seenIndex, seenText, seenFinish bool
-	for {
-		i = skipWS(b, i)
-		if i >= len(b) || b[i] != '"' {
-			return 0, false
-		}
-		key, j, ok := scanKey(b, i+1)
-		if !ok {
-			return 0, false
-		}
-		i = skipWS(b, j)
-		if i >= len(b) || b[i] != ':' {
-			return 0, false
-		}
-		i = skipWS(b, i+1)
-		if i >= len(b) {
-			return 0, false
-		}
+	return scanObject(b, i, func(key []byte, i int) (int, bool) {
+		var ok bool
 		switch string(key) {
 		case "index":
 			if seenIndex {
@@ -489,9 +473,8 @@ func (d *Decoder) scanChoice(b []byte, i int, ch *Choice) (int, bool) {
 			seenIndex = true
 			// fastjson: a non-number is an error, a number is read with Int (an error when
 			// negative or not an integer); only plain integers stay here.
-			if ch.Index, i, ok = scanInt(b, i); !ok {
-				return 0, false
-			}
+			ch.Index, i, ok = scanInt(b, i)
+			return i, ok
 		case "text", "finish_reason":
 			isText := key[0] == 't'
 			if isText && seenText || !isText && seenFinish {
@@ -504,10 +487,7 @@ func (d *Decoder) scanChoice(b []byte, i int, ch *Choice) (int, bool) {
 			}
 			if b[i] != '"' {
 				// not a string: Text stays nil, the choice is not finished
-				if i, ok = skipValue(b, i, 3); !ok {
-					return 0, false
-				}
-				break
+				return skipValue(b, i, 3)
 			}
 			end, ok := scanString(b, i+1)
 			if !ok {
@@ -521,51 +501,16 @@ func (d *Decoder) scanChoice(b []byte, i int, ch *Choice) (int, bool) {
 			} else if len(s) > 0 {
 				ch.FinishReason, ch.Finished = s, true
 			}
-			i = end
-		default:
-			if i, ok = skipValue(b, i, 3); !ok {
-				return 0, false
-			}
+			return end, true
 		}
-		i = skipWS(b, i)
-		if i >= len(b) {
-			return 0, false
-		}
-		if b[i] == ',' {
-			i++
-			continue
-		}
-		if b[i] == '}' {
-			return i + 1, true
-		}
-		return 0, false
-	}
+		return skipValue(b, i, 3)
+	})
 }
 
 // scanUsage reads the usage object starting at b[i] (after '{') into u.
 func scanUsage(b []byte, i int, u *Usage) (int, bool) {
-	i = skipWS(b, i)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, true
-	}
 	var seen [4]bool // prompt, completion, total, details
-	for {
-		i = skipWS(b, i)
-		if i >= len(b) || b[i] != '"' {
-			return 0, false
-		}
-		key, j, ok := scanKey(b, i+1)
-		if !ok {
-			return 0, false
-		}
-		i = skipWS(b, j)
-		if i >= len(b) || b[i] != ':' {
-			return 0, false
-		}
-		i = skipWS(b, i+1)
-		if i >= len(b) {
-			return 0, false
-		}
+	return scanObject(b, i, func(key []byte, i int) (int, bool) {
 		var f *int
 		k := -1
 		switch string(key) {
@@ -578,89 +523,37 @@ func scanUsage(b []byte, i int, u *Usage) (int, bool) {
 		case "prompt_tokens_details":
 			k = 3
 		}
+		var ok bool
 		switch {
 		case k >= 0 && seen[k]:
 			return 0, false
 		case f != nil:
 			seen[k] = true
-			if *f, _, i, ok = scanNumberOrSkip(b, i, 2); !ok {
-				return 0, false
-			}
+			*f, _, i, ok = scanNumberOrSkip(b, i, 2)
+			return i, ok
 		case k == 3:
 			seen[k] = true
 			if b[i] == '{' {
-				if i, ok = scanDetails(b, i+1, u); !ok {
-					return 0, false
-				}
-			} else if i, ok = skipValue(b, i, 2); !ok {
-				return 0, false
-			}
-		default:
-			if i, ok = skipValue(b, i, 2); !ok {
-				return 0, false
+				return scanDetails(b, i+1, u)
 			}
 		}
-		i = skipWS(b, i)
-		if i >= len(b) {
-			return 0, false
-		}
-		if b[i] == ',' {
-			i++
-			continue
-		}
-		if b[i] == '}' {
-			return i + 1, true
-		}
-		return 0, false
-	}
+		return skipValue(b, i, 2)
+	})
 }
 
 // scanDetails reads usage.prompt_tokens_details starting at b[i] (after '{').
 func scanDetails(b []byte, i int, u *Usage) (int, bool) {
-	i = skipWS(b, i)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, true
-	}
 	seen := false
-	for {
-		i = skipWS(b, i)
-		if i >= len(b) || b[i] != '"' {
+	return scanObject(b, i, func(key []byte, i int) (int, bool) {
+		if string(key) != "cached_tokens" {
+			return skipValue(b, i, 3)
+		}
+		if seen {
 			return 0, false
 		}
-		key, j, ok := scanKey(b, i+1)
-		if !ok {
-			return 0, false
-		}
-		i = skipWS(b, j)
-		if i >= len(b) || b[i] != ':' {
-			return 0, false
-		}
-		i = skipWS(b, i+1)
-		if i >= len(b) {
-			return 0, false
-		}
-		if string(key) == "cached_tokens" {
-			if seen {
-				return 0, false
-			}
-			seen = true
-			if u.CachedTokens, u.HasCached, i, ok = scanNumberOrSkip(b, i, 3); !ok {
-				return 0, false
-			}
-		} else if i, ok = skipValue(b, i, 3); !ok {
-			return 0, false
-		}
-		i = skipWS(b, i)
-		if i >= len(b) {
-			return 0, false
-		}
-		if b[i] == ',' {
-			i++
-			continue
-		}
-		if b[i] == '}' {
-			return i + 1, true
-		}
-		return 0, false
-	}
+		seen = true
+		var ok bool
+		u.CachedTokens, u.HasCached, i, ok = scanNumberOrSkip(b, i, 3)
+		return i, ok
+	})
 }
