@@ -14,12 +14,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/valyala/fastjson"
 )
 
 // stampWidth19 is perf.StampWidth: Unix ns as 19 digits (CLOCK_REALTIME, comparable across
@@ -175,43 +173,10 @@ func BenchmarkPerfSplitTimestampError(b *testing.B) {
 					wg.Go(func() {
 						rc := pool.get()
 						defer pool.put(rc)
-						if _, err := rc.c.Write(rawReq); err != nil {
+						local, err := rawStampErrors(rc, func() time.Duration { return time.Duration(time.Now().UnixNano()) })
+						if err != nil {
 							b.Error(err)
 							return
-						}
-						cl := 0
-						for {
-							line, err := rc.br.ReadSlice('\n')
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							if len(line) <= 2 {
-								break
-							}
-							if bytes.HasPrefix(line, []byte("Content-Length: ")) {
-								cl, _ = strconv.Atoi(string(bytes.TrimSpace(line[16:])))
-							}
-						}
-						var local []time.Duration
-						var p fastjson.Parser
-						for read := 0; read < cl; {
-							line, err := rc.br.ReadSlice('\n')
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							read += len(line)
-							if !bytes.HasPrefix(line, []byte("data: {")) {
-								continue
-							}
-							now := time.Now().UnixNano()
-							v, err := p.ParseBytes(line[6 : len(line)-1])
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							local = append(local, time.Duration(now)-parseTS(v.GetArray("choices")[0].GetStringBytes("text")))
 						}
 						mu.Lock()
 						errs = append(errs, local...)

@@ -258,43 +258,10 @@ func BenchmarkTimestampError(b *testing.B) {
 					wg.Go(func() {
 						rc := pool.get()
 						defer pool.put(rc)
-						if _, err := rc.c.Write(rawReq); err != nil {
+						local, err := rawStampErrors(rc, func() time.Duration { return time.Since(benchBase) })
+						if err != nil {
 							b.Error(err)
 							return
-						}
-						cl := 0
-						for {
-							line, err := rc.br.ReadSlice('\n')
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							if len(line) <= 2 {
-								break
-							}
-							if bytes.HasPrefix(line, []byte("Content-Length: ")) {
-								cl, _ = strconv.Atoi(string(bytes.TrimSpace(line[16:])))
-							}
-						}
-						var local []time.Duration
-						var p fastjson.Parser
-						for read := 0; read < cl; {
-							line, err := rc.br.ReadSlice('\n')
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							read += len(line)
-							if !bytes.HasPrefix(line, []byte("data: {")) {
-								continue
-							}
-							now := time.Since(benchBase)
-							v, err := p.ParseBytes(line[6 : len(line)-1])
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							local = append(local, now-parseTS(v.GetArray("choices")[0].GetStringBytes("text")))
 						}
 						mu.Lock()
 						errs = append(errs, local...)
@@ -306,4 +273,45 @@ func BenchmarkTimestampError(b *testing.B) {
 			reportErrors(b, errs)
 		})
 	}
+}
+
+// rawStampErrors sends rawReq on rc, reads the response with the raw client (status line and
+// headers, then Content-Length bytes of SSE lines) and returns, per data event, now() taken
+// when its line was read minus the server's send stamp carried in the event's text.
+func rawStampErrors(rc *rawConn, now func() time.Duration) ([]time.Duration, error) {
+	if _, err := rc.c.Write(rawReq); err != nil {
+		return nil, err
+	}
+	cl := 0
+	for {
+		line, err := rc.br.ReadSlice('\n')
+		if err != nil {
+			return nil, err
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if bytes.HasPrefix(line, []byte("Content-Length: ")) {
+			cl, _ = strconv.Atoi(string(bytes.TrimSpace(line[16:])))
+		}
+	}
+	var out []time.Duration
+	var p fastjson.Parser
+	for read := 0; read < cl; {
+		line, err := rc.br.ReadSlice('\n')
+		if err != nil {
+			return nil, err
+		}
+		read += len(line)
+		if !bytes.HasPrefix(line, []byte("data: {")) {
+			continue
+		}
+		t := now()
+		v, err := p.ParseBytes(line[6 : len(line)-1])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t-parseTS(v.GetArray("choices")[0].GetStringBytes("text")))
+	}
+	return out, nil
 }
