@@ -17,7 +17,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // stampWidth19 is perf.StampWidth: Unix ns as 19 digits (CLOCK_REALTIME, comparable across
