@@ -631,6 +631,9 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 	if d := rec.PromptTokenDeviation; d != 0 {
 		ws = append(ws, fmt.Sprintf("the server counted %d prompt tokens, %+d from the %d genload built (%s prompts)", f.PromptTokens, d, f.PromptTokens-d, cfg.Prompt.Format))
 	}
+	if f.ITL.N > 0 && f.ITL.P50 == 0 {
+		ws = append(ws, "over half of the chunk intervals are 0: chunks arrived together in one read (the client fell behind, or the server or network coalesced them); per-forward figures are unreliable")
+	}
 	if f.PerForward.N == 0 {
 		ws = append(ws, fmt.Sprintf("no decode forward pass was measured (max_tokens %d: a sequence needs ≥ 2 tokens)", cfg.MaxTokens))
 	}
