@@ -122,29 +122,12 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	// Target: the built-in engine in-process, or a server.
 	target, engineInfo := cfg.Target, map[string]any(nil)
 	if cfg.Target == config.Builtin {
-		ecfg := engine.DefaultConfig()
-		if cfg.Engine.Profile != "" {
-			ecfg.Profile = cfg.Engine.Profile
-		}
-		if cfg.Engine.TimeScale > 0 {
-			ecfg.TimeScale = cfg.Engine.TimeScale
-		}
-		if cfg.Engine.MaxModelLen > 0 {
-			ecfg.MaxModelLen = cfg.Engine.MaxModelLen
-		}
-		ecfg.Seed = int64(cfg.Seed)
-		ecfg.VocabSize = max(ecfg.VocabSize, tok.VocabSize()) // the engine serves the run's tokenizer
-		eng, err := engine.New(ecfg, tok)
+		eng, url, info, err := startBuiltin(cfg, tok)
 		if err != nil {
-			return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("built-in engine: %w", err))
+			return nil, err
 		}
 		defer eng.Close()
-		if target, err = eng.Start("127.0.0.1:0"); err != nil {
-			return nil, fmt.Errorf("built-in engine: %w", err)
-		}
-		engineInfo = map[string]any{"profile": ecfg.Profile, "time_scale": ecfg.TimeScale,
-			"max_model_len": ecfg.MaxModelLen, "model": ecfg.ModelName,
-			"note": "figures are wall-clock at this time scale: divide by time_scale for the simulated GPU time"}
+		target, engineInfo = url, info
 	}
 
 	apiKey, err := readAPIKey(cfg, opt.Getenv)
@@ -243,37 +226,9 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 			header.Workers = append(header.Workers, report.Worker{Name: wk.Name, URL: wk.URL})
 		}
 	}
-	var w *report.Writer
-	done := map[int]bool{}
-	if opt.Resume != "" {
-		if w, err = report.Resume(opt.Resume); err != nil {
-			return nil, exitcode.With(exitcode.InvalidConfig, err)
-		}
-		if err := sameRun(w.Run().Header, header); err != nil {
-			return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("cannot resume %s: %w", opt.Resume, err))
-		}
-		for _, c := range w.Run().Cells {
-			if c.Status == report.StatusOK {
-				done[c.Cell.Index] = true
-			}
-		}
-		fmt.Fprintf(opt.Stderr, "resuming %s: %d of %d cells already measured\n", opt.Resume, len(done), len(cells))
-	} else {
-		// A default run id is the start second; two runs started in the same second get
-		// -2, -3, … suffixes instead of failing.
-		for i := 2; ; i++ {
-			w, err = report.Create(cfg.Out, header)
-			if err == nil || !errors.Is(err, os.ErrExist) || !autoID || i > 100 {
-				break
-			}
-			header.RunID = fmt.Sprintf("%s-%d", opt.RunID, i)
-		}
-		if errors.Is(err, os.ErrExist) {
-			return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w: choose another --run-id, or continue that run with --resume", err))
-		}
-		if err != nil {
-			return nil, err
-		}
+	w, done, err := openResults(cfg, header, opt, autoID, len(cells))
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{JSONL: w.Path(), Run: w.Run()}
 	fmt.Fprintf(opt.Stderr, "genload %s: %s against %s (model %s, context %d from %s); results → %s\n",
@@ -282,23 +237,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		fmt.Fprintf(opt.Stderr, "dropped L=%d B=%d: %s\n", d.SeqLen, d.Batch, d.Reason)
 	}
 
-	var watcher *scrape.Watcher
-	elsewhere := false
-	for _, wk := range workers {
-		elsewhere = elsewhere || strings.TrimSuffix(strings.TrimSuffix(wk.URL, "/"), "/v1") != strings.TrimSuffix(strings.TrimSuffix(target, "/"), "/v1")
-	}
-	if cfg.Metrics == "auto" && elsewhere {
-		fmt.Fprintf(opt.Stderr, "metrics: not used (workers are on other servers than the target; /metrics of one server would misreport batch occupancy)\n")
-	} else if cfg.Metrics == "auto" {
-		murl, err := scrape.MetricsURL(target)
-		if err == nil {
-			watcher, err = scrape.NewWatcher(ctx, murl, apiKey, 0)
-		}
-		if err != nil {
-			fmt.Fprintf(opt.Stderr, "metrics: not used (%v); set metrics = \"off\" to silence this\n", err)
-			watcher = nil
-		}
-	}
+	watcher := newWatcher(ctx, cfg, target, apiKey, workers, opt.Stderr)
 	cr := &cellRunner{cfg: cfg, lengths: lengthsPlugin, router: router, builder: builder, tok: tok, client: client,
 		watcher: watcher, minLen: minLen, maxLen: maxLen}
 	prog := newProgress(opt.Stderr, opt.Progress, cells)
@@ -871,4 +810,95 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// startBuiltin starts the built-in engine on a loopback port with bench.toml's [engine] table
+// over the engine's defaults, serving the run's tokenizer; it returns the engine (to close),
+// its base URL and what the results header records about it.
+func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer) (*engine.Engine, string, map[string]any, error) {
+	ecfg := engine.DefaultConfig()
+	if cfg.Engine.Profile != "" {
+		ecfg.Profile = cfg.Engine.Profile
+	}
+	if cfg.Engine.TimeScale > 0 {
+		ecfg.TimeScale = cfg.Engine.TimeScale
+	}
+	if cfg.Engine.MaxModelLen > 0 {
+		ecfg.MaxModelLen = cfg.Engine.MaxModelLen
+	}
+	ecfg.Seed = int64(cfg.Seed)
+	ecfg.VocabSize = max(ecfg.VocabSize, tok.VocabSize()) // the engine serves the run's tokenizer
+	eng, err := engine.New(ecfg, tok)
+	if err != nil {
+		return nil, "", nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("built-in engine: %w", err))
+	}
+	url, err := eng.Start("127.0.0.1:0")
+	if err != nil {
+		eng.Close()
+		return nil, "", nil, fmt.Errorf("built-in engine: %w", err)
+	}
+	return eng, url, map[string]any{"profile": ecfg.Profile, "time_scale": ecfg.TimeScale,
+		"max_model_len": ecfg.MaxModelLen, "model": ecfg.ModelName,
+		"note": "figures are wall-clock at this time scale: divide by time_scale for the simulated GPU time"}, nil
+}
+
+// openResults creates the run's JSONL file — or, with opt.Resume, opens the earlier run's for
+// appending after checking it is the same run — and returns the indices of cells already
+// measured. A default run id that exists already gets a -2, -3, … suffix.
+func openResults(cfg *config.Config, header report.Header, opt Options, autoID bool, cells int) (*report.Writer, map[int]bool, error) {
+	done := map[int]bool{}
+	if opt.Resume != "" {
+		w, err := report.Resume(opt.Resume)
+		if err != nil {
+			return nil, nil, exitcode.With(exitcode.InvalidConfig, err)
+		}
+		if err := sameRun(w.Run().Header, header); err != nil {
+			return nil, nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("cannot resume %s: %w", opt.Resume, err))
+		}
+		for _, c := range w.Run().Cells {
+			if c.Status == report.StatusOK {
+				done[c.Cell.Index] = true
+			}
+		}
+		fmt.Fprintf(opt.Stderr, "resuming %s: %d of %d cells already measured\n", opt.Resume, len(done), cells)
+		return w, done, nil
+	}
+	for i := 2; ; i++ {
+		w, err := report.Create(cfg.Out, header)
+		switch {
+		case err == nil:
+			return w, done, nil
+		case !errors.Is(err, os.ErrExist):
+			return nil, nil, err
+		case !autoID || i > 100:
+			return nil, nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w: choose another --run-id, or continue that run with --resume", err))
+		}
+		header.RunID = fmt.Sprintf("%s-%d", opt.RunID, i)
+	}
+}
+
+// newWatcher returns a /metrics watcher of the target, or nil — with a line on stderr saying
+// why — when metrics are off, unreachable, of an unknown server, or when routed workers are on
+// other servers (one server's occupancy would misreport the batch).
+func newWatcher(ctx context.Context, cfg *config.Config, target, apiKey string, workers []config.Worker, stderr io.Writer) *scrape.Watcher {
+	if cfg.Metrics != "auto" {
+		return nil
+	}
+	base := func(u string) string { return strings.TrimSuffix(strings.TrimSuffix(u, "/"), "/v1") }
+	for _, wk := range workers {
+		if base(wk.URL) != base(target) {
+			fmt.Fprintf(stderr, "metrics: not used (workers are on other servers than the target; /metrics of one server would misreport batch occupancy)\n")
+			return nil
+		}
+	}
+	murl, err := scrape.MetricsURL(target)
+	var w *scrape.Watcher
+	if err == nil {
+		w, err = scrape.NewWatcher(ctx, murl, apiKey, 0)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "metrics: not used (%v); set metrics = \"off\" to silence this\n", err)
+		return nil
+	}
+	return w
 }
