@@ -189,7 +189,7 @@ var legend = map[string]string{
 	"metrics fwd ms":   "per forward pass from the server's /metrics before and after the cell",
 	"batch seen":       "most frequent number of running requests sampled during the cell (share of samples at B); blank: no sample",
 	"engine fwd ms":    "the built-in engine's own mean duration of its decode steps during the cell (the truth)",
-	"status":           "ok, error or interrupted; ⚠ = see the warnings below",
+	"status":           "ok, error or interrupted; ⚠ = see the warnings below; – in a column: not measured (the warnings say why)",
 }
 
 // Table writes run's cells as a markdown table, then one line per warning or error. Times are

@@ -580,27 +580,17 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 		ws = append(ws, fmt.Sprintf("chunks carry %.2f tokens on average (speculative decoding, or stream_interval coalescing): fwd counts tokens, so it is the time per output token; if the server speculates, set draft_tokens = k to count forward passes",
 			f.TokensPerChunk))
 	}
-	if m := rec.Server; m != nil && f.PerForward.N > 0 {
-		client := float64(f.PerForward.Mean)
-		for _, ref := range []struct {
-			name string
-			ok   bool
-			d    time.Duration
-		}{
-			// The first reference present is used: the built-in engine's truth, then the
-			// server's timing headers (speculation-aware), then /metrics (per token: not a
-			// reference when chunks carry several tokens).
-			{"the engine's own decode step time", m.Steps.HasTruthDecode, m.Steps.TruthDecodeStepTime},
-			{"the server's timing headers", f.Header != nil && f.Header.PerForward.N > 0, headerMean(f)},
-			{"the server's /metrics", m.Steps.HasStepTime && f.TokensPerChunk <= 1.05, m.Steps.StepTime},
-		} {
-			if ref.ok && ref.d > 0 {
-				if dev := client/float64(ref.d) - 1; math.Abs(dev) > 0.05 {
-					ws = append(ws, fmt.Sprintf("per-forward estimates disagree: client %.3f ms is %+.0f %% of %s %.3f ms (a late first token or a stall shortens or lengthens the decode window)",
-						client/1e6, 100*dev, ref.name, float64(ref.d)/1e6))
-				}
-				break
-			}
+	ws = append(ws, estimateWarnings(f, rec.Server, cfg.DraftTokens > 0)...)
+	if !f.Window.Valid && f.Window.Reason != "" && f.PerForward.N > 0 {
+		ws = append(ws, "no full-batch figure: "+f.Window.Reason)
+	}
+	if cfg.Mode == config.ModeRouted && rec.Workers != nil {
+		used := map[int]bool{}
+		for _, w := range rec.Workers {
+			used[w] = true
+		}
+		if len(used) > 1 {
+			ws = append(ws, fmt.Sprintf("routed over %d workers: B = %d is the total; each worker ran about %d sequences", len(used), cell.Batch, (cell.Batch+len(used)-1)/len(used)))
 		}
 	}
 	// Occupancy is sampled every 20 ms: fewer than 3 samples say too little to warn on.
@@ -716,6 +706,52 @@ func sameRun(before, now report.Header) error {
 	}
 	sort.Strings(diffs)
 	return fmt.Errorf("the configuration differs from the run's (before → now):\n  %s", strings.Join(diffs, "\n  "))
+}
+
+// estimateWarnings (chunkForwards: the client counts chunks as forward passes, draft_tokens
+// set) holds every per-forward estimate of a cell against the best reference and
+// flags a gap above 5 %. The reference is the built-in engine's own decode step time when it
+// is known, else the client's figure. /metrics on vLLM and SGLang is an inter-token latency:
+// per token, not per forward pass, when chunks carry several tokens (speculative decoding).
+func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards bool) []string {
+	if f.PerForward.N == 0 {
+		return nil
+	}
+	type est struct {
+		name string
+		d    time.Duration
+	}
+	ref := est{"the client's fwd", f.PerForward.Mean}
+	var others []est
+	if m != nil && m.Steps.HasTruthDecode && m.Steps.TruthDecodeStepTime > 0 {
+		ref = est{"the engine's own decode step time", m.Steps.TruthDecodeStepTime}
+		others = append(others, est{"client fwd", f.PerForward.Mean})
+	}
+	if d := headerMean(f); d > 0 {
+		others = append(others, est{"hdr fwd (timing headers)", d})
+	}
+	if m != nil && m.Steps.HasStepTime && m.Steps.StepTime > 0 {
+		others = append(others, est{"metrics fwd (/metrics)", m.Steps.StepTime})
+	}
+	var ws []string
+	for _, e := range others {
+		dev := float64(e.d)/float64(ref.d) - 1
+		if math.Abs(dev) <= 0.05 {
+			continue
+		}
+		why := "a late first token or a stall shortens or lengthens the client's decode window"
+		switch {
+		case strings.HasPrefix(e.name, "metrics") && f.TokensPerChunk > 1.05:
+			why = fmt.Sprintf("chunks carry %.2f tokens: the server's inter-token latency is per token, not per forward pass", f.TokensPerChunk)
+		case strings.HasPrefix(e.name, "client") && f.TokensPerChunk > 1.05 && !chunkForwards:
+			why = "speculative decoding: see draft_tokens"
+		case strings.HasPrefix(e.name, "hdr"):
+			why = "the header's generation time or acceptance does not match the forward passes seen (check draft_tokens)"
+		}
+		ws = append(ws, fmt.Sprintf("per-forward estimates disagree: %s %.3f ms is %+.0f %% of %s %.3f ms (%s)",
+			e.name, float64(e.d)/1e6, 100*dev, ref.name, float64(ref.d)/1e6, why))
+	}
+	return ws
 }
 
 // headerMean is the mean per-forward latency from the server's timing headers (0 if none).
@@ -886,8 +922,8 @@ func newWatcher(ctx context.Context, cfg *config.Config, target, apiKey string, 
 	}
 	base := func(u string) string { return strings.TrimSuffix(strings.TrimSuffix(u, "/"), "/v1") }
 	for _, wk := range workers {
-		if base(wk.URL) != base(target) {
-			fmt.Fprintf(stderr, "metrics: not used (workers are on other servers than the target; /metrics of one server would misreport batch occupancy)\n")
+		if base(wk.URL) != base(workers[0].URL) || base(wk.URL) != base(target) {
+			fmt.Fprintf(stderr, "metrics: not used (workers are on several servers; one server's /metrics would misreport batch occupancy)\n")
 			return nil
 		}
 	}

@@ -2,7 +2,12 @@ package run
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/scrape"
 )
 
 func TestClampBoundsEveryLengthAndCountsClamps(t *testing.T) {
@@ -34,5 +39,25 @@ func TestResolveContextTakesTheSmallestKnown(t *testing.T) {
 		if n != c.want || src != c.src {
 			t.Errorf("resolveContext(%d, %d, %d) = %d %q, want %d %q", c.cfg, c.server, c.tok, n, src, c.want, c.src)
 		}
+	}
+}
+
+// TestEstimateWarningsFlagEachEstimateAgainstTheTruth uses the figures a speculating engine
+// gave (draft_tokens = 3): truth 1.061 ms, client 1.096 (+3 %: fine), headers 1.157 (+9 %),
+// /metrics 0.422 (−60 %: per token, chunks carry 2.5 tokens).
+func TestEstimateWarningsFlagEachEstimateAgainstTheTruth(t *testing.T) {
+	f := &measure.Figures{PerForward: measure.Summary{N: 8, Mean: 1096 * time.Microsecond}, TokensPerChunk: 2.5,
+		Header: &measure.HeaderFigure{PerForward: measure.Summary{N: 1, Mean: 1157 * time.Microsecond}}}
+	m := &scrape.CellMetrics{Steps: scrape.Steps{HasTruthDecode: true, TruthDecodeStepTime: 1061 * time.Microsecond,
+		HasStepTime: true, StepTime: 422 * time.Microsecond}}
+	ws := estimateWarnings(f, m, true)
+	if len(ws) != 2 || !strings.Contains(ws[0], "hdr fwd (timing headers) 1.157 ms is +9 %") ||
+		!strings.Contains(ws[1], "metrics fwd (/metrics) 0.422 ms is -60 %") || !strings.Contains(ws[1], "per token") {
+		t.Fatalf("warnings:\n%s", strings.Join(ws, "\n"))
+	}
+	// Without the engine's truth the client's figure is the reference.
+	ws = estimateWarnings(f, &scrape.CellMetrics{}, true)
+	if len(ws) != 1 || !strings.Contains(ws[0], "of the client's fwd 1.096 ms") {
+		t.Fatalf("warnings without truth:\n%s", strings.Join(ws, "\n"))
 	}
 }
