@@ -97,6 +97,17 @@ type Config struct {
 	File string `toml:"-" json:"file"`
 	// lines maps a dotted key to its line in File, for error messages.
 	lines map[string]int
+	// flags maps a dotted key to the command-line flag that set it (see Override).
+	flags map[string]string
+}
+
+// Override records that a command-line flag set key (dotted, e.g. "lengths.plugin"), so that
+// messages about that key name the flag instead of a line of the file.
+func (c *Config) Override(key, flag string) {
+	if c.flags == nil {
+		c.flags = map[string]string{}
+	}
+	c.flags[key] = flag
 }
 
 // Matrix selects the (target mean sequence length L, batch size B) cells.
@@ -345,9 +356,15 @@ func cleanTOMLError(pe toml.ParseError) string {
 	return msg
 }
 
-// Where returns "file:line" for a dotted key when the key appears in the file, else "file"
-// (or "bench.toml defaults" when no file was read).
+// Where returns "flag --x" when a command-line flag set the key (or a key inside it, or the
+// table holding it), else "file:line" for a dotted key when the key appears in the file, else
+// "file" (or "config" when no file was read).
 func (c *Config) Where(key string) string {
+	for k, flag := range c.flags {
+		if k == key || strings.HasPrefix(key, k+".") || strings.HasPrefix(k, key+".") {
+			return "flag " + flag
+		}
+	}
 	if c.File == "" {
 		return "config"
 	}

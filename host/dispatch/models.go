@@ -20,9 +20,29 @@ type Model struct {
 	MaxModelLen int `json:"max_model_len"`
 }
 
+// ModelsError is a failed GET /v1/models.
+type ModelsError struct {
+	URL string
+	// Status is the HTTP status, 0 when no response arrived (unreachable, timeout).
+	Status int
+	// Msg says what happened (the server's message for an HTTP error).
+	Msg string
+}
+
+func (e *ModelsError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("GET %s: HTTP %d: %s", e.URL, e.Status, e.Msg)
+	}
+	return fmt.Sprintf("GET %s: %s", e.URL, e.Msg)
+}
+
+// Retryable reports a failure worth retrying: no response, 429, or 5xx (a server still
+// loading answers 503).
+func (e *ModelsError) Retryable() bool { return e.Status == 0 || e.Status == 429 || e.Status >= 500 }
+
 // ListModels asks base (a server's base URL, optionally ending in /v1) for GET /v1/models.
-// An unreachable server, a non-200 status or a body that is not a model list is an error
-// naming the URL (and the status and the server's message). apiKey is sent as a Bearer
+// An unreachable server or a non-200 status is a *ModelsError naming the URL (and the status
+// and the server's message); a body that is not a model list is an error naming the URL. apiKey is sent as a Bearer
 // token and never appears in errors. timeout bounds the whole request (0 = 30 s).
 func ListModels(ctx context.Context, base, apiKey string, timeout time.Duration) ([]Model, error) {
 	if timeout <= 0 {
@@ -42,13 +62,13 @@ func ListModels(ctx context.Context, base, apiKey string, timeout time.Duration)
 	}
 	if err := fasthttp.DoTimeout(req, resp, timeout); err != nil {
 		if errors.Is(err, fasthttp.ErrTimeout) {
-			return nil, fmt.Errorf("GET %s: no answer within %v ([timeouts] connect)", url, timeout)
+			return nil, &ModelsError{URL: url, Msg: fmt.Sprintf("no answer within %v ([timeouts] connect)", timeout)}
 		}
-		return nil, fmt.Errorf("GET %s: server unreachable: %v", url, err)
+		return nil, &ModelsError{URL: url, Msg: fmt.Sprintf("server unreachable: %v", err)}
 	}
 	body := resp.Body()
 	if sc := resp.StatusCode(); sc != fasthttp.StatusOK {
-		return nil, fmt.Errorf("GET %s: HTTP %d: %s", url, sc, serverMessage(body))
+		return nil, &ModelsError{URL: url, Status: sc, Msg: serverMessage(body)}
 	}
 	var list struct {
 		Data []Model `json:"data"`

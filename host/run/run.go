@@ -136,7 +136,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 
 	// Model and context.
-	models, err := dispatch.ListModels(ctx, target, apiKey, cfg.Timeouts.Connect.Duration)
+	models, err := listModels(ctx, cfg, target, apiKey, opt.Stderr)
 	if err != nil {
 		return nil, exitcode.With(exitcode.TargetFailed, err)
 	}
@@ -819,7 +819,11 @@ func loadPlugins(ctx context.Context, cfg *config.Config) loadedPlugins {
 	}
 	lp, err := host.LoadLengths(ctx, cfg.Lengths.Plugin, cfg.Lengths.Config)
 	if err != nil {
-		return loadedPlugins{host: host, err: exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: [lengths.plugin]: %w", cfg.Where("lengths.plugin"), err))}
+		key := "lengths.plugin"
+		if pe := (*plugin.Error)(nil); errors.As(err, &pe) && pe.Export == "genload_init" {
+			key = "lengths.config" // the plugin rejected its configuration
+		}
+		return loadedPlugins{host: host, err: exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: [%s]: %w", cfg.Where(key), key, err))}
 	}
 	if cfg.Mode == config.ModeN || !lp.Info().HasCap("pure") {
 		return loadedPlugins{host: host, lengths: lp}
@@ -937,4 +941,28 @@ func newWatcher(ctx context.Context, cfg *config.Config, target, apiKey string, 
 		return nil
 	}
 	return w
+}
+
+// listModels asks the target for its models, retrying a server that is unreachable or not
+// ready yet (429, 5xx: a server still loading its model answers 503) as the warmup retries:
+// [warmup] retries times, waiting retry_delay, doubled each time.
+func listModels(ctx context.Context, cfg *config.Config, target, apiKey string, stderr io.Writer) ([]dispatch.Model, error) {
+	delay := cfg.Warmup.RetryDelay.Duration
+	for attempt := 0; ; attempt++ {
+		models, err := dispatch.ListModels(ctx, target, apiKey, cfg.Timeouts.Connect.Duration)
+		var me *dispatch.ModelsError
+		if err == nil || attempt >= cfg.Warmup.Retries || !errors.As(err, &me) || !me.Retryable() {
+			if err != nil && attempt > 0 {
+				err = fmt.Errorf("%w (after %d retries)", err, attempt)
+			}
+			return models, err
+		}
+		fmt.Fprintf(stderr, "%v; retrying in %v\n", err, delay)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
 }

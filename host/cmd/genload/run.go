@@ -95,16 +95,23 @@ it exists, else the defaults.`,
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["target"] {
+		cfg.Override("target", "--target")
 		cfg.Target = *target
 	}
 	if set["model"] {
+		cfg.Override("model", "--model")
 		cfg.Model = *model
 	}
 	if set["out"] {
+		cfg.Override("out", "--out")
 		cfg.Out = *out
 	}
 	if set["mode"] {
+		cfg.Override("mode", "--mode")
 		cfg.Mode = *mode
+	}
+	if set["lengths"] {
+		cfg.Override("lengths.plugin", "--lengths")
 	}
 	if set["lengths"] && *lengths != cfg.Lengths.Plugin {
 		// The file's [lengths.config] belongs to the file's plugin.
@@ -114,6 +121,7 @@ it exists, else the defaults.`,
 		}
 	}
 	if len(sets) > 0 {
+		cfg.Override("lengths.config", "--set")
 		kv, err := plugin.ParseSet(sets)
 		if err != nil {
 			return exitcode.With(exitcode.Usage, err)
@@ -126,18 +134,23 @@ it exists, else the defaults.`,
 		}
 	}
 	if set["max-tokens"] {
+		cfg.Override("max_tokens", "--max-tokens")
 		cfg.MaxTokens = *maxTokens
 	}
 	if set["seed"] {
+		cfg.Override("seed", "--seed")
 		cfg.Seed = *seed
 	}
 	if set["seq-lens"] {
+		cfg.Override("matrix.seq_lens", "--seq-lens")
 		cfg.Matrix.SeqLens, cfg.Matrix.AutoSeqLens = seqLens, false
 	}
 	if set["batch-sizes"] {
+		cfg.Override("matrix.batch_sizes", "--batch-sizes")
 		cfg.Matrix.BatchSizes = batches
 	}
 	if set["time-scale"] {
+		cfg.Override("engine.time_scale", "--time-scale")
 		cfg.Engine.TimeScale = *timeScale
 	}
 	if err := cfg.Validate(); err != nil {
