@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -257,7 +258,8 @@ func Consistent(runs []*Run) (*Consistency, error) {
 }
 
 // headerDifferences lists the settings that differ between runs and make them measure
-// different things (model, max_tokens, mode, target kind, engine profile and time scale).
+// different things (model, max_tokens, mode, target kind, engine profile and time scale,
+// length plugin and its config, prompt format, tokenizer).
 func headerDifferences(runs []*Run) []string {
 	var out []string
 	get := map[string]func(h Header) string{
@@ -265,9 +267,28 @@ func headerDifferences(runs []*Run) []string {
 		"target kind": func(h Header) string { return h.TargetKind },
 		"max_tokens":  func(h Header) string { return strconv.Itoa(cfgMaxTokens(h)) },
 		"mode":        func(h Header) string { return cfgMode(h) },
-		"engine":      func(h Header) string { return fmt.Sprint(h.Engine["profile"], " ", h.Engine["time_scale"]) },
+		"engine": func(h Header) string {
+			if h.Engine == nil {
+				return "external server"
+			}
+			return fmt.Sprintf("%v at time scale %v", h.Engine["profile"], h.Engine["time_scale"])
+		},
+		"lengths": func(h Header) string {
+			if h.Config == nil {
+				return pluginName(h, "lengths")
+			}
+			b, _ := json.Marshal(h.Config.Lengths.Config) // map keys sorted: a stable text
+			return pluginName(h, "lengths") + " " + string(b)
+		},
+		"prompt format": func(h Header) string {
+			if h.Config == nil {
+				return ""
+			}
+			return h.Config.Prompt.Format
+		},
+		"tokenizer": func(h Header) string { return h.Tokenizer },
 	}
-	for _, name := range []string{"model", "target kind", "max_tokens", "mode", "engine"} {
+	for _, name := range []string{"model", "target kind", "max_tokens", "mode", "engine", "lengths", "prompt format", "tokenizer"} {
 		vals := []string{}
 		for _, r := range runs {
 			if v := get[name](r.Header); !slices.Contains(vals, v) {
