@@ -708,3 +708,41 @@ func TestFlagsAfterArgumentsAndHelpOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestPrecedenceDefaultsFileFlags: defaults < bench.toml < flags, key by key.
+func TestPrecedenceDefaultsFileFlags(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	rc := &recorder{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	out := t.TempDir()
+	// file: seed 9, max_tokens 6, gamma k = 2; flags: max_tokens 3, --set k=4.
+	cfg := writeConfig(t, fmt.Sprintf("target = %q\nseed = 9\nmax_tokens = 6\n[lengths.config]\nk = 2.0\n[matrix]\nseq_lens = [1500]\nbatch_sizes = [2]\n", srv.URL))
+	code, _, stderr := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "p", "--max-tokens", "3", "--set", "k=4")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	run, err := report.ReadFile(filepath.Join(out, "p.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := run.Header.Config
+	cases := []struct {
+		key       string
+		got, want any
+	}{
+		{"seed (file over default 42)", c.Seed, uint64(9)},
+		{"max_tokens (flag over file 6)", c.MaxTokens, 3},
+		{"lengths.config.k (--set over file 2.0)", c.Lengths.Config["k"], float64(4)},
+		{"mode (default)", c.Mode, "array"},
+		{"warmup.retries (default)", c.Warmup.Retries, 3},
+	}
+	for _, tc := range cases {
+		if fmt.Sprint(tc.got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s = %v, want %v", tc.key, tc.got, tc.want)
+		}
+	}
+	if last := rc.reqs[len(rc.reqs)-1]; last.Body.MaxTokens != 3 {
+		t.Errorf("the server got max_tokens %d, want 3", last.Body.MaxTokens)
+	}
+}

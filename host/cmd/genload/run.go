@@ -94,30 +94,33 @@ it exists, else the defaults.`,
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["target"] {
-		cfg.Override("target", "--target")
-		cfg.Target = *target
-	}
-	if set["model"] {
-		cfg.Override("model", "--model")
-		cfg.Model = *model
-	}
-	if set["out"] {
-		cfg.Override("out", "--out")
-		cfg.Out = *out
-	}
-	if set["mode"] {
-		cfg.Override("mode", "--mode")
-		cfg.Mode = *mode
-	}
-	if set["lengths"] {
-		cfg.Override("lengths.plugin", "--lengths")
-	}
-	if set["lengths"] && *lengths != cfg.Lengths.Plugin {
-		// The file's [lengths.config] belongs to the file's plugin.
-		cfg.Lengths.Plugin, cfg.Lengths.Config = *lengths, map[string]any{}
-		if *lengths == "gamma" {
-			cfg.Lengths.Config["k"] = 0.9
+	// Flags override bench.toml: each names the key it sets, so messages about that key blame
+	// the flag, not the file.
+	for _, o := range []struct {
+		flag, key string
+		apply     func()
+	}{
+		{"target", "target", func() { cfg.Target = *target }},
+		{"model", "model", func() { cfg.Model = *model }},
+		{"out", "out", func() { cfg.Out = *out }},
+		{"mode", "mode", func() { cfg.Mode = *mode }},
+		{"lengths", "lengths.plugin", func() {
+			if *lengths != cfg.Lengths.Plugin { // the file's [lengths.config] belongs to the file's plugin
+				cfg.Lengths.Plugin, cfg.Lengths.Config = *lengths, map[string]any{}
+				if *lengths == "gamma" {
+					cfg.Lengths.Config["k"] = 0.9
+				}
+			}
+		}},
+		{"max-tokens", "max_tokens", func() { cfg.MaxTokens = *maxTokens }},
+		{"seed", "seed", func() { cfg.Seed = *seed }},
+		{"seq-lens", "matrix.seq_lens", func() { cfg.Matrix.SeqLens, cfg.Matrix.AutoSeqLens = seqLens, false }},
+		{"batch-sizes", "matrix.batch_sizes", func() { cfg.Matrix.BatchSizes = batches }},
+		{"time-scale", "engine.time_scale", func() { cfg.Engine.TimeScale = *timeScale }},
+	} {
+		if set[o.flag] {
+			cfg.Override(o.key, "--"+o.flag)
+			o.apply()
 		}
 	}
 	if len(sets) > 0 {
@@ -132,26 +135,6 @@ it exists, else the defaults.`,
 		for k, v := range kv {
 			cfg.Lengths.Config[k] = v
 		}
-	}
-	if set["max-tokens"] {
-		cfg.Override("max_tokens", "--max-tokens")
-		cfg.MaxTokens = *maxTokens
-	}
-	if set["seed"] {
-		cfg.Override("seed", "--seed")
-		cfg.Seed = *seed
-	}
-	if set["seq-lens"] {
-		cfg.Override("matrix.seq_lens", "--seq-lens")
-		cfg.Matrix.SeqLens, cfg.Matrix.AutoSeqLens = seqLens, false
-	}
-	if set["batch-sizes"] {
-		cfg.Override("matrix.batch_sizes", "--batch-sizes")
-		cfg.Matrix.BatchSizes = batches
-	}
-	if set["time-scale"] {
-		cfg.Override("engine.time_scale", "--time-scale")
-		cfg.Engine.TimeScale = *timeScale
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
