@@ -7,10 +7,7 @@ package dispatch
 // net/http + encoding/json, raw TCP + fastjson); the process CPU is now the client's alone.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -127,30 +124,10 @@ func BenchmarkPerfSplitTimestampError(b *testing.B) {
 				var wg sync.WaitGroup
 				for range sc.c {
 					wg.Go(func() {
-						resp, err := hc.Post(u, "application/json", bytes.NewReader(benchBody))
+						local, err := nethttpStampErrors(hc, u, func() time.Duration { return time.Duration(time.Now().UnixNano()) })
 						if err != nil {
 							b.Error(err)
 							return
-						}
-						defer resp.Body.Close()
-						scn := bufio.NewScanner(resp.Body)
-						var local []time.Duration
-						for scn.Scan() {
-							line := scn.Bytes()
-							if !bytes.HasPrefix(line, []byte("data: {")) {
-								continue
-							}
-							now := time.Now().UnixNano()
-							var c struct {
-								Choices []struct {
-									Text string `json:"text"`
-								} `json:"choices"`
-							}
-							if err := json.Unmarshal(line[6:], &c); err != nil {
-								b.Error(err)
-								return
-							}
-							local = append(local, time.Duration(now)-parseTS([]byte(c.Choices[0].Text)))
 						}
 						mu.Lock()
 						errs = append(errs, local...)

@@ -212,30 +212,10 @@ func BenchmarkTimestampError(b *testing.B) {
 				var wg sync.WaitGroup
 				for range sc.c {
 					wg.Go(func() {
-						resp, err := hc.Post(u, "application/json", bytes.NewReader(benchBody))
+						local, err := nethttpStampErrors(hc, u, func() time.Duration { return time.Since(benchBase) })
 						if err != nil {
 							b.Error(err)
 							return
-						}
-						defer resp.Body.Close()
-						sc := bufio.NewScanner(resp.Body)
-						var local []time.Duration
-						for sc.Scan() {
-							line := sc.Bytes()
-							if !bytes.HasPrefix(line, []byte("data: {")) {
-								continue
-							}
-							now := time.Since(benchBase)
-							var c struct {
-								Choices []struct {
-									Text string `json:"text"`
-								} `json:"choices"`
-							}
-							if err := json.Unmarshal(line[6:], &c); err != nil {
-								b.Error(err)
-								return
-							}
-							local = append(local, now-parseTS([]byte(c.Choices[0].Text)))
 						}
 						mu.Lock()
 						errs = append(errs, local...)
@@ -314,4 +294,34 @@ func rawStampErrors(rc *rawConn, now func() time.Duration) ([]time.Duration, err
 		out = append(out, t-parseTS(v.GetArray("choices")[0].GetStringBytes("text")))
 	}
 	return out, nil
+}
+
+// nethttpStampErrors posts benchBody to u with the net/http baseline client (bufio.Scanner,
+// encoding/json) and returns, per data event, now() taken when its line was scanned minus the
+// server's send stamp carried in the event's text.
+func nethttpStampErrors(hc *http.Client, u string, now func() time.Duration) ([]time.Duration, error) {
+	resp, err := hc.Post(u, "application/json", bytes.NewReader(benchBody))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var out []time.Duration
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, []byte("data: {")) {
+			continue
+		}
+		t := now()
+		var c struct {
+			Choices []struct {
+				Text string `json:"text"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(line[6:], &c); err != nil {
+			return nil, err
+		}
+		out = append(out, t-parseTS([]byte(c.Choices[0].Text)))
+	}
+	return out, sc.Err()
 }
