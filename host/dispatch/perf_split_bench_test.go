@@ -11,14 +11,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"sync"
 	"testing"
-	"time"
 )
-
-// stampWidth19 is perf.StampWidth: Unix ns as 19 digits (CLOCK_REALTIME, comparable across
-// processes).
-const stampWidth19 = 19
 
 func splitAddr(b *testing.B, env string) string {
 	a := os.Getenv(env)
@@ -79,89 +73,7 @@ func splitChunkCost(b *testing.B, shapes []struct{ c, n int }) {
 // GENLOAD_PERF_PACED1MS (64 streams × 200 chunks, 1 ms apart). Error = arrival (Unix ns) −
 // the server's send stamp; p50/p99 in µs. Run with -benchtime 1x.
 func BenchmarkPerfSplitTimestampError(b *testing.B) {
-	scenarios := []struct {
-		name, env string
-		c, n      int
-	}{
-		{"step20ms/C=512/N=20", "GENLOAD_PERF_STEP20MS", 512, 20},
-		{"paced1ms/C=64/N=200", "GENLOAD_PERF_PACED1MS", 64, 200},
-	}
-	for _, sc := range scenarios {
-		addr := splitAddr(b, sc.env)
-		b.Run("genload/"+sc.name, func(b *testing.B) {
-			cl, err := New(Options{Target: "http://" + addr, KeepText: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cl.Close()
-			prompts := make([][]int32, sc.c)
-			for i := range prompts {
-				prompts[i] = []int32{1}
-			}
-			var errs []time.Duration
-			for range b.N {
-				res, err := cl.Send(context.Background(), ModeRouted, prompts, sc.n)
-				if err != nil || res.Err() != nil {
-					b.Fatal(err, res.Err())
-				}
-				origin := res.Start.UnixNano()
-				for _, s := range res.Sequences {
-					for k, m := range s.Marks {
-						sent := parseTS(s.Text[k*stampWidth19 : (k+1)*stampWidth19])
-						errs = append(errs, time.Duration(origin+int64(m.At))-sent)
-					}
-				}
-			}
-			reportErrors(b, errs)
-		})
-		b.Run("nethttp/"+sc.name, func(b *testing.B) {
-			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}
-			defer hc.CloseIdleConnections()
-			u := "http://" + addr + "/v1/completions"
-			var mu sync.Mutex
-			var errs []time.Duration
-			for range b.N {
-				var wg sync.WaitGroup
-				for range sc.c {
-					wg.Go(func() {
-						local, err := nethttpStampErrors(hc, u, func() time.Duration { return time.Duration(time.Now().UnixNano()) })
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						mu.Lock()
-						errs = append(errs, local...)
-						mu.Unlock()
-					})
-				}
-				wg.Wait()
-			}
-			reportErrors(b, errs)
-		})
-		b.Run("raw/"+sc.name, func(b *testing.B) {
-			pool := &rawPool{addr: addr}
-			defer pool.close()
-			var mu sync.Mutex
-			var errs []time.Duration
-			for range b.N {
-				var wg sync.WaitGroup
-				for range sc.c {
-					wg.Go(func() {
-						rc := pool.get()
-						defer pool.put(rc)
-						local, err := rawStampErrors(rc, func() time.Duration { return time.Duration(time.Now().UnixNano()) })
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						mu.Lock()
-						errs = append(errs, local...)
-						mu.Unlock()
-					})
-				}
-				wg.Wait()
-			}
-			reportErrors(b, errs)
-		})
+	for _, sc := range timestampScenarios {
+		timestampClients(b, sc.name, splitAddr(b, sc.env), sc.c, sc.n)
 	}
 }
