@@ -30,79 +30,20 @@ import (
 	"time"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/genload/genload/host/perf"
 )
 
-// burstServer answers every request on a connection with the same prebuilt SSE body.
-type burstServer struct {
-	ln   net.Listener
-	resp []byte
-	wg   sync.WaitGroup
-}
-
-func streamBody(n int) []byte {
-	var b bytes.Buffer
-	for i := 0; i < n-1; i++ {
-		fmt.Fprintf(&b, "data: {\"id\":\"cmpl-bench\",\"object\":\"text_completion\",\"created\":1767000000,\"model\":\"m\",\"choices\":[{\"index\":0,\"text\":\" tok%d\",\"logprobs\":null,\"finish_reason\":null}]}\n\n", i%1000)
-	}
-	b.WriteString("data: {\"id\":\"cmpl-bench\",\"object\":\"text_completion\",\"created\":1767000000,\"model\":\"m\",\"choices\":[{\"index\":0,\"text\":\" end\",\"logprobs\":null,\"finish_reason\":\"length\"}]}\n\n")
-	fmt.Fprintf(&b, "data: {\"id\":\"cmpl-bench\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", n, n+3)
-	return b.Bytes()
-}
-
-func newBurstServer(b *testing.B, chunks int) *burstServer {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// newBurstServer starts host/perf's burst server (the same one `make perf` runs in its own
+// process): every request is answered at once with chunks token chunks, written in 32 KiB pieces.
+func newBurstServer(b *testing.B, chunks int) *perf.Server {
+	s, err := perf.NewBurstServer("127.0.0.1:0", chunks)
 	if err != nil {
 		b.Fatal(err)
 	}
-	body := streamBody(chunks)
-	s := &burstServer{ln: ln}
-	s.resp = append([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"), body...)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.wg.Add(1)
-			go s.serve(c)
-		}
-	}()
-	b.Cleanup(func() { ln.Close(); s.wg.Wait() })
+	b.Cleanup(func() { s.Close() })
 	return s
 }
-
-func (s *burstServer) serve(c net.Conn) {
-	defer s.wg.Done()
-	defer c.Close()
-	br := bufio.NewReaderSize(c, 64<<10)
-	for {
-		cl := 0
-		for {
-			line, err := br.ReadSlice('\n')
-			if err != nil {
-				return
-			}
-			if len(line) <= 2 {
-				break
-			}
-			if k, v, ok := bytes.Cut(bytes.TrimSpace(line), []byte(":")); ok && bytes.EqualFold(k, []byte("content-length")) {
-				cl, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
-			}
-		}
-		if _, err := br.Discard(cl); err != nil {
-			return
-		}
-		for p := s.resp; len(p) > 0; {
-			n := min(len(p), 32<<10)
-			if _, err := c.Write(p[:n]); err != nil {
-				return
-			}
-			p = p[n:]
-		}
-	}
-}
-
-func (s *burstServer) url() string { return "http://" + s.ln.Addr().String() }
 
 // perChunk runs fn (one op = c streams × n chunks) b.N times and reports per-chunk costs.
 func perChunk(b *testing.B, c, n int, fn func()) {
@@ -138,7 +79,7 @@ func BenchmarkChunkCost(b *testing.B) {
 			prompts[i] = []int32{1, 2, 3}
 		}
 		b.Run(fmt.Sprintf("genload/C=%d/N=%d", sh.c, sh.n), func(b *testing.B) {
-			cl, err := New(Options{Target: srv.url()})
+			cl, err := New(Options{Target: "http://" + srv.Addr()})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -153,10 +94,10 @@ func BenchmarkChunkCost(b *testing.B) {
 		b.Run(fmt.Sprintf("nethttp/C=%d/N=%d", sh.c, sh.n), func(b *testing.B) {
 			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}
 			defer hc.CloseIdleConnections()
-			perChunk(b, sh.c, sh.n, func() { parallel(b, sh.c, sh.n, func() int { return netHTTPStream(b, hc, srv.url()) }) })
+			perChunk(b, sh.c, sh.n, func() { parallel(b, sh.c, sh.n, func() int { return netHTTPStream(b, hc, "http://"+srv.Addr()) }) })
 		})
 		b.Run(fmt.Sprintf("raw/C=%d/N=%d", sh.c, sh.n), func(b *testing.B) {
-			pool := &rawPool{addr: srv.ln.Addr().String()}
+			pool := &rawPool{addr: srv.Addr()}
 			defer pool.close()
 			perChunk(b, sh.c, sh.n, func() { parallel(b, sh.c, sh.n, func() int { return rawStream(b, pool) }) })
 		})
