@@ -334,6 +334,16 @@ type plan struct {
 	prompts []int
 	n       int
 	body    []byte
+	// seqs are the request's records in Result.Sequences (set by send, filled by do).
+	seqs []Sequence
+}
+
+// want is the number of sequences the request yields: one per prompt, or n in ModeN.
+func (p *plan) want(mode Mode) int {
+	if mode == ModeN {
+		return p.n
+	}
+	return len(p.prompts)
 }
 
 func (c *Client) plans(ctx context.Context, mode Mode, prompts promptSet, maxTokens int) ([]plan, error) {
@@ -494,54 +504,72 @@ func (c *Client) send(ctx context.Context, mode Mode, prompts promptSet, maxToke
 		return nil, err
 	}
 	defer c.putBufs(ps)
-	stop := context.AfterFunc(ctx, c.conns.closeAll) // unblocks requests still waiting for headers
+
+	// Sequences: one per prompt (array, routed) or per choice (n), in prompt order; each
+	// request owns a contiguous range of them (plan.seqs) and fills it when it ends (do). A
+	// request that failed before its stream leaves empty records; indices a request did
+	// not ask for are dropped.
+	total := 0
+	for ri := range ps {
+		total += ps[ri].want(mode)
+	}
+	res := &Result{Mode: mode, MaxTokens: maxTokens, Requests: make([]Request, len(ps)), Sequences: make([]Sequence, total)}
+	off := 0
+	for ri := range ps {
+		p := &ps[ri]
+		for k := range p.want(mode) {
+			prompt := 0
+			if mode != ModeN {
+				prompt = p.prompts[k]
+			}
+			res.Sequences[off+k] = Sequence{Sequence: sse.Sequence{Index: k}, Prompt: prompt, Request: ri}
+		}
+		p.seqs = res.Sequences[off : off+p.want(mode)]
+		off += len(p.seqs)
+	}
+
+	// One context watch for the whole Send (not one per request): canceling ctx aborts the
+	// streams under way, then closes every connection, which unblocks requests still
+	// waiting for headers.
+	aborts := make([]abortState, len(ps))
+	stop := context.AfterFunc(ctx, func() {
+		for i := range aborts {
+			aborts[i].cancel(ctx.Err())
+		}
+		c.conns.closeAll()
+	})
 	defer stop()
 
-	res := &Result{Mode: mode, MaxTokens: maxTokens, Requests: make([]Request, len(ps))}
-	seqs := make([][]sse.Sequence, len(ps))
 	res.Start = time.Now()
 	var wg sync.WaitGroup
 	for i := range ps {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			seqs[i] = c.do(ctx, res.Start, &ps[i], &res.Requests[i], maxTokens, warm)
+			c.do(ctx, res.Start, &ps[i], &res.Requests[i], &aborts[i], maxTokens, warm)
 		}()
 	}
 	wg.Wait()
-	// Assemble sequences: one per prompt (array, routed) or per choice (n), in prompt
-	// order; a request that failed before its stream contributes empty records, and
-	// indices a request did not ask for are dropped.
-	res.Sequences = make([]Sequence, 0, prompts.Len())
-	for ri := range ps {
-		p := &ps[ri]
-		want := len(p.prompts)
-		if mode == ModeN {
-			want = p.n
-		}
-		for k := 0; k < want; k++ {
-			var s sse.Sequence
-			if k < len(seqs[ri]) {
-				s = seqs[ri][k]
-			} else {
-				s.Index = k
-			}
-			prompt := 0
-			if mode != ModeN {
-				prompt = p.prompts[k]
-			}
-			res.Sequences = append(res.Sequences, Sequence{Sequence: s, Prompt: prompt, Request: ri})
-		}
-	}
 	return res, nil
 }
 
-// abortState records why a request was aborted by a timer or the context.
+// abortState records why a request's current attempt was aborted by a timer or the
+// context. One per request of a Send; reset by every attempt.
 type abortState struct {
-	mu     sync.Mutex
-	cause  *RequestError
-	stream fasthttp.ReadCloserWithError
-	first  bool
+	mu       sync.Mutex
+	cause    *RequestError
+	stream   fasthttp.ReadCloserWithError
+	url      string
+	status   int
+	first    bool
+	canceled error // the Send's context error, once it was canceled (kept across attempts)
+}
+
+// reset prepares the state for a new attempt.
+func (a *abortState) reset() {
+	a.mu.Lock()
+	a.cause, a.stream, a.url, a.status, a.first = nil, nil, "", 0, false
+	a.mu.Unlock()
 }
 
 func (a *abortState) abort(e *RequestError) {
@@ -556,11 +584,35 @@ func (a *abortState) abort(e *RequestError) {
 	}
 }
 
-func (a *abortState) setStream(s fasthttp.ReadCloserWithError) *RequestError {
+// cancel is called once when the Send's context is canceled: the stream under way, or the
+// next one set, is aborted with KindCanceled.
+func (a *abortState) cancel(err error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.stream = s
-	return a.cause
+	a.canceled = err
+	s := a.stream
+	var e *RequestError
+	if s != nil {
+		e = &RequestError{Kind: KindCanceled, URL: a.url, Status: a.status, Err: err}
+		if a.cause == nil {
+			a.cause = e
+		}
+	}
+	a.mu.Unlock()
+	if s != nil {
+		_ = s.CloseWithError(e)
+	}
+}
+
+// setStream registers the attempt's response stream (of url, HTTP status) so that timers
+// and the context can abort it; if the context was already canceled it is aborted at once.
+func (a *abortState) setStream(s fasthttp.ReadCloserWithError, url string, status int) {
+	a.mu.Lock()
+	a.stream, a.url, a.status = s, url, status
+	err := a.canceled
+	a.mu.Unlock()
+	if err != nil {
+		a.abort(&RequestError{Kind: KindCanceled, URL: url, Status: status, Err: err})
+	}
 }
 
 func (a *abortState) get() *RequestError {
@@ -574,8 +626,13 @@ var errTimedOut = errors.New("deadline exceeded")
 // readerPool recycles SSE readers (and their buffers) across requests.
 var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, 0) }}
 
-// do runs one planned request with retries and returns its sequences.
-func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request, maxTokens int, warm bool) []sse.Sequence {
+// demuxPool recycles demuxes (their array of sequence records) across requests; the
+// Marks and Text of the sequences are the caller's and never reused (sse.Demux.Reset).
+var demuxPool = sync.Pool{New: func() any { return new(sse.Demux) }}
+
+// do runs one planned request with retries and copies the sequences of its last attempt
+// into p.seqs.
+func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request, ab *abortState, maxTokens int, warm bool) {
 	w := &c.workers[p.worker]
 	out.Worker, out.WorkerName, out.URL, out.Prompts = p.worker, w.name, w.url, p.prompts
 	req := fasthttp.AcquireRequest()
@@ -594,13 +651,15 @@ func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request,
 	}
 	req.SetBodyRaw(p.body)
 
+	d := demuxPool.Get().(*sse.Demux)
+	defer func() { d.Reset(time.Time{}, 0); demuxPool.Put(d) }()
 	var seqs []sse.Sequence
 	stale := false // one free retry for a keep-alive connection the server had closed
 	for attempt := 0; ; attempt++ {
 		out.Attempts++
 		var retry bool
 		var retryAfter time.Duration
-		seqs, retry, retryAfter = c.attempt(ctx, start, p, req, resp, out, maxTokens, warm)
+		seqs, retry, retryAfter = c.attempt(ctx, start, p, req, resp, out, ab, d, maxTokens, warm)
 		if out.Err != nil && !stale && ctx.Err() == nil && staleConn(out.Err) {
 			stale = true
 			attempt--
@@ -629,20 +688,23 @@ func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request,
 	if out.Err != nil {
 		out.Error = out.Err.Error()
 	}
-	return seqs
+	for k := range min(len(seqs), len(p.seqs)) {
+		p.seqs[k].Sequence = seqs[k]
+	}
 }
 
 // attempt sends once and streams the response. retry reports whether the failure may be
 // retried.
+// The returned sequences alias d until its next Reset.
 func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fasthttp.Request, resp *fasthttp.Response,
-	out *Request, maxTokens int, warm bool) (seqs []sse.Sequence, retry bool, retryAfter time.Duration) {
+	out *Request, ab *abortState, d *sse.Demux, maxTokens int, warm bool) (seqs []sse.Sequence, retry bool, retryAfter time.Duration) {
 	u := out.URL
 	out.Err, out.Status, out.Done, out.HasUsage, out.Usage, out.Headers = nil, 0, false, false, sse.Usage{}, nil
+	ab.reset()
 	if ctx.Err() != nil {
 		out.Err = &RequestError{Kind: KindCanceled, URL: u, Err: ctx.Err()}
 		return nil, false, 0
 	}
-	ab := &abortState{}
 	sent := time.Now()
 	out.Sent = sent.Sub(start)
 	// Deadline for the header phase: the earlier of first-token and total.
@@ -712,11 +774,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 		_ = conn.SetReadDeadline(dl)
 	}
 	if rc != nil {
-		ab.setStream(rc)
-		stopCtx := context.AfterFunc(ctx, func() {
-			ab.abort(&RequestError{Kind: KindCanceled, URL: u, Status: out.Status, Err: ctx.Err()})
-		})
-		defer stopCtx()
+		ab.setStream(rc, u, out.Status) // the Send's context watch aborts it when canceled
 		if t := c.opts.TotalTimeout; t > 0 {
 			tm := time.AfterFunc(time.Until(sent.Add(t)), func() {
 				ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: out.Status, Timeout: "total", Err: errTimedOut})
@@ -738,7 +796,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 	rd := readerPool.Get().(*sse.Reader)
 	rd.Reset(body)
 	defer func() { rd.Reset(nil); readerPool.Put(rd) }()
-	d := &sse.Demux{KeepText: c.opts.KeepText, MarkCap: min(maxTokens+1, 4096)}
+	d.KeepText, d.MarkCap = c.opts.KeepText, min(maxTokens+1, 4096)
 	expect := len(p.prompts)
 	if p.n > 1 {
 		expect = p.n

@@ -470,6 +470,57 @@ func TestTimeoutsAndCancel(t *testing.T) {
 	}
 }
 
+// One context watch per Send aborts every request of a routed cell: the ones streaming and
+// the one still waiting for headers; each keeps its sequence record.
+func TestCancelRoutedAbortsEveryRequest(t *testing.T) {
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	s := newFakeServer(t)
+	s.hook = func(k int, w http.ResponseWriter, r *http.Request) bool {
+		if !bytes.Contains(s.recorded()[k].body, []byte(`[600]`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n")
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+		return true
+	}
+	c, _ := New(Options{Target: s.URL})
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(100*time.Millisecond, cancel)
+	res, err := c.Send(ctx, ModeRouted, prompts3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res.Requests {
+		var re *RequestError
+		if !errors.As(r.Err, &re) || re.Kind != KindCanceled {
+			t.Errorf("request %d: err = %v, want canceled", i, r.Err)
+		}
+	}
+	if len(res.Sequences) != 3 {
+		t.Fatalf("%d sequences, want 3", len(res.Sequences))
+	}
+	for i, sq := range res.Sequences {
+		wantMarks := 1
+		if i == 2 {
+			wantMarks = 0
+		}
+		if sq.Prompt != i || sq.Request != i || len(sq.Marks) != wantMarks {
+			t.Errorf("sequence %d: prompt %d request %d, %d marks (want %d)", i, sq.Prompt, sq.Request, len(sq.Marks), wantMarks)
+		}
+	}
+	if n := c.OpenConns(); n != 0 {
+		t.Errorf("%d connections open after cancel", n)
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	cases := []struct {
 		o    Options

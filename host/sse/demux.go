@@ -123,14 +123,14 @@ func (d *Demux) Release() {
 	}
 }
 
-// Reset clears the Demux for a new stream, keeping allocated memory.
+// Reset clears the Demux for a new stream, keeping its array of sequence records. The
+// Marks and Text of sequences returned by Finalize are never reused: they belong to the
+// caller, and Reset drops the Demux's references to them (a Demux kept in a pool does not
+// keep a caller's results alive).
 func (d *Demux) Reset(base time.Time, expect int) {
 	d.Base, d.Expect = base, expect
 	d.Usage, d.HasUsage, d.Done, d.Events, d.marks = Usage{}, false, false, 0, 0
-	for i := range d.seqs {
-		s := &d.seqs[i]
-		*s = Sequence{Marks: s.Marks[:0], Text: s.Text[:0]}
-	}
+	clear(d.seqs)
 	d.seqs = d.seqs[:0]
 }
 
@@ -194,13 +194,32 @@ func (d *Demux) Feed(ev Event) error {
 			}
 		}
 		if ch.Finished && !s.Finished {
-			s.Finished, s.FinishReason, s.FinishAt = true, string(ch.FinishReason), at
+			s.Finished, s.FinishReason, s.FinishAt = true, finishReason(ch.FinishReason), at
 		}
 	}
 	if c.HasUsage && len(c.Choices) != 1 {
 		d.Usage, d.HasUsage = c.Usage, true
 	}
 	return nil
+}
+
+// finishReason returns b as a string, without allocating for the common reasons.
+func finishReason(b []byte) string {
+	switch string(b) {
+	case "length":
+		return "length"
+	case "stop":
+		return "stop"
+	case "abort":
+		return "abort"
+	case "eos_token":
+		return "eos_token"
+	case "stop_sequence":
+		return "stop_sequence"
+	case "content_filter":
+		return "content_filter"
+	}
+	return string(b)
 }
 
 // Run reads events from r until the stream ends and feeds them. It returns nil when the
