@@ -45,7 +45,7 @@ type roundRobin struct{ next uint64 }
 
 // route assigns prompt i to worker (c + i) mod workers and advances c by len(promptLens).
 func (r *roundRobin) route(promptLens []int, workers int) ([]int, error) {
-	out := make([]int, len(promptLens))
+	out := router.Scratch(len(promptLens))
 	w := uint64(workers)
 	for i := range out {
 		out[i] = int((r.next + uint64(i)) % w)

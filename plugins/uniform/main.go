@@ -26,7 +26,7 @@ func uniformLengths(c lengths.Call) ([]int, error) {
 	if c.Min > c.Max {
 		return nil, sdk.BadInput("min = %d > max = %d", c.Min, c.Max)
 	}
-	out := make([]int, c.N)
+	out := c.Buf
 	for i := range out {
 		out[i] = c.Clamp(c.Mean)
 	}

@@ -3,7 +3,6 @@
 package lengths
 
 import (
-	"encoding/binary"
 	"math"
 
 	"github.com/genload/genload/sdk"
@@ -18,7 +17,14 @@ import (
 type Call struct {
 	N, Mean, Min, Max int
 	Seed              uint64
+	// Buf is N ints of scratch the function may fill and return instead of allocating its
+	// result (allocation is slow inside wasm). The SDK reuses it: it is valid until the
+	// function returns, and its initial contents are undefined.
+	Buf []int
 }
+
+// scratch backs Call.Buf.
+var scratch guest.Ints
 
 // Clamp returns v limited to [c.Min, c.Max], the range every returned length must lie in.
 func (c Call) Clamp(v int) int { return min(max(v, c.Min), c.Max) }
@@ -61,15 +67,12 @@ func export(n, mean, lo, hi int32, seed uint64, out func(size uint32) ([]byte, e
 		if err != nil {
 			return 0, err
 		}
-		ls, err := fn(Call{N: int(n), Mean: int(mean), Min: int(lo), Max: int(hi), Seed: seed})
+		ls, err := fn(Call{N: int(n), Mean: int(mean), Min: int(lo), Max: int(hi), Seed: seed, Buf: scratch.Get(int(n))})
 		if err != nil {
 			return 0, err
 		}
-		for i, v := range ls[:min(len(ls), int(n))] {
-			if v < 0 || v > math.MaxUint32 {
-				return 0, guest.Errorf(abi.PluginError, "length %d at index %d does not fit in a u32", v, i)
-			}
-			binary.LittleEndian.PutUint32(buf[4*i:], uint32(v))
+		if i := guest.PutU32s(buf, ls[:min(len(ls), int(n))]); i >= 0 {
+			return 0, guest.Errorf(abi.PluginError, "length %d at index %d does not fit in a u32", ls[i], i)
 		}
 		if len(ls) > math.MaxInt32 {
 			return 0, guest.Errorf(abi.PluginError, "returned %d lengths", len(ls))

@@ -5,7 +5,6 @@ package router
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/genload/genload/sdk"
 	"github.com/genload/genload/sdk/abi"
@@ -25,7 +24,9 @@ type Completion struct {
 // Policy is a routing policy.
 type Policy struct {
 	// Route returns, for each prompt length (tokens), the index of the worker in [0, workers)
-	// that serves it; the result must have len(promptLens) entries. Required.
+	// that serves it; the result must have len(promptLens) entries. Required. promptLens is
+	// reused by the SDK after Route returns: copy it to keep it. The result may be built in
+	// Scratch(len(promptLens)) instead of a new slice (allocation is slow inside wasm).
 	Route func(promptLens []int, workers int) ([]int, error)
 	// Complete receives finished requests in batches (stateful policies such as
 	// least-outstanding). Optional; set it if and only if Info.Caps has sdk.CapCompletions.
@@ -33,6 +34,13 @@ type Policy struct {
 }
 
 var policy Policy
+
+// lensBuf backs the prompt lengths passed to Route; outBuf backs Scratch.
+var lensBuf, outBuf guest.Ints
+
+// Scratch returns n ints the Route function may fill and return as its result. The SDK reuses
+// them: they are valid until Route returns, and their initial contents are undefined.
+func Scratch(n int) []int { return outBuf.Get(n) }
 
 // Register declares the module's plugin. Call it from an init function. setup runs once at
 // genload_init with the run seed and config (decode it with env.Decode) and returns the policy.
@@ -69,10 +77,8 @@ func route(n, workers int32, in, out func(size uint32) ([]byte, error)) int32 {
 		if err != nil {
 			return 0, err
 		}
-		lens := make([]int, n)
-		for i := range lens {
-			lens[i] = int(binary.LittleEndian.Uint32(src[4*i:]))
-		}
+		lens := lensBuf.Get(int(n))
+		guest.GetU32s(lens, src)
 		dst, err := out(uint32(n) * 4)
 		if err != nil {
 			return 0, err
@@ -81,11 +87,8 @@ func route(n, workers int32, in, out func(size uint32) ([]byte, error)) int32 {
 		if err != nil {
 			return 0, err
 		}
-		for i, w := range idx[:min(len(idx), int(n))] {
-			if w < 0 || w > math.MaxUint32 {
-				return 0, guest.Errorf(abi.PluginError, "worker index %d at position %d does not fit in a u32", w, i)
-			}
-			binary.LittleEndian.PutUint32(dst[4*i:], uint32(w))
+		if i := guest.PutU32s(dst, idx[:min(len(idx), int(n))]); i >= 0 {
+			return 0, guest.Errorf(abi.PluginError, "worker index %d at position %d does not fit in a u32", idx[i], i)
 		}
 		return int32(len(idx)), nil
 	})

@@ -1,7 +1,10 @@
 package guest
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -36,7 +39,13 @@ func TestSlice(t *testing.T) {
 			t.Errorf("Slice error %v is not status 1", err)
 		}
 	}
+	if _, err := Slice(p+8, 8); err != nil { // p is now Slice's remembered buffer
+		t.Fatal(err)
+	}
 	Free(p)
+	if _, err := Slice(p+8, 1); err == nil {
+		t.Error("freed remembered buffer still accepted")
+	}
 	if _, err := Slice(p, 1); err == nil {
 		t.Error("freed buffer still accepted")
 	}
@@ -163,4 +172,46 @@ func FuzzSlice(f *testing.F) {
 			t.Errorf("Slice(p+%d, %d) on %d bytes: %d bytes, %v", off, n, size, len(b), err)
 		}
 	})
+}
+
+func TestU32s(t *testing.T) {
+	// Lengths across the 8-wide blocks and the tail, with a bad value in each position.
+	for n := range 20 {
+		src := make([]int, n)
+		for i := range src {
+			src[i] = i*0x01020304 + 7
+		}
+		dst := make([]byte, 4*n)
+		if bad := PutU32s(dst, src); bad != -1 {
+			t.Fatalf("n=%d: bad index %d", n, bad)
+		}
+		for i := range src {
+			if got := int(binary.LittleEndian.Uint32(dst[4*i:])); got != src[i] {
+				t.Fatalf("n=%d i=%d: wrote %d, want %d", n, i, got, src[i])
+			}
+		}
+		back := make([]int, n)
+		GetU32s(back, dst)
+		if !slices.Equal(back, src) {
+			t.Fatalf("n=%d: read back %v, want %v", n, back, src)
+		}
+		for j := range n {
+			for _, v := range []int{-1, math.MaxUint32 + 1, math.MinInt} {
+				s := slices.Clone(src)
+				s[j] = v
+				if bad := PutU32s(make([]byte, 4*n), s); bad != j {
+					t.Errorf("n=%d: value %d at %d reported at %d", n, v, j, bad)
+				}
+			}
+		}
+	}
+	var s Ints
+	a := s.Get(3)
+	a[0] = 42
+	if b := s.Get(2); &b[0] != &a[0] || b[0] != 42 {
+		t.Errorf("Ints.Get did not reuse its buffer")
+	}
+	if c := s.Get(100); len(c) != 100 {
+		t.Errorf("Ints.Get(100) has %d ints", len(c))
+	}
 }

@@ -15,6 +15,11 @@ const maxAlloc = 1 << 30
 // stays valid until genload_free.
 type pinned struct {
 	bufs map[uint32][]byte
+	// last is the buffer Slice found last and lastBase its address: the host reuses one
+	// buffer call after call (input and output at two offsets in it), so Slice usually needs
+	// neither a map lookup nor a map walk, both slow inside wasm.
+	last     []byte
+	lastBase uint32
 }
 
 var pins = newPinned()
@@ -35,14 +40,24 @@ func Alloc(size uint32) uint32 {
 }
 
 // Free implements genload_free: it unpins the buffer at ptr; unknown pointers are ignored.
-func Free(ptr uint32) { delete(pins.bufs, ptr) }
+func Free(ptr uint32) {
+	delete(pins.bufs, ptr)
+	if ptr == pins.lastBase {
+		pins.last, pins.lastBase = nil, 0
+	}
+}
 
 // Slice returns the n bytes at guest address ptr, which must lie inside one pinned buffer
 // (a sub-range is fine); otherwise it returns an abi.BadInput error, so a host bug never makes
 // the guest write outside memory it owns.
 func Slice(ptr, n uint32) ([]byte, error) {
+	if b, base := pins.last, pins.lastBase; b != nil && ptr >= base && uint64(ptr)+uint64(n) <= uint64(base)+uint64(len(b)) {
+		off := ptr - base
+		return b[off : off+n : off+n], nil
+	}
 	for base, b := range pins.bufs {
 		if ptr >= base && uint64(ptr)+uint64(n) <= uint64(base)+uint64(len(b)) {
+			pins.last, pins.lastBase = b, base
 			off := ptr - base
 			return b[off : off+n : off+n], nil
 		}
