@@ -23,7 +23,7 @@ func setup(env *sdk.Env) (lengths.Func, error) {
 	}
 	s := newSampler(cfg)
 	return func(c lengths.Call) ([]int, error) {
-		ls, err := s.lengths(c.N, c.Mean, c.Min, c.Max)
+		ls, err := s.lengths(c.N, c.Mean, c.Min, c.Max, c.Buf)
 		if err != nil {
 			return nil, sdk.BadInput("%w", err)
 		}
