@@ -105,6 +105,57 @@ func BenchmarkDefaultMatrixGammaCold(b *testing.B) {
 	}
 }
 
+// BenchmarkDefaultMatrixPluginsCold is every plugin call one run of the default matrix makes,
+// on fresh instances (loads not timed; see BenchmarkLoadWarm), with the host's result cache as
+// in a run: "array" mode (the default) asks gamma for the 91 cells' lengths; "routed" mode
+// also routes each cell's B prompts twice (warm-up and measurement) with router-rr over 4
+// workers. make perf compares it with building the same matrix's prompts from cold (issue 4:
+// < 1 %).
+func BenchmarkDefaultMatrixPluginsCold(b *testing.B) {
+	ctx := context.Background()
+	h := testHost(b)
+	for _, routed := range []bool{false, true} {
+		name := "array"
+		if routed {
+			name = "routed"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				p, err := h.LoadLengths(ctx, "gamma", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := h.LoadRouter(ctx, "router-rr", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				for _, L := range []int{1000, 2000, 4000, 8000, 16000, 32000, 64000} {
+					for _, B := range []int{1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 48, 64} {
+						lens, err := p.Lengths(ctx, B, L, 50, 130972)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for range 2 {
+							if !routed {
+								break
+							}
+							if _, err := r.Route(ctx, lens, 4); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+				}
+				b.StopTimer()
+				_ = p.Close(ctx)
+				_ = r.Close(ctx)
+				b.StartTimer()
+			}
+		})
+	}
+}
+
 // BenchmarkDefaultMatrixGammaWarm repeats the 91 cells on one instance with the host's result
 // cache bypassed: the per-call cost once the plugin's quantile memo is filled.
 func BenchmarkDefaultMatrixGammaWarm(b *testing.B) {

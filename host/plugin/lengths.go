@@ -78,8 +78,8 @@ func (p *LengthsPlugin) Lengths(ctx context.Context, n, mean, min, max int) ([]i
 	if err != nil {
 		return nil, err
 	}
-	if err := in.status(ctx, abi.Lengths, res[0], fmt.Sprintf("the plugin rejected the cell n=%d mean=%d min=%d max=%d", n, mean, min, max)); err != nil {
-		return nil, err
+	if int32(uint32(res[0])) < 0 { // the hint is formatted only for a failed call
+		return nil, in.status(ctx, abi.Lengths, res[0], fmt.Sprintf("the plugin rejected the cell n=%d mean=%d min=%d max=%d", n, mean, min, max))
 	}
 	if got := int(int32(uint32(res[0]))); got != n {
 		return nil, in.errf(abi.Lengths, "this is a bug in the plugin", "returned %d lengths, want %d", got, n)
