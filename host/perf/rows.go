@@ -15,6 +15,7 @@ const (
 	body64     = "BenchmarkBody64x64k"
 	bodyAlloc  = "BenchmarkPerfBodyAllocs"
 	promptCld  = "BenchmarkPerfDefaultMatrixCold"
+	pluginsCld = "BenchmarkDefaultMatrixPluginsCold"
 	promptWrm  = "BenchmarkBuildDefaultMatrixPrompts"
 	engineB64  = "BenchmarkPerfEngineB64L64k"
 	matrixSim  = "BenchmarkDefaultMatrixSimulated"
@@ -43,6 +44,7 @@ func Jobs(chunkBenchtime string) []Job {
 		rss("genload"), rss("nethttp"), rss("raw"),
 		{Pkg: "host/prompt", Bench: "^(" + promptCld + "|" + promptWrm + ")$", Benchtime: "1x"},
 		{Pkg: "host/plugin", Bench: "^(BenchmarkLoadWarm|BenchmarkGammaLengths64|BenchmarkUniformLengths64|BenchmarkRoute64|BenchmarkDefaultMatrixGammaCold)$", Benchtime: "0.5s"},
+		{Pkg: "host/plugin", Bench: "^" + pluginsCld + "$", Benchtime: "20x"},
 		{Pkg: "host/engine", Bench: "^" + engineB64 + "$", Benchtime: "2x"},
 		{Pkg: "host/engine", Bench: "^" + matrixSim + "$", Benchtime: "1x", Once: true},
 	}
@@ -221,6 +223,18 @@ func Table(s *Samples) []Row {
 		cost := make([]float64, s.Rounds)
 		for i := range cost {
 			cost[i] = share[i] * wallS.Median
+		}
+		// Issue 4's goal: every plugin call of the default matrix on fresh instances (the gamma
+		// inversions included) against building that matrix's prompts from cold (row 4), per round.
+		pc := get(promptCld, "ns/op")
+		for _, m := range []struct{ mode, what string }{
+			{"array", "array mode, the default: 91 lengths calls"},
+			{"routed", "routed mode: 91 lengths + 182 route calls"},
+		} {
+			pl := get(pluginsCld+"/"+m.mode, "ns/op")
+			r := Summarize(Ratios(pl, pc))
+			rows = append(rows, Row{"5", "a default matrix's plugin calls on fresh instances (" + m.what + ") vs building its prompts from cold (row 4)",
+				fmtStat(Summarize(pl), 1e-6, 2, "ms"), fmtStat(Summarize(pc), 1e-9, 3, "s"), fmtStat(r, 100, 2, "%"), "< 1 % (issue 4)", verdict(r.Median < 0.01, r)})
 		}
 		rows = append(rows, Row{"5", "plugins' share of a default-matrix run (load + 91 cells + 182 routes) vs its wall time",
 			fmtStat(Summarize(cost), 1e3, 1, "ms"), base, fmtStat(ss, 100, 3, "%"), "≤ 1 % (ours; issue sets none)", verdict(ss.Median <= 0.01, ss)})
