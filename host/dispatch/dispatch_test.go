@@ -199,8 +199,8 @@ func TestRequestShapes(t *testing.T) {
 					}
 					for i, s := range res.Sequences {
 						// 4 one-token chunks each; the fake's usage covers the request's choices
-						if len(s.Marks) != 4 || !s.Finished || s.CompletionTokens != 4 {
-							t.Errorf("sequence %d: %d marks, finished %v, %d tokens (%s)", i, len(s.Marks), s.Finished, s.CompletionTokens, s.TokenSource)
+						if s.Marks.Len() != 4 || !s.Finished || s.CompletionTokens != 4 {
+							t.Errorf("sequence %d: %d marks, finished %v, %d tokens (%s)", i, s.Marks.Len(), s.Finished, s.CompletionTokens, s.TokenSource)
 						}
 						wantPrompt := i
 						if tc.mode == ModeN {
@@ -402,7 +402,7 @@ func TestInStreamError(t *testing.T) {
 	if !errors.As(res.Err(), &re) || re.Kind != KindServer || re.Message != "Input validation error" || re.Status != 200 {
 		t.Fatalf("err = %v", res.Err())
 	}
-	if len(res.Sequences) != 1 || len(res.Sequences[0].Marks) != 1 {
+	if len(res.Sequences) != 1 || res.Sequences[0].Marks.Len() != 1 {
 		t.Fatalf("sequences %+v", res.Sequences)
 	}
 	if err := c.Warmup(context.Background(), ModeArray, prompts3[:1]); err == nil || len(s.recorded()) != 2 {
@@ -512,8 +512,8 @@ func TestCancelRoutedAbortsEveryRequest(t *testing.T) {
 		if i == 2 {
 			wantMarks = 0
 		}
-		if sq.Prompt != i || sq.Request != i || len(sq.Marks) != wantMarks {
-			t.Errorf("sequence %d: prompt %d request %d, %d marks (want %d)", i, sq.Prompt, sq.Request, len(sq.Marks), wantMarks)
+		if sq.Prompt != i || sq.Request != i || sq.Marks.Len() != wantMarks {
+			t.Errorf("sequence %d: prompt %d request %d, %d marks (want %d)", i, sq.Prompt, sq.Request, sq.Marks.Len(), wantMarks)
 		}
 	}
 	if n := c.OpenConns(); n != 0 {

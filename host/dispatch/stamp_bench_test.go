@@ -92,7 +92,7 @@ func timestampClients(b *testing.B, name, addr string, c, n int) {
 			}
 			origin := time.Duration(res.Start.UnixNano())
 			for _, s := range res.Sequences {
-				for k, m := range s.Marks {
+				for k, m := range s.Marks.All() {
 					errs = append(errs, origin+m.At-parseTS(s.Text[k*perf.StampWidth:(k+1)*perf.StampWidth]))
 				}
 			}

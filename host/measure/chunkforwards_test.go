@@ -15,7 +15,7 @@ func TestChunkForwardsCountsSpeculativeSteps(t *testing.T) {
 	mk := func() dispatch.Sequence {
 		var s dispatch.Sequence
 		for i, tok := range []int32{1, 3, 2, 3, 1} {
-			s.Marks = append(s.Marks, sse.Mark{At: time.Duration(100+10*i) * time.Millisecond, Tokens: tok})
+			s.Marks.Append(sse.Mark{At: time.Duration(100+10*i) * time.Millisecond, Tokens: tok})
 		}
 		s.Finished, s.FinishAt, s.CompletionTokens = true, 140*time.Millisecond, 10
 		return s

@@ -16,7 +16,7 @@ func ExampleCompute() {
 	seq := func(first int) dispatch.Sequence {
 		s := dispatch.Sequence{}
 		for k := range 5 {
-			s.Marks = append(s.Marks, sse.Mark{At: ms(first + 10*k), Text: 2, Tokens: -1})
+			s.Marks.Append(sse.Mark{At: ms(first + 10*k), Text: 2, Tokens: -1})
 		}
 		s.Finished, s.FinishAt, s.CompletionTokens = true, ms(first+40), 5
 		return s

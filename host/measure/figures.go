@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/genload/genload/host/dispatch"
-	"github.com/genload/genload/host/sse"
 )
 
 // Options are the cell parameters measure needs besides the Result.
@@ -185,28 +184,32 @@ func Compute(res *dispatch.Result, o Options) Figures {
 	marks, knownTok, knownChunks := 0, 0, 0
 	for i := range res.Sequences {
 		s := &res.Sequences[i]
-		if s.Request >= len(res.Requests) || res.Requests[s.Request].Err != nil || !s.Finished || len(s.Marks) == 0 {
+		n := s.Marks.Len()
+		if s.Request >= len(res.Requests) || res.Requests[s.Request].Err != nil || !s.Finished || n == 0 {
 			continue
 		}
 		counted = append(counted, s)
 		sent := res.Requests[s.Request].Sent
-		first, last := s.Marks[0].At, s.Marks[len(s.Marks)-1].At
+		first, last := s.Marks.At(0), s.Marks.At(n-1)
 		ttft = append(ttft, first-sent)
 		e2e = append(e2e, max(s.FinishAt, last)-sent)
 		switch {
-		case o.ChunkForwards && len(s.Marks) >= 2:
-			perFwd = append(perFwd, (last-first)/time.Duration(len(s.Marks)-1))
+		case o.ChunkForwards && n >= 2:
+			perFwd = append(perFwd, (last-first)/time.Duration(n-1))
 		case !o.ChunkForwards && s.CompletionTokens >= 2:
 			perFwd = append(perFwd, (last-first)/time.Duration(s.CompletionTokens-1))
 		}
-		for k := 1; k < len(s.Marks); k++ {
-			itl = append(itl, s.Marks[k].At-s.Marks[k-1].At)
-			if t := s.Marks[k].Tokens; t >= 0 {
+		prev := first
+		for k := 1; k < n; k++ {
+			m := s.Marks.Get(k)
+			itl = append(itl, m.At-prev)
+			prev = m.At
+			if t := m.Tokens; t >= 0 {
 				knownTok += int(t)
 				knownChunks++
 			}
 		}
-		marks += len(s.Marks)
+		marks += n
 		f.CompletionTokens += s.CompletionTokens
 		f.TokenSources[string(s.TokenSource)]++
 		if maxTok > 0 && s.CompletionTokens < maxTok {
@@ -243,12 +246,12 @@ func window(seqs []*dispatch.Sequence, chunkForwards bool) Window {
 	if len(seqs) == 0 {
 		return Window{Reason: "no counted sequences"}
 	}
-	start := seqs[0].Marks[0].At
+	start := seqs[0].Marks.At(0)
 	ref := seqs[0]
-	end := ref.Marks[len(ref.Marks)-1].At
+	end := ref.Marks.At(ref.Marks.Len() - 1)
 	for _, s := range seqs[1:] {
-		start = max(start, s.Marks[0].At)
-		if l := s.Marks[len(s.Marks)-1].At; l < end {
+		start = max(start, s.Marks.At(0))
+		if l := s.Marks.At(s.Marks.Len() - 1); l < end {
 			end, ref = l, s
 		}
 	}
@@ -259,20 +262,12 @@ func window(seqs []*dispatch.Sequence, chunkForwards bool) Window {
 	}
 	// mark of ref nearest to start
 	ms := ref.Marks
-	k, _ := slices.BinarySearchFunc(ms, start, func(m sse.Mark, t time.Duration) int {
-		switch {
-		case m.At < t:
-			return -1
-		case m.At > t:
-			return 1
-		}
-		return 0
-	})
-	if k == len(ms) || (k > 0 && start-ms[k-1].At <= ms[k].At-start) {
+	k := sort.Search(ms.Len(), func(i int) bool { return ms.At(i) >= start }) // first mark at or after start
+	if k == ms.Len() || (k > 0 && start-ms.At(k-1) <= ms.At(k)-start) {
 		k--
 	}
-	for _, m := range ms[k+1:] {
-		if m.Tokens >= 0 && !chunkForwards {
+	for i := k + 1; i < ms.Len(); i++ {
+		if m := ms.Get(i); m.Tokens >= 0 && !chunkForwards {
 			w.Steps += int(m.Tokens)
 		} else {
 			w.Steps++

@@ -109,7 +109,7 @@ func TestMultiTokenChunks(t *testing.T) {
 func seq(req int, finished bool, tokens int, at ...float64) dispatch.Sequence {
 	s := dispatch.Sequence{Request: req}
 	for _, a := range at {
-		s.Marks = append(s.Marks, sse.Mark{At: ms(a), Text: 1, Tokens: -1})
+		s.Marks.Append(sse.Mark{At: ms(a), Text: 1, Tokens: -1})
 	}
 	s.Finished, s.CompletionTokens, s.TokenSource = finished, tokens, sse.TokensRequestUsage
 	if len(at) > 0 {

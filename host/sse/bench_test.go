@@ -43,8 +43,8 @@ func BenchmarkParse(b *testing.B) {
 			if err := d.Run(rd); err != nil {
 				b.Fatal(err)
 			}
-			if s := d.Finalize(n); len(s[0].Marks) != n {
-				b.Fatalf("%d marks", len(s[0].Marks))
+			if s := d.Finalize(n); s[0].Marks.Len() != n {
+				b.Fatalf("%d marks", s[0].Marks.Len())
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/chunk")

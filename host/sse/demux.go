@@ -52,8 +52,8 @@ type Mark struct {
 type Sequence struct {
 	// Index is choices[].index within its request.
 	Index int `json:"index"`
-	// Marks are the token-bearing chunks in arrival order.
-	Marks []Mark `json:"marks"`
+	// Marks are the token-bearing chunks in arrival order (8 bytes each; see Marks).
+	Marks Marks `json:"marks"`
 	// Chunks counts every chunk that carried this index, including empty ones.
 	Chunks int `json:"chunks"`
 	// Text is the concatenated text, kept only when Demux.KeepText.
@@ -166,8 +166,8 @@ func (d *Demux) Feed(ev Event) error {
 			d.seqs = append(d.seqs, Sequence{})
 			s := &d.seqs[len(d.seqs)-1]
 			s.Index = len(d.seqs) - 1
-			if d.MarkCap > 0 && s.Marks == nil {
-				s.Marks = make([]Mark, 0, d.MarkCap)
+			if d.MarkCap > 0 {
+				s.Marks.Grow(d.MarkCap)
 			}
 		}
 		s := &d.seqs[ch.Index]
@@ -186,7 +186,7 @@ func (d *Demux) Feed(ev Event) error {
 			s.continuous = false
 		}
 		if len(ch.Text) > 0 || delta > 0 {
-			s.Marks = append(s.Marks, Mark{At: at, Text: int32(len(ch.Text)), Tokens: delta})
+			s.Marks.Append(Mark{At: at, Text: int32(len(ch.Text)), Tokens: delta})
 			d.marks++
 			s.TextBytes += len(ch.Text)
 			if d.KeepText {
@@ -298,8 +298,8 @@ func (d *Demux) Finalize(maxTokens int) []Sequence {
 			s.CompletionTokens, s.TokenSource = maxTokens, TokensEvenSplit
 		default:
 			n := 0
-			for _, m := range s.Marks {
-				if m.Tokens >= 0 {
+			for k := range s.Marks.Len() {
+				if m := s.Marks.Get(k); m.Tokens >= 0 {
 					n += int(m.Tokens)
 				} else {
 					n++

@@ -50,7 +50,7 @@ func TestDemuxUsageOnlyChunk(t *testing.T) {
 	seqs := d.Finalize(2)
 	// 2 marks each; the usage chunk (read 4) added none
 	for i, s := range seqs {
-		if len(s.Marks) != 2 || !s.Finished || s.FinishReason != "length" {
+		if s.Marks.Len() != 2 || !s.Finished || s.FinishReason != "length" {
 			t.Fatalf("seq %d = %+v", i, s)
 		}
 		// usage 4 − 0 known = 2 (max_tokens) × 2 sequences → even split
@@ -106,8 +106,8 @@ func TestDemuxIgnoredLinesNeverFirstToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := d.Finalize(2)[0]
-	if len(s.Marks) != 2 || s.Marks[0].At != ms(200) || s.Marks[1].At != ms(250) {
-		t.Fatalf("marks = %+v, want at 200 and 250 ms", s.Marks)
+	if s.Marks.Len() != 2 || s.Marks.Get(0).At != ms(200) || s.Marks.Get(1).At != ms(250) {
+		t.Fatalf("marks = %+v, want at 200 and 250 ms", s.Marks.Slice())
 	}
 }
 
@@ -120,8 +120,8 @@ func TestDemuxEmptyFirstChunk(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := d.Finalize(2)[0]
-	if len(s.Marks) != 2 || s.Marks[0].At != ms(214) || s.Marks[1].At != ms(234) || s.Chunks != 3 {
-		t.Fatalf("marks = %+v chunks %d", s.Marks, s.Chunks)
+	if s.Marks.Len() != 2 || s.Marks.Get(0).At != ms(214) || s.Marks.Get(1).At != ms(234) || s.Chunks != 3 {
+		t.Fatalf("marks = %+v chunks %d", s.Marks.Slice(), s.Chunks)
 	}
 }
 
@@ -143,12 +143,12 @@ func TestDemuxContinuousUsageDeltas(t *testing.T) {
 	}
 	s := d.Finalize(7)[0]
 	want := []Mark{{ms(100), 1, 1}, {ms(140), 5, 5}, {ms(180), 1, 1}}
-	if len(s.Marks) != 3 {
-		t.Fatalf("marks %+v", s.Marks)
+	if s.Marks.Len() != 3 {
+		t.Fatalf("marks %+v", s.Marks.Slice())
 	}
 	for i := range want {
-		if s.Marks[i] != want[i] {
-			t.Fatalf("mark %d = %+v, want %+v", i, s.Marks[i], want[i])
+		if s.Marks.Get(i) != want[i] {
+			t.Fatalf("mark %d = %+v, want %+v", i, s.Marks.Get(i), want[i])
 		}
 	}
 	if s.CompletionTokens != 7 || s.TokenSource != TokensChoiceUsage {
@@ -179,10 +179,10 @@ func TestDemuxFinalChunkUsage(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := d.Finalize(3)[0]
-			if len(s.Marks) != tc.marks || s.CompletionTokens != tc.tokens || s.TokenSource != TokensChoiceUsage {
-				t.Fatalf("marks %+v tokens %d %s", s.Marks, s.CompletionTokens, s.TokenSource)
+			if s.Marks.Len() != tc.marks || s.CompletionTokens != tc.tokens || s.TokenSource != TokensChoiceUsage {
+				t.Fatalf("marks %+v tokens %d %s", s.Marks.Slice(), s.CompletionTokens, s.TokenSource)
 			}
-			if last := s.Marks[len(s.Marks)-1]; last.Tokens != -1 {
+			if last := s.Marks.Get(s.Marks.Len() - 1); last.Tokens != -1 {
 				t.Fatalf("last mark delta %d, want -1 (unknown)", last.Tokens)
 			}
 			u, ok := d.RequestUsage()
@@ -276,7 +276,7 @@ func TestDemuxInterleavedIndices(t *testing.T) {
 	}
 	seqs := d.Finalize(0)
 	got := string(seqs[0].Text) + string(seqs[1].Text) + string(seqs[2].Text)
-	if got != "xyzw" || seqs[2].FinishReason != "stop" || len(seqs[1].Marks) != 1 || seqs[1].Marks[0].At != ms(2) {
+	if got != "xyzw" || seqs[2].FinishReason != "stop" || seqs[1].Marks.Len() != 1 || seqs[1].Marks.Get(0).At != ms(2) {
 		t.Fatalf("texts %q, seqs %+v", got, seqs)
 	}
 	// no usage at all → counts from chunks

@@ -31,7 +31,7 @@ data: [DONE]
 		return
 	}
 	for _, s := range d.Finalize(0) {
-		fmt.Printf("choice %d: %q, %d chunks with text, finish %s\n", s.Index, s.Text, len(s.Marks), s.FinishReason)
+		fmt.Printf("choice %d: %q, %d chunks with text, finish %s\n", s.Index, s.Text, s.Marks.Len(), s.FinishReason)
 	}
 	u, _ := d.RequestUsage()
 	fmt.Println("completion tokens:", u.CompletionTokens, "done:", d.Done)

@@ -87,9 +87,9 @@ func FuzzDemux(f *testing.F) {
 		d.Reset(t0, 0)
 		_ = d.Run(rd)
 		for _, s := range d.Finalize(4) {
-			for i := 1; i < len(s.Marks); i++ {
-				if s.Marks[i].At < s.Marks[i-1].At {
-					t.Fatalf("marks out of order: %+v", s.Marks)
+			for i := 1; i < s.Marks.Len(); i++ {
+				if s.Marks.Get(i).At < s.Marks.Get(i-1).At {
+					t.Fatalf("marks out of order: %+v", s.Marks.Slice())
 				}
 			}
 			if s.CompletionTokens < 0 && s.TokenSource == TokensChunks {
