@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -112,6 +113,9 @@ type Client struct {
 	tmpl    *bodyTemplate
 	hc      *fasthttp.Client
 	conns   connSet
+	// big is the client with large read buffers that replaces hc for good once a response's
+	// headers did not fit hc's (see readBufferSize); nil until then.
+	big atomic.Pointer[fasthttp.Client]
 
 	bufMu sync.Mutex
 	bufs  [][]byte
@@ -152,17 +156,48 @@ func New(opts Options) (*Client, error) {
 	}
 	c.tmpl = t
 	c.conns.m = map[net.Addr]net.Conn{}
-	c.hc = &fasthttp.Client{
+	c.hc = c.newHTTPClient(readBufferSize)
+	return c, nil
+}
+
+// Per-connection read buffers. A connection holds one from sending a request to the end of
+// its stream, so at 512 streams they are a large part of the client's memory (and of the
+// heap the garbage collector paces itself on): 4 KiB, fasthttp's default. The buffer also
+// bounds the response headers; a response whose headers do not fit fails with
+// fasthttp.ErrSmallBuffer, and the Client then switches for good to bigReadBufferSize and
+// sends the request again (once, not counted as a retry). In practice the first warmup
+// pays for it.
+const (
+	readBufferSize    = 4 << 10
+	bigReadBufferSize = 64 << 10
+)
+
+func (c *Client) newHTTPClient(readBuf int) *fasthttp.Client {
+	return &fasthttp.Client{
 		Name:                      "genload",
 		StreamResponseBody:        true,
 		MaxConnsPerHost:           1 << 16,
 		MaxIdemponentCallAttempts: 1,
-		ReadBufferSize:            8 << 10,
+		ReadBufferSize:            readBuf,
 		WriteBufferSize:           16 << 10,
 		MaxIdleConnDuration:       4 * time.Second, // below uvicorn's 5 s keep-alive (vLLM, SGLang)
 		Dial:                      c.dial,
 	}
-	return c, nil
+}
+
+// httpClient returns the fasthttp client in use.
+func (c *Client) httpClient() *fasthttp.Client {
+	if b := c.big.Load(); b != nil {
+		return b
+	}
+	return c.hc
+}
+
+// growReadBuffers switches to the client with big read buffers.
+func (c *Client) growReadBuffers() {
+	if c.big.Load() == nil {
+		c.big.CompareAndSwap(nil, c.newHTTPClient(bigReadBufferSize))
+	}
 }
 
 // completionsURL turns a base URL into the /v1/completions URL.
@@ -200,6 +235,9 @@ func sortHeaders(h [][2]string) {
 // Close closes idle and open connections.
 func (c *Client) Close() {
 	c.hc.CloseIdleConnections()
+	if b := c.big.Load(); b != nil {
+		b.CloseIdleConnections()
+	}
 	c.conns.closeAll()
 }
 
@@ -624,7 +662,7 @@ func (a *abortState) get() *RequestError {
 var errTimedOut = errors.New("deadline exceeded")
 
 // readerPool recycles SSE readers (and their buffers) across requests.
-var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, 0) }}
+var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, 4<<10) }}
 
 // demuxPool recycles demuxes (their array of sequence records) across requests; the
 // Marks and Text of the sequences are the caller's and never reused (sse.Demux.Reset).
@@ -655,6 +693,7 @@ func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request,
 	defer func() { d.Reset(time.Time{}, 0); demuxPool.Put(d) }()
 	var seqs []sse.Sequence
 	stale := false // one free retry for a keep-alive connection the server had closed
+	grown := false // one free retry with bigger read buffers for headers that did not fit
 	for attempt := 0; ; attempt++ {
 		out.Attempts++
 		var retry bool
@@ -662,6 +701,12 @@ func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request,
 		seqs, retry, retryAfter = c.attempt(ctx, start, p, req, resp, out, ab, d, maxTokens, warm)
 		if out.Err != nil && !stale && ctx.Err() == nil && staleConn(out.Err) {
 			stale = true
+			attempt--
+			continue
+		}
+		if out.Err != nil && !grown && ctx.Err() == nil && smallBuffer(out.Err) {
+			grown = true
+			c.growReadBuffers()
 			attempt--
 			continue
 		}
@@ -717,7 +762,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 		hdrTimeout, hdrKind = t, "total"
 	}
 	req.SetTimeout(hdrTimeout)
-	err := c.hc.Do(req, resp)
+	err := c.httpClient().Do(req, resp)
 	now := time.Now()
 	out.Header = now.Sub(start)
 	out.End = out.Header
@@ -878,6 +923,12 @@ func staleConn(err error) bool {
 	}
 	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// smallBuffer reports response headers larger than the connection's read buffer.
+func smallBuffer(err error) bool {
+	var sb *fasthttp.ErrSmallBuffer
+	return errors.As(err, &sb)
 }
 
 func isTimeout(err error) bool {

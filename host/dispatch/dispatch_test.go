@@ -521,6 +521,29 @@ func TestCancelRoutedAbortsEveryRequest(t *testing.T) {
 	}
 }
 
+// Response headers larger than the 4 KiB read buffer: the request is sent again once with
+// big buffers (not counted as a retry), and the Client keeps them.
+func TestLargeResponseHeaders(t *testing.T) {
+	s := newFakeServer(t)
+	big := strings.Repeat("x", 6000)
+	s.hook = func(k int, w http.ResponseWriter, r *http.Request) bool {
+		w.Header().Set("X-Big", big)
+		return false
+	}
+	c, _ := New(Options{Target: s.URL})
+	defer c.Close()
+	for i := range 2 {
+		res, err := c.Send(context.Background(), ModeArray, prompts3[:1], 4)
+		if err != nil || res.Err() != nil {
+			t.Fatal(err, res.Err())
+		}
+		want := 2 - i // the first Send pays the resend, the second does not
+		if a := res.Requests[0].Attempts; a != want || res.Sequences[0].Marks.Len() != 4 {
+			t.Fatalf("send %d: %d attempts (want %d), %d marks", i, a, want, res.Sequences[0].Marks.Len())
+		}
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	cases := []struct {
 		o    Options
