@@ -661,8 +661,11 @@ func (a *abortState) get() *RequestError {
 
 var errTimedOut = errors.New("deadline exceeded")
 
-// readerPool recycles SSE readers (and their buffers) across requests.
-var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, 4<<10) }}
+// readerPool recycles SSE readers (and their buffers) across requests. Their default
+// 16 KiB buffer is larger than the connection's read buffer, so bufio hands reads straight
+// to the socket (16 KiB per read): with 4 KiB SSE buffers the same peak RSS cost ~8 % more
+// CPU per chunk at C = 1. Only the streams being read hold one (a few even at 512 streams).
+var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, 0) }}
 
 // demuxPool recycles demuxes (their array of sequence records) across requests; the
 // Marks and Text of the sequences are the caller's and never reused (sse.Demux.Reset).
