@@ -676,24 +676,10 @@ var demuxPool = sync.Pool{New: func() any { return new(sse.Demux) }}
 func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request, ab *abortState, maxTokens int, warm bool) {
 	w := &c.workers[p.worker]
 	out.Worker, out.WorkerName, out.URL, out.Prompts = p.worker, w.name, w.url, p.prompts
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(w.url)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	if c.opts.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
-	}
-	for _, h := range w.headers {
-		req.Header.Set(h[0], h[1])
-	}
-	req.SetBodyRaw(p.body)
-
+	req, resp := c.newRequest(w, p)
+	defer releaseRequest(req, resp)
 	d := demuxPool.Get().(*sse.Demux)
-	defer func() { d.Reset(time.Time{}, 0); demuxPool.Put(d) }()
+	defer putDemux(d)
 	var seqs []sse.Sequence
 	stale := false // one free retry for a keep-alive connection the server had closed
 	grown := false // one free retry with bigger read buffers for headers that did not fit
@@ -716,21 +702,8 @@ func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request,
 		if out.Err == nil || !retry || attempt >= c.opts.Retries || ctx.Err() != nil {
 			break
 		}
-		d := c.opts.RetryDelay << min(attempt, 16)
-		if retryAfter > d {
-			d = retryAfter
-		}
-		if d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-			case <-t.C:
-			}
-			if ctx.Err() != nil {
-				out.Err = &RequestError{Kind: KindCanceled, URL: w.url, Err: ctx.Err()}
-				break
-			}
+		if !c.backoff(ctx, attempt, retryAfter, out) {
+			break
 		}
 	}
 	if out.Err != nil {
@@ -741,21 +714,119 @@ func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request,
 	}
 }
 
+// newRequest returns the request of plan p to worker w (release both with releaseRequest).
+//
+//go:noinline
+func (c *Client) newRequest(w *endpoint, p *plan) (*fasthttp.Request, *fasthttp.Response) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	req.SetRequestURI(w.url)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if c.opts.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
+	}
+	for _, h := range w.headers {
+		req.Header.Set(h[0], h[1])
+	}
+	req.SetBodyRaw(p.body)
+	return req, resp
+}
+
+func releaseRequest(req *fasthttp.Request, resp *fasthttp.Response) {
+	fasthttp.ReleaseRequest(req)
+	fasthttp.ReleaseResponse(resp)
+}
+
+func putDemux(d *sse.Demux) {
+	d.Reset(time.Time{}, 0)
+	demuxPool.Put(d)
+}
+
+// backoff waits before retry attempt+1: RetryDelay doubled per attempt, or the server's
+// Retry-After if longer. It returns false (with out.Err set) if ctx ended first.
+//
+//go:noinline
+func (c *Client) backoff(ctx context.Context, attempt int, retryAfter time.Duration, out *Request) bool {
+	d := max(c.opts.RetryDelay<<min(attempt, 16), retryAfter)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+	case <-t.C:
+	}
+	if ctx.Err() != nil {
+		out.Err = &RequestError{Kind: KindCanceled, URL: out.URL, Err: ctx.Err()}
+		return false
+	}
+	return true
+}
+
 // attempt sends once and streams the response. retry reports whether the failure may be
 // retried.
 // The returned sequences alias d until its next Reset.
 func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fasthttp.Request, resp *fasthttp.Response,
 	out *Request, ab *abortState, d *sse.Demux, maxTokens int, warm bool) (seqs []sse.Sequence, retry bool, retryAfter time.Duration) {
-	u := out.URL
+	// The phases are separate functions, the rare paths kept out of line, so that the frames
+	// under a blocked read stay small: with them one goroutine per stream fits a 4 KiB stack
+	// instead of 8 KiB (2 MB less at 512 streams).
 	out.Err, out.Status, out.Done, out.HasUsage, out.Usage, out.Headers = nil, 0, false, false, sse.Usage{}, nil
 	ab.reset()
 	if ctx.Err() != nil {
-		out.Err = &RequestError{Kind: KindCanceled, URL: u, Err: ctx.Err()}
+		out.Err = &RequestError{Kind: KindCanceled, URL: out.URL, Err: ctx.Err()}
 		return nil, false, 0
 	}
 	sent := time.Now()
 	out.Sent = sent.Sub(start)
-	// Deadline for the header phase: the earlier of first-token and total.
+	if err := c.roundTrip(req, resp); err != nil {
+		out.Header = time.Since(start)
+		out.End = out.Header
+		retry = c.headerError(ctx, err, out)
+		return nil, retry, 0
+	}
+	out.Header = time.Since(start)
+	out.End = out.Header
+	out.Status = resp.StatusCode()
+	body := resp.BodyStream()
+	defer resp.CloseBodyStream()
+	if out.Status != fasthttp.StatusOK || body == nil {
+		retry, retryAfter = statusError(resp, body, out)
+		return nil, retry, retryAfter
+	}
+	t1, t2 := c.armStream(resp, body, sent, ab, out)
+	defer stopTimers(t1, t2)
+	seqs, serr := c.readStream(start, p, body, ab, d, maxTokens, out)
+	c.captureHeaders(resp, out)
+	if cause := ab.get(); cause != nil {
+		out.Err = cause
+		return seqs, false, 0
+	}
+	if serr != nil {
+		retry = streamError(ctx, serr, out, warm)
+	}
+	return seqs, retry, 0
+}
+
+// roundTrip sends req and reads the response headers under the header-phase deadline: the
+// earlier of first-token and total.
+//
+//go:noinline
+func (c *Client) roundTrip(req *fasthttp.Request, resp *fasthttp.Response) error {
+	req.SetTimeout(c.headerTimeout())
+	return c.httpClient().Do(req, resp)
+}
+
+// headerTimeout returns the header-phase deadline and which timeout it is.
+func (c *Client) headerTimeout() time.Duration {
+	t, _ := c.headerTimeoutKind()
+	return t
+}
+
+func (c *Client) headerTimeoutKind() (time.Duration, string) {
 	var hdrTimeout time.Duration
 	var hdrKind string
 	if t := c.opts.FirstTokenTimeout; t > 0 {
@@ -764,56 +835,67 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 	if t := c.opts.TotalTimeout; t > 0 && (hdrTimeout == 0 || t < hdrTimeout) {
 		hdrTimeout, hdrKind = t, "total"
 	}
-	req.SetTimeout(hdrTimeout)
-	err := c.httpClient().Do(req, resp)
-	now := time.Now()
-	out.Header = now.Sub(start)
-	out.End = out.Header
-	if err != nil {
-		var ne net.Error
-		switch {
-		case ctx.Err() != nil:
-			out.Err = &RequestError{Kind: KindCanceled, URL: u, Err: ctx.Err()}
-		case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || (errors.As(err, &ne) && ne.Timeout()):
-			kind := hdrKind
-			if errors.Is(err, fasthttp.ErrDialTimeout) || isDialTimeout(err) {
-				kind = "connect"
-			}
-			out.Err = &RequestError{Kind: KindTimeout, URL: u, Timeout: kind, Err: err}
-			return nil, kind == "connect", 0
-		default:
-			out.Err = &RequestError{Kind: KindTransport, URL: u, Err: err}
-			return nil, true, 0
+	return hdrTimeout, hdrKind
+}
+
+// headerError records a failure before the response headers arrived and reports whether it
+// may be retried.
+//
+//go:noinline
+func (c *Client) headerError(ctx context.Context, err error, out *Request) (retry bool) {
+	u := out.URL
+	var ne net.Error
+	switch {
+	case ctx.Err() != nil:
+		out.Err = &RequestError{Kind: KindCanceled, URL: u, Err: ctx.Err()}
+		return false
+	case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || (errors.As(err, &ne) && ne.Timeout()):
+		_, kind := c.headerTimeoutKind()
+		if errors.Is(err, fasthttp.ErrDialTimeout) || isDialTimeout(err) {
+			kind = "connect"
 		}
-		return nil, false, 0
+		out.Err = &RequestError{Kind: KindTimeout, URL: u, Timeout: kind, Err: err}
+		return kind == "connect"
+	default:
+		out.Err = &RequestError{Kind: KindTransport, URL: u, Err: err}
+		return true
 	}
-	out.Status = resp.StatusCode()
-	body := resp.BodyStream()
-	rc, _ := body.(fasthttp.ReadCloserWithError)
-	defer resp.CloseBodyStream()
-	if out.Status != fasthttp.StatusOK {
-		var msg []byte
-		if body != nil {
-			msg, _ = io.ReadAll(io.LimitReader(body, 64<<10))
-		} else {
-			msg = resp.Body()
-		}
-		se := sse.ParseError(msg)
-		out.Err = &RequestError{Kind: KindHTTP, URL: u, Status: out.Status, Message: se.Message, Err: se}
-		if out.Status == fasthttp.StatusTooManyRequests || out.Status >= 500 {
-			if s, err := strconv.Atoi(strings.TrimSpace(string(resp.Header.Peek("Retry-After")))); err == nil && s > 0 {
-				retryAfter = time.Duration(s) * time.Second
-			}
-			return nil, true, retryAfter
-		}
-		return nil, false, 0
-	}
-	if body == nil {
+}
+
+// statusError records a non-200 response (or one without a body) and reports whether it may
+// be retried and after how long the server asked to wait.
+//
+//go:noinline
+func statusError(resp *fasthttp.Response, body io.Reader, out *Request) (retry bool, retryAfter time.Duration) {
+	u := out.URL
+	if out.Status == fasthttp.StatusOK {
 		out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: errors.New("no response body")}
-		return nil, false, 0
+		return false, 0
 	}
-	// The header-phase deadline stays on the connection while streaming; replace it with
-	// the total deadline (or none), and enforce first-token and total with timers.
+	var msg []byte
+	if body != nil {
+		msg, _ = io.ReadAll(io.LimitReader(body, 64<<10))
+	} else {
+		msg = resp.Body()
+	}
+	se := sse.ParseError(msg)
+	out.Err = &RequestError{Kind: KindHTTP, URL: u, Status: out.Status, Message: se.Message, Err: se}
+	if out.Status == fasthttp.StatusTooManyRequests || out.Status >= 500 {
+		if s, err := strconv.Atoi(strings.TrimSpace(string(resp.Header.Peek("Retry-After")))); err == nil && s > 0 {
+			retryAfter = time.Duration(s) * time.Second
+		}
+		return true, retryAfter
+	}
+	return false, 0
+}
+
+// armStream prepares a 200 response's stream: the header-phase deadline stays on the
+// connection while streaming, so it is replaced with the total deadline (or none); the
+// stream is registered with ab (the Send's context watch aborts it when canceled); and the
+// first-token and total timeouts get timers, returned for the caller to stop (nil if unset).
+//
+//go:noinline
+func (c *Client) armStream(resp *fasthttp.Response, body io.Reader, sent time.Time, ab *abortState, out *Request) (total, first *time.Timer) {
 	if conn := c.conns.get(resp.LocalAddr()); conn != nil {
 		var dl time.Time
 		if t := c.opts.TotalTimeout; t > 0 {
@@ -821,70 +903,106 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 		}
 		_ = conn.SetReadDeadline(dl)
 	}
-	if rc != nil {
-		ab.setStream(rc, u, out.Status) // the Send's context watch aborts it when canceled
-		if t := c.opts.TotalTimeout; t > 0 {
-			tm := time.AfterFunc(time.Until(sent.Add(t)), func() {
-				ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: out.Status, Timeout: "total", Err: errTimedOut})
-			})
-			defer tm.Stop()
-		}
-		if t := c.opts.FirstTokenTimeout; t > 0 {
-			tm := time.AfterFunc(time.Until(sent.Add(t)), func() {
-				ab.mu.Lock()
-				got := ab.first
-				ab.mu.Unlock()
-				if !got {
-					ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: out.Status, Timeout: "first_token", Err: errTimedOut})
-				}
-			})
-			defer tm.Stop()
-		}
+	rc, ok := body.(fasthttp.ReadCloserWithError)
+	if !ok {
+		return nil, nil
 	}
+	u, status := out.URL, out.Status
+	ab.setStream(rc, u, status)
+	if t := c.opts.TotalTimeout; t > 0 {
+		total = time.AfterFunc(time.Until(sent.Add(t)), func() {
+			ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: status, Timeout: "total", Err: errTimedOut})
+		})
+	}
+	if t := c.opts.FirstTokenTimeout; t > 0 {
+		first = time.AfterFunc(time.Until(sent.Add(t)), func() {
+			ab.mu.Lock()
+			got := ab.first
+			ab.mu.Unlock()
+			if !got {
+				ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: status, Timeout: "first_token", Err: errTimedOut})
+			}
+		})
+	}
+	return total, first
+}
+
+// stopTimers stops the timers armStream started.
+func stopTimers(a, b *time.Timer) {
+	if a != nil {
+		a.Stop()
+	}
+	if b != nil {
+		b.Stop()
+	}
+}
+
+// readStream reads the SSE stream of body into d and returns its sequences (aliasing d until
+// its next Reset) and the stream's error.
+func (c *Client) readStream(start time.Time, p *plan, body io.Reader, ab *abortState, d *sse.Demux, maxTokens int, out *Request) ([]sse.Sequence, error) {
+	rd := c.openStream(start, p, body, d, maxTokens)
+	serr := c.stream(rd, d, ab)
+	return closeStream(start, rd, d, maxTokens, out), serr
+}
+
+// openStream readies a pooled SSE reader on body and resets d for the plan's sequences.
+//
+//go:noinline
+func (c *Client) openStream(start time.Time, p *plan, body io.Reader, d *sse.Demux, maxTokens int) *sse.Reader {
 	rd := readerPool.Get().(*sse.Reader)
 	rd.Reset(body)
-	defer func() { rd.Reset(nil); readerPool.Put(rd) }()
 	d.KeepText, d.MarkCap = c.opts.KeepText, min(maxTokens+1, 4096)
 	expect := len(p.prompts)
 	if p.n > 1 {
 		expect = p.n
 	}
 	d.Reset(start, expect)
-	serr := c.stream(rd, d, ab)
+	return rd
+}
+
+// closeStream returns rd to its pool, records the stream's end in out and returns d's
+// sequences.
+//
+//go:noinline
+func closeStream(start time.Time, rd *sse.Reader, d *sse.Demux, maxTokens int, out *Request) []sse.Sequence {
+	rd.Reset(nil)
+	readerPool.Put(rd)
 	out.End = time.Since(start)
 	out.Done = d.Done
 	out.Usage, out.HasUsage = d.RequestUsage()
-	c.captureHeaders(resp, out)
-	seqs = d.Finalize(maxTokens)
+	seqs := d.Finalize(maxTokens)
 	d.Release()
-	if cause := ab.get(); cause != nil {
-		out.Err = cause
-		return seqs, false, 0
-	}
-	if serr != nil && ctx.Err() != nil {
+	return seqs
+}
+
+// streamError records a failed stream and reports whether it may be retried (a warm-up's
+// in-stream 429 or 5xx).
+//
+//go:noinline
+func streamError(ctx context.Context, serr error, out *Request, warm bool) (retry bool) {
+	u := out.URL
+	if ctx.Err() != nil {
 		out.Err = &RequestError{Kind: KindCanceled, URL: u, Status: out.Status, Err: ctx.Err()}
-		return seqs, false, 0
+		return false
 	}
-	if serr != nil {
-		var se *sse.ServerError
-		switch {
-		case errors.As(serr, &se):
-			out.Err = &RequestError{Kind: KindServer, URL: u, Status: out.Status, Message: se.Message, Err: se}
-			return seqs, warm && (se.Code == 429 || se.Code >= 500), 0
-		case isTimeout(serr):
-			// the only read deadline set while streaming is the total one
-			out.Err = &RequestError{Kind: KindTimeout, URL: u, Status: out.Status, Timeout: "total", Err: serr}
-		case errors.Is(serr, sse.ErrTruncated) || errors.Is(serr, sse.ErrMalformed):
-			out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: serr}
-		case errors.Is(serr, io.ErrUnexpectedEOF):
-			// The body ended inside a chunk of the chunked encoding: the server stopped
-			// mid-stream, which is a truncated stream, not a failed connection.
-			out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: fmt.Errorf("%w (%v)", sse.ErrTruncated, serr)}
-		default:
-			out.Err = &RequestError{Kind: KindTransport, URL: u, Status: out.Status, Err: serr}
-		}
+	var se *sse.ServerError
+	switch {
+	case errors.As(serr, &se):
+		out.Err = &RequestError{Kind: KindServer, URL: u, Status: out.Status, Message: se.Message, Err: se}
+		return warm && (se.Code == 429 || se.Code >= 500)
+	case isTimeout(serr):
+		// the only read deadline set while streaming is the total one
+		out.Err = &RequestError{Kind: KindTimeout, URL: u, Status: out.Status, Timeout: "total", Err: serr}
+	case errors.Is(serr, sse.ErrTruncated) || errors.Is(serr, sse.ErrMalformed):
+		out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: serr}
+	case errors.Is(serr, io.ErrUnexpectedEOF):
+		// The body ended inside a chunk of the chunked encoding: the server stopped
+		// mid-stream, which is a truncated stream, not a failed connection.
+		out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: fmt.Errorf("%w (%v)", sse.ErrTruncated, serr)}
+	default:
+		out.Err = &RequestError{Kind: KindTransport, URL: u, Status: out.Status, Err: serr}
 	}
-	return seqs, false, 0
+	return false
 }
 
 // stream runs the demux, marking the first token for the first-token timer.
