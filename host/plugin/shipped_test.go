@@ -64,6 +64,9 @@ func TestGammaEqualsNativeQuantiles(t *testing.T) {
 		{"L16000-B64", 0.9, 64, 16000, 1, 1 << 30, nil},
 		{"L64000-B48-k0.5", 0.5, 48, 64000, 1, 1 << 30, nil},
 		{"L4000-B12-k2", 2, 12, 4000, 1, 1 << 30, nil},
+		// The ends of the allowed shapes (quantile inversion in wasm vs distuv natively).
+		{"L64000-B4096-k1e4", 1e4, 4096, 64000, 1, 1 << 30, nil},
+		{"L64000-B512-k0.01", 0.01, 512, 64000, 1, 1 << 30, nil},
 		// Clamped: quantiles of L = 8000 run from ~100 to ~36000 for B = 32.
 		{"L8000-B32-clamped", 0.9, 32, 8000, 500, 20000, nil},
 	}
@@ -153,7 +156,7 @@ func TestConfigErrors(t *testing.T) {
 		want   string
 	}{
 		{"gamma", map[string]any{"kk": 0.9}, `status 1 (bad input): config: json: unknown field "kk"`},
-		{"gamma", map[string]any{"k": -1.0}, "status 1 (bad input): config: k = -1, want a finite shape > 0"},
+		{"gamma", map[string]any{"k": -1.0}, "status 1 (bad input): config: k = -1, want a shape in [0.01, 10000]"},
 		{"gamma", map[string]any{"k": "big"}, "status 1 (bad input): config: json: cannot unmarshal string"},
 		{"uniform", map[string]any{"mean": 3}, `unknown field "mean"`},
 		{"router-rr", map[string]any{"start": -1}, "start = -1, want >= 0"},

@@ -19,7 +19,7 @@
 //
 // Config (the [lengths] table of bench.toml):
 //
-//	k         = 0.9   # shape, > 0; smaller is more skewed (k = 1 is exponential, large k → all ≈ L)
+//	k         = 0.9   # shape in [0.01, 10000]; smaller is more skewed (k = 1 is exponential, large k → all ≈ L)
 //	normalize = true  # rescale the B quantiles to mean exactly L
 //
 // The output does not depend on the seed (capability "pure").
@@ -43,11 +43,21 @@ func defaultConfig() config { return config{K: 0.9, Normalize: true} }
 
 // validate reports a config that cannot produce lengths.
 func (c config) validate() error {
-	if !(c.K > 0) || math.IsInf(c.K, 0) {
-		return fmt.Errorf("config: k = %v, want a finite shape > 0 (default 0.9)", c.K)
+	if !(c.K >= minK && c.K <= maxK) {
+		return fmt.Errorf("config: k = %v, want a shape in [%v, %v] (default 0.9): below %v nearly every "+
+			"length is the minimum, above %v every length is within 1 %% of the mean (use the uniform plugin)",
+			c.K, minK, maxK, minK, maxK)
 	}
 	return nil
 }
+
+// The range of the shape k. Within it the inversion converges in a few Halley steps and agrees
+// with distuv to 1e-13 (TestQuantilesMatchDistuv); its series need about √(74·k) terms, ≈ 860
+// at maxK.
+const (
+	minK = 0.01
+	maxK = 1e4
+)
 
 // maxMemo bounds the memo of standard quantiles (float64 values, 8 MiB).
 const maxMemo = 1 << 20

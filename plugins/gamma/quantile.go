@@ -22,12 +22,67 @@ import (
 type quantiler struct {
 	a   float64 // shape a > 0
 	lgA float64 // ln Γ(a)
+	// large selects the cancellation-free form of ln(x^a e^(−x) / Γ(a)) (see logFac), used
+	// for a ≥ largeShape; c = ½ ln(a/2π) − s(a) is its constant part.
+	large bool
+	c     float64
 }
+
+// largeShape is where logFac switches form: below it a·ln x and ln Γ(a) are small enough
+// (< 10² for the quantiles here) that their difference loses nothing that matters.
+const largeShape = 20
 
 // newQuantiler returns the quantiler of Gamma(shape a, rate 1), a > 0 and finite.
 func newQuantiler(a float64) quantiler {
 	lg, _ := math.Lgamma(a)
-	return quantiler{a: a, lgA: lg}
+	g := quantiler{a: a, lgA: lg, large: a >= largeShape}
+	if g.large {
+		g.c = 0.5*math.Log(a/(2*math.Pi)) - stirlingError(a)
+	}
+	return g
+}
+
+// stirlingError returns s(a) = ln Γ(a) − [(a − ½) ln a − a + ½ ln 2π] from its asymptotic
+// series 1/(12a) − 1/(360a³) + 1/(1260a⁵) − 1/(1680a⁷) + 1/(1188a⁹) (Abramowitz & Stegun
+// 6.1.41), accurate to double precision for a ≥ 20; subtracting the two ≈ 10⁴-sized terms
+// directly would keep only ≈ 12 digits at a = 5000.
+func stirlingError(a float64) float64 {
+	r := 1 / a
+	r2 := r * r
+	return r * (1.0/12 - r2*(1.0/360-r2*(1.0/1260-r2*(1.0/1680-r2/1188))))
+}
+
+// logFac returns ln(x^a e^(−x) / Γ(a)). For large a it uses, with x = a(1 + u),
+//
+//	a ln x − x − ln Γ(a) = a·(ln(1+u) − u) + ½ ln(a/2π) − s(a)
+//
+// whose terms are of the size of the result, instead of a difference of ≈ a ln a-sized terms
+// (at a = 5000 that difference has an absolute error of ≈ 4e-12, which the CDF inherits).
+func (g quantiler) logFac(x float64) float64 {
+	if !g.large {
+		return g.a*math.Log(x) - x - g.lgA
+	}
+	return g.a*log1pmx((x-g.a)/g.a) + g.c
+}
+
+// log1pmx returns ln(1+u) − u for u > −1. For |u| < ½ it sums −u²/(2+u) + 2·Σ_{k≥1}
+// y^(2k+1)/(2k+1) with y = u/(2+u) (from ln(1+u) = 2 artanh y), exact to rounding; beyond, the
+// direct difference loses at most a few ulps.
+func log1pmx(u float64) float64 {
+	if math.Abs(u) >= 0.5 {
+		return math.Log1p(u) - u
+	}
+	y := u / (2 + u)
+	y2 := y * y
+	term, sum := y*y2, 0.0
+	for k := 3.0; ; k += 2 {
+		sum += term / k
+		if math.Abs(term/k) <= 1e-17*math.Abs(sum) {
+			break
+		}
+		term *= y2
+	}
+	return -u*u/(2+u) + 2*sum
 }
 
 const (
@@ -37,22 +92,31 @@ const (
 	quantileTol = 1e-8
 	// seriesEps is the relative size of the last term kept in the series and continued fraction.
 	seriesEps = 1e-16
-	// maxIter bounds the series, the continued fraction and the Halley iteration alike.
-	maxIter = 500
+	// maxTerms bounds the series and the continued fraction: near x ≈ a both need about
+	// √(74·a) terms for double precision (the series' ratio x/(a+n) ≈ 1 − n/a), ≈ 860 at the
+	// largest shape a config may set (maxK); one that has not converged by then makes the
+	// inversion fall back to distuv rather than return a wrong quantile.
+	maxTerms = 4096
+	// minLogQuantile is ln 1e-304: a quantile below it is returned as 0 (small shapes put the
+	// lower quantiles there, e.g. F⁻¹(0.5/64) ≈ 1e-211 at a = 0.01).
+	minLogQuantile = -700
+	// maxIter bounds the Halley iteration (3 steps are typical, 2 when warm-started).
+	maxIter = 100
 	// tiny keeps the Lentz recurrence away from division by zero.
 	tiny = 1e-300
 )
 
-// pq returns P(a, x), Q(a, x) and the density f(x) for x > 0.
-func (g quantiler) pq(x float64) (p, q, f float64) {
+// pq returns P(a, x), Q(a, x) and the density f(x) for x > 0; ok is false if the series or
+// continued fraction did not converge within maxTerms.
+func (g quantiler) pq(x float64) (p, q, f float64, ok bool) {
 	a := g.a
-	fac := math.Exp(a*math.Log(x) - x - g.lgA) // x^a e^(−x) / Γ(a)
+	fac := math.Exp(g.logFac(x)) // x^a e^(−x) / Γ(a)
 	if x < a+1 {
 		// P = fac · Σ_{n≥0} x^n / (a (a+1) … (a+n)); four terms per loop iteration (the
 		// termination check costs more than the terms), convergence tested on the fourth.
 		ap, del := a, 1/a
 		sum := del
-		for range maxIter / 4 {
+		for range maxTerms / 4 {
 			del *= x / (ap + 1)
 			sum += del
 			del *= x / (ap + 2)
@@ -63,18 +127,18 @@ func (g quantiler) pq(x float64) (p, q, f float64) {
 			sum += del
 			ap += 4
 			if math.Abs(del) < math.Abs(sum)*seriesEps {
-				break
+				p = sum * fac
+				return p, 1 - p, fac / x, true
 			}
 		}
-		p = sum * fac
-		return p, 1 - p, fac / x
+		return 0, 0, 0, false
 	}
 	// Q = fac · 1/(x+1−a − 1·(1−a)/(x+3−a − 2·(2−a)/(x+5−a − …)))
 	b := x + 1 - a
 	c := 1 / tiny
 	d := 1 / b
 	h := d
-	for i := 1; i <= maxIter; i++ {
+	for i := 1; i <= maxTerms; i++ {
 		an := -float64(i) * (float64(i) - a)
 		b += 2
 		d = an*d + b
@@ -89,11 +153,11 @@ func (g quantiler) pq(x float64) (p, q, f float64) {
 		del := d * c
 		h *= del
 		if math.Abs(del-1) < seriesEps {
-			break
+			q = h * fac
+			return 1 - q, q, fac / x, true
 		}
 	}
-	q = h * fac
-	return 1 - q, q, fac / x
+	return 0, 0, 0, false
 }
 
 // quantile returns x with P(a, x) = p for p = num/den in (0, 1); num and den are passed
@@ -134,6 +198,9 @@ func (g quantiler) quantileFrom(num, den, prev, fprev, dp float64) (float64, flo
 	} else {
 		t := 1 - a*(0.253+a*0.12)
 		if p < t {
+			if math.Log(p/t)/a < minLogQuantile {
+				return 0, 0 // below 1e-304: 0 to double precision (and 0 tokens at any mean)
+			}
 			x = math.Pow(p/t, 1/a)
 		} else {
 			x = 1 - math.Log(pc/(1-t))
@@ -143,8 +210,8 @@ func (g quantiler) quantileFrom(num, den, prev, fprev, dp float64) (float64, flo
 		if !(x > 0) || math.IsInf(x, 0) {
 			break
 		}
-		P, Q, f := g.pq(x)
-		if !(f > 0) {
+		P, Q, f, ok := g.pq(x)
+		if !ok || !(f > 0) {
 			break
 		}
 		// Residual P − p, taken on the tail that is small so that it keeps its precision.
