@@ -34,9 +34,23 @@
 // github.com/genload/genload/sdk/router the same way.
 //
 // The SDK turns a returned error into a status code with the error text as genload_last_error
-// (errors from BadInput, and config errors from Env.Decode, give status 1 "bad input", others
-// status 2 "plugin error"), and a panic into status 2 with the panic value and stack; the
-// instance stays usable after both.
+// — status 1 "bad input" for every error returned by setup (it judges the config) and, during
+// calls, for errors made with BadInput; status 2 "plugin error" for other errors of a call —
+// and a panic into status 2 with the panic value and stack; the instance stays usable after
+// both.
+//
+// Buffers: lengths.Call.Buf and router.Scratch are storage the SDK reuses for the next call
+// (allocation is slow inside wasm), and so are the prompt lengths given to a router's Route:
+// use them during the call, return them, but keep copies, never the slices, in any state that
+// outlives the call (a memo, a router's history). The []Completion given to Complete is the
+// plugin's to keep.
+//
+// Outside this repository, depend on the SDK through a replace directive to a genload
+// checkout (the module is not published to a proxy):
+//
+//	go mod init example.com/myplugin
+//	go mod edit -require=github.com/genload/genload@v0.0.0 -replace=github.com/genload/genload=/path/to/genload
+//	go mod tidy
 package sdk
 
 import (

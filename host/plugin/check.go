@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +53,8 @@ type Step struct {
 //   - trial: lengths(64, mean 1000, [1, 32768]) for a length distribution, route of 8 prompts
 //     (100…800 tokens) over 4 workers for a router;
 //   - edges: an empty batch, and lengths(3, mean 5000, [10, 20]) or a route over 1 worker;
+//   - completions (routers with capability "completions" only): the trial's requests reported
+//     finished through genload_on_complete (the last one failed), then a second route;
 //   - repeat: a second instance gives the same trial output (determinism);
 //   - config: an unknown config key is rejected with status 1.
 //
@@ -134,6 +138,25 @@ func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]a
 	}
 	r.Steps = append(r.Steps, Step{Name: "edges", OK: true, Detail: edge})
 
+	// A router that takes completions gets the trial's 8 requests back (the last one failed),
+	// then routes again, as a routed run does after each cell.
+	if m.kind == abi.KindRouter && in.info.HasCap(abi.CapCompletions) {
+		rp := &RouterPlugin{in: in}
+		done := make([]Completion, len(r.TrialOut))
+		for i, w := range r.TrialOut {
+			done[i] = Completion{Worker: w, PromptLen: 100 * (i + 1), CompletionTokens: 100}
+		}
+		done[len(done)-1].Failed, done[len(done)-1].CompletionTokens = true, 0
+		if err = rp.Complete(ctx, done); err == nil {
+			_, err = rp.Route(ctx, []int{100, 200, 300, 400, 500, 600, 700, 800}, 4)
+		}
+		if err != nil {
+			return fail("completions", err)
+		}
+		r.Steps = append(r.Steps, Step{Name: "completions", OK: true,
+			Detail: fmt.Sprintf("%s(8 finished requests, the last failed), then route again", abi.OnComplete)})
+	}
+
 	// Determinism: a fresh instance with the same seed and config answers the trial call with
 	// the same values (sdk/ABI.md §7).
 	in2, err := h.instantiate(ctx, m, config)
@@ -214,10 +237,45 @@ func ParseSet(flags []string) (map[string]any, error) {
 		}
 		var doc map[string]any
 		if _, err := toml.Decode("v = "+v, &doc); err == nil {
+			if err := finite(doc["v"]); err != nil {
+				return nil, fmt.Errorf("--set %s: %w", f, err)
+			}
 			cfg[k] = doc["v"]
+		} else if _, perr := strconv.ParseFloat(strings.TrimSpace(v), 64); errors.Is(perr, strconv.ErrRange) {
+			return nil, fmt.Errorf("--set %s: number out of the range of a float64", f)
 		} else {
 			cfg[k] = v
 		}
 	}
 	return cfg, nil
+}
+
+// finite reports a NaN or infinity anywhere in a decoded TOML value: a plugin's config is sent
+// as JSON, which has neither.
+func finite(v any) error {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("%v is not a finite number (a plugin's config is JSON, which has no NaN or infinity)", x)
+		}
+	case []any:
+		for _, e := range x {
+			if err := finite(e); err != nil {
+				return err
+			}
+		}
+	case []map[string]any:
+		for _, e := range x {
+			if err := finite(e); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if err := finite(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

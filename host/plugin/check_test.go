@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,5 +112,28 @@ func TestCheckShipped(t *testing.T) {
 		if len(r.Steps) != 8 || !strings.Contains(b.String(), `ok   config   unknown key rejected: config: json: unknown field "genload_check_unknown_key"`) || !strings.Contains(b.String(), "ok   trial    "+trial) || !strings.Contains(b.String(), "genload_abi_v1") {
 			t.Errorf("%s report:\n%s", name, b.String())
 		}
+	}
+}
+
+func TestCheckCompletions(t *testing.T) {
+	// A router declaring "completions" gets a completions step; one whose callback fails is
+	// caught there, before a run would abort at its first cell.
+	ctx := context.Background()
+	h := testHost(t)
+	wasm := testplugins.Build(t, "./host/internal/testplugins/testdata/completer", testplugins.Options{})
+	r, err := h.Check(ctx, wasm, nil)
+	if err != nil || len(r.Steps) != 9 || r.Steps[6].Name != "completions" || !r.Steps[6].OK {
+		t.Fatalf("report %+v, err %v", r.Steps, err)
+	}
+	// Least outstanding tokens over 4 workers: 100, 200, 300, 400 fill workers 0–3; 500 goes
+	// to worker 0 (100), 600 to 1 (200), 700 to 2 (300), 800 to 3 (400).
+	if want := []int{0, 1, 2, 3, 0, 1, 2, 3}; !slices.Equal(r.TrialOut, want) {
+		t.Errorf("trial %v, want %v", r.TrialOut, want)
+	}
+	r, err = h.Check(ctx, wasm, map[string]any{"fail": true})
+	last := r.Steps[len(r.Steps)-1]
+	if err == nil || last.Name != "completions" || last.OK || !strings.Contains(err.Error(), "[genload_on_complete]") ||
+		!strings.Contains(err.Error(), "completion bookkeeping broke") {
+		t.Errorf("report %+v, err %v", r.Steps, err)
 	}
 }

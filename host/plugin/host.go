@@ -425,7 +425,7 @@ func (in *instance) initialise(ctx context.Context, config map[string]any) error
 	}
 	env, err := json.Marshal(abi.Envelope{ABI: abi.Major, ABIMinor: abi.Minor, Host: "genload", Seed: in.host.opts.Seed, Config: config})
 	if err != nil {
-		return in.errf(abi.Init, "plugin config values must be TOML scalars, arrays or tables", "encode config: %w", err)
+		return in.errf(abi.Init, "plugin config values must be strings, booleans, finite numbers, arrays or tables (the config is sent as JSON, which has no NaN or infinity)", "encode config: %w", err)
 	}
 	if err := in.ensure(ctx, uint32(len(env))); err != nil {
 		return err
@@ -529,7 +529,7 @@ func (in *instance) classify(export string, err error, parent context.Context) *
 	switch {
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded && parent.Err() == nil:
 		e.Err = fmt.Errorf("did not return within %v", in.host.opts.CallTimeout)
-		e.Hint = "the plugin loops or is too slow; fix it, or raise [plugins] call_timeout in bench.toml"
+		e.Hint = "the plugin loops or is too slow; fix it, or raise [plugins] call_timeout in bench.toml (--call-timeout for genload lengths and plugin check)"
 	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
 		e.Err = fmt.Errorf("call interrupted: %w", parent.Err())
 		e.Hint = "the run was cancelled"

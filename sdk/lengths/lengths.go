@@ -18,8 +18,9 @@ type Call struct {
 	N, Mean, Min, Max int
 	Seed              uint64
 	// Buf is N ints of scratch the function may fill and return instead of allocating its
-	// result (allocation is slow inside wasm). The SDK reuses it: it is valid until the
-	// function returns, and its initial contents are undefined.
+	// result (allocation is slow inside wasm). The SDK reuses it for the next call: it is
+	// valid only until the function returns, so never keep it or a result built in it (a
+	// memo must store a copy). Its initial contents are undefined.
 	Buf []int
 }
 

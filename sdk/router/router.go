@@ -26,7 +26,8 @@ type Policy struct {
 	// Route returns, for each prompt length (tokens), the index of the worker in [0, workers)
 	// that serves it; the result must have len(promptLens) entries. Required. promptLens is
 	// reused by the SDK after Route returns: copy it to keep it. The result may be built in
-	// Scratch(len(promptLens)) instead of a new slice (allocation is slow inside wasm).
+	// Scratch(len(promptLens)) instead of a new slice (allocation is slow inside wasm); a
+	// policy that keeps state across calls must keep copies, not these slices.
 	Route func(promptLens []int, workers int) ([]int, error)
 	// Complete receives finished requests in batches (stateful policies such as
 	// least-outstanding). Optional; set it if and only if Info.Caps has sdk.CapCompletions.
@@ -35,12 +36,25 @@ type Policy struct {
 
 var policy Policy
 
-// lensBuf backs the prompt lengths passed to Route; outBuf backs Scratch.
-var lensBuf, outBuf guest.Ints
+// lensBuf backs the prompt lengths passed to Route; scratch backs Scratch, scratchUsed of them
+// handed out in the current Route call.
+var (
+	lensBuf     guest.Ints
+	scratch     []guest.Ints
+	scratchUsed int
+)
 
-// Scratch returns n ints the Route function may fill and return as its result. The SDK reuses
-// them: they are valid until Route returns, and their initial contents are undefined.
-func Scratch(n int) []int { return outBuf.Get(n) }
+// Scratch returns n ints of storage for the Route function, e.g. for its result (allocation is
+// slow inside wasm). Each call during one Route call returns separate storage; all of it is
+// reused by the next Route call, so it is valid only until Route returns: return it or use it,
+// never keep it (copy what you need to keep). Its initial contents are undefined.
+func Scratch(n int) []int {
+	if scratchUsed == len(scratch) {
+		scratch = append(scratch, guest.Ints{})
+	}
+	scratchUsed++
+	return scratch[scratchUsed-1].Get(n)
+}
 
 // Register declares the module's plugin. Call it from an init function. setup runs once at
 // genload_init with the run seed and config (decode it with env.Decode) and returns the policy.
@@ -83,6 +97,7 @@ func route(n, workers int32, in, out func(size uint32) ([]byte, error)) int32 {
 		if err != nil {
 			return 0, err
 		}
+		scratchUsed = 0
 		idx, err := policy.Route(lens, int(workers))
 		if err != nil {
 			return 0, err

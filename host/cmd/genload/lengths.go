@@ -7,6 +7,7 @@ import (
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/plugin"
+	"github.com/genload/genload/sdk/abi"
 )
 
 func cmdLengths(ctx context.Context, args []string, e *env) error {
@@ -25,10 +26,21 @@ shape before a run. Lengths are bounded by [--min, --max] as a run bounds them.`
 	lo := fs.Int("min", 1, "smallest length in tokens")
 	hi := fs.Int("max", math.MaxInt32, "largest length in tokens")
 	seed := fs.Uint64("seed", 42, "run seed")
+	timeout := fs.Duration("call-timeout", plugin.DefaultCallTimeout, "deadline of each plugin call")
 	var sets setFlags
 	fs.Var(&sets, "set", "plugin config key=value (a TOML value, else a string); repeatable")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	switch {
+	case *mean < 1 || *mean > math.MaxInt32:
+		return exitcode.Errorf(exitcode.Usage, "--mean %d: want a mean length of 1 … %d tokens", *mean, math.MaxInt32)
+	case *batch < 0 || *batch > abi.MaxBatch:
+		return exitcode.Errorf(exitcode.Usage, "--batch %d: want a batch size of 0 … %d", *batch, abi.MaxBatch)
+	case *lo < 1 || *hi > math.MaxInt32 || *lo > *hi:
+		return exitcode.Errorf(exitcode.Usage, "--min %d --max %d: want 1 ≤ min ≤ max ≤ %d tokens", *lo, *hi, math.MaxInt32)
+	case *timeout <= 0:
+		return exitcode.Errorf(exitcode.Usage, "--call-timeout %v: want a positive duration", *timeout)
 	}
 	cfg, err := plugin.ParseSet(sets)
 	if err != nil {
@@ -37,7 +49,7 @@ shape before a run. Lengths are bounded by [--min, --max] as a run bounds them.`
 	if len(cfg) == 0 && *name == "gamma" {
 		cfg = map[string]any{"k": 0.9}
 	}
-	host, err := plugin.NewHost(ctx, plugin.Options{Seed: *seed})
+	host, err := plugin.NewHost(ctx, plugin.Options{Seed: *seed, CallTimeout: *timeout})
 	if err != nil {
 		return exitcode.With(exitcode.PluginRejected, err)
 	}

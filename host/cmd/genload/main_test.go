@@ -532,6 +532,27 @@ func TestLengthsAndPluginCheckCommands(t *testing.T) {
 	if code != exitcode.PluginRejected || !strings.Contains(errs, "kk") {
 		t.Errorf("bad plugin config: exit %d\n%s", code, errs)
 	}
+	// Flags out of range and values JSON cannot carry are usage errors that name the flag,
+	// caught before any plugin is loaded.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mean", "2147483648"}, "--mean 2147483648: want a mean length of 1 … 2147483647 tokens"},
+		{[]string{"--mean", "0"}, "--mean 0: want a mean length of 1"},
+		{[]string{"--batch", "-1"}, "--batch -1: want a batch size of 0 … 1048576"},
+		{[]string{"--min", "10", "--max", "5"}, "--min 10 --max 5: want 1 ≤ min ≤ max"},
+		{[]string{"--call-timeout", "0s"}, "--call-timeout 0s: want a positive duration"},
+		{[]string{"--set", "k=nan"}, "--set k=nan: NaN is not a finite number"},
+		{[]string{"--set", "k=-inf"}, "--set k=-inf: -Inf is not a finite number"},
+		{[]string{"--set", "k=[1, nan]"}, "--set k=[1, nan]: NaN is not a finite number"},
+		{[]string{"--set", "k=1e400"}, "--set k=1e400: number out of the range of a float64"},
+	} {
+		code, _, errs = cli(t, context.Background(), append([]string{"lengths", "--plugin", "no-such-plugin"}, c.args...)...)
+		if code != exitcode.Usage || !strings.Contains(errs, c.want) {
+			t.Errorf("lengths %v: exit %d, want %d with %q\n%s", c.args, code, exitcode.Usage, c.want, errs)
+		}
+	}
 }
 
 // TestSameSeedSameBodies: two runs of one config send byte-identical request bodies, in

@@ -20,8 +20,12 @@ two instances; and that an unknown config key is rejected.`,
 		}, e)
 	var sets setFlags
 	fs.Var(&sets, "set", "plugin config key=value (a TOML value, else a string); repeatable")
+	timeout := fs.Duration("call-timeout", plugin.DefaultCallTimeout, "deadline of each plugin call")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *timeout <= 0 {
+		return exitcode.Errorf(exitcode.Usage, "--call-timeout %v: want a positive duration", *timeout)
 	}
 	if fs.NArg() != 2 || fs.Arg(0) != "check" {
 		return exitcode.Errorf(exitcode.Usage, "want 'genload plugin check FILE.wasm' (see 'genload plugin --help')")
@@ -30,7 +34,7 @@ two instances; and that an unknown config key is rejected.`,
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
-	host, err := plugin.NewHost(ctx, plugin.Options{})
+	host, err := plugin.NewHost(ctx, plugin.Options{CallTimeout: *timeout})
 	if err != nil {
 		return exitcode.With(exitcode.PluginRejected, err)
 	}
