@@ -12,8 +12,9 @@ func cmdPlugin(ctx context.Context, args []string, e *env) error {
 		`Check a WebAssembly plugin against ABI v1 (sdk/ABI.md) the way a run loads it, step by step:
 a wasm module built for wasip1 as a reactor; imports, version marker, exports of its kind with
 their exact signatures, memory; info and init with the config; a trial call (lengths for
-L = 1000 and B = 64, or a route of 8 prompts over 4 workers); edge cases; determinism across
-two instances; and that an unknown config key is rejected.`,
+L = 1000 and B = 64, or a route of 8 prompts over 4 workers); edge cases; for a router that
+declares "completions", a batch of finished requests and a second route; determinism across two
+instances; and that an unknown config key is rejected.`,
 		[][2]string{
 			{"check a plugin you built", "genload plugin check build/plugins/gamma.wasm"},
 			{"check it with a config", "genload plugin check ./empirical.wasm --set 'edges=[0,1000,4000]' --set 'counts=[3,1]'"},
