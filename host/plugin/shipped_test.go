@@ -91,6 +91,36 @@ func TestGammaEqualsNativeQuantiles(t *testing.T) {
 	}
 }
 
+func TestGammaEqualsNativeOnAWideMatrix(t *testing.T) {
+	// The shipped gamma.wasm (its own Halley inversion, memoised per batch size) against
+	// distuv natively on every cell of a matrix wider than the default one: 9 shapes from the
+	// smallest to the largest allowed, with and without normalisation, L up to 128k, B up to
+	// 512 — 3,240 cells, every length equal.
+	ctx := context.Background()
+	cells := 0
+	for _, k := range []float64{0.01, 0.3, 0.5, 0.9, 1, 2, 5, 100, 1e4} {
+		for _, norm := range []bool{true, false} {
+			p := uncached(loadLengths(t, "gamma", map[string]any{"k": k, "normalize": norm}))
+			for _, L := range []int{1, 3, 100, 1000, 2000, 4000, 7919, 8000, 16000, 32000, 64000, 128000} {
+				for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 48, 64, 100, 512} {
+					got, err := p.Lengths(ctx, n, L, 1, 1<<30)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := nativeGamma(k, norm, n, L, 1, 1<<30); !slices.Equal(got, want) {
+						t.Fatalf("k=%v normalize=%v L=%d n=%d:\n wasm %v\nnative %v", k, norm, L, n, got, want)
+					}
+					cells++
+				}
+			}
+			_ = p.Close(ctx)
+		}
+	}
+	if cells != 9*2*12*15 {
+		t.Errorf("checked %d cells", cells)
+	}
+}
+
 func TestGammaUnclampedMeanWithinHalfPercent(t *testing.T) {
 	// The default matrix of bench.toml: every cell's realised mean must be within 0.5 % of L
 	// (normalisation makes the unrounded mean exactly L; rounding moves it by ≤ 0.5 token).

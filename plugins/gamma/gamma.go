@@ -10,7 +10,7 @@
 // F⁻¹ is the inverse of the regularised incomplete gamma function computed inside the wasm
 // module by Halley's method (quantile.go); it agrees with gonum's distuv.Gamma.Quantile to a
 // relative 1e-13, and every length of a wide matrix equals the lengths computed with distuv
-// (TestLengthsEqualDistuv). The inversion at rate 1 is memoised per batch size B and scaled per
+// (host/plugin TestGammaEqualsNativeOnAWideMatrix). The inversion at rate 1 is memoised per batch size B and scaled per
 // cell (see sampler). Midpoint quantiles underestimate the mean of a right-skewed
 // distribution (for B = 1, q_0 is the median, ≈ 0.66 L at k = 0.9), so by default the B
 // quantiles are rescaled to have mean exactly L: the shape (ratios between lengths) is the

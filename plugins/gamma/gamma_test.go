@@ -59,53 +59,6 @@ func TestGammaMeanProperty(t *testing.T) {
 	}
 }
 
-// distuvLengths is the formula of the package comment computed with distuv.Gamma.Quantile
-// directly (no memo, no Halley inversion): the oracle of the tests below.
-func distuvLengths(k float64, normalize bool, n, mean, lo, hi int) []int {
-	g := distuv.Gamma{Alpha: k, Beta: k / float64(mean)}
-	q := make([]float64, n)
-	sum := 0.0
-	for i := range q {
-		q[i] = g.Quantile((float64(i) + 0.5) / float64(n))
-		sum += q[i]
-	}
-	out := make([]int, n)
-	for i, v := range q {
-		if normalize {
-			v = v * float64(mean) * float64(n) / sum
-		}
-		out[i] = min(max(int(math.Round(v)), lo), hi)
-	}
-	return out
-}
-
-func TestLengthsEqualDistuv(t *testing.T) {
-	// Every cell of a matrix wider than the default one (L up to 128k, B up to 512, several k,
-	// with and without normalisation), computed through one memoising sampler per config, gives
-	// exactly the lengths of the distuv oracle (9 shapes from minK to maxK).
-	cells := 0
-	for _, k := range []float64{minK, 0.3, 0.5, 0.9, 1, 2, 5, 100, maxK} {
-		for _, norm := range []bool{true, false} {
-			s := newSampler(config{K: k, Normalize: norm})
-			for _, L := range []int{1, 3, 100, 1000, 2000, 4000, 7919, 8000, 16000, 32000, 64000, 128000} {
-				for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 48, 64, 100, 512} {
-					got, err := s.lengths(n, L, 1, 1<<30, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if want := distuvLengths(k, norm, n, L, 1, 1<<30); !slices.Equal(got, want) {
-						t.Fatalf("k=%v normalize=%v L=%d n=%d:\n got %v\nwant %v", k, norm, L, n, got, want)
-					}
-					cells++
-				}
-			}
-		}
-	}
-	if cells != 9*2*12*15 {
-		t.Errorf("checked %d cells", cells)
-	}
-}
-
 func TestMemo(t *testing.T) {
 	// The memo holds one entry per batch size and gives the same lengths as a fresh sampler.
 	s := newSampler(config{K: 0.9, Normalize: true})
