@@ -816,17 +816,14 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 //
 //go:noinline
 func (c *Client) roundTrip(req *fasthttp.Request, resp *fasthttp.Response) error {
-	req.SetTimeout(c.headerTimeout())
+	t, _ := c.headerTimeout()
+	req.SetTimeout(t)
 	return c.httpClient().Do(req, resp)
 }
 
-// headerTimeout returns the header-phase deadline and which timeout it is.
-func (c *Client) headerTimeout() time.Duration {
-	t, _ := c.headerTimeoutKind()
-	return t
-}
-
-func (c *Client) headerTimeoutKind() (time.Duration, string) {
+// headerTimeout returns the header-phase deadline (0: none) and which timeout it is,
+// "first_token" or "total".
+func (c *Client) headerTimeout() (time.Duration, string) {
 	var hdrTimeout time.Duration
 	var hdrKind string
 	if t := c.opts.FirstTokenTimeout; t > 0 {
@@ -850,7 +847,7 @@ func (c *Client) headerError(ctx context.Context, err error, out *Request) (retr
 		out.Err = &RequestError{Kind: KindCanceled, URL: u, Err: ctx.Err()}
 		return false
 	case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || (errors.As(err, &ne) && ne.Timeout()):
-		_, kind := c.headerTimeoutKind()
+		_, kind := c.headerTimeout()
 		if errors.Is(err, fasthttp.ErrDialTimeout) || isDialTimeout(err) {
 			kind = "connect"
 		}
