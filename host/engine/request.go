@@ -140,6 +140,20 @@ func (p *scanner) eat(c byte) bool {
 	return false
 }
 
+// more consumes what follows an element of an array or object closed by closeC: true after a
+// ',' (another element follows), false with a nil error after closeC, false with an error
+// ("expected ',' or closeC" + where) otherwise.
+func (p *scanner) more(closeC byte, where string) (bool, error) {
+	p.ws()
+	if p.eat(',') {
+		return true, nil
+	}
+	if p.eat(closeC) {
+		return false, nil
+	}
+	return false, p.errf("expected ',' or %q%s", closeC, where)
+}
+
 func (p *scanner) peek() byte {
 	if p.i < len(p.b) {
 		return p.b[p.i]
@@ -214,14 +228,9 @@ func (p *scanner) skip(depth int) error {
 			if err := p.skip(depth + 1); err != nil {
 				return err
 			}
-			p.ws()
-			if p.eat(',') {
-				continue
+			if more, err := p.more(closeC, ""); !more {
+				return err
 			}
-			if p.eat(closeC) {
-				return nil
-			}
-			return p.errf("expected ',' or %q", closeC)
 		}
 	case 0:
 		return p.errf("unexpected end of input")
@@ -272,14 +281,9 @@ func (p *scanner) prompt(req *completionRequest) error {
 				return err
 			}
 			req.texts = append(req.texts, s)
-			p.ws()
-			if p.eat(',') {
-				continue
+			if more, err := p.more(']', " in prompt list"); !more {
+				return err
 			}
-			if p.eat(']') {
-				return nil
-			}
-			return p.errf("expected ',' or ']' in prompt list")
 		}
 	case c == '[':
 		for {
@@ -292,14 +296,9 @@ func (p *scanner) prompt(req *completionRequest) error {
 				return err
 			}
 			req.prompts = append(req.prompts, ids)
-			p.ws()
-			if p.eat(',') {
-				continue
+			if more, err := p.more(']', " in prompt list"); !more {
+				return err
 			}
-			if p.eat(']') {
-				return nil
-			}
-			return p.errf("expected ',' or ']' in prompt list")
 		}
 	default:
 		ids, err := p.ids()
