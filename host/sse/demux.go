@@ -33,7 +33,22 @@ const (
 	// counted as its known token delta, or 1). A lower bound when chunks carry several
 	// tokens.
 	TokensChunks TokenSource = "chunks"
+	// TokensLogprobs: one logprobs entry per generated token (the request asked for
+	// logprobs), summed over the sequence's chunks; exact per chunk.
+	TokensLogprobs TokenSource = "logprobs"
 )
+
+// Exact reports whether a count from s is the server's own count of generated tokens
+// (usage attributable to the sequence, or one logprobs entry per token) rather than
+// inferred from chunks. A per-forward figure needs an exact count, or chunks known to carry
+// one token each.
+func (s TokenSource) Exact() bool {
+	switch s {
+	case TokensChoiceUsage, TokensRequestUsage, TokensEvenSplit, TokensLogprobs:
+		return true
+	}
+	return false
+}
 
 // Mark is one token-bearing chunk of a sequence: a chunk with non-empty text, or with a
 // positive token delta from continuous usage. Empty-text chunks without a delta (e.g. a
