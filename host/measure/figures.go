@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -15,8 +14,9 @@ import (
 
 // Options are the cell parameters measure needs besides the Result.
 type Options struct {
-	// MaxTokens is the max_tokens asked per sequence; sequences with fewer completion
-	// tokens are counted in Figures.Short. 0 uses Result.MaxTokens.
+	// MaxTokens is the max_tokens asked per sequence: a sequence ends full with exactly this
+	// many tokens, early-stopped below it, overlong above it (see the Class constants).
+	// 0 uses Result.MaxTokens.
 	MaxTokens int
 	// GenerationDurationHeader and SpeculationAcceptanceHeader are the response header
 	// names (as given to dispatch.Options) used for the header-based figure; "" disables.
@@ -33,43 +33,102 @@ type Options struct {
 	// of decode forward passes while tokens − 1 overcounts them. Wrong for a server that
 	// coalesces several steps into one chunk (stream_interval > 1).
 	ChunkForwards bool
+	// PromptLengths are the built prompts' lengths in tokens, by prompt index (what genload
+	// sent, or with text prompts what it encoded before decoding to text); nil skips the
+	// per-request prompt-token check (Figures.Prompts).
+	PromptLengths []int
+	// TextPrompts reports that the prompts were sent as text: a server count that differs
+	// is drift, never truncation.
+	TextPrompts bool
+	// TruncationWarns downgrades server-side truncation of token-id prompts from a cell
+	// error (PromptCheck.TruncationError) to a deviation the caller warns about.
+	TruncationWarns bool
 }
+
+// MinWindowSteps is the fewest forward passes the full-batch window must hold for a figure.
+// Its endpoint form (End − Start)/Steps is off by up to half a step's alignment between
+// sequences over Steps forward passes, ≤ 5 % at 10; and the robust fit inside it needs enough
+// marks per sequence that a bunched first chunk or a coalesced read stays a minority (≥ 10
+// points leave it robust to 2 outliers with margin). Below it the window is absent with the
+// reason: an early stop that shrinks the window to 2 steps gives +17 %, not a figure.
+const MinWindowSteps = 10
+
+// EstimatorTolerance is the largest gap between the robust fit and the endpoint figure
+// (decode time / (tokens − 1)) of a cell's sequences that is not flagged in Figures.Checks.
+const EstimatorTolerance = 0.03
 
 // Figures are one cell's client-side measurements. All durations are time.Duration
 // internally and milliseconds in JSON (via Summary, or the *_ms fields).
 //
-// A sequence is "counted" when its request succeeded (no transport, HTTP, in-stream,
-// truncation or timeout error), it finished, and it has at least one token-bearing chunk
-// (sse.Mark). Failed requests count in Errors and in no latency or throughput figure.
+// Each sequence is classified (see the Class constants): only full sequences — their request
+// succeeded, they finished with max_tokens tokens and streamed at least one token-bearing
+// chunk (sse.Mark) — are counted in the per-forward figures and the full-batch window; the
+// others are in LeftOut and make the cell partial (a batch of 7 is not a batch of 8).
+// TTFT, ITL, E2E and the token counts are over the streamed sequences: succeeded, finished,
+// with at least one mark (full, early-stopped or overlong). Failed requests count in Errors.
 // Offsets below are the sse.Mark arrival times; Sent is the request's send time.
+//
+// A sequence's forward index of a mark is the number of decode forward passes after its first
+// mark: with Options.ChunkForwards the mark's index; else its cumulative tokens minus the
+// first mark's, known when every mark carries its exact token delta (continuous usage,
+// logprobs) or when an exact count equals the number of marks (one token per chunk).
 type Figures struct {
-	// Sequences is the number of sequences asked for (B); Counted how many were counted.
+	// Sequences is the number of sequences asked for (B); Counted how many were full.
 	Sequences int `json:"sequences"`
 	Counted   int `json:"counted"`
-	// PerForward is, over counted sequences with ≥ 2 tokens, the per-sequence latency per
-	// forward pass: (last mark − first mark) / (completion_tokens − 1), which assumes one
-	// token per forward pass per sequence; with Options.ChunkForwards (speculative decoding)
-	// it is (last mark − first mark) / (marks − 1). Without ChunkForwards on a speculating
-	// server it is the time per output token (TPOT), not per forward pass.
-	PerForward Summary `json:"per_forward"`
-	// Window is the full-occupancy figure (every sequence decoding): see Window.
+	// ZeroToken, EarlyStop, Overlong, Failed and Unfinished count the sequences of each
+	// class left out (see the Class constants); LeftOut describes each of them.
+	ZeroToken  int       `json:"zero_token_sequences"`
+	EarlyStop  int       `json:"early_stop_sequences"`
+	Overlong   int       `json:"overlong_sequences"`
+	Failed     int       `json:"failed_sequences"`
+	Unfinished int       `json:"unfinished_sequences"`
+	LeftOut    []LeftOut `json:"left_out,omitempty"`
+	// PerForward is the headline latency per decode forward pass, one sample per full
+	// sequence, computed by PerForwardMethod:
+	//   "fit":       the Theil–Sen slope of mark arrival time against forward index
+	//                (robust to a late or early first chunk and to bunched chunks), used when
+	//                every sequence's forward indices are known and it has ≥ 3 marks;
+	//   "endpoints": PerForwardEndpoints, when per-chunk token counts are unknown but the
+	//                sequence's count is exact (it assumes the first chunk carries one token).
+	// N = 0 when absent; PerForwardReason then says why, and also names any full sequence
+	// left out of it (all tokens in one chunk, a single token).
+	PerForward       Summary `json:"per_forward"`
+	PerForwardMethod string  `json:"per_forward_method,omitempty"`
+	PerForwardReason string  `json:"per_forward_reason,omitempty"`
+	// PerForwardEndpoints is (last mark − first mark) / (forward index of the last mark),
+	// i.e. decode time / (completion_tokens − 1) when the first chunk carries one token; with
+	// Options.ChunkForwards (speculative decoding) decode time / (marks − 1). It needs an
+	// exact count or known forward indices; a sequence with one mark has none.
+	PerForwardEndpoints Summary `json:"per_forward_endpoints"`
+	// FirstChunkOffset and LastChunkOffset are the medians over fitted sequences of the
+	// first and last mark's residual from the fit (positive: later than the line), the
+	// diagnostics of a gap between the fit and the endpoints.
+	FirstChunkOffset time.Duration `json:"first_chunk_offset_ns"`
+	LastChunkOffset  time.Duration `json:"last_chunk_offset_ns"`
+	// Checks are the cross-checks between estimators that failed (fit against endpoints,
+	// per sequence and over the window), each with its likely cause; empty when they agree.
+	Checks []string `json:"checks,omitempty"`
+	// Window is the full-occupancy figure (every counted sequence decoding): see Window.
 	Window Window `json:"window"`
-	// TTFT is first mark − Sent over counted sequences.
+	// TTFT is first mark − Sent over streamed sequences.
 	TTFT Summary `json:"ttft"`
 	// ITL is the interval between consecutive marks of a sequence, per chunk (never
-	// divided per token), over counted sequences; ITLTokens is the mean token delta of
+	// divided per token), over streamed sequences; ITLTokens is the mean token delta of
 	// those chunks where continuous usage gave it (0 when never known).
 	ITL       Summary `json:"itl"`
 	ITLTokens float64 `json:"itl_tokens_per_chunk"`
-	// E2E is (finish chunk arrival − Sent) over counted sequences.
+	// E2E is (finish chunk arrival − Sent) over streamed sequences.
 	E2E Summary `json:"e2e"`
-	// CompletionTokens sums completion tokens over counted sequences; TokenSources counts
-	// sequences per sse.TokenSource; Short counts counted sequences with fewer than
-	// MaxTokens tokens (a cell that did not generate what it asked for).
+	// CompletionTokens sums completion tokens over streamed sequences; TokenSources counts
+	// them per sse.TokenSource; TokensUnverified counts those whose count is not exact
+	// (chunk counts: a lower bound when chunks carry several tokens); Short counts the
+	// finished sequences with fewer than MaxTokens tokens (zero-token and early-stopped).
 	CompletionTokens int            `json:"completion_tokens"`
 	TokenSources     map[string]int `json:"token_sources"`
+	TokensUnverified int            `json:"tokens_unverified"`
 	Short            int            `json:"short_sequences"`
-	// TokensPerChunk is CompletionTokens / marks over counted sequences.
+	// TokensPerChunk is CompletionTokens / marks over streamed sequences.
 	TokensPerChunk float64 `json:"tokens_per_chunk"`
 	// PromptTokens and CachedTokens sum the server-reported usage over succeeded
 	// requests (CachedTokens only where prompt_tokens_details.cached_tokens was sent).
@@ -77,6 +136,9 @@ type Figures struct {
 	HasPromptTokens bool `json:"has_prompt_tokens"`
 	CachedTokens    int  `json:"cached_tokens"`
 	HasCachedTokens bool `json:"has_cached_tokens"`
+	// Prompts is the per-request prompt-token check; nil without Options.PromptLengths or
+	// without usage.
+	Prompts *PromptCheck `json:"prompt_check,omitempty"`
 	// Errors are the failed requests' messages; ErrorKinds counts them by
 	// dispatch.ErrorKind (timeouts as "timeout:<which>").
 	Errors     []string       `json:"errors,omitempty"`
@@ -88,35 +150,46 @@ type Figures struct {
 	Hist *Histograms `json:"hist,omitempty"`
 }
 
-// Window is the full-occupancy window: from Start = the latest first mark over counted
-// sequences (every sequence has its first token) to End = the earliest last mark (the
-// first sequence finishes). Steps is the number of forward passes in it, counted on the
-// reference sequence r that finishes first: r's tokens after its mark nearest to Start,
-// up to and including its last mark (token deltas from continuous usage, else 1 per
-// mark). Counting on one sequence's token index, not on arrivals inside [Start, End],
-// makes Steps immune to the sub-step jitter between sequences of the same step.
-// PerStep = (End − Start) / Steps.
+// Partial reports that some of the B sequences were left out of the per-forward figures
+// (zero-token, early-stopped, overlong, failed or unfinished).
+func (f *Figures) Partial() bool { return f.Counted < f.Sequences }
+
+// Window is the full-occupancy window over the full sequences: from Start = the latest first
+// mark (every sequence has its first token) to End = the earliest last mark (the first
+// sequence finishes). Steps is the number of forward passes in it, counted on the reference
+// sequence r that finishes first: the forward index of r's last mark minus that of its mark
+// nearest to Start. Counting on one sequence's forward index, not on arrivals inside
+// [Start, End], makes Steps immune to the sub-step jitter between sequences of the same step.
+//
+// PerStep, the headline, is the pooled Theil–Sen slope over the marks inside [Start, End] of
+// every full sequence together, each with its own intercept: the median of all
+// within-sequence pairwise slopes (arrival time difference / forward index difference).
+// Endpoints = (End − Start) / Steps is the endpoint form beside it. Valid needs every full
+// sequence's forward indices and Steps ≥ MinWindowSteps; else Reason says why.
 type Window struct {
-	Valid   bool          `json:"valid"`
-	Reason  string        `json:"reason,omitempty"`
-	Start   time.Duration `json:"-"`
-	End     time.Duration `json:"-"`
-	Steps   int           `json:"steps"`
-	PerStep time.Duration `json:"-"`
+	Valid     bool          `json:"valid"`
+	Reason    string        `json:"reason,omitempty"`
+	Start     time.Duration `json:"-"`
+	End       time.Duration `json:"-"`
+	Steps     int           `json:"steps"`
+	PerStep   time.Duration `json:"-"`
+	Endpoints time.Duration `json:"-"`
 }
 
 type windowJSON struct {
-	Valid     bool    `json:"valid"`
-	Reason    string  `json:"reason,omitempty"`
-	StartMs   float64 `json:"start_ms"`
-	EndMs     float64 `json:"end_ms"`
-	Steps     int     `json:"steps"`
-	PerStepMs float64 `json:"per_step_ms"`
+	Valid       bool    `json:"valid"`
+	Reason      string  `json:"reason,omitempty"`
+	StartMs     float64 `json:"start_ms"`
+	EndMs       float64 `json:"end_ms"`
+	Steps       int     `json:"steps"`
+	PerStepMs   float64 `json:"per_step_ms"`
+	EndpointsMs float64 `json:"endpoints_per_step_ms"`
 }
 
-// MarshalJSON writes start_ms, end_ms and per_step_ms in milliseconds.
+// MarshalJSON writes start_ms, end_ms, per_step_ms and endpoints_per_step_ms in
+// milliseconds.
 func (w Window) MarshalJSON() ([]byte, error) {
-	return json.Marshal(windowJSON{w.Valid, w.Reason, Ms(w.Start), Ms(w.End), w.Steps, Ms(w.PerStep)})
+	return json.Marshal(windowJSON{w.Valid, w.Reason, Ms(w.Start), Ms(w.End), w.Steps, Ms(w.PerStep), Ms(w.Endpoints)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -125,7 +198,7 @@ func (w *Window) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*w = Window{j.Valid, j.Reason, fromMs(j.StartMs), fromMs(j.EndMs), j.Steps, fromMs(j.PerStepMs)}
+	*w = Window{j.Valid, j.Reason, fromMs(j.StartMs), fromMs(j.EndMs), j.Steps, fromMs(j.PerStepMs), fromMs(j.EndpointsMs)}
 	return nil
 }
 
@@ -153,7 +226,11 @@ type HeaderFigure struct {
 	PerForward       Summary `json:"per_forward"`
 }
 
-// Compute returns the Figures of one cell's Result.
+// Compute returns the Figures of one cell's Result: it classifies every sequence (see the
+// Class constants), computes the per-forward figures and the full-batch window over the full
+// ones (fit and endpoints, cross-checked: Figures.Checks), TTFT, ITL and E2E over the
+// streamed ones, and the per-request prompt-token check. It never fails: an absent figure
+// carries its reason (Figures.PerForwardReason, Window.Reason).
 func Compute(res *dispatch.Result, o Options) Figures {
 	maxTok := o.MaxTokens
 	if maxTok == 0 {
@@ -179,26 +256,42 @@ func Compute(res *dispatch.Result, o Options) Figures {
 			}
 		}
 	}
-	var perFwd, ttft, itl, e2e []time.Duration
-	var counted []*dispatch.Sequence
+	var ttft, itl, e2e []time.Duration
+	var fulls []fullSeq
 	marks, knownTok, knownChunks := 0, 0, 0
 	for i := range res.Sequences {
 		s := &res.Sequences[i]
 		n := s.Marks.Len()
-		if s.Request >= len(res.Requests) || res.Requests[s.Request].Err != nil || !s.Finished || n == 0 {
+		failed := s.Request >= len(res.Requests) || res.Requests[s.Request].Err != nil
+		class := classify(s, failed, maxTok)
+		if class != ClassFull {
+			f.LeftOut = append(f.LeftOut, LeftOut{Sequence: i, Class: class, FinishReason: s.FinishReason, Tokens: s.CompletionTokens, Exact: s.TokenSource.Exact()})
+			switch class {
+			case ClassZeroToken:
+				f.ZeroToken++
+			case ClassEarlyStop:
+				f.EarlyStop++
+			case ClassOverlong:
+				f.Overlong++
+			case ClassFailed:
+				f.Failed++
+			case ClassUnfinished:
+				f.Unfinished++
+			}
+			if class == ClassZeroToken || class == ClassEarlyStop {
+				f.Short++
+			}
+		}
+		if failed || !s.Finished || n == 0 {
 			continue
 		}
-		counted = append(counted, s)
+		if class == ClassFull {
+			fulls = append(fulls, fullSeq{s, forwardIndex(s, o.ChunkForwards)})
+		}
 		sent := res.Requests[s.Request].Sent
 		first, last := s.Marks.At(0), s.Marks.At(n-1)
 		ttft = append(ttft, first-sent)
 		e2e = append(e2e, max(s.FinishAt, last)-sent)
-		switch {
-		case o.ChunkForwards && n >= 2:
-			perFwd = append(perFwd, (last-first)/time.Duration(n-1))
-		case !o.ChunkForwards && s.CompletionTokens >= 2:
-			perFwd = append(perFwd, (last-first)/time.Duration(s.CompletionTokens-1))
-		}
 		prev := first
 		for k := 1; k < n; k++ {
 			m := s.Marks.Get(k)
@@ -212,20 +305,23 @@ func Compute(res *dispatch.Result, o Options) Figures {
 		marks += n
 		f.CompletionTokens += s.CompletionTokens
 		f.TokenSources[string(s.TokenSource)]++
-		if maxTok > 0 && s.CompletionTokens < maxTok {
-			f.Short++
+		if !s.TokenSource.Exact() {
+			f.TokensUnverified++
 		}
 	}
-	f.Counted = len(counted)
-	f.Hist = &Histograms{PerForward: histOf(perFwd), TTFT: histOf(ttft), ITL: histOf(itl), E2E: histOf(e2e)}
-	f.PerForward, f.TTFT, f.ITL, f.E2E = Summarize(perFwd), Summarize(ttft), Summarize(itl), Summarize(e2e)
+	f.Counted = len(fulls)
+	f.Hist = &Histograms{TTFT: histOf(ttft), ITL: histOf(itl), E2E: histOf(e2e)}
+	f.TTFT, f.ITL, f.E2E = Summarize(ttft), Summarize(itl), Summarize(e2e)
 	if knownChunks > 0 {
 		f.ITLTokens = float64(knownTok) / float64(knownChunks)
 	}
 	if marks > 0 {
 		f.TokensPerChunk = float64(f.CompletionTokens) / float64(marks)
 	}
-	f.Window = window(counted, o.ChunkForwards)
+	perForward(&f, fulls, o, maxTok)
+	f.Window = window(fulls, f.TokensPerChunk)
+	windowCheck(&f)
+	f.Prompts = checkPrompts(res, o)
 	f.Header = headerFigure(res, o)
 	return f
 }
@@ -239,47 +335,6 @@ func errorKind(err error) string {
 		return string(re.Kind)
 	}
 	return "other"
-}
-
-// window computes the full-occupancy Window (see its doc comment).
-func window(seqs []*dispatch.Sequence, chunkForwards bool) Window {
-	if len(seqs) == 0 {
-		return Window{Reason: "no counted sequences"}
-	}
-	start := seqs[0].Marks.At(0)
-	ref := seqs[0]
-	end := ref.Marks.At(ref.Marks.Len() - 1)
-	for _, s := range seqs[1:] {
-		start = max(start, s.Marks.At(0))
-		if l := s.Marks.At(s.Marks.Len() - 1); l < end {
-			end, ref = l, s
-		}
-	}
-	w := Window{Start: start, End: end}
-	if end <= start {
-		w.Reason = "a sequence finished before the last one received its first token"
-		return w
-	}
-	// mark of ref nearest to start
-	ms := ref.Marks
-	k := sort.Search(ms.Len(), func(i int) bool { return ms.At(i) >= start }) // first mark at or after start
-	if k == ms.Len() || (k > 0 && start-ms.At(k-1) <= ms.At(k)-start) {
-		k--
-	}
-	for i := k + 1; i < ms.Len(); i++ {
-		if m := ms.Get(i); m.Tokens >= 0 && !chunkForwards {
-			w.Steps += int(m.Tokens)
-		} else {
-			w.Steps++
-		}
-	}
-	if w.Steps == 0 {
-		w.Reason = "no forward pass inside the window"
-		return w
-	}
-	w.Valid = true
-	w.PerStep = (end - start) / time.Duration(w.Steps)
-	return w
 }
 
 // headerFigure computes the HeaderFigure (see its doc comment), nil without headers.

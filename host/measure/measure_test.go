@@ -80,9 +80,16 @@ func TestEmptyFirstChunkTTFT(t *testing.T) {
 	if f.ITL.N != 1 || f.ITL.P50 != ms(20) {
 		t.Fatalf("ITL = %+v, want one sample of 20 ms", f.ITL)
 	}
-	// 2 tokens counted from chunks (no usage): (234 − 214) / (2 − 1) = 20 ms
-	if f.PerForward.Mean != ms(20) || f.CompletionTokens != 2 || f.Short != 0 {
-		t.Fatalf("per-forward %v tokens %d short %d", f.PerForward.Mean, f.CompletionTokens, f.Short)
+	// 2 tokens counted from chunks (no usage): unverified, so no per-forward figure (the two
+	// chunks may carry several tokens each).
+	if f.PerForward.N != 0 || !strings.Contains(f.PerForwardReason, "token counts unverified") || f.CompletionTokens != 2 || f.TokensUnverified != 1 || f.Short != 0 {
+		t.Fatalf("per-forward %+v (%q) tokens %d short %d", f.PerForward, f.PerForwardReason, f.CompletionTokens, f.Short)
+	}
+	// The same chunks with an exact count (usage on the finish chunk) give (234 − 214) / (2 − 1).
+	res = replay(t, 1, 2, []float64{5, 214, 234, 236},
+		ev("", "", 0), ev("a", "", 0), ev("b", "length", 2), "data: [DONE]\n\n")
+	if f := Compute(res, Options{}); f.PerForward.Mean != ms(20) || f.PerForwardEndpoints.Mean != ms(20) || f.TokensUnverified != 0 {
+		t.Fatalf("exact count: per-forward %v endpoints %v", f.PerForward.Mean, f.PerForwardEndpoints.Mean)
 	}
 }
 
@@ -120,15 +127,15 @@ func seq(req int, finished bool, tokens int, at ...float64) dispatch.Sequence {
 
 // Full-occupancy window on a ragged batch with a 10 ms step and sub-step jitter:
 //
-//	seq 0: tokens at steps 0..9   (t = 10k + 0.3)
-//	seq 1: tokens at steps 2..11  (t = 10k + 0.1)  ← last to start: Start = 20.1
-//	seq 2: tokens at steps 1..7   (t = 10k + 0.5)  ← first to finish: End = 70.5
+//	seq 0: tokens at steps 0..29   (t = 10k + 0.3)  ← first to finish: End = 290.3
+//	seq 1: tokens at steps 2..31   (t = 10k + 0.1)  ← last to start: Start = 20.1
+//	seq 2: tokens at steps 1..30   (t = 10k + 0.5)
+//	seq 3: tokens at steps 1..7, an early stop      ← left out
 //
-// The reference (seq 2) mark nearest Start is its step-2 token at 20.5, then steps 3..7
-// follow: 5 steps; PerStep = (70.5 − 20.1)/5 = 10.08 ms. Counting arrivals inside the
-// window on seq 2 would give the same 5, but on seq 0 (20.3 > Start) 5 too, and on seq 1
-// only 4 (its step-7 token at 70.1 < End, step 2 at Start excluded) — the jitter problem
-// the reference-index rule avoids.
+// The reference (seq 0) mark nearest Start is its step-2 token at 20.3, then steps 3..29
+// follow: 27 steps; the endpoint form is (290.3 − 20.1)/27 = 10.0074 ms, the fit over the
+// window exactly 10 ms (every within-sequence slope is 10 ms). With seq 3 counted (as before
+// finish classes) the window would end at 70.5 after 5 steps.
 func TestWindowRagged(t *testing.T) {
 	steps := func(from, to int, off float64) []float64 {
 		var v []float64
@@ -137,27 +144,32 @@ func TestWindowRagged(t *testing.T) {
 		}
 		return v
 	}
-	res := &dispatch.Result{MaxTokens: 10, Requests: []dispatch.Request{{}}}
+	res := &dispatch.Result{MaxTokens: 30, Requests: []dispatch.Request{{}}}
 	res.Sequences = []dispatch.Sequence{
-		seq(0, true, 10, steps(0, 9, 0.3)...),
-		seq(0, true, 10, steps(2, 11, 0.1)...),
+		seq(0, true, 30, steps(0, 29, 0.3)...),
+		seq(0, true, 30, steps(2, 31, 0.1)...),
+		seq(0, true, 30, steps(1, 30, 0.5)...),
 		seq(0, true, 7, steps(1, 7, 0.5)...),
 	}
+	res.Sequences[3].FinishReason = "stop"
 	f := Compute(res, Options{})
 	w := f.Window
-	if !w.Valid || w.Start != ms(20.1) || w.End != ms(70.5) || w.Steps != 5 || w.PerStep != ms(50.4)/5 {
+	if !w.Valid || w.Start != ms(20.1) || w.End != ms(290.3) || w.Steps != 27 || w.Endpoints != ms(270.2)/27 || w.PerStep != ms(10) {
 		t.Fatalf("window = %+v", w)
 	}
-	// per-sequence: seq 0 (90.3−0.3)/9 = 10, seq 1 (110.1−20.1)/9 = 10, seq 2 (70.5−10.5)/6 = 10
-	if f.PerForward.N != 3 || f.PerForward.Min != ms(10) || f.PerForward.Max != ms(10) {
-		t.Fatalf("per-forward = %+v", f.PerForward)
+	// per-sequence: every fit and every endpoint figure is 10 ms
+	if f.PerForward.N != 3 || f.PerForward.Min != ms(10) || f.PerForward.Max != ms(10) || f.PerForwardEndpoints.Mean != ms(10) || f.PerForwardMethod != "fit" {
+		t.Fatalf("per-forward = %+v (%s)", f.PerForward, f.PerForwardMethod)
 	}
-	// seq 2 has 7 < 10 tokens
-	if f.Short != 1 {
-		t.Fatalf("short = %d", f.Short)
+	// seq 3 has 7 < 30 tokens: an early stop, left out, and the cell partial
+	if f.Short != 1 || f.EarlyStop != 1 || f.Counted != 3 || !f.Partial() || len(f.LeftOut) != 1 || f.LeftOut[0].Sequence != 3 {
+		t.Fatalf("short %d early %d counted %d left out %+v", f.Short, f.EarlyStop, f.Counted, f.LeftOut)
 	}
-	// TTFT: 0.3, 20.1, 10.5 → p50 (nearest rank ⌈1.5⌉ = 2nd) = 10.5
-	if f.TTFT.P50 != ms(10.5) || f.TTFT.Max != ms(20.1) {
+	if !strings.Contains(f.PerForwardReason, `1 of 4 sequences stopped early (finish_reason "stop" after 7 of max_tokens 30 tokens)`) {
+		t.Fatalf("reason %q", f.PerForwardReason)
+	}
+	// TTFT over the 4 streamed sequences: 0.3, 20.1, 10.5, 10.5 → p50 (⌈2⌉ = 2nd) = 10.5
+	if f.TTFT.P50 != ms(10.5) || f.TTFT.Max != ms(20.1) || f.TTFT.N != 4 {
 		t.Fatalf("TTFT = %+v", f.TTFT)
 	}
 }
