@@ -27,7 +27,7 @@ func ExampleCompute() {
 	fmt.Println("window:", f.Window.Start, "→", f.Window.End, "steps", f.Window.Steps, "per step", f.Window.PerStep)
 	fmt.Println("TTFT p50:", f.TTFT.P50, "ITL p99:", f.ITL.P99, "E2E max:", f.E2E.Max)
 	// Output:
-	// per-forward mean: 10ms by fit counted 2 of 2
+	// per-forward mean: 10ms by anchored counted 2 of 2
 	// window: 60ms → 160ms steps 10 per step 10ms
 	// TTFT p50: 50ms ITL p99: 10ms E2E max: 170ms
 }

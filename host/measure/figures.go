@@ -46,15 +46,16 @@ type Options struct {
 }
 
 // MinWindowSteps is the fewest forward passes the full-batch window must hold for a figure.
-// Its endpoint form (End − Start)/Steps is off by up to half a step's alignment between
-// sequences over Steps forward passes, ≤ 5 % at 10; and the robust fit inside it needs enough
-// marks per sequence that a bunched first chunk or a coalesced read stays a minority (≥ 10
-// points leave it robust to 2 outliers with margin). Below it the window is absent with the
-// reason: an early stop that shrinks the window to 2 steps gives +17 %, not a figure.
+// The window's figure is a mean over Steps forward passes timed by two arrivals: each
+// arrival's jitter (a read that lands a fraction of a step late) moves it by jitter / Steps,
+// ≤ 5 % of a step's worth at 10; and its pooled fit needs enough marks per sequence that a
+// bunched chunk stays a minority. Below it the window is absent with the reason: an early stop
+// that shrank the window to 2 steps gave +17 %, not a figure.
 const MinWindowSteps = 10
 
-// EstimatorTolerance is the largest gap between the robust fit and the endpoint figure
-// (decode time / (tokens − 1)) of a cell's sequences that is not flagged in Figures.Checks.
+// EstimatorTolerance is the largest gap between the headline per-forward figure (the mean
+// forward pass) and the robust fit (the typical one) of a cell that is not flagged in
+// Figures.Checks.
 const EstimatorTolerance = 0.03
 
 // Figures are one cell's client-side measurements. All durations are time.Duration
@@ -85,14 +86,16 @@ type Figures struct {
 	Unfinished int       `json:"unfinished_sequences"`
 	LeftOut    []LeftOut `json:"left_out,omitempty"`
 	// PerForward is the headline latency per decode forward pass, one sample per full
-	// sequence, computed by PerForwardMethod:
-	//   "fit":       the Theil–Sen slope of mark arrival time against forward index
-	//                (robust to a late or early first chunk and to bunched chunks), used when
-	//                every sequence's forward indices are known and it has ≥ 3 marks;
+	// sequence: the mean forward-pass time of the sequence, computed by PerForwardMethod:
+	//   "anchored":  (last mark − anchor mark) / (forward index of the last − of the anchor),
+	//                the anchor being the first on-time mark — the first, unless the stream
+	//                starts with a bunch of marks behind a held-back first chunk (see
+	//                anchor) — used when every sequence's forward indices are known;
 	//   "endpoints": PerForwardEndpoints, when per-chunk token counts are unknown but the
-	//                sequence's count is exact (it assumes the first chunk carries one token).
+	//                sequence's count is exact (it assumes the first chunk carries one token
+	//                and arrives on time).
 	// N = 0 when absent; PerForwardReason then says why, and also names any full sequence
-	// left out of it (all tokens in one chunk, a single token).
+	// left out of it (all tokens in one chunk, a single token, an unverified count).
 	PerForward       Summary `json:"per_forward"`
 	PerForwardMethod string  `json:"per_forward_method,omitempty"`
 	PerForwardReason string  `json:"per_forward_reason,omitempty"`
@@ -101,9 +104,12 @@ type Figures struct {
 	// Options.ChunkForwards (speculative decoding) decode time / (marks − 1). It needs an
 	// exact count or known forward indices; a sequence with one mark has none.
 	PerForwardEndpoints Summary `json:"per_forward_endpoints"`
+	// PerForwardFit is, per sequence with known forward indices and ≥ 3 marks, the
+	// Theil–Sen slope of mark arrival time against forward index: the typical forward pass
+	// (the median-like one; slower stalls move it little), the cross-check of PerForward.
+	PerForwardFit Summary `json:"per_forward_fit"`
 	// FirstChunkOffset and LastChunkOffset are the medians over fitted sequences of the
-	// first and last mark's residual from the fit (positive: later than the line), the
-	// diagnostics of a gap between the fit and the endpoints.
+	// first and last mark's residual from the fit (positive: later than the line).
 	FirstChunkOffset time.Duration `json:"first_chunk_offset_ns"`
 	LastChunkOffset  time.Duration `json:"last_chunk_offset_ns"`
 	// Checks are the cross-checks between estimators that failed (fit against endpoints,
@@ -156,16 +162,20 @@ func (f *Figures) Partial() bool { return f.Counted < f.Sequences }
 
 // Window is the full-occupancy window over the full sequences: from Start = the latest first
 // mark (every sequence has its first token) to End = the earliest last mark (the first
-// sequence finishes). Steps is the number of forward passes in it, counted on the reference
-// sequence r that finishes first: the forward index of r's last mark minus that of its mark
-// nearest to Start. Counting on one sequence's forward index, not on arrivals inside
-// [Start, End], makes Steps immune to the sub-step jitter between sequences of the same step.
+// sequence finishes). It is measured on the reference sequence r that finishes first, from
+// its mark nearest to Start (or its anchor, if later: see anchor) to its last mark: Steps is
+// the difference of their forward indices, PerStep (the headline) the time between them /
+// Steps — the mean forward pass over the window, every sequence decoding. Counting on one
+// sequence's forward index, not on arrivals inside [Start, End], makes Steps immune to the
+// sub-step jitter between sequences of the same step, and timing on r's own marks removes the
+// alignment error of Start.
 //
-// PerStep, the headline, is the pooled Theil–Sen slope over the marks inside [Start, End] of
-// every full sequence together, each with its own intercept: the median of all
-// within-sequence pairwise slopes (arrival time difference / forward index difference).
-// Endpoints = (End − Start) / Steps is the endpoint form beside it. Valid needs every full
-// sequence's forward indices and Steps ≥ MinWindowSteps; else Reason says why.
+// Endpoints = (End − Start) / (forward passes of r after its mark nearest Start) is the
+// former endpoint form; Fit the pooled Theil–Sen slope over the marks inside [Start, End] of
+// every full sequence, each with its own intercept (the median of all within-sequence
+// pairwise slopes: the typical forward pass), both beside PerStep. Valid needs every full
+// sequence's forward indices, two marks in each, and Steps ≥ MinWindowSteps; else Reason
+// says why.
 type Window struct {
 	Valid     bool          `json:"valid"`
 	Reason    string        `json:"reason,omitempty"`
@@ -174,6 +184,7 @@ type Window struct {
 	Steps     int           `json:"steps"`
 	PerStep   time.Duration `json:"-"`
 	Endpoints time.Duration `json:"-"`
+	Fit       time.Duration `json:"-"`
 }
 
 type windowJSON struct {
@@ -184,12 +195,13 @@ type windowJSON struct {
 	Steps       int     `json:"steps"`
 	PerStepMs   float64 `json:"per_step_ms"`
 	EndpointsMs float64 `json:"endpoints_per_step_ms"`
+	FitMs       float64 `json:"fit_per_step_ms"`
 }
 
-// MarshalJSON writes start_ms, end_ms, per_step_ms and endpoints_per_step_ms in
-// milliseconds.
+// MarshalJSON writes start_ms, end_ms, per_step_ms, endpoints_per_step_ms and
+// fit_per_step_ms in milliseconds.
 func (w Window) MarshalJSON() ([]byte, error) {
-	return json.Marshal(windowJSON{w.Valid, w.Reason, Ms(w.Start), Ms(w.End), w.Steps, Ms(w.PerStep), Ms(w.Endpoints)})
+	return json.Marshal(windowJSON{w.Valid, w.Reason, Ms(w.Start), Ms(w.End), w.Steps, Ms(w.PerStep), Ms(w.Endpoints), Ms(w.Fit)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -198,7 +210,7 @@ func (w *Window) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*w = Window{j.Valid, j.Reason, fromMs(j.StartMs), fromMs(j.EndMs), j.Steps, fromMs(j.PerStepMs), fromMs(j.EndpointsMs)}
+	*w = Window{j.Valid, j.Reason, fromMs(j.StartMs), fromMs(j.EndMs), j.Steps, fromMs(j.PerStepMs), fromMs(j.EndpointsMs), fromMs(j.FitMs)}
 	return nil
 }
 

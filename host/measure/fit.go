@@ -94,3 +94,45 @@ func pooledTheilSen(seqs [][]point) (slope float64, ok bool) {
 	}
 	return median(s), true
 }
+
+// anchor returns the index of ps's first on-time mark: 0, unless the stream starts with a
+// bunch — marks less than half a typical forward pass apart (typical: ns per forward pass),
+// as when the first chunk is held back (Nagle's algorithm with delayed ACK, a late first
+// flush) and the chunks produced meanwhile arrive with it. Arrival order is TCP order, so the
+// bunch's last marks are still late by up to a forward pass; the anchor is the first mark
+// whose intervals before and after are both at least half a typical forward pass, i.e. on
+// the production line again. 0 when no such mark leaves a forward pass after it.
+func anchor(ps []point, typical float64) int {
+	if len(ps) < 3 || typical <= 0 {
+		return 0
+	}
+	iv := func(k int) float64 {
+		if df := ps[k].f - ps[k-1].f; df > 0 {
+			return (ps[k].t - ps[k-1].t) / df
+		}
+		return 0
+	}
+	thr := typical / 2
+	if iv(1) >= thr {
+		return 0
+	}
+	last := ps[len(ps)-1].f
+	for k := 1; k+1 < len(ps) && last > ps[k].f; k++ {
+		if iv(k) >= thr && iv(k+1) >= thr {
+			return k
+		}
+	}
+	return 0
+}
+
+// typicalInterval is the median time per forward pass between consecutive marks of ps (NaN
+// with fewer than two marks at distinct forward indices).
+func typicalInterval(ps []point) float64 {
+	var v []float64
+	for k := 1; k < len(ps); k++ {
+		if df := ps[k].f - ps[k-1].f; df > 0 {
+			v = append(v, (ps[k].t-ps[k-1].t)/df)
+		}
+	}
+	return median(v)
+}

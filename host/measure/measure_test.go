@@ -158,7 +158,7 @@ func TestWindowRagged(t *testing.T) {
 		t.Fatalf("window = %+v", w)
 	}
 	// per-sequence: every fit and every endpoint figure is 10 ms
-	if f.PerForward.N != 3 || f.PerForward.Min != ms(10) || f.PerForward.Max != ms(10) || f.PerForwardEndpoints.Mean != ms(10) || f.PerForwardMethod != "fit" {
+	if f.PerForward.N != 3 || f.PerForward.Min != ms(10) || f.PerForward.Max != ms(10) || f.PerForwardEndpoints.Mean != ms(10) || f.PerForwardMethod != "anchored" || f.PerForwardFit.Mean != ms(10) {
 		t.Fatalf("per-forward = %+v (%s)", f.PerForward, f.PerForwardMethod)
 	}
 	// seq 3 has 7 < 30 tokens: an early stop, left out, and the cell partial

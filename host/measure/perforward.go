@@ -50,70 +50,116 @@ func forwardIndex(s *dispatch.Sequence, chunkForwards bool) []float64 {
 	return nil
 }
 
-// perForward fills f.PerForward, PerForwardMethod, PerForwardEndpoints, the chunk offsets,
-// the fit/endpoints cross-check and PerForwardReason from the full sequences.
+// seqFigures are one full sequence's per-forward figures (0 when absent).
+type seqFigures struct {
+	headline, ends, fit time.Duration
+	skipped             int     // leading marks skipped by anchor
+	firstGap            float64 // first interval per forward / typical interval (0: unknown)
+	lastGap             float64 // last interval per forward / typical interval
+	firstRes, lastRes   float64 // first and last mark's residual from the fit (ns)
+}
+
+// sequenceFigures computes q's figures; ok is false with fewer than 2 marks.
+func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
+	s, n := q.s, q.s.Marks.Len()
+	if n < 2 {
+		return sf, "one chunk"
+	}
+	t0, tl := s.Marks.At(0), s.Marks.At(n-1)
+	switch {
+	case q.fwd != nil && q.fwd[n-1] > 0:
+		sf.ends = time.Duration(math.Round(float64(tl-t0) / q.fwd[n-1]))
+	case q.fwd == nil && s.TokenSource.Exact() && s.CompletionTokens >= 2:
+		sf.ends = (tl - t0) / time.Duration(s.CompletionTokens-1)
+		sf.headline = sf.ends
+		return sf, ""
+	case q.fwd == nil:
+		return sf, "unverified"
+	default: // every token in the first chunk, later chunks carrying text but no token
+		return sf, "one chunk"
+	}
+	ps := make([]point, n)
+	for i := range n {
+		ps[i] = point{float64(s.Marks.At(i)), q.fwd[i]}
+	}
+	typ := typicalInterval(ps)
+	a := anchor(ps, typ)
+	sf.skipped = a
+	sf.headline = time.Duration(math.Round((ps[n-1].t - ps[a].t) / (ps[n-1].f - ps[a].f)))
+	if typ > 0 {
+		sf.firstGap = (ps[a+1].t - ps[a].t) / (ps[a+1].f - ps[a].f) / typ
+		sf.lastGap = (ps[n-1].t - ps[n-2].t) / max(ps[n-1].f-ps[n-2].f, 1) / typ
+	}
+	if n >= 3 {
+		if line, icpt, ok := theilSen(ps); ok && line > 0 {
+			sf.fit = time.Duration(math.Round(line))
+			sf.firstRes, sf.lastRes = ps[0].t-icpt, ps[n-1].t-(icpt+line*ps[n-1].f)
+		}
+	}
+	return sf, ""
+}
+
+// perForward fills f.PerForward, PerForwardMethod, PerForwardEndpoints, PerForwardFit, the
+// chunk offsets, the cross-checks and PerForwardReason from the full sequences.
 func perForward(f *Figures, fulls []fullSeq, o Options, maxTok int) {
-	var fits, ends, endsFitted []time.Duration
+	var heads, ends, fits []time.Duration
 	var firstRes, lastRes []float64
-	oneChunk, oneToken, unverified := 0, 0, 0
+	oneChunk, oneToken, unverified, anchored, skipped, slowFirst, slowLast := 0, 0, 0, 0, 0, 0, 0
+	var endsOfSkipped, headsOfSkipped time.Duration
 	for _, q := range fulls {
-		s, n := q.s, q.s.Marks.Len()
-		if n < 2 {
-			if maxTok == 1 || (s.TokenSource.Exact() && s.CompletionTokens == 1) {
+		sf, why := sequenceFigures(q)
+		switch why {
+		case "one chunk":
+			if maxTok == 1 || (q.s.TokenSource.Exact() && q.s.CompletionTokens == 1) {
 				oneToken++
 			} else {
 				oneChunk++
 			}
 			continue
-		}
-		t0, tl := s.Marks.At(0), s.Marks.At(n-1)
-		var end time.Duration
-		switch {
-		case q.fwd != nil && q.fwd[n-1] > 0:
-			end = time.Duration(math.Round(float64(tl-t0) / q.fwd[n-1]))
-		case q.fwd == nil && s.TokenSource.Exact() && s.CompletionTokens >= 2:
-			end = (tl - t0) / time.Duration(s.CompletionTokens-1)
-		case q.fwd == nil:
+		case "unverified":
 			unverified++
 			continue
-		default: // every token in the first chunk, later chunks carrying text but no token
-			oneChunk++
-			continue
 		}
-		ends = append(ends, end)
-		if q.fwd == nil || n < 3 {
-			continue
+		heads, ends = append(heads, sf.headline), append(ends, sf.ends)
+		if q.fwd != nil {
+			anchored++
 		}
-		ps := make([]point, n)
-		for i := range n {
-			ps[i] = point{float64(s.Marks.At(i)), q.fwd[i]}
+		if sf.skipped > 0 {
+			skipped++
+			endsOfSkipped += sf.ends
+			headsOfSkipped += sf.headline
 		}
-		slope, icpt, ok := theilSen(ps)
-		if !ok || slope <= 0 {
-			continue
+		if sf.firstGap > 3 {
+			slowFirst++
 		}
-		fits = append(fits, time.Duration(math.Round(slope)))
-		endsFitted = append(endsFitted, end)
-		firstRes = append(firstRes, float64(t0)-icpt)
-		lastRes = append(lastRes, float64(tl)-(icpt+slope*q.fwd[n-1]))
+		if sf.lastGap > 3 {
+			slowLast++
+		}
+		if sf.fit > 0 {
+			fits = append(fits, sf.fit)
+			firstRes, lastRes = append(firstRes, sf.firstRes), append(lastRes, sf.lastRes)
+		}
 	}
-	var samples []time.Duration
 	switch {
-	case len(fits) > 0 && len(fits) == len(ends):
-		f.PerForwardMethod, samples = "fit", fits
-	case len(ends) > 0:
-		f.PerForwardMethod, samples = "endpoints", append([]time.Duration(nil), ends...)
+	case len(heads) > 0 && anchored == len(heads):
+		f.PerForwardMethod = "anchored"
+	case len(heads) > 0:
+		f.PerForwardMethod = "endpoints"
 	}
 	if len(fits) > 0 {
 		f.FirstChunkOffset = time.Duration(math.Round(median(firstRes)))
 		f.LastChunkOffset = time.Duration(math.Round(median(lastRes)))
 	}
-	f.Hist.PerForward = histOf(samples)
-	f.PerForward = Summarize(samples)
-	if f.PerForwardMethod == "fit" {
-		crossCheck(f, Summarize(endsFitted).Mean)
+	f.Hist.PerForward = histOf(heads)
+	f.PerForward, f.PerForwardEndpoints, f.PerForwardFit = Summarize(heads), Summarize(ends), Summarize(fits)
+	if skipped > 0 {
+		gap := float64(endsOfSkipped)/float64(headsOfSkipped) - 1
+		f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late, bunched with the chunks behind them (held back: Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, or a late first flush; first-chunk offset %+.1f ms): fwd starts at their first on-time chunk; decode time / (tokens − 1) would read %+.1f %%",
+			skipped, len(heads), Ms(f.FirstChunkOffset), 100*gap))
 	}
-	f.PerForwardEndpoints = Summarize(ends)
+	if f.PerForwardMethod == "anchored" && len(fits) == len(heads) {
+		fitCheck(f, slowFirst, slowLast)
+	}
 
 	var parts []string
 	if f.PerForward.N == 0 && len(fulls) == 0 {
@@ -134,46 +180,46 @@ func perForward(f *Figures, fulls []fullSeq, o Options, maxTok int) {
 	f.PerForwardReason = strings.Join(parts, "; ")
 }
 
-// crossCheck compares the fit's mean (f.PerForward) with the endpoint figure's mean over
-// the same sequences and appends a failed check with the likely cause to f.Checks.
-func crossCheck(f *Figures, ends time.Duration) {
-	fit := f.PerForward.Mean
-	if fit <= 0 || ends <= 0 {
+// fitCheck compares the headline's mean (the mean forward pass) with the robust fit's (the
+// typical forward pass) and appends a failed check with the likely cause to f.Checks.
+// slowFirst and slowLast count sequences whose first (after the anchor) or last interval is
+// over 3 typical forward passes.
+func fitCheck(f *Figures, slowFirst, slowLast int) {
+	head, fit := f.PerForward.Mean, f.PerForwardFit.Mean
+	if fit <= 0 || head <= 0 {
 		return
 	}
-	gap := float64(ends)/float64(fit) - 1
+	gap := float64(head)/float64(fit) - 1
 	if math.Abs(gap) <= EstimatorTolerance {
 		return
 	}
-	half := fit / 2
 	var cause string
 	switch {
-	case gap < 0 && f.FirstChunkOffset > half:
-		cause = fmt.Sprintf("the first chunks arrive %.1f ms late (median) against the later ones: held back (Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, or a late first flush), which shortens the decode time the endpoints see; the fit is not moved by it",
-			Ms(f.FirstChunkOffset))
-	case gap > 0 && f.FirstChunkOffset < -half:
-		cause = fmt.Sprintf("the first chunks arrive %.1f ms early (median) against the later ones: sent before the decode steps began, which lengthens the decode time the endpoints see; the fit is not moved by it",
-			-Ms(f.FirstChunkOffset))
-	case gap > 0 && f.LastChunkOffset > half:
-		cause = fmt.Sprintf("the last chunks arrive %.1f ms late (median): a delayed final flush lengthens the decode time the endpoints see", Ms(f.LastChunkOffset))
+	case gap > 0 && slowFirst > 0:
+		cause = fmt.Sprintf("the first decode interval of %d of %d sequences is over 3 typical forward passes: a slow first step (a prefill sharing it), or a first chunk sent before the decode steps began; fwd includes it", slowFirst, f.PerForward.N)
+	case gap > 0 && slowLast > 0:
+		cause = fmt.Sprintf("the last decode interval of %d of %d sequences is over 3 typical forward passes: a slow last step, or a delayed final flush; fwd includes it", slowLast, f.PerForward.N)
+	case gap > 0:
+		cause = "some forward passes were much slower than the typical one (stalls, preemption, a loaded host): the mean includes them, the fit does not"
 	default:
-		cause = "the chunk intervals are irregular (chunks bunched by coalesced reads, or stalls): the endpoints depend on two arrivals, the fit on all of them"
+		cause = "the chunk arrivals are irregular (coalesced reads, bunching): the fit follows the majority of them"
 	}
-	f.Checks = append(f.Checks, fmt.Sprintf("per-forward estimators disagree: decode time / (tokens − 1) %.3f ms is %+.1f %% of the robust fit %.3f ms (the headline): %s",
-		Ms(ends), 100*gap, Ms(fit), cause))
+	f.Checks = append(f.Checks, fmt.Sprintf("per-forward estimators disagree: fwd (the mean forward pass) %.3f ms is %+.1f %% of the robust fit %.3f ms (the typical one): %s",
+		Ms(head), 100*gap, Ms(fit), cause))
 }
 
-// windowCheck compares the window's endpoint form with its fit; the tolerance widens by the
-// endpoint form's alignment error, half a step over Steps.
+// windowCheck compares the window's headline (the mean forward pass on the reference
+// sequence) with its pooled fit (the typical one) and the endpoint form, whose tolerance
+// widens by its alignment error, half a step over Steps.
 func windowCheck(f *Figures) {
 	w := f.Window
 	if !w.Valid || w.PerStep <= 0 {
 		return
 	}
-	gap := float64(w.Endpoints)/float64(w.PerStep) - 1
-	if math.Abs(gap) <= EstimatorTolerance+0.5/float64(w.Steps) {
-		return
+	if w.Fit > 0 {
+		if gap := float64(w.PerStep)/float64(w.Fit) - 1; math.Abs(gap) > EstimatorTolerance {
+			f.Checks = append(f.Checks, fmt.Sprintf("full-batch estimators disagree: full-batch fwd (the mean forward pass) %.3f ms is %+.1f %% of the pooled robust fit %.3f ms (the typical one): some forward passes in the window were much slower or faster than the others",
+				Ms(w.PerStep), 100*gap, Ms(w.Fit)))
+		}
 	}
-	f.Checks = append(f.Checks, fmt.Sprintf("full-batch estimators disagree: (end − start) / %d steps %.3f ms is %+.1f %% of the robust fit %.3f ms (the headline): a first chunk that arrived late or early moved the window's start, or chunks bunched at its edges",
-		w.Steps, Ms(w.Endpoints), 100*gap, Ms(w.PerStep)))
 }

@@ -53,31 +53,37 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 	if k == n || (k > 0 && start-ms.At(k-1) <= ms.At(k)-start) {
 		k--
 	}
-	w.Steps = int(math.Round(ref.fwd[n-1] - ref.fwd[k]))
+	ps := make([]point, n)
+	for i := range n {
+		ps[i] = point{float64(ms.At(i)), ref.fwd[i]}
+	}
+	k2 := max(k, anchor(ps, typicalInterval(ps)))
+	w.Steps = int(math.Round(ref.fwd[n-1] - ref.fwd[k2]))
 	if w.Steps == 0 {
 		w.Reason = "no forward pass inside the window"
 		return w
 	}
-	w.Endpoints = (end - start) / time.Duration(w.Steps)
+	if d := ref.fwd[n-1] - ref.fwd[k]; d > 0 {
+		w.Endpoints = time.Duration(math.Round(float64(end-start) / d))
+	}
 	if w.Steps < MinWindowSteps {
 		w.Reason = fmt.Sprintf("the window where all %d counted sequences decode together holds %d forward passes, fewer than the %d a figure needs", len(seqs), w.Steps, MinWindowSteps)
 		return w
 	}
+	w.Valid = true
+	w.PerStep = time.Duration(math.Round((ps[n-1].t - ps[k2].t) / (ps[n-1].f - ps[k2].f)))
 	pts := make([][]point, 0, len(seqs))
 	for _, s := range seqs {
-		var ps []point
+		var in []point
 		for i := range s.s.Marks.Len() {
 			if t := s.s.Marks.At(i); t >= start && t <= end {
-				ps = append(ps, point{float64(t), s.fwd[i]})
+				in = append(in, point{float64(t), s.fwd[i]})
 			}
 		}
-		pts = append(pts, ps)
+		pts = append(pts, in)
 	}
-	slope, ok := pooledTheilSen(pts)
-	if !ok || slope <= 0 {
-		w.Reason = "no two marks of one sequence inside the window"
-		return w
+	if slope, ok := pooledTheilSen(pts); ok && slope > 0 {
+		w.Fit = time.Duration(math.Round(slope))
 	}
-	w.Valid, w.PerStep = true, time.Duration(math.Round(slope))
 	return w
 }

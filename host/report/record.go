@@ -29,9 +29,13 @@ const Schema = "genload.run/v1"
 // Cell status values.
 const (
 	StatusOK          = "ok"          // measured
+	StatusPartial     = "partial"     // measured, but some of the B sequences were left out (Figures.LeftOut)
 	StatusError       = "error"       // the cell failed; Error says why
 	StatusInterrupted = "interrupted" // the run was stopped during the cell
 )
+
+// Measured reports whether a cell of this status has figures to use (ok or partial).
+func Measured(status string) bool { return status == StatusOK || status == StatusPartial }
 
 // PluginInfo identifies a plugin used by the run.
 type PluginInfo struct {
@@ -122,6 +126,7 @@ type Footer struct {
 	Status   string    `json:"status"` // "ok", "error", "interrupted"
 	Error    string    `json:"error,omitempty"`
 	OK       int       `json:"cells_ok"`
+	Partial  int       `json:"cells_partial"`
 	Failed   int       `json:"cells_failed"`
 }
 

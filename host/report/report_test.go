@@ -110,3 +110,49 @@ func TestTableShowsEveryCellWarningAndError(t *testing.T) {
 		}
 	}
 }
+
+// A partial cell (7 of 8 sequences counted, one early stop) shows counted 7/8 and status
+// "partial" in the table, and counted 7 with early_stop_sequences 1 in the CSV; a cell whose
+// counts came from chunks shows its tokens as a lower bound.
+func TestPartialCellCountedColumn(t *testing.T) {
+	c1, c2 := sampleCell(0, 1000, 8, 1500*time.Microsecond), sampleCell(1, 2000, 8, 2*time.Millisecond)
+	c2.Status, c2.Figures.Counted, c2.Figures.EarlyStop = StatusPartial, 7, 1
+	c2.Warnings = []string{"left out: 1 of 8 sequences stopped early"}
+	c1.Figures.TokensUnverified = 8
+	run := &Run{Header: Header{RunID: "p", Model: "m", Config: config.Default()}, Cells: []Cell{c1, c2}}
+	var b bytes.Buffer
+	Table(&b, run)
+	out := b.String()
+	for _, want := range []string{"| tokens | counted |    status |", "|   ≥800 |     8/8 |        ok |", "|    800 |     7/8 | partial ⚠ |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "p.csv")
+	if err := WriteCSV(path, run); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(path)
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	for i, want := range []map[string]string{
+		{"counted": "8", "batch": "8", "status": "ok", "completion_tokens": "800", "tokens_unverified": "8", "early_stop_sequences": "0"},
+		{"counted": "7", "batch": "8", "status": "partial", "completion_tokens": "800", "tokens_unverified": "0", "early_stop_sequences": "1"},
+	} {
+		for k, v := range want {
+			if j, ok := col[k]; !ok || recs[i+1][j] != v {
+				t.Errorf("csv row %d %s = %q, want %q", i, k, recs[i+1][min(j, len(recs[i+1])-1)], v)
+			}
+		}
+	}
+	if !Measured(StatusPartial) || !Measured(StatusOK) || Measured(StatusError) || Measured(StatusInterrupted) {
+		t.Error("Measured")
+	}
+}

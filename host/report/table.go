@@ -96,6 +96,9 @@ func columns(withHeader, withServer, withTruth bool) []column {
 		durCol("fwd ms mean", "per_forward_mean_ms", 3, "–", figDur(fwd(mean))),
 		durCol("fwd p50", "per_forward_p50_ms", 3, "–", figDur(fwd(p50))),
 		durCol("fwd p90", "per_forward_p90_ms", 3, "–", figDur(fwd(p90))),
+		durCol("fwd fit", "per_forward_fit_mean_ms", 3, "–", figDur(func(f *measure.Figures) (time.Duration, bool) {
+			return f.PerForwardFit.Mean, f.PerForwardFit.N > 0
+		})),
 		durCol("full-batch fwd", "full_occupancy_per_forward_ms", 3, "–", figDur(func(f *measure.Figures) (time.Duration, bool) {
 			return f.Window.PerStep, f.Window.Valid
 		})),
@@ -117,12 +120,20 @@ func columns(withHeader, withServer, withTruth bool) []column {
 		durCol("ITL p50", "itl_p50_ms", 3, "–", figDur(sum(itl, p50))),
 		durCol("ITL p99", "itl_p99_ms", 3, "–", figDur(sum(itl, p99))),
 		durCol("E2E p50", "e2e_p50_ms", 1, "–", figDur(sum(e2e, p50))),
-		textCol("tokens", "completion_tokens", func(c *Cell) string {
+		{"tokens", "completion_tokens", func(c *Cell) string {
+			if c.Figures == nil {
+				return ""
+			}
+			if c.Figures.TokensUnverified > 0 {
+				return "≥" + strconv.Itoa(c.Figures.CompletionTokens)
+			}
+			return strconv.Itoa(c.Figures.CompletionTokens)
+		}, func(c *Cell) string {
 			if c.Figures == nil {
 				return ""
 			}
 			return strconv.Itoa(c.Figures.CompletionTokens)
-		}),
+		}},
 	}
 	if withHeader {
 		cols = append(cols, durCol("hdr fwd ms", "header_per_forward_mean_ms", 3, "", figDur(func(f *measure.Figures) (time.Duration, bool) {
@@ -155,6 +166,17 @@ func columns(withHeader, withServer, withTruth bool) []column {
 			return m.Steps.TruthDecodeStepTime, m.Steps.HasTruthDecode
 		})))
 	}
+	cols = append(cols, column{"counted", "counted", func(c *Cell) string {
+		if c.Figures == nil {
+			return ""
+		}
+		return fmt.Sprintf("%d/%d", c.Figures.Counted, c.Figures.Sequences)
+	}, func(c *Cell) string {
+		if c.Figures == nil {
+			return ""
+		}
+		return strconv.Itoa(c.Figures.Counted)
+	}})
 	return append(cols, column{"status", "status", func(c *Cell) string {
 		s := c.Status
 		if len(c.Warnings) > 0 {
@@ -178,24 +200,27 @@ func present(run *Run) (header, server, truth bool) {
 // legend explains the table's columns, printed under it.
 var legend = map[string]string{
 	"len min/mean/max": "realised prompt lengths in tokens (chat template included), after clamping",
-	"fwd ms mean":      "latency per decode forward pass: a sequence's decode time / (completion tokens − 1); mean, p50, p90 over the B sequences",
-	"full-batch fwd":   "the same over the window where all B sequences decode together (ms)",
+	"fwd ms mean":      "latency per decode forward pass: a sequence's decode time / (completion tokens − 1), from its first on-time chunk (a held-back first chunk is skipped); mean, p50, p90 over the counted sequences",
+	"fwd fit":          "the cross-check: a robust (Theil–Sen) fit of chunk arrival time against tokens, per sequence, mean — the typical forward pass; the warnings say when the two disagree and why",
+	"full-batch fwd":   "the same over the window where all counted sequences decode together (ms); – when shorter than 10 forward passes",
 	"cached %":         "share of prompt tokens the server served from its prefix cache (the warmup sent the same prompts)",
 	"TTFT p50":         "time to first token (ms), after the warmup: mostly cached, so not a cold prefill",
 	"ITL p50":          "interval between consecutive chunks of a sequence (ms, per chunk)",
 	"E2E p50":          "request start to a sequence's last token (ms)",
-	"tokens":           "completion tokens generated in the cell",
+	"tokens":           "completion tokens generated in the cell; ≥: counted from chunks, unverified (the server sent no usable count)",
+	"counted":          "sequences in the per-forward figures / B: the others stopped early, ran past max_tokens, returned no token or failed",
 	"hdr fwd ms":       "per forward pass from the server's generation-duration (and speculation-acceptance) headers",
 	"metrics fwd ms":   "per forward pass from the server's /metrics before and after the cell",
 	"batch seen":       "most frequent number of running requests sampled during the cell (share of samples at B); blank: no sample",
 	"engine fwd ms":    "the built-in engine's own mean duration of its decode steps during the cell (the truth)",
-	"status":           "ok, error or interrupted; ⚠ = see the warnings below; – in a column: not measured (the warnings say why)",
+	"status":           "ok, partial (some sequences left out: see counted), error or interrupted; ⚠ = see the warnings below; – in a column: not measured (the warnings say why)",
 }
 
 // Table writes run's cells as a markdown table, then one line per warning or error. Times are
 // milliseconds: "fwd" is the per-sequence latency per decode forward pass (decode time /
-// (completion tokens − 1)), "full-batch fwd" the same over the window where all B sequences
-// decode together.
+// (completion tokens − 1) from the first on-time chunk; "fwd fit" the robust fit beside it),
+// "full-batch fwd" the same over the window where all counted sequences decode together;
+// "counted" is the sequences in those figures over B (a partial cell left some out).
 func Table(w io.Writer, run *Run) {
 	cols := columns(present(run))
 	rows := make([][]string, 0, len(run.Cells)+2)
@@ -304,7 +329,9 @@ func CSVHeader() []string {
 		h = append(h, c.csv)
 	}
 	return append(h, "itl_tokens_per_chunk", "tokens_per_chunk", "ttft_mean_ms", "e2e_mean_ms", "short_sequences", "prompt_tokens",
-		"prompt_token_deviation", "cached_tokens", "errors", "occupancy_share_at_b", "occupancy_max", "occupancy_samples", "status", "error")
+		"prompt_token_deviation", "cached_tokens", "errors", "occupancy_share_at_b", "occupancy_max", "occupancy_samples",
+		"per_forward_method", "per_forward_endpoints_mean_ms", "full_occupancy_endpoints_ms", "full_occupancy_fit_ms", "tokens_unverified", "zero_token_sequences", "early_stop_sequences",
+		"overlong_sequences", "prompt_requests_deviating", "prompt_max_abs_deviation", "prompt_truncated_requests", "status", "error")
 }
 
 // csvColumns are the table's columns that have a CSV value, past L and B.
@@ -352,6 +379,25 @@ func WriteCSV(path string, run *Run) error {
 			row = append(row, strconv.FormatFloat(m.Occupancy.AtTarget, 'f', 4, 64), strconv.Itoa(m.Occupancy.Max), strconv.Itoa(m.Occupancy.Samples))
 		} else {
 			row = append(row, "", "", "")
+		}
+		if f := c.Figures; f != nil {
+			ends, winEnds, winFit, pd, pm, pt := "", "", "", "", "", ""
+			if f.PerForwardEndpoints.N > 0 {
+				ends = ms(f.PerForwardEndpoints.Mean)
+			}
+			if f.Window.Valid && f.Window.Endpoints > 0 {
+				winEnds = ms(f.Window.Endpoints)
+			}
+			if f.Window.Valid && f.Window.Fit > 0 {
+				winFit = ms(f.Window.Fit)
+			}
+			if p := f.Prompts; p != nil {
+				pd, pm, pt = strconv.Itoa(p.Deviating), strconv.Itoa(p.MaxAbs), strconv.Itoa(p.Truncated)
+			}
+			row = append(row, f.PerForwardMethod, ends, winEnds, winFit, strconv.Itoa(f.TokensUnverified), strconv.Itoa(f.ZeroToken), strconv.Itoa(f.EarlyStop),
+				strconv.Itoa(f.Overlong), pd, pm, pt)
+		} else {
+			row = append(row, "", "", "", "", "", "", "", "", "", "", "")
 		}
 		row = append(row, c.Status, c.Error)
 		_ = w.Write(row)

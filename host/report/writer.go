@@ -84,9 +84,12 @@ func (w *Writer) Finish(status string, runErr error) (jsonPath, csvPath string, 
 		ft.Error = runErr.Error()
 	}
 	for _, c := range w.run.Cells {
-		if c.Status == StatusOK {
+		switch c.Status {
+		case StatusOK:
 			ft.OK++
-		} else {
+		case StatusPartial:
+			ft.Partial++
+		default:
 			ft.Failed++
 		}
 	}

@@ -280,7 +280,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	jsonPath, csvPath, ferr := w.Finish(status, runErr)
 	res.JSON, res.CSV = jsonPath, csvPath
 	for _, c := range res.Run.Cells {
-		if c.Status == report.StatusOK {
+		if report.Measured(c.Status) {
 			res.Measured++
 		}
 	}
@@ -422,8 +422,13 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 	if err != nil {
 		return fail(exitcode.TargetFailed, summarize(err))
 	}
+	built := make([]int, len(prompts))
+	for i, p := range prompts {
+		built[i] = len(p)
+	}
 	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0,
-		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance})
+		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
+		PromptLengths: built, TextPrompts: texts != nil})
 	if r.router != nil && r.router.workers > 1 && fig.Window.Valid {
 		// Sequences on different workers do not share one batch: no window where "all B
 		// sequences decode together" exists.
@@ -431,18 +436,20 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 	}
 	rec.Figures = &fig
 	rec.Status = report.StatusOK
+	if fig.Partial() {
+		rec.Status = report.StatusPartial
+	}
 	rec.Elapsed = report.Millis(time.Since(t0))
-	if fig.HasPromptTokens {
-		sent := 0
-		for _, l := range lengths {
-			sent += l
-		}
-		if mode == dispatch.ModeN {
-			sent = lengths[0]
-		}
-		rec.PromptTokenDeviation = fig.PromptTokens - sent
+	if fig.Prompts != nil {
+		rec.PromptTokenDeviation = fig.Prompts.Sum
 	}
 	rec.Warnings = append(rec.Warnings, cellWarnings(cfg, cell, &rec)...)
+	if fig.Prompts != nil && fig.Prompts.TruncationError != "" {
+		// The figures stay in the record; the cell is an error because the server did not
+		// process the prompts genload sent.
+		rec.Status = report.StatusError
+		return fail(exitcode.TargetFailed, errors.New(fig.Prompts.TruncationError))
+	}
 	return rec, nil
 }
 
@@ -557,31 +564,41 @@ func toDispatchWorkers(ws []config.Worker) []dispatch.Worker {
 	return out
 }
 
-// cellWarnings flags cells whose measurement missed its target.
+// cellWarnings flags cells whose measurement missed its target, and gives the reason of every
+// absent figure (the table shows – for it).
 func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []string {
 	var ws []string
 	f := rec.Figures
-	if f.Short > 0 {
-		ws = append(ws, fmt.Sprintf("%d sequences generated fewer than max_tokens %d", f.Short, cfg.MaxTokens))
-	}
 	if len(f.Errors) > 0 {
 		ws = append(ws, fmt.Sprintf("%d request errors: %s", len(f.Errors), f.Errors[0]))
 	}
-	if d := rec.PromptTokenDeviation; d != 0 {
-		ws = append(ws, fmt.Sprintf("the server counted %d prompt tokens, %+d from the %d genload built (%s prompts)", f.PromptTokens, d, f.PromptTokens-d, cfg.Prompt.Format))
+	if p := f.Prompts; p != nil && p.TruncationError == "" {
+		if m := p.Message(); m != "" {
+			ws = append(ws, m)
+		}
 	}
 	if f.ITL.N > 0 && f.ITL.P50 == 0 {
 		ws = append(ws, "over half of the chunk intervals are 0: chunks arrived together in one read (the client fell behind, or the server or network coalesced them); per-forward figures are unreliable")
 	}
-	if f.PerForward.N == 0 {
-		ws = append(ws, fmt.Sprintf("no decode forward pass was measured (max_tokens %d: a sequence needs ≥ 2 tokens)", cfg.MaxTokens))
+	switch {
+	case f.PerForward.N == 0:
+		ws = append(ws, "no per-forward figure: "+f.PerForwardReason)
+	case f.PerForwardReason != "":
+		ws = append(ws, fmt.Sprintf("fwd over %d of %d sequences: %s", f.PerForward.N, f.Sequences, f.PerForwardReason))
+	}
+	if f.PerForward.N > 0 && f.TokensUnverified > 0 {
+		ws = append(ws, fmt.Sprintf("%d of %d sequences' token counts are unverified (counted from chunks: the server sent no usable usage); the table shows them as a lower bound", f.TokensUnverified, f.Sequences))
+	}
+	if f.PerForwardMethod == "endpoints" {
+		ws = append(ws, fmt.Sprintf("fwd is decode time / (tokens − 1), not the robust fit: per-chunk token counts are unknown (chunks carry %.2f tokens on average); it assumes each sequence's first chunk carries one token and arrives on time — continuous usage stats or logprobs give per-chunk counts", f.TokensPerChunk))
 	}
 	if f.TokensPerChunk > 1.05 && cfg.DraftTokens == 0 {
 		ws = append(ws, fmt.Sprintf("chunks carry %.2f tokens on average (speculative decoding, or stream_interval coalescing): fwd counts tokens, so it is the time per output token; if the server speculates, set draft_tokens = k to count forward passes",
 			f.TokensPerChunk))
 	}
+	ws = append(ws, f.Checks...)
 	ws = append(ws, estimateWarnings(f, rec.Server, cfg.DraftTokens > 0)...)
-	if !f.Window.Valid && f.Window.Reason != "" && f.PerForward.N > 0 {
+	if !f.Window.Valid && f.Window.Reason != "" {
 		ws = append(ws, "no full-batch figure: "+f.Window.Reason)
 	}
 	if cfg.Mode == config.ModeRouted && rec.Workers != nil {
@@ -896,7 +913,7 @@ func openResults(cfg *config.Config, header report.Header, opt Options, autoID b
 			return nil, nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("cannot resume %s: %w", opt.Resume, err))
 		}
 		for _, c := range w.Run().Cells {
-			if c.Status == report.StatusOK {
+			if report.Measured(c.Status) {
 				done[c.Cell.Index] = true
 			}
 		}
