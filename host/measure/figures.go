@@ -56,7 +56,7 @@ const MinWindowSteps = 10
 // EstimatorTolerance is the largest gap between the headline per-forward figure (the mean
 // forward pass) and the robust fit (the typical one) of a cell that is not flagged in
 // Figures.Checks.
-const EstimatorTolerance = 0.03
+const EstimatorTolerance = 0.05
 
 // Figures are one cell's client-side measurements. All durations are time.Duration
 // internally and milliseconds in JSON (via Summary, or the *_ms fields).
@@ -154,6 +154,8 @@ type Figures struct {
 	// Hist holds the same samples as PerForward, TTFT, ITL and E2E in mergeable HDR
 	// histograms, to combine repeats and shards exactly (see Histogram).
 	Hist *Histograms `json:"hist,omitempty"`
+
+	fitFlagged bool // a per-sequence check failed (the window's would repeat it)
 }
 
 // Partial reports that some of the B sequences were left out of the per-forward figures

@@ -125,6 +125,28 @@ func anchor(ps []point, typical float64) int {
 	return 0
 }
 
+// lateAnchor returns anchor(ps, slope) when ps's first mark is late — above the Theil–Sen
+// line by more than a typical forward pass (the line's slope) and 3 robust standard
+// deviations (1.4826 × the median absolute residual) of the arrival jitter —, else 0: a stream whose reads merely pair its
+// chunks (steps shorter than the client's read interval) keeps its first mark.
+func lateAnchor(ps []point) int {
+	line, icpt, ok := theilSen(ps)
+	if !ok || line <= 0 {
+		return 0
+	}
+	// The fit's slope is the typical forward pass: the median interval would be ~0 when
+	// reads coalesce chunks (a client behind a loaded host), and every mark would look late.
+	typ := line
+	r := make([]float64, len(ps))
+	for i, p := range ps {
+		r[i] = math.Abs(p.t - icpt - line*p.f)
+	}
+	if ps[0].t-icpt <= max(typ, 3*1.4826*median(r)) {
+		return 0
+	}
+	return anchor(ps, typ)
+}
+
 // typicalInterval is the median time per forward pass between consecutive marks of ps (NaN
 // with fewer than two marks at distinct forward indices).
 func typicalInterval(ps []point) float64 {

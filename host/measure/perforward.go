@@ -83,7 +83,7 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 		ps[i] = point{float64(s.Marks.At(i)), q.fwd[i]}
 	}
 	typ := typicalInterval(ps)
-	a := anchor(ps, typ)
+	a := lateAnchor(ps)
 	sf.skipped = a
 	sf.headline = time.Duration(math.Round((ps[n-1].t - ps[a].t) / (ps[n-1].f - ps[a].f)))
 	if typ > 0 {
@@ -160,6 +160,7 @@ func perForward(f *Figures, fulls []fullSeq, o Options, maxTok int) {
 	if f.PerForwardMethod == "anchored" && len(fits) == len(heads) {
 		fitCheck(f, slowFirst, slowLast)
 	}
+	f.fitFlagged = len(f.Checks) > 0
 
 	var parts []string
 	if f.PerForward.N == 0 && len(fulls) == 0 {
@@ -216,7 +217,7 @@ func windowCheck(f *Figures) {
 	if !w.Valid || w.PerStep <= 0 {
 		return
 	}
-	if w.Fit > 0 {
+	if w.Fit > 0 && !f.fitFlagged { // the per-sequence check already names the cause
 		if gap := float64(w.PerStep)/float64(w.Fit) - 1; math.Abs(gap) > EstimatorTolerance {
 			f.Checks = append(f.Checks, fmt.Sprintf("full-batch estimators disagree: full-batch fwd (the mean forward pass) %.3f ms is %+.1f %% of the pooled robust fit %.3f ms (the typical one): some forward passes in the window were much slower or faster than the others",
 				Ms(w.PerStep), 100*gap, Ms(w.Fit)))

@@ -57,7 +57,7 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 	for i := range n {
 		ps[i] = point{float64(ms.At(i)), ref.fwd[i]}
 	}
-	k2 := max(k, anchor(ps, typicalInterval(ps)))
+	k2 := max(k, lateAnchor(ps))
 	w.Steps = int(math.Round(ref.fwd[n-1] - ref.fwd[k2]))
 	if w.Steps == 0 {
 		w.Reason = "no forward pass inside the window"
