@@ -42,17 +42,17 @@ type LeftOut struct {
 // classify returns s's class (see the Class constants); failed reports that its request
 // failed, maxTok is max_tokens (0: unknown, no early-stop or overlong class).
 func classify(s *dispatch.Sequence, failed bool, maxTok int) string {
-	exact := s.TokenSource.Exact()
+	exact, n := exactCount(s), tokensOf(s)
 	switch {
 	case failed:
 		return ClassFailed
 	case !s.Finished:
 		return ClassUnfinished
-	case s.Marks.Len() == 0 || (exact && s.CompletionTokens == 0):
+	case s.Marks.Len() == 0:
 		return ClassZeroToken
-	case maxTok > 0 && s.CompletionTokens > maxTok: // a lower bound above max_tokens proves it too
+	case maxTok > 0 && n > maxTok: // a lower bound above max_tokens proves it too
 		return ClassOverlong
-	case maxTok > 0 && s.CompletionTokens < maxTok && (exact || s.FinishReason != "length"):
+	case maxTok > 0 && n < maxTok && (exact || s.FinishReason != "length"):
 		return ClassEarlyStop
 	}
 	return ClassFull
@@ -135,3 +135,15 @@ func describeClass(c string, ls []LeftOut, maxTokens int) string {
 	}
 	return c
 }
+
+// exactCount reports whether s's CompletionTokens is exact: its source is
+// (sse.TokenSource.Exact) and it does not contradict the stream — a count below the number
+// of token-bearing chunks (zero while text arrived: a server that puts all-zero usage on
+// every chunk) is not, each such chunk carrying at least one token.
+func exactCount(s *dispatch.Sequence) bool {
+	return s.TokenSource.Exact() && s.CompletionTokens >= s.Marks.Len()
+}
+
+// tokensOf is s's completion tokens: CompletionTokens, or at least one per token-bearing chunk
+// when the count contradicts the stream (a lower bound then).
+func tokensOf(s *dispatch.Sequence) int { return max(s.CompletionTokens, s.Marks.Len()) }

@@ -279,7 +279,7 @@ func Compute(res *dispatch.Result, o Options) Figures {
 		failed := s.Request >= len(res.Requests) || res.Requests[s.Request].Err != nil
 		class := classify(s, failed, maxTok)
 		if class != ClassFull {
-			f.LeftOut = append(f.LeftOut, LeftOut{Sequence: i, Class: class, FinishReason: s.FinishReason, Tokens: s.CompletionTokens, Exact: s.TokenSource.Exact()})
+			f.LeftOut = append(f.LeftOut, LeftOut{Sequence: i, Class: class, FinishReason: s.FinishReason, Tokens: tokensOf(s), Exact: exactCount(s)})
 			switch class {
 			case ClassZeroToken:
 				f.ZeroToken++
@@ -317,9 +317,9 @@ func Compute(res *dispatch.Result, o Options) Figures {
 			}
 		}
 		marks += n
-		f.CompletionTokens += s.CompletionTokens
+		f.CompletionTokens += tokensOf(s)
 		f.TokenSources[string(s.TokenSource)]++
-		if !s.TokenSource.Exact() {
+		if !exactCount(s) {
 			f.TokensUnverified++
 		}
 	}

@@ -44,18 +44,69 @@ func appendSlopes(dst []float64, ps []point) []float64 {
 	return dst
 }
 
-// median returns the median of v (mean of the two middle values for an even count), sorting v
-// in place; NaN for an empty v.
+// median returns the median of v (mean of the two middle values for an even count),
+// reordering v in place (a selection, O(len(v)) expected); NaN for an empty v.
 func median(v []float64) float64 {
 	n := len(v)
 	if n == 0 {
 		return math.NaN()
 	}
-	slices.Sort(v)
+	hi := selectKth(v, n/2)
 	if n%2 == 1 {
-		return v[n/2]
+		return hi
 	}
-	return (v[n/2-1] + v[n/2]) / 2
+	lo := v[0] // after selectKth, v[:n/2] holds the n/2 smallest values
+	for _, x := range v[1 : n/2] {
+		lo = max(lo, x)
+	}
+	return (lo + hi) / 2
+}
+
+// selectKth reorders v so that v[k] is its k-th smallest value (0-based), every value before
+// it ≤ v[k] and every value after it ≥ v[k] (Hoare's selection, median-of-three pivot), and
+// returns v[k].
+func selectKth(v []float64, k int) float64 {
+	lo, hi := 0, len(v)-1
+	for hi > lo {
+		if hi-lo < 16 {
+			slices.Sort(v[lo : hi+1])
+			break
+		}
+		mid := lo + (hi-lo)/2
+		if v[mid] < v[lo] {
+			v[mid], v[lo] = v[lo], v[mid]
+		}
+		if v[hi] < v[lo] {
+			v[hi], v[lo] = v[lo], v[hi]
+		}
+		if v[hi] < v[mid] {
+			v[hi], v[mid] = v[mid], v[hi]
+		}
+		pivot := v[mid]
+		i, j := lo, hi
+		for i <= j {
+			for v[i] < pivot {
+				i++
+			}
+			for v[j] > pivot {
+				j--
+			}
+			if i <= j {
+				v[i], v[j] = v[j], v[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return v[k]
+		}
+	}
+	return v[k]
 }
 
 // theilSen returns the Theil–Sen slope of t against f (ns per forward pass) — the median of
@@ -125,13 +176,12 @@ func anchor(ps []point, typical float64) int {
 	return 0
 }
 
-// lateAnchor returns anchor(ps, slope) when ps's first mark is late — above the Theil–Sen
-// line by more than a typical forward pass (the line's slope) and 3 robust standard
+// lateAnchor returns anchor(ps, line) when ps's first mark is late — above its Theil–Sen
+// line t = icpt + line·f by more than a typical forward pass (the line's slope) and 3 robust standard
 // deviations (1.4826 × the median absolute residual) of the arrival jitter —, else 0: a stream whose reads merely pair its
 // chunks (steps shorter than the client's read interval) keeps its first mark.
-func lateAnchor(ps []point) int {
-	line, icpt, ok := theilSen(ps)
-	if !ok || line <= 0 {
+func lateAnchor(ps []point, line, icpt float64) int {
+	if line <= 0 {
 		return 0
 	}
 	// The fit's slope is the typical forward pass: the median interval would be ~0 when

@@ -28,15 +28,16 @@ func forwardIndex(s *dispatch.Sequence, chunkForwards bool) []float64 {
 	f := make([]float64, n)
 	cum, known := 0, true
 	for i := range n {
-		t := s.Marks.Get(i).Tokens
-		if t < 0 {
+		m := s.Marks.Get(i)
+		t := m.Tokens
+		if t < 0 || (t == 0 && m.Text > 0) { // text without a token: the delta contradicts the stream
 			known = false
 			break
 		}
 		cum += int(t)
 		f[i] = float64(cum)
 	}
-	exact := s.TokenSource.Exact()
+	exact := exactCount(s)
 	if known && n > 0 && (!exact || cum == s.CompletionTokens) {
 		f0 := f[0]
 		for i := range f {
@@ -69,7 +70,7 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	switch {
 	case q.fwd != nil && q.fwd[n-1] > 0:
 		sf.ends = time.Duration(math.Round(float64(tl-t0) / q.fwd[n-1]))
-	case q.fwd == nil && s.TokenSource.Exact() && s.CompletionTokens >= 2:
+	case q.fwd == nil && exactCount(s) && s.CompletionTokens >= 2:
 		sf.ends = (tl - t0) / time.Duration(s.CompletionTokens-1)
 		sf.headline = sf.ends
 		return sf, ""
@@ -83,18 +84,20 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 		ps[i] = point{float64(s.Marks.At(i)), q.fwd[i]}
 	}
 	typ := typicalInterval(ps)
-	a := lateAnchor(ps)
+	line, icpt, fitted := theilSen(ps)
+	a := 0
+	if fitted && n >= 3 {
+		a = lateAnchor(ps, line, icpt)
+	}
 	sf.skipped = a
 	sf.headline = time.Duration(math.Round((ps[n-1].t - ps[a].t) / (ps[n-1].f - ps[a].f)))
 	if typ > 0 {
 		sf.firstGap = (ps[a+1].t - ps[a].t) / (ps[a+1].f - ps[a].f) / typ
 		sf.lastGap = (ps[n-1].t - ps[n-2].t) / max(ps[n-1].f-ps[n-2].f, 1) / typ
 	}
-	if n >= 3 {
-		if line, icpt, ok := theilSen(ps); ok && line > 0 {
-			sf.fit = time.Duration(math.Round(line))
-			sf.firstRes, sf.lastRes = ps[0].t-icpt, ps[n-1].t-(icpt+line*ps[n-1].f)
-		}
+	if n >= 3 && fitted && line > 0 {
+		sf.fit = time.Duration(math.Round(line))
+		sf.firstRes, sf.lastRes = ps[0].t-icpt, ps[n-1].t-(icpt+line*ps[n-1].f)
 	}
 	return sf, ""
 }
@@ -110,7 +113,7 @@ func perForward(f *Figures, fulls []fullSeq, o Options, maxTok int) {
 		sf, why := sequenceFigures(q)
 		switch why {
 		case "one chunk":
-			if maxTok == 1 || (q.s.TokenSource.Exact() && q.s.CompletionTokens == 1) {
+			if maxTok == 1 || (exactCount(q.s) && q.s.CompletionTokens == 1) {
 				oneToken++
 			} else {
 				oneChunk++

@@ -42,6 +42,10 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 		return w
 	}
 	for _, s := range seqs {
+		if s.fwd == nil && !exactCount(s.s) {
+			w.Reason = "token counts unverified (no usable usage, chunks may carry several tokens): the forward passes in the window cannot be counted"
+			return w
+		}
 		if s.fwd == nil {
 			w.Reason = fmt.Sprintf("per-chunk token counts unknown (chunks carry %.2f tokens on average, no per-chunk usage): the forward passes in the window cannot be counted", tokensPerChunk)
 			return w
@@ -57,7 +61,10 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 	for i := range n {
 		ps[i] = point{float64(ms.At(i)), ref.fwd[i]}
 	}
-	k2 := max(k, lateAnchor(ps))
+	k2 := k
+	if line, icpt, ok := theilSen(ps); ok && n >= 3 {
+		k2 = max(k, lateAnchor(ps, line, icpt))
+	}
 	w.Steps = int(math.Round(ref.fwd[n-1] - ref.fwd[k2]))
 	if w.Steps == 0 {
 		w.Reason = "no forward pass inside the window"
