@@ -1,0 +1,60 @@
+package run
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/sse"
+)
+
+// warningsOf builds a cell of b sequences of max_tokens 20 on a 5 ms step, the last zero of them
+// finishing with no token, and returns its warnings.
+func warningsOf(t *testing.T, b, zero int, o measure.Options, usage sse.Usage) ([]string, *measure.Figures) {
+	t.Helper()
+	res := &dispatch.Result{MaxTokens: 20, Mode: dispatch.ModeArray, Requests: []dispatch.Request{{Prompts: []int{0}, HasUsage: true, Usage: usage}}}
+	for i := range b {
+		s := dispatch.Sequence{Prompt: i}
+		s.Finished, s.FinishReason = true, "length"
+		if i < b-zero {
+			for k := range 20 {
+				s.Marks.Append(sse.Mark{At: time.Second + time.Duration(k)*5*time.Millisecond, Text: 3, Tokens: -1})
+			}
+			s.CompletionTokens, s.TokenSource = 20, sse.TokensEvenSplit
+		} else {
+			s.TokenSource = sse.TokensChunks
+		}
+		res.Sequences = append(res.Sequences, s)
+	}
+	o.MaxTokens = 20
+	f := measure.Compute(res, o)
+	rec := report.Cell{Figures: &f}
+	return cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: b}, &rec), &f
+}
+
+func TestCellWarningsSayTheRealCause(t *testing.T) {
+	// 4 of 10 with no token: the cell is partial, fwd is over 6, and nothing blames max_tokens.
+	ws, f := warningsOf(t, 10, 4, measure.Options{}, sse.Usage{})
+	all := strings.Join(ws, "\n")
+	if !f.Partial() || f.Counted != 6 || !strings.Contains(all, "fwd over 6 of 10 sequences: left out: 4 of 10 sequences finished with no token") || strings.Contains(all, "max_tokens 20: a sequence needs") {
+		t.Errorf("partial cell warnings:\n%s", all)
+	}
+	// every sequence with no token: both absent figures say why
+	ws, f = warningsOf(t, 2, 2, measure.Options{}, sse.Usage{})
+	all = strings.Join(ws, "\n")
+	if f.PerForward.N != 0 || !strings.Contains(all, "no per-forward figure: no sequence ran its max_tokens; left out: 2 of 2 sequences finished with no token") ||
+		!strings.Contains(all, "no full-batch figure: no counted sequences") {
+		t.Errorf("empty cell warnings:\n%s", all)
+	}
+	// a truncated prompt downgraded to a warning names truncation and the numbers
+	ws, f = warningsOf(t, 1, 0, measure.Options{PromptLengths: []int{6000}, TruncationWarns: true}, sse.Usage{PromptTokens: 4096})
+	all = strings.Join(ws, "\n")
+	if f.Prompts == nil || f.Prompts.TruncationError != "" || !strings.Contains(all, "prompts truncated by the server") || !strings.Contains(all, "4,096 of the 6,000") {
+		t.Errorf("truncation warnings:\n%s", all)
+	}
+}
