@@ -332,7 +332,7 @@ func Compute(res *dispatch.Result, o Options) Figures {
 	if marks > 0 {
 		f.TokensPerChunk = float64(f.CompletionTokens) / float64(marks)
 	}
-	perForward(&f, fulls, o, maxTok)
+	perForward(&f, fulls, maxTok)
 	f.Window = window(fulls, f.TokensPerChunk)
 	windowCheck(&f)
 	f.Prompts = checkPrompts(res, o)

@@ -196,15 +196,3 @@ func lateAnchor(ps []point, line, icpt float64) int {
 	}
 	return anchor(ps, typ)
 }
-
-// typicalInterval is the median time per forward pass between consecutive marks of ps (NaN
-// with fewer than two marks at distinct forward indices).
-func typicalInterval(ps []point) float64 {
-	var v []float64
-	for k := 1; k < len(ps); k++ {
-		if df := ps[k].f - ps[k-1].f; df > 0 {
-			v = append(v, (ps[k].t-ps[k-1].t)/df)
-		}
-	}
-	return median(v)
-}

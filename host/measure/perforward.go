@@ -55,12 +55,13 @@ func forwardIndex(s *dispatch.Sequence, chunkForwards bool) []float64 {
 type seqFigures struct {
 	headline, ends, fit time.Duration
 	skipped             int     // leading marks skipped by anchor
-	firstGap            float64 // first interval per forward / typical interval (0: unknown)
-	lastGap             float64 // last interval per forward / typical interval
+	firstGap            float64 // first interval (from the anchor) per forward / the fit's slope (0: no fit)
+	lastGap             float64 // last interval per forward / the fit's slope
 	firstRes, lastRes   float64 // first and last mark's residual from the fit (ns)
 }
 
-// sequenceFigures computes q's figures; ok is false with fewer than 2 marks.
+// sequenceFigures computes q's figures; why is "one chunk" (fewer than two marks, or every
+// token in the first), "unverified" (no exact count nor known forward indices), else "".
 func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	s, n := q.s, q.s.Marks.Len()
 	if n < 2 {
@@ -83,7 +84,6 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	for i := range n {
 		ps[i] = point{float64(s.Marks.At(i)), q.fwd[i]}
 	}
-	typ := typicalInterval(ps)
 	line, icpt, fitted := theilSen(ps)
 	a := 0
 	if fitted && n >= 3 {
@@ -91,11 +91,9 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	}
 	sf.skipped = a
 	sf.headline = time.Duration(math.Round((ps[n-1].t - ps[a].t) / (ps[n-1].f - ps[a].f)))
-	if typ > 0 {
-		sf.firstGap = (ps[a+1].t - ps[a].t) / (ps[a+1].f - ps[a].f) / typ
-		sf.lastGap = (ps[n-1].t - ps[n-2].t) / max(ps[n-1].f-ps[n-2].f, 1) / typ
-	}
 	if n >= 3 && fitted && line > 0 {
+		sf.firstGap = (ps[a+1].t - ps[a].t) / max(ps[a+1].f-ps[a].f, 1) / line
+		sf.lastGap = (ps[n-1].t - ps[n-2].t) / max(ps[n-1].f-ps[n-2].f, 1) / line
 		sf.fit = time.Duration(math.Round(line))
 		sf.firstRes, sf.lastRes = ps[0].t-icpt, ps[n-1].t-(icpt+line*ps[n-1].f)
 	}
@@ -104,7 +102,7 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 
 // perForward fills f.PerForward, PerForwardMethod, PerForwardEndpoints, PerForwardFit, the
 // chunk offsets, the cross-checks and PerForwardReason from the full sequences.
-func perForward(f *Figures, fulls []fullSeq, o Options, maxTok int) {
+func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 	var heads, ends, fits []time.Duration
 	var firstRes, lastRes []float64
 	oneChunk, oneToken, unverified, anchored, skipped, slowFirst, slowLast := 0, 0, 0, 0, 0, 0, 0
@@ -213,8 +211,8 @@ func fitCheck(f *Figures, slowFirst, slowLast int) {
 }
 
 // windowCheck compares the window's headline (the mean forward pass on the reference
-// sequence) with its pooled fit (the typical one) and the endpoint form, whose tolerance
-// widens by its alignment error, half a step over Steps.
+// sequence) with its pooled fit (the typical one), unless the per-sequence check already
+// failed (it names the cause).
 func windowCheck(f *Figures) {
 	w := f.Window
 	if !w.Valid || w.PerStep <= 0 {
