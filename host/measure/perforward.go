@@ -61,7 +61,8 @@ type seqFigures struct {
 }
 
 // sequenceFigures computes q's figures; why is "one chunk" (fewer than two marks, or every
-// token in the first), "unverified" (no exact count nor known forward indices), else "".
+// token in the first), "unverified" (no exact count nor known forward indices), "late first
+// chunk" (held back, with per-chunk counts unknown), else "".
 func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	s, n := q.s, q.s.Marks.Len()
 	if n < 2 {
@@ -73,6 +74,16 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 		sf.ends = time.Duration(math.Round(float64(tl-t0) / q.fwd[n-1]))
 	case q.fwd == nil && exactCount(s) && s.CompletionTokens >= 2:
 		sf.ends = (tl - t0) / time.Duration(s.CompletionTokens-1)
+		// Without per-chunk counts a held-back first chunk cannot be skipped (how many tokens
+		// the bunch behind it carries is unknown): detect it on the chunk index instead, and
+		// give no figure rather than one short by the delay.
+		ps := make([]point, n)
+		for i := range n {
+			ps[i] = point{float64(s.Marks.At(i)), float64(i)}
+		}
+		if n >= 3 && heldBack(ps) {
+			return sf, "late first chunk"
+		}
 		sf.headline = sf.ends
 		return sf, ""
 	case q.fwd == nil:
@@ -105,7 +116,7 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 	var heads, ends, fits []time.Duration
 	var firstRes, lastRes []float64
-	oneChunk, oneToken, unverified, anchored, skipped, slowFirst, slowLast := 0, 0, 0, 0, 0, 0, 0
+	oneChunk, oneToken, unverified, lateUnknown, anchored, skipped, slowFirst, slowLast := 0, 0, 0, 0, 0, 0, 0, 0
 	var endsOfSkipped, headsOfSkipped time.Duration
 	for _, q := range fulls {
 		sf, why := sequenceFigures(q)
@@ -119,6 +130,9 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 			continue
 		case "unverified":
 			unverified++
+			continue
+		case "late first chunk":
+			lateUnknown++
 			continue
 		}
 		heads, ends = append(heads, sf.headline), append(ends, sf.ends)
@@ -172,6 +186,9 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 	}
 	if unverified > 0 {
 		parts = append(parts, fmt.Sprintf("token counts unverified: no usage and chunks may carry several tokens (%d of %d full sequences; continuous usage or logprobs give exact counts)", unverified, len(fulls)))
+	}
+	if lateUnknown > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d full sequences' first chunk arrived late, bunched with the next ones, and per-chunk token counts are unknown: where their decoding started is unknown (continuous usage or logprobs give per-chunk counts)", lateUnknown, len(fulls)))
 	}
 	if oneChunk > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d full sequences received all their tokens in one chunk: no decode interval to time", oneChunk, len(fulls)))
