@@ -177,9 +177,10 @@ func anchor(ps []point, typical float64) int {
 }
 
 // lateAnchor returns anchor(ps, line) when ps's first mark is late — above its Theil–Sen
-// line t = icpt + line·f by more than a typical forward pass (the line's slope) and 3 robust standard
-// deviations (1.4826 × the median absolute residual) of the arrival jitter —, else 0: a stream whose reads merely pair its
-// chunks (steps shorter than the client's read interval) keeps its first mark.
+// line t = icpt + line·f by more than a typical forward pass (the line's slope) and 3 robust
+// standard deviations (1.4826 × the median absolute residual) of the arrival jitter, or with
+// three or more marks bunched behind it (leadingBunch) —, else 0: a stream whose reads merely
+// pair its chunks (steps shorter than the client's read interval) keeps its first mark.
 func lateAnchor(ps []point, line, icpt float64) int {
 	if line <= 0 {
 		return 0
@@ -191,10 +192,20 @@ func lateAnchor(ps []point, line, icpt float64) int {
 	for i, p := range ps {
 		r[i] = math.Abs(p.t - icpt - line*p.f)
 	}
-	if ps[0].t-icpt <= max(typ, 3*1.4826*median(r)) {
+	if ps[0].t-icpt <= max(typ, 3*1.4826*median(r)) && leadingBunch(ps, typ) < 3 {
 		return 0
 	}
 	return anchor(ps, typ)
+}
+
+// leadingBunch is the number of leading marks of ps that arrive within a quarter of typical
+// of the first (1 when the second is on its own).
+func leadingBunch(ps []point, typical float64) int {
+	n := 1
+	for n < len(ps) && ps[n].t-ps[0].t < typical/4 {
+		n++
+	}
+	return n
 }
 
 // heldBack reports a held-back first chunk in marks indexed by chunk (ps[i].f = i), when the
@@ -209,9 +220,6 @@ func heldBack(ps []point) bool {
 	if !ok || line <= 0 || len(ps) < 3 {
 		return false
 	}
-	bunch := 1
-	for bunch < len(ps) && ps[bunch].t-ps[0].t < line/4 {
-		bunch++
-	}
+	bunch := leadingBunch(ps, line)
 	return bunch >= 3 || (bunch == 2 && ps[0].t-icpt > 2*line)
 }
