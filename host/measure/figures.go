@@ -90,7 +90,7 @@ type Figures struct {
 	//   "anchored":  (last mark − anchor mark) / (forward index of the last − of the anchor),
 	//                the anchor being the first on-time mark — the first, unless the stream
 	//                starts with a bunch of marks behind a held-back first chunk (see
-	//                anchor) — used when every sequence's forward indices are known;
+	//                lateAnchor) — used when every sequence's forward indices are known;
 	//   "endpoints": PerForwardEndpoints, when per-chunk token counts are unknown but the
 	//                sequence's count is exact (it assumes the first chunk carries one token
 	//                and arrives on time).
@@ -165,7 +165,7 @@ func (f *Figures) Partial() bool { return f.Counted < f.Sequences }
 // Window is the full-occupancy window over the full sequences: from Start = the latest first
 // mark (every sequence has its first token) to End = the earliest last mark (the first
 // sequence finishes). It is measured on the reference sequence r that finishes first, from
-// its mark nearest to Start (or its anchor, if later: see anchor) to its last mark: Steps is
+// its mark nearest to Start (or its anchor, if later: see lateAnchor) to its last mark: Steps is
 // the difference of their forward indices, PerStep (the headline) the time between them /
 // Steps — the mean forward pass over the window, every sequence decoding. Counting on one
 // sequence's forward index, not on arrivals inside [Start, End], makes Steps immune to the

@@ -146,56 +146,30 @@ func pooledTheilSen(seqs [][]point) (slope float64, ok bool) {
 	return median(s), true
 }
 
-// anchor returns the index of ps's first on-time mark: 0, unless the stream starts with a
-// bunch — marks less than half a typical forward pass apart (typical: ns per forward pass),
-// as when the first chunk is held back (Nagle's algorithm with delayed ACK, a late first
-// flush) and the chunks produced meanwhile arrive with it. Arrival order is TCP order, so the
-// bunch's last marks are still late by up to a forward pass; the anchor is the first mark
-// whose intervals before and after are both at least half a typical forward pass, i.e. on
-// the production line again. 0 when no such mark leaves a forward pass after it.
-func anchor(ps []point, typical float64) int {
-	if len(ps) < 3 || typical <= 0 {
-		return 0
-	}
-	iv := func(k int) float64 {
-		if df := ps[k].f - ps[k-1].f; df > 0 {
-			return (ps[k].t - ps[k-1].t) / df
-		}
-		return 0
-	}
-	thr := typical / 2
-	if iv(1) >= thr {
-		return 0
-	}
-	last := ps[len(ps)-1].f
-	for k := 1; k+1 < len(ps) && last > ps[k].f; k++ {
-		if iv(k) >= thr && iv(k+1) >= thr {
-			return k
-		}
-	}
-	return 0
-}
-
-// lateAnchor returns anchor(ps, line) when ps's first mark is late — above its Theil–Sen
-// line t = icpt + line·f by more than a typical forward pass (the line's slope) and 3 robust
-// standard deviations (1.4826 × the median absolute residual) of the arrival jitter, or with
-// three or more marks bunched behind it (leadingBunch) —, else 0: a stream whose reads merely
+// lateAnchor returns the index of ps's first on-time mark: 0, unless the first mark is late —
+// above its Theil–Sen line t = icpt + line·f by more than a typical forward pass (the line's
+// slope) and 3 robust standard deviations (1.4826 × the median absolute residual) of the
+// arrival jitter, or with three or more marks bunched behind it (leadingBunch). A first chunk
+// held back until some time R (Nagle's algorithm with delayed ACK, a late first flush) makes
+// every chunk produced before R arrive with it, in TCP order; the first chunk produced after R
+// arrives on time. So the anchor is the first mark after the bunch. A stream whose reads merely
 // pair its chunks (steps shorter than the client's read interval) keeps its first mark.
 func lateAnchor(ps []point, line, icpt float64) int {
-	if line <= 0 {
+	if line <= 0 || len(ps) < 3 {
 		return 0
 	}
-	// The fit's slope is the typical forward pass: the median interval would be ~0 when
-	// reads coalesce chunks (a client behind a loaded host), and every mark would look late.
-	typ := line
 	r := make([]float64, len(ps))
 	for i, p := range ps {
 		r[i] = math.Abs(p.t - icpt - line*p.f)
 	}
-	if ps[0].t-icpt <= max(typ, 3*1.4826*median(r)) && leadingBunch(ps, typ) < 3 {
+	bunch := leadingBunch(ps, line)
+	if ps[0].t-icpt <= max(line, 3*1.4826*median(r)) && bunch < 3 {
 		return 0
 	}
-	return anchor(ps, typ)
+	if bunch >= len(ps)-1 {
+		return 0 // no forward pass after the bunch to time
+	}
+	return bunch
 }
 
 // leadingBunch is the number of leading marks of ps that arrive within a quarter of typical
