@@ -1,0 +1,90 @@
+package clientcheck
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/engine"
+	"github.com/genload/genload/host/measure"
+)
+
+// decodeTruth is the mean wall time of the logged decode steps (no prefill) with b
+// sequences, or with any number when b = 0.
+func decodeTruth(t *testing.T, log *stepLog, b int) time.Duration {
+	t.Helper()
+	var truth time.Duration
+	n := 0
+	for _, s := range log.steps(t) {
+		if (s.decode == b || b == 0 && s.decode > 0) && s.prefill == 0 {
+			truth += s.wall
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no decode step with %d sequences", b)
+	}
+	return truth / time.Duration(n)
+}
+
+// The header figure with speculative decoding (k = 3, α = 0.7) and draft_tokens set. In
+// one request of B sequences the generation duration spans every decode step of the cell,
+// the last ones with fewer sequences as they finish: the figure is the mean of all of
+// them. Each routed request spans only its own sequence's steps, so its figure lies between
+// that mean and the mean of the steps with all B sequences.
+func TestSpeculativeHeaderFigureAtBatch(t *testing.T) {
+	const maxTok, k = 40, 3
+	for _, mode := range []dispatch.Mode{dispatch.ModeArray, dispatch.ModeRouted} {
+		for _, b := range []int{1, 8, 16} {
+			if mode == dispatch.ModeRouted && b == 1 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/B=%d", mode, b), func(t *testing.T) {
+				log := &stepLog{}
+				u := startEngine(t, engine.DialectVLLM, log, func(c *engine.Config) { c.SpecTokens, c.SpecAcceptance = k, 0.7 })
+				c, err := dispatch.New(dispatch.Options{Target: u, GenerationDurationHeader: "generation-duration", SpeculationAcceptanceHeader: "speculation-acceptance"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				ps := prompts(b, 300)
+				if err := c.Warmup(context.Background(), mode, ps); err != nil {
+					t.Fatal(err)
+				}
+				log.mu.Lock()
+				log.buf.Reset()
+				log.mu.Unlock()
+				res, err := c.Send(context.Background(), mode, ps, maxTok)
+				if err != nil || res.Err() != nil {
+					t.Fatal(err, res.Err())
+				}
+				o := measure.Options{GenerationDurationHeader: "generation-duration",
+					SpeculationAcceptanceHeader: "speculation-acceptance", DraftTokens: k, ChunkForwards: true}
+				f := measure.Compute(res, o)
+				all, full := decodeTruth(t, log, 0), decodeTruth(t, log, b)
+				if f.Header == nil || f.Header.PerForward.N == 0 {
+					t.Fatalf("no header figure: %+v", f.Header)
+				}
+				h := f.Header.PerForward.Mean
+				t.Logf("hdr fwd %v (τ %.2f); engine: all decode steps %v, steps with %d sequences %v", h, f.Header.TokensPerForward, all, b, full)
+				lo, hi := all, full
+				if mode == dispatch.ModeArray {
+					hi = all
+				}
+				if float64(h) < 0.98*float64(lo) || float64(h) > 1.02*float64(hi) {
+					t.Errorf("hdr fwd %v outside [%v, %v] ± 2 %%", h, lo, hi)
+				}
+				if mode == dispatch.ModeArray && b > 1 {
+					// without counting chunks, the acceptance rate cannot give the slowest
+					// sequence's forward passes: absent, with the reason
+					o.ChunkForwards = false
+					if g := measure.Compute(res, o); g.Header == nil || g.Header.PerForward.N != 0 || g.Header.Reason == "" {
+						t.Errorf("array of %d without chunk forwards: header %+v, want no figure and a reason", b, g.Header)
+					}
+				}
+			})
+		}
+	}
+}
