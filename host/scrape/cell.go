@@ -5,20 +5,29 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 )
 
 // Steps are server-side figures of one cell from a scrape before and one after it
-// (Δ = after − before). Each estimate is valid only when its Has* flag is set.
+// (Δ = after − before). Each estimate is valid only when its Has* flag is set; a missing
+// StepTime has its StepTimeReason. A series absent before the cell and present after it
+// counts from zero: a fresh server creates a labelled histogram's series only at its
+// first observation.
 //
 //	StepTime (seconds per forward pass), first available of:
 //	  vLLM, SGLang: ΔITL_sum / ΔITL_count of *:inter_token_latency_seconds — the mean
 //	                inter-token latency, equal to the decode step time when every step
 //	                emits one token per running sequence;
 //	  TGI:          Δsum / Δcount of tgi_batch_decode_duration{method="decode"};
-//	  llama.cpp:    Δtokens_predicted_seconds_total / Δtokens_predicted_total (the seconds
-//	                are summed over slots, so per slot-token they are the step time).
+//	  llama.cpp:    Δtokens_predicted_seconds_total / (Δtokens_predicted_total − R), R the
+//	                requests that finished in the interval (Delta's finished). llama.cpp
+//	                adds a slot's n_decoded (every generated token, the first included) and
+//	                its t_token_generation (from the first token to the last: n − 1 decode
+//	                forward passes) when the request ends, so per request the seconds
+//	                span n − 1 forwards for n tokens; dividing by the tokens alone reads
+//	                step·(1 − 1/n) (−10 % at max_tokens 10). Unknown R (0): no figure.
 //	TokensPerStep, first available of:
 //	  vLLM:         Δsum / Δcount of vllm:iteration_tokens_total (prompt + generated tokens
 //	                per step; equals the batch size on pure decode steps);
@@ -31,6 +40,7 @@ type Steps struct {
 	Dialect          string        `json:"dialect"`
 	StepTime         time.Duration `json:"-"`
 	HasStepTime      bool          `json:"has_step_time"`
+	StepTimeReason   string        `json:"step_time_reason,omitempty"`
 	TokensPerStep    float64       `json:"tokens_per_step"`
 	HasTokensPerStep bool          `json:"has_tokens_per_step"`
 	Steps            float64       `json:"steps"`
@@ -79,61 +89,96 @@ func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 func secs(v float64) time.Duration { return time.Duration(math.Round(v * 1e9)) }
 
-// Delta computes Steps between two snapshots of a server of family n.
-func Delta(n Names, before, after Snapshot) Steps {
+// Delta computes Steps between two snapshots of a server of family n. finished is the
+// number of requests (sequences, for llama.cpp's slots) that ended between them, 0 when
+// unknown; only llama.cpp's step time needs it.
+func Delta(n Names, before, after Snapshot, finished int) Steps {
 	st := Steps{Dialect: n.Dialect}
-	dHist := func(name string, match ...string) (dc, ds float64, ok bool) {
-		c0, s0, ok0 := before.Hist(name, match...)
+	// delta of a histogram: why is "" when it is usable (count grew)
+	dHist := func(name string, match ...string) (dc, ds float64, why string) {
 		c1, s1, ok1 := after.Hist(name, match...)
-		return c1 - c0, s1 - s0, ok0 && ok1 && c1 > c0
-	}
-	dVal := func(name string) (float64, bool) {
-		if name == "" {
-			return 0, false
+		if !ok1 {
+			return 0, 0, name + " is not exposed"
 		}
-		v0, ok0 := before.Value(name)
-		v1, ok1 := after.Value(name)
-		return v1 - v0, ok0 && ok1
+		c0, s0, _ := before.Hist(name, match...) // absent before: from zero
+		switch {
+		case c1 < c0:
+			return 0, 0, name + " went down during the cell (server restarted?)"
+		case c1 == c0:
+			return 0, 0, name + " had no observation during the cell"
+		}
+		return c1 - c0, s1 - s0, ""
 	}
-	if dc, ds, ok := dHist(TruthStepDuration); ok {
+	dVal := func(name string) (float64, string) {
+		if name == "" {
+			return 0, "not exposed by " + n.Dialect
+		}
+		v1, ok1 := after.Value(name)
+		if !ok1 {
+			return 0, name + " is not exposed"
+		}
+		v0, _ := before.Value(name)
+		if v1 < v0 {
+			return 0, name + " went down during the cell (server restarted?)"
+		}
+		return v1 - v0, ""
+	}
+	if dc, ds, why := dHist(TruthStepDuration); why == "" {
 		st.TruthStepTime, st.HasTruth = secs(ds/dc), true
 		st.TruthSteps = dc
 	}
-	if dc, ds, ok := dHist(TruthDecodeStepDuration); ok {
+	if dc, ds, why := dHist(TruthDecodeStepDuration); why == "" {
 		st.TruthDecodeStepTime, st.HasTruthDecode = secs(ds/dc), true
 	}
-	if d, ok := dVal(TruthSteps); ok {
-		st.TruthSteps = d
+	if _, ok := after.Families[TruthSteps]; ok {
+		if d, why := dVal(TruthSteps); why == "" {
+			st.TruthSteps = d
+		}
 	}
-	switch {
-	case n.ITL != "":
-		if dc, ds, ok := dHist(n.ITL); ok {
+	var why []string
+	if n.ITL != "" {
+		if dc, ds, w := dHist(n.ITL); w == "" {
 			st.StepTime, st.HasStepTime = secs(ds/dc), true
+		} else {
+			why = append(why, w)
 		}
 	}
 	if !st.HasStepTime && n.DecodeDuration != "" {
-		if dc, ds, ok := dHist(n.DecodeDuration, "method=decode"); ok {
+		if dc, ds, w := dHist(n.DecodeDuration, "method=decode"); w == "" {
 			st.StepTime, st.HasStepTime = secs(ds/dc), true
 			st.Steps = dc
+		} else {
+			why = append(why, w)
 		}
 	}
 	if !st.HasStepTime && n.Decodes != "" {
-		// llama.cpp sums each slot's generation time: seconds per generated token of a
-		// slot is the decode step time.
-		dsec, ok1 := dVal(n.DecodeSeconds)
-		dtok, ok2 := dVal(n.GenerationTokens)
-		if ok1 && ok2 && dtok > 0 {
-			st.StepTime, st.HasStepTime = secs(dsec/dtok), true
+		dsec, w1 := dVal(n.DecodeSeconds)
+		dtok, w2 := dVal(n.GenerationTokens)
+		switch {
+		case w1 != "" || w2 != "":
+			why = append(why, strings.TrimSpace(w1+" "+w2))
+		case finished <= 0:
+			why = append(why, "the number of requests finished in the cell is unknown (llama.cpp's seconds span n − 1 forward passes of n tokens)")
+		case dtok-float64(finished) <= 0:
+			why = append(why, fmt.Sprintf("%s grew by %g for %d finished requests: no decode forward pass", n.GenerationTokens, dtok, finished))
+		default:
+			st.StepTime, st.HasStepTime = secs(dsec/(dtok-float64(finished))), true
 		}
-		if dn, ok := dVal(n.Decodes); ok && dn > 0 {
+		if dn, w := dVal(n.Decodes); w == "" && dn > 0 {
 			st.Steps = dn
 		}
 	}
-	if g, ok := dVal(n.GenerationTokens); ok {
+	if !st.HasStepTime {
+		if len(why) == 0 {
+			why = append(why, "no step-time metric is known for "+n.Dialect)
+		}
+		st.StepTimeReason = strings.Join(why, "; ")
+	}
+	if g, w := dVal(n.GenerationTokens); w == "" {
 		st.GeneratedTokens = g
 	}
 	if n.IterationTokens != "" {
-		if dc, ds, ok := dHist(n.IterationTokens); ok {
+		if dc, ds, w := dHist(n.IterationTokens); w == "" {
 			st.TokensPerStep, st.HasTokensPerStep = ds/dc, true
 			st.Steps = dc
 		}
@@ -316,12 +361,13 @@ func (w *Watcher) Begin(ctx context.Context) error {
 }
 
 // End stops sampling, takes the "after" snapshot and returns the cell's metrics for
-// target batch size b.
+// target batch size b, taken to be the number of sequences that finished in the cell (a
+// cell with a failed request is an error cell, whose server figures are not used).
 func (w *Watcher) End(ctx context.Context, b int) (CellMetrics, error) {
 	occ := w.sampler.Stop(b)
 	after, err := w.scraper.Scrape(ctx)
 	if err != nil {
 		return CellMetrics{Occupancy: occ}, err
 	}
-	return CellMetrics{Steps: Delta(w.Names, w.before, after), Occupancy: occ}, nil
+	return CellMetrics{Steps: Delta(w.Names, w.before, after, b), Occupancy: occ}, nil
 }

@@ -21,7 +21,7 @@ func FuzzParse(f *testing.F) {
 		s := Snapshot{Families: fams}
 		n, _ := Detect(fams)
 		for _, names := range []Names{VLLM, SGLang, LlamaCpp, TGI, n} {
-			_ = Delta(names, s, s)
+			_ = Delta(names, s, s, 1)
 			s.Value(names.Running)
 			s.Hist(names.ITL, "method=decode")
 		}

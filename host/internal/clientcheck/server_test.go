@@ -9,6 +9,7 @@ import (
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/scrape"
 )
 
 // decodeTruth is the mean wall time of the logged decode steps (no prefill) with b
@@ -86,5 +87,48 @@ func TestSpeculativeHeaderFigureAtBatch(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// llama.cpp's /metrics step time at max_tokens 10: its counters add every generated token
+// but only the n − 1 forward passes after the first; the figure divides by the forwards and
+// equals the engine's decode-step mean (it read −10 % dividing by tokens).
+func TestLlamaCppMetricsStepTime(t *testing.T) {
+	const b, maxTok = 4, 10
+	log := &stepLog{}
+	u := startEngine(t, engine.DialectLlamaCpp, log)
+	c, err := dispatch.New(dispatch.Options{Target: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ps := prompts(b, 300)
+	if err := c.Warmup(context.Background(), dispatch.ModeArray, ps); err != nil {
+		t.Fatal(err)
+	}
+	w, err := scrape.NewWatcher(context.Background(), u+"/metrics", "", 5*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	log.buf.Reset()
+	log.mu.Unlock()
+	if err := w.Begin(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Send(context.Background(), dispatch.ModeArray, ps, maxTok)
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	cm, err := w.End(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := decodeTruth(t, log, 0)
+	st := cm.Steps
+	r := float64(st.StepTime-truth) / float64(truth)
+	t.Logf("metrics fwd %v vs engine decode steps %v: %+.2f %%; engine's own %v", st.StepTime, truth, 100*r, st.TruthDecodeStepTime)
+	if !st.HasStepTime || r < -0.02 || r > 0.02 {
+		t.Errorf("llama.cpp metrics fwd %v (has %v: %s) vs engine %v: %+.1f %%", st.StepTime, st.HasStepTime, st.StepTimeReason, truth, 100*r)
 	}
 }
