@@ -406,7 +406,7 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 		res, err = r.client.Send(ctx, mode, prompts, cfg.MaxTokens)
 	}
 	if r.watcher != nil {
-		m, werr := r.watcher.End(ctx, cell.Batch)
+		m, werr := r.watcher.EndRouted(ctx, cell.Batch, rec.Workers)
 		if werr != nil {
 			rec.Warnings = append(rec.Warnings, "metrics: "+werr.Error())
 		} else {

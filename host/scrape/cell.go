@@ -3,11 +3,14 @@ package scrape
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"sync"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Steps are server-side figures of one cell from a scrape before and one after it
@@ -250,46 +253,76 @@ func Occupy(samples []int, b int) Occupancy {
 	return o
 }
 
-// Sampler polls the running gauge of a server during a cell.
+// Sampler polls the running gauge of one or more servers during a cell. Each tick scrapes
+// every server at once (concurrently), so that the sum of a tick's values is the number
+// of sequences running over all of them at that moment.
 type Sampler struct {
-	scraper  *Scraper
-	names    Names
+	scrapers []*Scraper
+	names    []Names
 	interval time.Duration
 
-	mu      sync.Mutex
-	samples []int
-	errors  int
-	cancel  context.CancelFunc
-	done    chan struct{}
+	mu     sync.Mutex
+	each   [][]int // per server, its samples
+	sums   []int   // per tick at which every server answered, the sum
+	errors []int   // per server, failed scrapes
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // NewSampler returns a Sampler that scrapes s every interval (default 20 ms) and reads
 // names.Running.
 func NewSampler(s *Scraper, names Names, interval time.Duration) *Sampler {
+	return newSampler([]*Scraper{s}, []Names{names}, interval)
+}
+
+func newSampler(scs []*Scraper, names []Names, interval time.Duration) *Sampler {
 	if interval <= 0 {
 		interval = 20 * time.Millisecond
 	}
-	return &Sampler{scraper: s, names: names, interval: interval}
+	return &Sampler{scrapers: scs, names: names, interval: interval}
 }
 
 // Start begins sampling in a goroutine until Stop or ctx ends.
 func (sp *Sampler) Start(ctx context.Context) {
 	ctx, sp.cancel = context.WithCancel(ctx)
 	sp.done = make(chan struct{})
-	sp.samples, sp.errors = sp.samples[:0], 0
+	n := len(sp.scrapers)
+	sp.each, sp.sums, sp.errors = make([][]int, n), sp.sums[:0], make([]int, n)
 	go func() {
 		defer close(sp.done)
 		t := time.NewTicker(sp.interval)
 		defer t.Stop()
+		vals, oks := make([]int, n), make([]bool, n)
 		for {
-			snap, err := sp.scraper.Scrape(ctx)
+			var wg sync.WaitGroup
+			for i, sc := range sp.scrapers {
+				wg.Go(func() {
+					snap, err := sc.Scrape(ctx)
+					oks[i] = false
+					if err != nil {
+						if ctx.Err() == nil {
+							sp.mu.Lock()
+							sp.errors[i]++
+							sp.mu.Unlock()
+						}
+					} else if v, ok := snap.Value(sp.names[i].Running); ok {
+						vals[i], oks[i] = int(math.Round(v)), true
+					}
+				})
+			}
+			wg.Wait()
 			sp.mu.Lock()
-			if err != nil {
-				if ctx.Err() == nil {
-					sp.errors++
+			sum, all := 0, true
+			for i := range vals {
+				if oks[i] {
+					sp.each[i] = append(sp.each[i], vals[i])
+					sum += vals[i]
+				} else {
+					all = false
 				}
-			} else if v, ok := snap.Value(sp.names.Running); ok {
-				sp.samples = append(sp.samples, int(math.Round(v)))
+			}
+			if all {
+				sp.sums = append(sp.sums, sum)
 			}
 			sp.mu.Unlock()
 			select {
@@ -301,34 +334,82 @@ func (sp *Sampler) Start(ctx context.Context) {
 	}()
 }
 
-// Stop ends sampling and returns the Occupancy for target batch size b.
+// Stop ends sampling and returns the Occupancy of the running sum over every server for
+// target batch size b.
 func (sp *Sampler) Stop(b int) Occupancy {
+	_, all := sp.stopEach(nil, b)
+	return all
+}
+
+// stopEach ends sampling and returns each server's Occupancy against its target (targets[i],
+// 0 = unknown) and that of their sum against b.
+func (sp *Sampler) stopEach(targets []int, b int) ([]Occupancy, Occupancy) {
 	if sp.cancel == nil {
-		return Occupancy{Target: b}
+		return make([]Occupancy, len(sp.scrapers)), Occupancy{Target: b}
 	}
 	sp.cancel()
 	<-sp.done
 	sp.cancel = nil
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	o := Occupy(sp.samples, b)
-	o.Errors = sp.errors
-	return o
+	each := make([]Occupancy, len(sp.scrapers))
+	errs := 0
+	for i := range each {
+		t := 0
+		if i < len(targets) {
+			t = targets[i]
+		}
+		each[i] = Occupy(sp.each[i], t)
+		each[i].Errors = sp.errors[i]
+		errs += sp.errors[i]
+	}
+	all := Occupy(sp.sums, b)
+	all.Errors = errs
+	return each, all
 }
 
-// CellMetrics are the server-side figures of one cell.
+// CellMetrics are the server-side figures of one cell. For a cell routed over several
+// servers, Servers holds each server's own figures and Steps and Occupancy combine them:
+// Steps from the servers' counters and histograms summed (so the step time is the pooled
+// mean over every server's observations, e.g. Σ ITL sums / Σ ITL counts), Occupancy from
+// the sum of the running gauges scraped at the same tick, against the cell's B.
 type CellMetrics struct {
+	Steps     Steps           `json:"steps"`
+	Occupancy Occupancy       `json:"occupancy"`
+	Servers   []ServerMetrics `json:"servers,omitempty"`
+}
+
+// ServerMetrics are one server's figures in a cell routed over several servers.
+type ServerMetrics struct {
+	// URL is the server's /metrics URL; Workers the names of the workers on it.
+	URL     string   `json:"url"`
+	Workers []string `json:"workers"`
+	// Sequences is the share of the cell's B routed to it (its occupancy target), −1 when
+	// the routing was not given.
+	Sequences int       `json:"sequences"`
 	Steps     Steps     `json:"steps"`
 	Occupancy Occupancy `json:"occupancy"`
+	// Error is the failed scrape of the cell, if any (its Steps are then empty).
+	Error string `json:"error,omitempty"`
 }
 
-// Watcher scrapes one server around each cell: Begin before the measured requests,
-// End after them. Not safe for concurrent cells.
+// Watcher scrapes one server, or each server of a routed run, around each cell: Begin
+// before the measured requests, End (or EndRouted) after them. Not safe for concurrent
+// cells.
 type Watcher struct {
-	// Names is the detected server family.
+	// Names is the detected server family (the first server's when several).
 	Names   Names
-	scraper *Scraper
+	servers []*watched
+	worker  []int // worker index → index into servers (routed watchers)
 	sampler *Sampler
+}
+
+// watched is one server of a Watcher.
+type watched struct {
+	url     string
+	workers []string
+	names   Names
+	scraper *Scraper
 	before  Snapshot
 }
 
@@ -336,38 +417,169 @@ type Watcher struct {
 // gauge. It fails (naming the URL) when the endpoint is unreachable or exposes none of
 // the known running gauges. interval is the occupancy sampling period (0 = 20 ms).
 func NewWatcher(ctx context.Context, metricsURL, apiKey string, interval time.Duration) (*Watcher, error) {
-	sc := &Scraper{URL: metricsURL, APIKey: apiKey}
-	snap, err := sc.Scrape(ctx)
-	if err != nil {
-		return nil, err
-	}
-	n, ok := Detect(snap.Families)
-	if !ok {
-		return nil, fmt.Errorf("scrape: %s exposes no known running-requests gauge (%s, %s, %s, %s)",
-			metricsURL, VLLM.Running, SGLang.Running, LlamaCpp.Running, TGI.Running)
-	}
-	return &Watcher{Names: n, scraper: sc, sampler: NewSampler(sc, n, interval), before: snap}, nil
+	return NewRoutedWatcher(ctx, []Worker{{Name: "w0", MetricsURL: metricsURL}}, apiKey, interval)
 }
 
-// Begin takes the "before" snapshot and starts sampling occupancy.
-func (w *Watcher) Begin(ctx context.Context) error {
-	snap, err := w.scraper.Scrape(ctx)
-	if err != nil {
-		return err
+// Worker is a routed worker as a Watcher sees it.
+type Worker struct {
+	// Name labels it in ServerMetrics.Workers; MetricsURL is its server's /metrics URL.
+	Name, MetricsURL string
+}
+
+// NewRoutedWatcher watches the distinct servers of workers (those with the same
+// MetricsURL share one): it scrapes each once and detects its family, failing — naming
+// the URL — as NewWatcher does for any of them.
+func NewRoutedWatcher(ctx context.Context, workers []Worker, apiKey string, interval time.Duration) (*Watcher, error) {
+	if len(workers) == 0 {
+		return nil, fmt.Errorf("scrape: no server to watch")
 	}
-	w.before = snap
+	w := &Watcher{worker: make([]int, len(workers))}
+	byURL := map[string]int{}
+	for i, wk := range workers {
+		k, ok := byURL[wk.MetricsURL]
+		if !ok {
+			sc := &Scraper{URL: wk.MetricsURL, APIKey: apiKey}
+			snap, err := sc.Scrape(ctx)
+			if err != nil {
+				return nil, err
+			}
+			n, ok := Detect(snap.Families)
+			if !ok {
+				return nil, fmt.Errorf("scrape: %s exposes no known running-requests gauge (%s, %s, %s, %s)",
+					wk.MetricsURL, VLLM.Running, SGLang.Running, LlamaCpp.Running, TGI.Running)
+			}
+			k = len(w.servers)
+			byURL[wk.MetricsURL] = k
+			w.servers = append(w.servers, &watched{url: wk.MetricsURL, names: n, scraper: sc, before: snap})
+		}
+		w.servers[k].workers = append(w.servers[k].workers, wk.Name)
+		w.worker[i] = k
+	}
+	w.Names = w.servers[0].names
+	scs, names := make([]*Scraper, len(w.servers)), make([]Names, len(w.servers))
+	for i, s := range w.servers {
+		scs[i], names[i] = s.scraper, s.names
+	}
+	w.sampler = newSampler(scs, names, interval)
+	return w, nil
+}
+
+// Servers returns the number of distinct servers watched.
+func (w *Watcher) Servers() int { return len(w.servers) }
+
+// Begin takes every server's "before" snapshot and starts sampling occupancy.
+func (w *Watcher) Begin(ctx context.Context) error {
+	for _, s := range w.servers {
+		snap, err := s.scraper.Scrape(ctx)
+		if err != nil {
+			return err
+		}
+		s.before = snap
+	}
 	w.sampler.Start(ctx)
 	return nil
 }
 
-// End stops sampling, takes the "after" snapshot and returns the cell's metrics for
+// End stops sampling, takes the "after" snapshots and returns the cell's metrics for
 // target batch size b, taken to be the number of sequences that finished in the cell (a
-// cell with a failed request is an error cell, whose server figures are not used).
+// cell with a failed request is an error cell, whose server figures are not used). On a
+// watcher of several servers, use EndRouted: End knows no server's share.
 func (w *Watcher) End(ctx context.Context, b int) (CellMetrics, error) {
-	occ := w.sampler.Stop(b)
-	after, err := w.scraper.Scrape(ctx)
-	if err != nil {
-		return CellMetrics{Occupancy: occ}, err
+	return w.EndRouted(ctx, b, nil)
+}
+
+// EndRouted is End for a routed cell: assign[i] is the worker index (in the workers given
+// to NewRoutedWatcher) of sequence i, from which each server's share of b follows; nil
+// gives a single server all of b and leaves the shares of several unknown. With several
+// servers the result has one ServerMetrics each and their combination (see CellMetrics);
+// the error joins the failed scrapes, each naming its URL.
+func (w *Watcher) EndRouted(ctx context.Context, b int, assign []int) (CellMetrics, error) {
+	shares := make([]int, len(w.servers))
+	switch {
+	case assign != nil:
+		for _, wk := range assign {
+			if wk >= 0 && wk < len(w.worker) {
+				shares[w.worker[wk]]++
+			}
+		}
+	case len(w.servers) == 1:
+		shares[0] = b
+	default:
+		for i := range shares {
+			shares[i] = -1
+		}
 	}
-	return CellMetrics{Steps: Delta(w.Names, w.before, after, b), Occupancy: occ}, nil
+	targets := make([]int, len(shares))
+	for i, s := range shares {
+		targets[i] = max(s, 0)
+	}
+	occ, all := w.sampler.stopEach(targets, b)
+	afters := make([]Snapshot, len(w.servers))
+	per := make([]ServerMetrics, len(w.servers))
+	var errs []error
+	for i, s := range w.servers {
+		per[i] = ServerMetrics{URL: s.url, Workers: s.workers, Sequences: shares[i], Occupancy: occ[i]}
+		after, err := s.scraper.Scrape(ctx)
+		if err != nil {
+			per[i].Error = err.Error()
+			errs = append(errs, err)
+			continue
+		}
+		afters[i] = after
+		per[i].Steps = Delta(s.names, s.before, after, max(shares[i], 0))
+	}
+	if len(w.servers) == 1 {
+		return CellMetrics{Steps: per[0].Steps, Occupancy: all}, errors.Join(errs...)
+	}
+	m := CellMetrics{Occupancy: all, Servers: per}
+	m.Steps = w.combined(afters, b, len(errs) > 0)
+	return m, errors.Join(errs...)
+}
+
+// combined is the Steps of several servers' summed snapshots.
+func (w *Watcher) combined(afters []Snapshot, b int, failed bool) Steps {
+	n := w.servers[0].names
+	for _, s := range w.servers[1:] {
+		if s.names.Dialect != n.Dialect {
+			return Steps{Dialect: "mixed", StepTimeReason: fmt.Sprintf("servers of different families (%s, %s): nothing to combine", n.Dialect, s.names.Dialect)}
+		}
+	}
+	if failed {
+		return Steps{Dialect: n.Dialect, StepTimeReason: "a server's scrape after the cell failed"}
+	}
+	befores := make([]Snapshot, len(w.servers))
+	for i, s := range w.servers {
+		befores[i] = s.before
+	}
+	return Delta(n, Merge(befores...), Merge(afters...), b)
+}
+
+// Merge returns one Snapshot holding every series of snaps (a family present in several
+// gets all their series), so that Value and Hist sum over the servers. At is the latest.
+// The inputs are not modified.
+func Merge(snaps ...Snapshot) Snapshot {
+	out := Snapshot{Families: map[string]*dto.MetricFamily{}}
+	for _, s := range snaps {
+		if s.At.After(out.At) {
+			out.At = s.At
+		}
+		for name, f := range s.Families {
+			m, ok := out.Families[name]
+			if !ok {
+				m = &dto.MetricFamily{Name: f.Name, Help: f.Help, Type: f.Type}
+				out.Families[name] = m
+			}
+			m.Metric = append(m.Metric, f.Metric...)
+		}
+	}
+	return out
+}
+
+// URLs returns the /metrics URLs watched, one per distinct server.
+func (w *Watcher) URLs() []string {
+	u := make([]string, len(w.servers))
+	for i, s := range w.servers {
+		u[i] = s.url
+	}
+	return u
 }

@@ -243,6 +243,7 @@ func TestSpeculativeHeaderFigure(t *testing.T) {
 	t.Logf("header per-forward %v (τ = %.2f tokens/forward) vs engine decode step %v: %+.2f%%; per-sequence TPOT %v; ITL tokens/chunk %.2f",
 		f.Header.PerForward.Mean, f.Header.TokensPerForward, truth, 100*r, f.PerForward.Mean, f.ITLTokens)
 	if r < -0.02 || r > 0.02 {
+		splitSteps(t, res)
 		t.Errorf("header per-forward %v vs engine %v: %.1f%%", f.Header.PerForward.Mean, truth, 100*r)
 	}
 	if f.ITLTokens <= 1 || f.CompletionTokens != b*maxTok {
