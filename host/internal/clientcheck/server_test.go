@@ -215,3 +215,48 @@ func TestRoutedOverTwoServers(t *testing.T) {
 	}
 	t.Logf("combined: occupancy %+v, metrics fwd %v, engines' decode steps %v", m.Occupancy, m.Steps.StepTime, m.Steps.TruthDecodeStepTime)
 }
+
+// Attainment from the client's marks: the engine with max_num_seqs = 2 runs B = 4 and 8
+// two at a time (probably not reached, client concurrency 2); with the default limit the
+// batch of B is reached, in array and routed mode.
+func TestAttainmentAgainstEngine(t *testing.T) {
+	const maxTok = 20
+	for _, tc := range []struct {
+		maxSeqs, b int
+		mode       dispatch.Mode
+		state      string
+		conc       int
+	}{
+		{2, 4, dispatch.ModeArray, measure.AttainmentProbablyNotReached, 2},
+		{2, 8, dispatch.ModeRouted, measure.AttainmentProbablyNotReached, 2},
+		{0, 4, dispatch.ModeArray, measure.AttainmentReached, 4},
+		{0, 8, dispatch.ModeRouted, measure.AttainmentReached, 8},
+		{0, 1, dispatch.ModeArray, measure.AttainmentReached, 1},
+	} {
+		t.Run(fmt.Sprintf("max_num_seqs=%d/B=%d/%s", tc.maxSeqs, tc.b, tc.mode), func(t *testing.T) {
+			u := startEngine(t, engine.DialectVLLM, &stepLog{}, func(c *engine.Config) {
+				if tc.maxSeqs > 0 {
+					c.MaxNumSeqs = tc.maxSeqs
+				}
+			})
+			c, err := dispatch.New(dispatch.Options{Target: u})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ps := prompts(tc.b, 300)
+			if err := c.Warmup(context.Background(), tc.mode, ps); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Send(context.Background(), tc.mode, ps, maxTok)
+			if err != nil || res.Err() != nil {
+				t.Fatal(err, res.Err())
+			}
+			a := measure.Attain(res, tc.b)
+			t.Logf("%+v", a)
+			if a.State != tc.state || a.Concurrency != tc.conc {
+				t.Errorf("attainment %+v, want %q with client concurrency %d", a, tc.state, tc.conc)
+			}
+		})
+	}
+}
