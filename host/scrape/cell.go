@@ -22,7 +22,12 @@ import (
 //	StepTime (seconds per forward pass), first available of:
 //	  vLLM, SGLang: ΔITL_sum / ΔITL_count of *:inter_token_latency_seconds — the mean
 //	                inter-token latency, equal to the decode step time when every step
-//	                emits one token per running sequence;
+//	                emits one token per running sequence. vLLM observes one interval per
+//	                request per engine step, however many tokens the step gave it, so
+//	                its mean stays per forward pass under speculative decoding. SGLang
+//	                adds the interval to the sum once but counts it once per new token:
+//	                its mean is per token, so with speculation (spec_accept_length > 1)
+//	                there is no figure (the gauge is not the cell's own mean);
 //	  TGI:          Δsum / Δcount of tgi_batch_decode_duration{method="decode"};
 //	  llama.cpp:    Δtokens_predicted_seconds_total / (Δtokens_predicted_total − R), R the
 //	                requests that finished in the interval (Delta's finished). llama.cpp
@@ -140,7 +145,9 @@ func Delta(n Names, before, after Snapshot, finished int) Steps {
 	}
 	var why []string
 	if n.ITL != "" {
-		if dc, ds, w := dHist(n.ITL); w == "" {
+		if l, ok := after.Value(n.SpecAcceptLength); ok && n.SpecAcceptLength != "" && l > 1.0001 {
+			why = append(why, fmt.Sprintf("%s is per token and the server speculates (%s %.2f tokens per forward pass)", n.ITL, n.SpecAcceptLength, l))
+		} else if dc, ds, w := dHist(n.ITL); w == "" {
 			st.StepTime, st.HasStepTime = secs(ds/dc), true
 		} else {
 			why = append(why, w)

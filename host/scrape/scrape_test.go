@@ -198,3 +198,19 @@ func TestSampler(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// SGLang's ITL histogram counts every token but sums each interval once: with speculation
+// (accept length > 1) its mean is per token, and the step time is absent with the reason.
+func TestDeltaSGLangSpeculation(t *testing.T) {
+	text := func(n int, sum float64, accept float64) string {
+		return fmt.Sprintf("sglang:num_running_reqs 2\nsglang:spec_accept_length %g\n# TYPE sglang:inter_token_latency_seconds histogram\nsglang:inter_token_latency_seconds_bucket{le=\"+Inf\"} %d\nsglang:inter_token_latency_seconds_sum %g\nsglang:inter_token_latency_seconds_count %d\n", accept, n, sum, n)
+	}
+	// no speculation: 100 tokens, 1 s → 10 ms
+	if st := Delta(SGLang, snap(t, text(0, 0, 1)), snap(t, text(100, 1, 1)), 2); !st.HasStepTime || st.StepTime != 10*time.Millisecond {
+		t.Fatalf("sglang without speculation %+v", st)
+	}
+	st := Delta(SGLang, snap(t, text(0, 0, 2.5)), snap(t, text(100, 1, 2.5)), 2)
+	if st.HasStepTime || !strings.Contains(st.StepTimeReason, "speculates (sglang:spec_accept_length 2.50") {
+		t.Fatalf("sglang with speculation %+v", st)
+	}
+}
