@@ -590,3 +590,35 @@ func (w *Watcher) URLs() []string {
 	}
 	return u
 }
+
+// Notes are the cell's lines for its warnings that the caller does not derive itself:
+// why the (combined) step time is absent and, per server of a routed cell, a failed
+// scrape, an absent step time, and an occupancy (≥ 3 samples) whose most frequent value
+// is below the server's share of B or whose maximum is above it (other load on it). The
+// single-server occupancy against B is left to the caller, which knows the request shape.
+func (m CellMetrics) Notes() []string {
+	var ns []string
+	if !m.Steps.HasStepTime && m.Steps.StepTimeReason != "" {
+		ns = append(ns, "metrics fwd absent: "+m.Steps.StepTimeReason)
+	}
+	for _, s := range m.Servers {
+		switch {
+		case s.Error != "":
+			ns = append(ns, fmt.Sprintf("server %s: %s", s.URL, s.Error))
+			continue
+		case !s.Steps.HasStepTime && s.Steps.StepTimeReason != "":
+			ns = append(ns, fmt.Sprintf("server %s: metrics fwd absent: %s", s.URL, s.Steps.StepTimeReason))
+		}
+		o := s.Occupancy
+		if s.Sequences <= 0 || o.Samples < 3 {
+			continue
+		}
+		switch {
+		case o.Max > s.Sequences:
+			ns = append(ns, fmt.Sprintf("server %s ran up to %d requests at once, more than the %d routed to it: other load shares it", s.URL, o.Max, s.Sequences))
+		case o.Mode < s.Sequences:
+			ns = append(ns, fmt.Sprintf("batch attainment: server %s mostly ran %d sequences at once, not the %d routed to it (%.0f %% of samples at %d)", s.URL, o.Mode, s.Sequences, 100*o.AtTarget, s.Sequences))
+		}
+	}
+	return ns
+}
