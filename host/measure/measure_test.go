@@ -212,42 +212,6 @@ func TestErrorsExcluded(t *testing.T) {
 	}
 }
 
-// Header figure: D = 0.5 s, request of 2 sequences with 202 completion tokens → T = 101
-// per sequence, T − 1 = 100 tokens after the first.
-func TestHeaderFigure(t *testing.T) {
-	cases := []struct {
-		name   string
-		dur    string
-		accept string
-		draft  int
-		tau    float64
-		per    time.Duration
-	}{
-		{"no speculation", "0.5", "", 0, 1, ms(5)},            // F = 100, 500/100
-		{"rate with draft k=4", "500ms", "0.5", 4, 3, ms(15)}, // τ = 1 + 0.5·4 = 3, F = 100/3
-		{"accepted length", "0.5s", "2.5", 0, 2.5, ms(12.5)},  // τ = 2.5, F = 40
-		{"rate, k unknown", "0.5", "0.75", 0, 4, ms(20)},      // τ = 1/(1−0.75) = 4, F = 25
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			h := map[string]string{"generation-duration": tc.dur}
-			if tc.accept != "" {
-				h["speculation-acceptance"] = tc.accept
-			}
-			res := &dispatch.Result{Requests: []dispatch.Request{{HasUsage: true, Usage: sse.Usage{CompletionTokens: 202}, Headers: h}}}
-			res.Sequences = []dispatch.Sequence{seq(0, true, 100, 1, 2), seq(0, true, 100, 1, 2)}
-			hf := Compute(res, Options{GenerationDurationHeader: "generation-duration", SpeculationAcceptanceHeader: "speculation-acceptance", DraftTokens: tc.draft}).Header
-			if hf == nil || hf.TokensPerForward != tc.tau || hf.PerForward.Mean != tc.per {
-				t.Fatalf("header figure %+v, want τ %v per-forward %v", hf, tc.tau, tc.per)
-			}
-		})
-	}
-	res := &dispatch.Result{Requests: []dispatch.Request{{HasUsage: true}}}
-	if Compute(res, Options{GenerationDurationHeader: "generation-duration"}).Header != nil {
-		t.Fatal("header figure without the header")
-	}
-}
-
 func TestSummary(t *testing.T) {
 	// 1..100 ms: p50 = 50th, p90 = 90th, p99 = 99th value (nearest rank)
 	var v []time.Duration

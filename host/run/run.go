@@ -406,7 +406,7 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 		res, err = r.client.Send(ctx, mode, prompts, cfg.MaxTokens)
 	}
 	if r.watcher != nil {
-		m, werr := r.watcher.End(ctx, cell.Batch)
+		m, werr := r.watcher.EndRouted(ctx, cell.Batch, rec.Workers)
 		if werr != nil {
 			rec.Warnings = append(rec.Warnings, "metrics: "+werr.Error())
 		} else {
@@ -932,32 +932,6 @@ func openResults(cfg *config.Config, header report.Header, opt Options, autoID b
 		}
 		header.RunID = fmt.Sprintf("%s-%d", opt.RunID, i)
 	}
-}
-
-// newWatcher returns a /metrics watcher of the target, or nil — with a line on stderr saying
-// why — when metrics are off, unreachable, of an unknown server, or when routed workers are on
-// other servers (one server's occupancy would misreport the batch).
-func newWatcher(ctx context.Context, cfg *config.Config, target, apiKey string, workers []config.Worker, stderr io.Writer) *scrape.Watcher {
-	if cfg.Metrics != "auto" {
-		return nil
-	}
-	base := func(u string) string { return strings.TrimSuffix(strings.TrimSuffix(u, "/"), "/v1") }
-	for _, wk := range workers {
-		if base(wk.URL) != base(workers[0].URL) || base(wk.URL) != base(target) {
-			fmt.Fprintf(stderr, "metrics: not used (workers are on several servers; one server's /metrics would misreport batch occupancy)\n")
-			return nil
-		}
-	}
-	murl, err := scrape.MetricsURL(target)
-	var w *scrape.Watcher
-	if err == nil {
-		w, err = scrape.NewWatcher(ctx, murl, apiKey, 0)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "metrics: not used (%v); set metrics = \"off\" to silence this\n", err)
-		return nil
-	}
-	return w
 }
 
 // listModels asks the target for its models, retrying a server that is unreachable or not

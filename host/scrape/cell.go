@@ -3,22 +3,39 @@ package scrape
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Steps are server-side figures of one cell from a scrape before and one after it
-// (Δ = after − before). Each estimate is valid only when its Has* flag is set.
+// (Δ = after − before). Each estimate is valid only when its Has* flag is set; a missing
+// StepTime has its StepTimeReason. A series absent before the cell and present after it
+// counts from zero: a fresh server creates a labelled histogram's series only at its
+// first observation.
 //
 //	StepTime (seconds per forward pass), first available of:
 //	  vLLM, SGLang: ΔITL_sum / ΔITL_count of *:inter_token_latency_seconds — the mean
 //	                inter-token latency, equal to the decode step time when every step
-//	                emits one token per running sequence;
+//	                emits one token per running sequence. vLLM observes one interval per
+//	                request per engine step, however many tokens the step gave it, so
+//	                its mean stays per forward pass under speculative decoding. SGLang
+//	                adds the interval to the sum once but counts it once per new token:
+//	                its mean is per token, so with speculation (spec_accept_length > 1)
+//	                there is no figure (the gauge is not the cell's own mean);
 //	  TGI:          Δsum / Δcount of tgi_batch_decode_duration{method="decode"};
-//	  llama.cpp:    Δtokens_predicted_seconds_total / Δtokens_predicted_total (the seconds
-//	                are summed over slots, so per slot-token they are the step time).
+//	  llama.cpp:    Δtokens_predicted_seconds_total / (Δtokens_predicted_total − R), R the
+//	                requests that finished in the interval (Delta's finished). llama.cpp
+//	                adds a slot's n_decoded (every generated token, the first included) and
+//	                its t_token_generation (from the first token to the last: n − 1 decode
+//	                forward passes) when the request ends, so per request the seconds
+//	                span n − 1 forwards for n tokens; dividing by the tokens alone reads
+//	                step·(1 − 1/n) (−10 % at max_tokens 10). Unknown R (0): no figure.
 //	TokensPerStep, first available of:
 //	  vLLM:         Δsum / Δcount of vllm:iteration_tokens_total (prompt + generated tokens
 //	                per step; equals the batch size on pure decode steps);
@@ -31,6 +48,7 @@ type Steps struct {
 	Dialect          string        `json:"dialect"`
 	StepTime         time.Duration `json:"-"`
 	HasStepTime      bool          `json:"has_step_time"`
+	StepTimeReason   string        `json:"step_time_reason,omitempty"`
 	TokensPerStep    float64       `json:"tokens_per_step"`
 	HasTokensPerStep bool          `json:"has_tokens_per_step"`
 	Steps            float64       `json:"steps"`
@@ -79,61 +97,98 @@ func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 func secs(v float64) time.Duration { return time.Duration(math.Round(v * 1e9)) }
 
-// Delta computes Steps between two snapshots of a server of family n.
-func Delta(n Names, before, after Snapshot) Steps {
+// Delta computes Steps between two snapshots of a server of family n. finished is the
+// number of requests (sequences, for llama.cpp's slots) that ended between them, 0 when
+// unknown; only llama.cpp's step time needs it.
+func Delta(n Names, before, after Snapshot, finished int) Steps {
 	st := Steps{Dialect: n.Dialect}
-	dHist := func(name string, match ...string) (dc, ds float64, ok bool) {
-		c0, s0, ok0 := before.Hist(name, match...)
+	// delta of a histogram: why is "" when it is usable (count grew)
+	dHist := func(name string, match ...string) (dc, ds float64, why string) {
 		c1, s1, ok1 := after.Hist(name, match...)
-		return c1 - c0, s1 - s0, ok0 && ok1 && c1 > c0
-	}
-	dVal := func(name string) (float64, bool) {
-		if name == "" {
-			return 0, false
+		if !ok1 {
+			return 0, 0, name + " is not exposed"
 		}
-		v0, ok0 := before.Value(name)
-		v1, ok1 := after.Value(name)
-		return v1 - v0, ok0 && ok1
+		c0, s0, _ := before.Hist(name, match...) // absent before: from zero
+		switch {
+		case c1 < c0:
+			return 0, 0, name + " went down during the cell (server restarted?)"
+		case c1 == c0:
+			return 0, 0, name + " had no observation during the cell"
+		}
+		return c1 - c0, s1 - s0, ""
 	}
-	if dc, ds, ok := dHist(TruthStepDuration); ok {
+	dVal := func(name string) (float64, string) {
+		if name == "" {
+			return 0, "not exposed by " + n.Dialect
+		}
+		v1, ok1 := after.Value(name)
+		if !ok1 {
+			return 0, name + " is not exposed"
+		}
+		v0, _ := before.Value(name)
+		if v1 < v0 {
+			return 0, name + " went down during the cell (server restarted?)"
+		}
+		return v1 - v0, ""
+	}
+	if dc, ds, why := dHist(TruthStepDuration); why == "" {
 		st.TruthStepTime, st.HasTruth = secs(ds/dc), true
 		st.TruthSteps = dc
 	}
-	if dc, ds, ok := dHist(TruthDecodeStepDuration); ok {
+	if dc, ds, why := dHist(TruthDecodeStepDuration); why == "" {
 		st.TruthDecodeStepTime, st.HasTruthDecode = secs(ds/dc), true
 	}
-	if d, ok := dVal(TruthSteps); ok {
-		st.TruthSteps = d
+	if _, ok := after.Families[TruthSteps]; ok {
+		if d, why := dVal(TruthSteps); why == "" {
+			st.TruthSteps = d
+		}
 	}
-	switch {
-	case n.ITL != "":
-		if dc, ds, ok := dHist(n.ITL); ok {
+	var why []string
+	if n.ITL != "" {
+		if l, ok := after.Value(n.SpecAcceptLength); ok && n.SpecAcceptLength != "" && l > 1.0001 {
+			why = append(why, fmt.Sprintf("%s is per token and the server speculates (%s %.2f tokens per forward pass)", n.ITL, n.SpecAcceptLength, l))
+		} else if dc, ds, w := dHist(n.ITL); w == "" {
 			st.StepTime, st.HasStepTime = secs(ds/dc), true
+		} else {
+			why = append(why, w)
 		}
 	}
 	if !st.HasStepTime && n.DecodeDuration != "" {
-		if dc, ds, ok := dHist(n.DecodeDuration, "method=decode"); ok {
+		if dc, ds, w := dHist(n.DecodeDuration, "method=decode"); w == "" {
 			st.StepTime, st.HasStepTime = secs(ds/dc), true
 			st.Steps = dc
+		} else {
+			why = append(why, w)
 		}
 	}
 	if !st.HasStepTime && n.Decodes != "" {
-		// llama.cpp sums each slot's generation time: seconds per generated token of a
-		// slot is the decode step time.
-		dsec, ok1 := dVal(n.DecodeSeconds)
-		dtok, ok2 := dVal(n.GenerationTokens)
-		if ok1 && ok2 && dtok > 0 {
-			st.StepTime, st.HasStepTime = secs(dsec/dtok), true
+		dsec, w1 := dVal(n.DecodeSeconds)
+		dtok, w2 := dVal(n.GenerationTokens)
+		switch {
+		case w1 != "" || w2 != "":
+			why = append(why, strings.TrimSpace(w1+" "+w2))
+		case finished <= 0:
+			why = append(why, "the number of requests finished in the cell is unknown (llama.cpp's seconds span n − 1 forward passes of n tokens)")
+		case dtok-float64(finished) <= 0:
+			why = append(why, fmt.Sprintf("%s grew by %g for %d finished requests: no decode forward pass", n.GenerationTokens, dtok, finished))
+		default:
+			st.StepTime, st.HasStepTime = secs(dsec/(dtok-float64(finished))), true
 		}
-		if dn, ok := dVal(n.Decodes); ok && dn > 0 {
+		if dn, w := dVal(n.Decodes); w == "" && dn > 0 {
 			st.Steps = dn
 		}
 	}
-	if g, ok := dVal(n.GenerationTokens); ok {
+	if !st.HasStepTime {
+		if len(why) == 0 {
+			why = append(why, "no step-time metric is known for "+n.Dialect)
+		}
+		st.StepTimeReason = strings.Join(why, "; ")
+	}
+	if g, w := dVal(n.GenerationTokens); w == "" {
 		st.GeneratedTokens = g
 	}
 	if n.IterationTokens != "" {
-		if dc, ds, ok := dHist(n.IterationTokens); ok {
+		if dc, ds, w := dHist(n.IterationTokens); w == "" {
 			st.TokensPerStep, st.HasTokensPerStep = ds/dc, true
 			st.Steps = dc
 		}
@@ -205,46 +260,76 @@ func Occupy(samples []int, b int) Occupancy {
 	return o
 }
 
-// Sampler polls the running gauge of a server during a cell.
+// Sampler polls the running gauge of one or more servers during a cell. Each tick scrapes
+// every server at once (concurrently), so that the sum of a tick's values is the number
+// of sequences running over all of them at that moment.
 type Sampler struct {
-	scraper  *Scraper
-	names    Names
+	scrapers []*Scraper
+	names    []Names
 	interval time.Duration
 
-	mu      sync.Mutex
-	samples []int
-	errors  int
-	cancel  context.CancelFunc
-	done    chan struct{}
+	mu     sync.Mutex
+	each   [][]int // per server, its samples
+	sums   []int   // per tick at which every server answered, the sum
+	errors []int   // per server, failed scrapes
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // NewSampler returns a Sampler that scrapes s every interval (default 20 ms) and reads
 // names.Running.
 func NewSampler(s *Scraper, names Names, interval time.Duration) *Sampler {
+	return newSampler([]*Scraper{s}, []Names{names}, interval)
+}
+
+func newSampler(scs []*Scraper, names []Names, interval time.Duration) *Sampler {
 	if interval <= 0 {
 		interval = 20 * time.Millisecond
 	}
-	return &Sampler{scraper: s, names: names, interval: interval}
+	return &Sampler{scrapers: scs, names: names, interval: interval}
 }
 
 // Start begins sampling in a goroutine until Stop or ctx ends.
 func (sp *Sampler) Start(ctx context.Context) {
 	ctx, sp.cancel = context.WithCancel(ctx)
 	sp.done = make(chan struct{})
-	sp.samples, sp.errors = sp.samples[:0], 0
+	n := len(sp.scrapers)
+	sp.each, sp.sums, sp.errors = make([][]int, n), sp.sums[:0], make([]int, n)
 	go func() {
 		defer close(sp.done)
 		t := time.NewTicker(sp.interval)
 		defer t.Stop()
+		vals, oks := make([]int, n), make([]bool, n)
 		for {
-			snap, err := sp.scraper.Scrape(ctx)
+			var wg sync.WaitGroup
+			for i, sc := range sp.scrapers {
+				wg.Go(func() {
+					snap, err := sc.Scrape(ctx)
+					oks[i] = false
+					if err != nil {
+						if ctx.Err() == nil {
+							sp.mu.Lock()
+							sp.errors[i]++
+							sp.mu.Unlock()
+						}
+					} else if v, ok := snap.Value(sp.names[i].Running); ok {
+						vals[i], oks[i] = int(math.Round(v)), true
+					}
+				})
+			}
+			wg.Wait()
 			sp.mu.Lock()
-			if err != nil {
-				if ctx.Err() == nil {
-					sp.errors++
+			sum, all := 0, true
+			for i := range vals {
+				if oks[i] {
+					sp.each[i] = append(sp.each[i], vals[i])
+					sum += vals[i]
+				} else {
+					all = false
 				}
-			} else if v, ok := snap.Value(sp.names.Running); ok {
-				sp.samples = append(sp.samples, int(math.Round(v)))
+			}
+			if all {
+				sp.sums = append(sp.sums, sum)
 			}
 			sp.mu.Unlock()
 			select {
@@ -256,34 +341,82 @@ func (sp *Sampler) Start(ctx context.Context) {
 	}()
 }
 
-// Stop ends sampling and returns the Occupancy for target batch size b.
+// Stop ends sampling and returns the Occupancy of the running sum over every server for
+// target batch size b.
 func (sp *Sampler) Stop(b int) Occupancy {
+	_, all := sp.stopEach(nil, b)
+	return all
+}
+
+// stopEach ends sampling and returns each server's Occupancy against its target (targets[i],
+// 0 = unknown) and that of their sum against b.
+func (sp *Sampler) stopEach(targets []int, b int) ([]Occupancy, Occupancy) {
 	if sp.cancel == nil {
-		return Occupancy{Target: b}
+		return make([]Occupancy, len(sp.scrapers)), Occupancy{Target: b}
 	}
 	sp.cancel()
 	<-sp.done
 	sp.cancel = nil
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	o := Occupy(sp.samples, b)
-	o.Errors = sp.errors
-	return o
+	each := make([]Occupancy, len(sp.scrapers))
+	errs := 0
+	for i := range each {
+		t := 0
+		if i < len(targets) {
+			t = targets[i]
+		}
+		each[i] = Occupy(sp.each[i], t)
+		each[i].Errors = sp.errors[i]
+		errs += sp.errors[i]
+	}
+	all := Occupy(sp.sums, b)
+	all.Errors = errs
+	return each, all
 }
 
-// CellMetrics are the server-side figures of one cell.
+// CellMetrics are the server-side figures of one cell. For a cell routed over several
+// servers, Servers holds each server's own figures and Steps and Occupancy combine them:
+// Steps from the servers' counters and histograms summed (so the step time is the pooled
+// mean over every server's observations, e.g. Σ ITL sums / Σ ITL counts), Occupancy from
+// the sum of the running gauges scraped at the same tick, against the cell's B.
 type CellMetrics struct {
+	Steps     Steps           `json:"steps"`
+	Occupancy Occupancy       `json:"occupancy"`
+	Servers   []ServerMetrics `json:"servers,omitempty"`
+}
+
+// ServerMetrics are one server's figures in a cell routed over several servers.
+type ServerMetrics struct {
+	// URL is the server's /metrics URL; Workers the names of the workers on it.
+	URL     string   `json:"url"`
+	Workers []string `json:"workers"`
+	// Sequences is the share of the cell's B routed to it (its occupancy target), −1 when
+	// the routing was not given.
+	Sequences int       `json:"sequences"`
 	Steps     Steps     `json:"steps"`
 	Occupancy Occupancy `json:"occupancy"`
+	// Error is the failed scrape of the cell, if any (its Steps are then empty).
+	Error string `json:"error,omitempty"`
 }
 
-// Watcher scrapes one server around each cell: Begin before the measured requests,
-// End after them. Not safe for concurrent cells.
+// Watcher scrapes one server, or each server of a routed run, around each cell: Begin
+// before the measured requests, End (or EndRouted) after them. Not safe for concurrent
+// cells.
 type Watcher struct {
-	// Names is the detected server family.
+	// Names is the detected server family (the first server's when several).
 	Names   Names
-	scraper *Scraper
+	servers []*watched
+	worker  []int // worker index → index into servers (routed watchers)
 	sampler *Sampler
+}
+
+// watched is one server of a Watcher.
+type watched struct {
+	url     string
+	workers []string
+	names   Names
+	scraper *Scraper
 	before  Snapshot
 }
 
@@ -291,37 +424,201 @@ type Watcher struct {
 // gauge. It fails (naming the URL) when the endpoint is unreachable or exposes none of
 // the known running gauges. interval is the occupancy sampling period (0 = 20 ms).
 func NewWatcher(ctx context.Context, metricsURL, apiKey string, interval time.Duration) (*Watcher, error) {
-	sc := &Scraper{URL: metricsURL, APIKey: apiKey}
-	snap, err := sc.Scrape(ctx)
-	if err != nil {
-		return nil, err
-	}
-	n, ok := Detect(snap.Families)
-	if !ok {
-		return nil, fmt.Errorf("scrape: %s exposes no known running-requests gauge (%s, %s, %s, %s)",
-			metricsURL, VLLM.Running, SGLang.Running, LlamaCpp.Running, TGI.Running)
-	}
-	return &Watcher{Names: n, scraper: sc, sampler: NewSampler(sc, n, interval), before: snap}, nil
+	return NewRoutedWatcher(ctx, []Worker{{Name: "w0", MetricsURL: metricsURL}}, apiKey, interval)
 }
 
-// Begin takes the "before" snapshot and starts sampling occupancy.
-func (w *Watcher) Begin(ctx context.Context) error {
-	snap, err := w.scraper.Scrape(ctx)
-	if err != nil {
-		return err
+// Worker is a routed worker as a Watcher sees it.
+type Worker struct {
+	// Name labels it in ServerMetrics.Workers; MetricsURL is its server's /metrics URL.
+	Name, MetricsURL string
+}
+
+// NewRoutedWatcher watches the distinct servers of workers (those with the same
+// MetricsURL share one): it scrapes each once and detects its family, failing — naming
+// the URL — as NewWatcher does for any of them.
+func NewRoutedWatcher(ctx context.Context, workers []Worker, apiKey string, interval time.Duration) (*Watcher, error) {
+	if len(workers) == 0 {
+		return nil, fmt.Errorf("scrape: no server to watch")
 	}
-	w.before = snap
+	w := &Watcher{worker: make([]int, len(workers))}
+	byURL := map[string]int{}
+	for i, wk := range workers {
+		k, ok := byURL[wk.MetricsURL]
+		if !ok {
+			sc := &Scraper{URL: wk.MetricsURL, APIKey: apiKey}
+			snap, err := sc.Scrape(ctx)
+			if err != nil {
+				return nil, err
+			}
+			n, ok := Detect(snap.Families)
+			if !ok {
+				return nil, fmt.Errorf("scrape: %s exposes no known running-requests gauge (%s, %s, %s, %s)",
+					wk.MetricsURL, VLLM.Running, SGLang.Running, LlamaCpp.Running, TGI.Running)
+			}
+			k = len(w.servers)
+			byURL[wk.MetricsURL] = k
+			w.servers = append(w.servers, &watched{url: wk.MetricsURL, names: n, scraper: sc, before: snap})
+		}
+		w.servers[k].workers = append(w.servers[k].workers, wk.Name)
+		w.worker[i] = k
+	}
+	w.Names = w.servers[0].names
+	scs, names := make([]*Scraper, len(w.servers)), make([]Names, len(w.servers))
+	for i, s := range w.servers {
+		scs[i], names[i] = s.scraper, s.names
+	}
+	w.sampler = newSampler(scs, names, interval)
+	return w, nil
+}
+
+// Servers returns the number of distinct servers watched.
+func (w *Watcher) Servers() int { return len(w.servers) }
+
+// Begin takes every server's "before" snapshot and starts sampling occupancy.
+func (w *Watcher) Begin(ctx context.Context) error {
+	for _, s := range w.servers {
+		snap, err := s.scraper.Scrape(ctx)
+		if err != nil {
+			return err
+		}
+		s.before = snap
+	}
 	w.sampler.Start(ctx)
 	return nil
 }
 
-// End stops sampling, takes the "after" snapshot and returns the cell's metrics for
-// target batch size b.
+// End stops sampling, takes the "after" snapshots and returns the cell's metrics for
+// target batch size b, taken to be the number of sequences that finished in the cell (a
+// cell with a failed request is an error cell, whose server figures are not used). On a
+// watcher of several servers, use EndRouted: End knows no server's share.
 func (w *Watcher) End(ctx context.Context, b int) (CellMetrics, error) {
-	occ := w.sampler.Stop(b)
-	after, err := w.scraper.Scrape(ctx)
-	if err != nil {
-		return CellMetrics{Occupancy: occ}, err
+	return w.EndRouted(ctx, b, nil)
+}
+
+// EndRouted is End for a routed cell: assign[i] is the worker index (in the workers given
+// to NewRoutedWatcher) of sequence i, from which each server's share of b follows; nil
+// gives a single server all of b and leaves the shares of several unknown. With several
+// servers the result has one ServerMetrics each and their combination (see CellMetrics);
+// the error joins the failed scrapes, each naming its URL.
+func (w *Watcher) EndRouted(ctx context.Context, b int, assign []int) (CellMetrics, error) {
+	shares := make([]int, len(w.servers))
+	switch {
+	case assign != nil:
+		for _, wk := range assign {
+			if wk >= 0 && wk < len(w.worker) {
+				shares[w.worker[wk]]++
+			}
+		}
+	case len(w.servers) == 1:
+		shares[0] = b
+	default:
+		for i := range shares {
+			shares[i] = -1
+		}
 	}
-	return CellMetrics{Steps: Delta(w.Names, w.before, after), Occupancy: occ}, nil
+	targets := make([]int, len(shares))
+	for i, s := range shares {
+		targets[i] = max(s, 0)
+	}
+	occ, all := w.sampler.stopEach(targets, b)
+	afters := make([]Snapshot, len(w.servers))
+	per := make([]ServerMetrics, len(w.servers))
+	var errs []error
+	for i, s := range w.servers {
+		per[i] = ServerMetrics{URL: s.url, Workers: s.workers, Sequences: shares[i], Occupancy: occ[i]}
+		after, err := s.scraper.Scrape(ctx)
+		if err != nil {
+			per[i].Error = err.Error()
+			errs = append(errs, err)
+			continue
+		}
+		afters[i] = after
+		per[i].Steps = Delta(s.names, s.before, after, max(shares[i], 0))
+	}
+	if len(w.servers) == 1 {
+		return CellMetrics{Steps: per[0].Steps, Occupancy: all}, errors.Join(errs...)
+	}
+	m := CellMetrics{Occupancy: all, Servers: per}
+	m.Steps = w.combined(afters, b, len(errs) > 0)
+	return m, errors.Join(errs...)
+}
+
+// combined is the Steps of several servers' summed snapshots.
+func (w *Watcher) combined(afters []Snapshot, b int, failed bool) Steps {
+	n := w.servers[0].names
+	for _, s := range w.servers[1:] {
+		if s.names.Dialect != n.Dialect {
+			return Steps{Dialect: "mixed", StepTimeReason: fmt.Sprintf("servers of different families (%s, %s): nothing to combine", n.Dialect, s.names.Dialect)}
+		}
+	}
+	if failed {
+		return Steps{Dialect: n.Dialect, StepTimeReason: "a server's scrape after the cell failed"}
+	}
+	befores := make([]Snapshot, len(w.servers))
+	for i, s := range w.servers {
+		befores[i] = s.before
+	}
+	return Delta(n, Merge(befores...), Merge(afters...), b)
+}
+
+// Merge returns one Snapshot holding every series of snaps (a family present in several
+// gets all their series), so that Value and Hist sum over the servers. At is the latest.
+// The inputs are not modified.
+func Merge(snaps ...Snapshot) Snapshot {
+	out := Snapshot{Families: map[string]*dto.MetricFamily{}}
+	for _, s := range snaps {
+		if s.At.After(out.At) {
+			out.At = s.At
+		}
+		for name, f := range s.Families {
+			m, ok := out.Families[name]
+			if !ok {
+				m = &dto.MetricFamily{Name: f.Name, Help: f.Help, Type: f.Type}
+				out.Families[name] = m
+			}
+			m.Metric = append(m.Metric, f.Metric...)
+		}
+	}
+	return out
+}
+
+// URLs returns the /metrics URLs watched, one per distinct server.
+func (w *Watcher) URLs() []string {
+	u := make([]string, len(w.servers))
+	for i, s := range w.servers {
+		u[i] = s.url
+	}
+	return u
+}
+
+// Notes are the cell's lines for its warnings that the caller does not derive itself:
+// why the (combined) step time is absent and, per server of a routed cell, a failed
+// scrape, an absent step time, and an occupancy (≥ 3 samples) whose most frequent value
+// is below the server's share of B or whose maximum is above it (other load on it). The
+// single-server occupancy against B is left to the caller, which knows the request shape.
+func (m CellMetrics) Notes() []string {
+	var ns []string
+	if !m.Steps.HasStepTime && m.Steps.StepTimeReason != "" {
+		ns = append(ns, "metrics fwd absent: "+m.Steps.StepTimeReason)
+	}
+	for _, s := range m.Servers {
+		switch {
+		case s.Error != "":
+			ns = append(ns, fmt.Sprintf("server %s: %s", s.URL, s.Error))
+			continue
+		case !s.Steps.HasStepTime && s.Steps.StepTimeReason != "":
+			ns = append(ns, fmt.Sprintf("server %s: metrics fwd absent: %s", s.URL, s.Steps.StepTimeReason))
+		}
+		o := s.Occupancy
+		if s.Sequences <= 0 || o.Samples < 3 {
+			continue
+		}
+		switch {
+		case o.Max > s.Sequences:
+			ns = append(ns, fmt.Sprintf("server %s ran up to %d requests at once, more than the %d routed to it: other load shares it", s.URL, o.Max, s.Sequences))
+		case o.Mode < s.Sequences:
+			ns = append(ns, fmt.Sprintf("batch attainment: server %s mostly ran %d sequences at once, not the %d routed to it (%.0f %% of samples at %d)", s.URL, o.Mode, s.Sequences, 100*o.AtTarget, s.Sequences))
+		}
+	}
+	return ns
 }

@@ -44,6 +44,10 @@ type Names struct {
 	// Decodes and DecodeSeconds are llama.cpp's counters of decode calls and of seconds
 	// spent generating (llamacpp:n_decode_total, llamacpp:tokens_predicted_seconds_total).
 	Decodes, DecodeSeconds string
+	// SpecAcceptLength is a gauge of the mean tokens per forward pass under speculative
+	// decoding (SGLang's sglang:spec_accept_length, 1 without speculation) on a server whose
+	// ITL histogram is per token.
+	SpecAcceptLength string
 }
 
 // Known server families (wire reference §5).
@@ -52,7 +56,8 @@ var (
 		ITL: "vllm:inter_token_latency_seconds", IterationTokens: "vllm:iteration_tokens_total",
 		GenerationTokens: "vllm:generation_tokens_total"}
 	SGLang = Names{Dialect: "sglang", Running: "sglang:num_running_reqs", Waiting: "sglang:num_queue_reqs",
-		ITL: "sglang:inter_token_latency_seconds", GenerationTokens: "sglang:generation_tokens_total"}
+		ITL: "sglang:inter_token_latency_seconds", GenerationTokens: "sglang:generation_tokens_total",
+		SpecAcceptLength: "sglang:spec_accept_length"}
 	LlamaCpp = Names{Dialect: "llamacpp", Running: "llamacpp:requests_processing", Waiting: "llamacpp:requests_deferred",
 		GenerationTokens: "llamacpp:tokens_predicted_total", Decodes: "llamacpp:n_decode_total",
 		DecodeSeconds: "llamacpp:tokens_predicted_seconds_total"}

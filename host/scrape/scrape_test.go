@@ -59,7 +59,7 @@ func TestDeltaVLLM(t *testing.T) {
 	if !ok || n.Dialect != "vllm" {
 		t.Fatalf("detected %+v", n)
 	}
-	st := Delta(n, before, after)
+	st := Delta(n, before, after, 0)
 	// ITL: (1.0 − 0.2) / (80 − 40) = 20 ms; truth: (0.25 − 0.05)/10 = 20 ms
 	if !st.HasStepTime || st.StepTime != 20*time.Millisecond || !st.HasTruth || st.TruthStepTime != 20*time.Millisecond {
 		t.Fatalf("steps %+v", st)
@@ -88,7 +88,7 @@ tgi_request_generated_tokens_total %d
 	}
 	b, a := snap(t, tgi(5, 0.05)), snap(t, tgi(15, 0.35))
 	n, _ := Detect(a.Families)
-	st := Delta(n, b, a)
+	st := Delta(n, b, a, 0)
 	// (0.35 − 0.05)/(15 − 5) = 30 ms; 30 tokens / 10 steps = 3
 	if n.Dialect != "tgi" || st.StepTime != 30*time.Millisecond || st.TokensPerStep != 3 {
 		t.Fatalf("tgi %+v", st)
@@ -96,12 +96,44 @@ tgi_request_generated_tokens_total %d
 	ll := func(dec int, sec float64, tok int) string {
 		return fmt.Sprintf("llamacpp:requests_processing 2\nllamacpp:n_decode_total %d\nllamacpp:tokens_predicted_seconds_total %g\nllamacpp:tokens_predicted_total %d\n", dec, sec, tok)
 	}
-	b, a = snap(t, ll(100, 1.0, 200)), snap(t, ll(150, 2.0, 300))
+	// 10 requests of 10 tokens on 2 slots at a 10 ms step: each adds 10 tokens and
+	// 9 × 10 ms (its first token to its last) when it ends. Δ: 0.9 s, 100 tokens, 50 decodes.
+	b, a = snap(t, ll(100, 1.0, 200)), snap(t, ll(150, 1.9, 300))
 	n, _ = Detect(a.Families)
-	st = Delta(n, b, a)
-	// 2 slots: 1.0 slot-seconds / 100 slot-tokens = 10 ms; 100 tokens / 50 decodes = 2
+	st = Delta(n, b, a, 10)
+	// 0.9 s / (100 − 10) forwards = 10 ms (0.9/100 = 9 ms would be −1/max_tokens);
+	// 100 tokens / 50 decodes = 2 per step
 	if n.Dialect != "llamacpp" || st.StepTime != 10*time.Millisecond || st.TokensPerStep != 2 {
 		t.Fatalf("llama.cpp %+v", st)
+	}
+	// without the number of finished requests: no figure, and why
+	if st = Delta(n, b, a, 0); st.HasStepTime || !strings.Contains(st.StepTimeReason, "finished") {
+		t.Fatalf("llama.cpp without finished requests %+v", st)
+	}
+}
+
+// A fresh server exposes a labelled histogram only after its first observation: absent
+// before the cell and present after, it counts from zero. A family absent after, or with
+// no new observation, leaves the step time absent with the reason.
+func TestDeltaHistogramAbsentBefore(t *testing.T) {
+	fresh := snap(t, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 0\n")
+	after := snap(t, vllmText(10, 4, 0.4, 0.1)) // 40 tokens, ITL sum 0.4 s
+	st := Delta(VLLM, fresh, after, 4)
+	if !st.HasStepTime || st.StepTime != 10*time.Millisecond || !st.HasTruth || st.TruthStepTime != 10*time.Millisecond || st.TruthSteps != 10 {
+		t.Fatalf("fresh server: %+v, want 10 ms from ITL and truth", st)
+	}
+	if st := Delta(VLLM, fresh, fresh, 4); st.HasStepTime || st.StepTimeReason != "vllm:inter_token_latency_seconds is not exposed" {
+		t.Fatalf("absent after: %+v", st)
+	}
+	if st := Delta(VLLM, after, after, 4); st.HasStepTime || !strings.Contains(st.StepTimeReason, "no observation") {
+		t.Fatalf("no observation: %+v", st)
+	}
+	if st := Delta(VLLM, after, fresh, 4); st.HasStepTime || st.StepTimeReason == "" {
+		t.Fatalf("counts went down: %+v", st)
+	}
+	restart := snap(t, vllmText(5, 4, 0.2, 0.05))
+	if st := Delta(VLLM, after, restart, 4); st.HasStepTime || !strings.Contains(st.StepTimeReason, "went down") {
+		t.Fatalf("restart: %+v", st)
 	}
 }
 
@@ -164,5 +196,21 @@ func TestSampler(t *testing.T) {
 	defer bad.Close()
 	if _, err := (&Scraper{URL: bad.URL + "/metrics"}).Scrape(context.Background()); err == nil || !strings.Contains(err.Error(), "status 404") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// SGLang's ITL histogram counts every token but sums each interval once: with speculation
+// (accept length > 1) its mean is per token, and the step time is absent with the reason.
+func TestDeltaSGLangSpeculation(t *testing.T) {
+	text := func(n int, sum float64, accept float64) string {
+		return fmt.Sprintf("sglang:num_running_reqs 2\nsglang:spec_accept_length %g\n# TYPE sglang:inter_token_latency_seconds histogram\nsglang:inter_token_latency_seconds_bucket{le=\"+Inf\"} %d\nsglang:inter_token_latency_seconds_sum %g\nsglang:inter_token_latency_seconds_count %d\n", accept, n, sum, n)
+	}
+	// no speculation: 100 tokens, 1 s → 10 ms
+	if st := Delta(SGLang, snap(t, text(0, 0, 1)), snap(t, text(100, 1, 1)), 2); !st.HasStepTime || st.StepTime != 10*time.Millisecond {
+		t.Fatalf("sglang without speculation %+v", st)
+	}
+	st := Delta(SGLang, snap(t, text(0, 0, 2.5)), snap(t, text(100, 1, 2.5)), 2)
+	if st.HasStepTime || !strings.Contains(st.StepTimeReason, "speculates (sglang:spec_accept_length 2.50") {
+		t.Fatalf("sglang with speculation %+v", st)
 	}
 }

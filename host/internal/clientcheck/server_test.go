@@ -1,0 +1,262 @@
+package clientcheck
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/engine"
+	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/scrape"
+)
+
+// decodeTruth is the mean wall time of the logged decode steps (no prefill) with b
+// sequences, or with any number when b = 0.
+func decodeTruth(t *testing.T, log *stepLog, b int) time.Duration {
+	t.Helper()
+	var truth time.Duration
+	n := 0
+	for _, s := range log.steps(t) {
+		if (s.decode == b || b == 0 && s.decode > 0) && s.prefill == 0 {
+			truth += s.wall
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no decode step with %d sequences", b)
+	}
+	return truth / time.Duration(n)
+}
+
+// splitSteps skips the test when the engine streamed one step's tokens of a sequence as
+// two chunks (two marks well under a step apart: the handler took the step's events while
+// the scheduler was still handing them out), which breaks "one chunk per forward pass".
+func splitSteps(t *testing.T, res *dispatch.Result) {
+	t.Helper()
+	for i := range res.Sequences {
+		ms := res.Sequences[i].Marks
+		for k := 2; k < ms.Len(); k++ {
+			if ms.At(k)-ms.At(k-1) < 500*time.Microsecond {
+				t.Skipf("sequence %d: chunks %d and %d arrived %v apart: the engine split a step's tokens over two chunks", i, k-1, k, ms.At(k)-ms.At(k-1))
+			}
+		}
+	}
+}
+
+// The header figure with speculative decoding (k = 3, α = 0.7) and draft_tokens set. In
+// one request of B sequences the generation duration spans every decode step of the cell,
+// the last ones with fewer sequences as they finish: the figure is the mean of all of
+// them. Each routed request spans only its own sequence's steps, so its figure lies between
+// that mean and the mean of the steps with all B sequences.
+func TestSpeculativeHeaderFigureAtBatch(t *testing.T) {
+	const maxTok, k = 40, 3
+	for _, mode := range []dispatch.Mode{dispatch.ModeArray, dispatch.ModeRouted} {
+		for _, b := range []int{1, 8, 16} {
+			if mode == dispatch.ModeRouted && b == 1 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/B=%d", mode, b), func(t *testing.T) {
+				log := &stepLog{}
+				u := startEngine(t, engine.DialectVLLM, log, func(c *engine.Config) { c.SpecTokens, c.SpecAcceptance = k, 0.7 })
+				c, err := dispatch.New(dispatch.Options{Target: u, GenerationDurationHeader: "generation-duration", SpeculationAcceptanceHeader: "speculation-acceptance"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				ps := prompts(b, 300)
+				if err := c.Warmup(context.Background(), mode, ps); err != nil {
+					t.Fatal(err)
+				}
+				log.mu.Lock()
+				log.buf.Reset()
+				log.mu.Unlock()
+				res, err := c.Send(context.Background(), mode, ps, maxTok)
+				if err != nil || res.Err() != nil {
+					t.Fatal(err, res.Err())
+				}
+				o := measure.Options{GenerationDurationHeader: "generation-duration",
+					SpeculationAcceptanceHeader: "speculation-acceptance", DraftTokens: k, ChunkForwards: true}
+				f := measure.Compute(res, o)
+				all, full := decodeTruth(t, log, 0), decodeTruth(t, log, b)
+				if f.Header == nil || f.Header.PerForward.N == 0 {
+					t.Fatalf("no header figure: %+v", f.Header)
+				}
+				h := f.Header.PerForward.Mean
+				t.Logf("hdr fwd %v (τ %.2f); engine: all decode steps %v, steps with %d sequences %v", h, f.Header.TokensPerForward, all, b, full)
+				lo, hi := all, full
+				if mode == dispatch.ModeArray {
+					hi = all
+				}
+				if float64(h) < 0.98*float64(lo) || float64(h) > 1.02*float64(hi) {
+					splitSteps(t, res)
+					t.Errorf("hdr fwd %v outside [%v, %v] ± 2 %%", h, lo, hi)
+				}
+				if mode == dispatch.ModeArray && b > 1 {
+					// without counting chunks, the acceptance rate cannot give the slowest
+					// sequence's forward passes: absent, with the reason
+					o.ChunkForwards = false
+					if g := measure.Compute(res, o); g.Header == nil || g.Header.PerForward.N != 0 || g.Header.Reason == "" {
+						t.Errorf("array of %d without chunk forwards: header %+v, want no figure and a reason", b, g.Header)
+					}
+				}
+			})
+		}
+	}
+}
+
+// llama.cpp's /metrics step time at max_tokens 10: its counters add every generated token
+// but only the n − 1 forward passes after the first; the figure divides by the forwards and
+// equals the engine's decode-step mean (it read −10 % dividing by tokens).
+func TestLlamaCppMetricsStepTime(t *testing.T) {
+	const b, maxTok = 4, 10
+	log := &stepLog{}
+	u := startEngine(t, engine.DialectLlamaCpp, log)
+	c, err := dispatch.New(dispatch.Options{Target: u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ps := prompts(b, 300)
+	if err := c.Warmup(context.Background(), dispatch.ModeArray, ps); err != nil {
+		t.Fatal(err)
+	}
+	w, err := scrape.NewWatcher(context.Background(), u+"/metrics", "", 5*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	log.buf.Reset()
+	log.mu.Unlock()
+	if err := w.Begin(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Send(context.Background(), dispatch.ModeArray, ps, maxTok)
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	cm, err := w.End(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := decodeTruth(t, log, 0)
+	st := cm.Steps
+	r := float64(st.StepTime-truth) / float64(truth)
+	t.Logf("metrics fwd %v vs engine decode steps %v: %+.2f %%; engine's own %v", st.StepTime, truth, 100*r, st.TruthDecodeStepTime)
+	if !st.HasStepTime || r < -0.02 || r > 0.02 {
+		t.Errorf("llama.cpp metrics fwd %v (has %v: %s) vs engine %v: %+.1f %%", st.StepTime, st.HasStepTime, st.StepTimeReason, truth, 100*r)
+	}
+}
+
+// Routed over two engines (workers w0 and w2 on A, w1 on B; round robin over B = 6 puts 4
+// sequences on A and 2 on B): each server's /metrics is scraped, its occupancy is its share
+// and its step time is its own engine's decode step; the combined figures pool both.
+func TestRoutedOverTwoServers(t *testing.T) {
+	const b, maxTok = 6, 30
+	la, lb := &stepLog{}, &stepLog{}
+	ua, ub := startEngine(t, engine.DialectVLLM, la), startEngine(t, engine.DialectVLLM, lb)
+	workers := []dispatch.Worker{{Name: "w0", URL: ua}, {Name: "w1", URL: ub}, {Name: "w2", URL: ua}}
+	c, err := dispatch.New(dispatch.Options{Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ps := prompts(b, 300)
+	if err := c.Warmup(context.Background(), dispatch.ModeRouted, ps); err != nil {
+		t.Fatal(err)
+	}
+	w, err := scrape.NewRoutedWatcher(context.Background(), []scrape.Worker{{Name: "w0", MetricsURL: ua + "/metrics"},
+		{Name: "w1", MetricsURL: ub + "/metrics"}, {Name: "w2", MetricsURL: ua + "/metrics"}}, "", 5*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []*stepLog{la, lb} {
+		l.mu.Lock()
+		l.buf.Reset()
+		l.mu.Unlock()
+	}
+	if err := w.Begin(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Send(context.Background(), dispatch.ModeRouted, ps, maxTok)
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	assign := make([]int, b)
+	for _, s := range res.Sequences {
+		assign[s.Prompt] = res.Requests[s.Request].Worker
+	}
+	m, err := w.EndRouted(context.Background(), b, assign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Servers) != 2 {
+		t.Fatalf("servers %+v", m.Servers)
+	}
+	for i, want := range []struct {
+		share int
+		log   *stepLog
+	}{{4, la}, {2, lb}} {
+		s := m.Servers[i]
+		truth := decodeTruth(t, want.log, want.share)
+		r := float64(s.Steps.StepTime-truth) / float64(truth)
+		t.Logf("%s: %d sequences, occupancy %+v, metrics fwd %v vs its engine's %d-sequence decode step %v (%+.1f %%)",
+			s.URL, s.Sequences, s.Occupancy, s.Steps.StepTime, want.share, truth, 100*r)
+		if s.Sequences != want.share || s.Occupancy.Mode != want.share || s.Occupancy.Max != want.share {
+			t.Errorf("%s: share %d, occupancy %+v; want %d", s.URL, s.Sequences, s.Occupancy, want.share)
+		}
+		if !s.Steps.HasStepTime || r < -0.1 || r > 0.1 {
+			t.Errorf("%s: metrics fwd %v vs %v", s.URL, s.Steps.StepTime, truth)
+		}
+	}
+	if m.Occupancy.Target != b || m.Occupancy.Max != b || !m.Steps.HasStepTime || !m.Steps.HasTruthDecode {
+		t.Errorf("combined %+v", m)
+	}
+	t.Logf("combined: occupancy %+v, metrics fwd %v, engines' decode steps %v", m.Occupancy, m.Steps.StepTime, m.Steps.TruthDecodeStepTime)
+}
+
+// Attainment from the client's marks: the engine with max_num_seqs = 2 runs B = 4 and 8
+// two at a time (probably not reached, client concurrency 2); with the default limit the
+// batch of B is reached, in array and routed mode.
+func TestAttainmentAgainstEngine(t *testing.T) {
+	const maxTok = 20
+	for _, tc := range []struct {
+		maxSeqs, b int
+		mode       dispatch.Mode
+		state      string
+		conc       int
+	}{
+		{2, 4, dispatch.ModeArray, measure.AttainmentProbablyNotReached, 2},
+		{2, 8, dispatch.ModeRouted, measure.AttainmentProbablyNotReached, 2},
+		{0, 4, dispatch.ModeArray, measure.AttainmentReached, 4},
+		{0, 8, dispatch.ModeRouted, measure.AttainmentReached, 8},
+		{0, 1, dispatch.ModeArray, measure.AttainmentReached, 1},
+	} {
+		t.Run(fmt.Sprintf("max_num_seqs=%d/B=%d/%s", tc.maxSeqs, tc.b, tc.mode), func(t *testing.T) {
+			u := startEngine(t, engine.DialectVLLM, &stepLog{}, func(c *engine.Config) {
+				if tc.maxSeqs > 0 {
+					c.MaxNumSeqs = tc.maxSeqs
+				}
+			})
+			c, err := dispatch.New(dispatch.Options{Target: u})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ps := prompts(tc.b, 300)
+			if err := c.Warmup(context.Background(), tc.mode, ps); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Send(context.Background(), tc.mode, ps, maxTok)
+			if err != nil || res.Err() != nil {
+				t.Fatal(err, res.Err())
+			}
+			a := measure.Attain(res, tc.b)
+			t.Logf("%+v", a)
+			if a.State != tc.state || a.Concurrency != tc.conc {
+				t.Errorf("attainment %+v, want %q with client concurrency %d", a, tc.state, tc.conc)
+			}
+		})
+	}
+}
