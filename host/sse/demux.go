@@ -93,7 +93,8 @@ type Sequence struct {
 	FinishReason string        `json:"finish_reason"`
 	FinishAt     time.Duration `json:"finish_at_ns"`
 	// Usage is the latest usage seen on a chunk carrying only this choice, valid when
-	// HasUsage (as received: it may have been discarded for the count, see TokenNote).
+	// HasUsage (as received, but for placeholder zeros, see Demux.Finalize; it may have
+	// been discarded for the count, see TokenNote).
 	Usage    Usage `json:"usage"`
 	HasUsage bool  `json:"has_usage"`
 	// CompletionTokens is the sequence's generated token count and TokenSource where it
@@ -109,15 +110,16 @@ type Sequence struct {
 	seen       bool
 	continuous bool // every chunk so far carried usage
 	prevTokens int
-	textChunks int // chunks with non-empty text
-	lpChunks   int // chunks with a logprobs token list
-	lpSum      int // tokens listed by logprobs
-	lpMarks    int // marks whose Tokens came from logprobs
-	usageMarks int // marks whose Tokens came from continuous usage
-	deltaSum   int // Σ of the marks' known Tokens
-	usageWhy   why // why the per-choice usage was discarded (whyNone: it was not)
-	lpWhy      why // why the logprobs were discarded (figures: from lpMarks)
-	whyA, whyB int // the figures of usageWhy
+	textChunks int  // chunks with non-empty text
+	lpChunks   int  // chunks with a logprobs token list
+	lpSum      int  // tokens listed by logprobs
+	lpMarks    int  // marks whose Tokens came from logprobs
+	usageMarks int  // marks whose Tokens came from continuous usage
+	deltaSum   int  // Σ of the marks' known Tokens
+	zeroUsage  bool // per-choice usage of 0 came on a chunk after text (placeholders)
+	usageWhy   why  // why the per-choice usage was discarded (whyNone: it was not)
+	lpWhy      why  // why the logprobs were discarded (figures: from lpMarks)
+	whyA, whyB int  // the figures of usageWhy
 }
 
 // why is the reason a token count source was discarded.
@@ -195,19 +197,25 @@ func clampDelta(v int) int32 {
 
 // feedUsage records usage completion_tokens n on a chunk carrying only this choice
 // (first: the sequence's first chunk; text: the chunk has text, already counted in
-// textChunks) and returns the chunk's token delta from continuous usage, or -1. The first
-// contradiction with the stream is kept in usageWhy: a count below an earlier one, below
-// the chunks with text so far (0 while text arrived), or, in continuous usage, not growing
-// on a chunk with text.
+// textChunks) and returns the chunk's token delta from continuous usage, or -1.
+//
+// A count of 0 once text has arrived, before any non-zero count, is a placeholder (servers
+// derived from llama.cpp send all-zero usage on every chunk): it is not recorded and ends
+// continuous usage, and zeroUsage notes it; a later non-zero count may still be the
+// sequence's. Otherwise the first contradiction with the stream is kept in usageWhy: a
+// count below an earlier one, below the chunks with text so far, or, in continuous usage,
+// not growing on a chunk with text.
 func (s *Sequence) feedUsage(u Usage, first, text bool) int32 {
 	n := u.CompletionTokens
+	if n == 0 && s.textChunks > 0 && !(s.HasUsage && s.Usage.CompletionTokens > 0) {
+		s.zeroUsage, s.continuous = true, false
+		return -1
+	}
 	cont := first || s.continuous
 	if s.usageWhy == whyNone {
 		switch {
 		case s.HasUsage && n < s.Usage.CompletionTokens:
 			s.usageWhy, s.whyA, s.whyB = whyUsageDown, n, s.Usage.CompletionTokens
-		case n == 0 && s.textChunks > 0:
-			s.usageWhy = whyUsageZero
 		case n < s.textChunks:
 			s.usageWhy, s.whyA, s.whyB = whyUsageBelow, n, s.textChunks
 		case cont && text && n-s.prevTokens < 1:
@@ -441,8 +449,9 @@ func (d *Demux) complete() error {
 // is the request's max_tokens, used only for TokensEvenSplit.
 //
 // A source that contradicts the stream is discarded, its reason kept in TokenNote:
-// per-choice usage that was 0 (or below the number of chunks with text so far) while text
-// arrived, that went down, that did not grow on a chunk with text in continuous usage, or
+// per-choice usage of 0 after text, before any non-zero count (placeholders: such chunks
+// are ignored, and a later non-zero count may still be used), per-choice usage below the
+// number of chunks with text so far, that went down, that did not grow on a chunk with text in continuous usage, or
 // whose sum over the sequences exceeds the request's usage (which is then discarded too);
 // logprobs that list no token for a chunk with text, or are missing on a token-bearing
 // chunk; a request usage below the request's chunks with text. Then, per sequence:
@@ -576,6 +585,9 @@ func (d *Demux) settle(s *Sequence, reqWhy why, reqA, reqB int) {
 		s.CompletionTokens = s.deltaSum + n - s.lpMarks - s.usageMarks
 	}
 	var parts []string
+	if s.zeroUsage && !(s.HasUsage && s.usageWhy == whyUsageZero) {
+		parts = append(parts, whyUsageZero.text(0, 0))
+	}
 	if s.HasUsage && s.usageWhy != whyNone {
 		parts = append(parts, s.usageWhy.text(s.whyA, s.whyB))
 	}

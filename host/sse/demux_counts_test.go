@@ -73,6 +73,14 @@ func TestDemuxTokenCounts(t *testing.T) {
 			{4, TokensEvenSplit, []int32{-1, -1, -1, -1}, "per-chunk usage was 0 while text arrived; split the request's usage evenly"},
 			{4, TokensEvenSplit, []int32{-1, -1, -1, -1}, "per-chunk usage was 0 while text arrived; split the request's usage evenly"},
 		}},
+		// the zeros as placeholders, the real count on the sequence's own final chunk
+		{"zero-usage-every-chunk, final count on the choice", 1, 3, []string{
+			ev(0, "a", -1, zero, ""), ev(0, "b", -1, zero, ""), ev(0, "c", -1, zero, ""), ev(0, "", -1, 3, "length"), done,
+		}, []want{{3, TokensChoiceUsage, []int32{-1, -1, -1}, "per-chunk usage was 0 while text arrived; used the per-choice usage"}}},
+		// a zero after real counts is a count going down, not a placeholder
+		{"usage dropping to zero", 1, 3, []string{
+			ev(0, "a", -1, 1, ""), ev(0, "b", -1, 2, ""), ev(0, "c", -1, zero, "length"), usageOnly(3), done,
+		}, []want{{3, TokensRequestUsage, []int32{-1, -1, -1}, "per-chunk usage went down (0 after 2); used the request's usage"}}},
 		// ... and with a final usage that is zero too: nothing exact is left
 		{"zero-usage everywhere", 1, 4, []string{
 			ev(0, "a", -1, zero, ""), ev(0, "b", -1, zero, "length"), usageOnly(0), done,
