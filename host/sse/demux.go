@@ -449,12 +449,16 @@ func (d *Demux) complete() error {
 // is the request's max_tokens, used only for TokensEvenSplit.
 //
 // A source that contradicts the stream is discarded, its reason kept in TokenNote:
-// per-choice usage of 0 after text, before any non-zero count (placeholders: such chunks
-// are ignored, and a later non-zero count may still be used), per-choice usage below the
-// number of chunks with text so far, that went down, that did not grow on a chunk with text in continuous usage, or
-// whose sum over the sequences exceeds the request's usage (which is then discarded too);
-// logprobs that list no token for a chunk with text, or are missing on a token-bearing
-// chunk; a request usage below the request's chunks with text. Then, per sequence:
+//   - per-choice usage of 0 after text, before any non-zero count (placeholders: those
+//     chunks are ignored, and a later non-zero count may still be used);
+//   - per-choice usage below the number of chunks with text so far, going down, not
+//     growing on a chunk with text in continuous usage, or whose sum over the sequences
+//     exceeds the request's usage (which is then discarded too);
+//   - logprobs listing no token for a chunk with text, or missing on a token-bearing
+//     chunk (the deltas they did list stay);
+//   - a request usage below the request's chunks with text.
+//
+// Then, per sequence:
 //  1. per-choice usage → TokensChoiceUsage;
 //  2. one sequence and request usage → TokensRequestUsage (even when logprobs exist);
 //  3. logprobs on every token-bearing chunk → TokensLogprobs, their sum;
