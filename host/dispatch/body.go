@@ -69,15 +69,19 @@ type bodyTemplate struct {
 	model       []byte // `"model":"…",` or empty
 	temperature []byte // `,"temperature":0` or empty when ExtraBody overrides it
 	seed        []byte
+	logprobs    []byte // `,"logprobs":N` or empty
 	streamOpts  []byte
 	extra       []byte // `,"k":v` pairs of ExtraBody, keys sorted
 	skip        map[string]bool
 }
 
 // fixedKeys are the body fields genload writes itself; ExtraBody may override any of them.
-var fixedKeys = []string{"model", "prompt", "n", "max_tokens", "temperature", "ignore_eos", "stream", "stream_options", "seed"}
+var fixedKeys = []string{"model", "prompt", "n", "max_tokens", "temperature", "ignore_eos", "stream", "stream_options", "seed", "logprobs"}
 
 func newBodyTemplate(o *Options) (*bodyTemplate, error) {
+	if o.Logprobs < 0 {
+		return nil, fmt.Errorf("dispatch: logprobs %d: must be 0 (not asked) or more", o.Logprobs)
+	}
 	t := &bodyTemplate{skip: map[string]bool{}}
 	keys := make([]string, 0, len(o.ExtraBody))
 	for k := range o.ExtraBody {
@@ -107,6 +111,9 @@ func newBodyTemplate(o *Options) (*bodyTemplate, error) {
 	}
 	if o.Seed != nil && !t.skip["seed"] {
 		t.seed = strconv.AppendInt([]byte(`,"seed":`), *o.Seed, 10)
+	}
+	if o.Logprobs > 0 && !t.skip["logprobs"] {
+		t.logprobs = strconv.AppendInt([]byte(`,"logprobs":`), int64(o.Logprobs), 10)
 	}
 	if !t.skip["stream_options"] {
 		t.streamOpts = []byte(`,"stream_options":{"include_usage":true}`)
@@ -160,7 +167,7 @@ func (p textPrompts) Empty(i int) bool                { return p.texts[i] == "" 
 // appendBody appends one request body to dst:
 //
 //	{"model":M,"prompt":P,"n":N,"max_tokens":T,"temperature":X,"ignore_eos":true,
-//	 "stream":true,"stream_options":{"include_usage":true}[,"seed":S][,extra…]}
+//	 "stream":true,"stream_options":{"include_usage":true}[,"seed":S][,"logprobs":L][,extra…]}
 //
 // P is the JSON array of the prompts idx when array, else the single prompt idx[0]. Same
 // inputs → same bytes (extra keys are sorted).
@@ -195,6 +202,7 @@ func (t *bodyTemplate) appendBody(dst []byte, ps promptSet, idx []int, array boo
 	}
 	dst = append(dst, t.streamOpts...)
 	dst = append(dst, t.seed...)
+	dst = append(dst, t.logprobs...)
 	dst = append(dst, t.extra...)
 	return append(dst, '}')
 }

@@ -101,6 +101,13 @@ type Options struct {
 	// ContinuousUsage adds "continuous_usage_stats":true to stream_options, so servers that
 	// support it (vLLM, recent SGLang) report per-chunk token counts.
 	ContinuousUsage bool
+	// Logprobs is the body's "logprobs": how many most likely tokens the server lists per
+	// generated token (default 0: the field is omitted; must not be negative). With 1 or
+	// more, vLLM and SGLang list one entry per generated token in each chunk
+	// (logprobs.tokens) and llama.cpp one per chunk (logprobs.content), which sse counts as
+	// the chunk's exact token delta; TGI ignores it. It costs bytes on the wire and server
+	// work per token.
+	Logprobs int
 	// KeepText keeps each sequence's generated text in the Result.
 	KeepText bool
 }

@@ -266,6 +266,43 @@ func TestRoundRobinAndExtraBody(t *testing.T) {
 	}
 }
 
+// "logprobs":N is written after the seed and before extra_body keys, only when asked (the
+// default body is unchanged), and extra_body may replace it; a negative value is refused.
+func TestBodyLogprobs(t *testing.T) {
+	seed := int64(7)
+	cases := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"not asked", Options{}, `{"prompt":[1,2,3],"n":1,"max_tokens":2,"temperature":0,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`},
+		{"one", Options{Logprobs: 1, Seed: &seed, ExtraBody: map[string]any{"top_k": 1}},
+			`{"prompt":[1,2,3],"n":1,"max_tokens":2,"temperature":0,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true},"seed":7,"logprobs":1,"top_k":1}`},
+		{"extra_body replaces it", Options{Logprobs: 1, ExtraBody: map[string]any{"logprobs": 5}},
+			`{"prompt":[1,2,3],"n":1,"max_tokens":2,"temperature":0,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true},"logprobs":5}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Target = "http://127.0.0.1:1"
+			c, err := New(tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			bodies, err := c.Body(ModeRouted, prompts3, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(bodies[0]) != tc.want {
+				t.Fatalf("body\n%s\nwant\n%s", bodies[0], tc.want)
+			}
+		})
+	}
+	if _, err := New(Options{Target: "http://127.0.0.1:1", Logprobs: -1}); err == nil || !strings.Contains(err.Error(), "logprobs -1") {
+		t.Fatalf("negative logprobs: err = %v", err)
+	}
+}
+
 // Same prompts → byte-identical body; the fast id encoder matches encoding/json for ids
 // around every digit-count boundary, beyond the table, and negative.
 func TestBodyDeterministicAndIDs(t *testing.T) {

@@ -87,6 +87,13 @@ type Choice struct {
 	// Finished reports a non-null, non-empty finish_reason (TGI sends "" on ordinary
 	// chunks).
 	Finished bool
+	// Logprobs is the number of generated tokens the choice's logprobs object lists, valid
+	// when HasLogprobs: the length of logprobs.tokens (the completions shape of vLLM and
+	// SGLang: one entry per token in this chunk, beside token_logprobs, top_logprobs and
+	// text_offset), else of logprobs.content (llama.cpp's per-token objects). HasLogprobs
+	// is false when logprobs is absent, null, not an object, or has neither array.
+	Logprobs    int
+	HasLogprobs bool
 }
 
 // Chunk is one decoded completions event. All slices alias the Decoder and are valid
@@ -120,7 +127,7 @@ type Decoder struct {
 	topFn, choiceFn func([]byte, *fastjson.Value)
 	ev, cv, uv      *fastjson.Value
 	objErr          bool
-	iv, tv, fv      *fastjson.Value
+	iv, tv, fv, lv  *fastjson.Value
 }
 
 func (d *Decoder) onTop(k []byte, x *fastjson.Value) {
@@ -161,7 +168,26 @@ func (d *Decoder) onChoice(k []byte, x *fastjson.Value) {
 		if d.fv == nil {
 			d.fv = x
 		}
+	case "logprobs":
+		if d.lv == nil {
+			d.lv = x
+		}
 	}
+}
+
+// logprobsCount returns the length of lv.tokens, else of lv.content, when lv is an
+// object holding that array (Choice.Logprobs); ok is false otherwise.
+func logprobsCount(lv *fastjson.Value) (n int, ok bool) {
+	if lv == nil || lv.Type() != fastjson.TypeObject {
+		return 0, false
+	}
+	for _, k := range [...]string{"tokens", "content"} {
+		if a := lv.Get(k); a != nil && a.Type() == fastjson.TypeArray {
+			arr, _ := a.Array()
+			return len(arr), true
+		}
+	}
+	return 0, false
 }
 
 var (
@@ -229,7 +255,7 @@ func (d *Decoder) decodeFastjson(data []byte) (*Chunk, error) {
 			if err != nil {
 				return nil, fmt.Errorf("sse: %w %q: choices[] is not an object", ErrMalformed, head(data))
 			}
-			d.iv, d.tv, d.fv = nil, nil, nil
+			d.iv, d.tv, d.fv, d.lv = nil, nil, nil, nil
 			co.Visit(d.choiceFn)
 			iv, tv, fv := d.iv, d.tv, d.fv
 			var choice Choice
@@ -250,6 +276,7 @@ func (d *Decoder) decodeFastjson(data []byte) (*Chunk, error) {
 					choice.FinishReason, choice.Finished = fr, true
 				}
 			}
+			choice.Logprobs, choice.HasLogprobs = logprobsCount(d.lv)
 			c.Choices = append(c.Choices, choice)
 		}
 	}

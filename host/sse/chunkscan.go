@@ -8,7 +8,8 @@ import (
 
 // The fast path of Decoder.Decode: one forward pass over the event bytes that walks the
 // top-level object, skips every value it does not need without building anything, and
-// extracts only choices[].{index,text,finish_reason} and usage.{prompt_tokens,
+// extracts only choices[].{index,text,finish_reason}, the length of
+// choices[].logprobs.tokens (else of choices[].logprobs.content) and usage.{prompt_tokens,
 // completion_tokens,total_tokens,prompt_tokens_details.cached_tokens}.
 //
 // Contract: when scanChunk returns true, the Chunk it built is exactly the Chunk the
@@ -462,10 +463,19 @@ func (d *Decoder) scanChoices(b []byte, i int) (int, bool) {
 
 // scanChoice reads one choice object starting at b[i] (after '{') into ch.
 func (d *Decoder) scanChoice(b []byte, i int, ch *Choice) (int, bool) {
-	var seenIndex, seenText, seenFinish bool
+	var seenIndex, seenText, seenFinish, seenLogprobs bool
 	return scanObject(b, i, func(key []byte, i int) (int, bool) {
 		var ok bool
 		switch string(key) {
+		case "logprobs":
+			if seenLogprobs {
+				return 0, false
+			}
+			seenLogprobs = true
+			if b[i] != '{' {
+				return skipValue(b, i, 3) // null or not an object: no count
+			}
+			return scanLogprobs(b, i+1, ch)
 		case "index":
 			if seenIndex {
 				return 0, false
@@ -505,6 +515,75 @@ func (d *Decoder) scanChoice(b []byte, i int, ch *Choice) (int, bool) {
 		}
 		return skipValue(b, i, 3)
 	})
+}
+
+// scanLogprobs reads the logprobs object of a choice starting at b[i] (after '{'): the
+// number of elements of its "tokens" array, else of its "content" array, into ch.Logprobs
+// (the fastjson path's logprobsCount). Other members, and the elements themselves, are
+// skipped.
+func scanLogprobs(b []byte, i int, ch *Choice) (int, bool) {
+	var seenTokens, seenContent bool
+	tokens, content := -1, -1
+	end, ok := scanObject(b, i, func(key []byte, i int) (int, bool) {
+		switch string(key) {
+		case "tokens", "content":
+			isTokens := key[0] == 't'
+			if isTokens && seenTokens || !isTokens && seenContent {
+				return 0, false
+			}
+			if isTokens {
+				seenTokens = true
+			} else {
+				seenContent = true
+			}
+			if b[i] != '[' {
+				return skipValue(b, i, 4)
+			}
+			n, end, ok := countArray(b, i+1, 5)
+			if isTokens {
+				tokens = n
+			} else {
+				content = n
+			}
+			return end, ok
+		}
+		return skipValue(b, i, 4)
+	})
+	switch {
+	case tokens >= 0:
+		ch.Logprobs, ch.HasLogprobs = tokens, true
+	case content >= 0:
+		ch.Logprobs, ch.HasLogprobs = content, true
+	}
+	return end, ok
+}
+
+// countArray skips the elements of the array starting at b[i] (after '['), at nesting
+// depth (as skipValue would skip the array at depth-1), and returns their number and the
+// index after the ']'.
+func countArray(b []byte, i, depth int) (n, end int, ok bool) {
+	i = skipWS(b, i)
+	if i < len(b) && b[i] == ']' {
+		return 0, i + 1, true
+	}
+	for {
+		if i, ok = skipValue(b, skipWS(b, i), depth); !ok {
+			return 0, 0, false
+		}
+		n++
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return 0, 0, false
+		}
+		if b[i] == ',' {
+			i++
+			continue
+		}
+		if b[i] == ']' {
+			return n, i + 1, true
+		}
+		return 0, 0, false
+	}
 }
 
 // scanUsage reads the usage object starting at b[i] (after '{') into u.

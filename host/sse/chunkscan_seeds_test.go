@@ -22,3 +22,18 @@ var engineChunks = []string{
 	`{"id":"","object":"text_completion","created":1796038752,"model":"genload-sim","system_fingerprint":"3.3.6-native","choices":[{"index":0,"text":"v","logprobs":null,"finish_reason":""}]}`,
 	`{"id":"","object":"text_completion","created":1796038752,"model":"genload-sim","system_fingerprint":"3.3.6-native","choices":[{"index":0,"text":"r","logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":3,"total_tokens":5,"completion_tokens":2}}`,
 }
+
+// logprobsChunks are token chunks of a request with "logprobs":1, in the shape of each
+// server that answers it: vLLM and SGLang (the completions object: tokens, token_logprobs,
+// top_logprobs, text_offset, one entry per token of the chunk; a stripped EOS has text ""
+// and one entry), llama.cpp (a "content" array of per-token objects, one per chunk; null
+// on the final chunk) and TGI (which ignores the field: null).
+var logprobsChunks = []string{
+	`{"id":"cmpl-9f2c","object":"text_completion","created":1767000000,"model":"m","choices":[{"index":0,"text":" tok17","logprobs":{"text_offset":[412],"token_logprobs":[-0.31326162815093994],"tokens":[" tok17"],"top_logprobs":[{" tok17":-0.31326162815093994}]},"finish_reason":null,"stop_reason":null}]}`,
+	`{"id":"cmpl-9f2c","object":"text_completion","created":1767000000,"model":"m","choices":[{"index":1,"text":" is blue","logprobs":{"text_offset":[3,6],"token_logprobs":[-0.0021,-1.5e-05],"tokens":[" is"," blue"],"top_logprobs":[{" is":-0.0021},{" blue":-1.5e-05," Blue":-11.2}]},"finish_reason":null,"stop_reason":null}]}`,
+	`{"id":"cmpl-9f2c","object":"text_completion","created":1767000000,"model":"m","choices":[{"index":0,"text":"","logprobs":{"text_offset":[418],"token_logprobs":[-0.9],"tokens":["</s>"],"top_logprobs":[{"</s>":-0.9}]},"finish_reason":"stop","stop_reason":null}]}`,
+	`{"id":"5692161d100b05e5e220a8397b1dcdaf-0","object":"text_completion","created":1796038752,"model":"default","choices":[{"index":0,"text":"d","logprobs":{"text_offset":[0],"token_logprobs":[-0.5],"tokens":["d"],"top_logprobs":[{"d":-0.5}]},"finish_reason":null,"matched_stop":null}],"usage":null}`,
+	`{"choices":[{"text":" tok","index":0,"logprobs":{"content":[{"id":1234,"token":" tok","bytes":[32,116,111,107],"logprob":-0.31,"top_logprobs":[{"id":1234,"token":" tok","bytes":[32,116,111,107],"logprob":-0.31}]}]},"finish_reason":null}],"created":1796038752,"model":"genload-sim","system_fingerprint":"b6000-genload","object":"text_completion","id":"chatcmpl-5692161d100b05e5e220a8397b1dcdaf"}`,
+	`{"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"created":1796038752,"model":"genload-sim","system_fingerprint":"b6000-genload","object":"text_completion","usage":{"completion_tokens":3,"prompt_tokens":3,"total_tokens":6,"prompt_tokens_details":{"cached_tokens":0}},"id":"chatcmpl-5692161d100b05e5e220a8397b1dcdaf"}`,
+	`{"id":"","object":"text_completion","created":1796038752,"model":"genload-sim","system_fingerprint":"3.3.6-native","choices":[{"index":0,"text":"v","logprobs":null,"finish_reason":""}]}`,
+}

@@ -18,7 +18,8 @@ func refDecode(d *Decoder, data []byte) (*Chunk, error) {
 }
 
 // render prints a decode result compactly: "error", "server error: <msg> (<type>, <code>)",
-// or the choices as index:text/finish (nil shown as ∅) and the usage when present.
+// or the choices as index:text/finish (nil shown as ∅; " lpN" when the logprobs list N
+// tokens) and the usage when present.
 func render(c *Chunk, err error) string {
 	if err != nil {
 		return "error"
@@ -37,7 +38,11 @@ func render(c *Chunk, err error) string {
 		return fmt.Sprintf("%q", b)
 	}
 	for _, ch := range c.Choices {
-		fmt.Fprintf(&sb, "[%d:%s/%s]", ch.Index, q(ch.Text), q(ch.FinishReason))
+		lp := ""
+		if ch.HasLogprobs {
+			lp = fmt.Sprintf(" lp%d", ch.Logprobs)
+		}
+		fmt.Fprintf(&sb, "[%d:%s/%s%s]", ch.Index, q(ch.Text), q(ch.FinishReason), lp)
 	}
 	if c.HasUsage {
 		u := c.Usage
@@ -69,7 +74,7 @@ func diffChunks(got *Chunk, gerr error, want *Chunk, werr error) string {
 	}
 	for i := range got.Choices {
 		g, w := got.Choices[i], want.Choices[i]
-		if g.Index != w.Index || g.Finished != w.Finished ||
+		if g.Index != w.Index || g.Finished != w.Finished || g.Logprobs != w.Logprobs || g.HasLogprobs != w.HasLogprobs ||
 			!bytes.Equal(g.Text, w.Text) || (g.Text == nil) != (w.Text == nil) ||
 			!bytes.Equal(g.FinishReason, w.FinishReason) || (g.FinishReason == nil) != (w.FinishReason == nil) {
 			return fmt.Sprintf("choice %d: got %+v, want %+v", i, g, w)
@@ -107,7 +112,7 @@ func checkSame(t *testing.T, data []byte) (string, bool) {
 // Every real engine chunk but the error events is taken by the scanner (the point of it),
 // with the same result as fastjson.
 func TestScanEngineChunks(t *testing.T) {
-	for _, s := range engineChunks {
+	for _, s := range append(append([]string(nil), engineChunks...), logprobsChunks...) {
 		got, fast := checkSame(t, []byte(s))
 		isErr := strings.HasPrefix(got, "server error")
 		if fast == isErr {
@@ -173,6 +178,20 @@ func TestScanCases(t *testing.T) {
 		{"usage not an object", `{"usage":[1,2]}`, ``, true},
 		{"llama.cpp final chunk", `{"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":3,"total_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}},"timings":{"cache_n":0,"prompt_ms":1.250}}`, `[0:""/"length"] usage 3+2=5 cached 0`, true},
 
+		// logprobs: the number of tokens listed (tokens, else content)
+		{"vllm legacy logprobs, one token", text(`" tok"`)[:len(text(`" tok"`))-len(post)] + `,"logprobs":{"text_offset":[412],"token_logprobs":[-0.313],"tokens":[" tok"],"top_logprobs":[{" tok":-0.313}]},"finish_reason":null}]}`, `[0:" tok"/∅ lp1]`, true},
+		{"vllm legacy logprobs, three tokens", `{"choices":[{"index":1,"text":"abc","logprobs":{"tokens":["a","b","c"],"token_logprobs":[-1,-2.5e-3,0],"top_logprobs":[{"a":-1},{"b\u00e9\"":-2},null],"text_offset":[0,1,2]}}]}`, `[1:"abc"/∅ lp3]`, true},
+		{"stripped EOS: empty text, one token", `{"choices":[{"index":0,"text":"","logprobs":{"tokens":["</s>"]},"finish_reason":"stop"}]}`, `[0:""/"stop" lp1]`, true},
+		{"empty tokens array", `{"choices":[{"text":"","logprobs":{"tokens":[]}}]}`, `[0:""/∅ lp0]`, true},
+		{"llama.cpp content form", `{"choices":[{"index":0,"text":" tok","logprobs":{"content":[{"id":1234,"token":" tok","bytes":[32,116,111,107],"logprob":-0.31,"top_logprobs":[{"id":1234,"token":" tok","bytes":[32,116,111,107],"logprob":-0.31}]}]},"finish_reason":null}]}`, `[0:" tok"/∅ lp1]`, true},
+		{"tokens wins over content", `{"choices":[{"logprobs":{"content":[1,2],"tokens":[1]}}]}`, `[0:∅/∅ lp1]`, true},
+		{"tokens not an array: content", `{"choices":[{"logprobs":{"tokens":{"a":[1,2,3]},"content":[1,2]}}]}`, `[0:∅/∅ lp2]`, true},
+		{"logprobs without either array", `{"choices":[{"text":"a","logprobs":{"token_logprobs":[-1],"top_logprobs":[{"a":-1}]}}]}`, `[0:"a"/∅]`, true},
+		{"logprobs null", `{"choices":[{"text":"a","logprobs":null}]}`, `[0:"a"/∅]`, true},
+		{"logprobs an array", `{"choices":[{"text":"a","logprobs":[["tokens"]]}]}`, `[0:"a"/∅]`, true},
+		{"top-level logprobs are not a choice's", `{"logprobs":{"tokens":[1]},"choices":[{"text":"a"}]}`, `[0:"a"/∅]`, true},
+		{"escaped keys deeper than the counted array", `{"choices":[{"logprobs":{"tokens":[{"k\u0065y":1}],"top_logprobs":[{"\n":-1}]}}]}`, `[0:∅/∅ lp1]`, true},
+
 		// fallbacks: same result, decided by fastjson
 		{"duplicate text: first wins", `{"choices":[{"text":"a","text":"b"}]}`, `[0:"a"/∅]`, false},
 		{"duplicate choices: first wins", `{"choices":[{"text":"a"}],"choices":[{"text":"b"}]}`, `[0:"a"/∅]`, false},
@@ -186,6 +205,10 @@ func TestScanCases(t *testing.T) {
 		{"string index", `{"choices":[{"index":"1"}]}`, `error`, false},
 		{"cached float: has, 0", `{"usage":{"prompt_tokens_details":{"cached_tokens":1.5}}}`, ` usage 0+0=0 cached 0`, false},
 		{"negative usage", `{"usage":{"completion_tokens":-2}}`, ` usage 0+-2=0`, false},
+		{"duplicate logprobs: first wins", `{"choices":[{"logprobs":{"tokens":[1]},"logprobs":{"tokens":[1,2]}}]}`, `[0:∅/∅ lp1]`, false},
+		{"duplicate tokens: first wins", `{"choices":[{"logprobs":{"tokens":{},"tokens":[1,2]}}]}`, `[0:∅/∅]`, false},
+		{"escaped tokens key", `{"choices":[{"logprobs":{"t\u006fkens":[1,2]}}]}`, `[0:∅/∅ lp2]`, false},
+		{"malformed tokens array", `{"choices":[{"logprobs":{"tokens":[1,]}}]}`, `error`, false},
 		{"NaN in a skipped field", `{"created":NaN,"choices":[{"text":"a"}]}`, `[0:"a"/∅]`, false},
 		{"nesting deeper than the scanner's limit", deep, `[1:"d"/∅]`, false},
 		{"server error", `{"error":{"message":"m","type":"t","code":500}}`, `server error: m|t|500`, false},
@@ -256,6 +279,9 @@ func FuzzDecodeFastVsFastjson(f *testing.F) {
 	for _, s := range engineChunks {
 		f.Add([]byte(s))
 	}
+	for _, s := range logprobsChunks {
+		f.Add([]byte(s))
+	}
 	for _, s := range fuzzSeeds {
 		if i := strings.Index(s, "data: {"); i >= 0 {
 			if j := strings.Index(s[i:], "\n"); j > 0 {
@@ -269,6 +295,8 @@ func FuzzDecodeFastVsFastjson(f *testing.F) {
 		`{"object":"error","message":"m"}`,
 		` {"logprobs":[[{"a":"}"}]],"choices":null,"error":null} `,
 		`{"choices":[{"index":01,"text":null,"finish_reason":""}],"usage":{"total_tokens":-1}}`,
+		`{"choices":[{"logprobs":{"t\u006fkens":[1],"tokens":{},"content":[[],{"x":[1,{}]}]}},{"logprobs":{"tokens":[ ]},"logprobs":null}]}`,
+		`{"choices":[{"text":"a","logprobs":{"content":[{"top_logprobs":[{"b\"":-1e400}]}],"tokens":null}}]}`,
 	} {
 		f.Add([]byte(s))
 	}

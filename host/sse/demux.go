@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -19,22 +22,26 @@ var ErrUnfinished = fmt.Errorf("%w: ended before every sequence finished", ErrTr
 // TokenSource says where a Sequence's CompletionTokens came from.
 type TokenSource string
 
-// Token count sources, best first.
+// Token count sources, in the order Demux.Finalize tries them (see there).
 const (
 	// TokensChoiceUsage: a usage object on a chunk carrying only this choice
-	// (continuous usage stats, or the final chunk in llama.cpp / TGI).
+	// (continuous usage stats, or the final chunk in llama.cpp / TGI), consistent with
+	// the stream.
 	TokensChoiceUsage TokenSource = "choice_usage"
-	// TokensRequestUsage: the request's total usage, the request having one sequence.
+	// TokensRequestUsage: the request's total usage minus the exact counts of its other
+	// sequences (all of it when the request has one sequence).
 	TokensRequestUsage TokenSource = "request_usage"
 	// TokensEvenSplit: total usage minus exactly counted sequences equals
 	// max_tokens × the remaining sequences, so each of them has max_tokens.
 	TokensEvenSplit TokenSource = "even_split"
-	// TokensChunks: no usage attributable; the count of token-bearing chunks (each
-	// counted as its known token delta, or 1). A lower bound when chunks carry several
-	// tokens.
+	// TokensChunks: no exact source; the count of token-bearing chunks (each counted as
+	// its known token delta, or 1). A lower bound when chunks carry several tokens. Never
+	// exact: chunks known to carry one token each are known so from logprobs or
+	// continuous usage, and counted under that source.
 	TokensChunks TokenSource = "chunks"
 	// TokensLogprobs: one logprobs entry per generated token (the request asked for
-	// logprobs), summed over the sequence's chunks; exact per chunk.
+	// logprobs), summed over the sequence's chunks, every token-bearing chunk having
+	// them; exact per chunk.
 	TokensLogprobs TokenSource = "logprobs"
 )
 
@@ -51,15 +58,20 @@ func (s TokenSource) Exact() bool {
 }
 
 // Mark is one token-bearing chunk of a sequence: a chunk with non-empty text, or with a
-// positive token delta from continuous usage. Empty-text chunks without a delta (e.g. a
-// pre-first-token chunk, llama.cpp's final `text:""` chunk) are not marks.
+// positive token delta (from logprobs or continuous usage; e.g. vLLM's stripped EOS with
+// text ""). Empty-text chunks without a delta (e.g. a pre-first-token chunk, llama.cpp's
+// final `text:""` chunk) are not marks.
 type Mark struct {
 	// At is the arrival time relative to Demux.Base (monotonic).
 	At time.Duration `json:"at_ns"`
 	// Text is the chunk's text length in bytes.
 	Text int32 `json:"text_bytes"`
-	// Tokens is the chunk's token delta from continuous usage (completion_tokens minus the
-	// previous chunk's), or -1 when unknown.
+	// Tokens is the chunk's exact token delta, or -1 when unknown: the number of tokens its
+	// logprobs list when it has them, else from continuous usage (completion_tokens minus
+	// the previous chunk's). Demux.Finalize sets every mark of a sequence to -1 when the
+	// source of its deltas contradicted the stream or the sequence's count, so a known
+	// delta is never 0 on a chunk with text, and the known deltas never sum above an exact
+	// count (they sum to it when all are known).
 	Tokens int32 `json:"tokens"`
 }
 
@@ -81,17 +93,155 @@ type Sequence struct {
 	FinishReason string        `json:"finish_reason"`
 	FinishAt     time.Duration `json:"finish_at_ns"`
 	// Usage is the latest usage seen on a chunk carrying only this choice, valid when
-	// HasUsage.
+	// HasUsage (as received, but for placeholder zeros, see Demux.Finalize; it may have
+	// been discarded for the count, see TokenNote).
 	Usage    Usage `json:"usage"`
 	HasUsage bool  `json:"has_usage"`
 	// CompletionTokens is the sequence's generated token count and TokenSource where it
 	// came from; both set by Demux.Finalize.
 	CompletionTokens int         `json:"completion_tokens"`
 	TokenSource      TokenSource `json:"token_source"`
+	// TokenNote says, when a better source than TokenSource was discarded (it contradicted
+	// the stream) or none was offered, why and what was used, e.g. "per-chunk usage was 0
+	// while text arrived; used the request's usage". "" when the best source was used.
+	// Set by Demux.Finalize.
+	TokenNote string `json:"token_note,omitempty"`
 
 	seen       bool
 	continuous bool // every chunk so far carried usage
 	prevTokens int
+	textChunks int  // chunks with non-empty text
+	lpChunks   int  // chunks with a logprobs token list
+	lpSum      int  // tokens listed by logprobs
+	lpMarks    int  // marks whose Tokens came from logprobs
+	usageMarks int  // marks whose Tokens came from continuous usage
+	deltaSum   int  // Σ of the marks' known Tokens
+	zeroUsage  bool // per-choice usage of 0 came on a chunk after text (placeholders)
+	usageWhy   why  // why the per-choice usage was discarded (whyNone: it was not)
+	lpWhy      why  // why the logprobs were discarded (figures: from lpMarks)
+	whyA, whyB int  // the figures of usageWhy
+}
+
+// why is the reason a token count source was discarded.
+type why uint8
+
+const (
+	whyNone why = iota
+	whyUsageZero
+	whyUsageBelow
+	whyUsageDown
+	whyUsageFlat
+	whyUsageOverTotal
+	whyLogprobsEmpty
+	whyLogprobsPartial
+	whyReqBelow
+	whyReqNoSplit
+	whyDeltas
+)
+
+// text returns the reason as a phrase, with the figures a and b where it has them.
+func (w why) text(a, b int) string {
+	i := strconv.Itoa
+	switch w {
+	case whyUsageZero:
+		return "per-chunk usage was 0 while text arrived"
+	case whyUsageBelow:
+		return "per-chunk usage (" + i(a) + ") was below the " + i(b) + " chunks with text"
+	case whyUsageDown:
+		return "per-chunk usage went down (" + i(a) + " after " + i(b) + ")"
+	case whyUsageFlat:
+		return "per-chunk usage did not grow on a chunk with text"
+	case whyUsageOverTotal:
+		return "per-choice usage summed to " + i(a) + ", above the request's usage (" + i(b) + ")"
+	case whyLogprobsEmpty:
+		return "logprobs listed no token for a chunk with text"
+	case whyLogprobsPartial:
+		return "logprobs were missing on " + i(a) + " of " + i(b) + " chunks with tokens"
+	case whyReqBelow:
+		return "the request's usage (" + i(a) + ") was below its " + i(b) + " chunks with text"
+	case whyReqNoSplit:
+		return "the request's usage (" + i(a) + ") does not split over its " + i(b) + " sequences without their own count"
+	case whyDeltas:
+		return "per-chunk token counts (" + i(a) + ") disagree with the count (" + i(b) + "); chunk deltas unknown"
+	}
+	return ""
+}
+
+// countedChunks is usedText(TokensChunks); noteNoSource the TokenNote of a sequence the
+// stream gave no usage or logprobs for.
+const (
+	countedChunks = "counted chunks (a lower bound when chunks carry several tokens)"
+	noteNoSource  = "no usage or logprobs for this sequence; " + countedChunks
+)
+
+// usedText says which source the count came from, for TokenNote.
+func usedText(src TokenSource) string {
+	switch src {
+	case TokensChoiceUsage:
+		return "used the per-choice usage"
+	case TokensRequestUsage:
+		return "used the request's usage"
+	case TokensEvenSplit:
+		return "split the request's usage evenly"
+	case TokensLogprobs:
+		return "used logprobs"
+	}
+	return countedChunks
+}
+
+// clampDelta returns v as an int32 delta, at most math.MaxInt32 (a larger value cannot
+// be a real chunk's; the sum check of Finalize then discards it).
+func clampDelta(v int) int32 {
+	return int32(min(v, math.MaxInt32))
+}
+
+// feedUsage records usage completion_tokens n on a chunk carrying only this choice
+// (first: the sequence's first chunk; text: the chunk has text, already counted in
+// textChunks) and returns the chunk's token delta from continuous usage, or -1.
+//
+// A count of 0 once text has arrived, before any non-zero count, is a placeholder (servers
+// derived from llama.cpp send all-zero usage on every chunk): it is not recorded and ends
+// continuous usage, and zeroUsage notes it; a later non-zero count may still be the
+// sequence's. Otherwise the first contradiction with the stream is kept in usageWhy: a
+// count below an earlier one, below the chunks with text so far, or, in continuous usage,
+// not growing on a chunk with text.
+func (s *Sequence) feedUsage(u Usage, first, text bool) int32 {
+	n := u.CompletionTokens
+	if n == 0 && s.textChunks > 0 && !(s.HasUsage && s.Usage.CompletionTokens > 0) {
+		s.zeroUsage, s.continuous = true, false
+		return -1
+	}
+	cont := first || s.continuous
+	if s.usageWhy == whyNone {
+		switch {
+		case s.HasUsage && n < s.Usage.CompletionTokens:
+			s.usageWhy, s.whyA, s.whyB = whyUsageDown, n, s.Usage.CompletionTokens
+		case n < s.textChunks:
+			s.usageWhy, s.whyA, s.whyB = whyUsageBelow, n, s.textChunks
+		case cont && text && n-s.prevTokens < 1:
+			s.usageWhy = whyUsageFlat
+		}
+	}
+	delta := int32(-1)
+	if cont && s.usageWhy == whyNone {
+		delta = clampDelta(n - s.prevTokens)
+	}
+	s.continuous = cont && s.usageWhy == whyNone
+	s.prevTokens = n
+	s.Usage, s.HasUsage = u, true
+	return delta
+}
+
+// usageOK reports whether the sequence's per-choice usage can be its count: seen, never
+// contradicted while streaming, and not below its chunks with text.
+func (s *Sequence) usageOK() bool {
+	return s.HasUsage && s.usageWhy == whyNone && s.Usage.CompletionTokens >= s.textChunks
+}
+
+// logprobsOK reports whether the sequence's logprobs can be its count: every
+// token-bearing chunk had them, and none with text listed no token.
+func (s *Sequence) logprobsOK() bool {
+	return s.lpChunks > 0 && s.lpWhy == whyNone && s.lpMarks == s.Marks.Len()
 }
 
 // Demux routes decoded chunks to sequences by choices[].index (never by id, which may be
@@ -189,19 +339,35 @@ func (d *Demux) Feed(ev Event) error {
 		first := !s.seen
 		s.seen = true
 		s.Chunks++
+		text := len(ch.Text) > 0
+		if text {
+			s.textChunks++
+		}
 		delta := int32(-1)
 		if len(c.Choices) == 1 && c.HasUsage {
-			if first || s.continuous {
-				delta = int32(c.Usage.CompletionTokens - s.prevTokens)
-				s.continuous = true
-			}
-			s.prevTokens = c.Usage.CompletionTokens
-			s.Usage, s.HasUsage = c.Usage, true
+			delta = s.feedUsage(c.Usage, first, text)
 		} else {
 			s.continuous = false
 		}
-		if len(ch.Text) > 0 || delta > 0 {
+		if ch.HasLogprobs {
+			s.lpChunks++
+			s.lpSum += ch.Logprobs
+			if text && ch.Logprobs == 0 && s.lpWhy == whyNone {
+				s.lpWhy = whyLogprobsEmpty
+			}
+			delta = clampDelta(ch.Logprobs)
+		}
+		if text || delta > 0 {
 			s.Marks.Append(Mark{At: at, Text: int32(len(ch.Text)), Tokens: delta})
+			switch {
+			case ch.HasLogprobs:
+				s.lpMarks++
+			case delta >= 0:
+				s.usageMarks++
+			}
+			if delta >= 0 {
+				s.deltaSum += int(delta)
+			}
 			d.marks++
 			s.TextBytes += len(ch.Text)
 			if d.KeepText {
@@ -278,63 +444,188 @@ func (d *Demux) complete() error {
 	return nil
 }
 
-// Finalize sets every sequence's CompletionTokens and TokenSource, then returns the
-// sequences (indices 0..max(Expect, seen)-1; unseen ones are zero records). maxTokens is
-// the request's max_tokens, used only for TokensEvenSplit. Rules, in order:
-//  1. usage on a chunk carrying only this choice → TokensChoiceUsage;
-//  2. one sequence and request usage → TokensRequestUsage;
-//  3. request usage minus rule-1 counts = maxTokens × (remaining sequences) →
-//     TokensEvenSplit, each maxTokens;
-//  4. otherwise Σ over marks of (Tokens if known, else 1) → TokensChunks.
+// Finalize sets every sequence's CompletionTokens, TokenSource and TokenNote, then returns
+// the sequences (indices 0..max(Expect, seen)-1; unseen ones are zero records). maxTokens
+// is the request's max_tokens, used only for TokensEvenSplit.
 //
+// A source that contradicts the stream is discarded, its reason kept in TokenNote:
+//   - per-choice usage of 0 after text, before any non-zero count (placeholders: those
+//     chunks are ignored, and a later non-zero count may still be used);
+//   - per-choice usage below the number of chunks with text so far, going down, not
+//     growing on a chunk with text in continuous usage, or whose sum over the sequences
+//     exceeds the request's usage (which is then discarded too);
+//   - logprobs listing no token for a chunk with text, or missing on a token-bearing
+//     chunk (the deltas they did list stay);
+//   - a request usage below the request's chunks with text.
+//
+// Then, per sequence:
+//  1. per-choice usage → TokensChoiceUsage;
+//  2. one sequence and request usage → TokensRequestUsage (even when logprobs exist);
+//  3. logprobs on every token-bearing chunk → TokensLogprobs, their sum;
+//  4. request usage minus the counts of rules 1 and 3, R: one sequence left → it gets R
+//     (TokensRequestUsage); k left, R = maxTokens × k and none with more than maxTokens
+//     chunks with text → TokensEvenSplit, each maxTokens; a total that does not split is
+//     used for no sequence;
+//  5. otherwise Σ over marks of (Tokens if known, else 1) → TokensChunks.
+//
+// When the source of a sequence's mark deltas was discarded, or the known deltas sum above
+// an exact count (or, all known, differ from it), every mark's Tokens becomes -1.
 // The returned slice aliases the Demux until its next Reset.
 func (d *Demux) Finalize(maxTokens int) []Sequence {
 	for len(d.seqs) < d.Expect {
 		d.seqs = append(d.seqs, Sequence{Index: len(d.seqs)})
 	}
-	known, rest := 0, 0
+	texts, choiceSum, choiceN := 0, 0, 0
 	for i := range d.seqs {
 		s := &d.seqs[i]
-		if s.HasUsage {
-			s.CompletionTokens, s.TokenSource = s.Usage.CompletionTokens, TokensChoiceUsage
-			known += s.CompletionTokens
-		} else {
-			rest++
+		s.CompletionTokens, s.TokenSource, s.TokenNote = 0, "", ""
+		texts += s.textChunks
+		if s.HasUsage && s.usageWhy == whyNone && s.Usage.CompletionTokens < s.textChunks {
+			s.usageWhy, s.whyA, s.whyB = whyUsageBelow, s.Usage.CompletionTokens, s.textChunks
+			if s.Usage.CompletionTokens == 0 {
+				s.usageWhy = whyUsageZero
+			}
+		}
+		if s.lpChunks > 0 && s.lpWhy == whyNone && s.lpMarks < s.Marks.Len() {
+			s.lpWhy = whyLogprobsPartial
+		}
+		if s.usageOK() {
+			choiceSum += s.Usage.CompletionTokens
+			choiceN++
 		}
 	}
-	even := d.HasUsage && rest > 0 && maxTokens > 0 && d.Usage.CompletionTokens-known == maxTokens*rest
+	total := d.Usage.CompletionTokens
+	reqOK, reqWhy, reqA, reqB := d.HasUsage, whyNone, 0, 0
+	switch {
+	case !d.HasUsage:
+	case total < texts:
+		reqOK, reqWhy, reqA, reqB = false, whyReqBelow, total, texts
+	case choiceN > 0 && choiceSum > total:
+		// per-choice counts and the request's total cannot both be right: trust neither
+		reqOK, reqWhy, reqA, reqB = false, whyUsageOverTotal, choiceSum, total
+		for i := range d.seqs {
+			if s := &d.seqs[i]; s.usageOK() {
+				s.usageWhy, s.whyA, s.whyB = whyUsageOverTotal, choiceSum, total
+			}
+		}
+	}
+	one := len(d.seqs) == 1
+	known, rest := 0, 0
+	var last *Sequence
 	for i := range d.seqs {
 		s := &d.seqs[i]
 		switch {
-		case s.HasUsage:
-		case len(d.seqs) == 1 && d.HasUsage:
-			s.CompletionTokens, s.TokenSource = d.Usage.CompletionTokens, TokensRequestUsage
-		case even:
-			s.CompletionTokens, s.TokenSource = maxTokens, TokensEvenSplit
+		case !s.seen:
+			s.TokenSource = TokensChunks // nothing arrived: 0
+			continue
+		case s.usageOK():
+			s.CompletionTokens, s.TokenSource = s.Usage.CompletionTokens, TokensChoiceUsage
+		case one && reqOK:
+			s.CompletionTokens, s.TokenSource = total, TokensRequestUsage
+		case s.logprobsOK():
+			s.CompletionTokens, s.TokenSource = s.lpSum, TokensLogprobs
 		default:
-			n := 0
-			for k := range s.Marks.Len() {
-				if m := s.Marks.Get(k); m.Tokens >= 0 {
-					n += int(m.Tokens)
-				} else {
-					n++
+			rest++
+			last = s
+			continue
+		}
+		known += s.CompletionTokens
+	}
+	left := total - known
+	split := reqOK && rest > 0
+	if split {
+		if rest == 1 {
+			split = left >= last.textChunks
+		} else {
+			split = maxTokens > 0 && left == maxTokens*rest
+			for i := range d.seqs {
+				if s := &d.seqs[i]; split && s.seen && s.TokenSource == "" && s.textChunks > maxTokens {
+					split = false
 				}
 			}
-			s.CompletionTokens, s.TokenSource = n, TokensChunks
 		}
+		if !split {
+			reqWhy, reqA, reqB = whyReqNoSplit, total, rest
+		}
+	}
+	for i := range d.seqs {
+		s := &d.seqs[i]
+		if s.TokenSource == "" {
+			switch {
+			case split && rest == 1:
+				s.CompletionTokens, s.TokenSource = left, TokensRequestUsage
+			case split:
+				s.CompletionTokens, s.TokenSource = maxTokens, TokensEvenSplit
+			default:
+				s.TokenSource = TokensChunks
+			}
+		}
+		d.settle(s, reqWhy, reqA, reqB)
 	}
 	return d.seqs
 }
 
+// settle checks s's mark deltas against its count (clearing them when their source was
+// discarded or they disagree), counts chunks for TokensChunks, and writes TokenNote from
+// the discarded sources: the per-choice usage, the logprobs, and the request's usage
+// (reqWhy with its figures) when the sequence could have used it.
+func (d *Demux) settle(s *Sequence, reqWhy why, reqA, reqB int) {
+	n := s.Marks.Len()
+	nKnown, sum := s.lpMarks+s.usageMarks, s.deltaSum
+	// a contradicted source's deltas go (logprobs merely missing on some chunks leave the
+	// listed ones exact)
+	drop := s.usageMarks > 0 && s.usageWhy != whyNone || s.lpMarks > 0 && s.lpWhy == whyLogprobsEmpty
+	var dWhy why
+	if !drop && nKnown > 0 && s.TokenSource.Exact() &&
+		(sum > s.CompletionTokens || nKnown == n && sum != s.CompletionTokens) {
+		drop, dWhy = true, whyDeltas
+	}
+	if drop && nKnown > 0 {
+		s.Marks.clearTokens()
+		s.lpMarks, s.usageMarks, s.deltaSum = 0, 0, 0
+	}
+	if s.TokenSource == TokensChunks {
+		// Σ over marks of (Tokens if known, else 1)
+		s.CompletionTokens = s.deltaSum + n - s.lpMarks - s.usageMarks
+	}
+	var parts []string
+	if s.zeroUsage && !(s.HasUsage && s.usageWhy == whyUsageZero) {
+		parts = append(parts, whyUsageZero.text(0, 0))
+	}
+	if s.HasUsage && s.usageWhy != whyNone {
+		parts = append(parts, s.usageWhy.text(s.whyA, s.whyB))
+	}
+	if s.lpChunks > 0 && s.lpWhy != whyNone {
+		parts = append(parts, s.lpWhy.text(n-s.lpMarks, n))
+	}
+	// the request's usage was a candidate for chunk-counted sequences, and for the only
+	// sequence of a request before its logprobs
+	one := len(d.seqs) == 1
+	if reqWhy != whyNone && reqWhy != s.usageWhy && s.seen &&
+		(s.TokenSource == TokensChunks || one && s.TokenSource == TokensLogprobs) {
+		parts = append(parts, reqWhy.text(reqA, reqB))
+	}
+	if dWhy != whyNone {
+		parts = append(parts, dWhy.text(sum, s.CompletionTokens))
+	}
+	switch {
+	case len(parts) > 0:
+		s.TokenNote = strings.Join(parts, "; ") + "; " + usedText(s.TokenSource)
+	case s.TokenSource == TokensChunks && s.seen:
+		s.TokenNote = noteNoSource
+	}
+}
+
 // RequestUsage returns the request's usage: the usage-only chunk when one arrived, else
-// the sum of per-choice usage (TGI reports usage per prompt on its final chunks); ok is
-// false when neither exists.
+// the sum of per-choice usage (TGI reports usage per prompt on its final chunks) over the
+// sequences whose usage did not contradict the stream (see Finalize); ok is false when
+// neither exists.
 func (d *Demux) RequestUsage() (u Usage, ok bool) {
 	if d.HasUsage {
 		return d.Usage, true
 	}
 	for i := range d.seqs {
-		if d.seqs[i].HasUsage {
+		if d.seqs[i].usageOK() {
 			u, ok = u.Add(d.seqs[i].Usage), true
 		}
 	}

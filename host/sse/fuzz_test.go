@@ -73,11 +73,18 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
-// FuzzDemux: any input through Reader and Demux never panics; marks are in arrival order
-// and Finalize yields non-negative counts.
+// FuzzDemux: any input through Reader and Demux never panics; marks are in arrival order,
+// Finalize yields non-negative counts, and mark deltas keep their contract with the count.
 func FuzzDemux(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
+	}
+	for _, parts := range [][]string{
+		{ev(0, "a", -1, zero, ""), ev(0, "b", -1, zero, "length"), usageOnly(2), done},
+		{ev(0, "a", 1, 1, ""), ev(1, "ab", 2, 2, ""), ev(0, "b", 0, 1, "length"), ev(1, "", 1, 3, "length"), usageOnly(5), done},
+		{ev(0, "a", -2, 3, ""), ev(0, "b", -3, 2, ""), ev(2, "c", -1, -1, "length"), usageOnly(9), done},
+	} {
+		f.Add([]byte(strings.Join(parts, "")))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		rd := NewReader(&splitReader{in: in, sizes: []byte{7}}, 1)
@@ -92,8 +99,26 @@ func FuzzDemux(f *testing.F) {
 					t.Fatalf("marks out of order: %+v", s.Marks.Slice())
 				}
 			}
-			if s.CompletionTokens < 0 && s.TokenSource == TokensChunks {
-				t.Fatalf("negative chunk count %d", s.CompletionTokens)
+			if s.CompletionTokens < 0 {
+				t.Fatalf("negative count %d from %s", s.CompletionTokens, s.TokenSource)
+			}
+			// the deltas' contract (Mark.Tokens): never 0 with text, summing to at most an
+			// exact count, to it when all are known; an exact count covers the text chunks
+			sum, known, texts := 0, 0, 0
+			for _, m := range s.Marks.All() {
+				if m.Tokens < -1 || m.Tokens == 0 && m.Text > 0 {
+					t.Fatalf("mark %+v", m)
+				}
+				if m.Tokens >= 0 {
+					sum += int(m.Tokens)
+					known++
+				}
+				if m.Text > 0 {
+					texts++
+				}
+			}
+			if s.TokenSource.Exact() && (sum > s.CompletionTokens || known == s.Marks.Len() && known > 0 && sum != s.CompletionTokens || s.CompletionTokens < texts) {
+				t.Fatalf("%d tokens from %s, %d text marks, deltas sum %d over %d of %d marks", s.CompletionTokens, s.TokenSource, texts, sum, known, s.Marks.Len())
 			}
 		}
 	})

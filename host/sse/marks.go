@@ -59,6 +59,17 @@ func (m *Marks) Append(mk Mark) {
 	m.x = append(m.x, mk)
 }
 
+// clearTokens sets every mark's Tokens to -1 (unknown), in place (copies of m see it).
+func (m *Marks) clearTokens() {
+	for k, w := range m.w {
+		if w>>textShift&textMask == textMask {
+			m.x[w&atMask].Tokens = -1
+			continue
+		}
+		m.w[k] = w &^ (0xff << tokShift) // a stored Tokens+1 of 0 is -1
+	}
+}
+
 // Len returns the number of marks.
 func (m Marks) Len() int { return len(m.w) }
 

@@ -9,6 +9,19 @@ import (
 	"time"
 )
 
+// clearTokens makes every mark's Tokens -1 and keeps At and Text, packed or not.
+func TestMarksClearTokens(t *testing.T) {
+	in := []Mark{{1, 2, 3}, {atMask + 1, 4, 5}, {time.Second, textMask, 0}, {7, 8, -1}, {9, 1, 300}}
+	m := MarksOf(in...)
+	m.clearTokens()
+	for k, w := range in {
+		w.Tokens = -1
+		if got := m.Get(k); got != w {
+			t.Fatalf("mark %d = %+v, want %+v", k, got, w)
+		}
+	}
+}
+
 // Marks returns exactly what was appended, packed or not: values at and beyond each packed
 // field's range (At ≥ 2⁴⁴ ns or negative, Text ≥ 4095 or negative, Tokens ≥ 254 or < −1).
 func TestMarksExact(t *testing.T) {
