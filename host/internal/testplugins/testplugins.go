@@ -140,14 +140,9 @@ func Build(t testing.TB, pkg string, o Options) string {
 	return out
 }
 
-// goTool returns the go command of the toolchain running the test, else "go" from PATH.
-func goTool() string {
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	return "go"
-}
+// goTool returns the go command of the toolchain running the test: `go test` puts its own
+// GOROOT/bin first on the PATH of the test binary, so "go" resolves to it.
+func goTool() string { return "go" }
 
 // ModuleRoot returns the directory of the genload go.mod, walking up from the working directory.
 func ModuleRoot() (string, error) {
