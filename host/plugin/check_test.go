@@ -9,20 +9,30 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/sdk/abi"
 )
 
 func TestCheckWithoutSDK(t *testing.T) {
-	// testdata/nosdk implements the ABI by hand from sdk/ABI.md: it loads and serves lengths, but
-	// ignores unknown config keys, which the config step must catch.
+	// testdata/flat.wat implements the ABI in WebAssembly text from sdk/ABI.md alone (no SDK, no
+	// compiler): it loads and serves lengths, but ignores unknown config keys, which the config
+	// step must catch.
 	ctx := context.Background()
 	h := interpHost(t)
-	wasm := testplugins.Build(t, "./host/internal/testplugins/testdata/nosdk", testplugins.Options{})
+	wasm := testplugins.Wat(t, "flat")
 	p, err := h.LoadLengths(ctx, wasm, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls, err := p.Lengths(ctx, 3, 700, 1, 600); err != nil || len(ls) != 3 || ls[0] != 600 {
-		t.Errorf("lengths %v, %v; want [600 600 600]", ls, err)
+	if p.Info().Name != "flat" || !p.Info().HasCap(abi.CapPure) {
+		t.Errorf("info %+v, want flat with capability pure", p.Info())
+	}
+	// The mean clamped to [min, max], and a batch larger than the first buffer (4 KiB) so the
+	// host frees it, allocates a larger one and the guest grows its memory past one page.
+	for _, c := range []struct{ n, mean, min, max, want int }{{3, 700, 1, 600, 600}, {2, 5, 10, 20, 10}, {20000, 123, 1, 32768, 123}} {
+		ls, err := p.Lengths(ctx, c.n, c.mean, c.min, c.max)
+		if err != nil || len(ls) != c.n || slices.ContainsFunc(ls, func(v int) bool { return v != c.want }) {
+			t.Errorf("lengths(%d, %d, [%d, %d]) = %d values (%v…), %v; want all %d", c.n, c.mean, c.min, c.max, len(ls), ls[:min(len(ls), 4)], err, c.want)
+		}
 	}
 	r, err := h.Check(ctx, wasm, nil)
 	last := r.Steps[len(r.Steps)-1]
@@ -99,9 +109,12 @@ func TestParseSet(t *testing.T) {
 func TestCheckShipped(t *testing.T) {
 	ctx := context.Background()
 	h := testHost(t)
-	for name, trial := range map[string]string{
-		"gamma":     "lengths(n=64, mean=1000, min=1, max=32768): n=64 mean=1000.0",
-		"router-rr": "route(8 prompts of 100…800 tokens, 4 workers) = [0 1 2 3 0 1 2 3]",
+	for name, c := range map[string]struct {
+		trial string
+		steps int // gamma is pure, so it has a pure step
+	}{
+		"gamma":     {"lengths(n=64, mean=1000, min=1, max=32768): n=64 mean=1000.0", 8},
+		"router-rr": {"route(8 prompts of 100…800 tokens, 4 workers) = [0 1 2 3 0 1 2 3]", 8},
 	} {
 		r, err := h.Check(ctx, name, nil)
 		if err != nil {
@@ -109,7 +122,8 @@ func TestCheckShipped(t *testing.T) {
 		}
 		var b bytes.Buffer
 		_ = r.WriteText(&b)
-		if len(r.Steps) != 8 || !strings.Contains(b.String(), `ok   config   unknown key rejected: config: json: unknown field "genload_check_unknown_key"`) || !strings.Contains(b.String(), "ok   trial    "+trial) || !strings.Contains(b.String(), "genload_abi_v1") {
+		trial := c.trial
+		if len(r.Steps) != c.steps || (c.steps == 9) != strings.Contains(b.String(), "ok   pure ") || !strings.Contains(b.String(), `ok   config   unknown key rejected: config: json: unknown field "genload_check_unknown_key"`) || !strings.Contains(b.String(), "ok   trial    "+trial) || !strings.Contains(b.String(), "genload_abi_v1") {
 			t.Errorf("%s report:\n%s", name, b.String())
 		}
 	}
