@@ -36,13 +36,40 @@ func TestCheckWithoutSDK(t *testing.T) {
 	}
 	r, err := h.Check(ctx, wasm, nil)
 	last := r.Steps[len(r.Steps)-1]
-	if err == nil || len(r.Steps) != 8 || last.Name != "config" || last.OK || !strings.Contains(err.Error(), `accepted the unknown config key "genload_check_unknown_key"`) {
+	if err == nil || len(r.Steps) != 9 || last.Name != "config" || last.OK || !strings.Contains(err.Error(), `accepted the unknown config key "genload_check_unknown_key"`) {
 		t.Errorf("report %+v, err %v", r.Steps, err)
+	}
+	if pure := r.Steps[len(r.Steps)-2]; pure.Name != "pure" || !pure.OK {
+		t.Errorf("step before config: %+v, want pure ok", pure)
 	}
 	// A module rejected statically stops at the abi step, with its exports listed.
 	r, err = h.Check(ctx, testplugins.Build(t, "./plugins/uniform", testplugins.Options{Name: "uniform-cmd", NoCShared: true}), nil)
 	if err == nil || len(r.Steps) != 1 || r.Steps[0].Name != "abi" || r.Steps[0].OK || len(r.Exports) == 0 {
 		t.Errorf("report %+v, err %v", r.Steps, err)
+	}
+}
+
+func TestCheckCatchesAnImpurePlugin(t *testing.T) {
+	// testdata/liar.wat declares "pure" but adds its call count to every length: its first call
+	// on each instance gives the mean (1000), so the repeat step passes; the trial call again on
+	// the first instance is its 4th call (trial, two edge calls), 1003 everywhere.
+	ctx := context.Background()
+	r, err := interpHost(t).Check(ctx, testplugins.Wat(t, "liar"), nil)
+	if err == nil {
+		t.Fatalf("a plugin whose pure output changes passed: %+v", r.Steps)
+	}
+	last := r.Steps[len(r.Steps)-1]
+	if last.Name != "pure" || last.OK || r.Steps[len(r.Steps)-2].Name != "repeat" || !r.Steps[len(r.Steps)-2].OK {
+		t.Errorf("steps %+v, want repeat ok then pure failing", r.Steps)
+	}
+	for _, want := range []string{"plugin liar", "[genload_lengths]", `declares capability "pure"`,
+		"on the first instance, after the edge calls length 0 is 1003, on the first call 1000"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if r.TrialOut[0] != 1000 || slices.ContainsFunc(r.TrialOut, func(v int) bool { return v != 1000 }) {
+		t.Errorf("trial %v, want 64 × 1000", r.TrialOut)
 	}
 }
 
@@ -113,7 +140,7 @@ func TestCheckShipped(t *testing.T) {
 		trial string
 		steps int // gamma is pure, so it has a pure step
 	}{
-		"gamma":     {"lengths(n=64, mean=1000, min=1, max=32768): n=64 mean=1000.0", 8},
+		"gamma":     {"lengths(n=64, mean=1000, min=1, max=32768): n=64 mean=1000.0", 9},
 		"router-rr": {"route(8 prompts of 100…800 tokens, 4 workers) = [0 1 2 3 0 1 2 3]", 8},
 	} {
 		r, err := h.Check(ctx, name, nil)
