@@ -57,7 +57,7 @@ lint:
 	if [ -n "$$rest" ]; then printf 'staticcheck:\n%s\n' "$$rest"; exit 1; fi; \
 	echo "staticcheck $(STATICCHECK): clean (known: $(words $(STATICCHECK_KNOWN)))"
 
-# genload's own costs against baselines in the same process (issue 8; see PERF.md): about
+# genload's own costs against baselines in the same process (see PERF.md): about
 # 5 minutes on 2 cores. Not part of test: it reports, it asserts nothing.
 PERF_ROUNDS ?= 5
 perf: plugins
