@@ -530,10 +530,14 @@ func (c *Config) Validate() error {
 	if c.Warmup.Retries < 0 {
 		bad("warmup.retries", "must be ≥ 0, got %d", c.Warmup.Retries)
 	}
-	for key, d := range map[string]Duration{"warmup.retry_delay": c.Warmup.RetryDelay, "timeouts.connect": c.Timeouts.Connect,
-		"timeouts.first_token": c.Timeouts.FirstToken, "timeouts.total": c.Timeouts.Total, "plugins.call_timeout": c.Plugins.CallTimeout} {
-		if d.Duration < 0 {
-			bad(key, "must be ≥ 0, got %v", d.Duration)
+	// A list, not a map: the errors come in the same order every time (the file's order).
+	for _, d := range []struct {
+		key string
+		d   Duration
+	}{{"warmup.retry_delay", c.Warmup.RetryDelay}, {"timeouts.connect", c.Timeouts.Connect},
+		{"timeouts.first_token", c.Timeouts.FirstToken}, {"timeouts.total", c.Timeouts.Total}, {"plugins.call_timeout", c.Plugins.CallTimeout}} {
+		if d.d.Duration < 0 {
+			bad(d.key, "must be ≥ 0, got %v", d.d.Duration)
 		}
 	}
 	if c.Plugins.MemoryLimitMiB < 1 || c.Plugins.MemoryLimitMiB > 4096 {

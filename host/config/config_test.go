@@ -150,3 +150,25 @@ func TestShippedBenchTomlIsTheDefaults(t *testing.T) {
 		t.Errorf("bench.toml differs from Default():\n file: %+v\n default: %+v", *c, *d)
 	}
 }
+
+func TestValidateErrorOrderIsDeterministic(t *testing.T) {
+	// Every negative duration is reported, one line each, in the order of the file's sections
+	// (warmup, timeouts, plugins), and the same on every call: a message users diff or grep, and
+	// tests compare whole, must not depend on map iteration order.
+	src := []byte("[warmup]\nretry_delay = \"-1s\"\n[timeouts]\nconnect = \"-2s\"\nfirst_token = \"-3s\"\ntotal = \"-4s\"\n[plugins]\ncall_timeout = \"-5s\"\n")
+	c, err := Parse("bench.toml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "bench.toml:2: [warmup.retry_delay] must be ≥ 0, got -1s\n" +
+		"bench.toml:4: [timeouts.connect] must be ≥ 0, got -2s\n" +
+		"bench.toml:5: [timeouts.first_token] must be ≥ 0, got -3s\n" +
+		"bench.toml:6: [timeouts.total] must be ≥ 0, got -4s\n" +
+		"bench.toml:8: [plugins.call_timeout] must be ≥ 0, got -5s"
+	for i := range 20 {
+		err := c.Validate()
+		if err == nil || err.Error() != want {
+			t.Fatalf("call %d:\n%v\nwant\n%s", i, err, want)
+		}
+	}
+}

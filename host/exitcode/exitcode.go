@@ -1,13 +1,19 @@
 // Package exitcode defines genload's process exit codes and attaches them to errors.
 //
-// The code is attached where the decision is made (config loading attaches InvalidConfig, the
-// plugin host attaches PluginRejected, …) and resolved once at the top by [Of], so that
-// the CLI never exits 0 after an error and never has to guess what an error meant.
+// The code is attached where the decision is made — config loading attaches InvalidConfig, run
+// and the CLI attach PluginRejected where they load or call a plugin and TargetFailed where the
+// server fails, … — and resolved once at the top by [Of], so that the CLI never exits 0 after an
+// error and never has to guess what an error meant. A panic is a bug whatever goroutine it
+// happens in: goroutines are started with [Go] (or defer [Recover]), so that one ends the process
+// with [Panic] and its stack on stderr, not with Go's own exit status 2, which is [Usage].
 package exitcode
 
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
 )
 
 // Code is a process exit code.
@@ -75,4 +81,37 @@ func Of(err error) Code {
 		return e.Code
 	}
 	return Failure
+}
+
+// Go runs fn in a new goroutine under [Recover]: a panic in fn ends the process with [Panic].
+func Go(fn func()) {
+	go func() {
+		defer Recover()
+		fn()
+	}()
+}
+
+// Recover, deferred at the top of a goroutine (`defer exitcode.Recover()`), reports a panic of
+// that goroutine on stderr — the value and the goroutine's stack, see [PanicMessage] — and exits
+// the process with [Panic] (7). Without a panic it does nothing. It must be deferred directly
+// (recover only stops a panic from the deferred function itself).
+func Recover() {
+	if r := recover(); r != nil {
+		_, _ = io.WriteString(os.Stderr, PanicMessage(r, debug.Stack()))
+		os.Exit(int(Panic))
+	}
+}
+
+// PanicMessage is the report of a recovered panic r with the stack debug.Stack gave at the
+// recover: "genload: internal error (a bug, please report it): panic: <r>" and the stack on the
+// following lines, ending in a newline.
+func PanicMessage(r any, stack []byte) string {
+	msg := fmt.Sprintf("genload: internal error (a bug, please report it): panic: %v\n", r)
+	if len(stack) > 0 {
+		msg += "\n" + string(stack)
+		if stack[len(stack)-1] != '\n' {
+			msg += "\n"
+		}
+	}
+	return msg
 }

@@ -1,9 +1,9 @@
-// Package perf is the harness behind `make perf` (issue 8): it compiles the test binaries of
+// Package perf is the harness behind `make perf` (PERF.md): it compiles the test binaries of
 // the packages whose Go benchmarks measure genload's own costs, runs them in interleaved rounds
 // (each benchmark runs genload's code path and its baselines in one process, one after the
 // other), keeps every metric of every round, and reduces them to one table of ratios: each row
 // is a figure of genload's real code path, a baseline measured in the same process and round,
-// the per-round ratio as median [min–max] over the rounds, the goal of the issue and pass/miss.
+// the per-round ratio as median [min–max] over the rounds, the row's goal and pass/miss.
 //
 // Medians are over rounds (benchstat style); ratios are paired per round (genload and its
 // baseline ran seconds apart in the same process), which cancels most of the machine's slow

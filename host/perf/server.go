@@ -31,8 +31,9 @@ type Server struct {
 }
 
 // NewBurstServer listens on addr and answers every request at once with n token chunks (vLLM
-// completions shape, about 165 B each, as in the perf anchors), a finish chunk, a usage chunk
-// and [DONE], written in 32 KiB pieces: the server costs almost nothing, the client is the limit.
+// completions shape, about 165 B each, the size of a real vLLM token chunk), a finish chunk, a
+// usage chunk and [DONE], written in 32 KiB pieces: the server costs almost nothing, the client
+// is the limit.
 func NewBurstServer(addr string, n int) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

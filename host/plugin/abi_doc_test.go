@@ -68,25 +68,53 @@ func TestABIDocMatchesRegistry(t *testing.T) {
 	}
 }
 
-// TestShippedPluginsPassStaticChecks opens each shipped plugin and checks the exports the SDK
-// produced against the registry (the same check every load does), and the kind it implies.
+// TestShippedPluginsPassStaticChecks pins what the SDK produces for each shipped plugin beyond
+// what every load enforces (open checks that the required exports exist with their signatures):
+// the exact export set, so the SDK neither leaks an export of its own nor silently drops the
+// optional one a kind may have; the kind the file name implies; and the info each plugin
+// declares, name and capabilities, which decide how the host treats it (a lost "pure" would turn
+// off the host's cache, a stray one would cache a stateful plugin).
 func TestShippedPluginsPassStaticChecks(t *testing.T) {
 	h := testHost(t)
-	for name, kind := range map[string]string{"gamma": abi.KindLengths, "uniform": abi.KindLengths, "router-rr": abi.KindRouter} {
-		m, err := h.open(t.Context(), name, "")
+	common := []string{abi.Initialize, abi.Marker, abi.Alloc, abi.Free, abi.Info, abi.Init, abi.LastError}
+	for _, c := range []struct {
+		name, kind string
+		extra      []string // the kind's exports
+		caps       []string
+	}{
+		{"gamma", abi.KindLengths, []string{abi.Lengths}, []string{abi.CapPure}},
+		{"uniform", abi.KindLengths, []string{abi.Lengths}, []string{abi.CapPure}},
+		// sdk/router exports genload_on_complete for every router; the host calls it only for
+		// routers declaring "completions", which round robin does not.
+		{"router-rr", abi.KindRouter, []string{abi.Route, abi.OnComplete}, nil},
+	} {
+		m, err := h.open(t.Context(), c.name, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.kind != kind {
-			t.Errorf("%s: kind %s, want %s", name, m.kind, kind)
+		if m.kind != c.kind {
+			t.Errorf("%s: kind %s, want %s", c.name, m.kind, c.kind)
 		}
-		if !slices.Equal(m.imports, slices.DeleteFunc(slices.Clone(m.imports), func(s string) bool { return !strings.HasPrefix(s, abi.WASIModule+".") })) {
-			t.Errorf("%s imports %v", name, m.imports)
+		want := slices.Sorted(slices.Values(slices.Concat(common, c.extra)))
+		if got := slices.Sorted(slices.Values(m.exports)); !slices.Equal(got, want) {
+			t.Errorf("%s exports %v, want exactly %v (plus memory)", c.name, got, want)
 		}
-		for _, e := range []string{abi.Initialize, abi.Marker, abi.Alloc, abi.Info, abi.Init} {
-			if !slices.Contains(m.exports, e) {
-				t.Errorf("%s lacks %s", name, e)
+		var info Info
+		if c.kind == abi.KindLengths {
+			p, err := h.LoadLengths(t.Context(), c.name, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
+			info = p.Info()
+		} else {
+			p, err := h.LoadRouter(t.Context(), c.name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info = p.Info()
+		}
+		if info.Name != c.name || info.Kind != c.kind || info.ABIMinor != 0 || !slices.Equal(info.Caps, c.caps) {
+			t.Errorf("%s info %+v, want name %s, kind %s, abi_minor 0, caps %v", c.name, info, c.name, c.kind, c.caps)
 		}
 	}
 }

@@ -109,7 +109,7 @@ func BenchmarkDefaultMatrixGammaCold(b *testing.B) {
 // on fresh instances (loads not timed; see BenchmarkLoadWarm), with the host's result cache as
 // in a run: "array" mode (the default) asks gamma for the 91 cells' lengths; "routed" mode
 // also routes each cell's B prompts twice (warm-up and measurement) with router-rr over 4
-// workers. make perf compares it with building the same matrix's prompts from cold (issue 4:
+// workers. make perf compares it with building the same matrix's prompts from cold (goal:
 // < 1 %).
 func BenchmarkDefaultMatrixPluginsCold(b *testing.B) {
 	ctx := context.Background()

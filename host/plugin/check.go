@@ -56,6 +56,8 @@ type Step struct {
 //   - completions (routers with capability "completions" only): the trial's requests reported
 //     finished through genload_on_complete (the last one failed), then a second route;
 //   - repeat: a second instance gives the same trial output (determinism);
+//   - pure (length distributions with capability "pure" only): the trial call repeated on both
+//     instances gives the same lengths, since the host caches a pure plugin's answer per cell;
 //   - config: an unknown config key is rejected with status 1.
 //
 // It returns the report so far and the first error if a step fails.
@@ -170,9 +172,7 @@ func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]a
 	case abi.KindRouter:
 		again, err = (&RouterPlugin{in: in2}).Route(ctx, []int{100, 200, 300, 400, 500, 600, 700, 800}, 4)
 	}
-	in2.mu.Lock()
-	in2.close(ctx)
-	in2.mu.Unlock()
+	defer func() { in2.mu.Lock(); in2.close(ctx); in2.mu.Unlock() }()
 	if err == nil && !slices.Equal(again, r.TrialOut) {
 		err = in.errf("", "a plugin must give the same output for the same seed, config and calls (sdk/ABI.md §7)",
 			"a second instance answered the trial call with %v, the first with %v", again, r.TrialOut)
@@ -181,6 +181,26 @@ func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]a
 		return fail("repeat", err)
 	}
 	r.Steps = append(r.Steps, Step{Name: "repeat", OK: true, Detail: "a second instance gives the same trial output"})
+
+	// Purity: the host calls a "pure" length distribution once per distinct cell and caches the
+	// answer (sdk/ABI.md §4.7), so the trial call must give the same lengths again on the first
+	// instance (after the edge calls) and on the second (right after its first call). A plugin
+	// whose output moves with a call counter passes the repeat step but not this one.
+	if m.kind == abi.KindLengths && in.info.HasCap(abi.CapPure) {
+		for _, c := range []struct {
+			in   *instance
+			what string
+		}{{in, "the first instance, after the edge calls"}, {in2, "the second instance"}} {
+			got, err := (&LengthsPlugin{in: c.in}).Lengths(ctx, 64, 1000, 1, 32768)
+			if err == nil {
+				err = impure(in, got, r.TrialOut, c.what)
+			}
+			if err != nil {
+				return fail("pure", err)
+			}
+		}
+		r.Steps = append(r.Steps, Step{Name: "pure", OK: true, Detail: "capability pure: the trial call again, on both instances, gives the same lengths"})
+	}
 
 	// Strict config: an unknown key must be rejected with status 1 at init (sdk/ABI.md §6.2).
 	strict := map[string]any{checkUnknownKey: true}
@@ -201,6 +221,27 @@ func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]a
 	}
 	r.Steps = append(r.Steps, Step{Name: "config", OK: true, Detail: fmt.Sprintf("unknown key rejected: %s", pe.Err)})
 	return r, nil
+}
+
+// impure returns an error naming genload_lengths and the first index where got (the trial call
+// repeated on what) differs from want (the first trial call), or nil if they are equal.
+func impure(in *instance, got, want []int, what string) error {
+	i := 0
+	for i < min(len(got), len(want)) && got[i] == want[i] {
+		i++
+	}
+	if i == len(got) && i == len(want) {
+		return nil
+	}
+	at := func(v []int) string {
+		if i < len(v) {
+			return strconv.Itoa(v[i])
+		}
+		return "none"
+	}
+	return in.errf(abi.Lengths, "drop capability \"pure\" or make the lengths depend only on the call's parameters (sdk/ABI.md §4.7): the host caches a pure plugin's answer per cell",
+		"declares capability \"pure\" but %s(n=64, mean=1000, min=1, max=32768) changed between calls: on %s length %d is %s, on the first call %s (first call %v, this call %v)",
+		abi.Lengths, what, i, at(got), at(want), want, got)
 }
 
 // checkUnknownKey is the config key Check adds to verify that a plugin rejects unknown keys.

@@ -9,30 +9,67 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/sdk/abi"
 )
 
 func TestCheckWithoutSDK(t *testing.T) {
-	// testdata/nosdk implements the ABI by hand from sdk/ABI.md: it loads and serves lengths, but
-	// ignores unknown config keys, which the config step must catch.
+	// testdata/flat.wat implements the ABI in WebAssembly text from sdk/ABI.md alone (no SDK, no
+	// compiler): it loads and serves lengths, but ignores unknown config keys, which the config
+	// step must catch.
 	ctx := context.Background()
 	h := interpHost(t)
-	wasm := testplugins.Build(t, "./host/internal/testplugins/testdata/nosdk", testplugins.Options{})
+	wasm := testplugins.Wat(t, "flat")
 	p, err := h.LoadLengths(ctx, wasm, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls, err := p.Lengths(ctx, 3, 700, 1, 600); err != nil || len(ls) != 3 || ls[0] != 600 {
-		t.Errorf("lengths %v, %v; want [600 600 600]", ls, err)
+	if p.Info().Name != "flat" || !p.Info().HasCap(abi.CapPure) {
+		t.Errorf("info %+v, want flat with capability pure", p.Info())
+	}
+	// The mean clamped to [min, max], and a batch larger than the first buffer (4 KiB) so the
+	// host frees it, allocates a larger one and the guest grows its memory past one page.
+	for _, c := range []struct{ n, mean, min, max, want int }{{3, 700, 1, 600, 600}, {2, 5, 10, 20, 10}, {20000, 123, 1, 32768, 123}} {
+		ls, err := p.Lengths(ctx, c.n, c.mean, c.min, c.max)
+		if err != nil || len(ls) != c.n || slices.ContainsFunc(ls, func(v int) bool { return v != c.want }) {
+			t.Errorf("lengths(%d, %d, [%d, %d]) = %d values (%v…), %v; want all %d", c.n, c.mean, c.min, c.max, len(ls), ls[:min(len(ls), 4)], err, c.want)
+		}
 	}
 	r, err := h.Check(ctx, wasm, nil)
 	last := r.Steps[len(r.Steps)-1]
-	if err == nil || len(r.Steps) != 8 || last.Name != "config" || last.OK || !strings.Contains(err.Error(), `accepted the unknown config key "genload_check_unknown_key"`) {
+	if err == nil || len(r.Steps) != 9 || last.Name != "config" || last.OK || !strings.Contains(err.Error(), `accepted the unknown config key "genload_check_unknown_key"`) {
 		t.Errorf("report %+v, err %v", r.Steps, err)
+	}
+	if pure := r.Steps[len(r.Steps)-2]; pure.Name != "pure" || !pure.OK {
+		t.Errorf("step before config: %+v, want pure ok", pure)
 	}
 	// A module rejected statically stops at the abi step, with its exports listed.
 	r, err = h.Check(ctx, testplugins.Build(t, "./plugins/uniform", testplugins.Options{Name: "uniform-cmd", NoCShared: true}), nil)
 	if err == nil || len(r.Steps) != 1 || r.Steps[0].Name != "abi" || r.Steps[0].OK || len(r.Exports) == 0 {
 		t.Errorf("report %+v, err %v", r.Steps, err)
+	}
+}
+
+func TestCheckCatchesAnImpurePlugin(t *testing.T) {
+	// testdata/liar.wat declares "pure" but adds its call count to every length: its first call
+	// on each instance gives the mean (1000), so the repeat step passes; the trial call again on
+	// the first instance is its 4th call (trial, two edge calls), 1003 everywhere.
+	ctx := context.Background()
+	r, err := interpHost(t).Check(ctx, testplugins.Wat(t, "liar"), nil)
+	if err == nil {
+		t.Fatalf("a plugin whose pure output changes passed: %+v", r.Steps)
+	}
+	last := r.Steps[len(r.Steps)-1]
+	if last.Name != "pure" || last.OK || r.Steps[len(r.Steps)-2].Name != "repeat" || !r.Steps[len(r.Steps)-2].OK {
+		t.Errorf("steps %+v, want repeat ok then pure failing", r.Steps)
+	}
+	for _, want := range []string{"plugin liar", "[genload_lengths]", `declares capability "pure"`,
+		"on the first instance, after the edge calls length 0 is 1003, on the first call 1000"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if r.TrialOut[0] != 1000 || slices.ContainsFunc(r.TrialOut, func(v int) bool { return v != 1000 }) {
+		t.Errorf("trial %v, want 64 × 1000", r.TrialOut)
 	}
 }
 
@@ -99,9 +136,12 @@ func TestParseSet(t *testing.T) {
 func TestCheckShipped(t *testing.T) {
 	ctx := context.Background()
 	h := testHost(t)
-	for name, trial := range map[string]string{
-		"gamma":     "lengths(n=64, mean=1000, min=1, max=32768): n=64 mean=1000.0",
-		"router-rr": "route(8 prompts of 100…800 tokens, 4 workers) = [0 1 2 3 0 1 2 3]",
+	for name, c := range map[string]struct {
+		trial string
+		steps int // gamma is pure, so it has a pure step
+	}{
+		"gamma":     {"lengths(n=64, mean=1000, min=1, max=32768): n=64 mean=1000.0", 9},
+		"router-rr": {"route(8 prompts of 100…800 tokens, 4 workers) = [0 1 2 3 0 1 2 3]", 8},
 	} {
 		r, err := h.Check(ctx, name, nil)
 		if err != nil {
@@ -109,7 +149,8 @@ func TestCheckShipped(t *testing.T) {
 		}
 		var b bytes.Buffer
 		_ = r.WriteText(&b)
-		if len(r.Steps) != 8 || !strings.Contains(b.String(), `ok   config   unknown key rejected: config: json: unknown field "genload_check_unknown_key"`) || !strings.Contains(b.String(), "ok   trial    "+trial) || !strings.Contains(b.String(), "genload_abi_v1") {
+		trial := c.trial
+		if len(r.Steps) != c.steps || (c.steps == 9) != strings.Contains(b.String(), "ok   pure ") || !strings.Contains(b.String(), `ok   config   unknown key rejected: config: json: unknown field "genload_check_unknown_key"`) || !strings.Contains(b.String(), "ok   trial    "+trial) || !strings.Contains(b.String(), "genload_abi_v1") {
 			t.Errorf("%s report:\n%s", name, b.String())
 		}
 	}

@@ -56,9 +56,13 @@ func TestWriterRoundTripsThroughJSONLAndJSON(t *testing.T) {
 		if r.Footer == nil || r.Footer.OK != 1 || r.Footer.Failed != 1 || r.Header.Schema != Schema {
 			t.Fatalf("%s: footer %+v", p, r.Footer)
 		}
-		// Durations survive as milliseconds with microsecond resolution: 1.234567 ms → 1.235 ms.
-		if got := r.Cells[0].Figures.PerForward.Mean; got != 1235*time.Microsecond && got != 1234567*time.Nanosecond {
-			t.Errorf("%s: per-forward mean %v", p, got)
+		// Durations are float64 milliseconds that keep nanoseconds (measure.Summary.MarshalJSON):
+		// 1.234567 ms reads back as 1,234,567 ns, not rounded to the microsecond.
+		if got := r.Cells[0].Figures.PerForward.Mean; got != 1234567*time.Nanosecond {
+			t.Errorf("%s: per-forward mean %v, want 1.234567ms", p, got)
+		}
+		if !reflect.DeepEqual(r.Cells[0].Figures, c1.Figures) {
+			t.Errorf("%s: figures differ after the round trip:\n got %+v\nwant %+v", p, r.Cells[0].Figures, c1.Figures)
 		}
 		if !reflect.DeepEqual(r.Cells[0].Lengths, c1.Lengths) || r.Cells[1].Error != c2.Error {
 			t.Errorf("%s: cells differ after the round trip", p)

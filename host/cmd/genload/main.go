@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -26,13 +27,13 @@ func main() {
 	ctx, stop := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
+	exitcode.Go(func() {
 		<-sigs
 		fmt.Fprintln(os.Stderr, "\ngenload: interrupted; stopping (press Ctrl-C again to exit at once)")
 		stop()
 		<-sigs
 		os.Exit(int(exitcode.Interrupted))
-	}()
+	})
 	code := doMain(ctx, os.Args[1:], &env{
 		stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
 		tty: term.IsTerminal(int(os.Stderr.Fd())),
@@ -75,11 +76,13 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "\nRun 'genload <command> --help' for a command's flags.\n")
 }
 
-// doMain runs one command line and returns the exit code. Errors are printed once, here.
+// doMain runs one command line and returns the exit code. Errors are printed once, here; a panic
+// of the command's goroutine is reported with its stack and gives exitcode.Panic (goroutines the
+// command starts use exitcode.Go, which exits with the same code).
 func doMain(ctx context.Context, args []string, e *env) (code exitcode.Code) {
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(e.stderr, "genload: internal error (a bug, please report it): %v\n", r)
+			fmt.Fprint(e.stderr, exitcode.PanicMessage(r, debug.Stack()))
 			code = exitcode.Panic
 		}
 	}()

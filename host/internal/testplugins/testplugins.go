@@ -3,7 +3,8 @@
 // (the Makefile builds them with `make plugins` and exports it), otherwise a cache directory
 // where they are built once with the standard Go toolchain and reused while the sources of sdk/,
 // plugins/ and this package, go.mod and go.sum are unchanged. Build builds any other package
-// (the bad plugins of host/plugin's tests) the same way.
+// (the bad plugins of host/plugin's tests) the same way, and Wat assembles the plugins written in
+// WebAssembly text (testdata/*.wat).
 package testplugins
 
 import (
@@ -140,14 +141,56 @@ func Build(t testing.TB, pkg string, o Options) string {
 	return out
 }
 
-// goTool returns the go command of the toolchain running the test, else "go" from PATH.
-func goTool() string {
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(p); err == nil {
-		return p
+// Wat assembles testdata/NAME.wat of this package with wat2wasm (Debian package wabt, which
+// .ci/run installs) into the cache directory and returns the .wasm's path; the output is keyed by
+// the text's SHA-256, so an edit reassembles it. Without wat2wasm on the PATH the test fails
+// under CI (CI set) and is skipped elsewhere, saying what to install.
+func Wat(t testing.TB, name string) string {
+	t.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return "go"
+	src := filepath.Join(root, "host", "internal", "testplugins", "testdata", name+".wat")
+	text, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, err := exec.LookPath("wat2wasm")
+	if err != nil {
+		msg := fmt.Sprintf("testplugins: %s needs wat2wasm on the PATH (apt-get install wabt)", src)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	sum := sha256.Sum256(text)
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	dir := filepath.Join(base, "genload", "testplugins", "wat")
+	out := filepath.Join(dir, fmt.Sprintf("%s-%x.wasm", name, sum[:8]))
+	if _, err := os.Stat(out); err == nil {
+		return out
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+	defer os.Remove(tmp)
+	if b, err := exec.Command(tool, src, "-o", tmp).CombinedOutput(); err != nil {
+		t.Fatalf("testplugins: wat2wasm %s: %v\n%s", src, err, b)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
+
+// goTool returns the go command of the toolchain running the test: `go test` puts its own
+// GOROOT/bin first on the PATH of the test binary, so "go" resolves to it.
+func goTool() string { return "go" }
 
 // ModuleRoot returns the directory of the genload go.mod, walking up from the working directory.
 func ModuleRoot() (string, error) {

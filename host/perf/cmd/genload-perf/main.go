@@ -1,7 +1,7 @@
 // Command genload-perf is `make perf`: it compiles the test binaries of host/dispatch,
 // host/prompt, host/plugin and host/engine, runs their performance benchmarks in -rounds
 // interleaved rounds (genload's code path and its baselines in the same process), and prints
-// the machine, the load during the run and one Markdown table of ratios (issue 8). The raw
+// the machine, the load during the run and one Markdown table of ratios (PERF.md). The raw
 // benchmark output goes to <out>/bench.txt and the table to <out>/table.md.
 //
 //	go run ./host/perf/cmd/genload-perf [-rounds 5] [-chunk-benchtime 1s] [-out build/perf]
