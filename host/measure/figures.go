@@ -148,6 +148,12 @@ type Figures struct {
 	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
 	// Header is the server-header figure; nil when the headers were absent.
 	Header *HeaderFigure `json:"header,omitempty"`
+	// Attainment is whether the B sequences decoded as one batch as the client's marks show
+	// it (see Attain); nil in records written before it existed.
+	Attainment *Attainment `json:"attainment,omitempty"`
+	// TokenNotes counts the sequences per sse.Sequence.TokenNote: why a token-count source
+	// was discarded and which one was used instead.
+	TokenNotes map[string]int `json:"token_notes,omitempty"`
 	// Hist holds the same samples as PerForward, TTFT, ITL and E2E in mergeable HDR
 	// histograms, to combine repeats and shards exactly (see Histogram).
 	Hist *Histograms `json:"hist,omitempty"`
@@ -310,6 +316,16 @@ func Compute(res *dispatch.Result, o Options) Figures {
 	windowCheck(&f)
 	f.Prompts = checkPrompts(res, o)
 	f.Header = headerFigure(res, o)
+	att := Attain(res, len(res.Sequences))
+	f.Attainment = &att
+	for i := range res.Sequences {
+		if n := res.Sequences[i].TokenNote; n != "" {
+			if f.TokenNotes == nil {
+				f.TokenNotes = map[string]int{}
+			}
+			f.TokenNotes[n]++
+		}
+	}
 	return f
 }
 

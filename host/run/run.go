@@ -409,7 +409,8 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 		m, werr := r.watcher.EndRouted(ctx, cell.Batch, rec.Workers)
 		if werr != nil {
 			rec.Warnings = append(rec.Warnings, "metrics: "+werr.Error())
-		} else {
+		}
+		if werr == nil || len(m.Servers) > 0 { // one failed server keeps the others' figures
 			rec.Server = &m
 		}
 	}
@@ -596,8 +597,18 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 		ws = append(ws, fmt.Sprintf("chunks carry %.2f tokens on average (speculative decoding, or stream_interval coalescing): fwd counts tokens, so it is the time per output token; if the server speculates, set draft_tokens = k to count forward passes",
 			f.TokensPerChunk))
 	}
+	for _, n := range sortedKeys(f.TokenNotes) {
+		ws = append(ws, fmt.Sprintf("token counts of %d of %d sequences: %s", f.TokenNotes[n], f.Sequences, n))
+	}
 	ws = append(ws, f.Checks...)
 	ws = append(ws, estimateWarnings(f, rec.Server, cfg.DraftTokens > 0)...)
+	if h := f.Header; h != nil && h.PerForward.N == 0 && h.Reason != "" {
+		ws = append(ws, "hdr fwd absent: "+h.Reason)
+	}
+	if rec.Server != nil {
+		ws = append(ws, rec.Server.Notes()...)
+	}
+	ws = append(ws, attainmentWarnings(cfg, cell, rec)...)
 	if !f.Window.Valid && f.Window.Reason != "" {
 		ws = append(ws, "no full-batch figure: "+f.Window.Reason)
 	}
@@ -610,17 +621,53 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 			ws = append(ws, fmt.Sprintf("routed over %d workers: B = %d is the total; each worker ran about %d sequences", len(used), cell.Batch, (cell.Batch+len(used)-1)/len(used)))
 		}
 	}
-	// Occupancy is sampled every 20 ms: fewer than 3 samples say too little to warn on.
+	return ws
+}
+
+// attainmentWarnings says whether the cell's B sequences ran as one batch. The server's
+// running gauge decides where it was sampled (≥ 3 samples, every 20 ms; per server when
+// routed over several, in Notes); otherwise the client's marks (measure.Attain) — and a cell
+// whose attainment nobody can tell says so, since its figures may be for a smaller batch.
+func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []string {
+	if m := rec.Server; m != nil && len(m.Servers) > 1 {
+		return nil // each server against its share of B: rec.Server.Notes
+	}
 	if m := rec.Server; m != nil && m.Occupancy.Samples >= 3 {
 		o := m.Occupancy
 		switch {
 		case o.Max > cell.Batch:
-			ws = append(ws, fmt.Sprintf("the server ran up to %d requests at once, more than B = %d: other load shares it", o.Max, cell.Batch))
+			return []string{fmt.Sprintf("the server ran up to %d requests at once, more than B = %d: other load shares it", o.Max, cell.Batch)}
 		case cfg.Mode != config.ModeN && o.Mode < cell.Batch:
-			ws = append(ws, fmt.Sprintf("batch attainment: the server mostly ran %d sequences at once, not B = %d (%.0f %% of samples at B)", o.Mode, cell.Batch, 100*o.AtTarget))
+			return []string{fmt.Sprintf("batch attainment: the server mostly ran %d sequences at once, not B = %d (%.0f %% of samples at B)", o.Mode, cell.Batch, 100*o.AtTarget)}
 		}
+		return nil
 	}
-	return ws
+	a := rec.Figures.Attainment
+	if a == nil || cell.Batch == 1 {
+		return nil
+	}
+	src := "no running-requests gauge from /metrics"
+	if rec.Server != nil {
+		src = fmt.Sprintf("the running-requests gauge gave %d samples", rec.Server.Occupancy.Samples)
+	}
+	switch a.State {
+	case measure.AttainmentProbablyNotReached:
+		return []string{fmt.Sprintf("batch probably not reached (%s; the client's marks): %s", src, a.Reason)}
+	case measure.AttainmentUnknown:
+		return []string{fmt.Sprintf("batch attainment unknown (%s; the client's marks cannot tell: %s)", src, a.Reason)}
+	}
+	return nil
+}
+
+// sortedKeys returns m's keys in ascending order (so that warnings come out the same in
+// every run).
+func sortedKeys(m map[string]int) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }
 
 // cellRouter asks the router plugin once per cell and answers dispatch with that assignment,
@@ -645,10 +692,17 @@ func (r *cellRouter) decide(ctx context.Context, lengths []int) error {
 // "completions" capability), one record per request.
 func (r *cellRouter) complete(ctx context.Context, res *dispatch.Result, lengths []int) error {
 	done := make([]plugin.Completion, 0, len(res.Requests))
-	for _, q := range res.Requests {
-		c := plugin.Completion{Worker: q.Worker, Failed: q.Err != nil, CompletionTokens: q.Usage.CompletionTokens}
+	for qi, q := range res.Requests {
+		// The request's tokens are its sequences' reconciled counts: a server's request usage
+		// may be zero or absent while its sequences' counts are known.
+		c := plugin.Completion{Worker: q.Worker, Failed: q.Err != nil}
 		for _, p := range q.Prompts {
 			c.PromptLen += lengths[p]
+		}
+		for i := range res.Sequences {
+			if s := &res.Sequences[i]; s.Request == qi {
+				c.CompletionTokens += s.CompletionTokens
+			}
 		}
 		done = append(done, c)
 	}
