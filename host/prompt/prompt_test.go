@@ -26,6 +26,21 @@ func (byteEnc) Encode(s string) []int32 {
 	return out
 }
 
+func (byteEnc) Decode(ids []int32, _ bool) string {
+	var b strings.Builder
+	for _, id := range ids {
+		switch id {
+		case 1000:
+			b.WriteString("<|im_start|>")
+		case 1001:
+			b.WriteString("<|im_end|>")
+		default:
+			b.WriteByte(byte(id))
+		}
+	}
+	return b.String()
+}
+
 func chatML(content string) (string, error) {
 	return "<|im_start|>user\n" + content + "<|im_end|>\n<|im_start|>assistant\n", nil
 }
