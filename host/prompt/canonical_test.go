@@ -134,9 +134,13 @@ func TestPromptsAreCanonical(t *testing.T) {
 				long = long[:4]
 			}
 			for row := range texts {
-				// Every row at the short lengths and at 1000 + row (a different cut in each
-				// row); the long lengths on every 32nd row.
-				lengths := append(slices.Clone(short), 1000+row)
+				// Every row at MinLen and at 300 + row and 1000 + row (a different cut in
+				// each row); the other short lengths on every 4th row, the long ones on
+				// every 32nd.
+				lengths := []int{b.MinLen(), 300 + row, 1000 + row}
+				if row%4 == 0 {
+					lengths = append(lengths, short...)
+				}
 				if row%32 == 0 {
 					lengths = append(lengths, long...)
 				}

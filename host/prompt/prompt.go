@@ -59,6 +59,7 @@ type Builder struct {
 	sep          string  // separator
 	prefix, tail []int32 // Encode(pre), Encode(tailTxt)
 	end          []int32 // Encode(suffix ‖ template after): every prompt's ids end with it
+	tmplTokens   int     // tokens of the chat template's own text: Encode(pre) + Encode(post)
 	joints       []joint // text between the body and the suffix, tried in order
 	anchors      []anchor
 	rows         []rowPlan
@@ -142,6 +143,11 @@ func New(codec Codec, tmpl Template, rows []string, opt Options) (*Builder, erro
 		b.prefix = codec.Encode(pre)
 	}
 	b.tail = codec.Encode(b.tailTxt)
+	if post != "" {
+		b.tmplTokens = len(b.prefix) + len(codec.Encode(post))
+	} else {
+		b.tmplTokens = len(b.prefix)
+	}
 	b.end = codec.Encode(opt.Suffix + post)
 	if !endsWith(b.tail, b.end) {
 		b.end = b.tail
@@ -266,6 +272,11 @@ func (b *Builder) restarts(unit []int32, ut string, ctx0 []int32, ctx0Txt string
 // Overhead is the number of tokens every prompt spends outside its body: chat template,
 // separator and suffix.
 func (b *Builder) Overhead() int { return len(b.prefix) + len(b.tail) }
+
+// TemplateTokens is the number of tokens of the chat template's own text around the user
+// content (Encode(before) + Encode(after)), 0 without a template: what a server that applies
+// the same template to a completions prompt adds to it.
+func (b *Builder) TemplateTokens() int { return b.tmplTokens }
 
 // MinLen is the shortest prompt in tokens: Overhead + MinBody.
 func (b *Builder) MinLen() int { return b.Overhead() + b.minBody }
