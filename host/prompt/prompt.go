@@ -22,14 +22,17 @@ package prompt
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
 // Codec turns text into token ids, recognising special tokens written in the text
-// (add_special_tokens = false), and ids back into text. host/tokenizer's *Tokenizer
-// satisfies it.
+// (add_special_tokens = false), and ids back into text. It must be safe for concurrent use
+// (New plans rows in parallel). host/tokenizer's *Tokenizer satisfies it.
 type Codec interface {
 	Encode(text string) []int32
 	Decode(ids []int32, skipSpecial bool) string
@@ -156,12 +159,23 @@ func New(codec Codec, tmpl Template, rows []string, opt Options) (*Builder, erro
 	b.joints = []joint{{b.tailTxt, true}, {" " + b.tailTxt, true}, {"\u2026 " + b.tailTxt, true},
 		{" " + rest, false}, {"\n" + rest, false}, {rest, false}}
 	b.anchors = []anchor{{}, {text: opt.Separator, ids: codec.Encode(opt.Separator)}}
+	// Rows are planned in parallel (each costs a tokenization of four repeats).
 	b.rows = make([]rowPlan, len(rows))
-	for i, r := range rows {
-		if len(codec.Encode(r)) == 0 {
-			return nil, fmt.Errorf("prompt: corpus row %d tokenizes to no tokens", i)
-		}
-		b.rows[i] = b.plan(r + opt.Separator)
+	empty := make([]bool, len(rows))
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range min(runtime.GOMAXPROCS(0), len(rows)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(rows); i = int(next.Add(1)) - 1 {
+				if empty[i] = len(codec.Encode(rows[i])) == 0; !empty[i] {
+					b.rows[i] = b.plan(rows[i] + opt.Separator)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if i := slices.Index(empty, true); i >= 0 {
+		return nil, fmt.Errorf("prompt: corpus row %d tokenizes to no tokens", i)
 	}
 	return b, nil
 }
@@ -178,12 +192,27 @@ func (b *Builder) plan(u string) rowPlan {
 	p := rowPlan{unitTxt: u}
 	full := b.pre + u + u + u + u
 	e4 := c.Encode(full)
-	e3 := c.Encode(b.pre + u + u + u)
-	period := len(e4) - len(e3)
-	p.bytesTok = float64(len(u)) / float64(max(1, period))
-	if period < 2 {
-		return p
+	est := (len(e4) - len(b.prefix)) / 4 // tokens per repeat, about
+	p.bytesTok = float64(len(u)) / float64(max(1, est))
+	// The period is within a few tokens of a quarter of the body (the first repeat and the
+	// last may differ from it by their junctions with the template and the end of the text).
+	for dp := 0; dp <= 8; dp++ {
+		for _, period := range []int{est - dp, est + dp} {
+			if period >= 2 && (dp > 0 || period == est) && b.findPeriod(&p, e4, full, u, period) {
+				return p
+			}
+			if dp == 0 {
+				break
+			}
+		}
 	}
+	return p
+}
+
+// findPeriod looks for the head and the unit of period tokens in e4 = Encode(full) and a
+// restart point at the end of the unit; it fills p and returns true when found.
+func (b *Builder) findPeriod(p *rowPlan, e4 []int32, full, u string, period int) bool {
+	c := b.codec
 	// The first h after which two whole periods repeat, the third agrees up to the last
 	// repeat's final tokens (which see the end of the text), the head holds the whole
 	// template prefix, and the unit ends with a restart point.
@@ -216,12 +245,12 @@ func (b *Builder) plan(u string) rowPlan {
 					p.head, p.unit, p.headTxt, p.unitTxt = e4[:h], unit, headUnit, ut
 					p.anchor, p.periodic = ai, true
 					p.restarts = b.restarts(unit, ut, ctx, ctxTxt, a)
-					return p
+					return true
 				}
 			}
 		}
 	}
-	return p
+	return false
 }
 
 // restarts finds restart points about every restartEvery tokens of unit (text ut): a point
@@ -231,38 +260,45 @@ func (b *Builder) plan(u string) rowPlan {
 func (b *Builder) restarts(unit []int32, ut string, ctx0 []int32, ctx0Txt string, a anchor) []restart {
 	c := b.codec
 	out := []restart{{at: 0, ctx: ctx0, text: ctx0Txt + ut}}
-	full := ctx0Txt + ut
+	// Offsets in ut are decoded from the previous restart point on (its context stands for
+	// the text before it), so that each costs a decoding of about restartEvery tokens.
+	prevCtx, prevTxt, prevAt, prevOff := ctx0, ctx0Txt, 0, 0
+	buf := make([]int32, 0, maxCtx+2*restartEvery)
+	decodeTo := func(k int) (int, bool) { // byte offset in ut of position k, at a character boundary
+		buf = append(append(buf[:0], prevCtx...), unit[prevAt:k]...)
+		d := c.Decode(buf, false)
+		if len(d) < len(prevTxt) || !strings.HasPrefix(ut[prevOff:], d[len(prevTxt):]) || !strings.HasPrefix(d, prevTxt) {
+			return 0, false
+		}
+		return prevOff + len(d) - len(prevTxt), true
+	}
+	const probe = 6 // tokens after a restart point that must come out the same
 	for i := restartEvery; i+restartEvery/2 < len(unit); i += restartEvery {
+	candidates:
 		for k := i; k < i+restartEvery/2; k++ {
-			d := c.Decode(append(slices.Clone(ctx0), unit[:k]...), false)
-			if !strings.HasPrefix(full, d) || len(d) <= len(ctx0Txt) {
+			off, ok := decodeTo(k)
+			if !ok || off == 0 {
 				continue
 			}
-			off := len(d) - len(ctx0Txt) // byte offset of position k in ut
-			found := false
+			end := min(len(unit), k+probe)
+			endOff, ok := decodeTo(end)
+			if !ok {
+				continue
+			}
 			for r := 2; r <= maxCtx && r <= k; r++ {
 				cx := unit[k-r : k]
 				cxTxt := c.Decode(cx, false)
 				if !strings.HasSuffix(ut[:off], cxTxt) {
 					continue
 				}
-				const probe = 6 // tokens after k that must come out the same
-				end := min(len(unit), k+probe)
-				stretch := c.Decode(append(slices.Clone(ctx0), unit[:end]...), false)
-				if !strings.HasPrefix(full, stretch) {
-					continue
-				}
-				got := c.Encode(a.text + cxTxt + ut[off:min(len(ut), len(stretch)-len(ctx0Txt)+16)])
+				got := c.Encode(a.text + cxTxt + ut[off:min(len(ut), endOff+16)])
 				want := len(a.ids) + r + (end - k)
 				if len(got) >= want && slices.Equal(got[:len(a.ids)], a.ids) && slices.Equal(got[len(a.ids):len(a.ids)+r], cx) &&
 					slices.Equal(got[len(a.ids)+r:want], unit[k:end]) {
 					out = append(out, restart{at: k, ctx: cx, text: cxTxt + ut[off:]})
-					found = true
-					break
+					prevCtx, prevTxt, prevAt, prevOff = cx, cxTxt, k, off
+					break candidates
 				}
-			}
-			if found {
-				break
 			}
 		}
 	}
