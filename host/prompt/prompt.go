@@ -2,22 +2,26 @@
 //
 // A prompt of target length n tokens is the canonical tokenization of its own text
 //
-//	text = pre ‖ body ‖ sep ‖ suffix ‖ post
+//	text = pre ‖ body ‖ joint ‖ suffix ‖ post
 //	pre, post = the chat template around the user content   e.g. "<|im_start|>user\n", "<|im_end|>\n<|im_start|>assistant\n"
-//	body = (row ‖ sep ‖ row ‖ sep ‖ …) cut at a character boundary
-//	ids  = Encode(text), with len(ids) = n exactly and Encode(Decode(ids)) = ids
+//	body  = (row ‖ sep ‖ row ‖ sep ‖ …) cut at a character boundary
+//	joint = sep, or (where sep cannot reach n) " " ‖ sep, "… " ‖ sep, " ", "\n" or nothing
+//	ids   = Encode(text), with len(ids) = n exactly and Encode(Decode(ids)) = ids
 //
 // so a server that receives the ids and one that re-tokenizes the decoded text count the same
-// n prompt tokens. The suffix is never cut and the chat template is applied once.
+// n prompt tokens. The suffix is never cut and the chat template is applied once. Over the
+// default matrix's 1,456 prompts (embedded Qwen3) the joint is the separator in 1,179, " \n\n"
+// in 231, "… \n\n" in 43 and " " in 3.
 //
 // Encoding every prompt whole would cost a tokenization of every token sent (26 M tokens for
-// the default matrix), so New verifies once per row that its repeats tokenize periodically:
-// Encode(pre ‖ u³) = head ‖ unit ‖ unit, with u = row ‖ sep and head = Encode(pre ‖ u). A
-// prompt is then head ‖ unit^m ‖ (the end of the body and the tail), and only that end is
-// tokenized, after a few tokens of left context that New checked re-tokenize on their own
-// (a restart point). The cut is moved a token at a time until the prompt has exactly n tokens
-// and its ids end with the tail's own ids (the suffix stays whole). A row whose repeats are
-// not periodic is built by tokenizing the whole text.
+// the default matrix), so New finds once per row the period of Encode(pre ‖ u⁴), u = row ‖ sep:
+// head ‖ unit ‖ unit ‖ …, where the unit's text is u or a rotation of it (gpt-oss tokenizes
+// the junction "}\n\n//" of two code rows as one token), and restart points in the unit from
+// which the rest tokenizes on its own after a few tokens of left context. A prompt is then
+// head ‖ unit^m ‖ unit[:at] ‖ Encode(context ‖ the rest of the body ‖ joint ‖ suffix ‖ post)
+// minus the context, so only about restartEvery body tokens and the tail are tokenized per
+// try. The cut is moved a token at a time, and the joints tried, until the prompt has exactly
+// n tokens. A row without a period is built by tokenizing the whole text.
 package prompt
 
 import (
@@ -323,7 +327,10 @@ func (b *Builder) Rows() int { return len(b.rows) }
 // Prefix and Tail return copies of the token ids around the body.
 func (b *Builder) Prefix() []int32 { return append([]int32(nil), b.prefix...) }
 
-// Tail returns a copy of the token ids after the body (separator, suffix, template end).
+// Tail returns a copy of the token ids after the body with the separator as the joint
+// (separator, suffix, template end): Encode(sep ‖ suffix ‖ post). A prompt ends with them
+// unless its body's last token merges with the separator; its text always ends with
+// suffix ‖ post.
 func (b *Builder) Tail() []int32 { return append([]int32(nil), b.tail...) }
 
 // Build returns one prompt per length: prompt i uses corpus row (firstRow + i) mod Rows and has
