@@ -22,8 +22,14 @@ type TextOptions struct {
 	// (len(Before) + len(After) of host/tokenizer's TextSpecials); used without a Counter.
 	Added int
 	// Counter is the server's tokenize endpoint. Nil: the length is the local tokenizer's
-	// re-encoding of the text plus Added, which the server does not confirm.
+	// count of the text plus Added, which the server does not confirm.
 	Counter Counter
+	// Recheck re-encodes every text with the local tokenizer when there is no Counter. It
+	// costs a tokenization of every prompt (about 8 s for the 26 M tokens of the default
+	// matrix); without it the length of the prompt's ids stands for the re-encoding, which
+	// is the same since the ids are the canonical tokenization of the text
+	// (TestPromptsAreCanonical checks it for every row and tokenizer genload is tested with).
+	Recheck bool
 	// Extra is what the server counts beyond what Counter (or the local re-encoding) says:
 	// the tokens of its own chat template when it templates completions prompts
 	// ([DetectTemplating]'s Extra), else 0.
@@ -36,7 +42,7 @@ type TextOptions struct {
 type TextPrompt struct {
 	Text string
 	// Tokens is the length the server sees in tokens: Counter's count + Extra when Verified,
-	// else the local re-encoding + Added + Extra.
+	// else the local count + Added + Extra.
 	Tokens int
 	// Verified is true when Tokens comes from the server's tokenize endpoint.
 	Verified bool
@@ -77,7 +83,7 @@ func (f *TextFitter) Build(ctx context.Context, firstRow int, lengths []int) ([]
 
 // One fits the text prompt of row whose length as the server sees it is n tokens: it builds
 // the prompt of m = n − Added − Extra ids (canonical, so the local re-encoding of its text is
-// exactly m), measures it (Counter, or the local re-encoding), and while the measure differs
+// exactly m), measures it (Counter, or locally: m, or the re-encoding with Recheck), and while the measure differs
 // from n rebuilds with m moved by the difference, at most MaxTries times. Errors: a Counter
 // error (wrapped); no fit after MaxTries, with the lengths built and measured; n too short for
 // the template and the suffix.
@@ -97,8 +103,10 @@ func (f *TextFitter) One(ctx context.Context, row, n int) (TextPrompt, error) {
 				return TextPrompt{}, fmt.Errorf("measuring a prompt of %d tokens: %w", n, err)
 			}
 			got = c + f.opt.Extra
-		} else {
+		} else if f.opt.Recheck {
 			got = len(f.codec.Encode(text)) + f.opt.Added + f.opt.Extra
+		} else {
+			got = len(ids) + f.opt.Added + f.opt.Extra
 		}
 		if got == n {
 			return TextPrompt{Text: text, Tokens: got, Verified: verified, Tries: try}, nil

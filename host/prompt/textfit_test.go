@@ -62,15 +62,23 @@ func (c engineCounter) Count(ctx context.Context, text string) (int, error) {
 func TestTextFitLocal(t *testing.T) {
 	tok := loadForTest(t, "embedded")
 	b := textBuilder(t, tok)
-	f := NewTextFitter(b, tok, TextOptions{})
+	f := NewTextFitter(b, tok, TextOptions{Recheck: true})
 	lengths := []int{b.MinLen(), 1000, 4321, 32000}
 	ps, err := f.Build(context.Background(), 7, lengths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without Recheck the ids' length stands for the re-encoding: the same texts.
+	fast, err := NewTextFitter(b, tok, TextOptions{}).Build(context.Background(), 7, lengths)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, p := range ps {
 		if got := len(tok.Encode(p.Text)); p.Tokens != lengths[i] || got != lengths[i] || p.Verified || p.Tries != 1 {
 			t.Errorf("prompt %d: %+v (text %.40q…), re-encoded %d tokens, want %d in 1 try, unverified", i, p.Tokens, p.Text, got, lengths[i])
+		}
+		if fast[i] != p {
+			t.Errorf("prompt %d: without Recheck %d tokens in %d tries, a different text", i, fast[i].Tokens, fast[i].Tries)
 		}
 	}
 }
@@ -149,7 +157,7 @@ func TestTextFitLlama31BOSOnce(t *testing.T) {
 	tok := loadForTest(t, "llama3_1")
 	sp := tok.TextSpecials()
 	b := textBuilder(t, tok)
-	f := NewTextFitter(b, tok, TextOptions{Added: len(sp.Before) + len(sp.After)})
+	f := NewTextFitter(b, tok, TextOptions{Added: len(sp.Before) + len(sp.After), Recheck: true})
 	for _, n := range []int{b.MinLen(), 1000, 8000} {
 		p, err := f.One(context.Background(), 11, n)
 		if err != nil {
