@@ -136,12 +136,12 @@ func TestPromptsAreCanonical(t *testing.T) {
 			for row := range texts {
 				// Every row at MinLen and at 300 + row and 1000 + row (a different cut in
 				// each row); the other short lengths on every 4th row, the long ones on
-				// every 32nd.
+				// every 64th.
 				lengths := []int{b.MinLen(), 300 + row, 1000 + row}
 				if row%4 == 0 {
 					lengths = append(lengths, short...)
 				}
-				if row%32 == 0 {
+				if row%64 == 0 {
 					lengths = append(lengths, long...)
 				}
 				for _, n := range lengths {
