@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -24,6 +25,21 @@ func (byteEnc) Encode(s string) []int32 {
 		}
 	}
 	return out
+}
+
+func (byteEnc) Decode(ids []int32, _ bool) string {
+	var b strings.Builder
+	for _, id := range ids {
+		switch id {
+		case 1000:
+			b.WriteString("<|im_start|>")
+		case 1001:
+			b.WriteString("<|im_end|>")
+		default:
+			b.WriteByte(byte(id))
+		}
+	}
+	return b.String()
 }
 
 func chatML(content string) (string, error) {
@@ -98,5 +114,64 @@ func TestTemplateMustRenderContentOnce(t *testing.T) {
 	failing := func(string) (string, error) { return "", fmt.Errorf("line 3: boom") }
 	if _, err := New(byteEnc{}, failing, []string{"x"}, Options{Suffix: "S"}); err == nil || !strings.Contains(err.Error(), "line 3: boom") {
 		t.Fatalf("err = %v, want the template's message", err)
+	}
+}
+
+// chunkCodec tokenizes text in 3-byte chunks from its start (one id per distinct chunk, the
+// last chunk shorter): the tokenization of a repeated 8-byte row has no period of one repeat,
+// so prompts are built by tokenizing the whole text.
+type chunkCodec struct {
+	mu  sync.Mutex
+	ids map[string]int32
+	str []string
+}
+
+func (c *chunkCodec) Encode(s string) []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ids == nil {
+		c.ids = map[string]int32{}
+	}
+	var out []int32
+	for i := 0; i < len(s); i += 3 {
+		k := s[i:min(i+3, len(s))]
+		id, ok := c.ids[k]
+		if !ok {
+			id = int32(len(c.str))
+			c.ids[k], c.str = id, append(c.str, k)
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+func (c *chunkCodec) Decode(ids []int32, _ bool) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	for _, id := range ids {
+		b.WriteString(c.str[id])
+	}
+	return b.String()
+}
+
+func TestNonPeriodicRowsAreTokenizedWhole(t *testing.T) {
+	c := &chunkCodec{}
+	b, err := New(c, nil, []string{"abcdefgh", "ijklmnop"}, Options{Suffix: "End.", MinBody: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.rows[0].periodic || b.rows[1].periodic {
+		t.Fatal("3-byte chunks of a 10-byte repeat (row + \"\\n\\n\") found periodic")
+	}
+	for _, n := range []int{b.Overhead() + 1, 10, 11, 12, 100} {
+		p, err := b.One(1, n)
+		if err != nil {
+			t.Fatalf("n %d: %v", n, err)
+		}
+		text := c.Decode(p, false)
+		if len(p) != n || !slices.Equal(c.Encode(text), p) || !strings.HasPrefix(text, "ijk") || !strings.HasSuffix(text, "\n\nEnd.") {
+			t.Errorf("n %d: %d tokens, text %q", n, len(p), text)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/genload/genload/corpus"
@@ -59,10 +60,11 @@ func TestRealTokenizersGiveExactLengths(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tail := b.Tail()
+			post := templatePost(t, tmpl)
 			for i, p := range ps {
-				if len(p) != lengths[i] || !slices.Equal(p[len(p)-len(tail):], tail) {
-					t.Errorf("prompt %d: %d tokens (want %d), ends with the tail: %v", i, len(p), lengths[i], slices.Equal(p[len(p)-len(tail):], tail))
+				if text := tok.Decode(p, false); len(p) != lengths[i] || !strings.HasSuffix(text, testSuffix+post) || !slices.Equal(tok.Encode(text), p) {
+					t.Errorf("prompt %d: %d tokens (want %d), ends with the suffix and template: %v, canonical: %v", i, len(p), lengths[i],
+						strings.HasSuffix(text, testSuffix+post), slices.Equal(tok.Encode(text), p))
 				}
 			}
 			// BOS at most once (the template emits it; encoding adds none).

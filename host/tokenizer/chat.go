@@ -21,6 +21,9 @@ type tokenizerConfig struct {
 	chatTemplate string             // "" if absent
 	specials     map[string]*string // bos_token, eos_token, pad_token, unk_token; nil value = null
 	modelMaxLen  int                // 0 if absent or the 1e30 sentinel
+	addBOS       *bool              // add_bos_token, nil if absent or null
+	addEOS       *bool              // add_eos_token, nil if absent or null
+	class        string             // tokenizer_class
 }
 
 // specialKeys are the special tokens passed to chat templates, as @huggingface/jinja's
@@ -76,6 +79,13 @@ func parseTokenizerConfig(b []byte, path string) (*tokenizerConfig, error) {
 	if raw, ok := m["model_max_length"]; ok && json.Unmarshal(raw, &f) == nil && f >= 1 && f <= 1<<31 {
 		c.modelMaxLen = int(f)
 	}
+	for key, dst := range map[string]**bool{"add_bos_token": &c.addBOS, "add_eos_token": &c.addEOS} {
+		var v bool
+		if raw, ok := m[key]; ok && json.Unmarshal(raw, &v) == nil && string(raw) != "null" {
+			*dst = &v
+		}
+	}
+	_ = json.Unmarshal(m["tokenizer_class"], &c.class)
 	return c, nil
 }
 
