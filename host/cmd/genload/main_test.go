@@ -55,14 +55,6 @@ func writeConfig(t *testing.T, body string) string {
 	return p
 }
 
-func onlyFile(t *testing.T, dir, ext string) string {
-	t.Helper()
-	m, _ := filepath.Glob(filepath.Join(dir, "*"+ext))
-	if len(m) != 1 {
-		t.Fatalf("want one %s file in %s, got %v", ext, dir, m)
-	}
-	return m[0]
-}
 
 func TestRunOnTheBuiltinEngine(t *testing.T) {
 	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
