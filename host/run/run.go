@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	// while the corpus is tokenized below: its cost overlaps prompt building, and a plugin
 	// that fails on any cell fails the run before any request is sent.
 	plugReady := make(chan loadedPlugins, 1)
-	go func() { plugReady <- loadPlugins(ctx, cfg) }()
+	exitcode.Go(func() { plugReady <- loadPlugins(ctx, cfg) })
 	var pl loadedPlugins
 	joined := false
 	defer func() {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/genload/genload/host/exitcode"
 )
 
 // Steps are server-side figures of one cell from a scrape before and one after it
@@ -296,6 +298,7 @@ func (sp *Sampler) Start(ctx context.Context) {
 	n := len(sp.scrapers)
 	sp.each, sp.sums, sp.errors = make([][]int, n), sp.sums[:0], make([]int, n)
 	go func() {
+		defer exitcode.Recover()
 		defer close(sp.done)
 		t := time.NewTicker(sp.interval)
 		defer t.Stop()
