@@ -29,11 +29,12 @@ func firstBytes(b []byte) string {
 //
 //go:noinline
 func notStream(resp *fasthttp.Response, body io.Reader, out *Request) bool {
-	ct := strings.ToLower(string(resp.Header.ContentType()))
-	json1, html := strings.HasPrefix(ct, "application/json"), strings.HasPrefix(ct, "text/html")
-	if strings.HasPrefix(ct, "text/event-stream") || !json1 && !html {
-		return false
+	raw := resp.Header.ContentType()
+	json1, html := hasPrefixFold(raw, "application/json"), hasPrefixFold(raw, "text/html")
+	if !json1 && !html {
+		return false // text/event-stream, or read as such
 	}
+	ct := strings.ToLower(string(raw))
 	b, _ := io.ReadAll(io.LimitReader(body, 64<<10))
 	ctName := ct
 	if i := strings.IndexByte(ct, ';'); i >= 0 {
@@ -52,6 +53,24 @@ func notStream(resp *fasthttp.Response, body io.Reader, out *Request) bool {
 		msg = fmt.Sprintf("expected an SSE stream (Content-Type text/event-stream) of completion chunks, got %s: %s", ctName, firstBytes(b))
 	}
 	out.Err = &RequestError{Kind: KindStream, URL: out.URL, Status: out.Status, Err: errors.New(msg)}
+	return true
+}
+
+// hasPrefixFold reports whether b begins with the lower-case ASCII prefix p, ignoring case
+// (no allocation: it runs on every response).
+func hasPrefixFold(b []byte, p string) bool {
+	if len(b) < len(p) {
+		return false
+	}
+	for i := range len(p) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != p[i] {
+			return false
+		}
+	}
 	return true
 }
 
