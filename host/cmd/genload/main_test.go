@@ -757,6 +757,8 @@ func TestPrecedenceDefaultsFileFlags(t *testing.T) {
 		{"lengths.config.k (--set over file 2.0)", c.Lengths.Config["k"], float64(4)},
 		{"mode (default)", c.Mode, "array"},
 		{"warmup.retries (default)", c.Warmup.Retries, 3},
+		{"timeouts.stall_steps (default)", c.Timeouts.StallSteps, 20},
+		{"timeouts.stall_min (default)", c.Timeouts.StallMin.Duration, 10 * time.Second},
 	}
 	for _, tc := range cases {
 		if fmt.Sprint(tc.got) != fmt.Sprint(tc.want) {
