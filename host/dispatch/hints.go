@@ -149,11 +149,11 @@ var knownMessages = []knownMessage{
 		}
 		return rejected(mode, text, true, false) + ` rejected: the server generates one choice per prompt: set mode = "array" or "routed" (or "auto")`
 	}},
-	{match: []string{"sequences unfinished"}, hint: func(mode Mode, text bool) string {
+	{match: []string{"sequences unfinished, [DONE] seen: true"}, hint: func(mode Mode, text bool) string {
 		if mode == ModeN {
 			return `the server ended the stream without finishing every choice: it may ignore n ([mode] = "n"): set mode = "array" or "routed"`
 		}
-		return ""
+		return "the server ended the stream without finishing every choice: it stopped early, or answered fewer choices than prompts"
 	}},
 }
 
@@ -188,6 +188,8 @@ func addHints(res *Result, text bool) {
 			re.Hint = bodyHint(q.BodyBytes, res.Mode)
 		case re.Kind == KindTransport && re.Status == 0 && q.BodyBytes > largeBody && resetBeforeResponse(re.Err):
 			re.Hint = bodyHint(q.BodyBytes, res.Mode)
+		case re.Kind == KindStream && strings.HasPrefix(msg, "expected "):
+			// a response genload did not understand: the message says what came
 		default:
 			re.Hint = Hint(msg, res.Mode, text)
 		}

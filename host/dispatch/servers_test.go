@@ -322,6 +322,11 @@ func TestHintsForKnownMessages(t *testing.T) {
 			`[mode] = "array" rejected: the server limits the prompts of one request: set mode = "routed" (or "auto"), one request per prompt`},
 		{"Only one completion choice is allowed", ModeN, false,
 			`[mode] = "n" rejected: the server generates one choice per prompt: set mode = "array" or "routed" (or "auto")`},
+		{"stream truncated: ended before every sequence finished (1 of 3 sequences unfinished, [DONE] seen: true)", ModeN, false,
+			`the server ended the stream without finishing every choice: it may ignore n ([mode] = "n"): set mode = "array" or "routed"`},
+		{"stream truncated: ended before every sequence finished (1 of 3 sequences unfinished, [DONE] seen: true)", ModeArray, false,
+			"the server ended the stream without finishing every choice: it stopped early, or answered fewer choices than prompts"},
+		{"stream truncated: ended before every sequence finished (1 of 3 sequences unfinished, [DONE] seen: false)", ModeArray, false, ""},
 		{"something else", ModeArray, false, ""},
 	}
 	for _, tc := range cases {
