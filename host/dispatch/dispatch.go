@@ -645,16 +645,19 @@ type abortState struct {
 	first    bool
 	canceled error // the Send's context error, once it was canceled (kept across attempts)
 
-	stall stallWatch
-	// firstEv holds the first bytes of the stream's first event (for errors about
-	// streams genload does not understand); written and read by the request's goroutine.
-	firstEv  [160]byte
-	firstLen int
+	// stall is the stall watch, made at the first stream with stall detection on.
+	stall *stallWatch
+	// firstEv holds the first bytes of the stream's first event when it brought no token
+	// (for errors about streams genload does not understand); written and read by the
+	// request's goroutine.
+	firstEv []byte
 }
 
 // keepFirst keeps the first bytes of the stream's first event.
+//
+//go:noinline
 func (a *abortState) keepFirst(data []byte) {
-	a.firstLen = copy(a.firstEv[:], data)
+	a.firstEv = append(a.firstEv[:0], data[:min(len(data), 160)]...)
 }
 
 // reset prepares the state for a new attempt.
@@ -662,7 +665,7 @@ func (a *abortState) reset() {
 	a.mu.Lock()
 	a.cause, a.stream, a.url, a.status, a.first = nil, nil, "", 0, false
 	a.mu.Unlock()
-	a.firstLen = 0
+	a.firstEv = a.firstEv[:0]
 }
 
 func (a *abortState) abort(e *RequestError) {
@@ -1003,6 +1006,9 @@ func stopTimers(a, b *time.Timer) {
 func (c *Client) readStream(start time.Time, p *plan, body io.Reader, ab *abortState, d *sse.Demux, maxTokens int, out *Request) ([]sse.Sequence, error) {
 	rd := c.openStream(start, p, body, d, maxTokens)
 	if stallEnabled(&c.opts) {
+		if ab.stall == nil {
+			ab.stall = new(stallWatch)
+		}
 		rd.Now = ab.stall.reset(&c.opts, start, out.Sent, d, d.Expect, ab, out.URL, out.Status)
 		defer ab.stall.stop()
 	}
@@ -1083,11 +1089,12 @@ func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
 		if err != nil {
 			return err
 		}
-		if d.Events == 0 {
-			ab.keepFirst(ev.Data)
-		}
+		first := d.Events == 0
 		if err := d.Feed(ev); err != nil {
 			return err
+		}
+		if first && !hasMark(d) {
+			ab.keepFirst(ev.Data)
 		}
 		if hasMark(d) {
 			c.firstToken(ab, ev.At.Sub(d.Base))

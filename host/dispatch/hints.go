@@ -175,24 +175,32 @@ func Hint(msg string, mode Mode, text bool) string {
 func addHints(res *Result, text bool) {
 	for i := range res.Requests {
 		q := &res.Requests[i]
-		var re *RequestError
-		if q.Err == nil || !errors.As(q.Err, &re) || re.Hint != "" {
-			continue
+		if q.Err != nil {
+			addHint(q, res.Mode, text)
 		}
-		msg := re.Message
-		if msg == "" && re.Err != nil {
-			msg = re.Err.Error()
-		}
-		switch {
-		case re.Kind == KindHTTP && re.Status == fasthttp.StatusRequestEntityTooLarge:
-			re.Hint = bodyHint(q.BodyBytes, res.Mode)
-		case re.Kind == KindTransport && re.Status == 0 && q.BodyBytes > largeBody && resetBeforeResponse(re.Err):
-			re.Hint = bodyHint(q.BodyBytes, res.Mode)
-		case re.Kind == KindStream && strings.HasPrefix(msg, "expected "):
-			// a response genload did not understand: the message says what came
-		default:
-			re.Hint = Hint(msg, res.Mode, text)
-		}
-		q.Error = re.Error()
 	}
+}
+
+// addHint gives the failed request q its hint (out of addHints' loop: the error's variable
+// escapes, and only failures should pay for it).
+func addHint(q *Request, mode Mode, text bool) {
+	var re *RequestError
+	if !errors.As(q.Err, &re) || re.Hint != "" {
+		return
+	}
+	msg := re.Message
+	if msg == "" && re.Err != nil {
+		msg = re.Err.Error()
+	}
+	switch {
+	case re.Kind == KindHTTP && re.Status == fasthttp.StatusRequestEntityTooLarge:
+		re.Hint = bodyHint(q.BodyBytes, mode)
+	case re.Kind == KindTransport && re.Status == 0 && q.BodyBytes > largeBody && resetBeforeResponse(re.Err):
+		re.Hint = bodyHint(q.BodyBytes, mode)
+	case re.Kind == KindStream && strings.HasPrefix(msg, "expected "):
+		// a response genload did not understand: the message says what came
+	default:
+		re.Hint = Hint(msg, mode, text)
+	}
+	q.Error = re.Error()
 }

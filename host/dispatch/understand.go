@@ -91,7 +91,7 @@ func notUnderstood(resp *fasthttp.Response, d *sse.Demux, ab *abortState, out *R
 		re.Err = fmt.Errorf("expected completion chunks before [DONE]; the stream had only [DONE]: %w", re.Err)
 	default:
 		re.Err = fmt.Errorf("expected completion chunks with choices[].text; %d events brought no token, the first: %s: %w",
-			d.Events, firstBytes(ab.firstEv[:ab.firstLen]), re.Err)
+			d.Events, firstBytes(ab.firstEv), re.Err)
 	}
 }
 
