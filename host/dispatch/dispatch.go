@@ -629,6 +629,11 @@ func (c *Client) send(ctx context.Context, mode Mode, prompts promptSet, maxToke
 		}()
 	}
 	wg.Wait()
+	for i := range aborts {
+		if aborts[i].stall != nil {
+			stallPool.Put(aborts[i].stall)
+		}
+	}
 	_, text := prompts.(textPrompts)
 	addHints(res, text)
 	return res, nil
@@ -1007,7 +1012,7 @@ func (c *Client) readStream(start time.Time, p *plan, body io.Reader, ab *abortS
 	rd := c.openStream(start, p, body, d, maxTokens)
 	if stallEnabled(&c.opts) {
 		if ab.stall == nil {
-			ab.stall = new(stallWatch)
+			ab.stall = stallPool.Get().(*stallWatch)
 		}
 		rd.Now = ab.stall.reset(&c.opts, start, out.Sent, d, d.Expect, ab, out.URL, out.Status)
 		defer ab.stall.stop()

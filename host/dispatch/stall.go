@@ -76,6 +76,12 @@ type stallWatch struct {
 
 const stallMarkBits = 24
 
+// stallPool recycles stall watches (their timer and hook) across Sends. A watch's timer
+// callback that started before stop returned may still run once after the watch was reused;
+// under the watch's mutex it finds either a stopped watch or the new stream's state, so at
+// worst it re-arms the timer that arm resets anyway.
+var stallPool = sync.Pool{New: func() any { return new(stallWatch) }}
+
 // enabled reports whether o asks for stall detection.
 func stallEnabled(o *Options) bool { return o.Stall > 0 || o.StallSteps > 0 }
 
