@@ -94,8 +94,10 @@ type Options struct {
 	// token (before it, FirstTokenTimeout applies): the stream fails with a timeout of kind
 	// "stall" (a *StallError) when no byte arrives for Stall, or, when Stall is 0, for
 	// max(StallMin, StallSteps × the stream's observed step time), the step being (time of
-	// the last byte − time of the first token) ÷ tokens per sequence since. StallSteps = 0
-	// and Stall = 0 (the zero Options) disable it.
+	// the last byte − time of the first token) ÷ tokens per sequence since (until a second
+	// token, the time to the first token stands in for it). StallSteps = 0 and Stall = 0
+	// (the zero Options) disable it. Cost: one atomic store per read, no timer reset per
+	// chunk.
 	StallSteps int
 	StallMin   time.Duration
 	Stall      time.Duration

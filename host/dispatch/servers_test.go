@@ -348,3 +348,16 @@ func TestHintsForKnownMessages(t *testing.T) {
 		t.Fatalf("error\n got %v\nwant %s", res.Err(), want)
 	}
 }
+
+// /v1/models answered with an HTML page: the error says what was expected and what came.
+func TestModelsNotUnderstood(t *testing.T) {
+	u := rawServer(t, func(c net.Conn, _ *http.Request, _ []byte) {
+		body := "<html><body>Sign in</body></html>"
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	})
+	_, err := ListModels(context.Background(), u, "", time.Second)
+	want := "GET " + u + `/v1/models: expected a JSON model list ({"data": [{"id": …}]}), got text/html: <html><body>Sign in</body></html> (invalid character '<' looking for beginning of value)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err\n got %v\nwant %s", err, want)
+	}
+}

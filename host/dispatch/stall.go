@@ -21,7 +21,8 @@ type StallError struct {
 	// Sequences is the number of sequences the stream carries.
 	Sequences int
 	// Step is the stream's observed step time: (time of the last byte − time of the first
-	// token) ÷ tokens per sequence after the first; 0 when not known yet (one token).
+	// token) ÷ tokens per sequence after the first; 0 when not known yet (one token: the
+	// limit then used the time to the first token in its place).
 	Step time.Duration
 	// Steps and Min are the rule's Options.StallSteps and StallMin (0, 0 with a fixed Stall).
 	Steps int
