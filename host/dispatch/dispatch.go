@@ -613,6 +613,14 @@ func (c *Client) send(ctx context.Context, mode Mode, prompts promptSet, maxToke
 	// streams under way, then closes every connection, which unblocks requests still
 	// waiting for headers.
 	aborts := make([]abortState, len(ps))
+	if stallEnabled(&c.opts) {
+		// A stream is stalled only when no stream of the Send received a byte: a server
+		// that prefills other requests' prompts pauses this one but sends their tokens.
+		anyByte := new(atomic.Int64)
+		for i := range aborts {
+			aborts[i].anyByte, aborts[i].streams = anyByte, len(ps)
+		}
+	}
 	stop := context.AfterFunc(ctx, func() {
 		for i := range aborts {
 			aborts[i].cancel(ctx.Err())
@@ -652,8 +660,11 @@ type abortState struct {
 	first    bool
 	canceled error // the Send's context error, once it was canceled (kept across attempts)
 
-	// stall is the stall watch, made at the first stream with stall detection on.
-	stall *stallWatch
+	// stall is the stall watch, made at the first stream with stall detection on; anyByte
+	// (shared by the Send's requests) and streams are its Send-wide inputs.
+	stall   *stallWatch
+	anyByte *atomic.Int64
+	streams int
 	// firstEv holds the first bytes of the stream's first event when it brought no token
 	// (for errors about streams genload does not understand); written and read by the
 	// request's goroutine.
@@ -1016,7 +1027,7 @@ func (c *Client) readStream(start time.Time, p *plan, body io.Reader, ab *abortS
 		if ab.stall == nil {
 			ab.stall = stallPool.Get().(*stallWatch)
 		}
-		rd.Now = ab.stall.reset(&c.opts, start, out.Sent, d, d.Expect, ab, out.URL, out.Status)
+		rd.Now = ab.stall.reset(&c.opts, start, out.Sent, d, d.Expect, ab.anyByte, ab.streams, ab, out.URL, out.Status)
 		defer ab.stall.stop()
 	}
 	serr := c.stream(rd, d, ab)

@@ -361,3 +361,59 @@ func TestModelsNotUnderstood(t *testing.T) {
 		t.Fatalf("err\n got %v\nwant %s", err, want)
 	}
 }
+
+// Routed: a stream paused while the server serves the other requests (a prefill-first
+// server prefilling their prompts) is not a stall as long as some stream of the Send
+// receives bytes; when every stream stops, each fails naming the streams.
+func TestStallIsSendWide(t *testing.T) {
+	hold := make(chan struct{})
+	defer close(hold)
+	stopAll := make(chan struct{}, 2)
+	u := rawServer(t, func(c net.Conn, _ *http.Request, body []byte) {
+		io.WriteString(c, sseHead)
+		paused := strings.Contains(string(body), `"prompt":[1]`)
+		one := func(i int, fin string) string {
+			return fmt.Sprintf("data: {\"choices\":[{\"index\":0,\"text\":\" t%d\",\"finish_reason\":%s}]}\n\n", i, fin)
+		}
+		stall := false
+		select {
+		case <-stopAll:
+			stall = true
+		default:
+		}
+		if paused {
+			chunked(c, one(0, "null"))
+			time.Sleep(900 * time.Millisecond) // silent on this stream, 3 × the limit
+			if stall {
+				<-hold
+			}
+			chunked(c, one(1, `"length"`)+"data: [DONE]\n\n")
+		} else {
+			for i := range 60 { // 60 × 15 ms = 900 ms of tokens on the other stream
+				chunked(c, one(i, "null"))
+				time.Sleep(15 * time.Millisecond)
+			}
+			if stall {
+				<-hold
+			}
+			chunked(c, one(60, `"length"`)+"data: [DONE]\n\n")
+		}
+		io.WriteString(c, "0\r\n\r\n")
+	})
+	c, _ := New(Options{Target: u, Stall: 300 * time.Millisecond})
+	defer c.Close()
+	res, err := c.Send(context.Background(), ModeRouted, [][]int32{{1}, {2}}, 2)
+	if err != nil || res.Err() != nil {
+		t.Fatalf("a stream paused while the other streamed: %v %v", err, res.Err())
+	}
+	// both streams stop: the paused one fails once the other has gone quiet too
+	stopAll <- struct{}{}
+	stopAll <- struct{}{}
+	res, _ = c.Send(context.Background(), ModeRouted, [][]int32{{1}, {2}}, 2)
+	for i, q := range res.Requests {
+		var se *StallError
+		if !errors.As(q.Err, &se) || se.Streams != 2 || !strings.Contains(q.Error, "stall timeout: no byte on any of the 2 streams for 0.3 s after token ") {
+			t.Fatalf("request %d: %v", i, q.Err)
+		}
+	}
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // StallError is a stream that stopped sending after its first token: no byte arrived for
-// Limit. It is the Err of a RequestError of Kind KindTimeout, Timeout "stall".
+// Limit, on it nor on any other stream of the same Send. It is the Err of a RequestError of
+// Kind KindTimeout, Timeout "stall".
 type StallError struct {
 	// Limit is the silence that ended the stream: Options.Stall, else
 	// max(Options.StallMin, Options.StallSteps × Step).
@@ -18,8 +19,10 @@ type StallError struct {
 	// Token is the last token seen, counted per sequence (token-bearing chunks of the
 	// stream ÷ Sequences).
 	Token int
-	// Sequences is the number of sequences the stream carries.
+	// Sequences is the number of sequences the stream carries; Streams the number of
+	// streams (requests) of the Send.
 	Sequences int
+	Streams   int
 	// Step is the stream's observed step time: (time of the last byte − time of the first
 	// token) ÷ tokens per sequence after the first; 0 when not known yet (one token: the
 	// limit then used the time to the first token in its place).
@@ -30,8 +33,13 @@ type StallError struct {
 }
 
 // Error returns e.g. "no byte for 2.0 s after token 37; the stream's step was 5.1 ms
-// (limit max([timeouts] stall_min 2s, stall_steps 20 × step))".
+// (limit max([timeouts] stall_min 2s, stall_steps 20 × step))"; with several streams, "no
+// byte on any of the 8 streams for 2.0 s after token 37; …".
 func (e *StallError) Error() string {
+	none := "no byte"
+	if e.Streams > 1 {
+		none = fmt.Sprintf("no byte on any of the %d streams", e.Streams)
+	}
 	after := fmt.Sprintf("after token %d", e.Token)
 	if e.Sequences > 1 {
 		after = fmt.Sprintf("after token %d of each of %d sequences", e.Token, e.Sequences)
@@ -44,7 +52,7 @@ func (e *StallError) Error() string {
 	if e.Steps > 0 {
 		rule = fmt.Sprintf("max([timeouts] stall_min %v, stall_steps %d × step)", e.Min, e.Steps)
 	}
-	return fmt.Sprintf("no byte for %.1f s %s; %s (limit %s)", e.Limit.Seconds(), after, step, rule)
+	return fmt.Sprintf("%s for %.1f s %s; %s (limit %s)", none, e.Limit.Seconds(), after, step, rule)
 }
 
 // stallWatch detects a stream that stops sending. The stream's goroutine publishes, on every
@@ -60,6 +68,11 @@ type stallWatch struct {
 	base time.Time
 	d    *sse.Demux // read only by the stream's goroutine (in now)
 	nseq int
+	// anyByte is the last byte's offset from base in µs over every stream of the Send
+	// (nil: this stream alone), published at most once per ms per stream; streams counts
+	// them.
+	anyByte *atomic.Int64
+	streams int
 
 	steps      int
 	min, fixed time.Duration
@@ -92,15 +105,20 @@ func (s *stallWatch) now() time.Time {
 	us := uint64(t.Sub(s.base) / time.Microsecond)
 	m := uint64(min(s.d.Marks(), 1<<stallMarkBits-1))
 	s.pub.Store(us<<stallMarkBits | m)
+	if a := s.anyByte; a != nil && int64(us) > a.Load()+1000 {
+		a.Store(int64(us)) // racing streams may store a slightly older time: harmless at ms
+	}
 	return t
 }
 
 // reset readies the watch for a new stream of nseq sequences read into d, with times from
 // base. It returns the clock hook to give the stream's sse.Reader.
-func (s *stallWatch) reset(o *Options, base time.Time, sent time.Duration, d *sse.Demux, nseq int, ab *abortState, url string, status int) func() time.Time {
+func (s *stallWatch) reset(o *Options, base time.Time, sent time.Duration, d *sse.Demux, nseq int, anyByte *atomic.Int64, streams int,
+	ab *abortState, url string, status int) func() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.base, s.sent, s.d, s.nseq = base, sent, d, max(nseq, 1)
+	s.anyByte, s.streams = anyByte, streams
 	s.steps, s.min, s.fixed = o.StallSteps, o.StallMin, o.Stall
 	s.ab, s.url, s.status = ab, url, status
 	s.first, s.stopped = 0, false
@@ -167,6 +185,9 @@ func (s *stallWatch) check() {
 	last := max(time.Duration(p>>stallMarkBits)*time.Microsecond, s.first)
 	marks := int(p & (1<<stallMarkBits - 1))
 	lim, step := s.limit(last, marks)
+	if s.anyByte != nil {
+		last = max(last, time.Duration(s.anyByte.Load())*time.Microsecond)
+	}
 	idle := time.Since(s.base) - last
 	if idle < lim {
 		s.t.Reset(lim - idle)
@@ -174,7 +195,7 @@ func (s *stallWatch) check() {
 		return
 	}
 	s.stopped = true
-	e := &StallError{Limit: lim, Token: marks / s.nseq, Sequences: s.nseq, Step: step}
+	e := &StallError{Limit: lim, Token: marks / s.nseq, Sequences: s.nseq, Streams: s.streams, Step: step}
 	if s.fixed == 0 {
 		e.Steps, e.Min = s.steps, s.min
 	}
