@@ -117,7 +117,7 @@ func rejected(mode Mode, text, modeBad, formatBad bool) string {
 // struct field CompletionRequest.prompt of type string"), TGI's max_client_batch_size,
 // llama.cpp's n ≠ 1 rejection, HTTP 413 bodies, and genload's own unfinished-stream error.
 var knownMessages = []knownMessage{
-	{match: []string{"prompt of type string", "prompt must be a string", "Input should be a valid string"}, hint: func(mode Mode, text bool) string {
+	{match: []string{"prompt of type string", "prompt must be a string"}, hint: func(mode Mode, text bool) string {
 		if mode != ModeArray && text {
 			return ""
 		}

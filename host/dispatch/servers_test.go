@@ -113,7 +113,7 @@ func TestStallStepRule(t *testing.T) {
 		}
 		<-hold
 	})
-	c, _ := New(Options{Target: u, StallSteps: 20, StallMin: 200 * time.Millisecond})
+	c, _ := New(Options{Target: u, StallSteps: 20, StallMin: time.Second})
 	defer c.Close()
 	res, _ := c.Send(context.Background(), ModeArray, prompts3[:1], 100)
 	var re *RequestError
@@ -121,14 +121,14 @@ func TestStallStepRule(t *testing.T) {
 	if !errors.As(res.Err(), &re) || re.Timeout != "stall" || !errors.As(re.Err, &se) {
 		t.Fatalf("err = %v, want a stall timeout", res.Err())
 	}
-	if se.Token != 10 || se.Sequences != 1 || se.Steps != 20 || se.Min != 200*time.Millisecond || se.Step <= 0 {
-		t.Fatalf("stall = %+v, want token 10 of 1 sequence, rule 20 × step ≥ 200ms, a known step", *se)
+	if se.Token != 10 || se.Sequences != 1 || se.Steps != 20 || se.Min != time.Second || se.Step <= 0 {
+		t.Fatalf("stall = %+v, want token 10 of 1 sequence, rule 20 × step ≥ 1s, a known step", *se)
 	}
 	if want := max(se.Min, 20*se.Step); se.Limit != want {
-		t.Fatalf("limit %v, want max(200ms, 20 × %v) = %v", se.Limit, se.Step, want)
+		t.Fatalf("limit %v, want max(1s, 20 × %v) = %v", se.Limit, se.Step, want)
 	}
 	if !strings.Contains(re.Error(), "after token 10; the stream's step was ") ||
-		!strings.HasSuffix(re.Error(), "(limit max([timeouts] stall_min 200ms, stall_steps 20 × step))") {
+		!strings.HasSuffix(re.Error(), "(limit max([timeouts] stall_min 1s, stall_steps 20 × step))") {
 		t.Fatalf("message %q", re.Error())
 	}
 }
@@ -215,6 +215,19 @@ func TestBodySizeHint(t *testing.T) {
 	res, _ = c.Send(context.Background(), ModeRouted, [][]int32{{1, 2}}, 1)
 	if res.Err() != nil {
 		t.Fatal(res.Err())
+	}
+	// a server that says 413 gets the same hint, whatever the size
+	u = rawServer(t, func(c net.Conn, _ *http.Request, _ []byte) {
+		body := `{"error":{"message":"Request Entity Too Large"}}`
+		fmt.Fprintf(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	})
+	c2, _ := New(Options{Target: u})
+	defer c2.Close()
+	res, _ = c2.Send(context.Background(), ModeRouted, prompts, 1)
+	want := fmt.Sprintf("POST %s/v1/completions: status 413: Request Entity Too Large (the request body was %.1f MB: a server or proxy with a body-size limit drops larger requests this way; use shorter prompts (smaller L), or raise the server's or proxy's body limit)",
+		u, float64(res.Requests[0].BodyBytes)/1e6)
+	if res.Requests[0].Error != want {
+		t.Fatalf("413:\n got %q\nwant %q", res.Requests[0].Error, want)
 	}
 }
 
