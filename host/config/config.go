@@ -33,6 +33,9 @@ const (
 	ModeRouted = "routed"
 	// ModeN is the legacy shape: one prompt, n = B (every sequence identical).
 	ModeN = "n"
+	// ModeAuto lets a capability probe before the first cell choose array or routed (array
+	// when the server accepts a list of prompts, else routed).
+	ModeAuto = "auto"
 )
 
 // Prompt formats ([Prompt.Format]).
@@ -42,6 +45,9 @@ const (
 	// FormatText decodes the ids and sends text; the server re-tokenizes, and the deviation
 	// from the target length is reported per cell.
 	FormatText = "text"
+	// FormatAuto lets the capability probe choose: tokens when the server accepts token ids,
+	// else text.
+	FormatAuto = "auto"
 )
 
 // Config is the whole of bench.toml. Every field gives its unit and default.
@@ -57,7 +63,8 @@ type Config struct {
 	MaxTokens int `toml:"max_tokens" json:"max_tokens"`
 	// Temperature is sent with every request. Default 0 (greedy).
 	Temperature float64 `toml:"temperature" json:"temperature"`
-	// Mode is the request shape: "array" (default), "routed" or "n".
+	// Mode is the request shape: "array" (default), "routed", "n" or "auto" (the capability
+	// probe picks array or routed; see [Config.Chosen]).
 	Mode string `toml:"mode" json:"mode"`
 	// Context caps the model context in tokens. Default 0: the smallest of the server's
 	// /v1/models max_model_len and the tokenizer's model config is used.
@@ -95,6 +102,10 @@ type Config struct {
 
 	// File is the path the config was read from ("" for defaults only). Not a TOML key.
 	File string `toml:"-" json:"file"`
+	// Chosen records, by dotted key ("mode", "prompt.format"), what the capability probe
+	// chose for a key set to "auto", and why ("routed: the server rejected a list of
+	// prompts (…)"). Set by the run, not a TOML key.
+	Chosen map[string]string `toml:"-" json:"chosen,omitempty"`
 	// lines maps a dotted key to its line in File, for error messages.
 	lines map[string]int
 	// flags maps a dotted key to the command-line flag that set it (see Override).
@@ -177,7 +188,8 @@ type Prompt struct {
 	Suffix string `toml:"suffix" json:"suffix"`
 	// Separator is put between repeats of a corpus row. Default "\n\n".
 	Separator string `toml:"separator" json:"separator"`
-	// Format is "tokens" (default) or "text".
+	// Format is "tokens" (default), "text" or "auto" (the capability probe picks tokens when
+	// the server accepts token ids, else text).
 	Format string `toml:"format" json:"format"`
 }
 
@@ -205,6 +217,15 @@ type Timeouts struct {
 	FirstToken Duration `toml:"first_token" json:"first_token"`
 	// Total bounds the whole request. Default 0 (none).
 	Total Duration `toml:"total" json:"total"`
+	// StallSteps ends a stream that stops sending after its first token: no byte for
+	// StallSteps × the stream's observed step time (at least StallMin) fails the request
+	// with a stall timeout. Default 20; 0 disables (unless Stall is set).
+	StallSteps int `toml:"stall_steps" json:"stall_steps"`
+	// StallMin is the floor of the stall limit. Default 10s: in array mode one sequence's
+	// tokens can pause while the server prefills the request's other prompts.
+	StallMin Duration `toml:"stall_min" json:"stall_min"`
+	// Stall, when > 0, is a fixed stall limit replacing the StallSteps rule. Default 0.
+	Stall Duration `toml:"stall" json:"stall"`
 }
 
 // Headers names the optional server timing headers.
@@ -278,7 +299,7 @@ func Default() *Config {
 			Format:    FormatTokens,
 		},
 		Warmup:   Warmup{Retries: 3, RetryDelay: Duration{500 * time.Millisecond}},
-		Timeouts: Timeouts{Connect: Duration{10 * time.Second}},
+		Timeouts: Timeouts{Connect: Duration{10 * time.Second}, StallSteps: 20, StallMin: Duration{10 * time.Second}},
 		Headers: Headers{
 			GenerationDuration:    "generation-duration",
 			SpeculationAcceptance: "speculation-acceptance",
@@ -442,9 +463,9 @@ func (c *Config) Validate() error {
 		bad("temperature", "must be ≥ 0, got %g", c.Temperature)
 	}
 	switch c.Mode {
-	case ModeArray, ModeRouted, ModeN:
+	case ModeArray, ModeRouted, ModeN, ModeAuto:
 	default:
-		bad("mode", "unknown mode %q (want \"array\", \"routed\" or \"n\")", c.Mode)
+		bad("mode", "unknown mode %q (want \"array\", \"routed\", \"n\" or \"auto\")", c.Mode)
 	}
 	if c.Out == "" {
 		bad("out", "must name a directory")
@@ -482,8 +503,8 @@ func (c *Config) Validate() error {
 	if c.Lengths.MinLen < 0 {
 		bad("lengths.min_len", "must be ≥ 0 tokens, got %d", c.Lengths.MinLen)
 	}
-	if c.Mode == ModeRouted && c.Router.Plugin == "" {
-		bad("router.plugin", "routed mode needs a router plugin (e.g. \"router-rr\")")
+	if (c.Mode == ModeRouted || c.Mode == ModeAuto) && c.Router.Plugin == "" {
+		bad("router.plugin", "%s mode needs a router plugin (e.g. \"router-rr\")", c.Mode)
 	}
 	seen := map[string]int{}
 	for i, w := range c.Workers {
@@ -516,16 +537,16 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	if c.Mode != ModeRouted && (len(c.Workers) > 1 || c.Grid.Servers*max(c.Grid.Generators, 1) > 1) {
-		bad("mode", "several workers are configured but mode is %q; routing needs mode = \"routed\"", c.Mode)
+	if c.Mode != ModeRouted && c.Mode != ModeAuto && (len(c.Workers) > 1 || c.Grid.Servers*max(c.Grid.Generators, 1) > 1) {
+		bad("mode", "several workers are configured but mode is %q; routing needs mode = \"routed\" (or \"auto\")", c.Mode)
 	}
 	if c.Prompt.Suffix == "" {
 		bad("prompt.suffix", "must not be empty: every prompt ends with the analysis instruction")
 	}
 	switch c.Prompt.Format {
-	case FormatTokens, FormatText:
+	case FormatTokens, FormatText, FormatAuto:
 	default:
-		bad("prompt.format", "unknown format %q (want \"tokens\" or \"text\")", c.Prompt.Format)
+		bad("prompt.format", "unknown format %q (want \"tokens\", \"text\" or \"auto\")", c.Prompt.Format)
 	}
 	if c.Warmup.Retries < 0 {
 		bad("warmup.retries", "must be ≥ 0, got %d", c.Warmup.Retries)
@@ -535,10 +556,14 @@ func (c *Config) Validate() error {
 		key string
 		d   Duration
 	}{{"warmup.retry_delay", c.Warmup.RetryDelay}, {"timeouts.connect", c.Timeouts.Connect},
-		{"timeouts.first_token", c.Timeouts.FirstToken}, {"timeouts.total", c.Timeouts.Total}, {"plugins.call_timeout", c.Plugins.CallTimeout}} {
+		{"timeouts.first_token", c.Timeouts.FirstToken}, {"timeouts.total", c.Timeouts.Total},
+		{"timeouts.stall_min", c.Timeouts.StallMin}, {"timeouts.stall", c.Timeouts.Stall}, {"plugins.call_timeout", c.Plugins.CallTimeout}} {
 		if d.d.Duration < 0 {
 			bad(d.key, "must be ≥ 0, got %v", d.d.Duration)
 		}
+	}
+	if c.Timeouts.StallSteps < 0 {
+		bad("timeouts.stall_steps", "must be ≥ 0 steps (0 disables the rule), got %d", c.Timeouts.StallSteps)
 	}
 	if c.Plugins.MemoryLimitMiB < 1 || c.Plugins.MemoryLimitMiB > 4096 {
 		bad("plugins.memory_limit_mib", "must be in [1, 4096] MiB, got %d", c.Plugins.MemoryLimitMiB)

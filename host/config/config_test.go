@@ -172,3 +172,35 @@ func TestValidateErrorOrderIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// The stall keys and "auto": defaults, file values over them, and their validation with
+// file:line.
+func TestStallKeysAndAuto(t *testing.T) {
+	d := Default()
+	if d.Timeouts.StallSteps != 20 || d.Timeouts.StallMin.Duration != 10*time.Second || d.Timeouts.Stall.Duration != 0 {
+		t.Fatalf("stall defaults = %d steps, min %v, fixed %v; want 20, 10s, 0", d.Timeouts.StallSteps, d.Timeouts.StallMin, d.Timeouts.Stall)
+	}
+	c, err := Parse("b.toml", []byte("mode = \"auto\"\n[prompt]\nformat = \"auto\"\n[timeouts]\nstall_steps = 50\nstall = \"3s\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Mode != ModeAuto || c.Prompt.Format != FormatAuto || c.Timeouts.StallSteps != 50 || c.Timeouts.Stall.Duration != 3*time.Second ||
+		c.Timeouts.StallMin.Duration != 10*time.Second {
+		t.Fatalf("got mode %q format %q stall %d %v min %v", c.Mode, c.Prompt.Format, c.Timeouts.StallSteps, c.Timeouts.Stall, c.Timeouts.StallMin)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = Parse("b.toml", []byte("[timeouts]\nstall_steps = -1\nstall_min = \"-2s\"\n"))
+	err = c.Validate()
+	for _, w := range []string{"b.toml:2: [timeouts.stall_steps] must be ≥ 0 steps", "b.toml:3: [timeouts.stall_min] must be ≥ 0"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v lacks %q", err, w)
+		}
+	}
+	// several workers: auto may route
+	c, _ = Parse("b.toml", []byte("mode = \"auto\"\n[[workers]]\nurl = \"http://127.0.0.1:1\"\n[[workers]]\nurl = \"http://127.0.0.1:2\"\n"))
+	if err := c.Validate(); err != nil {
+		t.Fatalf("auto with two workers: %v", err)
+	}
+}

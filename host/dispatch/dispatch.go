@@ -90,6 +90,17 @@ type Options struct {
 	// TotalTimeout bounds the time from sending a request to the end of its stream
 	// (0 = none).
 	TotalTimeout time.Duration
+	// StallSteps, StallMin and Stall detect a stream that stops sending after its first
+	// token (before it, FirstTokenTimeout applies): the stream fails with a timeout of kind
+	// "stall" (a *StallError) when no byte arrives for Stall, or, when Stall is 0, for
+	// max(StallMin, StallSteps × the stream's observed step time), the step being (time of
+	// the last byte − time of the first token) ÷ tokens per sequence since (until a second
+	// token, the time to the first token stands in for it). StallSteps = 0 and Stall = 0
+	// (the zero Options) disable it. Cost: one atomic store per read, no timer reset per
+	// chunk.
+	StallSteps int
+	StallMin   time.Duration
+	Stall      time.Duration
 	// GenerationDurationHeader and SpeculationAcceptanceHeader name response headers (or
 	// trailers) whose values are copied into Request.Headers when present ("" = not
 	// captured). See host/measure for how they are used.
@@ -292,6 +303,10 @@ type Request struct {
 	// Attempts counts sends: 1 + retries used + one free resend when a pooled keep-alive
 	// connection turned out closed by the server before any response byte.
 	Attempts int `json:"attempts"`
+	// Retries lists why each attempt but the last was sent again (len = Attempts − 1).
+	Retries []Retry `json:"retries,omitempty"`
+	// BodyBytes is the size of the request body in bytes.
+	BodyBytes int `json:"body_bytes"`
 	// Sent is when the last attempt was sent; Header when its response headers arrived;
 	// End when its stream ended (or failed).
 	Sent   time.Duration `json:"sent_ns"`
@@ -348,26 +363,35 @@ type RequestError struct {
 	// Message is the server's message (error.message, then message, then error string)
 	// for KindHTTP and KindServer.
 	Message string
-	// Timeout is "connect", "first_token" or "total" for KindTimeout.
+	// Timeout is "connect", "first_token", "total" or "stall" (Err is then a *StallError)
+	// for KindTimeout.
 	Timeout string
 	// Err is the underlying error (a *sse.ServerError for KindServer).
 	Err error
+	// Hint is advice for a failure whose fix is known (the setting to change: see Hint),
+	// "" otherwise.
+	Hint string
 }
 
 // Error returns "POST <url>: status <n>: <server message>" (KindHTTP), "POST <url>:
 // status 200: in-stream server error: …" (KindServer), "POST <url>: <which> timeout: …"
-// (KindTimeout) or "POST <url>: <kind>: <cause>".
+// (KindTimeout) or "POST <url>: <kind>: <cause>", followed by " (<hint>)" when Hint is set.
 func (e *RequestError) Error() string {
+	var s string
 	switch e.Kind {
 	case KindHTTP:
-		return fmt.Sprintf("POST %s: status %d: %s", e.URL, e.Status, e.Message)
+		s = fmt.Sprintf("POST %s: status %d: %s", e.URL, e.Status, e.Message)
 	case KindServer:
-		return fmt.Sprintf("POST %s: status %d: in-stream %v", e.URL, e.Status, e.Err)
+		s = fmt.Sprintf("POST %s: status %d: in-stream %v", e.URL, e.Status, e.Err)
 	case KindTimeout:
-		return fmt.Sprintf("POST %s: %s timeout: %v", e.URL, e.Timeout, e.Err)
+		s = fmt.Sprintf("POST %s: %s timeout: %v", e.URL, e.Timeout, e.Err)
 	default:
-		return fmt.Sprintf("POST %s: %s: %v", e.URL, e.Kind, e.Err)
+		s = fmt.Sprintf("POST %s: %s: %v", e.URL, e.Kind, e.Err)
 	}
+	if e.Hint != "" {
+		s += " (" + e.Hint + ")"
+	}
+	return s
 }
 
 // Unwrap returns the underlying error (a *sse.ServerError for KindHTTP and KindServer).
@@ -507,6 +531,25 @@ func (c *Client) Warmup(ctx context.Context, mode Mode, prompts [][]int32) error
 	return res.Err()
 }
 
+// WarmupResult is Warmup returning the Result too (nil when nothing could be sent), for
+// its requests' resends (Result.Retried) and statuses.
+func (c *Client) WarmupResult(ctx context.Context, mode Mode, prompts [][]int32) (*Result, error) {
+	res, err := c.send(ctx, mode, idPrompts(prompts), 1, true)
+	if err != nil {
+		return nil, err
+	}
+	return res, res.Err()
+}
+
+// WarmupTextResult is WarmupText returning the Result too, as WarmupResult.
+func (c *Client) WarmupTextResult(ctx context.Context, mode Mode, prompts []string, lens []int) (*Result, error) {
+	res, err := c.send(ctx, mode, textPrompts{prompts, lens}, 1, true)
+	if err != nil {
+		return nil, err
+	}
+	return res, res.Err()
+}
+
 // WarmupText is Warmup with string prompts (for servers that accept only strings, such
 // as TGI). lens are the prompts' lengths in tokens, given to the Router (nil: byte
 // lengths).
@@ -577,6 +620,14 @@ func (c *Client) send(ctx context.Context, mode Mode, prompts promptSet, maxToke
 	// streams under way, then closes every connection, which unblocks requests still
 	// waiting for headers.
 	aborts := make([]abortState, len(ps))
+	if stallEnabled(&c.opts) {
+		// A stream is stalled only when no stream of the Send received a byte: a server
+		// that prefills other requests' prompts pauses this one but sends their tokens.
+		anyByte := new(atomic.Int64)
+		for i := range aborts {
+			aborts[i].anyByte, aborts[i].streams = anyByte, len(ps)
+		}
+	}
 	stop := context.AfterFunc(ctx, func() {
 		for i := range aborts {
 			aborts[i].cancel(ctx.Err())
@@ -595,6 +646,13 @@ func (c *Client) send(ctx context.Context, mode Mode, prompts promptSet, maxToke
 		}()
 	}
 	wg.Wait()
+	for i := range aborts {
+		if aborts[i].stall != nil {
+			stallPool.Put(aborts[i].stall)
+		}
+	}
+	_, text := prompts.(textPrompts)
+	addHints(res, text)
 	return res, nil
 }
 
@@ -608,6 +666,23 @@ type abortState struct {
 	status   int
 	first    bool
 	canceled error // the Send's context error, once it was canceled (kept across attempts)
+
+	// stall is the stall watch, made at the first stream with stall detection on; anyByte
+	// (shared by the Send's requests) and streams are its Send-wide inputs.
+	stall   *stallWatch
+	anyByte *atomic.Int64
+	streams int
+	// firstEv holds the first bytes of the stream's first event when it brought no token
+	// (for errors about streams genload does not understand); written and read by the
+	// request's goroutine.
+	firstEv []byte
+}
+
+// keepFirst keeps the first bytes of the stream's first event.
+//
+//go:noinline
+func (a *abortState) keepFirst(data []byte) {
+	a.firstEv = append(a.firstEv[:0], data[:min(len(data), 160)]...)
 }
 
 // reset prepares the state for a new attempt.
@@ -615,6 +690,7 @@ func (a *abortState) reset() {
 	a.mu.Lock()
 	a.cause, a.stream, a.url, a.status, a.first = nil, nil, "", 0, false
 	a.mu.Unlock()
+	a.firstEv = a.firstEv[:0]
 }
 
 func (a *abortState) abort(e *RequestError) {
@@ -682,7 +758,7 @@ var demuxPool = sync.Pool{New: func() any { return new(sse.Demux) }}
 // into p.seqs.
 func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request, ab *abortState, maxTokens int, warm bool) {
 	w := &c.workers[p.worker]
-	out.Worker, out.WorkerName, out.URL, out.Prompts = p.worker, w.name, w.url, p.prompts
+	out.Worker, out.WorkerName, out.URL, out.Prompts, out.BodyBytes = p.worker, w.name, w.url, p.prompts, len(p.body)
 	req, resp := c.newRequest(w, p)
 	defer releaseRequest(req, resp)
 	d := demuxPool.Get().(*sse.Demux)
@@ -698,20 +774,24 @@ func (c *Client) do(ctx context.Context, start time.Time, p *plan, out *Request,
 		if out.Err != nil && !stale && ctx.Err() == nil && staleConn(out.Err) {
 			stale = true
 			attempt--
+			out.Retries = append(out.Retries, Retry{Attempt: out.Attempts, Reason: "stale keep-alive connection: " + reason(out.Err), Free: true})
 			continue
 		}
 		if out.Err != nil && !grown && ctx.Err() == nil && smallBuffer(out.Err) {
 			grown = true
 			c.growReadBuffers()
 			attempt--
+			out.Retries = append(out.Retries, Retry{Attempt: out.Attempts, Reason: fmt.Sprintf("response headers over %d KiB", readBufferSize>>10), Free: true})
 			continue
 		}
 		if out.Err == nil || !retry || attempt >= c.opts.Retries || ctx.Err() != nil {
 			break
 		}
+		why := reason(out.Err)
 		if !c.backoff(ctx, attempt, retryAfter, out) {
 			break
 		}
+		out.Retries = append(out.Retries, Retry{Attempt: out.Attempts, Reason: why, Wait: max(c.opts.RetryDelay<<min(attempt, 16), retryAfter)})
 	}
 	if out.Err != nil {
 		out.Error = out.Err.Error()
@@ -806,14 +886,19 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *plan, req *fas
 	}
 	t1, t2 := c.armStream(resp, body, sent, ab, out)
 	defer stopTimers(t1, t2)
+	if notStream(resp, body, out) {
+		return nil, false, 0
+	}
 	seqs, serr := c.readStream(start, p, body, ab, d, maxTokens, out)
 	c.captureHeaders(resp, out)
 	if cause := ab.get(); cause != nil {
 		out.Err = cause
+		exactStall(cause, d)
 		return seqs, false, 0
 	}
 	if serr != nil {
 		retry = streamError(ctx, serr, out, warm)
+		notUnderstood(resp, d, ab, out)
 	}
 	return seqs, retry, 0
 }
@@ -945,6 +1030,13 @@ func stopTimers(a, b *time.Timer) {
 // its next Reset) and the stream's error.
 func (c *Client) readStream(start time.Time, p *plan, body io.Reader, ab *abortState, d *sse.Demux, maxTokens int, out *Request) ([]sse.Sequence, error) {
 	rd := c.openStream(start, p, body, d, maxTokens)
+	if stallEnabled(&c.opts) {
+		if ab.stall == nil {
+			ab.stall = stallPool.Get().(*stallWatch)
+		}
+		rd.Now = ab.stall.reset(&c.opts, start, out.Sent, d, d.Expect, ab.anyByte, ab.streams, ab, out.URL, out.Status)
+		defer ab.stall.stop()
+	}
 	serr := c.stream(rd, d, ab)
 	return closeStream(start, rd, d, maxTokens, out), serr
 }
@@ -970,6 +1062,7 @@ func (c *Client) openStream(start time.Time, p *plan, body io.Reader, d *sse.Dem
 //go:noinline
 func closeStream(start time.Time, rd *sse.Reader, d *sse.Demux, maxTokens int, out *Request) []sse.Sequence {
 	rd.Reset(nil)
+	rd.Now = nil
 	readerPool.Put(rd)
 	out.End = time.Since(start)
 	out.Done = d.Done
@@ -1009,11 +1102,10 @@ func streamError(ctx context.Context, serr error, out *Request, warm bool) (retr
 	return false
 }
 
-// stream runs the demux, marking the first token for the first-token timer.
+// stream runs the demux. Up to the first token it goes event by event, to keep the first
+// event's bytes (for errors), mark the first token for the first-token timer and arm the
+// stall watch; then d.Run reads the rest with nothing added per chunk.
 func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
-	if c.opts.FirstTokenTimeout <= 0 {
-		return d.Run(rd)
-	}
 	for {
 		ev, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -1022,18 +1114,34 @@ func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
 		if err != nil {
 			return err
 		}
+		first := d.Events == 0
 		if err := d.Feed(ev); err != nil {
 			return err
 		}
+		if first && !hasMark(d) {
+			ab.keepFirst(ev.Data)
+		}
 		if hasMark(d) {
-			ab.mu.Lock()
-			ab.first = true
-			ab.mu.Unlock()
+			c.firstToken(ab, ev.At.Sub(d.Base))
 			return d.Run(rd)
 		}
 		if d.Done {
 			return d.Run(rd)
 		}
+	}
+}
+
+// firstToken records the first token (offset at from the Send's start) for the timers.
+//
+//go:noinline
+func (c *Client) firstToken(ab *abortState, at time.Duration) {
+	if c.opts.FirstTokenTimeout > 0 {
+		ab.mu.Lock()
+		ab.first = true
+		ab.mu.Unlock()
+	}
+	if stallEnabled(&c.opts) {
+		ab.stall.arm(at)
 	}
 }
 

@@ -74,7 +74,8 @@ func ListModels(ctx context.Context, base, apiKey string, timeout time.Duration)
 		Data []Model `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("GET %s: not a model list: %v", url, err)
+		return nil, fmt.Errorf("GET %s: expected a JSON model list ({\"data\": [{\"id\": …}]}), got %s: %s (%v)",
+			url, contentType(resp), firstBytes(body), err)
 	}
 	return list.Data, nil
 }
@@ -105,4 +106,12 @@ func serverMessage(body []byte) string {
 		body = body[:200]
 	}
 	return strings.Join(strings.Fields(string(body)), " ") // one line, even for an HTML page
+}
+
+// contentType is the response's Content-Type, "no Content-Type" when it sent none.
+func contentType(resp *fasthttp.Response) string {
+	if ct := resp.Header.ContentType(); len(ct) > 0 {
+		return string(ct)
+	}
+	return "no Content-Type"
 }

@@ -83,6 +83,9 @@ type Header struct {
 type Worker struct {
 	Name string `json:"name"`
 	URL  string `json:"url"`
+	// Context is the model context its server's /v1/models reported, in tokens (0: not
+	// said).
+	Context int `json:"context,omitempty"`
 }
 
 // Lengths are the realised prompt lengths of a cell, in tokens.

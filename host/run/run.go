@@ -146,6 +146,19 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	tokCtx, tokCtxSrc := tok.ModelMaxLen()
 	modelCtx, contextSrc := resolveContext(cfg.Context, serverCtx, tokCtx, tokCtxSrc)
+	// Routed workers on other servers are asked for their own context: the run's is the
+	// smallest (the header records each worker's).
+	var workerCtx []int
+	if cfg.Mode == config.ModeRouted || cfg.Mode == config.ModeAuto {
+		wc, smallest, src, err := workerContexts(ctx, cfg, cfg.ResolvedWorkers(target), target, model, apiKey, serverCtx, opt.Stderr)
+		if err != nil {
+			return nil, exitcode.With(exitcode.TargetFailed, err)
+		}
+		workerCtx = wc
+		if smallest > 0 && (modelCtx == 0 || smallest < modelCtx) {
+			modelCtx, contextSrc = smallest, src
+		}
+	}
 	if modelCtx > 0 && cfg.MaxTokens >= modelCtx {
 		return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: [max_tokens] %d leaves no room for a prompt in the context of %d tokens (%s)",
 			cfg.Where("max_tokens"), cfg.MaxTokens, modelCtx, contextSrc)
@@ -166,6 +179,18 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	if maxLen < minLen {
 		return nil, exitcode.Errorf(exitcode.InvalidConfig, "context %d (%s) minus max_tokens %d is below the shortest prompt of %d tokens (chat template + suffix + body)",
 			modelCtx, contextSrc, cfg.MaxTokens, minLen)
+	}
+
+	// Capability probe: /metrics, the tokenize endpoint, and — for mode or prompt.format
+	// "auto" — the prompt shapes the server accepts; cfg from here on has them resolved.
+	srv, err := probeServer(ctx, cfg, clientOptions(cfg, target, model, apiKey, cfg.ResolvedWorkers(target), nil), tok,
+		len(cfg.ResolvedWorkers(target)) > 1)
+	if err != nil {
+		return nil, exitcode.With(exitcode.TargetFailed, err)
+	}
+	cfg = srv.cfg
+	if srv.line != "" {
+		fmt.Fprintln(opt.Stderr, srv.line)
 	}
 
 	// Matrix.
@@ -204,6 +229,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		Retries: cfg.Warmup.Retries, RetryDelay: cfg.Warmup.RetryDelay.Duration,
 		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
 		TotalTimeout: cfg.Timeouts.Total.Duration, ContinuousUsage: cfg.ContinuousUsage,
+		StallSteps: cfg.Timeouts.StallSteps, StallMin: cfg.Timeouts.StallMin.Duration, Stall: cfg.Timeouts.Stall.Duration,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
 	})
 	if err != nil {
@@ -223,7 +249,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	if cfg.Mode == config.ModeRouted {
 		for _, wk := range workers {
-			header.Workers = append(header.Workers, report.Worker{Name: wk.Name, URL: wk.URL})
+			header.Workers = append(header.Workers, report.Worker{Name: wk.Name, URL: wk.URL, Context: workerContext(workerCtx, len(header.Workers))})
 		}
 	}
 	w, done, err := openResults(cfg, header, opt, autoID, len(cells))

@@ -55,7 +55,6 @@ func writeConfig(t *testing.T, body string) string {
 	return p
 }
 
-
 func TestRunOnTheBuiltinEngine(t *testing.T) {
 	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	out := t.TempDir()
@@ -749,6 +748,8 @@ func TestPrecedenceDefaultsFileFlags(t *testing.T) {
 		{"lengths.config.k (--set over file 2.0)", c.Lengths.Config["k"], float64(4)},
 		{"mode (default)", c.Mode, "array"},
 		{"warmup.retries (default)", c.Warmup.Retries, 3},
+		{"timeouts.stall_steps (default)", c.Timeouts.StallSteps, 20},
+		{"timeouts.stall_min (default)", c.Timeouts.StallMin.Duration, 10 * time.Second},
 	}
 	for _, tc := range cases {
 		if fmt.Sprint(tc.got) != fmt.Sprint(tc.want) {

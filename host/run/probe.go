@@ -1,0 +1,301 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/tokenizer"
+)
+
+// probeTexts are the capability probe's two tiny prompts (sent as text, or as their ids in
+// the run's tokenizer).
+var probeTexts = []string{"Hello, how are you today?", "The sky is blue because"}
+
+// serverInfo is what the run learned about its server before the first cell.
+type serverInfo struct {
+	// cfg is the configuration with mode and prompt.format resolved ("auto" replaced by the
+	// probe's choice, recorded in Config.Chosen); the caller's cfg when nothing was "auto".
+	cfg *config.Config
+	// caps is the probe's findings (shapes probed only when something was "auto").
+	caps *dispatch.Capabilities
+	// tokens counts tokens with the server's tokenizer (nil when it has no tokenize
+	// endpoint); it has Count(ctx, text) (int, error).
+	tokens *dispatch.TokenCounter
+	// line is the one line printed about the choice ("" when nothing was chosen).
+	line string
+}
+
+// clientOptions are the dispatch options of the run's requests (the probe's, and the
+// cells'), from cfg.
+func clientOptions(cfg *config.Config, target, model, apiKey string, workers []config.Worker, router dispatch.Router) dispatch.Options {
+	seed := int64(cfg.Seed & (1<<63 - 1))
+	return dispatch.Options{
+		Target: target, Workers: toDispatchWorkers(workers), Router: router, Model: model,
+		Temperature: cfg.Temperature, APIKey: apiKey, Seed: &seed,
+		Retries: cfg.Warmup.Retries, RetryDelay: cfg.Warmup.RetryDelay.Duration,
+		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
+		TotalTimeout: cfg.Timeouts.Total.Duration, ContinuousUsage: cfg.ContinuousUsage,
+		StallSteps: cfg.Timeouts.StallSteps, StallMin: cfg.Timeouts.StallMin.Duration, Stall: cfg.Timeouts.Stall.Duration,
+		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
+	}
+}
+
+// allowedShapes lists, in order of preference, the prompt shapes that mode and format
+// allow. Several workers need one request per prompt (routed); mode "n" sends one prompt.
+func allowedShapes(mode, format string, severalWorkers bool) []dispatch.Shape {
+	var out []dispatch.Shape
+	for _, s := range dispatch.Shapes {
+		m := string(s.Mode())
+		okMode := mode == m || mode == config.ModeAuto && (m == config.ModeRouted || !severalWorkers) ||
+			mode == config.ModeN && m == config.ModeRouted
+		f := config.FormatTokens
+		if s.Text() {
+			f = config.FormatText
+		}
+		if okMode && (format == f || format == config.FormatAuto) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// settingsFor returns mode and format that send shape s, keeping mode "n" (which sends one
+// prompt with n = B).
+func settingsFor(s dispatch.Shape, mode string) (string, string) {
+	f := config.FormatTokens
+	if s.Text() {
+		f = config.FormatText
+	}
+	if mode == config.ModeN {
+		return mode, f
+	}
+	return string(s.Mode()), f
+}
+
+// serverMessage is the short form of a probe failure for the one-line summary: the server's
+// message when it sent one, else the error without its URL.
+func serverMessage(r *dispatch.ShapeResult) string {
+	var re *dispatch.RequestError
+	if errors.As(r.Err, &re) {
+		msg := re.Message
+		if msg == "" {
+			msg = strings.TrimPrefix(re.Error(), "POST "+re.URL+": ")
+			if re.Hint != "" {
+				msg = strings.TrimSuffix(msg, " ("+re.Hint+")")
+			}
+		} else if re.Status != 0 {
+			msg = fmt.Sprintf("status %d: %s", re.Status, msg)
+		}
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+		return msg
+	}
+	return r.Error
+}
+
+// decideShape picks the first accepted shape among allowed from the probe's results and
+// says why; when none is accepted it returns the error naming the settings to change (and,
+// when others were probed too, the shape that works).
+func decideShape(cfg *config.Config, allowed []dispatch.Shape, results []dispatch.ShapeResult, url string) (dispatch.Shape, string, error) {
+	byShape := map[dispatch.Shape]*dispatch.ShapeResult{}
+	for i := range results {
+		byShape[results[i].Shape] = &results[i]
+	}
+	var rejected []string
+	for _, s := range allowed {
+		r := byShape[s]
+		if r == nil {
+			continue
+		}
+		if r.Accepted {
+			why := "the server accepts " + s.Describe()
+			if len(rejected) > 0 {
+				why = "the server rejected " + strings.Join(rejected, "; ") + ", and accepts " + s.Describe()
+			}
+			return s, why, nil
+		}
+		rejected = append(rejected, fmt.Sprintf("%s (%s)", s.Describe(), serverMessage(r)))
+	}
+	// Nothing the settings allow works: name the settings, and what would.
+	var keys []string
+	for _, k := range []struct{ key, val string }{{"mode", cfg.Mode}, {"prompt.format", cfg.Prompt.Format}} {
+		keys = append(keys, fmt.Sprintf("[%s] = %q", k.key, k.val))
+	}
+	msg := fmt.Sprintf("%s: capability probe of %s: %s rejected: the server refused %s",
+		cfg.Where("mode"), url, strings.Join(keys, " / "), strings.Join(rejected, "; "))
+	for _, s := range dispatch.Shapes {
+		if r := byShape[s]; r != nil && r.Accepted {
+			m, f := settingsFor(s, cfg.Mode)
+			var set []string
+			if m != cfg.Mode {
+				set = append(set, fmt.Sprintf("mode = %q", m))
+			}
+			if f != cfg.Prompt.Format {
+				set = append(set, fmt.Sprintf("prompt.format = %q", f))
+			}
+			msg += fmt.Sprintf(". It accepts %s: set %s", s.Describe(), strings.Join(set, " and "))
+			return "", "", errors.New(msg)
+		}
+	}
+	return "", "", errors.New(msg + ". It accepted no prompt shape genload can send")
+}
+
+// probeServer runs the capability probe against the first worker before the first cell:
+// /metrics and the tokenize endpoint always; the prompt shapes (tiny requests, max_tokens
+// 2) when mode or prompt.format is "auto", to resolve them — array before routed, token
+// ids before text — printing one line with the choice and why. When no shape the settings
+// allow is accepted, it probes the others too and fails naming the settings to change.
+// Shapes are not probed when both are set: a rejection then comes with the first request,
+// and its hint names the setting.
+func probeServer(ctx context.Context, cfg *config.Config, opts dispatch.Options, tok *tokenizer.Tokenizer, severalWorkers bool) (*serverInfo, error) {
+	info := &serverInfo{cfg: cfg}
+	auto := cfg.Mode == config.ModeAuto || cfg.Prompt.Format == config.FormatAuto
+	opts.Router = nil
+	if len(opts.Workers) > 1 {
+		opts.Workers = opts.Workers[:1]
+	}
+	client, err := dispatch.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	ids := make([][]int32, len(probeTexts))
+	texts := make([]string, len(probeTexts))
+	for i, t := range probeTexts {
+		ids[i] = tok.Encode(t)
+		texts[i] = tok.Decode(ids[i], false)
+	}
+	allowed := []dispatch.Shape(nil)
+	if auto {
+		allowed = allowedShapes(cfg.Mode, cfg.Prompt.Format, severalWorkers)
+	}
+	timeout := max(cfg.Timeouts.Connect.Duration, 10*time.Second)
+	// Probe the allowed shapes in order until one is accepted.
+	caps, err := client.Probe(ctx, nil, ids, texts, timeout)
+	if err != nil {
+		return nil, err
+	}
+	info.caps, info.tokens = caps, caps.Tokenize
+	if !auto {
+		return info, nil
+	}
+	for _, s := range allowed {
+		rs, err := client.ProbeShapes(ctx, []dispatch.Shape{s}, ids, texts)
+		if err != nil {
+			return nil, err
+		}
+		caps.Shapes = append(caps.Shapes, rs...)
+		if rs[0].Accepted {
+			break
+		}
+	}
+	chosen, why, err := decideShape(cfg, allowed, caps.Shapes, caps.URL)
+	if err != nil {
+		// Probe the shapes the settings exclude, to say which one works.
+		for _, s := range dispatch.Shapes {
+			if caps.Shape(s) != nil {
+				continue
+			}
+			rs, perr := client.ProbeShapes(ctx, []dispatch.Shape{s}, ids, texts)
+			if perr != nil {
+				return nil, perr
+			}
+			caps.Shapes = append(caps.Shapes, rs...)
+			if rs[0].Accepted {
+				break
+			}
+		}
+		_, _, err = decideShape(cfg, allowed, caps.Shapes, caps.URL)
+		return nil, err
+	}
+	c2 := *cfg
+	c2.Chosen = map[string]string{}
+	for k, v := range cfg.Chosen {
+		c2.Chosen[k] = v
+	}
+	mode, format := settingsFor(chosen, cfg.Mode)
+	if severalWorkers && cfg.Mode == config.ModeAuto {
+		why += " (several workers: one request per prompt)"
+	}
+	if cfg.Mode == config.ModeAuto {
+		c2.Mode = mode
+		c2.Chosen["mode"] = mode + ": " + why
+	}
+	if cfg.Prompt.Format == config.FormatAuto {
+		c2.Prompt.Format = format
+		c2.Chosen["prompt.format"] = format + ": " + why
+	}
+	info.cfg = &c2
+	info.line = fmt.Sprintf("probe of %s: mode = %q, prompt.format = %q (auto): %s; %s", caps.URL, mode, format, why, capsSummary(caps, chosen))
+	return info, nil
+}
+
+// capsSummary says what else the probe found: usage, /metrics, tokenize.
+func capsSummary(caps *dispatch.Capabilities, chosen dispatch.Shape) string {
+	var parts []string
+	if r := caps.Shape(chosen); r != nil {
+		switch {
+		case r.ContinuousUsage:
+			parts = append(parts, "usage on every chunk")
+		case r.Usage:
+			parts = append(parts, "usage at the end only")
+		default:
+			parts = append(parts, "no usage")
+		}
+	}
+	if caps.Metrics {
+		parts = append(parts, "/metrics answers")
+	} else {
+		parts = append(parts, "no /metrics")
+	}
+	if caps.Tokenize != nil {
+		parts = append(parts, fmt.Sprintf("POST /tokenize (%s)", caps.Tokenize.Dialect))
+	} else {
+		parts = append(parts, "no tokenize endpoint")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// workerContexts asks each routed worker's server (each distinct base URL once; the
+// target's answer is known already) for /v1/models and returns every worker's context for
+// model in tokens (0 when its server does not say), and the smallest with its source.
+func workerContexts(ctx context.Context, cfg *config.Config, workers []config.Worker, target, model, apiKey string,
+	targetCtx int, stderr io.Writer) (each []int, smallest int, src string, err error) {
+	base := func(u string) string { return strings.TrimSuffix(strings.TrimSuffix(u, "/"), "/v1") }
+	known := map[string]int{base(target): targetCtx}
+	each = make([]int, len(workers))
+	for i, w := range workers {
+		b := base(w.URL)
+		n, ok := known[b]
+		if !ok {
+			models, lerr := listModels(ctx, cfg, w.URL, apiKey, stderr)
+			if lerr != nil {
+				return nil, 0, "", fmt.Errorf("worker %s: %w", w.Name, lerr)
+			}
+			if _, n, err = pickModel(model, models, w.URL); err != nil {
+				return nil, 0, "", fmt.Errorf("worker %s: %w", w.Name, err)
+			}
+			known[b] = n
+		}
+		each[i] = n
+		if n > 0 && (smallest == 0 || n < smallest) {
+			smallest, src = n, fmt.Sprintf("worker %s (%s) /v1/models max_model_len", w.Name, w.URL)
+		}
+	}
+	return each, smallest, src, nil
+}
+
+// workerContext returns each[i], 0 when each does not have it.
+func workerContext(each []int, i int) int {
+	if i < len(each) {
+		return each[i]
+	}
+	return 0
+}
