@@ -114,9 +114,16 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	} else {
 		fmt.Fprintf(opt.Stderr, "tokenizer %s has no chat template: prompts are raw completions (body + suffix)\n", tok.Name())
 	}
-	builder, err := prompt.New(tok, tmpl, texts, prompt.Options{Suffix: cfg.Prompt.Suffix, Separator: cfg.Prompt.Separator})
+	newBuilder := func(t prompt.Template) (*prompt.Builder, error) {
+		b, err := prompt.New(tok, t, texts, prompt.Options{Suffix: cfg.Prompt.Suffix, Separator: cfg.Prompt.Separator})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", tok.Name(), err)
+		}
+		return b, nil
+	}
+	builder, err := newBuilder(tmpl)
 	if err != nil {
-		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", tok.Name(), err))
+		return nil, exitcode.With(exitcode.InvalidConfig, err)
 	}
 
 	// Target: the built-in engine in-process, or a server.
@@ -222,20 +229,25 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		router = &cellRouter{plugin: rp, workers: len(workers)}
 	}
 
-	seed := int64(cfg.Seed & (1<<63 - 1))
-	client, err := dispatch.New(dispatch.Options{
-		Target: target, Workers: toDispatchWorkers(workers), Router: router.asRouter(), Model: model,
-		Temperature: cfg.Temperature, APIKey: apiKey, Seed: &seed,
-		Retries: cfg.Warmup.Retries, RetryDelay: cfg.Warmup.RetryDelay.Duration,
-		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
-		TotalTimeout: cfg.Timeouts.Total.Duration, ContinuousUsage: cfg.ContinuousUsage,
-		StallSteps: cfg.Timeouts.StallSteps, StallMin: cfg.Timeouts.StallMin.Duration, Stall: cfg.Timeouts.Stall.Duration,
-		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
-	})
+	client, err := dispatch.New(clientOptions(cfg, target, model, apiKey, workers, router.asRouter()))
 	if err != nil {
 		return nil, exitcode.With(exitcode.InvalidConfig, err)
 	}
 	defer client.Close()
+
+	// Text prompts: rendered and fitted as the server counts them.
+	var text *textMode
+	if cfg.Prompt.Format == config.FormatText {
+		var counter prompt.Counter
+		if srv.tokens != nil {
+			counter = srv.tokens
+		}
+		text, err = newTextMode(ctx, cfg, tok, builder, newBuilder, counter, clientOptions(cfg, target, model, apiKey, workers, nil), minLen, maxLen, opt.Stderr)
+		if err != nil {
+			return nil, exitcode.With(exitcode.TargetFailed, fmt.Errorf("text prompts: %w", err))
+		}
+		builder, maxLen = text.builder, text.maxLen
+	}
 
 	kind := "external"
 	if cfg.Target == config.Builtin {
@@ -265,7 +277,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 
 	watcher := newWatcher(ctx, cfg, target, apiKey, workers, opt.Stderr)
 	cr := &cellRunner{cfg: cfg, lengths: lengthsPlugin, router: router, builder: builder, tok: tok, client: client,
-		watcher: watcher, minLen: minLen, maxLen: maxLen}
+		watcher: watcher, minLen: minLen, maxLen: maxLen, text: text}
 	prog := newProgress(opt.Stderr, opt.Progress, cells)
 	runErr := func() error {
 		for _, cell := range cells {
@@ -328,6 +340,7 @@ type cellRunner struct {
 	tok            *tokenizer.Tokenizer
 	client         *dispatch.Client
 	watcher        *scrape.Watcher // nil when the target has no /metrics
+	text           *textMode       // nil unless prompt.format = "text"
 	minLen, maxLen int
 }
 
@@ -383,16 +396,8 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 		}
 		rec.Warnings = append(rec.Warnings, fmt.Sprintf("realised mean length %.0f is %+.1f %% off L = %d: %s", rec.Lengths.Mean, 100*dev, cell.SeqLen, why))
 	}
-	if cfg.Mode == config.ModeN {
-		p, err := r.builder.One(cell.FirstRow%r.builder.Rows(), lengths[0])
-		if err != nil {
-			return fail(exitcode.InvalidConfig, err)
-		}
-		prompts = make([][]int32, cell.Batch)
-		for i := range prompts {
-			prompts[i] = p // dispatch sends prompts[0] with n = len(prompts)
-		}
-	} else if prompts, err = r.builder.Build(cell.FirstRow, lengths); err != nil {
+	prompts, texts, built, err := r.prompts(ctx, cell, lengths)
+	if err != nil {
 		return fail(exitcode.InvalidConfig, err)
 	}
 	if r.router != nil {
@@ -403,13 +408,6 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 	}
 	// ModeN (legacy) sends prompts[0] with n = B.
 	mode := dispatch.Mode(cfg.Mode)
-	var texts []string
-	if cfg.Prompt.Format == config.FormatText {
-		texts = make([]string, len(prompts))
-		for i, p := range prompts {
-			texts[i] = r.tok.Decode(p, false)
-		}
-	}
 	if !cfg.Warmup.Disabled {
 		if texts != nil {
 			err = r.client.WarmupText(ctx, mode, texts, lengths)
@@ -448,10 +446,6 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 	}
 	if err != nil {
 		return fail(exitcode.TargetFailed, summarize(err))
-	}
-	built := make([]int, len(prompts))
-	for i, p := range prompts {
-		built[i] = len(p)
 	}
 	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
@@ -860,7 +854,8 @@ func headerMean(f *measure.Figures) time.Duration {
 }
 
 // summarize shortens a joined error whose parts repeat (B routed requests failing alike) to
-// "N requests failed: <message>", and adds a hint for errors whose fix is known.
+// "N requests failed: <message>". Hints for errors whose fix is known come with each
+// request's error (dispatch's table of known server messages).
 func summarize(err error) error {
 	var parts []string
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -881,14 +876,6 @@ func summarize(err error) error {
 		} else {
 			msg = fmt.Sprintf("%d requests failed; first: %s", len(parts), parts[0])
 		}
-	}
-	switch {
-	case strings.Contains(msg, "untagged enum Prompt") || strings.Contains(msg, "Token ids are not supported"):
-		msg += " (this server accepts only text prompts: set prompt.format = \"text\" in bench.toml)"
-	case strings.Contains(msg, "sequences unfinished") && strings.Contains(msg, "[DONE] seen: true"):
-		msg += " (the server ended the stream without finishing every choice: it may ignore n (mode = \"n\") or stop early)"
-	case strings.Contains(msg, "maximum allowed batch size"):
-		msg += " (this server limits the prompts of one request: use mode = \"routed\", one request per prompt)"
 	}
 	if msg == err.Error() {
 		return err

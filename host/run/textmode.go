@@ -1,0 +1,162 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/prompt"
+	"github.com/genload/genload/host/tokenizer"
+)
+
+// textMode is what a run with prompt.format = "text" needs beyond the id prompts: the
+// builder rendered as the server will see it, the fitter that makes each text prompt the
+// target length as the server counts it, and the clamp bound after the margin for what the
+// server cannot confirm.
+type textMode struct {
+	builder *prompt.Builder
+	fitter  *prompt.TextFitter
+	maxLen  int
+}
+
+// newTextMode prepares text prompts for a server, in three steps:
+//
+//  1. The chat template is rendered without the BOS text the server's tokenizer adds
+//     itself (tokenizer.TextSpecials), so that the server sees one BOS, not two.
+//  2. One probe prompt of each of two lengths is sent with max_tokens = 1 and its
+//     usage.prompt_tokens held against the expected count (prompt.DetectTemplating): a
+//     constant excess of ≥ 3 tokens is a server that applies its own chat template to
+//     completions prompts; then the content is sent untemplated and the excess is counted
+//     as the server's template.
+//  3. Without a tokenize endpoint (counter nil), maxLen shrinks by prompt.UnverifiedMargin,
+//     so that a prompt the server counts a little longer still fits the context.
+//
+// rows are the corpus texts; newBuilder makes a builder for a template (nil: untemplated).
+// Progress lines go to stderr. Errors are the probe's request failures and the builder's.
+func newTextMode(ctx context.Context, cfg *config.Config, tok *tokenizer.Tokenizer, b *prompt.Builder,
+	newBuilder func(prompt.Template) (*prompt.Builder, error), counter prompt.Counter, opts dispatch.Options,
+	minLen, maxLen int, stderr io.Writer) (*textMode, error) {
+	sp := tok.TextSpecials()
+	added := len(sp.Before) + len(sp.After)
+	if tok.HasChatTemplate() && len(sp.Before) > 0 {
+		var err error
+		b, err = newBuilder(func(content string) (string, error) {
+			return tok.ApplyChatTemplateText([]tokenizer.Message{{Role: "user", Content: content}}, true)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	tm := &textMode{builder: b, maxLen: maxLen}
+	tm.fitter = prompt.NewTextFitter(b, tok, prompt.TextOptions{Added: added, Counter: counter})
+
+	// Server-side templating: two probe prompts, one near the shortest length and one longer,
+	// so a constant excess can be told from a proportional one.
+	t, err := probeTemplating(ctx, tm.fitter, b, opts, minLen, maxLen)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "text prompts: the templating probe failed (%v); the prompt-token check of each cell will show any drift\n", err)
+	case t == nil:
+		fmt.Fprintln(stderr, "text prompts: the server sent no usage for the probe; server-side templating cannot be checked")
+	case t.Templates:
+		fmt.Fprintf(stderr, "text prompts: %s: the content is sent untemplated and the server's %d tokens counted in each length\n", t.Message, t.Extra)
+		ub, err := newBuilder(nil)
+		if err != nil {
+			return nil, err
+		}
+		tm.builder = ub
+		tm.fitter = prompt.NewTextFitter(ub, tok, prompt.TextOptions{Added: added, Counter: counter, Extra: t.Extra})
+	case t.Extra != 0 || !t.Consistent:
+		fmt.Fprintf(stderr, "text prompts: %s\n", t.Message)
+	}
+	if counter == nil {
+		m := prompt.UnverifiedMargin(maxLen, tm.builder.TemplateTokens())
+		tm.maxLen = max(minLen, maxLen-m)
+		fmt.Fprintf(stderr, "text prompts: the server has no tokenize endpoint: lengths are the local tokenizer's, and prompts stay %d tokens under the context (max length %d)\n", m, tm.maxLen)
+	}
+	return tm, nil
+}
+
+// probeTemplating sends two probe prompts (one request each, max_tokens 1) and compares the
+// server's usage.prompt_tokens with the fitter's count of each. It returns nil when the server
+// sent no usage.
+func probeTemplating(ctx context.Context, f *prompt.TextFitter, b *prompt.Builder, opts dispatch.Options, minLen, maxLen int) (*prompt.Templating, error) {
+	opts.Router = nil
+	if len(opts.Workers) > 1 {
+		opts.Workers = opts.Workers[:1]
+	}
+	client, err := dispatch.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	var probes []prompt.Probe
+	for i, n := range []int{minLen + 16, min(maxLen, minLen+400)} {
+		tp, err := f.One(ctx, i%b.Rows(), n)
+		if err != nil {
+			return nil, err
+		}
+		res, err := client.SendText(ctx, dispatch.ModeRouted, []string{tp.Text}, []int{tp.Tokens}, 1)
+		if err == nil {
+			err = res.Err()
+		}
+		if err != nil {
+			return nil, err
+		}
+		q := res.Requests[0]
+		if !q.HasUsage || q.Usage.PromptTokens == 0 {
+			return nil, nil
+		}
+		probes = append(probes, prompt.Probe{Server: q.Usage.PromptTokens, Local: tp.Tokens})
+	}
+	t := prompt.DetectTemplating(b.TemplateTokens(), probes...)
+	return &t, nil
+}
+
+// prompts builds a cell's prompts for the lengths (clamped already): token ids, or — in text
+// mode — texts fitted to the lengths as the server counts them. built is the length of each
+// prompt as the server should count it, for the per-request prompt-token check. In mode n
+// every prompt is the same one (dispatch sends the first with n = B).
+func (r *cellRunner) prompts(ctx context.Context, cell matrix.Cell, lengths []int) (ids [][]int32, texts []string, built []int, err error) {
+	row := cell.FirstRow % r.builder.Rows()
+	if r.text != nil {
+		var tps []prompt.TextPrompt
+		if r.cfg.Mode == config.ModeN {
+			tp, err := r.text.fitter.One(ctx, row, lengths[0])
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			tps = make([]prompt.TextPrompt, len(lengths))
+			for i := range tps {
+				tps[i] = tp
+			}
+		} else if tps, err = r.text.fitter.Build(ctx, cell.FirstRow, lengths); err != nil {
+			return nil, nil, nil, err
+		}
+		texts, built = make([]string, len(tps)), make([]int, len(tps))
+		for i, tp := range tps {
+			texts[i], built[i] = tp.Text, tp.Tokens
+		}
+		return nil, texts, built, nil
+	}
+	if r.cfg.Mode == config.ModeN {
+		p, err := r.builder.One(row, lengths[0])
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		ids = make([][]int32, len(lengths))
+		for i := range ids {
+			ids[i] = p
+		}
+	} else if ids, err = r.builder.Build(cell.FirstRow, lengths); err != nil {
+		return nil, nil, nil, err
+	}
+	built = make([]int, len(ids))
+	for i, p := range ids {
+		built[i] = len(p)
+	}
+	return ids, nil, built, nil
+}
