@@ -119,6 +119,19 @@ type Cell struct {
 	// step time, tokens per step, the engine's truth (built-in engine), and batch
 	// occupancy sampled during the cell. Nil when /metrics was not used.
 	Server *scrape.CellMetrics `json:"server,omitempty"`
+	// Retries are the resends of the cell's requests; nil when none was resent.
+	Retries *Retries `json:"retries,omitempty"`
+}
+
+// Retries counts a cell's resends: Warmup and Measured those counted against [warmup]
+// retries (429, 5xx, connection failures before a response), Free those that were not (a
+// keep-alive connection the server had closed, a resend with larger header buffers), Reasons
+// every resend by its reason.
+type Retries struct {
+	Warmup   int            `json:"warmup"`
+	Measured int            `json:"measured"`
+	Free     int            `json:"free,omitempty"`
+	Reasons  map[string]int `json:"reasons,omitempty"`
 }
 
 // Footer closes a run.

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/tokenizer"
@@ -195,5 +196,39 @@ func TestRunAutoAgainstStringOnlyServer(t *testing.T) {
 	}
 	if len(h.Workers) != 1 || h.Workers[0].Context != 8192 || h.Context != 8192 {
 		t.Fatalf("header workers %+v, context %d", h.Workers, h.Context)
+	}
+}
+
+// A server that answers every second completion request with 503: the cell's measured request
+// is resent once, and the cell's record says so, with the reason.
+func TestRetriesAreRecordedPerCell(t *testing.T) {
+	t.Setenv(testplugins.EnvPluginDir, testplugins.Dir(t))
+	ecfg := engine.DefaultConfig()
+	ecfg.TimeScale = 0.01
+	ecfg.Faults.Every, ecfg.Faults.Status = 2, 503
+	eng, err := engine.New(ecfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := eng.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	cfg := probeCfg(t, fmt.Sprintf("target = %q\nmax_tokens = 4\nout = %q\n[matrix]\nseq_lens = [300]\nbatch_sizes = [2]\n[warmup]\nretries = 2\nretry_delay = \"1ms\"\n",
+		url, t.TempDir()))
+	var stderr bytes.Buffer
+	res, err := Run(context.Background(), cfg, Options{Stderr: &stderr, RunID: "retries"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	c := res.Run.Cells[0]
+	if c.Retries == nil || c.Retries.Warmup != 0 || c.Retries.Measured != 1 {
+		t.Fatalf("retries %+v, want 0 warmup and 1 measured", c.Retries)
+	}
+	for k := range c.Retries.Reasons {
+		if !strings.Contains(k, "503") {
+			t.Errorf("reason %q does not name the 503", k)
+		}
 	}
 }

@@ -409,10 +409,14 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 	// ModeN (legacy) sends prompts[0] with n = B.
 	mode := dispatch.Mode(cfg.Mode)
 	if !cfg.Warmup.Disabled {
+		var wres *dispatch.Result
 		if texts != nil {
-			err = r.client.WarmupText(ctx, mode, texts, lengths)
+			wres, err = r.client.WarmupTextResult(ctx, mode, texts, lengths)
 		} else {
-			err = r.client.Warmup(ctx, mode, prompts)
+			wres, err = r.client.WarmupResult(ctx, mode, prompts)
+		}
+		if wres != nil {
+			addRetries(&rec, wres.Retried(), true)
 		}
 		if err != nil {
 			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", summarize(err)))
@@ -437,6 +441,9 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 		if werr == nil || len(m.Servers) > 0 { // one failed server keeps the others' figures
 			rec.Server = &m
 		}
+	}
+	if res != nil {
+		addRetries(&rec, res.Retried(), false)
 	}
 	if err == nil && r.router != nil {
 		err = r.router.complete(ctx, res, lengths)
@@ -472,6 +479,28 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 		return fail(exitcode.TargetFailed, errors.New(fig.Prompts.TruncationError))
 	}
 	return rec, nil
+}
+
+// addRetries adds a Send's resends to the cell's record (warmup or measured).
+func addRetries(rec *report.Cell, st dispatch.RetryStats, warmup bool) {
+	if st.Count == 0 && st.Free == 0 {
+		return
+	}
+	if rec.Retries == nil {
+		rec.Retries = &report.Retries{}
+	}
+	if warmup {
+		rec.Retries.Warmup += st.Count
+	} else {
+		rec.Retries.Measured += st.Count
+	}
+	rec.Retries.Free += st.Free
+	for k, n := range st.Reasons {
+		if rec.Retries.Reasons == nil {
+			rec.Retries.Reasons = map[string]int{}
+		}
+		rec.Retries.Reasons[k] += n
+	}
 }
 
 // clamp clamps lengths in place to [lo, hi] and returns their statistics.
