@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/config"
-	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/tokenizer"
 )
