@@ -40,6 +40,11 @@ const (
 
 // Prompt formats ([Prompt.Format]).
 const (
+	// TokenCountsAuto, TokenCountsUsage and TokenCountsLogprobs are the values of
+	// [Config.TokenCounts].
+	TokenCountsAuto     = "auto"
+	TokenCountsUsage    = "usage"
+	TokenCountsLogprobs = "logprobs"
 	// FormatTokens sends token ids: lengths are exact by construction.
 	FormatTokens = "tokens"
 	// FormatText decodes the ids and sends text; the server re-tokenizes, and the deviation
@@ -75,6 +80,15 @@ type Config struct {
 	// servers that support it (vLLM, recent SGLang, the built-in engine) report tokens per
 	// chunk exactly. Default true.
 	ContinuousUsage bool `toml:"continuous_usage" json:"continuous_usage"`
+	// TokenCounts is where completion token counts come from: "auto" (default: the server's
+	// usage when a probe before the first cell shows it is exact, else one logprobs entry per
+	// token, asked with "logprobs": 1, when the server sends them), "usage" (never ask for
+	// logprobs) or "logprobs" (always ask: exact per chunk, at ≈ 70 % more bytes per token).
+	TokenCounts string `toml:"token_counts" json:"token_counts"`
+	// Truncation is what a cell whose server counted fewer prompt tokens than genload sent
+	// (token-id prompts) is: "error" (default: the cell fails, its figures kept in the record)
+	// or "warn" (a warning that names the truncation).
+	Truncation string `toml:"truncation" json:"truncation"`
 	// DraftTokens is the speculative draft length k of the server, used with the
 	// speculation-acceptance header to count forward passes. Default 0 (unknown).
 	DraftTokens int `toml:"draft_tokens" json:"draft_tokens"`
@@ -280,6 +294,8 @@ func Default() *Config {
 		Seed:            42,
 		Target:          Builtin,
 		ContinuousUsage: true,
+		TokenCounts:     TokenCountsAuto,
+		Truncation:      "error",
 		Metrics:         "auto",
 		MaxTokens:       100,
 		Mode:            ModeArray,
@@ -455,6 +471,14 @@ func (c *Config) Validate() error {
 	}
 	if c.DraftTokens < 0 {
 		bad("draft_tokens", "must be ≥ 0, got %d", c.DraftTokens)
+	}
+	switch c.TokenCounts {
+	case TokenCountsAuto, TokenCountsUsage, TokenCountsLogprobs:
+	default:
+		bad("token_counts", "unknown value %q (want \"auto\", \"usage\" or \"logprobs\")", c.TokenCounts)
+	}
+	if c.Truncation != "error" && c.Truncation != "warn" {
+		bad("truncation", "unknown value %q (want \"error\" or \"warn\")", c.Truncation)
 	}
 	if c.Metrics != "auto" && c.Metrics != "off" {
 		bad("metrics", "unknown value %q (want \"auto\" or \"off\")", c.Metrics)

@@ -43,7 +43,16 @@ func clientOptions(cfg *config.Config, target, model, apiKey string, workers []c
 		TotalTimeout: cfg.Timeouts.Total.Duration, ContinuousUsage: cfg.ContinuousUsage,
 		StallSteps: cfg.Timeouts.StallSteps, StallMin: cfg.Timeouts.StallMin.Duration, Stall: cfg.Timeouts.Stall.Duration,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
+		Logprobs: logprobsOf(cfg),
 	}
+}
+
+// logprobsOf is the body's "logprobs" for cfg: 1 when token counts come from logprobs.
+func logprobsOf(cfg *config.Config) int {
+	if cfg.TokenCounts == config.TokenCountsLogprobs {
+		return 1
+	}
+	return 0
 }
 
 // allowedShapes lists, in order of preference, the prompt shapes that mode and format

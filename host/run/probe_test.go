@@ -215,7 +215,7 @@ func TestRetriesAreRecordedPerCell(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	cfg := probeCfg(t, fmt.Sprintf("target = %q\nmax_tokens = 4\nout = %q\n[matrix]\nseq_lens = [300]\nbatch_sizes = [2]\n[warmup]\nretries = 2\nretry_delay = \"1ms\"\n",
+	cfg := probeCfg(t, fmt.Sprintf("target = %q\nmax_tokens = 4\ntoken_counts = \"usage\"\nout = %q\n[matrix]\nseq_lens = [300]\nbatch_sizes = [2]\n[warmup]\nretries = 2\nretry_delay = \"1ms\"\n",
 		url, t.TempDir()))
 	var stderr bytes.Buffer
 	res, err := Run(context.Background(), cfg, Options{Stderr: &stderr, RunID: "retries"})

@@ -199,6 +199,13 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	if srv.line != "" {
 		fmt.Fprintln(opt.Stderr, srv.line)
 	}
+	cfg, line, err := resolveTokenCounts(ctx, cfg, clientOptions(cfg, target, model, apiKey, cfg.ResolvedWorkers(target), nil), tok)
+	if err != nil {
+		return nil, exitcode.With(exitcode.TargetFailed, err)
+	}
+	if line != "" {
+		fmt.Fprintln(opt.Stderr, line)
+	}
 
 	// Matrix.
 	cells, dropped, err := matrix.Build(matrix.Spec{
@@ -456,7 +463,7 @@ func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell
 	}
 	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
-		PromptLengths: built, TextPrompts: texts != nil})
+		PromptLengths: built, TextPrompts: texts != nil, TruncationWarns: cfg.Truncation == "warn"})
 	if r.router != nil && r.router.workers > 1 && fig.Window.Valid {
 		// Sequences on different workers do not share one batch: no window where "all B
 		// sequences decode together" exists.

@@ -211,7 +211,8 @@ func TestRequestShapesReachTheServer(t *testing.T) {
 			if mode == "routed" {
 				workers = fmt.Sprintf("[[workers]]\nurl = %q\nheaders = { \"x-service-index\" = \"0\" }\n[[workers]]\nurl = %q\nheaders = { \"x-service-index\" = \"1\" }\n", srv.URL, srv.URL)
 			}
-			cfg := writeConfig(t, fmt.Sprintf("target = %q\nmode = %q\nmax_tokens = 5\nout = %q\n[matrix]\nseq_lens = [2000]\nbatch_sizes = [3]\n%s",
+			// token_counts = "usage": no token-count probe, so the server sees only the cell's requests.
+			cfg := writeConfig(t, fmt.Sprintf("target = %q\nmode = %q\nmax_tokens = 5\ntoken_counts = \"usage\"\nout = %q\n[matrix]\nseq_lens = [2000]\nbatch_sizes = [3]\n%s",
 				srv.URL, mode, t.TempDir(), workers))
 			code, stdout, stderr := cli(t, context.Background(), "run", "-c", cfg)
 			if code != exitcode.OK {
@@ -671,7 +672,7 @@ func TestServerFailureKeepsEarlierCells(t *testing.T) {
 			}))
 			defer srv.Close()
 			out := t.TempDir()
-			cfg := writeConfig(t, fmt.Sprintf("target = %q\nmax_tokens = 8\nmetrics = \"off\"\n[warmup]\nretries = 1\nretry_delay = \"1ms\"\n[matrix]\nseq_lens = [1000]\nbatch_sizes = [1, 2, 4, 8]\n", srv.URL))
+			cfg := writeConfig(t, fmt.Sprintf("target = %q\nmax_tokens = 8\nmetrics = \"off\"\ntoken_counts = \"usage\"\n[warmup]\nretries = 1\nretry_delay = \"1ms\"\n[matrix]\nseq_lens = [1000]\nbatch_sizes = [1, 2, 4, 8]\n", srv.URL))
 			code, stdout, stderr := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "f")
 			t.Logf("exit %d: %s", code, firstLine(stderr, "genload run:"))
 			if code != exitcode.TargetFailed {

@@ -1,0 +1,92 @@
+package run
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/tokenizer"
+)
+
+// tokenCountMaxTokens is the max_tokens of the token-count probe: enough chunks to see whether
+// they carry one token each and whether per-chunk usage grows.
+const tokenCountMaxTokens = 8
+
+// resolveTokenCounts resolves token_counts = "auto" to "usage" or "logprobs" and returns cfg
+// with it resolved (a copy, the choice and its reason in Chosen["token_counts"]) and a line
+// saying why ("" when usage is enough). One streamed request of one probe prompt (in the
+// run's prompt format, max_tokens 8) is sent as the cells will send it: when its sequence's
+// count is exact (sse.TokenSource.Exact: usage attributable to it) and its chunks are known to
+// carry one token each or their deltas are known, usage is enough; otherwise the probe is
+// repeated with logprobs, and logprobs are asked for when they make the count exact. A server
+// that gives neither leaves the cells' counts unverified, and the line says so. With
+// draft_tokens set, forward passes are counted in chunks and nothing is probed.
+func resolveTokenCounts(ctx context.Context, cfg *config.Config, opts dispatch.Options, tok *tokenizer.Tokenizer) (*config.Config, string, error) {
+	if cfg.TokenCounts != config.TokenCountsAuto {
+		return cfg, "", nil
+	}
+	choose := func(v, why string) *config.Config {
+		c2 := *cfg
+		c2.TokenCounts = v
+		c2.Chosen = map[string]string{"token_counts": v + ": " + why}
+		for k, x := range cfg.Chosen {
+			c2.Chosen[k] = x
+		}
+		return &c2
+	}
+	if cfg.DraftTokens > 0 {
+		return choose(config.TokenCountsUsage, "draft_tokens is set: forward passes are counted in chunks"), "", nil
+	}
+	opts.Router = nil
+	if len(opts.Workers) > 1 {
+		opts.Workers = opts.Workers[:1]
+	}
+	try := func(logprobs int) (exact bool, note string, err error) {
+		opts.Logprobs = logprobs
+		opts.Retries = 0
+		client, err := dispatch.New(opts)
+		if err != nil {
+			return false, "", err
+		}
+		defer client.Close()
+		ids := tok.Encode(probeTexts[1])
+		var res *dispatch.Result
+		if cfg.Prompt.Format == config.FormatText {
+			res, err = client.SendText(ctx, dispatch.ModeRouted, []string{tok.Decode(ids, false)}, []int{len(ids)}, tokenCountMaxTokens)
+		} else {
+			res, err = client.Send(ctx, dispatch.ModeRouted, [][]int32{ids}, tokenCountMaxTokens)
+		}
+		if err == nil {
+			err = res.Err()
+		}
+		if err != nil {
+			return false, "", err
+		}
+		s := res.Sequences[0]
+		perChunk := s.Marks.Len() == s.CompletionTokens // one token each
+		for k := 0; k < s.Marks.Len() && !perChunk; k++ {
+			if s.Marks.Get(k).Tokens < 0 {
+				break
+			}
+			perChunk = k == s.Marks.Len()-1 // every delta known
+		}
+		return s.TokenSource.Exact() && perChunk, s.TokenNote, nil
+	}
+	exact, note, err := try(0)
+	if err != nil {
+		return nil, "", fmt.Errorf("token-count probe: %w", err)
+	}
+	if exact {
+		return choose(config.TokenCountsUsage, "the server's usage gives exact counts"), "", nil
+	}
+	why := "the server's usage does not give exact per-chunk token counts"
+	if note != "" {
+		why += " (" + note + ")"
+	}
+	if exact, _, err = try(1); err == nil && exact {
+		return choose(config.TokenCountsLogprobs, why), fmt.Sprintf("token counts: %s; asking for one logprobs entry per token (token_counts = \"auto\")", why), nil
+	}
+	why += ", nor do logprobs"
+	return choose(config.TokenCountsUsage, why), fmt.Sprintf("token counts: %s: per-forward figures need counts the server confirms, and cells without them say so", why), nil
+}
