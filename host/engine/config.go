@@ -78,6 +78,9 @@ type Config struct {
 	TimingHeaders bool
 	// Faults injects failures into completion requests; see Faults.
 	Faults Faults
+	// Quirks reproduce behaviours of real servers (usage, chunking, finish reasons,
+	// truncation, prompt shapes, metrics, stalls); see Quirks. Defaults to none.
+	Quirks Quirks
 	// StepLog, when not nil, receives one line per engine step:
 	// "step=N active=A decode=D prefill_tokens=P spec_tokens=S waiting=W kv_blocks=K experts=E
 	// fwd_ms=F wall_ms=W" (fwd_ms simulated; wall_ms measured, ≈ fwd_ms × TimeScale on
@@ -160,6 +163,12 @@ func (c Config) Validate() error {
 	if err := c.Faults.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Quirks.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Quirks.Truncate > c.MaxModelLen {
+		bad("quirk truncate", "the real context %d must not exceed max-model-len %d", c.Quirks.Truncate, c.MaxModelLen)
+	}
 	return errors.Join(errs...)
 }
 
@@ -188,6 +197,7 @@ func RegisterFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.Float64Var(&cfg.SpecDraftMs, "spec-draft-ms", cfg.SpecDraftMs, "simulated ms per draft forward pass")
 	fs.BoolVar(&cfg.TimingHeaders, "timing-headers", cfg.TimingHeaders, "send generation-duration / speculation-acceptance headers (trailers on streams)")
 	registerFaultFlags(fs, &cfg.Faults)
+	fs.Var(quirkFlag{&cfg.Quirks}, "quirk", quirkHelp())
 	fs.BoolFunc("step-log", "log one line per engine step to standard error", func(v string) error {
 		if v == "false" {
 			cfg.StepLog = nil

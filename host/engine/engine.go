@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -40,6 +41,10 @@ type Engine struct {
 	done     chan struct{}
 	reqSeq   atomic.Uint64
 	faultSeq atomic.Uint64
+	// quirkSeqs counts sequences and quirkReqs requests of max_tokens ≥ 2 (ZeroToken,
+	// EarlyStop); quirkEarly counts requests of max_tokens > Quirks.EarlyStop.
+	quirkSeqs  atomic.Uint64
+	quirkEarly atomic.Uint64
 	// startedAt is when New ran; event times are monotonic offsets from it.
 	startedAt time.Time
 
@@ -138,6 +143,12 @@ func (e *Engine) Close() error {
 		}
 	})
 	return err
+}
+
+// WriteMetrics writes what GET /metrics serves without quirks (the dialect's metrics and the
+// genload_engine_* truth), also when Quirks.NoMetrics hides the endpoint from clients.
+func (e *Engine) WriteMetrics(w io.Writer) {
+	e.metrics.write(w, e.cfg.Dialect, e.cfg.ModelName, e.cfg.TimeScale, false)
 }
 
 // ResetPrefixCache drops every unreferenced prefix-cache block (as POST /reset_prefix_cache).

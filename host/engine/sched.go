@@ -23,6 +23,8 @@ type event struct {
 	fin    uint8  // finish reason when this is the choice's last token
 	step   uint64 // engine step that produced it
 	at     int64  // end of that step, ns since the engine started (monotonic)
+	// noToken marks a finish without a token (Quirks.ZeroToken): no text, not counted.
+	noToken bool
 }
 
 // request is one HTTP completion request: its sequences and the event queue its handler drains.
@@ -82,6 +84,8 @@ type seq struct {
 	maxTokens int
 	minTokens int
 	ignoreEOS bool
+	zeroToken bool // Quirks.ZeroToken: finish with no token after prefill
+	stopAt    int  // Quirks.EarlyStop: finish with "stop" after this many tokens (0 = never)
 
 	generated int   // tokens generated so far
 	lastVI    int32 // vocabulary index of the last generated token
@@ -541,6 +545,11 @@ func (s *scheduler) accepted(q *seq, draft int) int {
 
 // sample generates q's next token (see tokenAt) and hands it to the request's handler.
 func (s *scheduler) sample(q *seq, at int64) {
+	if q.zeroToken {
+		q.fin = finStop
+		q.req.push(event{choice: q.choice, vi: -1, fin: finStop, step: s.step, at: at, noToken: true})
+		return
+	}
 	pos := q.generated
 	vi, eos := s.tokenAt(q, pos)
 	fin := finNone
@@ -549,6 +558,9 @@ func (s *scheduler) sample(q *seq, at int64) {
 	}
 	q.generated++
 	q.lastVI = vi
+	if fin == finNone && q.stopAt > 0 && q.generated >= q.stopAt {
+		fin = finStop // Quirks.EarlyStop: despite ignore_eos
+	}
 	if fin == finNone && (q.generated >= q.maxTokens || q.known() >= s.cfg.MaxModelLen) {
 		fin = finLength
 	}
