@@ -40,6 +40,7 @@ type completionSpec struct {
 	faults         Faults
 	logprobs       int    // the request's "logprobs": k alternatives per token; -1 = off
 	hash           uint64 // of the response id: seeds Quirks.Coalesce
+	asked          int    // max_tokens as the request gave it (0: none)
 }
 
 // apiError is an error response decided during validation.
@@ -253,6 +254,7 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 	} else if rf.MaxNewTokens != nil {
 		maxTok = *rf.MaxNewTokens
 	}
+	spec.asked = max(maxTok, 0)
 	if rf.MaxTokens != nil && maxTok < 1 && !(d == DialectLlamaCpp && maxTok == -1) {
 		return bad(fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTok), "max_tokens")
 	}
@@ -361,7 +363,7 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 // newRequest builds the scheduler sequences of spec: prompt i, choice c has index i·n + c.
 // Prompt hashing (O(prompt)) happens here, in the handler goroutine, not in the scheduler.
 func (e *Engine) newRequest(spec completionSpec, arrival time.Time) *request {
-	r := &request{id: spec.id, arrival: arrival, notify: make(chan struct{}, 1)}
+	r := &request{id: spec.id, arrival: arrival, notify: make(chan struct{}, 1), num: e.reqNum.Add(1), asked: spec.asked}
 	r.seqs = make([]*seq, 0, len(spec.prompts)*spec.n)
 	q := e.cfg.Quirks
 	counts := spec.maxTokens[0] >= 2 // ZeroToken and EarlyStop leave one-token warmups alone

@@ -45,6 +45,7 @@ type Engine struct {
 	// EarlyStop); quirkEarly counts requests of max_tokens > Quirks.EarlyStop.
 	quirkSeqs  atomic.Uint64
 	quirkEarly atomic.Uint64
+	reqNum     atomic.Uint64 // completion requests, for Config.SeqLog
 	// startedAt is when New ran; event times are monotonic offsets from it.
 	startedAt time.Time
 
@@ -148,7 +149,7 @@ func (e *Engine) Close() error {
 // WriteMetrics writes what GET /metrics serves without quirks (the dialect's metrics and the
 // genload_engine_* truth), also when Quirks.NoMetrics hides the endpoint from clients.
 func (e *Engine) WriteMetrics(w io.Writer) {
-	e.metrics.write(w, e.cfg.Dialect, e.cfg.ModelName, e.cfg.TimeScale, false)
+	e.metrics.write(w, e.cfg.Dialect, e.cfg.ModelName, e.cfg.TimeScale, false, false)
 }
 
 // ResetPrefixCache drops every unreferenced prefix-cache block (as POST /reset_prefix_cache).

@@ -165,7 +165,7 @@ func (e *Engine) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	e.metrics.write(w, e.cfg.Dialect, e.cfg.ModelName, e.cfg.TimeScale, e.cfg.Quirks.LateHistogram)
+	e.metrics.write(w, e.cfg.Dialect, e.cfg.ModelName, e.cfg.TimeScale, e.cfg.Quirks.LateHistogram, e.cfg.Quirks.HideTruth)
 }
 
 // handleResetPrefixCache serves POST /reset_prefix_cache.

@@ -213,7 +213,7 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 //	genload_engine_decode_step_duration_seconds   wall duration of decode-only steps
 //	genload_engine_step_simulated_seconds         unscaled cost-model duration of every step
 //	genload_engine_time_scale                     wall seconds per simulated second
-func (m *metrics) write(out io.Writer, dialect, model string, timeScale float64, lateHist bool) {
+func (m *metrics) write(out io.Writer, dialect, model string, timeScale float64, lateHist, hideTruth bool) {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
 	m.mu.Lock()
@@ -325,6 +325,9 @@ func (m *metrics) write(out io.Writer, dialect, model string, timeScale float64,
 		hist("tgi_request_queue_duration", "Request queue duration in seconds", m.queue)
 		hist("tgi_request_inference_duration", "Request inference duration in seconds", m.e2e)
 		hist("tgi_request_mean_time_per_token_duration", "Mean time per token per request in seconds", m.tpot)
+	}
+	if hideTruth {
+		return
 	}
 	// The engine's own truth, in every dialect.
 	fmt.Fprintf(w, "# HELP genload_engine_steps_total Engine steps (forward passes) run.\n# TYPE genload_engine_steps_total counter\ngenload_engine_steps_total %d\n", m.steps)

@@ -118,6 +118,10 @@ type Quirks struct {
 	// IgnoreN ("ignore-n"): n is ignored: one choice per prompt (TGI does so silently).
 	// Default false.
 	IgnoreN bool
+	// HideTruth ("hide-truth"): /metrics leaves out the genload_engine_* truth series, as
+	// every server but this one does, so that a client is checked on what real servers
+	// offer; the step log, Config.SeqLog and Engine.WriteMetrics keep it. Default false.
+	HideTruth bool
 }
 
 // quirkField describes one Quirks field for parsing and printing.
@@ -152,6 +156,7 @@ func (q *Quirks) fields() []quirkField {
 		{"separate-finish", "", &q.SeparateFinish},
 		{"no-done", "", &q.NoDone},
 		{"ignore-n", "", &q.IgnoreN},
+		{"hide-truth", "", &q.HideTruth},
 	}
 }
 

@@ -409,6 +409,11 @@ func TestQuirkMetrics(t *testing.T) {
 	if m := get(); !strings.Contains(m, `vllm:inter_token_latency_seconds_count{model_name="genload-sim",engine="0"} 2`) {
 		t.Errorf("after 3 tokens:\n%s", m)
 	}
+
+	_, u = quirkEngine(t, "hide-truth", nil)
+	if m := get(); strings.Contains(m, "genload_engine_") || !strings.Contains(m, "vllm:num_requests_running") {
+		t.Errorf("hide-truth:\n%s", m)
+	}
 }
 
 func TestQuirkStall(t *testing.T) {
@@ -543,5 +548,20 @@ func TestLogprobs(t *testing.T) {
 		if resp, b := post(t, u+"/v1/completions", `{"prompt":[1],"max_tokens":1,"logprobs":`+v+`}`); resp.StatusCode != 400 {
 			t.Errorf("logprobs %s: %d %s", v, resp.StatusCode, b)
 		}
+	}
+}
+
+func TestSeqLog(t *testing.T) {
+	log := &lockedBuffer{}
+	_, u := quirkEngine(t, "zero-token=0.5", func(c *Config) { c.SeqLog = log })
+	post(t, u+"/v1/completions", `{"prompt":[[1,2],[3,4]],"max_tokens":3,"ignore_eos":true}`, "X-Request-Id", "r1")
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("log:\n%s", log.String())
+	}
+	// both prefill in step 1; choice 1 finishes there with no token, choice 0 decodes in 2, 3
+	if !strings.HasPrefix(lines[0], "seq req=1 id=cmpl-r1 choice=1 max_tokens=3 tokens=0 finish=stop first_step=0 last_step=0 first_ms=-1.0000 last_ms=-1.0000") ||
+		!strings.HasPrefix(lines[1], "seq req=1 id=cmpl-r1 choice=0 max_tokens=3 tokens=3 finish=length first_step=1 last_step=3 first_ms=") {
+		t.Errorf("log:\n%s", log.String())
 	}
 }

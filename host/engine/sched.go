@@ -32,6 +32,8 @@ type request struct {
 	id      string
 	seqs    []*seq
 	arrival time.Time
+	num     uint64 // arrival number (Config.SeqLog)
+	asked   int    // max_tokens the request gave, 0 if none (Config.SeqLog)
 
 	mu     sync.Mutex
 	events []event
@@ -94,6 +96,8 @@ type seq struct {
 	private   int       // private KV blocks held
 	cached    int       // prefix-cache hit at first admission, in tokens
 	firstEmit time.Time // when the first token was produced (metrics)
+	firstStep uint64    // step of the first token (Config.SeqLog)
+	firstAt   int64     // end of that step, ns since New
 	lastEmit  time.Time // when the last token was produced (ITL metric)
 	admitted  bool
 	running   bool
@@ -515,6 +519,19 @@ func (s *scheduler) commit(batch []*seq) {
 	}
 }
 
+// logSeq writes q's Config.SeqLog line; last is the step of its last token at time at.
+func (s *scheduler) logSeq(q *seq, last uint64, at int64) {
+	if s.cfg.SeqLog == nil {
+		return
+	}
+	firstMs, lastMs := -1.0, -1.0
+	if q.generated > 0 {
+		firstMs, lastMs = float64(q.firstAt)/1e6, float64(at)/1e6
+	}
+	fmt.Fprintf(s.cfg.SeqLog, "seq req=%d id=%s choice=%d max_tokens=%d tokens=%d finish=%s first_step=%d last_step=%d first_ms=%.4f last_ms=%.4f\n",
+		q.req.num, q.req.id, q.choice, q.req.asked, q.generated, s.e.finishString(q.fin), q.firstStep, last, firstMs, lastMs)
+}
+
 // tokenAt returns the vocabulary index of q's token at output position pos and whether it is
 // EOS: a deterministic function of (seed, prompt, choice, position); EOS with probability
 // EOSProbability when ignore_eos is off and pos ≥ min_tokens.
@@ -547,6 +564,7 @@ func (s *scheduler) accepted(q *seq, draft int) int {
 func (s *scheduler) sample(q *seq, at int64) {
 	if q.zeroToken {
 		q.fin = finStop
+		s.logSeq(q, 0, at)
 		q.req.push(event{choice: q.choice, vi: -1, fin: finStop, step: s.step, at: at, noToken: true})
 		return
 	}
@@ -565,6 +583,12 @@ func (s *scheduler) sample(q *seq, at int64) {
 		fin = finLength
 	}
 	q.fin = fin
+	if q.generated == 1 {
+		q.firstStep, q.firstAt = s.step, at
+	}
+	if fin != finNone {
+		s.logSeq(q, s.step, at)
+	}
 	s.e.metrics.observeToken(q, fin != finNone)
 	q.req.push(event{choice: q.choice, vi: vi, fin: fin, step: s.step, at: at})
 }
