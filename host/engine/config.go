@@ -88,12 +88,14 @@ type Config struct {
 	StepLog io.Writer
 	// SeqLog, when not nil, receives one line per finished sequence, the truth a client's
 	// per-sequence figures are checked against:
-	// "seq req=R id=ID choice=C max_tokens=M tokens=T finish=F first_step=S1 last_step=S2
-	// first_ms=A last_ms=B" — R numbers requests from 1 in arrival order, M is the max_tokens
-	// the request asked (0 when it gave none), F is length, stop or abort, S1/S2 the engine
-	// steps that produced the first and last token and A/B the ends of those steps in ms
-	// since New (monotonic; −1 without a token). (B − A) / (T − 1) is the sequence's true
-	// time per decode forward pass. Defaults to nil.
+	// "seq req=R id=ID choice=C prompt=P max_tokens=M tokens=T finish=F arrival_ms=Q
+	// first_step=S1 last_step=S2 first_ms=A last_ms=B" — R numbers requests from 1 in arrival
+	// order, P is the prompt tokens the engine computed, M the max_tokens the request asked
+	// (0 when it gave none), F the finish reason, Q the request's arrival, S1/S2 the engine
+	// steps that produced the first and last token and A/B the ends of those steps; times
+	// in ms since Engine.Started (monotonic; A, B = −1 without a token). (B − A) / (S2 − S1)
+	// is the sequence's true time per decode forward pass (= (B − A) / (T − 1) without
+	// speculative decoding). Defaults to nil.
 	SeqLog io.Writer
 }
 

@@ -84,6 +84,9 @@ func New(cfg Config, tok Tokenizer) (*Engine, error) {
 // Config returns the engine's configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
+// Started returns when New ran: the origin of the times in Config.SeqLog.
+func (e *Engine) Started() time.Time { return e.startedAt }
+
 // Profile returns the engine's cost-model profile.
 func (e *Engine) Profile() Profile { return e.profile }
 

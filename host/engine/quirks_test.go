@@ -560,8 +560,10 @@ func TestSeqLog(t *testing.T) {
 		t.Fatalf("log:\n%s", log.String())
 	}
 	// both prefill in step 1; choice 1 finishes there with no token, choice 0 decodes in 2, 3
-	if !strings.HasPrefix(lines[0], "seq req=1 id=cmpl-r1 choice=1 max_tokens=3 tokens=0 finish=stop first_step=0 last_step=0 first_ms=-1.0000 last_ms=-1.0000") ||
-		!strings.HasPrefix(lines[1], "seq req=1 id=cmpl-r1 choice=0 max_tokens=3 tokens=3 finish=length first_step=1 last_step=3 first_ms=") {
+	if !strings.HasPrefix(lines[0], "seq req=1 id=cmpl-r1 choice=1 prompt=2 max_tokens=3 tokens=0 finish=stop arrival_ms=") ||
+		!strings.HasSuffix(lines[0], " first_step=0 last_step=0 first_ms=-1.0000 last_ms=-1.0000") ||
+		!strings.HasPrefix(lines[1], "seq req=1 id=cmpl-r1 choice=0 prompt=2 max_tokens=3 tokens=3 finish=length arrival_ms=") ||
+		!strings.Contains(lines[1], " first_step=1 last_step=3 first_ms=") {
 		t.Errorf("log:\n%s", log.String())
 	}
 }

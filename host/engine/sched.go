@@ -136,6 +136,7 @@ type scheduler struct {
 	vocab     vocab
 
 	resetReq chan chan struct{}
+	evBuf    []event // scratch: one sequence's events of a step
 }
 
 func newScheduler(e *Engine) *scheduler {
@@ -498,9 +499,14 @@ func (s *scheduler) commit(batch []*seq) {
 		if q.computed < q.known() {
 			continue // prefill continues next step
 		}
+		// the step's tokens of q (1 + accepted drafts) reach the handler together, so that
+		// they leave in one chunk as a server streams one forward pass's output
+		evs := s.evBuf[:0]
 		for t := 0; t <= accepted && q.fin == finNone; t++ {
-			s.sample(q, at)
+			evs = append(evs, s.sample(q, at))
 		}
+		q.req.push(evs...)
+		s.evBuf = evs
 		if q.fin != finNone {
 			finished = true
 		}
@@ -528,8 +534,9 @@ func (s *scheduler) logSeq(q *seq, last uint64, at int64) {
 	if q.generated > 0 {
 		firstMs, lastMs = float64(q.firstAt)/1e6, float64(at)/1e6
 	}
-	fmt.Fprintf(s.cfg.SeqLog, "seq req=%d id=%s choice=%d max_tokens=%d tokens=%d finish=%s first_step=%d last_step=%d first_ms=%.4f last_ms=%.4f\n",
-		q.req.num, q.req.id, q.choice, q.req.asked, q.generated, s.e.finishString(q.fin), q.firstStep, last, firstMs, lastMs)
+	fmt.Fprintf(s.cfg.SeqLog, "seq req=%d id=%s choice=%d prompt=%d max_tokens=%d tokens=%d finish=%s arrival_ms=%.4f first_step=%d last_step=%d first_ms=%.4f last_ms=%.4f\n",
+		q.req.num, q.req.id, q.choice, q.promptLen, q.req.asked, q.generated, s.e.finishString(q.fin),
+		float64(q.req.arrival.Sub(s.e.startedAt))/1e6, q.firstStep, last, firstMs, lastMs)
 }
 
 // tokenAt returns the vocabulary index of q's token at output position pos and whether it is
@@ -560,13 +567,13 @@ func (s *scheduler) accepted(q *seq, draft int) int {
 	return a
 }
 
-// sample generates q's next token (see tokenAt) and hands it to the request's handler.
-func (s *scheduler) sample(q *seq, at int64) {
+// sample generates q's next token (see tokenAt) and returns its event for the request's
+// handler.
+func (s *scheduler) sample(q *seq, at int64) event {
 	if q.zeroToken {
 		q.fin = finStop
 		s.logSeq(q, 0, at)
-		q.req.push(event{choice: q.choice, vi: -1, fin: finStop, step: s.step, at: at, noToken: true})
-		return
+		return event{choice: q.choice, vi: -1, fin: finStop, step: s.step, at: at, noToken: true}
 	}
 	pos := q.generated
 	vi, eos := s.tokenAt(q, pos)
@@ -590,5 +597,5 @@ func (s *scheduler) sample(q *seq, at int64) {
 		s.logSeq(q, s.step, at)
 	}
 	s.e.metrics.observeToken(q, fin != finNone)
-	q.req.push(event{choice: q.choice, vi: vi, fin: fin, step: s.step, at: at})
+	return event{choice: q.choice, vi: vi, fin: fin, step: s.step, at: at}
 }
