@@ -93,10 +93,12 @@ func rows() []row {
 			knownBroken: "text prompts drift: +1 per prompt from the server's BOS, −2 to −15 per cell from re-tokenization"},
 		{name: "server-template-text", quirks: "server-template", genload: func(c *config.Config) { c.Prompt.Format = config.FormatText }, check: exactPrompts,
 			knownBroken: "the server's own template adds 8 tokens per prompt, reported only as drift"},
-		{name: "strings-only", quirks: "strings-only", checkRun: namesSettings("prompt.format", "mode"),
+		{name: "strings-only", quirks: "strings-only", genload: shape(config.ModeArray, config.FormatTokens), checkRun: namesSettings("prompt.format", "mode"),
 			knownBroken: "the 400 is passed through; nothing names prompt.format or mode"},
-		{name: "strings-only-routed", quirks: "strings-only", genload: func(c *config.Config) { c.Mode = config.ModeRouted }, checkRun: namesSettings("prompt.format"),
+		{name: "strings-only-routed", quirks: "strings-only", genload: shape(config.ModeRouted, config.FormatTokens), checkRun: namesSettings("prompt.format"),
 			knownBroken: "the 400 is passed through; nothing names prompt.format"},
+		{name: "strings-only-auto", quirks: "strings-only", genload: shape("auto", "auto"), check: allTokens,
+			knownBroken: `mode = "auto" and prompt.format = "auto" do not exist yet`},
 		{name: "no-metrics", quirks: "no-metrics", check: attainmentUnknown,
 			knownBroken: "without /metrics no cell says attainment is unknown"},
 		{name: "late-histogram", quirks: "late-histogram", check: metricsFwdOnFirstCell,
@@ -334,6 +336,11 @@ func exactPrompts(t *testing.T, c *report.Cell, tr *cellTruth) {
 	if c.PromptTokenDeviation != 0 {
 		t.Errorf("%s: the server counted %+d prompt tokens more than genload built", c.Cell.Key(), c.PromptTokenDeviation)
 	}
+}
+
+// shape sets the request shape (mode, prompt.format) explicitly.
+func shape(mode, format string) func(*config.Config) {
+	return func(c *config.Config) { c.Mode, c.Prompt.Format = mode, format }
 }
 
 // ignoredN: with n ignored a cell of B > 1 fails, and says n may be ignored (mode = "n").
