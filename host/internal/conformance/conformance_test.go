@@ -134,6 +134,19 @@ func TestConformance(t *testing.T) {
 				t.Skip("known broken: " + r.knownBroken)
 			}
 			res, runErr, out, truths := runRow(t, r, tok)
+			if dev := deviations(res, truths); len(dev) > 0 && r.knownBroken == "" {
+				// A figure off the truth by more than the tolerance, in a row that holds
+				// otherwise, is first taken for the client's scheduling jitter on a loaded
+				// machine (a first or last chunk read a few ms late): the row runs once more
+				// and must hold then. A systematic error fails both runs.
+				for _, d := range dev {
+					t.Logf("run 1 of 2: %s", d)
+				}
+				res, runErr, out, truths = runRow(t, r, tok)
+			}
+			for _, d := range deviations(res, truths) {
+				t.Error(d)
+			}
 			if r.checkRun != nil {
 				r.checkRun(t, res, runErr, out)
 			}
@@ -236,8 +249,36 @@ func runRow(t *testing.T, r row, tok *tokenizer.Tokenizer) (*run.Result, error, 
 	return res, runErr, out.String(), truths
 }
 
-// headline holds the cell's headline per-forward figures to the truth: each within
-// tolerance, or absent with its reason among the cell's warnings.
+// deviations returns, for every cell of res, each headline figure present and more than
+// the tolerance off the engine's truth over the same steps.
+func deviations(res *run.Result, truths *truthLog) []string {
+	if res == nil || res.Run == nil {
+		return nil
+	}
+	var out []string
+	for i := range res.Run.Cells {
+		c := &res.Run.Cells[i]
+		f, tr, key := c.Figures, truths.of(c), c.Cell.Key()
+		if f == nil || tr.seqs == 0 {
+			continue
+		}
+		if f.Window.Valid && tr.hasWindow {
+			if rel := ms(f.Window.PerStep)/tr.window - 1; math.Abs(rel) > tolerance {
+				out = append(out, fmt.Sprintf("%s: full-batch fwd %.3f ms is %+.2f %% off the engine's %.3f ms over %d steps", key, ms(f.Window.PerStep), 100*rel, tr.window, tr.windowSteps))
+			}
+		}
+		if f.PerForward.N > 0 && tr.normal > 0 {
+			if rel := ms(f.PerForward.Mean)/tr.perForward - 1; math.Abs(rel) > tolerance {
+				out = append(out, fmt.Sprintf("%s: fwd %.3f ms is %+.2f %% off the engine's %.3f ms (mean over %d sequences)", key, ms(f.PerForward.Mean), 100*rel, tr.perForward, tr.normal))
+			}
+		}
+	}
+	return out
+}
+
+// headline holds the cell's headline per-forward figures to the truth: present only where
+// the engine has a truth for them (their distance to it is checked by deviations), or absent
+// with their reason among the cell's warnings.
 func headline(t *testing.T, c *report.Cell, tr *cellTruth) {
 	t.Helper()
 	f := c.Figures
@@ -245,8 +286,6 @@ func headline(t *testing.T, c *report.Cell, tr *cellTruth) {
 	if f.Window.Valid {
 		if !tr.hasWindow {
 			t.Errorf("%s: full-batch fwd %.3f ms, but the engine ran no full-batch decode step over the counted sequences", key, ms(f.Window.PerStep))
-		} else if rel := ms(f.Window.PerStep)/tr.window - 1; math.Abs(rel) > tolerance {
-			t.Errorf("%s: full-batch fwd %.3f ms is %+.2f %% off the engine's %.3f ms over %d steps", key, ms(f.Window.PerStep), 100*rel, tr.window, tr.windowSteps)
 		}
 	} else if f.Window.Reason == "" || !inWarnings(c, f.Window.Reason) {
 		t.Errorf("%s: full-batch fwd absent, reason %q not among the warnings %q", key, f.Window.Reason, c.Warnings)
@@ -254,8 +293,6 @@ func headline(t *testing.T, c *report.Cell, tr *cellTruth) {
 	if f.PerForward.N > 0 {
 		if tr.normal == 0 {
 			t.Errorf("%s: fwd %.3f ms over %d sequences, but no sequence generated exactly max_tokens %d", key, ms(f.PerForward.Mean), f.PerForward.N, tr.maxTokens)
-		} else if rel := ms(f.PerForward.Mean)/tr.perForward - 1; math.Abs(rel) > tolerance {
-			t.Errorf("%s: fwd %.3f ms is %+.2f %% off the engine's %.3f ms (mean over %d sequences)", key, ms(f.PerForward.Mean), 100*rel, tr.perForward, tr.normal)
 		}
 	} else if why := perForwardReason(c); why == "" || !inWarnings(c, why) {
 		t.Errorf("%s: fwd absent, reason %q not among the warnings %q", key, why, c.Warnings)
