@@ -41,8 +41,8 @@ type Engine struct {
 	done     chan struct{}
 	reqSeq   atomic.Uint64
 	faultSeq atomic.Uint64
-	// quirkSeqs counts sequences and quirkReqs requests of max_tokens ≥ 2 (ZeroToken,
-	// EarlyStop); quirkEarly counts requests of max_tokens > Quirks.EarlyStop.
+	// quirkSeqs counts sequences of requests with max_tokens ≥ 2 (Quirks.ZeroToken);
+	// quirkEarly counts requests with max_tokens > Quirks.EarlyStop.
 	quirkSeqs  atomic.Uint64
 	quirkEarly atomic.Uint64
 	reqNum     atomic.Uint64 // completion requests, for Config.SeqLog

@@ -16,9 +16,9 @@ import (
 // quirk. Every field is also a `--quirk name[=value]` entry (a comma-separated list; see
 // ParseQuirks and QuirkNames); the name is given first in each field's doc.
 //
-// Sequence and request counters used by ZeroToken and EarlyStop count only requests whose
-// max_tokens is at least 2 (a client's one-token warmups are left alone), over the engine's
-// lifetime, in arrival order.
+// ZeroToken counts the sequences of requests whose max_tokens is at least 2, EarlyStop the
+// requests whose max_tokens exceeds K — so a client's one-token warmups are left alone —
+// over the engine's lifetime, in arrival order.
 type Quirks struct {
 	// ZeroUsage ("zero-usage"): every stream chunk carries "usage" with all counts 0, and the
 	// real usage arrives only in a final `"choices": []` chunk before [DONE], whatever
