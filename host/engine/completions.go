@@ -2,11 +2,13 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/genload/genload/host/internal/jsonenc"
 )
@@ -36,6 +38,9 @@ type completionSpec struct {
 	streamInterval int
 	perfMetrics    bool // Fireworks perf_metrics_in_response
 	faults         Faults
+	logprobs       int    // the request's "logprobs": k alternatives per token; -1 = off
+	hash           uint64 // of the response id: seeds Quirks.Coalesce
+	asked          int    // max_tokens as the request gave it (0: none)
 }
 
 // apiError is an error response decided during validation.
@@ -53,6 +58,10 @@ func (e *Engine) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", rid)
 	if e.cfg.Dialect == DialectLlamaCpp {
 		w.Header().Set("Server", "llama.cpp")
+	}
+	if lim := e.cfg.Quirks.BodyLimit; lim > 0 && r.ContentLength > lim {
+		hijackClose(w, true) // a proxy's size limit: a reset before any answer
+		return
 	}
 	faults, err := e.requestFaults(r)
 	if err != nil {
@@ -74,6 +83,11 @@ func (e *Engine) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		e.badRequest(w, "error reading request body: "+err.Error(), "")
 		return
 	}
+	if lim := e.cfg.Quirks.BodyLimit; lim > 0 && int64(buf.Len()) > lim { // a body without Content-Length
+		putBody(buf)
+		hijackClose(w, true)
+		return
+	}
 	req, err := parseCompletion(buf.Bytes())
 	putBody(buf)
 	if err == errEmptyPrompt {
@@ -82,6 +96,11 @@ func (e *Engine) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		e.badRequest(w, err.Error(), "")
+		return
+	}
+	if e.cfg.Quirks.StringsOnly && req.promptOK && !(req.isText && len(req.texts) == 1) {
+		typ, _ := e.statusError(http.StatusBadRequest)
+		e.writeError(w, http.StatusBadRequest, typ, "json: cannot unmarshal array into Go struct field CompletionRequest.prompt of type string", "prompt")
 		return
 	}
 	spec, aerr := e.validate(req, rid)
@@ -129,6 +148,7 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 		return completionSpec{}, a
 	}
 	rf := req.rest
+	q := e.cfg.Quirks
 	var spec completionSpec
 	spec.rid = rid
 	spec.model = e.cfg.ModelName
@@ -157,7 +177,7 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 		return bad("Field required: prompt", "prompt")
 	}
 	spec.n = 1
-	if rf.N != nil && d != DialectTGI {
+	if rf.N != nil && d != DialectTGI && !q.IgnoreN {
 		spec.n = *rf.N
 	}
 	if spec.n < 1 {
@@ -184,6 +204,12 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 		}
 		spec.continuous = spec.includeUsage && so != nil && so.ContinuousUsageStats != nil &&
 			*so.ContinuousUsageStats && (d == DialectVLLM || d == DialectSGLang)
+		switch {
+		case q.NoUsage:
+			spec.includeUsage, spec.continuous = false, false
+		case q.ZeroUsage: // zeros on every chunk, the real usage in a final choices:[] chunk
+			spec.includeUsage, spec.continuous = true, false
+		}
 	}
 	spec.streamInterval = e.cfg.StreamInterval
 	if rf.StreamInterval != nil && *rf.StreamInterval >= 1 {
@@ -191,6 +217,20 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 	}
 	if d == DialectLlamaCpp || d == DialectTGI {
 		spec.streamInterval = 1 // one chunk per sampled token
+	}
+	if q.TokensPerChunk > 0 {
+		spec.streamInterval = q.TokensPerChunk
+	}
+	spec.logprobs = -1
+	if lp := strings.TrimSpace(string(rf.Logprobs)); lp != "" && lp != "null" && lp != "false" && d != DialectTGI {
+		k, err := strconv.Atoi(lp)
+		if lp == "true" {
+			k, err = 1, nil
+		}
+		if err != nil || k < 0 || k > 20 {
+			return bad(fmt.Sprintf("logprobs must be an integer in [0, 20], got %s.", lp), "logprobs")
+		}
+		spec.logprobs = k
 	}
 	spec.perfMetrics = rf.PerfMetricsInResponse != nil && *rf.PerfMetricsInResponse
 	spec.temperature = 1
@@ -214,13 +254,21 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 	} else if rf.MaxNewTokens != nil {
 		maxTok = *rf.MaxNewTokens
 	}
+	spec.asked = max(maxTok, 0)
 	if rf.MaxTokens != nil && maxTok < 1 && !(d == DialectLlamaCpp && maxTok == -1) {
 		return bad(fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTok), "max_tokens")
 	}
 	if req.isText {
 		for _, t := range req.texts {
 			spec.inputChars += len([]rune(t))
-			req.prompts = append(req.prompts, e.tok.Encode(t))
+			ids := e.tok.Encode(t)
+			if q.ServerTemplate { // the server's own chat template around the client's text
+				ids = append(append(e.tok.Encode(serverTemplatePre), ids...), e.tok.Encode(serverTemplatePost)...)
+			}
+			if q.AddBOS {
+				ids = append([]int32{e.bosID()}, ids...)
+			}
+			req.prompts = append(req.prompts, ids)
 		}
 	} else if d == DialectTGI {
 		return bad("Failed to deserialize the JSON body into the target type: prompt: data did not match any variant of untagged enum Prompt", "prompt")
@@ -241,6 +289,13 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 		for _, id := range p {
 			if id < 0 || int(id) >= e.cfg.VocabSize {
 				return bad(fmt.Sprintf("Token id %d is out of vocabulary", id), "prompt")
+			}
+		}
+		if C := q.Truncate; C > 0 {
+			// the server's real context is C: keep the last C − max_tokens tokens
+			if keep := C - max(maxTok, 0); keep >= 1 && len(p) > keep {
+				p = p[len(p)-keep:]
+				req.prompts[i] = p
 			}
 		}
 		P := len(p)
@@ -271,6 +326,9 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 				M = min(16, L-P)
 			}
 		}
+		if q.IgnoreMaxTokens > 0 && maxTok >= 0 { // a server that does not honour max_tokens
+			M = max(1, min(int(math.Round(q.IgnoreMaxTokens*float64(M))), L-P))
+		}
 		if (P+M+e.cfg.BlockSize-1)/e.cfg.BlockSize*e.cfg.BlockSize > kvTokens {
 			return bad(fmt.Sprintf("prompt of %d tokens plus %d output tokens does not fit the KV cache of %d tokens", P, M, kvTokens), "input_tokens")
 		}
@@ -287,6 +345,7 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 		}
 	}
 	spec.prompts = req.prompts
+	spec.hash = mix64(hashString(spec.id) ^ uint64(e.cfg.Seed))
 	spec.promptLens = make([]int, len(req.prompts))
 	for i, p := range req.prompts {
 		spec.promptLens[i] = len(p)
@@ -304,8 +363,16 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 // newRequest builds the scheduler sequences of spec: prompt i, choice c has index i·n + c.
 // Prompt hashing (O(prompt)) happens here, in the handler goroutine, not in the scheduler.
 func (e *Engine) newRequest(spec completionSpec, arrival time.Time) *request {
-	r := &request{id: spec.id, arrival: arrival, notify: make(chan struct{}, 1)}
+	r := &request{id: spec.id, arrival: arrival, notify: make(chan struct{}, 1), num: e.reqNum.Add(1), asked: spec.asked}
 	r.seqs = make([]*seq, 0, len(spec.prompts)*spec.n)
+	q := e.cfg.Quirks
+	counts := spec.maxTokens[0] >= 2 // ZeroToken and EarlyStop leave one-token warmups alone
+	stopAt := 0
+	if q.EarlyStop > 0 && spec.maxTokens[0] > q.EarlyStop {
+		if k := e.quirkEarly.Add(1); k%uint64(max(q.EarlyStopEvery, 1)) == 0 {
+			stopAt = q.EarlyStop
+		}
+	}
 	for i, p := range spec.prompts {
 		hashes, whole := hashBlocks(p, e.cfg.BlockSize)
 		for c := 0; c < spec.n; c++ {
@@ -313,11 +380,18 @@ func (e *Engine) newRequest(spec completionSpec, arrival time.Time) *request {
 			if spec.temperature > 0 {
 				gs = mix64(gs ^ uint64(c+1)*0xd6e8feb86659fd93)
 			}
-			r.seqs = append(r.seqs, &seq{
+			sq := &seq{
 				req: r, choice: int32(i*spec.n + c),
 				promptLen: len(p), hashes: hashes, lastTok: p[len(p)-1], genSeed: gs,
 				maxTokens: spec.maxTokens[i], minTokens: spec.minTokens, ignoreEOS: spec.ignoreEOS,
-			})
+			}
+			if q.ZeroToken > 0 && counts {
+				sq.zeroToken = seqPicked(e.quirkSeqs.Add(1), q.ZeroToken)
+			}
+			if len(r.seqs) == 0 {
+				sq.stopAt = stopAt
+			}
+			r.seqs = append(r.seqs, sq)
 		}
 	}
 	return r
@@ -332,6 +406,12 @@ type choiceState struct {
 	fin             uint8
 	promptLen       int
 	firstAt, lastAt int64
+	toks            []int32 // vocabulary index (−1 EOS) of each token in text (logprobs)
+	textOff         int     // characters of this choice already sent (logprobs text_offset)
+	// Quirks.LateFirstChunk: the choice's chunks are held until holdUntil after its first
+	held      []byte
+	holdUntil time.Time
+	started   bool
 }
 
 func (e *Engine) finishString(f uint8) string {
@@ -386,26 +466,33 @@ func (e *Engine) appendUsage(b []byte, prompt, completion, cached int, details b
 	return append(b, '}')
 }
 
-// waitEvents blocks until cr has events, the keep-alive interval passes (it reports
-// keepAlive), or the client goes away (ok false; the request is aborted).
-func (e *Engine) waitEvents(r *http.Request, cr *request, keepAlive time.Duration) (ok, ka bool) {
-	var tc <-chan time.Time
+// waitEvents blocks until cr has events, the keep-alive interval passes (ka), the time until
+// comes (due; zero until = never), or the client goes away (ok false; the request is aborted).
+func (e *Engine) waitEvents(r *http.Request, cr *request, keepAlive time.Duration, until time.Time) (ok, ka, due bool) {
+	var tc, uc <-chan time.Time
 	if keepAlive > 0 {
 		t := time.NewTimer(keepAlive)
 		defer t.Stop()
 		tc = t.C
 	}
+	if !until.IsZero() {
+		t := time.NewTimer(time.Until(until))
+		defer t.Stop()
+		uc = t.C
+	}
 	select {
 	case <-cr.notify:
-		return true, false
+		return true, false, false
 	case <-tc:
-		return true, true
+		return true, true, false
+	case <-uc:
+		return true, false, true
 	case <-r.Context().Done():
 		e.abort(cr)
-		return false, false
+		return false, false, false
 	case <-e.stop:
 		cr.aborted.Store(true)
-		return false, false
+		return false, false, false
 	}
 }
 
@@ -452,9 +539,14 @@ func newChoiceStates(spec completionSpec, cr *request) []choiceState {
 // applyEvent adds one token event to its choice's state.
 func (e *Engine) applyEvent(st []choiceState, ev event) *choiceState {
 	c := &st[ev.choice]
+	if ev.noToken { // Quirks.ZeroToken: a finish without a token
+		c.fin = ev.fin
+		return c
+	}
 	if c.tokens == 0 {
 		c.firstAt = ev.at
 	}
+	c.toks = append(c.toks, ev.vi)
 	c.lastAt = ev.at
 	c.tokens++
 	c.pending++
@@ -487,7 +579,7 @@ func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completio
 	seen := 0
 	f := spec.faults
 	for {
-		ok, _ := e.waitEvents(r, cr, 0)
+		ok, _, _ := e.waitEvents(r, cr, 0, time.Time{})
 		if !ok {
 			return
 		}
@@ -542,7 +634,9 @@ func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completio
 		b = strconv.AppendInt(b, int64(i), 10)
 		b = append(b, `,"text":`...)
 		b = jsonenc.AppendString(b, string(c.text))
-		b = append(b, `,"logprobs":null,"finish_reason":`...)
+		b = append(b, `,"logprobs":`...)
+		b = e.appendLogprobs(b, spec.logprobs, &st[i])
+		b = append(b, `,"finish_reason":`...)
 		b = jsonenc.AppendString(b, e.finishString(c.fin))
 		switch d {
 		case DialectVLLM:
@@ -554,25 +648,30 @@ func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completio
 		b = append(b, '}')
 	}
 	b = append(b, ']')
-	switch d {
-	case DialectVLLM:
+	switch {
+	case e.cfg.Quirks.NoUsage:
+		if d == DialectLlamaCpp {
+			b = append(b, `,"timings":`...)
+			b = e.appendTimings(b, cr, &st[0], spec.promptLens[0], cr.seqs[0].cached)
+		}
+	case d == DialectVLLM:
 		b = append(b, `,"service_tier":null,"system_fingerprint":null,"usage":`...)
 		b = e.appendUsage(b, prompt, completion, cached, true)
 		if e.cfg.HidePromptTokensDetails { // non-streaming vLLM keeps the null
 			b = append(b[:len(b)-1], `,"prompt_tokens_details":null}`...)
 		}
 		b = append(b, `,"kv_transfer_params":null`...)
-	case DialectSGLang:
+	case d == DialectSGLang:
 		b = append(b, `,"usage":`...)
 		b = e.appendUsage(b, prompt, completion, cached, true)
 		b = append(b, `,"metadata":{"weight_version":"default"}`...)
-	case DialectLlamaCpp:
+	case d == DialectLlamaCpp:
 		// llama.cpp quirk: usage (and timings) cover only the first task (choice 0)
 		b = append(b, `,"usage":`...)
 		b = e.appendUsage(b, spec.promptLens[0], st[0].tokens, cr.seqs[0].cached, true)
 		b = append(b, `,"timings":`...)
 		b = e.appendTimings(b, cr, &st[0], spec.promptLens[0], cr.seqs[0].cached)
-	case DialectTGI:
+	case d == DialectTGI:
 		b = append(b, `,"usage":`...)
 		b = e.appendUsage(b, prompt, completion, cached, false)
 	}
@@ -661,12 +760,18 @@ type streamFrames struct {
 	spec    completionSpec
 	created int64
 	pre     []byte // `data: {"id":…,"object":…,"created":…,"model":…,"choices":[`
+	// promptTotal and reqTokens are the request's prompt tokens and its tokens streamed so
+	// far over all choices (Quirks.UsageEveryChunk).
+	promptTotal, reqTokens int
 	// choicePre caches SGLang's per-choice prefixes (the id varies per sub-request).
 	choicePre map[int32][]byte
 }
 
 func newStreamFrames(e *Engine, spec completionSpec) *streamFrames {
 	f := &streamFrames{e: e, spec: spec, created: time.Now().Unix()}
+	for _, n := range spec.promptLens {
+		f.promptTotal += n
+	}
 	p := []byte(`data: {`)
 	switch e.cfg.Dialect {
 	case DialectTGI:
@@ -690,10 +795,50 @@ func newStreamFrames(e *Engine, spec completionSpec) *streamFrames {
 	return f
 }
 
-// token appends the chunk carrying choice's pending text (final when fin is set and the
-// dialect puts the finish reason on the last-token chunk).
+// token appends the chunks carrying choice's pending text: one chunk, final when c.fin is set
+// and the dialect puts the finish reason on the last-token chunk; with a separate finish
+// (llama.cpp, Quirks.SeparateFinish) the finish reason follows on a chunk of its own.
 func (f *streamFrames) token(b []byte, choice int32, c *choiceState, cr *request) []byte {
 	d := f.e.cfg.Dialect
+	sep := d == DialectLlamaCpp || f.e.cfg.Quirks.SeparateFinish
+	fin := c.fin
+	if sep {
+		fin = finNone
+	}
+	b = f.chunk(b, choice, c.text, fin, c, true)
+	if !sep || c.fin == finNone {
+		return b
+	}
+	if d != DialectLlamaCpp {
+		return f.chunk(b, choice, nil, c.fin, c, false)
+	}
+	// llama.cpp final chunk: empty text, finish reason, usage and timings of this task
+	seq := cr.seqs[choice]
+	b = append(b, f.pre...)
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(choice), 10)
+	b = append(b, `,"text":"","logprobs":null,"finish_reason":`...)
+	b = jsonenc.AppendString(b, f.e.finishString(c.fin))
+	b = append(b, `}]`...)
+	switch q := f.e.cfg.Quirks; {
+	case q.ZeroUsage:
+		b = append(b, `,"usage":`...)
+		b = f.e.appendUsage(b, 0, 0, 0, false)
+	case !q.NoUsage:
+		b = append(b, `,"usage":`...)
+		b = f.e.appendUsage(b, c.promptLen, c.tokens, seq.cached, true)
+	}
+	b = append(b, `,"timings":`...)
+	b = f.e.appendTimings(b, cr, c, c.promptLen, seq.cached)
+	return append(b, "}\n\n"...)
+}
+
+// chunk appends one chunk event of choice with text and finish reason fin in the dialect's
+// shape, with the usage the request and the quirks ask for, and the logprobs of c's pending
+// tokens when withLogprobs and the request asked for them.
+func (f *streamFrames) chunk(b []byte, choice int32, text []byte, fin uint8, c *choiceState, withLogprobs bool) []byte {
+	d := f.e.cfg.Dialect
+	q := f.e.cfg.Quirks
 	pre := f.pre
 	if d == DialectSGLang { // SGLang: the id varies per sub-request (choice)
 		if pre = f.choicePre[choice]; pre == nil {
@@ -705,16 +850,18 @@ func (f *streamFrames) token(b []byte, choice int32, c *choiceState, cr *request
 			f.choicePre[choice] = pre
 		}
 	}
-	fin := c.fin
-	if d == DialectLlamaCpp {
-		fin = finNone // llama.cpp: the finish reason rides on a separate final chunk
-	}
 	b = append(b, pre...)
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(choice), 10)
 	b = append(b, `,"text":`...)
-	b = jsonenc.AppendString(b, string(c.text))
-	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	b = jsonenc.AppendString(b, string(text))
+	b = append(b, `,"logprobs":`...)
+	if withLogprobs {
+		b = f.e.appendLogprobs(b, f.spec.logprobs, c)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"finish_reason":`...)
 	switch {
 	case fin != finNone:
 		b = jsonenc.AppendString(b, f.e.finishString(fin))
@@ -734,6 +881,17 @@ func (f *streamFrames) token(b []byte, choice int32, c *choiceState, cr *request
 		b = append(b, `}]`...)
 	}
 	switch {
+	case q.ZeroUsage:
+		b = append(b, `,"usage":`...)
+		b = f.e.appendUsage(b, 0, 0, 0, false)
+	case q.NoUsage:
+		if d == DialectSGLang {
+			b = append(b, `,"usage":null`...)
+		}
+	case q.UsageEveryChunk && f.spec.includeUsage:
+		// the request's running totals over all choices, on every chunk
+		b = append(b, `,"usage":`...)
+		b = f.e.appendUsage(b, f.promptTotal, f.reqTokens, 0, false)
 	case f.spec.continuous:
 		b = append(b, `,"usage":`...)
 		b = f.e.appendUsage(b, c.promptLen, c.tokens, 0, false)
@@ -743,22 +901,7 @@ func (f *streamFrames) token(b []byte, choice int32, c *choiceState, cr *request
 		b = append(b, `,"usage":`...)
 		b = f.e.appendUsage(b, c.promptLen, c.tokens, 0, false)
 	}
-	b = append(b, "}\n\n"...)
-	if d == DialectLlamaCpp && c.fin != finNone {
-		// final chunk: empty text, finish reason, usage and timings of this task
-		seq := cr.seqs[choice]
-		b = append(b, f.pre...)
-		b = append(b, `{"index":`...)
-		b = strconv.AppendInt(b, int64(choice), 10)
-		b = append(b, `,"text":"","logprobs":null,"finish_reason":`...)
-		b = jsonenc.AppendString(b, f.e.finishString(c.fin))
-		b = append(b, `}],"usage":`...)
-		b = f.e.appendUsage(b, c.promptLen, c.tokens, seq.cached, true)
-		b = append(b, `,"timings":`...)
-		b = f.e.appendTimings(b, cr, c, c.promptLen, seq.cached)
-		b = append(b, "}\n\n"...)
-	}
-	return b
+	return append(b, "}\n\n"...)
 }
 
 // usageChunk appends the trailing choices:[] usage chunk (vLLM, SGLang).
@@ -810,7 +953,8 @@ func (f *streamFrames) errorEvent(b []byte, status int, msg string) []byte {
 
 // stream serves a streaming completion: one chunk per choice per engine step (or per
 // stream_interval tokens), the finish reason on the last-token chunk, the usage chunk when
-// requested, then "data: [DONE]" — each in the dialect's shape — with the faults of spec.
+// requested, then "data: [DONE]" — each in the dialect's shape — with the faults of spec and
+// the engine's quirks.
 func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionSpec, cr *request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
@@ -832,6 +976,7 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 	rc.Flush()
 	frames := newStreamFrames(e, spec)
 	flt := spec.faults
+	q := e.cfg.Quirks
 	st := newChoiceStates(spec, cr)
 	var evs []event
 	b := make([]byte, 0, 4096)
@@ -852,11 +997,67 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 		}
 		return true
 	}
+	// emit appends choice's chunks (built by add) to the stream, or holds them while the
+	// choice's first chunk is late (Quirks.LateFirstChunk); held chunks always go first.
+	emit := func(c *choiceState, add func([]byte) []byte) {
+		if q.LateFirstChunk <= 0 {
+			b = add(b)
+			return
+		}
+		now := time.Now()
+		if !c.started {
+			c.started, c.holdUntil = true, now.Add(q.LateFirstChunk)
+		}
+		if now.Before(c.holdUntil) {
+			c.held = add(c.held)
+			return
+		}
+		b = append(b, c.held...)
+		c.held = c.held[:0]
+		b = add(b)
+	}
+	// release moves held chunks whose time has come (all of them with all) to the stream
+	// and returns the earliest time a chunk is still held until (zero when none is).
+	release := func(all bool) time.Time {
+		var next time.Time
+		now := time.Now()
+		for i := range st {
+			c := &st[i]
+			if len(c.held) == 0 {
+				continue
+			}
+			if all || !now.Before(c.holdUntil) {
+				b = append(b, c.held...)
+				c.held = c.held[:0]
+				continue
+			}
+			if next.IsZero() || c.holdUntil.Before(next) {
+				next = c.holdUntil
+			}
+		}
+		return next
+	}
+	if q.EmptyFirstChunk {
+		for i := range st {
+			emit(&st[i], func(b []byte) []byte { return frames.chunk(b, int32(i), nil, finNone, &st[i], false) })
+		}
+		if !write() {
+			return
+		}
+	}
 	perToken := e.cfg.Dialect == DialectLlamaCpp || e.cfg.Dialect == DialectTGI
+	var until time.Time // the earliest held chunk's release
 	for {
-		ok, ka := e.waitEvents(r, cr, flt.KeepAlive)
+		ok, ka, due := e.waitEvents(r, cr, flt.KeepAlive, until)
 		if !ok {
 			return
+		}
+		if due {
+			until = release(false)
+			if !write() {
+				return
+			}
+			continue
 		}
 		if ka {
 			b = append(b, ": keep-alive\n\n"...)
@@ -869,11 +1070,13 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 			time.Sleep(flt.FirstTokenDelay)
 		}
 		first = false
+		until = release(false)
 		var all bool
 		evs, all = cr.take(evs)
 		for i, ev := range evs {
 			switch seen {
 			case flt.ErrorAfter:
+				release(true)
 				b = frames.errorEvent(b, 500, "injected error after "+strconv.Itoa(seen)+" tokens")
 				write()
 				e.abort(cr)
@@ -892,30 +1095,59 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 				hijackClose(w, false)
 				return
 			}
+			if q.Stall > 0 && seen == q.Stall && !ev.noToken {
+				// a hung server: nothing more is sent, the connection stays open
+				write()
+				e.abort(cr)
+				select {
+				case <-r.Context().Done():
+				case <-e.stop:
+				}
+				return
+			}
 			if flt.StallFor > 0 && seen == flt.StallAfter {
 				if !write() {
 					return
 				}
 				time.Sleep(flt.StallFor)
 			}
-			seen++
+			if !ev.noToken {
+				seen++
+				frames.reqTokens++
+			}
 			c := e.applyEvent(st, ev)
 			sameStepNext := !perToken && i+1 < len(evs) && evs[i+1].choice == ev.choice && evs[i+1].step == ev.step
 			if c.fin == finNone && (c.pending < spec.streamInterval || sameStepNext) {
 				continue
 			}
-			b = frames.token(b, ev.choice, c, cr)
+			if c.fin == finNone && q.Coalesce > 0 &&
+				float64(mix64(spec.hash^uint64(ev.choice)<<32^uint64(c.tokens))>>11)/(1<<53) < q.Coalesce {
+				continue // merged with the choice's next chunk
+			}
+			emit(c, func(b []byte) []byte { return frames.token(b, ev.choice, c, cr) })
+			c.textOff += utf8.RuneCount(c.text)
 			c.text = c.text[:0]
+			c.toks = c.toks[:0]
 			c.pending = 0
 		}
 		if all {
-			// a choice may still hold coalesced text if it finished in an earlier take
+			// late first chunks still held leave when due, then the end of the stream
+			for next := release(false); !next.IsZero(); next = release(false) {
+				if !write() {
+					return
+				}
+				if ok, _, _ := e.waitEvents(r, cr, 0, next); !ok {
+					return
+				}
+			}
 			prompt, completion, cached := e.usage(spec, cr, st)
 			gen, acc := timing(cr, st)
-			if spec.includeUsage && (e.cfg.Dialect == DialectVLLM || e.cfg.Dialect == DialectSGLang) {
+			if spec.includeUsage && (e.cfg.Dialect == DialectVLLM || e.cfg.Dialect == DialectSGLang || q.ZeroUsage) {
 				b = frames.usageChunk(b, prompt, completion, cached, gen, acc)
 			}
-			b = append(b, "data: [DONE]\n\n"...)
+			if !q.NoDone {
+				b = append(b, "data: [DONE]\n\n"...)
+			}
 			if !write() {
 				return
 			}

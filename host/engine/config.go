@@ -78,11 +78,25 @@ type Config struct {
 	TimingHeaders bool
 	// Faults injects failures into completion requests; see Faults.
 	Faults Faults
+	// Quirks reproduce behaviours of real servers (usage, chunking, finish reasons,
+	// truncation, prompt shapes, metrics, stalls); see Quirks. Defaults to none.
+	Quirks Quirks
 	// StepLog, when not nil, receives one line per engine step:
 	// "step=N active=A decode=D prefill_tokens=P spec_tokens=S waiting=W kv_blocks=K experts=E
 	// fwd_ms=F wall_ms=W" (fwd_ms simulated; wall_ms measured, ≈ fwd_ms × TimeScale on
 	// average). Defaults to nil.
 	StepLog io.Writer
+	// SeqLog, when not nil, receives one line per finished sequence, the truth a client's
+	// per-sequence figures are checked against:
+	// "seq req=R id=ID choice=C prompt=P max_tokens=M tokens=T finish=F arrival_ms=Q
+	// first_step=S1 last_step=S2 first_ms=A last_ms=B" — R numbers requests from 1 in arrival
+	// order, P is the prompt tokens the engine computed, M the max_tokens the request asked
+	// (0 when it gave none), F the finish reason, Q the request's arrival, S1/S2 the engine
+	// steps that produced the first and last token and A/B the ends of those steps; times
+	// in ms since Engine.Started (monotonic; A, B = −1 without a token). (B − A) / (S2 − S1)
+	// is the sequence's true time per decode forward pass (= (B − A) / (T − 1) without
+	// speculative decoding). Defaults to nil.
+	SeqLog io.Writer
 }
 
 // DefaultConfig returns the documented defaults.
@@ -160,6 +174,12 @@ func (c Config) Validate() error {
 	if err := c.Faults.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Quirks.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Quirks.Truncate > c.MaxModelLen {
+		bad("quirk truncate", "the real context %d must not exceed max-model-len %d", c.Quirks.Truncate, c.MaxModelLen)
+	}
 	return errors.Join(errs...)
 }
 
@@ -188,6 +208,7 @@ func RegisterFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.Float64Var(&cfg.SpecDraftMs, "spec-draft-ms", cfg.SpecDraftMs, "simulated ms per draft forward pass")
 	fs.BoolVar(&cfg.TimingHeaders, "timing-headers", cfg.TimingHeaders, "send generation-duration / speculation-acceptance headers (trailers on streams)")
 	registerFaultFlags(fs, &cfg.Faults)
+	fs.Var(quirkFlag{&cfg.Quirks}, "quirk", quirkHelp())
 	fs.BoolFunc("step-log", "log one line per engine step to standard error", func(v string) error {
 		if v == "false" {
 			cfg.StepLog = nil

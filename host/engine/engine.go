@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -40,6 +41,11 @@ type Engine struct {
 	done     chan struct{}
 	reqSeq   atomic.Uint64
 	faultSeq atomic.Uint64
+	// quirkSeqs counts sequences of requests with max_tokens ≥ 2 (Quirks.ZeroToken);
+	// quirkEarly counts requests with max_tokens > Quirks.EarlyStop.
+	quirkSeqs  atomic.Uint64
+	quirkEarly atomic.Uint64
+	reqNum     atomic.Uint64 // completion requests, for Config.SeqLog
 	// startedAt is when New ran; event times are monotonic offsets from it.
 	startedAt time.Time
 
@@ -77,6 +83,9 @@ func New(cfg Config, tok Tokenizer) (*Engine, error) {
 
 // Config returns the engine's configuration.
 func (e *Engine) Config() Config { return e.cfg }
+
+// Started returns when New ran: the origin of the times in Config.SeqLog.
+func (e *Engine) Started() time.Time { return e.startedAt }
 
 // Profile returns the engine's cost-model profile.
 func (e *Engine) Profile() Profile { return e.profile }
@@ -138,6 +147,12 @@ func (e *Engine) Close() error {
 		}
 	})
 	return err
+}
+
+// WriteMetrics writes what GET /metrics serves without quirks (the dialect's metrics and the
+// genload_engine_* truth), also when Quirks.NoMetrics hides the endpoint from clients.
+func (e *Engine) WriteMetrics(w io.Writer) {
+	e.metrics.write(w, e.cfg.Dialect, e.cfg.ModelName, e.cfg.TimeScale, false, false)
 }
 
 // ResetPrefixCache drops every unreferenced prefix-cache block (as POST /reset_prefix_cache).

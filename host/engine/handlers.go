@@ -132,6 +132,9 @@ func (e *Engine) handleModels(w http.ResponseWriter, r *http.Request) {
 			"organization": "*", "group": nil, "is_blocking": false,
 		}},
 	}
+	if e.cfg.Quirks.NoModelLen {
+		delete(card, "max_model_len")
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{card}})
 }
 
@@ -157,8 +160,12 @@ func (e *Engine) handleHealth(w http.ResponseWriter, r *http.Request) {
 
 // handleMetrics serves GET /metrics in Prometheus text format.
 func (e *Engine) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if e.cfg.Quirks.NoMetrics {
+		http.NotFound(w, r)
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	e.metrics.write(w, e.cfg.Dialect, e.cfg.ModelName, e.cfg.TimeScale)
+	e.metrics.write(w, e.cfg.Dialect, e.cfg.ModelName, e.cfg.TimeScale, e.cfg.Quirks.LateHistogram, e.cfg.Quirks.HideTruth)
 }
 
 // handleResetPrefixCache serves POST /reset_prefix_cache.

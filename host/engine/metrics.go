@@ -202,7 +202,8 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 }
 
 // write renders the metrics in Prometheus text exposition format 0.0.4, in the names of
-// dialect (wire reference §5), followed by the engine's own truth in every dialect:
+// dialect (wire reference §5; with lateHist, histograms without observations have no series),
+// followed by the engine's own truth in every dialect:
 //
 //	genload_engine_steps_total                    engine steps (forward passes)
 //	genload_engine_decode_steps_total             steps without prefill tokens
@@ -212,7 +213,7 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 //	genload_engine_decode_step_duration_seconds   wall duration of decode-only steps
 //	genload_engine_step_simulated_seconds         unscaled cost-model duration of every step
 //	genload_engine_time_scale                     wall seconds per simulated second
-func (m *metrics) write(out io.Writer, dialect, model string, timeScale float64) {
+func (m *metrics) write(out io.Writer, dialect, model string, timeScale float64, lateHist, hideTruth bool) {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
 	m.mu.Lock()
@@ -238,6 +239,15 @@ func (m *metrics) write(out io.Writer, dialect, model string, timeScale float64)
 	}
 	hist := func(name, help string, h *histogram) {
 		typed(name, "histogram", help)
+		if lateHist && h.n == 0 {
+			return // a labelled Prometheus histogram has no series before its first observation
+		}
+		h.write(w, name, labels)
+	}
+	sub := func(h *histogram, name, labels string) { // a second labelled series of one family
+		if lateHist && h.n == 0 {
+			return
+		}
 		h.write(w, name, labels)
 	}
 	ratio := func(a, b float64) float64 {
@@ -307,14 +317,17 @@ func (m *metrics) write(out io.Writer, dialect, model string, timeScale float64)
 		gauge("tgi_batch_current_max_tokens", "Maximum tokens for the current batch", float64(m.kvTokens))
 		counter("tgi_request_generated_tokens_total", "Generated tokens", float64(m.genTok))
 		typed("tgi_batch_forward_duration", "histogram", "Batch forward duration in seconds")
-		m.preWall.write(w, "tgi_batch_forward_duration", `method="prefill"`)
-		m.decWall.write(w, "tgi_batch_forward_duration", `method="decode"`)
+		sub(m.preWall, "tgi_batch_forward_duration", `method="prefill"`)
+		sub(m.decWall, "tgi_batch_forward_duration", `method="decode"`)
 		typed("tgi_batch_decode_duration", "histogram", "Batch decode duration in seconds")
-		m.decWall.write(w, "tgi_batch_decode_duration", `method="decode"`)
+		sub(m.decWall, "tgi_batch_decode_duration", `method="decode"`)
 		hist("tgi_batch_next_size", "Batch size of the next forward", m.batchSize)
 		hist("tgi_request_queue_duration", "Request queue duration in seconds", m.queue)
 		hist("tgi_request_inference_duration", "Request inference duration in seconds", m.e2e)
 		hist("tgi_request_mean_time_per_token_duration", "Mean time per token per request in seconds", m.tpot)
+	}
+	if hideTruth {
+		return
 	}
 	// The engine's own truth, in every dialect.
 	fmt.Fprintf(w, "# HELP genload_engine_steps_total Engine steps (forward passes) run.\n# TYPE genload_engine_steps_total counter\ngenload_engine_steps_total %d\n", m.steps)

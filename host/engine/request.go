@@ -42,6 +42,9 @@ type restFields struct {
 	PerfMetricsInResponse *bool `json:"perf_metrics_in_response"`
 	// TGI-style
 	MaxNewTokens *int `json:"max_new_tokens"`
+	// Logprobs is the completions API's "logprobs": k (an integer; true reads as 1, false
+	// and null as off): per-token log probabilities with the k most likely alternatives.
+	Logprobs json.RawMessage `json:"logprobs"`
 }
 
 // parseCompletion parses body. The "prompt" value is parsed by a hand-written scanner (a body

@@ -23,6 +23,8 @@ type event struct {
 	fin    uint8  // finish reason when this is the choice's last token
 	step   uint64 // engine step that produced it
 	at     int64  // end of that step, ns since the engine started (monotonic)
+	// noToken marks a finish without a token (Quirks.ZeroToken): no text, not counted.
+	noToken bool
 }
 
 // request is one HTTP completion request: its sequences and the event queue its handler drains.
@@ -30,6 +32,8 @@ type request struct {
 	id      string
 	seqs    []*seq
 	arrival time.Time
+	num     uint64 // arrival number (Config.SeqLog)
+	asked   int    // max_tokens the request gave, 0 if none (Config.SeqLog)
 
 	mu     sync.Mutex
 	events []event
@@ -82,6 +86,8 @@ type seq struct {
 	maxTokens int
 	minTokens int
 	ignoreEOS bool
+	zeroToken bool // Quirks.ZeroToken: finish with no token after prefill
+	stopAt    int  // Quirks.EarlyStop: finish with "stop" after this many tokens (0 = never)
 
 	generated int   // tokens generated so far
 	lastVI    int32 // vocabulary index of the last generated token
@@ -90,6 +96,8 @@ type seq struct {
 	private   int       // private KV blocks held
 	cached    int       // prefix-cache hit at first admission, in tokens
 	firstEmit time.Time // when the first token was produced (metrics)
+	firstStep uint64    // step of the first token (Config.SeqLog)
+	firstAt   int64     // end of that step, ns since New
 	lastEmit  time.Time // when the last token was produced (ITL metric)
 	admitted  bool
 	running   bool
@@ -128,6 +136,7 @@ type scheduler struct {
 	vocab     vocab
 
 	resetReq chan chan struct{}
+	evBuf    []event // scratch: one sequence's events of a step
 }
 
 func newScheduler(e *Engine) *scheduler {
@@ -490,9 +499,14 @@ func (s *scheduler) commit(batch []*seq) {
 		if q.computed < q.known() {
 			continue // prefill continues next step
 		}
+		// the step's tokens of q (1 + accepted drafts) reach the handler together, so that
+		// they leave in one chunk as a server streams one forward pass's output
+		evs := s.evBuf[:0]
 		for t := 0; t <= accepted && q.fin == finNone; t++ {
-			s.sample(q, at)
+			evs = append(evs, s.sample(q, at))
 		}
+		q.req.push(evs...)
+		s.evBuf = evs
 		if q.fin != finNone {
 			finished = true
 		}
@@ -509,6 +523,20 @@ func (s *scheduler) commit(batch []*seq) {
 		clear(s.running[len(keep):])
 		s.running = keep
 	}
+}
+
+// logSeq writes q's Config.SeqLog line; last is the step of its last token at time at.
+func (s *scheduler) logSeq(q *seq, last uint64, at int64) {
+	if s.cfg.SeqLog == nil {
+		return
+	}
+	firstMs, lastMs := -1.0, -1.0
+	if q.generated > 0 {
+		firstMs, lastMs = float64(q.firstAt)/1e6, float64(at)/1e6
+	}
+	fmt.Fprintf(s.cfg.SeqLog, "seq req=%d id=%s choice=%d prompt=%d max_tokens=%d tokens=%d finish=%s arrival_ms=%.4f first_step=%d last_step=%d first_ms=%.4f last_ms=%.4f\n",
+		q.req.num, q.req.id, q.choice, q.promptLen, q.req.asked, q.generated, s.e.finishString(q.fin),
+		float64(q.req.arrival.Sub(s.e.startedAt))/1e6, q.firstStep, last, firstMs, lastMs)
 }
 
 // tokenAt returns the vocabulary index of q's token at output position pos and whether it is
@@ -539,8 +567,14 @@ func (s *scheduler) accepted(q *seq, draft int) int {
 	return a
 }
 
-// sample generates q's next token (see tokenAt) and hands it to the request's handler.
-func (s *scheduler) sample(q *seq, at int64) {
+// sample generates q's next token (see tokenAt) and returns its event for the request's
+// handler.
+func (s *scheduler) sample(q *seq, at int64) event {
+	if q.zeroToken {
+		q.fin = finStop
+		s.logSeq(q, 0, at)
+		return event{choice: q.choice, vi: -1, fin: finStop, step: s.step, at: at, noToken: true}
+	}
 	pos := q.generated
 	vi, eos := s.tokenAt(q, pos)
 	fin := finNone
@@ -549,10 +583,19 @@ func (s *scheduler) sample(q *seq, at int64) {
 	}
 	q.generated++
 	q.lastVI = vi
+	if fin == finNone && q.stopAt > 0 && q.generated >= q.stopAt {
+		fin = finStop // Quirks.EarlyStop: despite ignore_eos
+	}
 	if fin == finNone && (q.generated >= q.maxTokens || q.known() >= s.cfg.MaxModelLen) {
 		fin = finLength
 	}
 	q.fin = fin
+	if q.generated == 1 {
+		q.firstStep, q.firstAt = s.step, at
+	}
+	if fin != finNone {
+		s.logSeq(q, s.step, at)
+	}
 	s.e.metrics.observeToken(q, fin != finNone)
-	q.req.push(event{choice: q.choice, vi: vi, fin: fin, step: s.step, at: at})
+	return event{choice: q.choice, vi: vi, fin: fin, step: s.step, at: at}
 }

@@ -21,6 +21,8 @@ Point genload at it with: genload run --target http://127.0.0.1:8000`,
 		[][2]string{
 			{"serve the default MoE profile on port 8000", "genload serve"},
 			{"a dense 8B profile at real-time speed, SGLang wire dialect", "genload serve --profile dense-8b --time-scale 1 --dialect sglang"},
+			{"a llama.cpp-derived server: zero usage on every chunk, two tokens per chunk, a late first chunk",
+				"genload serve --time-scale 1 --quirk zero-usage,tokens-per-chunk=2,late-first-chunk=40ms"},
 		}, e)
 	addr := fs.String("addr", "127.0.0.1:8000", "listen address (loopback by default)")
 	tokPath := fs.String("tokenizer", "", "model dir or tokenizer.json for /tokenize and string prompts (default: embedded Qwen3)")
@@ -46,8 +48,12 @@ Point genload at it with: genload run --target http://127.0.0.1:8000`,
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "genload serve: %s (profile %s, dialect %s, time scale %g, max_model_len %d) listening on %s\n",
-		cfg.ModelName, cfg.Profile, cfg.Dialect, cfg.TimeScale, cfg.MaxModelLen, url)
+	quirks := ""
+	if q := cfg.Quirks.String(); q != "" {
+		quirks = ", quirks " + q
+	}
+	fmt.Fprintf(e.stderr, "genload serve: %s (profile %s, dialect %s, time scale %g, max_model_len %d%s) listening on %s\n",
+		cfg.ModelName, cfg.Profile, cfg.Dialect, cfg.TimeScale, cfg.MaxModelLen, quirks, url)
 	<-ctx.Done()
 	return eng.Close()
 }
