@@ -66,17 +66,28 @@ func reason(err error) string {
 
 // largeBody is the body size above which a reset or EOF before any response byte is
 // reported as a probable body-size limit (servers and proxies commonly limit bodies to
-// 1 MB, e.g. nginx's client_max_body_size default).
-const largeBody = 1 << 20
+// 1 MB, e.g. nginx's client_max_body_size default); from sizedBody on, the error still gives
+// the body size, since limits of 16–100 kB exist too.
+const (
+	largeBody = 1 << 20
+	sizedBody = 16 << 10
+)
 
-// bodyHint returns the hint for a request of n body bytes that a server or proxy refused
-// for its size.
-func bodyHint(n int, mode Mode) string {
+// bodyHint returns the hint for a request of n body bytes that a server or proxy refused for
+// its size (sure: a 413, or a reset of a body over largeBody) or perhaps for it.
+func bodyHint(n int, mode Mode, sure bool) string {
 	fix := `mode = "routed" (one prompt per request) or a smaller B`
 	if mode == ModeRouted {
 		fix = "shorter prompts (smaller L), or raise the server's or proxy's body limit"
 	}
-	return fmt.Sprintf("the request body was %.1f MB: a server or proxy with a body-size limit drops larger requests this way; use %s", float64(n)/1e6, fix)
+	size := fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	if n < 1e6 {
+		size = fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	if !sure {
+		return fmt.Sprintf("the request body was %s: if a server or proxy limits body size, it drops larger requests this way; then use %s", size, fix)
+	}
+	return fmt.Sprintf("the request body was %s: a server or proxy with a body-size limit drops larger requests this way; use %s", size, fix)
 }
 
 // resetBeforeResponse reports a connection reset, closed or ended before any response byte.
@@ -194,9 +205,9 @@ func addHint(q *Request, mode Mode, text bool) {
 	}
 	switch {
 	case re.Kind == KindHTTP && re.Status == fasthttp.StatusRequestEntityTooLarge:
-		re.Hint = bodyHint(q.BodyBytes, mode)
-	case re.Kind == KindTransport && re.Status == 0 && q.BodyBytes > largeBody && resetBeforeResponse(re.Err):
-		re.Hint = bodyHint(q.BodyBytes, mode)
+		re.Hint = bodyHint(q.BodyBytes, mode, true)
+	case re.Kind == KindTransport && re.Status == 0 && q.BodyBytes >= sizedBody && resetBeforeResponse(re.Err):
+		re.Hint = bodyHint(q.BodyBytes, mode, q.BodyBytes > largeBody)
 	case re.Kind == KindStream && strings.HasPrefix(msg, "expected "):
 		// a response genload did not understand: the message says what came
 	default:

@@ -224,8 +224,8 @@ func TestBodySizeHint(t *testing.T) {
 	c2, _ := New(Options{Target: u})
 	defer c2.Close()
 	res, _ = c2.Send(context.Background(), ModeRouted, prompts, 1)
-	want := fmt.Sprintf("POST %s/v1/completions: status 413: Request Entity Too Large (the request body was %.1f MB: a server or proxy with a body-size limit drops larger requests this way; use shorter prompts (smaller L), or raise the server's or proxy's body limit)",
-		u, float64(res.Requests[0].BodyBytes)/1e6)
+	want := fmt.Sprintf("POST %s/v1/completions: status 413: Request Entity Too Large (the request body was %.1f kB: a server or proxy with a body-size limit drops larger requests this way; use shorter prompts (smaller L), or raise the server's or proxy's body limit)",
+		u, float64(res.Requests[0].BodyBytes)/1e3) // one prompt of 120,000 ids: under 1 MB, so in kB
 	if res.Requests[0].Error != want {
 		t.Fatalf("413:\n got %q\nwant %q", res.Requests[0].Error, want)
 	}

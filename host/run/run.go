@@ -699,7 +699,7 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) 
 		return nil
 	}
 	a := rec.Figures.Attainment
-	if a == nil || cell.Batch == 1 {
+	if a == nil {
 		return nil
 	}
 	src := "no running-requests gauge from /metrics"
@@ -712,7 +712,9 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) 
 	case measure.AttainmentUnknown:
 		return []string{fmt.Sprintf("batch attainment unknown (%s; the client's marks cannot tell: %s)", src, a.Reason)}
 	}
-	return nil
+	// The client's marks agree with one batch of B, but only the server can confirm it (and
+	// only it can show other load sharing the batch).
+	return []string{fmt.Sprintf("batch attainment unknown (%s): the client saw %d sequences decoding together, consistent with B = %d", src, a.Concurrency, cell.Batch)}
 }
 
 // sortedKeys returns m's keys in ascending order (so that warnings come out the same in

@@ -30,7 +30,8 @@ type textMode struct {
 //     usage.prompt_tokens held against the expected count (prompt.DetectTemplating): a
 //     constant excess of ≥ 3 tokens is a server that applies its own chat template to
 //     completions prompts; then the content is sent untemplated and the excess is counted
-//     as the server's template.
+//     as the server's template. An excess of 1 or 2 is special tokens the server adds that
+//     the local tokenizer does not (its own add_bos_token): counted in each length.
 //  3. Without a tokenize endpoint (counter nil), maxLen shrinks by prompt.UnverifiedMargin,
 //     so that a prompt the server counts a little longer still fits the context.
 //
@@ -69,6 +70,11 @@ func newTextMode(ctx context.Context, cfg *config.Config, tok *tokenizer.Tokeniz
 		}
 		tm.builder = ub
 		tm.fitter = prompt.NewTextFitter(ub, tok, prompt.TextOptions{Added: added, Counter: counter, Extra: t.Extra})
+	case t.Consistent && t.Extra > 0:
+		// Special tokens the local tokenizer does not add (a server reading its own
+		// add_bos_token): counted in each length.
+		fmt.Fprintf(stderr, "text prompts: %s: counted in each length\n", t.Message)
+		tm.fitter = prompt.NewTextFitter(b, tok, prompt.TextOptions{Added: added, Counter: counter, Extra: t.Extra})
 	case t.Extra != 0 || !t.Consistent:
 		fmt.Fprintf(stderr, "text prompts: %s\n", t.Message)
 	}

@@ -16,7 +16,7 @@ const tokenCountMaxTokens = 8
 // resolveTokenCounts resolves token_counts = "auto" to "usage" or "logprobs" and returns cfg
 // with it resolved (a copy, the choice and its reason in Chosen["token_counts"]) and a line
 // saying why ("" when usage is enough). One streamed request of one probe prompt (in the
-// run's prompt format, max_tokens 8) is sent as the cells will send it: when its sequence's
+// run's request shape and prompt format, max_tokens 8) is sent as the cells will send it: when its sequence's
 // count is exact (sse.TokenSource.Exact: usage attributable to it) and its chunks are known to
 // carry one token each or their deltas are known, usage is enough; otherwise the probe is
 // repeated with logprobs, and logprobs are asked for when they make the count exact. A server
@@ -50,12 +50,15 @@ func resolveTokenCounts(ctx context.Context, cfg *config.Config, opts dispatch.O
 			return false, "", err
 		}
 		defer client.Close()
+		// One prompt in the run's request shape, so that a server rejecting the shape is
+		// told about now, with the hint naming the settings, rather than at the first cell.
 		ids := tok.Encode(probeTexts[1])
+		mode := dispatch.Mode(cfg.Mode)
 		var res *dispatch.Result
 		if cfg.Prompt.Format == config.FormatText {
-			res, err = client.SendText(ctx, dispatch.ModeRouted, []string{tok.Decode(ids, false)}, []int{len(ids)}, tokenCountMaxTokens)
+			res, err = client.SendText(ctx, mode, []string{tok.Decode(ids, false)}, []int{len(ids)}, tokenCountMaxTokens)
 		} else {
-			res, err = client.Send(ctx, dispatch.ModeRouted, [][]int32{ids}, tokenCountMaxTokens)
+			res, err = client.Send(ctx, mode, [][]int32{ids}, tokenCountMaxTokens)
 		}
 		if err == nil {
 			err = res.Err()
