@@ -185,7 +185,7 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 		parts = append(parts, "left out: "+lo)
 	}
 	if unverified > 0 {
-		parts = append(parts, fmt.Sprintf("token counts unverified: no usage and chunks may carry several tokens (%d of %d full sequences; continuous usage or logprobs give exact counts)", unverified, len(fulls)))
+		parts = append(parts, fmt.Sprintf("token counts unverified: no usable usage (absent, or contradicting the stream) and chunks may carry several tokens (%d of %d full sequences; continuous usage or logprobs give exact counts)", unverified, len(fulls)))
 	}
 	if lateUnknown > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d full sequences' first chunk arrived late, bunched with the next ones, and per-chunk token counts are unknown: where their decoding started is unknown (continuous usage or logprobs give per-chunk counts)", lateUnknown, len(fulls)))

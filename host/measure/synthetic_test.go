@@ -177,7 +177,7 @@ func TestSyntheticStreams(t *testing.T) {
 		{name: "late first chunk, coalesced, exact count only", g: stream{B: 8, MaxTokens: 64, Step: S, Jitter: 300 * time.Microsecond, Usage: "final", Coalesce: 0.2, FirstDelay: 40 * time.Millisecond},
 			counted: 8, wantFwd: "first chunk arrived late, bunched with the next ones, and per-chunk token counts are unknown", wantWin: "per-chunk token counts unknown"},
 		{name: "no usage, 2-token chunks", g: stream{B: 4, MaxTokens: 64, Step: S, Usage: "none", Coalesce: 1.0 / 2.0, Seed: 3},
-			counted: 4, wantFwd: "token counts unverified: no usage and chunks may carry several tokens", wantWin: "token counts unverified"},
+			counted: 4, wantFwd: "token counts unverified: no usable usage (absent, or contradicting the stream) and chunks may carry several tokens", wantWin: "token counts unverified"},
 		{name: "zero usage on every chunk", g: stream{B: 4, MaxTokens: 64, Step: S, Usage: "zero"},
 			counted: 4, wantFwd: "token counts unverified", wantWin: "token counts unverified"},
 		{name: "4 of 10 sequences with no token", g: stream{B: 10, MaxTokens: 64, Step: S, Jitter: 300 * time.Microsecond, Usage: "final", Zero: 4},

@@ -15,12 +15,12 @@ const tokenCountMaxTokens = 8
 
 // resolveTokenCounts resolves token_counts = "auto" to "usage" or "logprobs" and returns cfg
 // with it resolved (a copy, the choice and its reason in Chosen["token_counts"]) and a line
-// saying why ("" when usage is enough). One streamed request of one probe prompt (in the
-// run's request shape and prompt format, max_tokens 8) is sent as the cells will send it: when its sequence's
-// count is exact (sse.TokenSource.Exact: usage attributable to it) and its chunks are known to
-// carry one token each or their deltas are known, usage is enough; otherwise the probe is
-// repeated with logprobs, and logprobs are asked for when they make the count exact. A server
-// that gives neither leaves the cells' counts unverified, and the line says so. With
+// saying why ("" when usage is enough). Two probe prompts (in the run's request shape and
+// prompt format, max_tokens 8) are sent as the cells will send them: when every sequence's
+// count is exact (sse.TokenSource.Exact: usage attributable to it) and its chunks are known
+// to carry one token each or their deltas are known, usage is enough; otherwise the probe is
+// repeated with logprobs, and logprobs are asked for when they make the counts exact. A
+// server that gives neither leaves the cells' counts unverified, and the line says so. With
 // draft_tokens set, forward passes are counted in chunks and nothing is probed.
 func resolveTokenCounts(ctx context.Context, cfg *config.Config, opts dispatch.Options, tok *tokenizer.Tokenizer) (*config.Config, string, error) {
 	if cfg.TokenCounts != config.TokenCountsAuto {
@@ -50,15 +50,17 @@ func resolveTokenCounts(ctx context.Context, cfg *config.Config, opts dispatch.O
 			return false, "", err
 		}
 		defer client.Close()
-		// One prompt in the run's request shape, so that a server rejecting the shape is
-		// told about now, with the hint naming the settings, rather than at the first cell.
-		ids := tok.Encode(probeTexts[1])
+		// Two prompts in the run's request shape: a server that rejects the shape is told
+		// about now, with the hint naming the settings, rather than at the first cell; and a
+		// request of two sequences shows usage that is the request's, not each sequence's.
+		ids := [][]int32{tok.Encode(probeTexts[0]), tok.Encode(probeTexts[1])}
 		mode := dispatch.Mode(cfg.Mode)
 		var res *dispatch.Result
 		if cfg.Prompt.Format == config.FormatText {
-			res, err = client.SendText(ctx, mode, []string{tok.Decode(ids, false)}, []int{len(ids)}, tokenCountMaxTokens)
+			texts := []string{tok.Decode(ids[0], false), tok.Decode(ids[1], false)}
+			res, err = client.SendText(ctx, mode, texts, []int{len(ids[0]), len(ids[1])}, tokenCountMaxTokens)
 		} else {
-			res, err = client.Send(ctx, mode, [][]int32{ids}, tokenCountMaxTokens)
+			res, err = client.Send(ctx, mode, ids, tokenCountMaxTokens)
 		}
 		if err == nil {
 			err = res.Err()
@@ -66,15 +68,20 @@ func resolveTokenCounts(ctx context.Context, cfg *config.Config, opts dispatch.O
 		if err != nil {
 			return false, "", err
 		}
-		s := res.Sequences[0]
-		perChunk := s.Marks.Len() == s.CompletionTokens // one token each
-		for k := 0; k < s.Marks.Len() && !perChunk; k++ {
-			if s.Marks.Get(k).Tokens < 0 {
-				break
+		for i := range res.Sequences {
+			s := &res.Sequences[i]
+			perChunk := s.Marks.Len() == s.CompletionTokens // one token each
+			for k := 0; k < s.Marks.Len() && !perChunk; k++ {
+				if s.Marks.Get(k).Tokens < 0 {
+					break
+				}
+				perChunk = k == s.Marks.Len()-1 // every delta known
 			}
-			perChunk = k == s.Marks.Len()-1 // every delta known
+			if !s.TokenSource.Exact() || !perChunk {
+				return false, s.TokenNote, nil
+			}
 		}
-		return s.TokenSource.Exact() && perChunk, s.TokenNote, nil
+		return true, "", nil
 	}
 	exact, note, err := try(0)
 	if err != nil {

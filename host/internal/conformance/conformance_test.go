@@ -109,7 +109,7 @@ func TestConformance(t *testing.T) {
 	}
 	for _, r := range rows() {
 		t.Run(r.name, func(t *testing.T) {
-			res, runErr, out, truths := runRow(t, r, tok)
+			res, out, truths, runErr := runRow(t, r, tok)
 			if dev := deviations(res, truths); len(dev) > 0 {
 				// A figure off the truth by more than the tolerance, in a row that holds
 				// otherwise, is first taken for the client's scheduling jitter on a loaded
@@ -118,7 +118,7 @@ func TestConformance(t *testing.T) {
 				for _, d := range dev {
 					t.Logf("run 1 of 2: %s", d)
 				}
-				res, runErr, out, truths = runRow(t, r, tok)
+				res, out, truths, runErr = runRow(t, r, tok)
 			}
 			for _, d := range deviations(res, truths) {
 				t.Error(d)
@@ -156,8 +156,8 @@ func TestConformance(t *testing.T) {
 }
 
 // runRow starts the engine(s) with r's behaviour and runs genload against them; it returns
-// the run's result and error, its output (table and progress) and the engines' truth.
-func runRow(t *testing.T, r row, tok *tokenizer.Tokenizer) (*run.Result, error, string, *truthLog) {
+// the run's result, its output (table and progress), the engines' truth and the run's error.
+func runRow(t *testing.T, r row, tok *tokenizer.Tokenizer) (*run.Result, string, *truthLog, error) {
 	t.Helper()
 	truths := &truthLog{}
 	var urls []string
@@ -222,7 +222,7 @@ func runRow(t *testing.T, r row, tok *tokenizer.Tokenizer) (*run.Result, error, 
 	defer cancel()
 	var out lockedBuffer
 	res, runErr := run.Run(ctx, cfg, run.Options{Stdout: &out, Stderr: &out, RunID: "conformance", Version: "test"})
-	return res, runErr, out.String(), truths
+	return res, out.String(), truths, runErr
 }
 
 // deviations returns, for every cell of res, each headline figure present and more than
