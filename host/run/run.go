@@ -712,6 +712,11 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) 
 	case measure.AttainmentUnknown:
 		return []string{fmt.Sprintf("batch attainment unknown (%s; the client's marks cannot tell: %s)", src, a.Reason)}
 	}
+	if rec.Server != nil {
+		// The gauge exists but the cell was too short to sample it ≥ 3 times; the client's
+		// marks agree with one batch of B.
+		return nil
+	}
 	// The client's marks agree with one batch of B, but only the server can confirm it (and
 	// only it can show other load sharing the batch).
 	return []string{fmt.Sprintf("batch attainment unknown (%s): the client saw %d sequences decoding together, consistent with B = %d", src, a.Concurrency, cell.Batch)}
