@@ -1,6 +1,6 @@
 package dispatch
 
-// Benchmarks for issue 8 rows 1 and 3 (client cost), each with its baselines in the same
+// Benchmarks for PERF.md rows 1 and 3 (client cost), each with its baselines in the same
 // run: go test ./host/dispatch -run '^$' -bench . -benchtime 3x
 //
 // Row 1 — streamed chunk cost: C concurrent streams of N token chunks served in bursts

@@ -51,8 +51,8 @@ type Worker struct {
 }
 
 // Router assigns prompts to workers: given the prompt lengths in tokens and the worker
-// count W, it returns one worker index in [0, W) per prompt. The lead's wasm router
-// plugin implements it.
+// count W, it returns one worker index in [0, W) per prompt. The router plugin
+// (host/plugin) implements it.
 type Router interface {
 	Route(ctx context.Context, promptLens []int, workers int) ([]int, error)
 }

@@ -747,7 +747,7 @@ func TestStaleKeepAliveResent(t *testing.T) {
 	}
 }
 
-// Server misbehaviour catalogue (issue 7): each case fails the request with its own kind
+// Server misbehaviour catalogue: each case fails the request with its own kind
 // and a message saying what happened.
 func TestServerFaults(t *testing.T) {
 	tok := "data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"finish_reason\":null}]}\n\n"

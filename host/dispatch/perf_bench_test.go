@@ -1,6 +1,6 @@
 package dispatch
 
-// Issue 8 row 3, allocations: the real request planning path (Client.plans in ModeArray: pooled
+// PERF.md row 3, allocations: the real request planning path (Client.plans in ModeArray: pooled
 // buffer, id table, body) at three body sizes, to show that its allocations per request do not
 // grow with the body. Run by `make perf` (host/perf).
 

@@ -1,6 +1,6 @@
 package dispatch
 
-// Issue 8 rows 1 and 2 with the server in another process, as in the perf anchors (server on
+// PERF.md rows 1 and 2 with the server in another process (server on
 // core 0, client on core 1): `make perf` (host/perf) starts `genload-perf serve` and passes its
 // addresses in the GENLOAD_PERF_* variables below; without them these benchmarks skip. The
 // clients are the same as in bench_test.go and stamp_bench_test.go (genload's Client.Send,

@@ -1,6 +1,6 @@
 package dispatch
 
-// Issue 8 row 2 — timestamp accuracy: the server stamps its send time into each chunk's text
+// PERF.md row 2 — timestamp accuracy: the server stamps its send time into each chunk's text
 // (perf.StampWidth digits of Unix ns); the client's arrival stamp minus it is the timestamp
 // error. Two scenarios, each client in the same run:
 //   step20ms: 512 streams emit one chunk each per global 20 ms tick (a batched decode step)

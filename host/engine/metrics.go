@@ -202,7 +202,7 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 }
 
 // write renders the metrics in Prometheus text exposition format 0.0.4, in the names of
-// dialect (wire reference §5; with lateHist, histograms without observations have no series),
+// dialect (with lateHist, histograms without observations have no series),
 // followed by the engine's own truth in every dialect:
 //
 //	genload_engine_steps_total                    engine steps (forward passes)

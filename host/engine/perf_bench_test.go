@@ -1,6 +1,6 @@
 package engine
 
-// Issue 8 row 6 — the built-in engine's own capacity, so that its cost never distorts a client
+// PERF.md row 6 — the built-in engine's own capacity, so that its cost never distorts a client
 // measurement: run by `make perf` (host/perf) with -benchtime 1x.
 
 import (

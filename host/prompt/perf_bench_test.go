@@ -1,6 +1,6 @@
 package prompt
 
-// Issue 8 row 4 — prompt building from cold, run by `make perf` (host/perf) with
+// PERF.md row 4 — prompt building from cold, run by `make perf` (host/perf) with
 // -benchtime 1x in a fresh process so that the embedded tokenizer is built inside the timing.
 
 import "testing"

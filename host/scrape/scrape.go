@@ -2,7 +2,7 @@
 // github.com/prometheus/common/expfmt) and derives per-cell server-side figures: batch
 // occupancy sampled during a cell, and step time and tokens per step from counters and
 // histograms taken before and after it. Metric names follow vLLM, SGLang, llama.cpp and
-// TGI (the wire reference's §5); genload's built-in engine also exposes
+// TGI; genload's built-in engine also exposes
 // genload_engine_step_duration_seconds and genload_engine_steps_total as the truth.
 //
 // It uses net/http (not fasthttp, which only host/dispatch imports): scraping is not on
@@ -50,7 +50,7 @@ type Names struct {
 	SpecAcceptLength string
 }
 
-// Known server families (wire reference §5).
+// Known server families.
 var (
 	VLLM = Names{Dialect: "vllm", Running: "vllm:num_requests_running", Waiting: "vllm:num_requests_waiting",
 		ITL: "vllm:inter_token_latency_seconds", IterationTokens: "vllm:iteration_tokens_total",

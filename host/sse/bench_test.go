@@ -11,7 +11,7 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// benchStream is n vLLM-shaped token chunks (about 165 B each, like the perf anchors),
+// benchStream is n vLLM-shaped token chunks (about 165 B each, the size of a real vLLM chunk),
 // a finish chunk, a usage chunk and [DONE].
 func benchStream(n int) []byte {
 	var b bytes.Buffer

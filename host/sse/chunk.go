@@ -76,7 +76,7 @@ func (e *ServerError) Error() string {
 
 // Choice is one element of a chunk's choices array.
 type Choice struct {
-	// Index is choices[].index: prompt·n + c in every server of the wire reference.
+	// Index is choices[].index: prompt·n + c in vLLM, SGLang, llama.cpp and TGI.
 	Index int
 	// Text is the unescaped text delta (nil when text is absent or not a string); it
 	// aliases the Decoder's memory and is valid until the next Decode.

@@ -39,7 +39,7 @@ type Event struct {
 // Reader splits an SSE byte stream into events, exactly across any read boundaries.
 //
 // Lines end at "\n"; a trailing "\r" is removed ("\r\n"). A lone "\r" is not treated as a
-// line end (no server in the wire reference sends it). Lines starting with ":" are
+// line end (vLLM, SGLang, llama.cpp and TGI never send it). Lines starting with ":" are
 // comments; `id:`, `event:`, `retry:` and unknown fields are ignored; an event with no
 // `data:` line (for example a lone blank line) is not dispatched.
 //
