@@ -270,6 +270,9 @@ type Engine struct {
 	TimeScale float64 `toml:"time_scale" json:"time_scale"`
 	// MaxModelLen is the context the engine reports in tokens. Default 0 (the engine's).
 	MaxModelLen int `toml:"max_model_len" json:"max_model_len"`
+	// Quirks are real servers' behaviours for the engine to reproduce, as `genload serve
+	// --quirk` takes them ("zero-usage,tokens-per-chunk=2"). Default "" (none).
+	Quirks string `toml:"quirks" json:"quirks"`
 }
 
 // Duration is a time.Duration that decodes from TOML strings such as "500ms" or "2s".

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/sse"
 )
 
 // forwardIndex returns each mark's forward index (see Figures), nil when unknown: with
@@ -62,7 +63,8 @@ type seqFigures struct {
 
 // sequenceFigures computes q's figures; why is "one chunk" (fewer than two marks, or every
 // token in the first), "unverified" (no exact count nor known forward indices), "late first
-// chunk" (held back, with per-chunk counts unknown), else "".
+// chunk" (held back, with per-chunk counts unknown), "bunched" (the marks it would be timed
+// on mostly read together, see bunched), else "".
 func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	s, n := q.s, q.s.Marks.Len()
 	if n < 2 {
@@ -84,6 +86,9 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 		if n >= 3 && heldBack(ps) {
 			return sf, "late first chunk"
 		}
+		if bunched(s.Marks, 0) {
+			return sf, "bunched"
+		}
 		sf.headline = sf.ends
 		return sf, ""
 	case q.fwd == nil:
@@ -101,6 +106,9 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 		a = lateAnchor(ps, line, icpt)
 	}
 	sf.skipped = a
+	if bunched(s.Marks, a) {
+		return sf, "bunched"
+	}
 	sf.headline = time.Duration(math.Round((ps[n-1].t - ps[a].t) / (ps[n-1].f - ps[a].f)))
 	if n >= 3 && fitted && line > 0 {
 		sf.firstGap = (ps[a+1].t - ps[a].t) / max(ps[a+1].f-ps[a].f, 1) / line
@@ -111,12 +119,31 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	return sf, ""
 }
 
+// bunched reports whether over half of the intervals between marks from, from+1, … of ms
+// are 0: those chunks were read together (one read stamps every chunk it holds with the same
+// time), so the client cannot time the forward passes between them — it fell behind, or the
+// server or network held the chunks back and released them together. Also true when fewer
+// than one interval is left.
+func bunched(ms sse.Marks, from int) bool {
+	n := ms.Len()
+	if n-1-from < 1 {
+		return true
+	}
+	zero := 0
+	for i := from + 1; i < n; i++ {
+		if ms.At(i) == ms.At(i-1) {
+			zero++
+		}
+	}
+	return 2*zero > n-1-from
+}
+
 // perForward fills f.PerForward, PerForwardMethod, PerForwardEndpoints, PerForwardFit, the
 // chunk offsets, the cross-checks and PerForwardReason from the full sequences.
 func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 	var heads, ends, fits []time.Duration
 	var firstRes, lastRes []float64
-	oneChunk, oneToken, unverified, lateUnknown, anchored, skipped, slowFirst, slowLast := 0, 0, 0, 0, 0, 0, 0, 0
+	oneChunk, oneToken, unverified, lateUnknown, bunchedSeqs, anchored, skipped, slowFirst, slowLast := 0, 0, 0, 0, 0, 0, 0, 0, 0
 	var endsOfSkipped, headsOfSkipped time.Duration
 	for _, q := range fulls {
 		sf, why := sequenceFigures(q)
@@ -133,6 +160,9 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 			continue
 		case "late first chunk":
 			lateUnknown++
+			continue
+		case "bunched":
+			bunchedSeqs++
 			continue
 		}
 		heads, ends = append(heads, sf.headline), append(ends, sf.ends)
@@ -189,6 +219,9 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 	}
 	if lateUnknown > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d full sequences' first chunk arrived late, bunched with the next ones, and per-chunk token counts are unknown: where their decoding started is unknown (continuous usage or logprobs give per-chunk counts)", lateUnknown, len(fulls)))
+	}
+	if bunchedSeqs > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks arrived mostly together (over half of their intervals within one read: the client fell behind, or the server or network held the chunks back): the client cannot time their forward passes", bunchedSeqs, len(fulls)))
 	}
 	if oneChunk > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d full sequences received all their tokens in one chunk: no decode interval to time", oneChunk, len(fulls)))

@@ -165,6 +165,10 @@ func TestSyntheticStreams(t *testing.T) {
 			counted: 8, method: "anchored"},
 		{name: "late first chunk 40 ms", g: stream{B: 8, MaxTokens: 40, Step: S, Jitter: 200 * time.Microsecond, Usage: "final", FirstDelay: 40 * time.Millisecond},
 			counted: 8, method: "anchored", check: "arrived late, bunched"},
+		// The first chunk held back longer than the whole stream (24 steps of 5 ms behind
+		// 200 ms): every chunk arrives in one read, and no interval can be timed.
+		{name: "whole stream held back behind its first chunk", g: stream{B: 8, MaxTokens: 24, Step: S, Jitter: 200 * time.Microsecond, Usage: "final", FirstDelay: 200 * time.Millisecond},
+			counted: 8, wantFwd: "arrived mostly together", wantWin: "finished before the last one received its first token"},
 		// A client cannot tell a first chunk sent 20 ms before the decode steps began from a
 		// first decode step 20 ms slower (a prefill sharing it): both are in the mean,
 		// (39·S + 20 ms)/39, and the check against the fit names the long first interval.

@@ -73,6 +73,10 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 	if d := ref.fwd[n-1] - ref.fwd[k]; d > 0 {
 		w.Endpoints = time.Duration(math.Round(float64(end-start) / d))
 	}
+	if bunched(ms, k2) {
+		w.Reason = "the chunks of the window's reference sequence arrived mostly together (over half of their intervals within one read): the forward passes cannot be timed"
+		return w
+	}
 	if w.Steps < MinWindowSteps {
 		w.Reason = fmt.Sprintf("the window where all %d counted sequences decode together holds %d forward passes, fewer than the %d a figure needs", len(seqs), w.Steps, MinWindowSteps)
 		return w

@@ -993,6 +993,11 @@ func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer) (*engine.Engine,
 	if cfg.Engine.MaxModelLen > 0 {
 		ecfg.MaxModelLen = cfg.Engine.MaxModelLen
 	}
+	q, err := engine.ParseQuirks(cfg.Engine.Quirks)
+	if err != nil {
+		return nil, "", nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: [engine.quirks]: %w", cfg.Where("engine.quirks"), err))
+	}
+	ecfg.Quirks = q
 	ecfg.Seed = int64(cfg.Seed)
 	ecfg.VocabSize = max(ecfg.VocabSize, tok.VocabSize()) // the engine serves the run's tokenizer
 	eng, err := engine.New(ecfg, tok)
@@ -1004,7 +1009,7 @@ func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer) (*engine.Engine,
 		eng.Close()
 		return nil, "", nil, fmt.Errorf("built-in engine: %w", err)
 	}
-	return eng, url, map[string]any{"profile": ecfg.Profile, "time_scale": ecfg.TimeScale,
+	return eng, url, map[string]any{"profile": ecfg.Profile, "time_scale": ecfg.TimeScale, "quirks": q.String(),
 		"max_model_len": ecfg.MaxModelLen, "model": ecfg.ModelName,
 		"note": "figures are wall-clock at this time scale: divide by time_scale for the simulated GPU time"}, nil
 }
