@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/genload/genload/host/config"
 )
 
 // Writer appends a run's records to results/<run-id>.jsonl. Each record is one line, written
@@ -132,13 +134,13 @@ func ReadFile(path string) (*Run, error) {
 		return nil, fmt.Errorf("results: %w", err)
 	}
 	if filepath.Ext(path) == ".json" {
-		var r Run
+		r := Run{Header: Header{Config: storedConfig()}}
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("results: %s: %w", path, err)
 		}
 		return &r, nil
 	}
-	var r Run
+	r := Run{Header: Header{Config: storedConfig()}}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -175,6 +177,16 @@ func ReadFile(path string) (*Run, error) {
 		return nil, errors.New("results: " + path + ": no header line")
 	}
 	return &r, nil
+}
+
+// storedConfig is what a results header's config is decoded over: the defaults, so that a
+// key written by a later genload than the file's takes its default (the schema's
+// compatibility rule: keys are only ever added, and a missing key means its default). The
+// plugins' own tables are not defaulted: they are the plugin's, whole, as written.
+func storedConfig() *config.Config {
+	c := config.Default()
+	c.Lengths.Config, c.Router.Config = nil, nil
+	return c
 }
 
 func formatMs(d time.Duration) string {

@@ -792,6 +792,8 @@ func (r *cellRouter) asRouter() dispatch.Router {
 
 // sameRun checks that a resumed run is the one that was started: same configuration (the
 // file path aside) and same cells. The error lists every difference as key: before → now.
+// Keys the stored configuration lacks (added to genload since) are not compared, and a key
+// stored as "auto" matches what the capability probe resolved it to now.
 func sameRun(before, now report.Header) error {
 	flat := func(h report.Header) map[string]string {
 		c := *h.Config
@@ -825,14 +827,16 @@ func sameRun(before, now report.Header) error {
 	}
 	a, b := flat(before), flat(now)
 	var diffs []string
+	// Only the stored keys are compared: a key the stored configuration lacks was added to
+	// genload after the run was started, so the run did not have it (the results schema's
+	// compatibility rule: new keys are optional for readers of older files).
 	for k, va := range a {
-		if vb, ok := b[k]; !ok || va != vb {
-			diffs = append(diffs, fmt.Sprintf("%s: %s → %s", k, va, b[k]))
+		vb, ok := b[k]
+		if ok && va == `"auto"` && now.Config.Chosen[strings.TrimPrefix(k, "Config.")] != "" {
+			continue // "auto" then, resolved by the probe now
 		}
-	}
-	for k, vb := range b {
-		if _, ok := a[k]; !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: (unset) → %s", k, vb))
+		if !ok || va != vb {
+			diffs = append(diffs, fmt.Sprintf("%s: %s → %s", k, va, b[k]))
 		}
 	}
 	if len(diffs) == 0 {

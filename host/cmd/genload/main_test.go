@@ -358,6 +358,33 @@ func TestKilledRunKeepsFinishedCells(t *testing.T) {
 		}
 	}
 
+	// The run's header as an older genload wrote it, without the keys added since (token
+	// counts, truncation, stall detection, engine quirks): the resume must still accept it.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitN(b, []byte("\n"), 2)
+	var hdr map[string]any
+	if err := json.Unmarshal(lines[0], &hdr); err != nil {
+		t.Fatal(err)
+	}
+	cfgMap := hdr["config"].(map[string]any)
+	for _, k := range []string{"token_counts", "truncation", "chosen"} {
+		delete(cfgMap, k)
+	}
+	for _, k := range []string{"stall_steps", "stall_min", "stall"} {
+		delete(cfgMap["timeouts"].(map[string]any), k)
+	}
+	delete(cfgMap["engine"].(map[string]any), "quirks")
+	old, err := json.Marshal(hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(append(old, '\n'), lines[1]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	// A resume with another configuration is refused and says what differs.
 	t.Setenv("GENLOAD_PLUGIN_DIR", dir)
 	code, _, stderr := cli(t, context.Background(), "run", "--resume", path, "--max-tokens", "31")
