@@ -47,6 +47,16 @@ func clientOptions(cfg *config.Config, target, model, apiKey string, workers []c
 	}
 }
 
+// probeClient is a client for the probes before the first cell: the run's options, sent to
+// the first worker only, with no router (a probe's prompts are not the cells').
+func probeClient(opts dispatch.Options) (*dispatch.Client, error) {
+	opts.Router = nil
+	if len(opts.Workers) > 1 {
+		opts.Workers = opts.Workers[:1]
+	}
+	return dispatch.New(opts)
+}
+
 // logprobsOf is the body's "logprobs" for cfg: 1 when token counts come from logprobs.
 func logprobsOf(cfg *config.Config) int {
 	if cfg.TokenCounts == config.TokenCountsLogprobs {
@@ -166,11 +176,7 @@ func decideShape(cfg *config.Config, allowed []dispatch.Shape, results []dispatc
 func probeServer(ctx context.Context, cfg *config.Config, opts dispatch.Options, tok *tokenizer.Tokenizer, severalWorkers bool) (*serverInfo, error) {
 	info := &serverInfo{cfg: cfg}
 	auto := cfg.Mode == config.ModeAuto || cfg.Prompt.Format == config.FormatAuto
-	opts.Router = nil
-	if len(opts.Workers) > 1 {
-		opts.Workers = opts.Workers[:1]
-	}
-	client, err := dispatch.New(opts)
+	client, err := probeClient(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -90,11 +90,7 @@ func newTextMode(ctx context.Context, cfg *config.Config, tok *tokenizer.Tokeniz
 // server's usage.prompt_tokens with the fitter's count of each. It returns nil when the server
 // sent no usage.
 func probeTemplating(ctx context.Context, f *prompt.TextFitter, b *prompt.Builder, opts dispatch.Options, minLen, maxLen int) (*prompt.Templating, error) {
-	opts.Router = nil
-	if len(opts.Workers) > 1 {
-		opts.Workers = opts.Workers[:1]
-	}
-	client, err := dispatch.New(opts)
+	client, err := probeClient(opts)
 	if err != nil {
 		return nil, err
 	}

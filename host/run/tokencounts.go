@@ -38,14 +38,10 @@ func resolveTokenCounts(ctx context.Context, cfg *config.Config, opts dispatch.O
 	if cfg.DraftTokens > 0 {
 		return choose(config.TokenCountsUsage, "draft_tokens is set: forward passes are counted in chunks"), "", nil
 	}
-	opts.Router = nil
-	if len(opts.Workers) > 1 {
-		opts.Workers = opts.Workers[:1]
-	}
 	try := func(logprobs int) (exact bool, note string, err error) {
 		opts.Logprobs = logprobs
 		opts.Retries = 0
-		client, err := dispatch.New(opts)
+		client, err := probeClient(opts)
 		if err != nil {
 			return false, "", err
 		}
