@@ -12,6 +12,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/genload/genload/host/internal/quantile"
 )
 
 // Summary describes a sample of durations.
@@ -52,14 +54,13 @@ func Summarize(samples []time.Duration) Summary {
 }
 
 // Rank returns the nearest-rank q-quantile x[⌈q·N⌉−1] of an ascending sample (0 for an
-// empty one; q ≤ 0 gives the minimum, q ≥ 1 the maximum).
+// empty one; q ≤ 0 gives the minimum, q ≥ 1 the maximum): genload's one quantile rule,
+// quantile.NearestRank.
 func Rank(sorted []time.Duration, q float64) time.Duration {
-	n := len(sorted)
-	if n == 0 {
+	if len(sorted) == 0 {
 		return 0
 	}
-	i := int(math.Ceil(q*float64(n))) - 1
-	return sorted[min(max(i, 0), n-1)]
+	return sorted[quantile.NearestRank(len(sorted), q)]
 }
 
 // summaryJSON is Summary with milliseconds as float64.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/genload/genload/host/internal/quantile"
 )
 
 // Summary describes a set of prompt lengths (tokens).
@@ -29,10 +31,7 @@ func Summarize(ls []int) Summary {
 	for _, v := range s {
 		sum += v
 	}
-	rank := func(p float64) int { // nearest rank: ⌈p·N⌉, 1-based
-		r := int(p*float64(len(s)) + 0.999999999)
-		return s[min(max(r, 1), len(s))-1]
-	}
+	rank := func(p float64) int { return s[quantile.NearestRank(len(s), p)] }
 	return Summary{N: len(s), Min: s[0], P50: rank(0.5), P90: rank(0.9), Max: s[len(s)-1], Mean: float64(sum) / float64(len(s))}
 }
 

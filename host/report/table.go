@@ -289,6 +289,7 @@ func Table(w io.Writer, run *Run) {
 			fmt.Fprintf(w, "  %-16s %s\n", c.head, l)
 		}
 	}
+	fmt.Fprintf(w, "  %-16s %s\n", "p50, p90, p99", "nearest-rank percentiles: the ⌈q·N⌉-th smallest of the N samples (always one of them)")
 	for _, c := range run.Cells {
 		for _, warn := range c.Warnings {
 			fmt.Fprintf(w, "⚠ %s: %s\n", c.Cell.Key(), warn)
