@@ -372,6 +372,14 @@ func Parse(path string, src []byte) (*Config, error) {
 		c.Router.Config = map[string]any{}
 	}
 	var errs []error
+	// TOML integers are signed: a negative seed decodes into the unsigned field wrapped
+	// (−1 as 2⁶⁴−1); read it signed to tell.
+	var signed struct {
+		Seed *int64 `toml:"seed"`
+	}
+	if _, err := toml.NewDecoder(bytes.NewReader(src)).Decode(&signed); err == nil && signed.Seed != nil && *signed.Seed < 0 {
+		errs = append(errs, fmt.Errorf("%s: [seed] must be ≥ 0, got %d", c.Where("seed"), *signed.Seed))
+	}
 	for _, k := range md.Undecoded() {
 		key := k.String()
 		if strings.HasPrefix(key, "lengths.config.") || strings.HasPrefix(key, "router.config.") {

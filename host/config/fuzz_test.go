@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"math"
 	"os"
 	"reflect"
 	"testing"
@@ -34,11 +33,6 @@ func FuzzParse(f *testing.F) {
 		if valid {
 			_ = c.ResolvedWorkers("http://127.0.0.1:1")
 		}
-		if c.Seed > math.MaxInt64 {
-			// Known: Parse wraps a negative seed (seed = -1 reads as 2^64−1, see
-			// TestNegativeSeedWraps), which TOML's signed integers cannot write back.
-			c.Seed = 0
-		}
 		var enc bytes.Buffer
 		if err := toml.NewEncoder(&enc).Encode(c); err != nil {
 			t.Fatalf("parsed config does not encode: %v\ninput:\n%s", err, src)
@@ -57,15 +51,11 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// TestNegativeSeedWraps pins a known bug the round trip of FuzzParse found: seed = -1 is
-// accepted and wraps to 2^64−1 instead of failing as out of range. When Parse rejects it, this
-// test fails: make it expect the error and drop the exception in FuzzParse.
-func TestNegativeSeedWraps(t *testing.T) {
-	c, err := Parse("bench.toml", []byte("seed = -1\n"))
-	if err != nil {
-		t.Fatalf("seed = -1: %v; the wrap is fixed: expect this error here and remove the exception in FuzzParse", err)
-	}
-	if c.Seed != math.MaxUint64 {
-		t.Fatalf("seed = -1 reads as %d, want the known wrap to %d", c.Seed, uint64(math.MaxUint64))
+// A negative seed is refused with file:line, not wrapped to 2⁶⁴−1 (the round trip of FuzzParse
+// found the wrap: TOML's signed integers cannot write such a seed back).
+func TestNegativeSeedIsRefused(t *testing.T) {
+	_, err := Parse("bench.toml", []byte("max_tokens = 10\nseed = -1\n"))
+	if err == nil || err.Error() != "bench.toml:2: [seed] must be ≥ 0, got -1" {
+		t.Fatalf("seed = -1: %v", err)
 	}
 }
