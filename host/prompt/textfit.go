@@ -86,7 +86,8 @@ func (f *TextFitter) Build(ctx context.Context, firstRow int, lengths []int) ([]
 // exactly m), measures it (Counter, or locally: m, or the re-encoding with Recheck), and while the measure differs
 // from n rebuilds with m moved by the difference, at most MaxTries times. Errors: a Counter
 // error (wrapped); no fit after MaxTries, with the lengths built and measured; n too short for
-// the template and the suffix.
+// the template and the suffix; a server that counts the first prompt more than 5 % (and 8
+// tokens) off the target, whose tokenizer is another than genload's.
 func (f *TextFitter) One(ctx context.Context, row, n int) (TextPrompt, error) {
 	m := n - f.opt.Added - f.opt.Extra
 	var seen []string
@@ -110,6 +111,11 @@ func (f *TextFitter) One(ctx context.Context, row, n int) (TextPrompt, error) {
 		}
 		if got == n {
 			return TextPrompt{Text: text, Tokens: got, Verified: verified, Tries: try}, nil
+		}
+		if d := got - n; verified && try == 1 && (d > max(8, n/20) || -d > max(8, n/20)) {
+			// Far more than special tokens or a template: another tokenizer altogether.
+			return TextPrompt{}, fmt.Errorf("corpus row %d: the server counts a text prompt of %d tokens (genload's tokenizer, with the specials the server adds) as %d (%+.0f %%): the server's tokenizer is not genload's; set [tokenizer] path to the server model's directory",
+				row, n, got, 100*float64(d)/float64(n))
 		}
 		seen = append(seen, fmt.Sprintf("built %d → %d", m, got))
 		m += n - got

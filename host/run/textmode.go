@@ -59,7 +59,7 @@ func newTextMode(ctx context.Context, cfg *config.Config, tok *tokenizer.Tokeniz
 	t, err := probeTemplating(ctx, tm.fitter, b, opts, minLen, maxLen)
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "text prompts: the templating probe failed (%v); the prompt-token check of each cell will show any drift\n", err)
+		return nil, fmt.Errorf("templating probe: %w", err) // the cells would fail alike
 	case t == nil:
 		fmt.Fprintln(stderr, "text prompts: the server sent no usage for the probe; server-side templating cannot be checked")
 	case t.Templates:
