@@ -87,10 +87,10 @@ type Figures struct {
 	//   "anchored":  (last mark − anchor mark) / (forward index of the last − of the anchor),
 	//                the anchor being the first on-time mark — the first, unless the stream
 	//                starts with a bunch of marks behind a held-back first chunk (see
-	//                lateAnchor) — used when every sequence's forward indices are known;
-	//   "endpoints": PerForwardEndpoints, when per-chunk token counts are unknown but the
-	//                sequence's count is exact (it assumes the first chunk carries one token
-	//                and arrives on time).
+	//                lateAnchor) — the only method: a sequence whose forward indices are not
+	//                known (an exact total but several tokens per chunk, no per-chunk counts)
+	//                gets no figure, since decode time / (tokens − 1) would assume its first
+	//                chunk carried one token.
 	// N = 0 when absent; PerForwardReason then says why, and also names any full sequence
 	// left out of it (all tokens in one chunk, a single token, an unverified count).
 	PerForward       Summary `json:"per_forward"`

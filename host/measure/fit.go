@@ -181,19 +181,3 @@ func leadingBunch(ps []point, typical float64) int {
 	}
 	return n
 }
-
-// heldBack reports a held-back first chunk in marks indexed by chunk (ps[i].f = i), when the
-// tokens per chunk are unknown: three or more leading marks arrive within a quarter of the
-// typical chunk interval (the fit's slope) of the first — bunched behind it, as the chunks
-// produced during a 40 ms delayed-ACK hold are —, or two do and the first lies above the line
-// by more than two chunk intervals. A read that merely paired two chunks (a client behind a
-// loaded host) is neither. The residuals alone cannot tell: with random tokens per chunk they
-// wander by several chunk intervals along the stream.
-func heldBack(ps []point) bool {
-	line, icpt, ok := theilSen(ps)
-	if !ok || line <= 0 || len(ps) < 3 {
-		return false
-	}
-	bunch := leadingBunch(ps, line)
-	return bunch >= 3 || (bunch == 2 && ps[0].t-icpt > 2*line)
-}

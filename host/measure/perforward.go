@@ -62,9 +62,9 @@ type seqFigures struct {
 }
 
 // sequenceFigures computes q's figures; why is "one chunk" (fewer than two marks, or every
-// token in the first), "unverified" (no exact count nor known forward indices), "late first
-// chunk" (held back, with per-chunk counts unknown), "bunched" (the marks it would be timed
-// on mostly read together, see bunched), else "".
+// token in the first), "unverified" (no exact count nor known forward indices), "per-chunk
+// unknown" (an exact total, several tokens per chunk, no per-chunk counts), "bunched" (the
+// marks it would be timed on mostly read together, see bunched), else "".
 func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	s, n := q.s, q.s.Marks.Len()
 	if n < 2 {
@@ -75,22 +75,10 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	case q.fwd != nil && q.fwd[n-1] > 0:
 		sf.ends = time.Duration(math.Round(float64(tl-t0) / q.fwd[n-1]))
 	case q.fwd == nil && exactCount(s) && s.CompletionTokens >= 2:
-		sf.ends = (tl - t0) / time.Duration(s.CompletionTokens-1)
-		// Without per-chunk counts a held-back first chunk cannot be skipped (how many tokens
-		// the bunch behind it carries is unknown): detect it on the chunk index instead, and
-		// give no figure rather than one short by the delay.
-		ps := make([]point, n)
-		for i := range n {
-			ps[i] = point{float64(s.Marks.At(i)), float64(i)}
-		}
-		if n >= 3 && heldBack(ps) {
-			return sf, "late first chunk"
-		}
-		if bunched(s.Marks, 0) {
-			return sf, "bunched"
-		}
-		sf.headline = sf.ends
-		return sf, ""
+		// An exact total, but chunks carry several tokens and which carried how many is
+		// unknown: decode time / (tokens − 1) would assume the first chunk carried one token
+		// (a server that coalesces its first chunks, as TGI does, reads 10–16 % low).
+		return sf, "per-chunk unknown"
 	case q.fwd == nil:
 		return sf, "unverified"
 	default: // every token in the first chunk, later chunks carrying text but no token
@@ -143,7 +131,7 @@ func bunched(ms sse.Marks, from int) bool {
 func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 	var heads, ends, fits []time.Duration
 	var firstRes, lastRes []float64
-	oneChunk, oneToken, unverified, lateUnknown, bunchedSeqs, anchored, skipped, slowFirst, slowLast := 0, 0, 0, 0, 0, 0, 0, 0, 0
+	oneChunk, oneToken, unverified, perChunkUnknown, bunchedSeqs, skipped, slowFirst, slowLast := 0, 0, 0, 0, 0, 0, 0, 0
 	var endsOfSkipped, headsOfSkipped time.Duration
 	for _, q := range fulls {
 		sf, why := sequenceFigures(q)
@@ -158,17 +146,14 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 		case "unverified":
 			unverified++
 			continue
-		case "late first chunk":
-			lateUnknown++
+		case "per-chunk unknown":
+			perChunkUnknown++
 			continue
 		case "bunched":
 			bunchedSeqs++
 			continue
 		}
 		heads, ends = append(heads, sf.headline), append(ends, sf.ends)
-		if q.fwd != nil {
-			anchored++
-		}
 		if sf.skipped > 0 {
 			skipped++
 			endsOfSkipped += sf.ends
@@ -185,11 +170,8 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 			firstRes, lastRes = append(firstRes, sf.firstRes), append(lastRes, sf.lastRes)
 		}
 	}
-	switch {
-	case len(heads) > 0 && anchored == len(heads):
+	if len(heads) > 0 {
 		f.PerForwardMethod = "anchored"
-	case len(heads) > 0:
-		f.PerForwardMethod = "endpoints"
 	}
 	if len(fits) > 0 {
 		f.FirstChunkOffset = time.Duration(math.Round(median(firstRes)))
@@ -202,7 +184,7 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 		f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late, bunched with the chunks behind them (held back: Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, or a late first flush; first-chunk offset %+.1f ms): fwd starts at their first on-time chunk; decode time / (tokens − 1) would read %+.1f %%",
 			skipped, len(heads), Ms(f.FirstChunkOffset), 100*gap))
 	}
-	if f.PerForwardMethod == "anchored" && len(fits) == len(heads) {
+	if len(heads) > 0 && len(fits) == len(heads) {
 		fitCheck(f, slowFirst, slowLast)
 	}
 	f.fitFlagged = len(f.Checks) > 0
@@ -217,8 +199,8 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 	if unverified > 0 {
 		parts = append(parts, fmt.Sprintf("token counts unverified: no usable usage (absent, or contradicting the stream) and chunks may carry several tokens (%d of %d full sequences; continuous usage or logprobs give exact counts)", unverified, len(fulls)))
 	}
-	if lateUnknown > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d full sequences' first chunk arrived late, bunched with the next ones, and per-chunk token counts are unknown: where their decoding started is unknown (continuous usage or logprobs give per-chunk counts)", lateUnknown, len(fulls)))
+	if perChunkUnknown > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks carry several tokens (%.2f on average) and the server gives no per-chunk counts: how many tokens the first chunk carried is unknown, so decode time / (tokens − 1) would be a guess (continuous usage or logprobs give per-chunk counts)", perChunkUnknown, len(fulls), f.TokensPerChunk))
 	}
 	if bunchedSeqs > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks arrived mostly together (over half of their intervals within one read: the client fell behind, or the server or network held the chunks back): the client cannot time their forward passes", bunchedSeqs, len(fulls)))

@@ -15,7 +15,9 @@ import (
 // With token-id prompts the server must count exactly what was sent: a request counted below
 // it was truncated by the server (its context is smaller than genload's), which makes the
 // cell an error unless Options.TruncationWarns. With text prompts a deviation is the
-// re-tokenization drift.
+// re-tokenization drift, unless the server counted more than 5 % (and 8 tokens) fewer than
+// sent: no tokenizer drifts that far (the text was fitted to the length the server counts, or
+// built with its tokenizer), so that too is truncation.
 type PromptCheck struct {
 	// Requests is the number of requests compared (succeeded, with usage, and with known
 	// prompt lengths); Deviating how many of them deviate; MaxAbs the largest |deviation|
@@ -24,9 +26,10 @@ type PromptCheck struct {
 	Deviating int `json:"deviating"`
 	MaxAbs    int `json:"max_abs_deviation"`
 	Sum       int `json:"sum_deviation"`
-	// Text reports text prompts (deviations are drift, never truncation).
+	// Text reports text prompts (small deviations are drift).
 	Text bool `json:"text"`
-	// Truncated counts requests of token-id prompts counted below what was sent.
+	// Truncated counts requests counted below what was sent (text prompts: by more than
+	// 5 % and 8 tokens).
 	Truncated int `json:"truncated"`
 	// Worst is the request with the largest |deviation| (the most truncated one when any
 	// was), nil when none deviates.
@@ -58,7 +61,7 @@ func (p *PromptCheck) Message() string {
 		in = fmt.Sprintf(" in %d prompts", w.Prompts)
 	}
 	if p.Truncated > 0 {
-		return fmt.Sprintf("prompts truncated by the server: %d of %d requests counted fewer prompt tokens than sent (worst: request %d, the server counted %s of the %s token-id prompt tokens sent%s); its context is smaller than genload's — set context to the server's",
+		return fmt.Sprintf("prompts truncated by the server: %d of %d requests counted fewer prompt tokens than sent (worst: request %d, the server counted %s of the %s prompt tokens sent%s); its context is smaller than genload's — set context to the server's",
 			p.Truncated, p.Requests, w.Request, thousands(w.Counted), thousands(w.Sent), in)
 	}
 	kind := "token-id prompts: the server adds tokens of its own (a BOS, or a template)"
@@ -103,7 +106,7 @@ func checkPrompts(res *dispatch.Result, o Options) *PromptCheck {
 		}
 		p.Deviating++
 		p.Sum += dev
-		trunc := dev < 0 && !o.TextPrompts
+		trunc := dev < 0 && (!o.TextPrompts || -dev > max(8, sent/20))
 		if trunc {
 			p.Truncated++
 		}

@@ -38,6 +38,12 @@ func TestPromptChecksPerRequest(t *testing.T) {
 	if e := p.TruncationError; !strings.Contains(e, "truncated") || !strings.Contains(e, "4,096 of the 6,000") || !strings.Contains(e, "2 of 3 requests") {
 		t.Fatalf("truncation error %q", e)
 	}
+	// Text prompts: −3 is drift, but 1,452 of 3,009 (a server whose context cut it to
+	// C − max_tokens) is far beyond any drift: truncation too.
+	p = Compute(routed(dispatch.ModeRouted, [][]int{{0}, {1}}, 97, 1452), Options{PromptLengths: []int{100, 3009}, TextPrompts: true}).Prompts
+	if p.Truncated != 1 || p.Worst == nil || p.Worst.Request != 1 || !strings.Contains(p.TruncationError, "1,452 of the 3,009") {
+		t.Fatalf("text truncation: %+v worst %+v error %q", p, p.Worst, p.TruncationError)
+	}
 	// downgraded: no error, the message still names truncation
 	p = Compute(routed(dispatch.ModeRouted, one, 100, 200, 4096), Options{PromptLengths: lens, TruncationWarns: true}).Prompts
 	if p.TruncationError != "" || !strings.Contains(p.Message(), "truncated") || p.Truncated != 1 {

@@ -177,9 +177,9 @@ func TestSyntheticStreams(t *testing.T) {
 		{name: "coalesced 1.2 tokens per chunk, continuous usage", g: stream{B: 8, MaxTokens: 64, Step: S, Jitter: 300 * time.Microsecond, Usage: "continuous", Coalesce: 0.2},
 			counted: 8, method: "anchored"},
 		{name: "coalesced, exact count only", g: stream{B: 8, MaxTokens: 64, Step: S, Jitter: 300 * time.Microsecond, Usage: "final", Coalesce: 0.2},
-			counted: 8, method: "endpoints", wantWin: "per-chunk token counts unknown"},
+			counted: 8, wantFwd: "no per-chunk counts", wantWin: "per-chunk token counts unknown"},
 		{name: "late first chunk, coalesced, exact count only", g: stream{B: 8, MaxTokens: 64, Step: S, Jitter: 300 * time.Microsecond, Usage: "final", Coalesce: 0.2, FirstDelay: 40 * time.Millisecond},
-			counted: 8, wantFwd: "first chunk arrived late, bunched with the next ones, and per-chunk token counts are unknown", wantWin: "per-chunk token counts unknown"},
+			counted: 8, wantFwd: "no per-chunk counts", wantWin: "per-chunk token counts unknown"},
 		{name: "no usage, 2-token chunks", g: stream{B: 4, MaxTokens: 64, Step: S, Usage: "none", Coalesce: 1.0 / 2.0, Seed: 3},
 			counted: 4, wantFwd: "token counts unverified: no usable usage (absent, or contradicting the stream) and chunks may carry several tokens", wantWin: "token counts unverified"},
 		{name: "zero usage on every chunk", g: stream{B: 4, MaxTokens: 64, Step: S, Usage: "zero"},
@@ -272,20 +272,22 @@ func BenchmarkCompute(b *testing.B) {
 }
 
 // TestSyntheticSeedsExactCountOnly: with an exact count but no per-chunk counts (~1.2 tokens
-// per chunk), over 20 seeds a clean stream's figure is within 1 % of the step, and a stream
-// whose first chunk was held back 20–60 ms has none (it would read low), never a wrong one.
+// per chunk), over 20 seeds neither a clean stream nor one whose first chunk was held back
+// 20–60 ms gets a figure: which chunk carried how many tokens is unknown (a server that
+// coalesces its first chunks reads 10–16 % low by decode time / (tokens − 1)), so the reason
+// is given instead — never a wrong figure.
 func TestSyntheticSeedsExactCountOnly(t *testing.T) {
 	const S = 4 * time.Millisecond
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		g := stream{B: 8, MaxTokens: 80, Step: S, Jitter: 400 * time.Microsecond, Seed: seed, Usage: "final", Coalesce: 0.2}
 		f := Compute(g.result(), Options{})
-		if f.PerForward.N != 8 || !within(f.PerForward.Mean, S) || f.PerForwardMethod != "endpoints" {
+		if f.PerForward.N != 0 || !strings.Contains(f.PerForwardReason, "no per-chunk counts") {
 			t.Errorf("seed %d clean: fwd %+v (%s) reason %q", seed, f.PerForward, f.PerForwardMethod, f.PerForwardReason)
 		}
 		g.FirstDelay = time.Duration(20+rng.IntN(41)) * time.Millisecond
 		f = Compute(g.result(), Options{})
-		if f.PerForward.N != 0 || !strings.Contains(f.PerForwardReason, "first chunk arrived late") {
+		if f.PerForward.N != 0 || !strings.Contains(f.PerForwardReason, "no per-chunk counts") {
 			t.Errorf("seed %d late by %v: fwd %+v reason %q", seed, g.FirstDelay, f.PerForward, f.PerForwardReason)
 		}
 	}

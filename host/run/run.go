@@ -646,11 +646,8 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 	if f.PerForward.N > 0 && f.TokensUnverified > 0 {
 		ws = append(ws, fmt.Sprintf("%d of %d sequences' token counts are unverified (counted from chunks: the server sent no usable usage); the table shows them as a lower bound", f.TokensUnverified, f.Sequences))
 	}
-	if f.PerForwardMethod == "endpoints" {
-		ws = append(ws, fmt.Sprintf("fwd is decode time / (tokens − 1) from each sequence's first chunk, and fwd fit is absent: per-chunk token counts are unknown (chunks carry %.2f tokens on average), so fwd assumes the first chunk carries one token and arrives on time — continuous usage stats or logprobs give per-chunk counts", f.TokensPerChunk))
-	}
-	if f.TokensPerChunk > 1.05 && cfg.DraftTokens == 0 {
-		ws = append(ws, fmt.Sprintf("chunks carry %.2f tokens on average (speculative decoding, or stream_interval coalescing): fwd counts tokens, so it is the time per output token; if the server speculates, set draft_tokens = k to count forward passes",
+	if f.TokensPerChunk > 1.05 && cfg.DraftTokens == 0 && f.PerForward.N > 0 {
+		ws = append(ws, fmt.Sprintf("chunks carry %.2f tokens on average: fwd counts one forward pass per token, which is right for a server that coalesces chunks (stream_interval) and wrong for one that speculates — then set draft_tokens = k to count forward passes",
 			f.TokensPerChunk))
 	}
 	for _, n := range sortedKeys(f.TokenNotes) {
