@@ -29,7 +29,7 @@ func goldenRun(t *testing.T, dir string) ([]byte, *Run) {
 	}
 	ok := sampleCell(0, 1000, 2, 1234567*time.Nanosecond)
 	partial := sampleCell(1, 1000, 8, 2*time.Millisecond)
-	partial.Status, partial.Figures.Counted, partial.Figures.EarlyStop = StatusPartial, 7, 1
+	partial.Status, partial.Figures.Counted, partial.Figures.PerForward.N, partial.Figures.EarlyStop = StatusPartial, 7, 7, 1
 	partial.Warnings = []string{"fwd over 7 of 8 sequences: left out: 1 of 8 sequences stopped early"}
 	partial.Retries = &Retries{Measured: 1, Reasons: map[string]int{"status 503": 1}}
 	failed := sampleCell(2, 2000, 2, 0)

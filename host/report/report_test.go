@@ -120,7 +120,7 @@ func TestTableShowsEveryCellWarningAndError(t *testing.T) {
 // counts came from chunks shows its tokens as a lower bound.
 func TestPartialCellCountedColumn(t *testing.T) {
 	c1, c2 := sampleCell(0, 1000, 8, 1500*time.Microsecond), sampleCell(1, 2000, 8, 2*time.Millisecond)
-	c2.Status, c2.Figures.Counted, c2.Figures.EarlyStop = StatusPartial, 7, 1
+	c2.Status, c2.Figures.Counted, c2.Figures.PerForward.N, c2.Figures.EarlyStop = StatusPartial, 7, 7, 1
 	c2.Warnings = []string{"left out: 1 of 8 sequences stopped early"}
 	c1.Figures.TokensUnverified = 8
 	run := &Run{Header: Header{RunID: "p", Model: "m", Config: config.Default()}, Cells: []Cell{c1, c2}}

@@ -170,12 +170,12 @@ func columns(withHeader, withServer, withTruth bool) []column {
 		if c.Figures == nil {
 			return ""
 		}
-		return fmt.Sprintf("%d/%d", c.Figures.Counted, c.Figures.Sequences)
+		return fmt.Sprintf("%d/%d", c.Figures.PerForward.N, c.Figures.Sequences)
 	}, func(c *Cell) string {
 		if c.Figures == nil {
 			return ""
 		}
-		return strconv.Itoa(c.Figures.Counted)
+		return strconv.Itoa(c.Figures.PerForward.N)
 	}})
 	return append(cols, column{"status", "status", func(c *Cell) string {
 		s := c.Status
@@ -208,7 +208,7 @@ var legend = map[string]string{
 	"ITL p50":          "interval between consecutive chunks of a sequence (ms, per chunk)",
 	"E2E p50":          "request start to a sequence's last token (ms)",
 	"tokens":           "completion tokens generated in the cell; ≥: counted from chunks, unverified (the server sent no usable count)",
-	"counted":          "sequences in the per-forward figures / B: the others stopped early, ran past max_tokens, returned no token or failed",
+	"counted":          "sequences in the per-forward figures / B: the others stopped early, ran past max_tokens, returned no token or failed (the cell is partial), or could not be timed (the warnings say why)",
 	"hdr fwd ms":       "per forward pass from the server's generation-duration (and speculation-acceptance) headers",
 	"metrics fwd ms":   "per forward pass from the server's /metrics before and after the cell",
 	"batch seen":       "most frequent number of running requests sampled during the cell (share of samples at B); blank: no sample",

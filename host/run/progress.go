@@ -62,7 +62,14 @@ func (p *progress) done(rec report.Cell) {
 	line := fmt.Sprintf("[%d/%d] L=%d B=%d %s %.1fs", p.n, len(p.cells), rec.Cell.SeqLen, rec.Cell.Batch, rec.Status,
 		time.Duration(rec.Elapsed).Seconds())
 	if f := rec.Figures; f != nil {
-		line += fmt.Sprintf(" fwd %.3f ms ttft p50 %.1f ms", ms(f.PerForward.Mean), ms(f.TTFT.P50))
+		fwd, ttft := "–", "–" // absent: the warnings say why
+		if f.PerForward.N > 0 {
+			fwd = fmt.Sprintf("%.3f ms", ms(f.PerForward.Mean))
+		}
+		if f.TTFT.N > 0 {
+			ttft = fmt.Sprintf("%.1f ms", ms(f.TTFT.P50))
+		}
+		line += fmt.Sprintf(" fwd %s ttft p50 %s", fwd, ttft)
 	}
 	if rec.Error != "" {
 		line += ": " + rec.Error
