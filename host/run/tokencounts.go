@@ -3,9 +3,11 @@ package run
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/sse"
 	"github.com/genload/genload/host/tokenizer"
 )
 
@@ -38,43 +40,29 @@ func resolveTokenCounts(ctx context.Context, cfg *config.Config, opts dispatch.O
 	if cfg.DraftTokens > 0 {
 		return choose(config.TokenCountsUsage, "draft_tokens is set: forward passes are counted in chunks"), "", nil
 	}
+	// Every distinct server of the run is probed: routed workers may be different servers,
+	// and one that needs logprobs needs them for the whole run.
+	var servers []dispatch.Options
+	seen := map[string]bool{}
+	for _, w := range opts.Workers {
+		if b := strings.TrimSuffix(strings.TrimSuffix(w.URL, "/"), "/v1"); !seen[b] {
+			seen[b] = true
+			o := opts
+			o.Router, o.Workers = nil, []dispatch.Worker{w}
+			servers = append(servers, o)
+		}
+	}
+	if len(servers) == 0 {
+		servers = []dispatch.Options{opts}
+	}
 	try := func(logprobs int) (exact bool, note string, err error) {
-		opts.Logprobs = logprobs
-		opts.Retries = 0
-		client, err := probeClient(opts)
-		if err != nil {
-			return false, "", err
-		}
-		defer client.Close()
-		// Two prompts in the run's request shape: a server that rejects the shape is told
-		// about now, with the hint naming the settings, rather than at the first cell; and a
-		// request of two sequences shows usage that is the request's, not each sequence's.
-		ids := [][]int32{tok.Encode(probeTexts[0]), tok.Encode(probeTexts[1])}
-		mode := dispatch.Mode(cfg.Mode)
-		var res *dispatch.Result
-		if cfg.Prompt.Format == config.FormatText {
-			texts := []string{tok.Decode(ids[0], false), tok.Decode(ids[1], false)}
-			res, err = client.SendText(ctx, mode, texts, []int{len(ids[0]), len(ids[1])}, tokenCountMaxTokens)
-		} else {
-			res, err = client.Send(ctx, mode, ids, tokenCountMaxTokens)
-		}
-		if err == nil {
-			err = res.Err()
-		}
-		if err != nil {
-			return false, "", err
-		}
-		for i := range res.Sequences {
-			s := &res.Sequences[i]
-			perChunk := s.Marks.Len() == s.CompletionTokens // one token each
-			for k := 0; k < s.Marks.Len() && !perChunk; k++ {
-				if s.Marks.Get(k).Tokens < 0 {
-					break
+		for _, o := range servers {
+			o.Logprobs = logprobs
+			if exact, note, err := tryServer(ctx, cfg, o, tok); err != nil || !exact {
+				if len(servers) > 1 && note != "" {
+					note = o.Workers[0].URL + ": " + note
 				}
-				perChunk = k == s.Marks.Len()-1 // every delta known
-			}
-			if !s.TokenSource.Exact() || !perChunk {
-				return false, s.TokenNote, nil
+				return false, note, err
 			}
 		}
 		return true, "", nil
@@ -95,4 +83,51 @@ func resolveTokenCounts(ctx context.Context, cfg *config.Config, opts dispatch.O
 	}
 	why += ", nor do logprobs"
 	return choose(config.TokenCountsUsage, why), fmt.Sprintf("token counts: %s: per-forward figures need counts the server confirms, and cells without them say so", why), nil
+}
+
+// tryServer sends the token-count probe to the one server of opts and reports whether every
+// sequence's count is exact and exact per chunk; note says why not (sse's token note). Two
+// prompts in the run's request shape: a server that rejects the shape is told about now,
+// with the hint naming the settings, rather than at the first cell; and a request of two
+// sequences shows usage that is the request's, not each sequence's.
+func tryServer(ctx context.Context, cfg *config.Config, opts dispatch.Options, tok *tokenizer.Tokenizer) (exact bool, note string, err error) {
+	client, err := dispatch.New(opts)
+	if err != nil {
+		return false, "", err
+	}
+	defer client.Close()
+	ids := [][]int32{tok.Encode(probeTexts[0]), tok.Encode(probeTexts[1])}
+	mode := dispatch.Mode(cfg.Mode)
+	var res *dispatch.Result
+	if cfg.Prompt.Format == config.FormatText {
+		texts := []string{tok.Decode(ids[0], false), tok.Decode(ids[1], false)}
+		res, err = client.SendText(ctx, mode, texts, []int{len(ids[0]), len(ids[1])}, tokenCountMaxTokens)
+	} else {
+		res, err = client.Send(ctx, mode, ids, tokenCountMaxTokens)
+	}
+	if err == nil {
+		err = res.Err()
+	}
+	if err != nil {
+		return false, "", err
+	}
+	for i := range res.Sequences {
+		s := &res.Sequences[i]
+		perChunk := s.Marks.Len() == s.CompletionTokens // one token each
+		for k := 0; k < s.Marks.Len() && !perChunk; k++ {
+			if s.Marks.Get(k).Tokens < 0 {
+				break
+			}
+			perChunk = k == s.Marks.Len()-1 // every delta known
+		}
+		if !s.TokenSource.Exact() || !perChunk {
+			return false, s.TokenNote, nil
+		}
+		if s.TokenSource == sse.TokensEvenSplit {
+			// Exact only while every sequence runs max_tokens: one early stop in a cell
+			// would leave the whole request's counts unverified.
+			return false, "only the request's usage, split evenly over its sequences", nil
+		}
+	}
+	return true, "", nil
 }

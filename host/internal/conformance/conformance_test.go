@@ -94,6 +94,12 @@ func rows() []row {
 			genload: func(c *config.Config) { c.DraftTokens, c.MaxTokens = 3, 96 }}, // ≈ 2 tokens per forward: 96 tokens for ≈ 45 steps
 		{name: "routed-2-servers", servers: 2, check: allTokens},
 		{name: "routed-2-servers-metrics", servers: 2, check: scrapedEach},
+		// The second server sends no usage and two tokens per chunk: the token-count probe
+		// asks each server, and logprobs make both servers' counts exact.
+		{name: "routed-2-servers-second-no-usage", servers: 2, lastQuirks: "no-usage,tokens-per-chunk=2", check: allTokens},
+		// Zero usage with an early stop: an even split of the request's usage would leave the
+		// whole cell unverified, so the probe asks for logprobs and the 7 others are timed.
+		{name: "zero-usage-early-stop", quirks: "zero-usage,early-stop=5", check: partialWhenAbnormal},
 		{name: "routed-2-servers-one-truncates", servers: 2, lastQuirks: "truncate=600", check: truncatedOn(1, 600)},
 		{name: "hdr-fwd-spec-decoding-k3", engine: func(c *engine.Config) { c.SpecTokens, c.SpecAcceptance = 3, 0.7 },
 			genload: func(c *config.Config) { c.DraftTokens, c.MaxTokens = 3, 96 }, check: headerFwd},
