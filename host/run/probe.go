@@ -181,10 +181,22 @@ func probeServer(ctx context.Context, cfg *config.Config, opts dispatch.Options,
 		return nil, err
 	}
 	defer client.Close()
-	ids := make([][]int32, len(probeTexts))
-	texts := make([]string, len(probeTexts))
-	for i, t := range probeTexts {
-		ids[i] = tok.Encode(t)
+	// As many tiny prompts as the largest batch of the matrix: a server that limits the
+	// prompts of one request (TGI: 4) rejects the array shape here, not at the first cell of
+	// B = 8. (A limit on the body's size is not seen with tiny prompts.)
+	n := len(probeTexts)
+	for _, b := range cfg.Matrix.BatchSizes {
+		n = max(n, b)
+	}
+	for _, p := range cfg.Matrix.Pairs {
+		if len(p) == 2 {
+			n = max(n, p[1])
+		}
+	}
+	ids := make([][]int32, n)
+	texts := make([]string, n)
+	for i := range n {
+		ids[i] = tok.Encode(probeTexts[i%len(probeTexts)])
 		texts[i] = tok.Decode(ids[i], false)
 	}
 	allowed := []dispatch.Shape(nil)
