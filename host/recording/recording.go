@@ -8,9 +8,10 @@
 // and write figures from it, link no HTTP client.
 //
 // Every time in a Result is a monotonic offset (a time.Duration, in ns) from Result.Start,
-// taken when the bytes arrived. A Result marshals to JSON and back (the tags are the on-disk
-// contract), so one can be written to disk and replayed into measure.Compute in tests without
-// a server; Request.Err is not marshalled (Request.Error keeps its text).
+// taken when the bytes arrived. A Result marshals to JSON and back with every value measure
+// reads (offsets, marks, counts and their sources, usage, headers), so one can be written to
+// disk and replayed into measure.Compute in tests without a server. Request.Err is not marshalled (Request.Error keeps its text): a test replaying a
+// failed request sets Err again for measure to count it as failed.
 package recording
 
 import (
