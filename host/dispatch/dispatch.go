@@ -1,9 +1,11 @@
 // Package dispatch sends a cell's prompts to an OpenAI-compatible /v1/completions server
 // over fasthttp (the only package of genload that imports it), in one of three request
-// shapes, streams the responses through host/sse and returns per-sequence records.
+// shapes, streams the responses through host/sse and returns a recording: a
+// recording.Result, which holds no transport type (Result, Sequence, Request, RequestError
+// and the other value types here are aliases of host/recording's).
 //
 // Every time in a Result is a monotonic offset from Result.Start, taken when bytes
-// arrive; statistics are computed elsewhere (host/measure).
+// arrive; statistics are computed elsewhere (host/measure, from the recording alone).
 package dispatch
 
 import (
@@ -20,25 +22,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/sse"
 	"github.com/valyala/fasthttp"
 )
 
-// Mode is the request shape of a cell.
-type Mode string
+// Mode is the recording type: see recording.Mode.
+type Mode = recording.Mode
 
-// The three request shapes.
+// The three request shapes: the recording's (see recording.ModeArray).
 const (
-	// ModeArray (the default, also for ""): one request whose prompt is the B token-id
-	// arrays, n = 1, sent to worker 0. Sequence i is prompt i (choices[].index = i).
-	ModeArray Mode = "array"
-	// ModeRouted: B concurrent requests, n = 1, request i carrying prompt i as one token-id
-	// array, sent to the worker Options.Router picks (round robin i mod W without one).
-	// Sequence i is prompt i.
-	ModeRouted Mode = "routed"
-	// ModeN (legacy): one request with prompt = prompts[0] and n = B = len(prompts), sent
-	// to worker 0; the other prompts are not sent. Sequence i is choice i.
-	ModeN Mode = "n"
+	ModeArray  = recording.ModeArray
+	ModeRouted = recording.ModeRouted
+	ModeN      = recording.ModeN
 )
 
 // Worker is one server endpoint. URL is a base URL ("http://127.0.0.1:8000", optionally
@@ -267,135 +263,31 @@ func (c *Client) OpenConns() int {
 	return len(c.conns.m)
 }
 
-// Result is what one Send measured.
-type Result struct {
-	// Mode is the request shape used; MaxTokens the max_tokens sent.
-	Mode      Mode `json:"mode"`
-	MaxTokens int  `json:"max_tokens"`
-	// Start is the monotonic origin of every offset below: taken after the bodies were
-	// built, right before the first request was sent.
-	Start time.Time `json:"start"`
-	// Sequences has one record per sequence: B of them, sequence i being prompt i
-	// (ModeArray, ModeRouted) or choice i of prompt 0 (ModeN). A failed request's
-	// sequences are present with whatever arrived before the failure.
-	Sequences []Sequence `json:"sequences"`
-	// Requests are the HTTP requests made (1 in ModeArray and ModeN, B in ModeRouted).
-	Requests []Request `json:"requests"`
-}
+// Result is the recording type: see recording.Result. Its Err and Retried methods are
+// recording's.
+type Result = recording.Result
 
-// Sequence is one generated sequence. Times in the embedded sse.Sequence (Marks[].At,
-// FinishAt) are offsets from Result.Start.
-type Sequence struct {
-	sse.Sequence
-	// Prompt is the index of the prompt it continues; Request the index into
-	// Result.Requests of the request that carried it.
-	Prompt  int `json:"prompt"`
-	Request int `json:"request"`
-}
+// Sequence is the recording type: see recording.Sequence.
+type Sequence = recording.Sequence
 
-// Request is one HTTP request of a Send. Durations are offsets from Result.Start.
-type Request struct {
-	Worker     int    `json:"worker"`
-	WorkerName string `json:"worker_name"`
-	URL        string `json:"url"`
-	// Prompts are the prompt indices it carried.
-	Prompts []int `json:"prompts"`
-	// Attempts counts sends: 1 + retries used + one free resend when a pooled keep-alive
-	// connection turned out closed by the server before any response byte.
-	Attempts int `json:"attempts"`
-	// Retries lists why each attempt but the last was sent again (len = Attempts − 1).
-	Retries []Retry `json:"retries,omitempty"`
-	// BodyBytes is the size of the request body in bytes.
-	BodyBytes int `json:"body_bytes"`
-	// Sent is when the last attempt was sent; Header when its response headers arrived;
-	// End when its stream ended (or failed).
-	Sent   time.Duration `json:"sent_ns"`
-	Header time.Duration `json:"header_ns"`
-	End    time.Duration `json:"end_ns"`
-	// Status is the HTTP status of the last attempt (0 when none arrived).
-	Status int `json:"status"`
-	// Usage is the request's usage (usage-only chunk, else the sum of per-choice usage),
-	// valid when HasUsage.
-	Usage    sse.Usage `json:"usage"`
-	HasUsage bool      `json:"has_usage"`
-	// Done reports that [DONE] arrived.
-	Done bool `json:"done"`
-	// Headers holds the values of Options.GenerationDurationHeader and
-	// SpeculationAcceptanceHeader found in the response headers or trailers, by the
-	// configured name.
-	Headers map[string]string `json:"headers,omitempty"`
-	// Err is the request's failure (a *RequestError), nil on success; Error its text.
-	Err   error  `json:"-"`
-	Error string `json:"error,omitempty"`
-}
+// Request is the recording type: see recording.Request.
+type Request = recording.Request
 
-// Err joins the errors of all failed requests (nil when every request succeeded).
-func (r *Result) Err() error {
-	var errs []error
-	for i := range r.Requests {
-		if r.Requests[i].Err != nil {
-			errs = append(errs, r.Requests[i].Err)
-		}
-	}
-	return errors.Join(errs...)
-}
+// ErrorKind is the recording type: see recording.ErrorKind.
+type ErrorKind = recording.ErrorKind
 
-// ErrorKind classifies a RequestError.
-type ErrorKind string
-
-// Error kinds.
+// Error kinds: the recording's (see recording.KindTransport).
 const (
-	KindTransport ErrorKind = "transport" // connect/write/read failure
-	KindHTTP      ErrorKind = "http"      // non-200 status
-	KindServer    ErrorKind = "server"    // in-stream {"error":…} event
-	KindStream    ErrorKind = "stream"    // truncated or malformed stream
-	KindTimeout   ErrorKind = "timeout"   // Timeout names which one
-	KindCanceled  ErrorKind = "canceled"  // the context was canceled
+	KindTransport = recording.KindTransport
+	KindHTTP      = recording.KindHTTP
+	KindServer    = recording.KindServer
+	KindStream    = recording.KindStream
+	KindTimeout   = recording.KindTimeout
+	KindCanceled  = recording.KindCanceled
 )
 
-// RequestError is a failed request. Its text is
-// "POST <url>: <kind detail>: <server message or cause>"; it never contains the API key.
-type RequestError struct {
-	Kind ErrorKind
-	URL  string
-	// Status is the HTTP status (0 before headers arrived).
-	Status int
-	// Message is the server's message (error.message, then message, then error string)
-	// for KindHTTP and KindServer.
-	Message string
-	// Timeout is "connect", "first_token", "total" or "stall" (Err is then a *StallError)
-	// for KindTimeout.
-	Timeout string
-	// Err is the underlying error (a *sse.ServerError for KindServer).
-	Err error
-	// Hint is advice for a failure whose fix is known (the setting to change: see Hint),
-	// "" otherwise.
-	Hint string
-}
-
-// Error returns "POST <url>: status <n>: <server message>" (KindHTTP), "POST <url>:
-// status 200: in-stream server error: …" (KindServer), "POST <url>: <which> timeout: …"
-// (KindTimeout) or "POST <url>: <kind>: <cause>", followed by " (<hint>)" when Hint is set.
-func (e *RequestError) Error() string {
-	var s string
-	switch e.Kind {
-	case KindHTTP:
-		s = fmt.Sprintf("POST %s: status %d: %s", e.URL, e.Status, e.Message)
-	case KindServer:
-		s = fmt.Sprintf("POST %s: status %d: in-stream %v", e.URL, e.Status, e.Err)
-	case KindTimeout:
-		s = fmt.Sprintf("POST %s: %s timeout: %v", e.URL, e.Timeout, e.Err)
-	default:
-		s = fmt.Sprintf("POST %s: %s: %v", e.URL, e.Kind, e.Err)
-	}
-	if e.Hint != "" {
-		s += " (" + e.Hint + ")"
-	}
-	return s
-}
-
-// Unwrap returns the underlying error (a *sse.ServerError for KindHTTP and KindServer).
-func (e *RequestError) Unwrap() error { return e.Err }
+// RequestError is the recording type: see recording.RequestError.
+type RequestError = recording.RequestError
 
 // plan is one HTTP request to make.
 type plan struct {

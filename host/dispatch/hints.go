@@ -6,54 +6,16 @@ import (
 	"io"
 	"strings"
 	"syscall"
-	"time"
 
+	"github.com/genload/genload/host/recording"
 	"github.com/valyala/fasthttp"
 )
 
-// Retry is one re-send of a request: which attempt failed, and why.
-type Retry struct {
-	// Attempt is the 1-based attempt that failed.
-	Attempt int `json:"attempt"`
-	// Reason is that attempt's failure (the error without "POST <url>: "), prefixed with
-	// "stale keep-alive connection: " for the free resend on a connection the server had
-	// closed while idle, or "response headers over 4 KiB" for the free resend with larger
-	// read buffers.
-	Reason string `json:"reason"`
-	// Wait is the backoff before the resend (0 for free resends).
-	Wait time.Duration `json:"wait_ns,omitempty"`
-	// Free resends are not counted against Options.Retries.
-	Free bool `json:"free,omitempty"`
-}
+// Retry is the recording type: see recording.Retry.
+type Retry = recording.Retry
 
-// RetryStats sums the resends of a Send (or Warmup) over its requests.
-type RetryStats struct {
-	// Count is the number of resends counted against Options.Retries; Free the others
-	// (stale keep-alive connections, larger header buffers).
-	Count int `json:"count"`
-	Free  int `json:"free,omitempty"`
-	// Reasons counts resends by reason (Retry.Reason).
-	Reasons map[string]int `json:"reasons,omitempty"`
-}
-
-// Retried returns the resends of every request of r; the zero RetryStats when none.
-func (r *Result) Retried() RetryStats {
-	var st RetryStats
-	for i := range r.Requests {
-		for _, rt := range r.Requests[i].Retries {
-			if rt.Free {
-				st.Free++
-			} else {
-				st.Count++
-			}
-			if st.Reasons == nil {
-				st.Reasons = map[string]int{}
-			}
-			st.Reasons[rt.Reason]++
-		}
-	}
-	return st
-}
+// RetryStats is the recording type: see recording.RetryStats.
+type RetryStats = recording.RetryStats
 
 // reason is err's text without the "POST <url>: " prefix.
 func reason(err error) string {

@@ -1,59 +1,16 @@
 package dispatch
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/sse"
 )
 
-// StallError is a stream that stopped sending after its first token: no byte arrived for
-// Limit, on it nor on any other stream of the same Send. It is the Err of a RequestError of
-// Kind KindTimeout, Timeout "stall".
-type StallError struct {
-	// Limit is the silence that ended the stream: Options.Stall, else
-	// max(Options.StallMin, Options.StallSteps × Step).
-	Limit time.Duration
-	// Token is the last token seen, counted per sequence (token-bearing chunks of the
-	// stream ÷ Sequences).
-	Token int
-	// Sequences is the number of sequences the stream carries; Streams the number of
-	// streams (requests) of the Send.
-	Sequences int
-	Streams   int
-	// Step is the stream's observed step time: (time of the last byte − time of the first
-	// token) ÷ tokens per sequence after the first; 0 when not known yet (one token: the
-	// limit then used the time to the first token in its place).
-	Step time.Duration
-	// Steps and Min are the rule's Options.StallSteps and StallMin (0, 0 with a fixed Stall).
-	Steps int
-	Min   time.Duration
-}
-
-// Error returns e.g. "no byte for 2.0 s after token 37; the stream's step was 5.1 ms
-// (limit max([timeouts] stall_min 2s, stall_steps 20 × step))"; with several streams, "no
-// byte on any of the 8 streams for 2.0 s after token 37; …".
-func (e *StallError) Error() string {
-	none := "no byte"
-	if e.Streams > 1 {
-		none = fmt.Sprintf("no byte on any of the %d streams", e.Streams)
-	}
-	after := fmt.Sprintf("after token %d", e.Token)
-	if e.Sequences > 1 {
-		after = fmt.Sprintf("after token %d of each of %d sequences", e.Token, e.Sequences)
-	}
-	step := "the stream's step was not known yet"
-	if e.Step > 0 {
-		step = fmt.Sprintf("the stream's step was %.1f ms", float64(e.Step)/1e6)
-	}
-	rule := "[timeouts] stall"
-	if e.Steps > 0 {
-		rule = fmt.Sprintf("max([timeouts] stall_min %v, stall_steps %d × step)", e.Min, e.Steps)
-	}
-	return fmt.Sprintf("%s for %.1f s %s; %s (limit %s)", none, e.Limit.Seconds(), after, step, rule)
-}
+// StallError is the recording type: see recording.StallError.
+type StallError = recording.StallError
 
 // stallWatch detects a stream that stops sending. The stream's goroutine publishes, on every
 // read that returns bytes, the read's time and the token chunks counted so far (one atomic

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 )
 
 // Attainment states.
@@ -46,8 +46,8 @@ type Attainment struct {
 //     chunks carry more than one token (coalesced streams need not line up), else
 //     probably not reached — the sequences overlapped without sharing forward passes (a
 //     server that interleaves requests, or workers on different servers).
-func Attain(res *dispatch.Result, b int) Attainment {
-	var seqs []*dispatch.Sequence
+func Attain(res *recording.Result, b int) Attainment {
+	var seqs []*recording.Sequence
 	tokens, marks := 0, 0
 	var gaps []time.Duration
 	for i := range res.Sequences {
@@ -152,7 +152,7 @@ func Attain(res *dispatch.Result, b int) Attainment {
 
 // concurrency is the largest number of the intervals [first mark, last mark] of seqs that
 // overlap at one instant (touching ends overlap).
-func concurrency(seqs []*dispatch.Sequence) int {
+func concurrency(seqs []*recording.Sequence) int {
 	type edge struct {
 		at    time.Duration
 		delta int
@@ -184,7 +184,7 @@ func medianDuration(d []time.Duration) time.Duration {
 // overlap returns the span in which every sequence of seqs (each with ≥ 1 mark) has had its
 // first mark and none its last: [latest first mark, earliest last mark]; ok is false when
 // that span is empty.
-func overlap(seqs []*dispatch.Sequence) (w struct{ Start, End time.Duration }, ok bool) {
+func overlap(seqs []*recording.Sequence) (w struct{ Start, End time.Duration }, ok bool) {
 	w.Start, w.End = seqs[0].Marks.At(0), seqs[0].Marks.At(seqs[0].Marks.Len()-1)
 	for _, s := range seqs[1:] {
 		w.Start = max(w.Start, s.Marks.At(0))

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 )
 
-func resultOf(seqs ...dispatch.Sequence) *dispatch.Result {
-	return &dispatch.Result{Requests: []dispatch.Request{{}}, Sequences: seqs}
+func resultOf(seqs ...recording.Sequence) *recording.Result {
+	return &recording.Result{Requests: []recording.Request{{}}, Sequences: seqs}
 }
 
 // jittered returns n marks from first, every step ms, with a fixed sub-step offset.
@@ -18,33 +18,33 @@ func TestAttain(t *testing.T) {
 	cases := []struct {
 		name  string
 		b     int
-		seqs  []dispatch.Sequence
+		seqs  []recording.Sequence
 		state string
 		conc  int
 		why   string
 	}{
-		{"one sequence", 1, []dispatch.Sequence{seq(0, true, 20, every(0, 10, 20)...)}, AttainmentReached, 1, "its own batch"},
+		{"one sequence", 1, []recording.Sequence{seq(0, true, 20, every(0, 10, 20)...)}, AttainmentReached, 1, "its own batch"},
 		// 4 sequences on the same 10 ms steps, 0.1–0.4 ms apart: every chunk has a partner
 		// within 2.5 ms
-		{"batched", 4, []dispatch.Sequence{
+		{"batched", 4, []recording.Sequence{
 			seq(0, true, 20, jittered(0, 10, 0.1, 20)...), seq(0, true, 20, jittered(0, 10, 0.2, 20)...),
 			seq(0, true, 20, jittered(0, 10, 0.3, 20)...), seq(0, true, 20, jittered(0, 10, 0.4, 20)...)},
 			AttainmentReached, 4, "100 % of their chunks arriving together"},
 		// two at a time: sequences 2 and 3 start a step after 0 and 1 finished
-		{"two at a time", 4, []dispatch.Sequence{
+		{"two at a time", 4, []recording.Sequence{
 			seq(0, true, 20, jittered(0, 10, 0.1, 20)...), seq(0, true, 20, jittered(0, 10, 0.2, 20)...),
 			seq(0, true, 20, jittered(200, 10, 0.1, 20)...), seq(0, true, 20, jittered(200, 10, 0.2, 20)...)},
 			AttainmentProbablyNotReached, 2, "at most 2 of 4 sequences were decoding at once as the client saw them; first tokens spread over 200.1 ms ≈ 20 chunk intervals"},
 		// interleaved: both decode over the same span, each 10 ms, half a step apart
-		{"interleaved", 2, []dispatch.Sequence{seq(0, true, 20, every(0, 10, 20)...), seq(0, true, 20, every(5, 10, 20)...)},
+		{"interleaved", 2, []recording.Sequence{seq(0, true, 20, every(0, 10, 20)...), seq(0, true, 20, every(5, 10, 20)...)},
 			AttainmentProbablyNotReached, 2, "only 0 % of their chunks arrived together"},
 		// the same with 2-token chunks: coalescing need not line up, so unknown
-		{"interleaved, coalesced", 2, []dispatch.Sequence{seq(0, true, 40, every(0, 10, 20)...), seq(0, true, 40, every(5, 10, 20)...)},
+		{"interleaved, coalesced", 2, []recording.Sequence{seq(0, true, 40, every(0, 10, 20)...), seq(0, true, 40, every(5, 10, 20)...)},
 			AttainmentUnknown, 2, "chunks carry 2.00 tokens"},
-		{"a sequence without tokens", 3, []dispatch.Sequence{seq(0, true, 20, every(0, 10, 20)...), seq(0, true, 20, every(0, 10, 20)...), seq(0, true, 0)},
+		{"a sequence without tokens", 3, []recording.Sequence{seq(0, true, 20, every(0, 10, 20)...), seq(0, true, 20, every(0, 10, 20)...), seq(0, true, 0)},
 			AttainmentProbablyNotReached, 2, "only 2 of 3 sequences streamed a token"},
 		// overlapping for only 2 chunks of sequence 1
-		{"short overlap", 2, []dispatch.Sequence{seq(0, true, 20, every(0, 10, 20)...), seq(0, true, 20, every(180.1, 10, 20)...)},
+		{"short overlap", 2, []recording.Sequence{seq(0, true, 20, every(0, 10, 20)...), seq(0, true, 20, every(180.1, 10, 20)...)},
 			AttainmentUnknown, 2, "too few to compare"},
 	}
 	for _, tc := range cases {

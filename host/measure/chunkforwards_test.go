@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/sse"
 )
 
@@ -13,8 +13,8 @@ import (
 // tokens (the pattern of 4 repeated, 1 last: 32 tokens in 15 chunks, 14 decode forward passes after
 // the first chunk).
 func TestChunkForwardsCountsSpeculativeSteps(t *testing.T) {
-	mk := func() dispatch.Sequence {
-		var s dispatch.Sequence
+	mk := func() recording.Sequence {
+		var s recording.Sequence
 		pat := []int32{1, 3, 2, 3}
 		for i := range 15 {
 			tok := pat[i%4]
@@ -26,7 +26,7 @@ func TestChunkForwardsCountsSpeculativeSteps(t *testing.T) {
 		s.Finished, s.FinishAt, s.CompletionTokens, s.TokenSource = true, 240*time.Millisecond, 32, sse.TokensChoiceUsage
 		return s
 	}
-	res := &dispatch.Result{MaxTokens: 32, Requests: []dispatch.Request{{}}, Sequences: []dispatch.Sequence{mk(), mk()}}
+	res := &recording.Result{MaxTokens: 32, Requests: []recording.Request{{}}, Sequences: []recording.Sequence{mk(), mk()}}
 	res.Sequences[1].Index = 1
 	// endpoints per token: 140 ms / (32 − 1) = 4.516 ms; per chunk: 140 ms / (15 − 1) = 10 ms.
 	tok := Compute(res, Options{})

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 )
 
 // Sequence classes: how a sequence of a cell ended. Only ClassFull sequences enter the
@@ -41,7 +41,7 @@ type LeftOut struct {
 
 // classify returns s's class (see the Class constants); failed reports that its request
 // failed, maxTok is max_tokens (0: unknown, no early-stop or overlong class).
-func classify(s *dispatch.Sequence, failed bool, maxTok int) string {
+func classify(s *recording.Sequence, failed bool, maxTok int) string {
 	exact, n := exactCount(s), tokensOf(s)
 	switch {
 	case failed:
@@ -140,10 +140,10 @@ func describeClass(c string, ls []LeftOut, maxTokens int) string {
 // (sse.TokenSource.Exact) and it does not contradict the stream — a count below the number
 // of token-bearing chunks (zero while text arrived: a server that puts all-zero usage on
 // every chunk) is not, each such chunk carrying at least one token.
-func exactCount(s *dispatch.Sequence) bool {
+func exactCount(s *recording.Sequence) bool {
 	return s.TokenSource.Exact() && s.CompletionTokens >= s.Marks.Len()
 }
 
 // tokensOf is s's completion tokens: CompletionTokens, or at least one per token-bearing chunk
 // when the count contradicts the stream (a lower bound then).
-func tokensOf(s *dispatch.Sequence) int { return max(s.CompletionTokens, s.Marks.Len()) }
+func tokensOf(s *recording.Sequence) int { return max(s.CompletionTokens, s.Marks.Len()) }

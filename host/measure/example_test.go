@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/sse"
 )
 
@@ -13,15 +13,15 @@ import (
 // later and both run 12 tokens, counted by the server (usage).
 func ExampleCompute() {
 	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
-	seq := func(first int) dispatch.Sequence {
-		s := dispatch.Sequence{}
+	seq := func(first int) recording.Sequence {
+		s := recording.Sequence{}
 		for k := range 12 {
 			s.Marks.Append(sse.Mark{At: ms(first + 10*k), Text: 2, Tokens: -1})
 		}
 		s.Finished, s.FinishAt, s.CompletionTokens, s.TokenSource = true, ms(first+110), 12, sse.TokensRequestUsage
 		return s
 	}
-	res := &dispatch.Result{MaxTokens: 12, Requests: []dispatch.Request{{}}, Sequences: []dispatch.Sequence{seq(50), seq(60)}}
+	res := &recording.Result{MaxTokens: 12, Requests: []recording.Request{{}}, Sequences: []recording.Sequence{seq(50), seq(60)}}
 	f := measure.Compute(res, measure.Options{})
 	fmt.Println("per-forward mean:", f.PerForward.Mean, "by", f.PerForwardMethod, "counted", f.Counted, "of", f.Sequences)
 	fmt.Println("window:", f.Window.Start, "→", f.Window.End, "steps", f.Window.Steps, "per step", f.Window.PerStep)

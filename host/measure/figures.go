@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 )
 
 // Options are the cell parameters measure needs besides the Result.
@@ -16,7 +16,8 @@ type Options struct {
 	// 0 uses Result.MaxTokens.
 	MaxTokens int
 	// GenerationDurationHeader and SpeculationAcceptanceHeader are the response header
-	// names (as given to dispatch.Options) used for the header-based figure; "" disables.
+	// names (as given to the dispatch Options fields of the same names, which copy their
+	// values into Request.Headers) used for the header-based figure; "" disables.
 	GenerationDurationHeader, SpeculationAcceptanceHeader string
 	// GenerationDurationUnit is the unit of a bare number in the generation-duration
 	// header (default time.Second); values ending in "ms", "us", "s" carry their own.
@@ -143,7 +144,7 @@ type Figures struct {
 	// without usage.
 	Prompts *PromptCheck `json:"prompt_check,omitempty"`
 	// Errors are the failed requests' messages; ErrorKinds counts them by
-	// dispatch.ErrorKind (timeouts as "timeout:<which>").
+	// recording.ErrorKind (timeouts as "timeout:<which>").
 	Errors     []string       `json:"errors,omitempty"`
 	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
 	// Header is the server-header figure; nil when the headers were absent.
@@ -224,7 +225,7 @@ func (w *Window) UnmarshalJSON(b []byte) error {
 // ones (fit and endpoints, cross-checked: Figures.Checks), TTFT, ITL and E2E over the
 // streamed ones, and the per-request prompt-token check. It never fails: an absent figure
 // carries its reason (Figures.PerForwardReason, Window.Reason).
-func Compute(res *dispatch.Result, o Options) Figures {
+func Compute(res *recording.Result, o Options) Figures {
 	maxTok := o.MaxTokens
 	if maxTok == 0 {
 		maxTok = res.MaxTokens
@@ -330,9 +331,9 @@ func Compute(res *dispatch.Result, o Options) Figures {
 }
 
 func errorKind(err error) string {
-	var re *dispatch.RequestError
+	var re *recording.RequestError
 	if errors.As(err, &re) {
-		if re.Kind == dispatch.KindTimeout {
+		if re.Kind == recording.KindTimeout {
 			return "timeout:" + re.Timeout
 		}
 		return string(re.Kind)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 )
 
 // HeaderFigure is the per-forward latency from server headers, per succeeded request
@@ -61,7 +61,7 @@ type HeaderFigure struct {
 // headerFigure computes the HeaderFigure (see its doc comment): nil when the header is not
 // configured or no succeeded request carried it, with a Reason when some did but none
 // gave a per-forward figure.
-func headerFigure(res *dispatch.Result, o Options) *HeaderFigure {
+func headerFigure(res *recording.Result, o Options) *HeaderFigure {
 	if o.GenerationDurationHeader == "" {
 		return nil
 	}
@@ -69,7 +69,7 @@ func headerFigure(res *dispatch.Result, o Options) *HeaderFigure {
 	if unit == 0 {
 		unit = time.Second
 	}
-	seqs := map[int][]*dispatch.Sequence{}
+	seqs := map[int][]*recording.Sequence{}
 	for i := range res.Sequences {
 		s := &res.Sequences[i]
 		seqs[s.Request] = append(seqs[s.Request], s)
@@ -113,8 +113,8 @@ func headerFigure(res *dispatch.Result, o Options) *HeaderFigure {
 
 // requestForwards returns F and τ of one request's sequences (see HeaderFigure), or why
 // there is no figure. acc is the acceptance header's value, NaN when absent.
-func requestForwards(seqs []*dispatch.Sequence, acc float64, o Options) (forwards, tau float64, why string) {
-	var e, r *dispatch.Sequence
+func requestForwards(seqs []*recording.Sequence, acc float64, o Options) (forwards, tau float64, why string) {
+	var e, r *recording.Sequence
 	for _, s := range seqs {
 		if !s.Finished || s.Marks.Len() == 0 {
 			return 0, 0, "a sequence of the request did not finish or streamed no token"

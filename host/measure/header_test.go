@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 )
 
 // every returns n mark times from first, step ms apart.
@@ -17,9 +17,9 @@ func every(first, step float64, n int) []float64 {
 	return v
 }
 
-func headerOf(t *testing.T, o Options, hdr map[string]string, seqs ...dispatch.Sequence) *HeaderFigure {
+func headerOf(t *testing.T, o Options, hdr map[string]string, seqs ...recording.Sequence) *HeaderFigure {
 	t.Helper()
-	res := &dispatch.Result{Requests: []dispatch.Request{{HasUsage: true, Headers: hdr}}, Sequences: seqs}
+	res := &recording.Result{Requests: []recording.Request{{HasUsage: true, Headers: hdr}}, Sequences: seqs}
 	o.GenerationDurationHeader, o.SpeculationAcceptanceHeader = "generation-duration", "speculation-acceptance"
 	return Compute(res, o).Header
 }
@@ -51,7 +51,7 @@ func TestHeaderFigureFormulas(t *testing.T) {
 			}
 		})
 	}
-	res := &dispatch.Result{Requests: []dispatch.Request{{HasUsage: true}}, Sequences: []dispatch.Sequence{seq(0, true, 3, 1, 2, 3)}}
+	res := &recording.Result{Requests: []recording.Request{{HasUsage: true}}, Sequences: []recording.Sequence{seq(0, true, 3, 1, 2, 3)}}
 	if Compute(res, Options{GenerationDurationHeader: "generation-duration"}).Header != nil {
 		t.Fatal("header figure without the header")
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/sse"
 )
 
@@ -35,8 +35,8 @@ func (r *timedReader) Read(p []byte) (int, error) {
 var errEOF = io.EOF
 
 // replay runs events (one read each, at the given ms) through the sse pipeline and wraps
-// the sequences as a one-request dispatch.Result sent at 0.
-func replay(t *testing.T, expect, maxTokens int, at []float64, evs ...string) *dispatch.Result {
+// the sequences as a one-request recording.Result sent at 0.
+func replay(t *testing.T, expect, maxTokens int, at []float64, evs ...string) *recording.Result {
 	t.Helper()
 	rd := sse.NewReader(&timedReader{evs: evs}, 0)
 	k := 0
@@ -46,10 +46,10 @@ func replay(t *testing.T, expect, maxTokens int, at []float64, evs ...string) *d
 	if err := d.Run(rd); err != nil {
 		t.Fatal(err)
 	}
-	res := &dispatch.Result{MaxTokens: maxTokens, Start: base, Requests: []dispatch.Request{{Prompts: []int{0}}}}
+	res := &recording.Result{MaxTokens: maxTokens, Start: base, Requests: []recording.Request{{Prompts: []int{0}}}}
 	res.Requests[0].Usage, res.Requests[0].HasUsage = d.RequestUsage()
 	for i, s := range d.Finalize(maxTokens) {
-		res.Sequences = append(res.Sequences, dispatch.Sequence{Sequence: s, Prompt: i})
+		res.Sequences = append(res.Sequences, recording.Sequence{Sequence: s, Prompt: i})
 	}
 	return res
 }
@@ -113,8 +113,8 @@ func TestMultiTokenChunks(t *testing.T) {
 }
 
 // seq builds a sequence with one-token marks at the given ms.
-func seq(req int, finished bool, tokens int, at ...float64) dispatch.Sequence {
-	s := dispatch.Sequence{Request: req}
+func seq(req int, finished bool, tokens int, at ...float64) recording.Sequence {
+	s := recording.Sequence{Request: req}
 	for _, a := range at {
 		s.Marks.Append(sse.Mark{At: ms(a), Text: 1, Tokens: -1})
 	}
@@ -144,8 +144,8 @@ func TestWindowRagged(t *testing.T) {
 		}
 		return v
 	}
-	res := &dispatch.Result{MaxTokens: 30, Requests: []dispatch.Request{{}}}
-	res.Sequences = []dispatch.Sequence{
+	res := &recording.Result{MaxTokens: 30, Requests: []recording.Request{{}}}
+	res.Sequences = []recording.Sequence{
 		seq(0, true, 30, steps(0, 29, 0.3)...),
 		seq(0, true, 30, steps(2, 31, 0.1)...),
 		seq(0, true, 30, steps(1, 30, 0.5)...),
@@ -175,13 +175,13 @@ func TestWindowRagged(t *testing.T) {
 }
 
 func TestWindowInvalid(t *testing.T) {
-	res := &dispatch.Result{Requests: []dispatch.Request{{}}}
+	res := &recording.Result{Requests: []recording.Request{{}}}
 	// seq 1 finishes at 20 before seq 0 starts at 30
-	res.Sequences = []dispatch.Sequence{seq(0, true, 2, 30, 40), seq(0, true, 2, 10, 20)}
+	res.Sequences = []recording.Sequence{seq(0, true, 2, 30, 40), seq(0, true, 2, 10, 20)}
 	if w := Compute(res, Options{}).Window; w.Valid || !strings.Contains(w.Reason, "finished before") {
 		t.Fatalf("window = %+v", w)
 	}
-	if w := Compute(&dispatch.Result{}, Options{}).Window; w.Valid || w.Reason != "no counted sequences" {
+	if w := Compute(&recording.Result{}, Options{}).Window; w.Valid || w.Reason != "no counted sequences" {
 		t.Fatalf("window = %+v", w)
 	}
 }
@@ -189,12 +189,12 @@ func TestWindowInvalid(t *testing.T) {
 // Failed requests (any kind) count in errors and in no latency or token figure;
 // unfinished sequences are not counted.
 func TestErrorsExcluded(t *testing.T) {
-	res := &dispatch.Result{MaxTokens: 3, Requests: []dispatch.Request{
+	res := &recording.Result{MaxTokens: 3, Requests: []recording.Request{
 		{HasUsage: true, Usage: sse.Usage{PromptTokens: 10, CompletionTokens: 3, CachedTokens: 4, HasCached: true}},
-		{Err: &dispatch.RequestError{Kind: dispatch.KindServer, URL: "http://x/v1/completions", Status: 200, Message: "boom", Err: &sse.ServerError{Message: "boom"}}},
-		{Err: &dispatch.RequestError{Kind: dispatch.KindTimeout, Timeout: "first_token", URL: "u", Err: errors.New("deadline")}},
+		{Err: &recording.RequestError{Kind: recording.KindServer, URL: "http://x/v1/completions", Status: 200, Message: "boom", Err: &sse.ServerError{Message: "boom"}}},
+		{Err: &recording.RequestError{Kind: recording.KindTimeout, Timeout: "first_token", URL: "u", Err: errors.New("deadline")}},
 	}}
-	res.Sequences = []dispatch.Sequence{
+	res.Sequences = []recording.Sequence{
 		seq(0, true, 3, 10, 20, 30),
 		seq(1, true, 3, 1, 2, 3),       // request failed
 		seq(2, false, 1, 5),            // request failed

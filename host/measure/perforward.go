@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/sse"
 )
 
@@ -14,7 +14,7 @@ import (
 // chunkForwards the mark index; else the cumulative exact token deltas minus the first
 // mark's, when every mark has one (and they sum to an exact count, if there is one); else the
 // mark index when an exact count equals the number of marks (one token per chunk).
-func forwardIndex(s *dispatch.Sequence, chunkForwards bool) []float64 {
+func forwardIndex(s *recording.Sequence, chunkForwards bool) []float64 {
 	n := s.Marks.Len()
 	idx := func() []float64 {
 		f := make([]float64, n)

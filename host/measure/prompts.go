@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 )
 
 // PromptCheck compares, request by request, the server's usage.prompt_tokens with the tokens
@@ -73,7 +73,7 @@ func (p *PromptCheck) Message() string {
 }
 
 // checkPrompts builds the PromptCheck of res (nil without prompt lengths or usage).
-func checkPrompts(res *dispatch.Result, o Options) *PromptCheck {
+func checkPrompts(res *recording.Result, o Options) *PromptCheck {
 	if len(o.PromptLengths) == 0 {
 		return nil
 	}
@@ -85,7 +85,7 @@ func checkPrompts(res *dispatch.Result, o Options) *PromptCheck {
 			continue
 		}
 		ids := r.Prompts
-		if res.Mode == dispatch.ModeN {
+		if res.Mode == recording.ModeN {
 			ids = ids[:1]
 		}
 		sent, known := 0, true

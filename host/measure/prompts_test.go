@@ -4,16 +4,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/sse"
 )
 
 // routed builds a routed-mode result: request i carries prompt i and the server counted
 // counted[i] prompt tokens.
-func routed(mode dispatch.Mode, prompts [][]int, counted ...int) *dispatch.Result {
-	res := &dispatch.Result{Mode: mode}
+func routed(mode recording.Mode, prompts [][]int, counted ...int) *recording.Result {
+	res := &recording.Result{Mode: mode}
 	for i, c := range counted {
-		res.Requests = append(res.Requests, dispatch.Request{Prompts: prompts[i], HasUsage: true, Usage: sse.Usage{PromptTokens: c}})
+		res.Requests = append(res.Requests, recording.Request{Prompts: prompts[i], HasUsage: true, Usage: sse.Usage{PromptTokens: c}})
 	}
 	return res
 }
@@ -22,7 +22,7 @@ func TestPromptChecksPerRequest(t *testing.T) {
 	lens := []int{100, 200, 6000}
 	one := [][]int{{0}, {1}, {2}}
 	// +3 on one request and −3 on another: the cell's sum is 0, the check sees two.
-	p := Compute(routed(dispatch.ModeRouted, one, 103, 197, 6000), Options{PromptLengths: lens, TextPrompts: true}).Prompts
+	p := Compute(routed(recording.ModeRouted, one, 103, 197, 6000), Options{PromptLengths: lens, TextPrompts: true}).Prompts
 	if p == nil || p.Requests != 3 || p.Deviating != 2 || p.MaxAbs != 3 || p.Sum != 0 || p.Truncated != 0 || p.TruncationError != "" {
 		t.Fatalf("text prompts: %+v", p)
 	}
@@ -30,7 +30,7 @@ func TestPromptChecksPerRequest(t *testing.T) {
 		t.Fatalf("text message %q", m)
 	}
 	// Token-id prompts: the −3 request is truncation, and 4,096 of 6,000 is the worst.
-	f := Compute(routed(dispatch.ModeRouted, one, 103, 197, 4096), Options{PromptLengths: lens})
+	f := Compute(routed(recording.ModeRouted, one, 103, 197, 4096), Options{PromptLengths: lens})
 	p = f.Prompts
 	if p.Truncated != 2 || p.Worst == nil || p.Worst.Request != 2 || p.Worst.Sent != 6000 || p.Worst.Counted != 4096 || p.MaxAbs != 1904 {
 		t.Fatalf("token prompts: %+v worst %+v", p, p.Worst)
@@ -45,24 +45,24 @@ func TestPromptChecksPerRequest(t *testing.T) {
 		t.Fatalf("text truncation: %+v worst %+v error %q", p, p.Worst, p.TruncationError)
 	}
 	// downgraded: no error, the message still names truncation
-	p = Compute(routed(dispatch.ModeRouted, one, 100, 200, 4096), Options{PromptLengths: lens, TruncationWarns: true}).Prompts
+	p = Compute(routed(recording.ModeRouted, one, 100, 200, 4096), Options{PromptLengths: lens, TruncationWarns: true}).Prompts
 	if p.TruncationError != "" || !strings.Contains(p.Message(), "truncated") || p.Truncated != 1 {
 		t.Fatalf("warn: %+v %q", p, p.Message())
 	}
 	// array mode: one request of three prompts, 6,300 sent; ModeN: the one prompt, sent once.
-	p = Compute(routed(dispatch.ModeArray, [][]int{{0, 1, 2}}, 6300), Options{PromptLengths: lens}).Prompts
+	p = Compute(routed(recording.ModeArray, [][]int{{0, 1, 2}}, 6300), Options{PromptLengths: lens}).Prompts
 	if p.Requests != 1 || p.Deviating != 0 || p.Message() != "" {
 		t.Fatalf("array: %+v", p)
 	}
-	p = Compute(routed(dispatch.ModeN, [][]int{{0, 1, 2}}, 100), Options{PromptLengths: []int{100, 100, 100}}).Prompts
+	p = Compute(routed(recording.ModeN, [][]int{{0, 1, 2}}, 100), Options{PromptLengths: []int{100, 100, 100}}).Prompts
 	if p.Requests != 1 || p.Deviating != 0 {
 		t.Fatalf("n mode: %+v", p)
 	}
 	// no lengths, or no usage: no check
-	if Compute(routed(dispatch.ModeRouted, one, 1, 2, 3), Options{}).Prompts != nil {
+	if Compute(routed(recording.ModeRouted, one, 1, 2, 3), Options{}).Prompts != nil {
 		t.Fatal("check without prompt lengths")
 	}
-	res := routed(dispatch.ModeRouted, one, 1, 2, 3)
+	res := routed(recording.ModeRouted, one, 1, 2, 3)
 	for i := range res.Requests {
 		res.Requests[i].HasUsage = false
 	}

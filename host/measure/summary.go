@@ -1,4 +1,4 @@
-// Package measure turns the per-sequence arrival records of one cell (a dispatch.Result)
+// Package measure turns the per-sequence arrival records of one cell (a recording.Result)
 // into per-cell figures: latency per forward pass (three ways), TTFT, ITL, E2E, token
 // counts and errors.
 //

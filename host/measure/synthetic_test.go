@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/sse"
 )
 
@@ -44,12 +44,12 @@ type stream struct {
 	OneChunk int
 }
 
-func (g stream) result() *dispatch.Result {
+func (g stream) result() *recording.Result {
 	rng := rand.New(rand.NewPCG(g.Seed, 7))
 	t0 := time.Second
-	res := &dispatch.Result{MaxTokens: g.MaxTokens, Requests: []dispatch.Request{{HasUsage: g.Usage != "none"}}}
+	res := &recording.Result{MaxTokens: g.MaxTokens, Requests: []recording.Request{{HasUsage: g.Usage != "none"}}}
 	for i := range g.B {
-		s := dispatch.Sequence{Prompt: i}
+		s := recording.Sequence{Prompt: i}
 		s.Index = i
 		start := 0
 		if g.Starts != nil {

@@ -6,12 +6,12 @@ import (
 	"sort"
 	"time"
 
-	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/recording"
 )
 
 // fullSeq is a full sequence with each mark's forward index (nil when unknown; see Figures).
 type fullSeq struct {
-	s   *dispatch.Sequence
+	s   *recording.Sequence
 	fwd []float64
 }
 
