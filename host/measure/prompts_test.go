@@ -40,7 +40,7 @@ func TestPromptChecksPerRequest(t *testing.T) {
 	}
 	// Text prompts: −3 is drift, but 1,452 of 3,009 (a server whose context cut it to
 	// C − max_tokens) is far beyond any drift: truncation too.
-	p = Compute(routed(dispatch.ModeRouted, [][]int{{0}, {1}}, 97, 1452), Options{PromptLengths: []int{100, 3009}, TextPrompts: true}).Prompts
+	p = Compute(routed(recording.ModeRouted, [][]int{{0}, {1}}, 97, 1452), Options{PromptLengths: []int{100, 3009}, TextPrompts: true}).Prompts
 	if p.Truncated != 1 || p.Worst == nil || p.Worst.Request != 1 || !strings.Contains(p.TruncationError, "1,452 of the 3,009") {
 		t.Fatalf("text truncation: %+v worst %+v error %q", p, p.Worst, p.TruncationError)
 	}
