@@ -181,8 +181,12 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 	f.PerForward, f.PerForwardEndpoints, f.PerForwardFit = Summarize(heads), Summarize(ends), Summarize(fits)
 	if skipped > 0 {
 		gap := float64(endsOfSkipped)/float64(headsOfSkipped) - 1
-		f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late, bunched with the chunks behind them (held back: Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, or a late first flush; first-chunk offset %+.1f ms): fwd starts at their first on-time chunk; decode time / (tokens − 1) would read %+.1f %%",
-			skipped, len(heads), Ms(f.FirstChunkOffset), 100*gap))
+		offset := "" // the median offset over every sequence, late or not: said only when late
+		if f.FirstChunkOffset > 0 {
+			offset = fmt.Sprintf("; median first-chunk offset %+.1f ms", Ms(f.FirstChunkOffset))
+		}
+		f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late, bunched with the chunks behind them (held back: Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, or a late first flush%s): fwd starts at their first on-time chunk; decode time / (tokens − 1) would read %+.1f %%",
+			skipped, len(heads), offset, 100*gap))
 	}
 	if len(heads) > 0 && len(fits) == len(heads) {
 		fitCheck(f, slowFirst, slowLast)

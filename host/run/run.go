@@ -128,6 +128,9 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 
 	// Target: the built-in engine in-process, or a server.
 	target, engineInfo := cfg.Target, map[string]any(nil)
+	if cfg.Target != config.Builtin && (cfg.Engine.Quirks != "" || cfg.Engine.TimeScale != 0 || cfg.Engine.Profile != "" || cfg.Engine.MaxModelLen != 0) {
+		fmt.Fprintf(opt.Stderr, "[engine] is set but not used: the target is %s, not the built-in engine (give those settings to genload serve)\n", cfg.Target)
+	}
 	if cfg.Target == config.Builtin {
 		eng, url, info, err := startBuiltin(cfg, tok)
 		if err != nil {

@@ -63,7 +63,7 @@ func newTextMode(ctx context.Context, cfg *config.Config, tok *tokenizer.Tokeniz
 	case t == nil:
 		fmt.Fprintln(stderr, "text prompts: the server sent no usage for the probe; server-side templating cannot be checked")
 	case t.Templates:
-		fmt.Fprintf(stderr, "text prompts: %s: the content is sent untemplated and the server's %d tokens counted in each length\n", t.Message, t.Extra)
+		fmt.Fprintf(stderr, "text prompts: the server templates completions prompts (+%d tokens): the content is sent untemplated, and the server's template counted in each length\n", t.Extra)
 		ub, err := newBuilder(nil)
 		if err != nil {
 			return nil, err
