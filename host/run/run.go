@@ -126,7 +126,15 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		return nil, exitcode.With(exitcode.InvalidConfig, err)
 	}
 
-	// Target: the built-in engine in-process, or a server.
+	// Target: the built-in engine in-process, or a server. Routed workers that all name their
+	// own server make the first of them the target: a built-in engine would be started for
+	// nothing, and its model and context would be asked instead of the workers'.
+	if ws := cfg.ResolvedWorkers(""); cfg.Target == config.Builtin && cfg.Mode != config.ModeArray && cfg.Mode != config.ModeN && allNamed(ws) {
+		c2 := *cfg
+		c2.Target = ws[0].URL
+		cfg = &c2
+		fmt.Fprintf(opt.Stderr, "target: %s (the first worker; every [[workers]] entry names its server, so no built-in engine is started)\n", cfg.Target)
+	}
 	target, engineInfo := cfg.Target, map[string]any(nil)
 	if cfg.Target != config.Builtin && (cfg.Engine.Quirks != "" || cfg.Engine.TimeScale != 0 || cfg.Engine.Profile != "" || cfg.Engine.MaxModelLen != 0) {
 		fmt.Fprintf(opt.Stderr, "[engine] is set but not used: the target is %s, not the built-in engine (give those settings to genload serve)\n", cfg.Target)
@@ -339,6 +347,16 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	fmt.Fprintln(opt.Stderr)
 	return res, errors.Join(runErr, ferr)
+}
+
+// allNamed reports whether every worker of ws names its own server URL.
+func allNamed(ws []config.Worker) bool {
+	for _, w := range ws {
+		if w.URL == "" {
+			return false
+		}
+	}
+	return len(ws) > 0
 }
 
 // cellRunner holds what every cell of a run needs.
