@@ -90,17 +90,7 @@ func TestRequestBodiesAreReproducible(t *testing.T) {
 // fallback): the run stops before the first cell and names the setting to change.
 func TestTextPromptsAgainstAnotherTokenizer(t *testing.T) {
 	t.Setenv(testplugins.EnvPluginDir, testplugins.Dir(t))
-	ecfg := engine.DefaultConfig()
-	ecfg.TimeScale = 0.05
-	eng, err := engine.New(ecfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := eng.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	url := startEngine(t, nil)
 	cfg := probeCfg(t, fmt.Sprintf("target = %q\nmax_tokens = 6\nout = %q\n[prompt]\nformat = \"text\"\n[matrix]\nseq_lens = [300]\nbatch_sizes = [1]\n", url, t.TempDir()))
 	res, err := Run(context.Background(), cfg, Options{RunID: "othertok"})
 	if err == nil || !strings.Contains(err.Error(), "the server's tokenizer is not genload's; set [tokenizer] path") {
@@ -109,4 +99,22 @@ func TestTextPromptsAgainstAnotherTokenizer(t *testing.T) {
 	if res != nil && len(res.Run.Cells) > 0 {
 		t.Fatalf("%d cells sent; want none", len(res.Run.Cells))
 	}
+}
+
+// startEngine starts a built-in engine at time scale 0.05 (steps of ~0.2 ms) serving tok (nil:
+// its byte-level fallback) on a loopback port, closed with the test; it returns its base URL.
+func startEngine(t *testing.T, tok engine.Tokenizer) string {
+	t.Helper()
+	ecfg := engine.DefaultConfig()
+	ecfg.TimeScale = 0.05
+	eng, err := engine.New(ecfg, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := eng.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return u
 }

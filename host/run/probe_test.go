@@ -237,21 +237,7 @@ func TestRetriesAreRecordedPerCell(t *testing.T) {
 // engine is started, and the run measures (and says it measures) the first worker.
 func TestWorkersWithOwnServersNeedNoBuiltinEngine(t *testing.T) {
 	t.Setenv(testplugins.EnvPluginDir, testplugins.Dir(t))
-	var urls []string
-	for range 2 {
-		ecfg := engine.DefaultConfig()
-		ecfg.TimeScale = 0.05
-		eng, err := engine.New(ecfg, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u, err := eng.Start("127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer eng.Close()
-		urls = append(urls, u)
-	}
+	urls := []string{startEngine(t, nil), startEngine(t, nil)}
 	cfg := probeCfg(t, fmt.Sprintf("mode = \"routed\"\nmax_tokens = 4\nout = %q\n[matrix]\nseq_lens = [300]\nbatch_sizes = [2]\n[[workers]]\nurl = %q\n[[workers]]\nurl = %q\n",
 		t.TempDir(), urls[0], urls[1]))
 	var stderr bytes.Buffer
