@@ -78,19 +78,28 @@ func BenchmarkChunkCost(b *testing.B) {
 		for i := range prompts {
 			prompts[i] = []int32{1, 2, 3}
 		}
-		b.Run(fmt.Sprintf("genload/C=%d/N=%d", sh.c, sh.n), func(b *testing.B) {
-			cl, err := New(Options{Target: "http://" + srv.Addr()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cl.Close()
-			perChunk(b, sh.c, sh.n, func() {
-				res, err := cl.Send(context.Background(), ModeRouted, prompts, sh.n)
-				if err != nil || res.Err() != nil {
-					b.Fatal(err, res.Err())
+		// genload as a run configures it by default (stall detection on: 20 steps, at least
+		// 10 s, the cost of the clock hook per read), and without stall detection.
+		for _, v := range []struct {
+			name string
+			o    Options
+		}{{"genload", Options{StallSteps: 20, StallMin: 10 * time.Second}}, {"genload-nostall", Options{}}} {
+			b.Run(fmt.Sprintf("%s/C=%d/N=%d", v.name, sh.c, sh.n), func(b *testing.B) {
+				o := v.o
+				o.Target = "http://" + srv.Addr()
+				cl, err := New(o)
+				if err != nil {
+					b.Fatal(err)
 				}
+				defer cl.Close()
+				perChunk(b, sh.c, sh.n, func() {
+					res, err := cl.Send(context.Background(), ModeRouted, prompts, sh.n)
+					if err != nil || res.Err() != nil {
+						b.Fatal(err, res.Err())
+					}
+				})
 			})
-		})
+		}
 		b.Run(fmt.Sprintf("nethttp/C=%d/N=%d", sh.c, sh.n), func(b *testing.B) {
 			hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxConnsPerHost: 0}}
 			defer hc.CloseIdleConnections()
