@@ -785,29 +785,9 @@ func TestServerFaults(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					go func() {
-						defer c.Close()
-						req, err := http.ReadRequest(bufio.NewReader(c))
-						if err != nil {
-							return
-						}
-						io.Copy(io.Discard, req.Body)
-						tc.serve(c)
-					}()
-				}
-			}()
-			c, _ := New(Options{Target: "http://" + ln.Addr().String()})
+			// one response per connection, then close: a cut or reset stream ends there
+			u := rawServer(t, func(c net.Conn, _ *http.Request, _ []byte) { tc.serve(c); c.Close() })
+			c, _ := New(Options{Target: u})
 			defer c.Close()
 			res, err := c.Send(context.Background(), ModeArray, prompts3[:1], 4)
 			if err != nil {
