@@ -35,14 +35,7 @@ func TestRealTokenizersGiveExactLengths(t *testing.T) {
 	}
 	for _, name := range []string{"llama3", "llama3_1", "qwen3", "deepseek_v3", "gptoss", "gemma3"} {
 		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(tokenizerCache(), name)
-			if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
-				t.Skipf("%s not fetched (run host/tokenizer/oracle/fetch.sh): %v", name, err)
-			}
-			tok, err := tokenizer.Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tok := loadForTest(t, name)
 			var tmpl Template = func(c string) (string, error) {
 				return tok.ApplyChatTemplate([]tokenizer.Message{{Role: "user", Content: c}}, true)
 			}
