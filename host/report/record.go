@@ -77,6 +77,32 @@ type Header struct {
 	Cells   []matrix.Cell    `json:"cells"`
 	Dropped []matrix.Dropped `json:"dropped,omitempty"`
 	Config  *config.Config   `json:"config"`
+	// Shard is set when the file holds one shard of a sharded run (genload run --shard):
+	// Cells above are that shard's, each with its whole-matrix index.
+	Shard *Shard `json:"shard,omitempty"`
+	// Merged lists the shard files a merged run was joined from (genload merge), in shard
+	// order; nil for a run measured by one process.
+	Merged []MergedShard `json:"merged,omitempty"`
+}
+
+// Shard says which part of a sharded run's matrix a results file holds.
+type Shard struct {
+	Index int `json:"index"` // 0-based, like a Kubernetes Indexed Job's JOB_COMPLETION_INDEX
+	Count int `json:"count"` // number of shards
+	// MatrixCells is the number of cells of the whole matrix, over all shards.
+	MatrixCells int `json:"matrix_cells"`
+}
+
+// MergedShard is one shard file of a merged run.
+type MergedShard struct {
+	Index  int    `json:"index"`
+	File   string `json:"file"`
+	RunID  string `json:"run_id"`
+	Target string `json:"target"`
+	// Started and Status are the shard's own (Status from its footer).
+	Started time.Time `json:"started"`
+	Status  string    `json:"status"`
+	Cells   int       `json:"cells"`
 }
 
 // Worker is one routing worker of a run (its headers are not recorded).

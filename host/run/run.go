@@ -29,6 +29,7 @@ import (
 	"github.com/genload/genload/host/prompt"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/scrape"
+	"github.com/genload/genload/host/shard"
 	"github.com/genload/genload/host/tokenizer"
 )
 
@@ -48,6 +49,9 @@ type Options struct {
 	// skipped, the others measured again, and records are appended to that file. The
 	// configuration must be the one the run was started with.
 	Resume string
+	// Shard selects the part of the matrix this process measures (genload run --shard I/N;
+	// see package shard); the zero value measures every cell. The results header records it.
+	Shard shard.Spec
 }
 
 // Result is what a run produced.
@@ -228,6 +232,8 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	if err != nil {
 		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", cfg.Where("matrix"), err))
 	}
+	matrixCells := len(cells)
+	cells = opt.Shard.Cells(cells) // every cell keeps its whole-matrix Index (and so its prompts)
 
 	// Plugins (loaded, and the lengths computed, while the corpus was tokenized).
 	pl, joined = <-plugReady, true
@@ -276,6 +282,9 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		Model: model, Context: modelCtx, ContextSource: contextSrc, Tokenizer: tok.Name(),
 		Corpus: corpusName, CorpusRows: len(rows), PromptOverhead: builder.Overhead(), MinLen: minLen, MaxLen: maxLen,
 		Plugins: plugins, Engine: engineInfo, Cells: cells, Dropped: dropped, Config: cfg,
+	}
+	if opt.Shard.Enabled() {
+		header.Shard = &report.Shard{Index: opt.Shard.Index, Count: opt.Shard.Count, MatrixCells: matrixCells}
 	}
 	if cfg.Mode == config.ModeRouted {
 		for _, wk := range workers {

@@ -62,6 +62,7 @@ func commands() []command {
 		{"lengths", "print the prompt lengths a length plugin gives for one cell", cmdLengths},
 		{"consistency", "per-cell CV of per-forward latency across repeated runs of a matrix", cmdConsistency},
 		{"diff", "per-cell change in % of per-forward latency and TTFT from one run to another", cmdDiff},
+		{"merge", "join the results files of a sharded run (genload run --shard I/N) into one run", cmdMerge},
 		{"plot", "PNG and SVG of per-forward latency vs batch size (one run, or before/after)", cmdPlot},
 		{"plugin", "check a WebAssembly plugin: genload plugin check FILE.wasm", cmdPlugin},
 		{"version", "print genload's version", cmdVersion},

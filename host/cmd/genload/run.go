@@ -31,6 +31,7 @@ it exists, else the defaults.`,
 			{"uniform lengths, routed mode", "genload run --lengths uniform --mode routed"},
 			{"a flatter gamma", "genload run --set k=4"},
 			{"continue a run that was interrupted or failed", "genload run --resume results/20261130-101500.jsonl"},
+			{"shard 0 of 4 (run the four anywhere, then genload merge their files)", "genload run --shard 0/4 --run-id nightly"},
 			{"five repeats, failing (exit 6) when a cell's per-forward CV exceeds 5 %", "genload run --repeat 5 --max-cv 5"},
 		}, e)
 	cfgPath := fs.String("c", "", "bench.toml to read (default ./bench.toml if present)")
@@ -53,6 +54,7 @@ it exists, else the defaults.`,
 	resume := fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
 	repeat := fs.Int("repeat", 1, "run the whole matrix N times (run ids <id>-r1 … <id>-rN, same config and seed), then print their consistency (see 'genload consistency --help')")
 	maxCV, cvStat := cvFlags(fs)
+	shardSpec := fs.String("shard", "", "measure shard I/N of the matrix: I 0-based, or JOB_COMPLETION_INDEX/N in a Kubernetes Indexed Job; run id <id>-shard-I-of-N (join the shards with genload merge)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -141,6 +143,9 @@ it exists, else the defaults.`,
 	}
 	opt := run.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
 		RunID: *runID, Getenv: e.getenv, Resume: *resume}
+	if err := shardOptions(*shardSpec, e, &opt); err != nil {
+		return err
+	}
 	if *repeat > 1 {
 		return runRepeats(ctx, cfg, opt, *repeat, *maxCV, *cvStat, e)
 	}

@@ -1,0 +1,331 @@
+// Package merge joins the results files of a sharded run (genload run --shard I/N, one file
+// per shard) into the one run a single process would have written.
+//
+// The shards must be one run: the same results schema, genload version, configuration (its
+// target, results directory and file path aside: each shard may measure its own server and
+// write its own directory), model, context, tokenizer, corpus, plugins and engine; every
+// shard 0 … N−1 exactly once; and every cell of each shard recorded with figures. Join says
+// which file or shard breaks a rule, naming the key that differs.
+package merge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/shard"
+)
+
+// Input is one shard's results as read from File.
+type Input struct {
+	File string
+	Run  *report.Run
+}
+
+// Options change what Join accepts.
+type Options struct {
+	// Partial joins what there is when shards are missing or incomplete: the merged run
+	// lists the missing cells as absent, its footer has status "error" and the reasons, and
+	// Join returns them as Result.Problems instead of failing. Mixed runs are refused still.
+	Partial bool
+	// RunID is the merged run's id. Default: the shards' common prefix before "-shard-",
+	// else shard 0's run id + "-merged".
+	RunID string
+}
+
+// Result is a merged run and, with Options.Partial, what was missing from it.
+type Result struct {
+	Run      *report.Run
+	Problems []string
+}
+
+// Read reads each file (.json or .jsonl, as written by genload run) as an Input.
+func Read(files []string) ([]Input, error) {
+	var in []Input
+	var errs []error
+	for _, f := range files {
+		r, err := report.ReadFile(f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		in = append(in, Input{File: f, Run: r})
+	}
+	return in, errors.Join(errs...)
+}
+
+// Join merges the shards of one run. Errors (mixed runs; missing, duplicated or incomplete
+// shards) name the files and shards concerned; see [Options.Partial].
+func Join(in []Input, opt Options) (*Result, error) {
+	if len(in) == 0 {
+		return nil, errors.New("merge: no results files")
+	}
+	// Every file is a shard, of the same schema.
+	for _, x := range in {
+		h := x.Run.Header
+		if h.Schema != report.Schema {
+			return nil, fmt.Errorf("merge: %s: results schema %q, want %q", x.File, h.Schema, report.Schema)
+		}
+		if h.Merged != nil {
+			return nil, fmt.Errorf("merge: %s is a merged run already (of %d shards), not a shard", x.File, len(h.Merged))
+		}
+		if h.Shard == nil {
+			return nil, fmt.Errorf("merge: %s is not a shard: its header has no shard (it was written by genload run without --shard)", x.File)
+		}
+	}
+	// One shard count, each shard once.
+	n := in[0].Run.Header.Shard.Count
+	byIndex := map[int]Input{}
+	for _, x := range in {
+		s := x.Run.Header.Shard
+		if s.Count != n || s.MatrixCells != in[0].Run.Header.Shard.MatrixCells {
+			return nil, fmt.Errorf("merge: shards of different runs: %s is shard %d/%d of %d cells, %s is shard %d/%d of %d cells",
+				in[0].File, in[0].Run.Header.Shard.Index, n, in[0].Run.Header.Shard.MatrixCells, x.File, s.Index, s.Count, s.MatrixCells)
+		}
+		if s.Index < 0 || s.Index >= n {
+			return nil, fmt.Errorf("merge: %s: shard index %d out of 0 … %d", x.File, s.Index, n-1)
+		}
+		if prev, dup := byIndex[s.Index]; dup {
+			return nil, fmt.Errorf("merge: shard %d/%d given twice: %s and %s", s.Index, n, prev.File, x.File)
+		}
+		byIndex[s.Index] = x
+	}
+	// The same run: every header key that must agree, compared with the lowest shard's.
+	idx := make([]int, 0, len(byIndex))
+	for i := range byIndex {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	ref := byIndex[idx[0]]
+	refKeys, err := comparable(ref.Run.Header)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %s: %w", ref.File, err)
+	}
+	for _, i := range idx[1:] {
+		x := byIndex[i]
+		keys, err := comparable(x.Run.Header)
+		if err != nil {
+			return nil, fmt.Errorf("merge: %s: %w", x.File, err)
+		}
+		if d := differences(refKeys, keys); len(d) > 0 {
+			return nil, fmt.Errorf("merge: %s and %s are not shards of one run (%s → %s):\n  %s", ref.File, x.File, ref.File, x.File, strings.Join(d, "\n  "))
+		}
+	}
+
+	var problems []string
+	// Missing shards.
+	var missing []string
+	for i := range n {
+		if _, ok := byIndex[i]; !ok {
+			missing = append(missing, fmt.Sprintf("%d/%d", i, n))
+		}
+	}
+	if len(missing) > 0 {
+		given := make([]string, len(idx))
+		for k, i := range idx {
+			given[k] = fmt.Sprint(i)
+		}
+		problems = append(problems, fmt.Sprintf("shard %s missing (given: shards %s of %d)", strings.Join(missing, ", "), strings.Join(given, ", "), n))
+	}
+
+	// Cells: each shard's are the ones --shard I/N selects from the whole matrix, and every
+	// one of them is recorded with figures.
+	var all []matrix.Cell
+	for _, i := range idx {
+		all = append(all, byIndex[i].Run.Header.Cells...)
+	}
+	slices.SortFunc(all, func(a, b matrix.Cell) int { return a.Index - b.Index })
+	for k := 1; k < len(all); k++ {
+		if all[k].Index == all[k-1].Index {
+			return nil, fmt.Errorf("merge: cell %d (%s) is in two shards: the files are not shards of one run", all[k].Index, all[k].Key())
+		}
+	}
+	mc := ref.Run.Header.Shard.MatrixCells
+	if len(missing) == 0 {
+		if len(all) != mc {
+			return nil, fmt.Errorf("merge: the shards hold %d cells, their headers say the matrix has %d", len(all), mc)
+		}
+		for _, i := range idx {
+			x := byIndex[i]
+			want := shard.Spec{Index: i, Count: n}.Cells(all)
+			if !slices.Equal(want, x.Run.Header.Cells) {
+				return nil, fmt.Errorf("merge: %s: shard %d/%d holds cells %s, but --shard %d/%d selects %s from the matrix (another genload's split?)",
+					x.File, i, n, keys(x.Run.Header.Cells), i, n, keys(want))
+			}
+		}
+	}
+	var cells []report.Cell
+	for _, i := range idx {
+		x := byIndex[i]
+		got := map[int]report.Cell{}
+		for _, c := range x.Run.Cells {
+			got[c.Cell.Index] = c
+		}
+		var absent, failed []string
+		for _, c := range x.Run.Header.Cells {
+			rec, ok := got[c.Index]
+			switch {
+			case !ok:
+				absent = append(absent, c.Key())
+				continue
+			case !report.Measured(rec.Status):
+				failed = append(failed, fmt.Sprintf("%s %s: %s", c.Key(), rec.Status, rec.Error))
+			}
+			cells = append(cells, rec)
+		}
+		if len(absent) > 0 || len(failed) > 0 || x.Run.Footer == nil {
+			var why []string
+			if len(absent) > 0 {
+				why = append(why, fmt.Sprintf("%d of %d cells not recorded (%s)", len(absent), len(x.Run.Header.Cells), strings.Join(absent, " ")))
+			}
+			if len(failed) > 0 {
+				why = append(why, "cells without figures: "+strings.Join(failed, "; "))
+			}
+			if x.Run.Footer == nil {
+				why = append(why, "no footer: the run was killed")
+			}
+			problems = append(problems, fmt.Sprintf("shard %d/%d (%s) is incomplete: %s; continue it with genload run --resume %s --shard %d/%d",
+				i, n, x.File, strings.Join(why, "; "), x.File, i, n))
+		}
+	}
+	if len(problems) > 0 && !opt.Partial {
+		return nil, fmt.Errorf("merge: %s", strings.Join(problems, "\n  "))
+	}
+	slices.SortFunc(cells, func(a, b report.Cell) int { return a.Cell.Index - b.Cell.Index })
+
+	// The merged header: the lowest shard's, with the whole matrix and the shards listed.
+	h := ref.Run.Header
+	h.Shard = nil
+	h.Cells = all
+	var targets []string
+	for _, i := range idx {
+		x := byIndex[i]
+		xh := x.Run.Header
+		st := "killed"
+		if x.Run.Footer != nil {
+			st = x.Run.Footer.Status
+		}
+		h.Merged = append(h.Merged, report.MergedShard{Index: i, File: x.File, RunID: xh.RunID, Target: xh.Target,
+			Started: xh.Started, Status: st, Cells: len(xh.Cells)})
+		if xh.Started.Before(h.Started) {
+			h.Started = xh.Started
+		}
+		if !slices.Contains(targets, xh.Target) {
+			targets = append(targets, xh.Target)
+		}
+	}
+	h.Target = strings.Join(targets, ", ")
+	h.RunID = opt.RunID
+	if h.RunID == "" {
+		h.RunID = defaultID(byIndex, idx)
+	}
+	ft := &report.Footer{Type: "footer", Status: report.StatusOK}
+	for _, i := range idx {
+		if f := byIndex[i].Run.Footer; f != nil && f.Finished.After(ft.Finished) {
+			ft.Finished = f.Finished
+		}
+	}
+	if !ft.Finished.IsZero() {
+		ft.Elapsed = report.Millis(ft.Finished.Sub(h.Started))
+	}
+	for _, c := range cells {
+		switch c.Status {
+		case report.StatusOK:
+			ft.OK++
+		case report.StatusPartial:
+			ft.Partial++
+		default:
+			ft.Failed++
+		}
+	}
+	if len(problems) > 0 {
+		ft.Status, ft.Error = report.StatusError, strings.Join(problems, "; ")
+	}
+	return &Result{Run: &report.Run{Header: h, Cells: cells, Footer: ft}, Problems: problems}, nil
+}
+
+// defaultID is the shards' run id before "-shard-" when they share it, else the lowest
+// shard's id + "-merged".
+func defaultID(by map[int]Input, idx []int) string {
+	first := by[idx[0]].Run.Header.RunID
+	prefix, _, ok := strings.Cut(first, "-shard-")
+	for _, i := range idx[1:] {
+		p, _, ok2 := strings.Cut(by[i].Run.Header.RunID, "-shard-")
+		ok = ok && ok2 && p == prefix
+	}
+	if ok {
+		return prefix
+	}
+	return first + "-merged"
+}
+
+// perShard are the header keys that differ between the shards of one run by design: ids,
+// start times, the server each measured, where it wrote, and the shard itself.
+var perShard = []string{"type", "run_id", "started", "target", "cells", "workers", "shard.index", "merged",
+	"config.file", "config.out", "config.target"}
+
+// comparable flattens a header to dotted keys → JSON values, without the per-shard keys.
+func comparable(h report.Header) (map[string]string, error) {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if slices.Contains(perShard, prefix) {
+			return
+		}
+		if m, ok := v.(map[string]any); ok && len(m) > 0 {
+			for k, e := range m {
+				walk(strings.TrimPrefix(prefix+"."+k, "."), e)
+			}
+			return
+		}
+		j, _ := json.Marshal(v)
+		out[prefix] = string(j)
+	}
+	walk("", v)
+	return out, nil
+}
+
+// differences lists "key: a → b" for every key whose value differs, sorted.
+func differences(a, b map[string]string) []string {
+	var d []string
+	for k, va := range a {
+		if vb, ok := b[k]; !ok || va != vb {
+			d = append(d, fmt.Sprintf("%s: %s → %s", k, va, orAbsent(vb, ok)))
+		}
+	}
+	for k, vb := range b {
+		if _, ok := a[k]; !ok {
+			d = append(d, fmt.Sprintf("%s: (absent) → %s", k, vb))
+		}
+	}
+	sort.Strings(d)
+	return d
+}
+
+func orAbsent(v string, ok bool) string {
+	if !ok {
+		return "(absent)"
+	}
+	return v
+}
+
+func keys(cs []matrix.Cell) string {
+	ks := make([]string, len(cs))
+	for i, c := range cs {
+		ks[i] = c.Key()
+	}
+	return "[" + strings.Join(ks, " ") + "]"
+}
