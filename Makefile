@@ -1,6 +1,7 @@
 # genload — the two commands that matter:
 #   make bench   build host + plugins, run bench.toml against the built-in engine
 #   make test    every test (CI runs this through .ci/run)
+#   make sweep   a four-point sweep over built-in engines (sweep.toml)
 GO      ?= go
 BUILD   := build
 PLUGINS := gamma uniform router-rr
@@ -11,7 +12,7 @@ CONFIG  ?= bench.toml
 # Tests and the binary find plugins here by name.
 export GENLOAD_PLUGIN_DIR := $(CURDIR)/$(BUILD)/plugins
 
-.PHONY: all build plugins bench test lint race perf clean FORCE
+.PHONY: all build plugins bench sweep test lint race perf clean FORCE
 all: build
 
 build: $(BUILD)/genload plugins
@@ -28,6 +29,13 @@ $(BUILD)/plugins/%.wasm: FORCE
 
 bench: build
 	./$(BUILD)/genload run -c $(CONFIG)
+
+# sweep.toml: four built-in engines (two cost-model profiles × speculative decoding off and
+# on) at time scale 0.05, each started, measured and stopped in turn; a summary per point.
+SWEEP     ?= sweep.toml
+SWEEP_OUT ?= results/sweep-$(shell date -u +%Y%m%d-%H%M%S)
+sweep: build
+	./$(BUILD)/genload sweep $(SWEEP) --out $(SWEEP_OUT)
 
 # The conformance suite holds genload's figures to within 1 % of the built-in engine's truth
 # in real time (steps of 7–9 ms): it runs alone, after the other packages, so that their

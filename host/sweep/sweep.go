@@ -1,0 +1,486 @@
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/run"
+	"github.com/genload/genload/host/shard"
+)
+
+// Point status values in the summary.
+const (
+	StatusOK          = "ok"          // the server started and the run finished
+	StatusRunFailed   = "run-failed"  // the server was ready; the run failed (its results file keeps the cells measured)
+	StatusServer      = "server"      // the server did not start, was not ready in time, or died during the run
+	StatusInvalid     = "invalid"     // the point is wrong: unknown placeholder, bad override; nothing was started
+	StatusInterrupted = "interrupted" // the sweep was stopped during the point
+)
+
+// Options are the sweep's process-level settings.
+type Options struct {
+	// Stdout receives each point's table and the sweep summary; Stderr progress and the
+	// servers' troubles.
+	Stdout, Stderr io.Writer
+	// Progress selects progress bars in the runs (terminals).
+	Progress bool
+	// Version is genload's version, written into results.
+	Version string
+	// Executable is the {genload} placeholder: the path of the running genload binary.
+	Executable string
+	// Getenv reads environment variables (the runs' API key). Default os.Getenv.
+	Getenv func(string) string
+	// Environ is the serve commands' environment. Default os.Environ().
+	Environ []string
+	// Resume continues the sweep whose summary is in the results directory: points with
+	// status ok are kept, the others run again (a point's run that has a results file is
+	// continued when its port is free again).
+	Resume bool
+	// Shard runs the points i with i mod Count = Index only (genload sweep --shard I/N).
+	Shard shard.Spec
+}
+
+// Summary is the sweep's record, <out>/sweep.json (sweep-shard-I-of-N.json for a shard),
+// rewritten after every point.
+type Summary struct {
+	Sweep    string        `json:"sweep"`
+	File     string        `json:"file"`
+	Bench    string        `json:"bench,omitempty"`
+	Started  time.Time     `json:"started"`
+	Finished time.Time     `json:"finished,omitzero"`
+	Shard    *report.Shard `json:"shard,omitempty"` // MatrixCells: the sweep's number of points
+	Points   []PointResult `json:"points"`
+}
+
+// PointResult is one point of the summary.
+type PointResult struct {
+	Index   int            `json:"index"`
+	Name    string         `json:"name"`
+	Vars    map[string]any `json:"vars,omitempty"`
+	Labels  map[string]any `json:"labels,omitempty"`
+	Command string         `json:"command,omitempty"`
+	Target  string         `json:"target,omitempty"`
+	Port    int            `json:"port,omitempty"`
+	Status  string         `json:"status"`
+	Error   string         `json:"error,omitempty"`
+	// Stop says how stopping the server went when it needed SIGKILL ("" otherwise).
+	Stop string `json:"stop,omitempty"`
+	// ReadyAfter is from the serve command's start to the first 200 of the readiness path.
+	ReadyAfter report.Millis `json:"ready_after_ms"`
+	Started    time.Time     `json:"started"`
+	Elapsed    report.Millis `json:"elapsed_ms"`
+	// Results is the point's .jsonl results file (JSON the .json, "" if the run did not
+	// finish writing), ServerLog the serve command's output.
+	Results   string `json:"results,omitempty"`
+	JSON      string `json:"json,omitempty"`
+	ServerLog string `json:"server_log,omitempty"`
+	// Cells is the matrix's cells for this point, Measured those with figures.
+	Cells    int `json:"cells"`
+	Measured int `json:"measured"`
+	// PerForward is the smallest, median and largest mean per-forward latency over the
+	// measured cells, TTFT the median of their TTFT p50s (ms; absent when no cell has one).
+	PerForward *Spread        `json:"per_forward_ms,omitempty"`
+	TTFT       *report.Millis `json:"ttft_p50_median_ms,omitempty"`
+}
+
+// Spread is the smallest, median (nearest rank, the lower middle for an even count) and
+// largest of a set of durations.
+type Spread struct {
+	Min    report.Millis `json:"min"`
+	Median report.Millis `json:"median"`
+	Max    report.Millis `json:"max"`
+}
+
+// SummaryName is the summary file's name for shard s.
+func SummaryName(s shard.Spec) string {
+	if !s.Enabled() {
+		return "sweep.json"
+	}
+	return fmt.Sprintf("sweep-shard-%d-of-%d.json", s.Index, s.Count)
+}
+
+// Run runs every point of f (of opt.Shard): start the server, wait until ready, run the
+// matrix, stop the server, record the point. A point that fails is recorded and the sweep
+// goes on. The error lists the points that are not ok (exitcode.TargetFailed), or is the
+// interruption (exitcode.Interrupted); the summary is returned whenever one was written.
+func Run(ctx context.Context, f *File, opt Options) (*Summary, error) {
+	if opt.Stdout == nil {
+		opt.Stdout = io.Discard
+	}
+	if opt.Stderr == nil {
+		opt.Stderr = io.Discard
+	}
+	if opt.Environ == nil {
+		opt.Environ = os.Environ()
+	}
+	specs, err := f.Expand()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(f.Out, 0o755); err != nil {
+		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("sweep: %w", err))
+	}
+	sumPath := filepath.Join(f.Out, SummaryName(opt.Shard))
+	sum := &Summary{Sweep: f.Name, File: f.path, Bench: f.Bench, Started: time.Now().UTC()}
+	if opt.Shard.Enabled() {
+		sum.Shard = &report.Shard{Index: opt.Shard.Index, Count: opt.Shard.Count, MatrixCells: len(specs)}
+	}
+	prev := map[string]PointResult{}
+	switch old, err := readSummary(sumPath); {
+	case err == nil && !opt.Resume:
+		return nil, exitcode.Errorf(exitcode.InvalidConfig, "sweep: %s exists: continue that sweep with --resume, or choose another [out]", sumPath)
+	case err == nil:
+		for _, p := range old.Points {
+			prev[p.Name] = p
+		}
+		sum.Started = old.Started
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, exitcode.With(exitcode.InvalidConfig, err)
+	case opt.Resume:
+		return nil, exitcode.Errorf(exitcode.InvalidConfig, "sweep: --resume: no summary %s to continue", sumPath)
+	}
+
+	mine := opt.Shard.Items(len(specs))
+	fmt.Fprintf(opt.Stderr, "sweep %s: %d of %d points%s → %s\n", f.Name, len(mine), len(specs), shardNote(opt.Shard), f.Out)
+	var interrupted error
+	for _, i := range mine {
+		sp := specs[i]
+		if p, ok := prev[sp.Name]; ok && p.Status == StatusOK {
+			fmt.Fprintf(opt.Stderr, "point %s: ok in the summary, skipped\n", sp.Name)
+			sum.Points = append(sum.Points, p)
+			continue
+		}
+		var before *PointResult
+		if p, ok := prev[sp.Name]; ok {
+			before = &p
+		}
+		if interrupted != nil {
+			continue
+		}
+		fmt.Fprintf(opt.Stderr, "point %s (%d/%d)\n", sp.Name, i+1, len(specs))
+		pr := runPoint(ctx, f, sp, before, opt)
+		sum.Points = append(sum.Points, pr)
+		if pr.Status != StatusOK {
+			fmt.Fprintf(opt.Stderr, "point %s: %s: %s\n", sp.Name, pr.Status, pr.Error)
+		}
+		if err := writeSummary(sumPath, sum); err != nil {
+			return sum, err
+		}
+		if pr.Status == StatusInterrupted {
+			interrupted = exitcode.Errorf(exitcode.Interrupted, "sweep interrupted during point %s", sp.Name)
+		}
+	}
+	// Points from an earlier summary that this run did not visit stay recorded.
+	for name, p := range prev {
+		if !slices.ContainsFunc(sum.Points, func(q PointResult) bool { return q.Name == name }) {
+			sum.Points = append(sum.Points, p)
+		}
+	}
+	slices.SortFunc(sum.Points, func(a, b PointResult) int { return a.Index - b.Index })
+	sum.Finished = time.Now().UTC()
+	if err := writeSummary(sumPath, sum); err != nil {
+		return sum, err
+	}
+	Table(opt.Stdout, sum)
+	fmt.Fprintf(opt.Stderr, "sweep summary: %s\n", sumPath)
+	if interrupted != nil {
+		return sum, interrupted
+	}
+	var bad []string
+	for _, p := range sum.Points {
+		if p.Status != StatusOK {
+			bad = append(bad, fmt.Sprintf("%s (%s)", p.Name, p.Status))
+		}
+	}
+	if len(bad) > 0 {
+		return sum, exitcode.Errorf(exitcode.TargetFailed, "%d of %d points not measured: %s (see %s; continue with --resume)",
+			len(bad), len(sum.Points), strings.Join(bad, ", "), sumPath)
+	}
+	return sum, nil
+}
+
+func shardNote(s shard.Spec) string {
+	if !s.Enabled() {
+		return ""
+	}
+	return " (shard " + s.String() + ")"
+}
+
+// runPoint runs one point and returns its record; it never returns with the server running.
+func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Options) (pr PointResult) {
+	t0 := time.Now()
+	pr = PointResult{Index: sp.Index, Name: sp.Name, Vars: sp.Vars, Labels: sp.Labels, Started: t0.UTC(), Status: StatusInvalid}
+	done := func(status string, err error) PointResult {
+		pr.Status = status
+		if err != nil {
+			pr.Error = err.Error()
+		}
+		pr.Elapsed = report.Millis(time.Since(t0))
+		return pr
+	}
+	// The port: the one of the earlier attempt when its run is continued, else a free one.
+	resume := ""
+	if before != nil && before.Results != "" && fileExists(before.Results) {
+		if before.Port == 0 || portFree(before.Port) {
+			resume, pr.Port = before.Results, before.Port
+		} else {
+			fmt.Fprintf(opt.Stderr, "point %s: port %d of the earlier attempt is taken: a new run (the earlier results stay in %s)\n", sp.Name, before.Port, before.Results)
+		}
+	}
+	if pr.Port == 0 {
+		p, err := freePort()
+		if err != nil {
+			return done(StatusServer, fmt.Errorf("no free port: %w", err))
+		}
+		pr.Port = p
+	}
+	vals := map[string]string{PlaceGenload: opt.Executable, PlacePort: strconv.Itoa(pr.Port), PlacePoint: sp.Name, PlaceOut: f.Out}
+	for k, v := range sp.Vars {
+		vals[k] = fmt.Sprint(v)
+	}
+	var err error
+	if pr.Command, err = expand(sp.Server.Command, "[server] command", vals); err != nil {
+		return done(StatusInvalid, err)
+	}
+	if pr.Target, err = expand(sp.Server.Target, "[server] target", vals); err != nil {
+		return done(StatusInvalid, err)
+	}
+	ready, err := expand(sp.Server.Ready, "[server] ready", vals)
+	if err != nil {
+		return done(StatusInvalid, err)
+	}
+	cfg, err := pointConfig(f, sp, pr.Target, vals)
+	if err != nil {
+		return done(StatusInvalid, err)
+	}
+	runID := sp.Name
+	if resume == "" && before != nil && before.Results != "" {
+		runID = fmt.Sprintf("%s-%d", sp.Name, time.Now().Unix()) // the earlier attempt's files stay
+	}
+	if host, busy := inUse(pr.Target); busy {
+		return done(StatusServer, fmt.Errorf("port in use: something answers at %s before the point's server is started; it would be measured instead (stop it, or use {port} in [server] target and command)", host))
+	}
+	pr.ServerLog = filepath.Join(f.Out, sp.Name+".server.log")
+	srv, err := start(pr.Command, pr.ServerLog, opt.Environ)
+	if err != nil {
+		return done(StatusServer, err)
+	}
+	defer func() {
+		if note := srv.stop(sp.Server.StopTimeout.Duration); note != "" {
+			pr.Stop = note
+		}
+	}()
+	after, err := srv.waitReady(ctx, pr.Target, ready, sp.Server.ReadyTimeout.Duration)
+	if err != nil {
+		if ctx.Err() != nil {
+			return done(StatusInterrupted, errors.New("interrupted while waiting for the server"))
+		}
+		return done(StatusServer, err)
+	}
+	pr.ReadyAfter = report.Millis(after)
+	fmt.Fprintf(opt.Stderr, "point %s: %s ready after %.1f s\n", sp.Name, pr.Target, after.Seconds())
+	res, rerr := run.Run(ctx, cfg, run.Options{Stdout: opt.Stdout, Stderr: opt.Stderr, Progress: opt.Progress, Version: opt.Version,
+		RunID: runID, Getenv: opt.Getenv, Resume: resume})
+	if res != nil {
+		pr.Results, pr.JSON = res.JSONL, res.JSON
+		pr.Cells, pr.Measured = len(res.Run.Header.Cells), res.Measured
+		pr.PerForward, pr.TTFT = spreads(res.Run)
+	}
+	switch {
+	case srv.hasExited():
+		msg := fmt.Sprintf("the server exited during the run (%s); last lines of %s:%s", srv.status(), pr.ServerLog, srv.tail(5))
+		if rerr != nil {
+			msg += "\n  the run: " + rerr.Error()
+		}
+		return done(StatusServer, errors.New(msg))
+	case exitcode.Of(rerr) == exitcode.Interrupted || ctx.Err() != nil:
+		return done(StatusInterrupted, rerr)
+	case rerr != nil:
+		return done(StatusRunFailed, rerr)
+	}
+	return done(StatusOK, nil)
+}
+
+// labelsKey is true when bench.toml has a [labels] table in this genload: the points'
+// labels then go into each run's configuration (and so its results header).
+var labelsKey = func() bool {
+	md, err := toml.Decode("[labels]\nx = 1\n", config.Default())
+	return err == nil && len(md.Undecoded()) == 0
+}()
+
+// pointConfig is the point's bench.toml: the file's, the overrides over it (placeholders
+// expanded), target and out set to the point's.
+func pointConfig(f *File, sp Spec, target string, vals map[string]string) (*config.Config, error) {
+	cfg := config.Default()
+	if f.Bench != "" {
+		var err error
+		if cfg, err = config.Load(f.Bench); err != nil {
+			return nil, err
+		}
+	}
+	ov, err := expandValue(sp.Override, "[override]", sp.Vars, vals)
+	if err != nil {
+		return nil, err
+	}
+	om, _ := ov.(map[string]any)
+	if labelsKey && len(sp.Labels) > 0 {
+		om = deepMerge(om, map[string]any{"labels": sp.Labels})
+	}
+	if len(om) > 0 {
+		var buf bytes.Buffer
+		if err := toml.NewEncoder(&buf).Encode(om); err != nil {
+			return nil, fmt.Errorf("[override]: %w", err)
+		}
+		md, err := toml.NewDecoder(&buf).Decode(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("[override]: %w", err)
+		}
+		var unknown []string
+		for _, k := range md.Undecoded() {
+			if key := k.String(); !strings.HasPrefix(key, "lengths.config.") && !strings.HasPrefix(key, "router.config.") {
+				unknown = append(unknown, "["+key+"]")
+			}
+		}
+		if len(unknown) > 0 {
+			return nil, fmt.Errorf("[override]: unknown bench.toml key %s", strings.Join(unknown, ", "))
+		}
+		for _, k := range md.Keys() {
+			cfg.Override(k.String(), "the sweep's [override]")
+		}
+	}
+	cfg.Target, cfg.Out = target, f.Out
+	cfg.Override("target", "the sweep's [server] target")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// spreads returns the spread of the measured cells' mean per-forward latency and the median
+// of their TTFT p50s (nil when no cell has the figure).
+func spreads(r *report.Run) (*Spread, *report.Millis) {
+	var fwd, ttft []time.Duration
+	for _, c := range r.Cells {
+		if !report.Measured(c.Status) || c.Figures == nil {
+			continue
+		}
+		if c.Figures.PerForward.N > 0 {
+			fwd = append(fwd, c.Figures.PerForward.Mean)
+		}
+		if c.Figures.TTFT.N > 0 {
+			ttft = append(ttft, c.Figures.TTFT.P50)
+		}
+	}
+	var s *Spread
+	if len(fwd) > 0 {
+		slices.Sort(fwd)
+		s = &Spread{Min: report.Millis(fwd[0]), Median: report.Millis(fwd[(len(fwd)-1)/2]), Max: report.Millis(fwd[len(fwd)-1])}
+	}
+	var t *report.Millis
+	if len(ttft) > 0 {
+		slices.Sort(ttft)
+		m := report.Millis(ttft[(len(ttft)-1)/2])
+		t = &m
+	}
+	return s, t
+}
+
+// Table prints the sweep summary: one row per point.
+func Table(w io.Writer, s *Summary) {
+	fmt.Fprintf(w, "\n## sweep %s — %d points\n\n", s.Sweep, len(s.Points))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "point\tstatus\tcells\tfwd ms min / median / max\tTTFT p50 ms (median)\tready s\tlabels\tresults / error")
+	for _, p := range s.Points {
+		fwd, ttft := "–", "–"
+		if p.PerForward != nil {
+			fwd = fmt.Sprintf("%.3f / %.3f / %.3f", ms(p.PerForward.Min), ms(p.PerForward.Median), ms(p.PerForward.Max))
+		}
+		if p.TTFT != nil {
+			ttft = fmt.Sprintf("%.1f", ms(*p.TTFT))
+		}
+		ready := "–"
+		if p.ReadyAfter > 0 {
+			ready = fmt.Sprintf("%.1f", time.Duration(p.ReadyAfter).Seconds())
+		}
+		what := p.JSON
+		if what == "" {
+			what = p.Results
+		}
+		if p.Status != StatusOK {
+			what = firstLine(p.Error)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Status, p.Measured, p.Cells, fwd, ttft, ready, labelString(p.Labels), what)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\n  fwd ms: the mean per-forward latency of each measured cell, smallest / median / largest over the point's cells")
+}
+
+func ms(m report.Millis) float64 { return float64(m) / 1e6 }
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func labelString(m map[string]any) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	for i, k := range ks {
+		ks[i] = fmt.Sprintf("%s=%v", k, m[k])
+	}
+	return strings.Join(ks, " ")
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func readSummary(path string) (*Summary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("sweep: %s: %w", path, err)
+	}
+	return &s, nil
+}
+
+// writeSummary writes s to path through a temporary file and a rename, so that a sweep
+// killed while writing keeps the previous summary.
+func writeSummary(path string, s *Summary) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("sweep: encode summary: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	return nil
+}
