@@ -37,6 +37,8 @@ SWEEP_OUT ?= results/sweep-$(shell date -u +%Y%m%d-%H%M%S)
 sweep: build
 	./$(BUILD)/genload sweep $(SWEEP) --out $(SWEEP_OUT)
 
+# tools/k8s is a module of its own (k8s.io/api stays out of genload's go.mod): it decodes the
+# Kubernetes manifests strictly into the API types and simulates the Indexed Job locally.
 # The conformance suite holds genload's figures to within 1 % of the built-in engine's truth
 # in real time (steps of 7–9 ms): it runs alone, after the other packages, so that their
 # test binaries do not share its two cores.
@@ -44,6 +46,7 @@ CONFORMANCE := ./host/internal/conformance
 test: plugins lint
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/host/internal/conformance$$')
 	$(GO) test -count=1 $(CONFORMANCE)
+	cd tools/k8s && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory race
 
 # The packages that run goroutines of their own (clients, servers, scrapers, the CLI that drives

@@ -64,6 +64,7 @@ func commands() []command {
 		{"diff", "per-cell change in % of per-forward latency and TTFT from one run to another", cmdDiff},
 		{"merge", "join the results files of a sharded run (genload run --shard I/N) into one run", cmdMerge},
 		{"sweep", "run the matrix against a series of servers (a sweep file of serve commands and points)", cmdSweep},
+		{"k8s", "write the Kubernetes manifests of a sharded run (an Indexed Job) and its merge", cmdK8s},
 		{"plot", "PNG and SVG of per-forward latency vs batch size (one run, or before/after)", cmdPlot},
 		{"plugin", "check a WebAssembly plugin: genload plugin check FILE.wasm", cmdPlugin},
 		{"version", "print genload's version", cmdVersion},

@@ -1,0 +1,219 @@
+// Package k8s writes the Kubernetes manifests that run a genload matrix as an Indexed Job:
+// one pod per shard (JOB_COMPLETION_INDEX is the shard, genload run --shard
+// JOB_COMPLETION_INDEX/N), results on a shared volume, then a merge Job that joins the shards
+// with genload merge, and a pod to copy the results out.
+//
+// The manifests are written as YAML from the fields genload sets, with no Kubernetes library:
+// a test in the separate module tools/k8s decodes them strictly into the k8s.io/api types.
+package k8s
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Paths inside the pods.
+const (
+	ResultsMount = "/results"                  // the results volume
+	ConfigMount  = "/etc/genload"              // the ConfigMap holding bench.toml
+	ConfigFile   = ConfigMount + "/bench.toml" // the run's configuration in the pods
+)
+
+// Job is what the manifests are made from.
+type Job struct {
+	// Name names the Job, its pods' results directory and run id: a DNS label (lowercase
+	// letters, digits, -; at most 52 characters, leaving room for "-merge" and the pods'
+	// suffixes).
+	Name string
+	// Namespace of every object; "" leaves it to kubectl's context.
+	Namespace string
+	// Image is a container image with genload on its PATH and /bin/sh.
+	Image string
+	// Shards is the number of pods (completions), ≥ 1; Parallelism how many run at once
+	// (default Shards). Every shard measures its own part of the matrix against its own
+	// target: a shared server serves one shard at a time only if Parallelism is 1.
+	Shards, Parallelism int
+	// RetriesPerShard is backoffLimitPerIndex: how often a failed shard's pod is started
+	// again (it continues the shard's results file). Default 0: a failed shard stays failed,
+	// and the merge step names it.
+	RetriesPerShard int
+	// Bench is the bench.toml text to run ("" = genload's defaults).
+	Bench string
+	// RunArgs are more genload run flags, e.g. --target http://vllm:8000 --model m.
+	RunArgs []string
+	// PVC is the PersistentVolumeClaim holding the results; it must be ReadWriteMany when
+	// pods may land on several nodes. PVCSize (e.g. "1Gi") makes the manifests create it,
+	// with StorageClass ("" = the cluster's default).
+	PVC, PVCSize, StorageClass string
+	// CPU and Memory are each pod's requests and limits ("" = none), e.g. "2", "4Gi".
+	CPU, Memory string
+}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// Check reports every problem of j at once, naming the flag.
+func (j Job) Check() error {
+	var errs []error
+	if len(j.Name) > 52 || !dnsLabel.MatchString(j.Name) {
+		errs = append(errs, fmt.Errorf("--name %q: want a DNS label (lowercase letters, digits and -, at most 52 characters)", j.Name))
+	}
+	if j.Image == "" {
+		errs = append(errs, errors.New("--image: want the container image holding genload"))
+	}
+	if j.Shards < 1 {
+		errs = append(errs, fmt.Errorf("--shards %d: want ≥ 1", j.Shards))
+	}
+	if j.Parallelism < 0 || j.Parallelism > j.Shards {
+		errs = append(errs, fmt.Errorf("--parallelism %d: want 1 … --shards (%d)", j.Parallelism, j.Shards))
+	}
+	if j.RetriesPerShard < 0 {
+		errs = append(errs, fmt.Errorf("--retries %d: want ≥ 0", j.RetriesPerShard))
+	}
+	if j.PVC == "" || (len(j.PVC) > 63 || !dnsLabel.MatchString(j.PVC)) {
+		errs = append(errs, fmt.Errorf("--pvc %q: want the name of a PersistentVolumeClaim (a DNS label)", j.PVC))
+	}
+	for _, a := range j.RunArgs {
+		switch a {
+		case "--shard", "--run-id", "--out", "--resume", "-c", "--config", "--repeat":
+			errs = append(errs, fmt.Errorf("run flag %s: the Job sets it itself", a))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Manifests are the YAML files: Job (ConfigMap, PVC if created, Indexed Job), Merge (the
+// merge Job, applied once the Job is complete) and Fetch (a pod to copy the results out).
+type Manifests struct {
+	Job, Merge, Fetch string
+}
+
+// Dir is the shards' results directory on the volume, and the merged run's.
+func (j Job) Dir() string { return ResultsMount + "/" + j.Name }
+
+// ShardFile is shard i's results file (as genload run --shard writes it).
+func (j Job) ShardFile(i int) string {
+	return fmt.Sprintf("%s/%s-shard-%d-of-%d.jsonl", j.Dir(), j.Name, i, j.Shards)
+}
+
+// Build returns the manifests of j (checked).
+func Build(j Job) (*Manifests, error) {
+	if err := j.Check(); err != nil {
+		return nil, err
+	}
+	if j.Parallelism == 0 {
+		j.Parallelism = j.Shards
+	}
+	labels := m("app.kubernetes.io/name", "genload", "genload.dev/run", j.Name)
+	meta := func(name string) []kv {
+		md := m("name", name)
+		if j.Namespace != "" {
+			md = append(md, kv{"namespace", j.Namespace})
+		}
+		return append(md, kv{"labels", labels})
+	}
+	results := m("name", "results", "persistentVolumeClaim", m("claimName", j.PVC))
+	var docs []string
+	cm := m("apiVersion", "v1", "kind", "ConfigMap", "metadata", meta(j.Name+"-config"),
+		"data", m("bench.toml", orDefault(j.Bench)))
+	docs = append(docs, doc(cm))
+	if j.PVCSize != "" {
+		spec := m("accessModes", []any{"ReadWriteMany"}, "resources", m("requests", m("storage", j.PVCSize)))
+		if j.StorageClass != "" {
+			spec = append(spec, kv{"storageClassName", j.StorageClass})
+		}
+		docs = append(docs, doc(m("apiVersion", "v1", "kind", "PersistentVolumeClaim", "metadata", meta(j.PVC), "spec", spec)))
+	}
+	var resources any
+	if j.CPU != "" || j.Memory != "" {
+		r := m()
+		if j.CPU != "" {
+			r = append(r, kv{"cpu", j.CPU})
+		}
+		if j.Memory != "" {
+			r = append(r, kv{"memory", j.Memory})
+		}
+		resources = m("requests", r, "limits", r)
+	}
+	env := []any{
+		m("name", "GENLOAD_RESULTS", "value", j.Dir()),
+		m("name", "GENLOAD_CONFIG", "value", ConfigFile),
+	}
+	container := m("name", "genload", "image", j.Image, "command", []any{"/bin/sh", "-c"}, "args", []any{j.shardScript()},
+		"env", env, "resources", resources,
+		"volumeMounts", []any{m("name", "results", "mountPath", ResultsMount), m("name", "config", "mountPath", ConfigMount, "readOnly", true)})
+	jobSpec := m("completionMode", "Indexed", "completions", j.Shards, "parallelism", j.Parallelism)
+	if j.RetriesPerShard > 0 {
+		jobSpec = append(jobSpec, kv{"backoffLimitPerIndex", j.RetriesPerShard})
+	} else {
+		jobSpec = append(jobSpec, kv{"backoffLimit", 0})
+	}
+	jobSpec = append(jobSpec, kv{"template", m(
+		"metadata", m("labels", labels),
+		"spec", m("restartPolicy", "Never", "containers", []any{container},
+			"volumes", []any{results, m("name", "config", "configMap", m("name", j.Name+"-config"))}))})
+	docs = append(docs, doc(m("apiVersion", "batch/v1", "kind", "Job", "metadata", meta(j.Name), "spec", jobSpec)))
+
+	merge := m("name", "merge", "image", j.Image, "command", []any{"/bin/sh", "-c"}, "args", []any{j.mergeScript()},
+		"env", env[:1], "volumeMounts", []any{m("name", "results", "mountPath", ResultsMount)})
+	mergeJob := m("apiVersion", "batch/v1", "kind", "Job", "metadata", meta(j.Name+"-merge"), "spec", m(
+		"backoffLimit", 0,
+		"template", m("metadata", m("labels", labels), "spec", m("restartPolicy", "Never", "containers", []any{merge}, "volumes", []any{results}))))
+	fetch := m("apiVersion", "v1", "kind", "Pod", "metadata", meta(j.Name+"-fetch"), "spec", m(
+		"restartPolicy", "Never",
+		"containers", []any{m("name", "fetch", "image", j.Image, "command", []any{"/bin/sh", "-c", "sleep 3600"},
+			"volumeMounts", []any{m("name", "results", "mountPath", ResultsMount, "readOnly", true)})},
+		"volumes", []any{results}))
+	return &Manifests{Job: strings.Join(docs, "---\n"), Merge: doc(mergeJob), Fetch: doc(fetch)}, nil
+}
+
+func orDefault(bench string) string {
+	if bench == "" {
+		return "# genload's defaults\n"
+	}
+	return bench
+}
+
+func doc(v []kv) string {
+	var b strings.Builder
+	emit(&b, v, 0)
+	return b.String()
+}
+
+// shardScript is each pod's command: the shard's run, or, when the pod is a retry and the
+// shard's results file exists, its continuation.
+func (j Job) shardScript() string {
+	n := strconv.Itoa(j.Shards)
+	args := shellArgs(j.RunArgs)
+	return strings.Join([]string{
+		"set -eu",
+		`: "${JOB_COMPLETION_INDEX:?this pod is not part of an Indexed Job}"`,
+		`mkdir -p "$GENLOAD_RESULTS"`,
+		`f="$GENLOAD_RESULTS/` + j.Name + `-shard-${JOB_COMPLETION_INDEX}-of-` + n + `.jsonl"`,
+		`if [ -f "$f" ]; then`,
+		`exec genload run --resume "$f" --shard "JOB_COMPLETION_INDEX/` + n + `"` + args,
+		`fi`,
+		`exec genload run -c "$GENLOAD_CONFIG" --shard "JOB_COMPLETION_INDEX/` + n + `" --run-id ` + j.Name + ` --out "$GENLOAD_RESULTS"` + args,
+		"",
+	}, "\n")
+}
+
+// mergeScript joins the shards' .jsonl files (a killed shard's too: merge names it).
+func (j Job) mergeScript() string {
+	return strings.Join([]string{
+		"set -eu",
+		`exec genload merge "$GENLOAD_RESULTS"/` + j.Name + `-shard-*-of-` + strconv.Itoa(j.Shards) + `.jsonl -o "$GENLOAD_RESULTS/` + j.Name + `.json"`,
+		"",
+	}, "\n")
+}
+
+// shellArgs quotes args for /bin/sh, each with a leading space.
+func shellArgs(args []string) string {
+	var b strings.Builder
+	for _, a := range args {
+		b.WriteString(" '" + strings.ReplaceAll(a, "'", `'\''`) + "'")
+	}
+	return b.String()
+}
