@@ -52,7 +52,7 @@ test: plugins lint
 # The packages that run goroutines of their own (clients, servers, scrapers, the CLI that drives
 # them), tested again under the race detector. The client-against-engine checks compare timings
 # within 10 %, so they run alone, not beside the other race-instrumented test binaries.
-RACE_PKGS := ./host/dispatch ./host/run ./host/sse ./host/engine ./host/scrape ./host/cmd/genload
+RACE_PKGS := ./host/dispatch ./host/run ./host/sse ./host/engine ./host/scrape ./host/sweep ./host/cmd/genload
 race:
 	$(GO) test -race -count=1 $(RACE_PKGS)
 	$(GO) test -race -count=1 ./host/internal/clientcheck

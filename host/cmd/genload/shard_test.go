@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/report"
+)
+
+// Two shards run through the CLI — one with its index from JOB_COMPLETION_INDEX, as in a pod
+// of an Indexed Job — merge into one run of the matrix's four cells; one shard alone is
+// refused with the missing one named.
+func TestRunShardsAndMergeThroughTheCLI(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	out := t.TempDir()
+	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [300, 1000]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
+	if code, _, errs := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "n", "--shard", "0/2"); code != exitcode.OK {
+		t.Fatalf("shard 0: exit %d\n%s", code, errs)
+	}
+	var errb bytes.Buffer
+	pod := &env{stdout: &bytes.Buffer{}, stderr: &errb, getenv: func(k string) string {
+		if k == "JOB_COMPLETION_INDEX" {
+			return "1"
+		}
+		return ""
+	}}
+	if code := doMain(context.Background(), []string{"run", "-c", cfg, "--out", out, "--run-id", "n", "--shard", "JOB_COMPLETION_INDEX/2"}, pod); code != exitcode.OK {
+		t.Fatalf("shard 1: exit %d\n%s", code, errb.String())
+	}
+	s0, s1 := filepath.Join(out, "n-shard-0-of-2.json"), filepath.Join(out, "n-shard-1-of-2.json")
+	merged := filepath.Join(out, "n.json")
+	code, table, errs := cli(t, context.Background(), "merge", s1, s0, "-o", merged)
+	if code != exitcode.OK || !strings.Contains(errs, "merged 2 shards, 4 cells") || !strings.Contains(table, "| 1000 | 2 |") {
+		t.Fatalf("merge: exit %d\n%s%s", code, table, errs)
+	}
+	r, err := report.ReadFile(merged)
+	if err != nil || len(r.Cells) != 4 || r.Header.RunID != "n" || r.Footer.OK != 4 {
+		t.Fatalf("merged: %v %+v", err, r)
+	}
+	if _, err := os.Stat(filepath.Join(out, "n.csv")); err != nil {
+		t.Error(err)
+	}
+	code, _, errs = cli(t, context.Background(), "merge", s0, "-o", filepath.Join(out, "m.json"))
+	if code != exitcode.InvalidConfig || !strings.Contains(errs, "shard 1/2 missing (given: shards 0 of 2)") {
+		t.Fatalf("merge of one shard: exit %d\n%s", code, errs)
+	}
+	code, _, errs = cli(t, context.Background(), "run", "-c", cfg, "--shard", "2/2")
+	if code != exitcode.Usage || !strings.Contains(errs, "0 ≤ I < N") {
+		t.Fatalf("--shard 2/2: exit %d\n%s", code, errs)
+	}
+}
+
+func TestK8sJobWritesTheManifests(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, "max_tokens = 4\n")
+	code, out, errs := cli(t, context.Background(), "k8s", "job", "--name", "nightly", "--image", "genload:1", "--shards", "3",
+		"--pvc", "res", "-c", cfg, "-o", dir, "--", "--target", "http://vllm:8000")
+	if code != exitcode.OK || !strings.Contains(out, "kubectl apply -f "+filepath.Join(dir, "job.yaml")) {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	job, err := os.ReadFile(filepath.Join(dir, "job.yaml"))
+	if err != nil || !strings.Contains(string(job), "completionMode: \"Indexed\"") || !strings.Contains(string(job), "max_tokens = 4") ||
+		!strings.Contains(string(job), "'--target' 'http://vllm:8000'") {
+		t.Fatalf("job.yaml (%v):\n%s", err, job)
+	}
+	for _, f := range []string{"merge.yaml", "fetch.yaml"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	code, _, errs = cli(t, context.Background(), "k8s", "job", "--name", "Bad_Name", "--image", "x", "--shards", "2", "--pvc", "r", "-o", dir)
+	if code != exitcode.Usage || !strings.Contains(errs, `--name "Bad_Name"`) {
+		t.Fatalf("bad name: exit %d\n%s", code, errs)
+	}
+	for _, cmd := range []string{"sweep", "merge", "k8s"} {
+		code, out, _ := cli(t, context.Background(), cmd, "--help")
+		if code != exitcode.OK || strings.Count(out, "Usage: genload "+cmd) != 1 {
+			t.Errorf("%s --help: exit %d\n%s", cmd, code, out)
+		}
+	}
+}
+
+// A sweep file with an unknown key is refused before anything starts, naming the key.
+func TestSweepRefusesABadFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.toml")
+	if err := os.WriteFile(p, []byte("[server]\ncomand = \"x\"\n[grid]\nprofile = [\"a\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := cli(t, context.Background(), "sweep", p)
+	if code != exitcode.InvalidConfig || !strings.Contains(errs, "unknown key [server.comand]") {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+}
