@@ -48,6 +48,9 @@ type Options struct {
 	// skipped, the others measured again, and records are appended to that file. The
 	// configuration must be the one the run was started with.
 	Resume string
+	// Wide prints the result table with every column and one line per warning
+	// (report.TableOptions).
+	Wide bool
 }
 
 // Result is what a run produced.
@@ -340,7 +343,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 			res.Measured++
 		}
 	}
-	report.Table(opt.Stdout, res.Run)
+	report.WriteTable(opt.Stdout, res.Run, report.TableOptions{Wide: opt.Wide})
 	fmt.Fprintf(opt.Stderr, "%d/%d cells measured in %s; results: %s", res.Measured, len(cells), time.Since(start).Round(100*time.Millisecond), res.JSONL)
 	if jsonPath != "" {
 		fmt.Fprintf(opt.Stderr, ", %s, %s", jsonPath, csvPath)
