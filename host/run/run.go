@@ -299,7 +299,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	watcher := newWatcher(ctx, cfg, target, apiKey, workers, opt.Stderr)
 	cr := &cellRunner{cfg: cfg, lengths: lengthsPlugin, router: router, builder: builder, tok: tok, client: client,
 		watcher: watcher, minLen: minLen, maxLen: maxLen, text: text}
-	prog := newProgress(opt.Stderr, opt.Progress, cells)
+	prog := newProgress(opt.Stderr, opt.Progress, cells, cfg.MaxTokens)
 	runErr := func() error {
 		for _, cell := range cells {
 			if done[cell.Index] {
