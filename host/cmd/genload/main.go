@@ -63,6 +63,7 @@ func commands() []command {
 		{"consistency", "per-cell CV of per-forward latency across repeated runs of a matrix", cmdConsistency},
 		{"diff", "per-cell change in % of per-forward latency and TTFT from one run to another", cmdDiff},
 		{"plot", "PNG and SVG of per-forward latency vs batch size (one run, or before/after)", cmdPlot},
+		{"report", "one self-contained HTML report of runs (tables, warnings, plots, consistency, A/B)", cmdReport},
 		{"plugin", "check a WebAssembly plugin: genload plugin check FILE.wasm", cmdPlugin},
 		{"version", "print genload's version", cmdVersion},
 	}
