@@ -16,15 +16,22 @@ all: build
 
 build: $(BUILD)/genload plugins
 
+# A first build (empty Go caches) downloads the modules and compiles a few hundred packages for
+# minutes on 2 cores (README); -v names each package as it is compiled, so the build is seen to
+# advance. Later builds are cached and print only what changed.
+FIRST = @[ -e $@ ] || echo "make: first build of $@: downloading modules, then compiling (each package is named as it compiles; minutes on a cold cache)"
+
 $(BUILD)/genload: FORCE
-	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./host/cmd/genload
+	$(FIRST)
+	$(GO) build -v -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./host/cmd/genload
 
 plugins: $(WASM)
 
 # Plugins are Go built for wasip1 as reactors (c-shared) exporting functions with //go:wasmexport.
 $(BUILD)/plugins/%.wasm: FORCE
 	@mkdir -p $(@D)
-	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags="-s -w" -o $@ ./plugins/$*
+	$(FIRST)
+	GOOS=wasip1 GOARCH=wasm $(GO) build -v -buildmode=c-shared -trimpath -ldflags="-s -w" -o $@ ./plugins/$*
 
 bench: build
 	./$(BUILD)/genload run -c $(CONFIG)
