@@ -36,22 +36,36 @@ $(BUILD)/plugins/%.wasm: FORCE
 bench: build
 	./$(BUILD)/genload run -c $(CONFIG)
 
+# Every test run goes through testsum: it prints what plain go test prints (a line per package,
+# the output of failures) and records each test's outcome, so that make test can end with the
+# skipped tests, grouped by their reason, and one line of counts. bash with pipefail, so that a
+# go test that fails before testing anything fails the recipe too.
+SHELL       := bash
+.SHELLFLAGS := -o pipefail -c
+GOTEST      := $(GO) test -json -count=1
+TESTSUM     := $(BUILD)/tools/testsum
+OUTCOMES    := $(BUILD)/test-outcomes.jsonl
+$(TESTSUM): FORCE
+	$(GO) build -o $@ ./host/internal/testsum
+
 # The conformance suite holds genload's figures to within 1 % of the built-in engine's truth
 # in real time (steps of 7–9 ms): it runs alone, after the other packages, so that their
 # test binaries do not share its two cores.
 CONFORMANCE := ./host/internal/conformance
-test: plugins lint
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/host/internal/conformance$$')
-	$(GO) test -count=1 $(CONFORMANCE)
+test: plugins lint $(TESTSUM)
+	@rm -f $(OUTCOMES)
+	$(GOTEST) $$($(GO) list ./... | grep -v '/host/internal/conformance$$') | $(TESTSUM) -record $(OUTCOMES)
+	$(GOTEST) $(CONFORMANCE) | $(TESTSUM) -record $(OUTCOMES)
 	$(MAKE) --no-print-directory race
+	@$(TESTSUM) -summary $(OUTCOMES)
 
 # The packages that run goroutines of their own (clients, servers, scrapers, the CLI that drives
 # them), tested again under the race detector. The client-against-engine checks compare timings
 # within 10 %, so they run alone, not beside the other race-instrumented test binaries.
 RACE_PKGS := ./host/dispatch ./host/run ./host/sse ./host/engine ./host/scrape ./host/cmd/genload
-race:
-	$(GO) test -race -count=1 $(RACE_PKGS)
-	$(GO) test -race -count=1 ./host/internal/clientcheck
+race: $(TESTSUM)
+	$(GOTEST) -race $(RACE_PKGS) | $(TESTSUM) -record $(OUTCOMES)
+	$(GOTEST) -race ./host/internal/clientcheck | $(TESTSUM) -record $(OUTCOMES)
 
 # staticcheck at a pinned version, run from the Go module proxy (nothing added to go.mod).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -99,14 +99,16 @@ func TestDefaultTableFits120Columns(t *testing.T) {
 	}
 }
 
-// Messages of one kind differ only in their numbers; the key keeps the text before the first
-// colon outside brackets.
+// Messages of one kind differ only in their numbers and what follows their first colon or
+// bracket outside brackets.
 func TestWarningKey(t *testing.T) {
 	for _, tc := range []struct{ msg, key string }{
 		{"realised mean length 31669 is -1.0 % off L = 32000: 1 of 32 lengths clamped to [50, 130972]", "realised mean length N is N % off L = N"},
 		{"no full-batch figure: fewer than 10 forward passes", "no full-batch figure"},
-		// The colon inside the brackets does not end the key.
-		{"the first chunks of 16 of 16 sequences arrived late (held back: Nagle): fwd starts later", "the first chunks of N of N sequences arrived late (held back: Nagle)"},
+		// A bracket ends the key: what it holds varies between cells of one kind.
+		{"the first chunks of 16 of 16 sequences arrived late (held back: Nagle; offset +5.6 ms): fwd starts later", "the first chunks of N of N sequences arrived late"},
+		{"batch attainment unknown (no gauge): the client saw 1 sequences", "batch attainment unknown"},
+		{"9 of 64 lengths clamped to [50, 130972]", "N of N lengths clamped to"},
 		{"no colon at all in 3 cells", "no colon at all in N cells"},
 	} {
 		if got := warningKey(tc.msg); got != tc.key {

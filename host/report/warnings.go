@@ -11,9 +11,9 @@ import (
 
 // WarningGroup is one kind of warning (or error) and the cells it applies to.
 type WarningGroup struct {
-	// Kind names the warning: its text before the first colon outside brackets, numbers
-	// written as N, cut at the first comma or bracket ("realised mean length N is N % off
-	// L = N").
+	// Kind names the warning: its text before the first ": " or " (" outside brackets,
+	// numbers written as N, cut at the first comma ("realised mean length N is N % off L =
+	// N").
 	Kind string
 	// Error is true for a group of cell errors (✗), false for warnings (⚠).
 	Error bool
@@ -25,14 +25,17 @@ type WarningGroup struct {
 
 var numberRE = regexp.MustCompile(`[-+−]?\d[\d.,]*`)
 
-// warningKey is the text by which two messages are of one kind: the message before its first
-// ": " outside brackets, with every number replaced by N.
+// warningKey is the text by which two messages are of one kind: the message up to its first
+// ": " or " (" outside brackets, with every number replaced by N.
 func warningKey(msg string) string {
 	depth := 0
 	cut := len(msg)
 	for i, r := range msg {
 		switch r {
 		case '(', '[':
+			if depth == 0 && i > 0 && msg[i-1] == ' ' {
+				cut = i - 1
+			}
 			depth++
 		case ')', ']':
 			depth--
