@@ -32,6 +32,8 @@ type progress struct {
 	n         int       // cells finished or skipped
 	start     time.Time // run start
 	cellStart time.Time // start of cell n (the one in progress)
+	measured  float64   // fallbackWeight of the cells measured in this process (not skipped)
+	spent     float64   // their time, seconds
 	model     costModel
 	stop      chan struct{}
 	stopped   sync.WaitGroup
@@ -84,7 +86,8 @@ func newProgressClock(w io.Writer, tty bool, cells []matrix.Cell, maxTokens int,
 
 // left estimates the time left at instant now: the cell in progress (its predicted time less
 // what it has run, at least 0) plus every cell after it. Before the model can be fitted it
-// scales the elapsed time by the cells' weights B·L + a fixed share (fitted false).
+// scales the measured cells' time by the cells' weights B·L + a fixed share (fitted false);
+// before any cell is measured it has no estimate (0, false).
 func (p *progress) left(now time.Time) (time.Duration, bool) {
 	if p.n >= len(p.cells) {
 		return 0, true
@@ -98,20 +101,16 @@ func (p *progress) left(now time.Time) (time.Duration, bool) {
 		}
 		return seconds(cur + rest), true
 	}
-	// Fallback: the time so far per unit of weight, over the weight left.
-	done, total := 0.0, 0.0
-	for i, c := range p.cells {
-		wt := fallbackWeight(c)
-		total += wt
-		if i < p.n {
-			done += wt
-		}
-	}
-	el := now.Sub(p.start).Seconds()
-	if done == 0 {
+	// Fallback: the time per unit of weight of the cells measured so far, over the weight
+	// left (cells skipped on resume took no time and do not count).
+	if p.measured == 0 {
 		return 0, false
 	}
-	return seconds(math.Max(el/done*(total-done)-inCell, 0)), false
+	left := 0.0
+	for _, c := range p.cells[p.n:] {
+		left += fallbackWeight(c)
+	}
+	return seconds(math.Max(p.spent/p.measured*left-inCell, 0)), false
 }
 
 // fallbackWeight is a cell's cost before any fit, in tokens-equivalent: a fixed share for the
@@ -161,7 +160,10 @@ func (p *progress) done(rec report.Cell) {
 	defer p.mu.Unlock()
 	now := p.now()
 	if report.Measured(rec.Status) || rec.Status == report.StatusError {
-		p.model.add(rec.Cell, now.Sub(p.cellStart).Seconds())
+		took := now.Sub(p.cellStart).Seconds()
+		p.model.add(rec.Cell, took)
+		p.measured += fallbackWeight(rec.Cell)
+		p.spent += took
 	}
 	p.n++
 	p.cellStart = now

@@ -154,3 +154,59 @@ func TestETAErrorOfLiveDefaultRun(t *testing.T) {
 		t.Errorf("median absolute error of the time left %.1f %%, want < 25 %%", 100*median(errs))
 	}
 }
+
+// Times made from known costs are fitted back exactly: T = 20 ms + 0.1 µs·m·B + 0.2 µs·B·L +
+// 0.3 µs·B·L²/10⁴ over the default matrix's first two L (B = 1 … 64); a cost the data pull
+// negative is held at 0 instead (non-negative least squares).
+func TestCostModelRecoversKnownCosts(t *testing.T) {
+	want := [4]float64{0.020, 1e-7, 2e-7, 3e-7}
+	m := costModel{maxTokens: 100}
+	for _, l := range []int{1000, 2000, 4000} {
+		for _, b := range []int{1, 2, 4, 8, 16, 32, 64} {
+			c := matrix.Cell{SeqLen: l, Batch: b}
+			x := m.features(c)
+			m.add(c, want[0]*x[0]+want[1]*x[1]+want[2]*x[2]+want[3]*x[3])
+		}
+	}
+	got, ok := m.fit()
+	if !ok {
+		t.Fatal("no fit")
+	}
+	for k := range want {
+		if math.Abs(got[k]-want[k]) > 1e-9*math.Max(want[k], 1e-3) {
+			t.Errorf("c%d = %g, want %g", k, got[k], want[k])
+		}
+	}
+	// Cell time falling with B (a faster server for larger batches, never a cost): the
+	// least-squares c₁ would be negative; it is 0 and the rest fit the mean.
+	n := costModel{maxTokens: 100}
+	for _, b := range []int{1, 2, 4, 8} {
+		n.add(matrix.Cell{SeqLen: 1000, Batch: b}, 1-0.01*float64(b))
+	}
+	got, ok = n.fit()
+	if !ok {
+		t.Fatal("no fit")
+	}
+	for k, v := range got {
+		if v < 0 {
+			t.Errorf("c%d = %g < 0", k, v)
+		}
+	}
+}
+
+// Cells skipped on resume take no time and are not evidence of cost: the time left after
+// skipping 3 cells and measuring one in 2 s is that cell's rate over the weight left.
+func TestSkippedCellsDoNotLowerTheETA(t *testing.T) {
+	cells := []matrix.Cell{{SeqLen: 1000, Batch: 1}, {SeqLen: 1000, Batch: 1}, {SeqLen: 1000, Batch: 1}, {SeqLen: 1000, Batch: 1}, {SeqLen: 1000, Batch: 1}}
+	clock := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	p := newProgressClock(io.Discard, false, cells, 100, func() time.Time { return clock }, 0)
+	for _, c := range cells[:3] {
+		p.skip(c)
+	}
+	clock = clock.Add(2 * time.Second)
+	p.done(report.Cell{Cell: cells[3], Status: report.StatusOK})
+	// One equal cell left, measured at 2 s each (the fallback: fewer than 3 cells timed).
+	if left, fitted := p.left(clock); fitted || left != 2*time.Second {
+		t.Errorf("left %v (fitted %v), want 2s from the fallback", left, fitted)
+	}
+}
