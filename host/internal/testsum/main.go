@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -209,14 +210,13 @@ func printSummary(w io.Writer, path string) int {
 		})
 		fmt.Fprintf(w, "skipped tests, by reason:\n")
 		for _, r := range reasons {
-			names := byReason[r]
-			sort.Strings(names)
+			names := slices.Compact(slices.Sorted(slices.Values(byReason[r]))) // a test skipped in the race run too is named once
 			shown := names
 			more := ""
 			if len(shown) > 3 {
 				shown, more = shown[:3], fmt.Sprintf(" and %d more", len(names)-3)
 			}
-			fmt.Fprintf(w, "  %3d × %s\n        %s%s\n", len(names), r, strings.Join(shown, ", "), more)
+			fmt.Fprintf(w, "  %3d × %s\n        %s%s\n", len(byReason[r]), r, strings.Join(shown, ", "), more)
 		}
 	}
 	fmt.Fprintf(w, "tests: %d passed, %d failed, %d skipped\n", pass, fail, skip)
