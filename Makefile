@@ -17,15 +17,22 @@ all: build
 
 build: $(BUILD)/genload plugins
 
+# A first build (empty Go caches) downloads the modules and compiles a few hundred packages for
+# minutes on 2 cores (README); -v names each package as it is compiled, so the build is seen to
+# advance. Later builds are cached and print only what changed.
+FIRST = @[ -e $@ ] || echo "make: first build of $@: downloading modules, then compiling (each package is named as it compiles; minutes on a cold cache)"
+
 $(BUILD)/genload: FORCE
-	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./host/cmd/genload
+	$(FIRST)
+	$(GO) build -v -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./host/cmd/genload
 
 plugins: $(WASM)
 
 # Plugins are Go built for wasip1 as reactors (c-shared) exporting functions with //go:wasmexport.
 $(BUILD)/plugins/%.wasm: FORCE
 	@mkdir -p $(@D)
-	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags="-s -w" -o $@ ./plugins/$*
+	$(FIRST)
+	GOOS=wasip1 GOARCH=wasm $(GO) build -v -buildmode=c-shared -trimpath -ldflags="-s -w" -o $@ ./plugins/$*
 
 bench: build
 	./$(BUILD)/genload run -c $(CONFIG)
@@ -37,25 +44,39 @@ SWEEP_OUT ?= results/sweep-$(shell date -u +%Y%m%d-%H%M%S)
 sweep: build
 	./$(BUILD)/genload sweep $(SWEEP) --out $(SWEEP_OUT)
 
-# tools/k8s is a module of its own (k8s.io/api stays out of genload's go.mod): it decodes the
-# Kubernetes manifests strictly into the API types and simulates the Indexed Job locally.
+# Every test run goes through testsum: it prints what plain go test prints (a line per package,
+# the output of failures) and records each test's outcome, so that make test can end with the
+# skipped tests, grouped by their reason, and one line of counts. bash with pipefail, so that a
+# go test that fails before testing anything fails the recipe too.
+SHELL       := bash
+.SHELLFLAGS := -o pipefail -c
+GOTEST      := $(GO) test -json -count=1
+TESTSUM     := $(BUILD)/tools/testsum
+OUTCOMES    := $(BUILD)/test-outcomes.jsonl
+$(TESTSUM): FORCE
+	$(GO) build -o $@ ./host/internal/testsum
+
 # The conformance suite holds genload's figures to within 1 % of the built-in engine's truth
 # in real time (steps of 7–9 ms): it runs alone, after the other packages, so that their
 # test binaries do not share its two cores.
 CONFORMANCE := ./host/internal/conformance
-test: plugins lint
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/host/internal/conformance$$')
-	$(GO) test -count=1 $(CONFORMANCE)
-	cd tools/k8s && $(GO) vet ./... && $(GO) test -count=1 ./...
+# tools/k8s is a module of its own (k8s.io/api stays out of genload's go.mod): it decodes the
+# Kubernetes manifests strictly into the API types and simulates the Indexed Job locally.
+test: plugins lint $(TESTSUM)
+	@rm -f $(OUTCOMES)
+	$(GOTEST) $$($(GO) list ./... | grep -v '/host/internal/conformance$$') | $(TESTSUM) -record $(OUTCOMES)
+	$(GOTEST) $(CONFORMANCE) | $(TESTSUM) -record $(OUTCOMES)
+	cd tools/k8s && $(GO) vet ./... && $(GOTEST) ./... | $(CURDIR)/$(TESTSUM) -record $(CURDIR)/$(OUTCOMES)
 	$(MAKE) --no-print-directory race
+	@$(TESTSUM) -summary $(OUTCOMES)
 
 # The packages that run goroutines of their own (clients, servers, scrapers, the CLI that drives
 # them), tested again under the race detector. The client-against-engine checks compare timings
 # within 10 %, so they run alone, not beside the other race-instrumented test binaries.
 RACE_PKGS := ./host/dispatch ./host/run ./host/sse ./host/engine ./host/scrape ./host/sweep ./host/cmd/genload
-race:
-	$(GO) test -race -count=1 $(RACE_PKGS)
-	$(GO) test -race -count=1 ./host/internal/clientcheck
+race: $(TESTSUM)
+	$(GOTEST) -race $(RACE_PKGS) | $(TESTSUM) -record $(OUTCOMES)
+	$(GOTEST) -race ./host/internal/clientcheck | $(TESTSUM) -record $(OUTCOMES)
 
 # staticcheck at a pinned version, run from the Go module proxy (nothing added to go.mod).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

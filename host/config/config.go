@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -371,6 +372,7 @@ func Parse(path string, src []byte) (*Config, error) {
 	if c.Router.Config == nil {
 		c.Router.Config = map[string]any{}
 	}
+	c.resolvePaths(md)
 	var errs []error
 	// TOML integers are signed: a negative seed decodes into the unsigned field wrapped
 	// (−1 as 2⁶⁴−1); read it signed to tell.
@@ -391,6 +393,40 @@ func Parse(path string, src []byte) (*Config, error) {
 		return nil, exitcode.With(exitcode.InvalidConfig, errors.Join(errs...))
 	}
 	return c, nil
+}
+
+// resolvePaths makes the relative paths the file gives relative to the file's folder, not to
+// the working directory, so that a bench.toml works from wherever genload is started:
+// [lengths.plugin] and [router.plugin] when they are paths (end in .wasm or hold a '/'; a
+// plugin name such as "gamma" is not a path), [prompt.corpus], [tokenizer.path], [plugins.dir],
+// [api_key_file] and [engine.profile] when it is a path (ends in .toml or holds a '/').
+// Absolute paths, empty values and keys the file does not set are left alone; flags given
+// later keep their meaning (relative to the working directory). Messages about these keys
+// still name the key and its file:line ([Config.Where]).
+func (c *Config) resolvePaths(md toml.MetaData) {
+	dir := filepath.Dir(c.File)
+	isPath := func(v, ext string) bool {
+		return strings.HasSuffix(v, ext) || strings.ContainsRune(v, '/') || strings.ContainsRune(v, filepath.Separator)
+	}
+	for _, k := range []struct {
+		key []string
+		v   *string
+		ext string // "" = always a path
+	}{
+		{[]string{"lengths", "plugin"}, &c.Lengths.Plugin, ".wasm"},
+		{[]string{"router", "plugin"}, &c.Router.Plugin, ".wasm"},
+		{[]string{"prompt", "corpus"}, &c.Prompt.Corpus, ""},
+		{[]string{"tokenizer", "path"}, &c.Tokenizer.Path, ""},
+		{[]string{"plugins", "dir"}, &c.Plugins.Dir, ""},
+		{[]string{"api_key_file"}, &c.APIKeyFile, ""},
+		{[]string{"engine", "profile"}, &c.Engine.Profile, ".toml"},
+	} {
+		v := *k.v
+		if v == "" || filepath.IsAbs(v) || !md.IsDefined(k.key...) || (k.ext != "" && !isPath(v, k.ext)) {
+			continue
+		}
+		*k.v = filepath.Join(dir, v)
+	}
 }
 
 func cleanTOMLError(pe toml.ParseError) string {

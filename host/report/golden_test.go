@@ -70,8 +70,9 @@ func TestGoldenOutputs(t *testing.T) {
 	if err := WriteCSV(csvPath, run); err != nil {
 		t.Fatal(err)
 	}
-	var table bytes.Buffer
+	var table, wide bytes.Buffer
 	Table(&table, run)
+	WriteTable(&wide, run, TableOptions{Wide: true})
 	read := func(p string) []byte {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -79,7 +80,7 @@ func TestGoldenOutputs(t *testing.T) {
 		}
 		return b
 	}
-	for name, got := range map[string][]byte{"run.jsonl": jsonl, "run.json": read(jsonPath), "run.csv": read(csvPath), "table.md": table.Bytes()} {
+	for name, got := range map[string][]byte{"run.jsonl": jsonl, "run.json": read(jsonPath), "run.csv": read(csvPath), "table.md": table.Bytes(), "table-wide.md": wide.Bytes()} {
 		path := filepath.Join("testdata", "golden", name)
 		if *update {
 			if err := os.WriteFile(path, got, 0o644); err != nil {

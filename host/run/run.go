@@ -52,6 +52,9 @@ type Options struct {
 	// Shard selects the part of the matrix this process measures (genload run --shard I/N;
 	// see package shard); the zero value measures every cell. The results header records it.
 	Shard shard.Spec
+	// Wide prints the result table with every column and one line per warning
+	// (report.TableOptions).
+	Wide bool
 }
 
 // Result is what a run produced.
@@ -305,7 +308,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	watcher := newWatcher(ctx, cfg, target, apiKey, workers, opt.Stderr)
 	cr := &cellRunner{cfg: cfg, lengths: lengthsPlugin, router: router, builder: builder, tok: tok, client: client,
 		watcher: watcher, minLen: minLen, maxLen: maxLen, text: text}
-	prog := newProgress(opt.Stderr, opt.Progress, cells)
+	prog := newProgress(opt.Stderr, opt.Progress, cells, cfg.MaxTokens)
 	runErr := func() error {
 		for _, cell := range cells {
 			if done[cell.Index] {
@@ -349,7 +352,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 			res.Measured++
 		}
 	}
-	report.Table(opt.Stdout, res.Run)
+	report.WriteTable(opt.Stdout, res.Run, report.TableOptions{Wide: opt.Wide})
 	fmt.Fprintf(opt.Stderr, "%d/%d cells measured in %s; results: %s", res.Measured, len(cells), time.Since(start).Round(100*time.Millisecond), res.JSONL)
 	if jsonPath != "" {
 		fmt.Fprintf(opt.Stderr, ", %s, %s", jsonPath, csvPath)

