@@ -33,10 +33,10 @@ type serverInfo struct {
 
 // clientOptions are the dispatch options of the run's requests (the probe's, and the
 // cells'), from cfg.
-func clientOptions(cfg *config.Config, target, model, apiKey string, workers []config.Worker, router dispatch.Router) dispatch.Options {
+func clientOptions(cfg *config.Config, target, model, apiKey string, workers []config.Worker) dispatch.Options {
 	seed := int64(cfg.Seed & (1<<63 - 1))
 	return dispatch.Options{
-		Target: target, Workers: toDispatchWorkers(workers), Router: router, Model: model,
+		Target: target, Workers: toDispatchWorkers(workers), Model: model,
 		Temperature: cfg.Temperature, APIKey: apiKey, Seed: &seed,
 		Retries: cfg.Warmup.Retries, RetryDelay: cfg.Warmup.RetryDelay.Duration,
 		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
@@ -48,9 +48,8 @@ func clientOptions(cfg *config.Config, target, model, apiKey string, workers []c
 }
 
 // probeClient is a client for the probes before the first cell: the run's options, sent to
-// the first worker only, with no router (a probe's prompts are not the cells').
+// the first worker only (a probe's prompts are not the cells').
 func probeClient(opts dispatch.Options) (*dispatch.Client, error) {
-	opts.Router = nil
 	if len(opts.Workers) > 1 {
 		opts.Workers = opts.Workers[:1]
 	}

@@ -19,14 +19,17 @@ import (
 	"time"
 
 	"github.com/genload/genload/corpus"
+	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/lengths"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/prompt"
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/scrape"
 	"github.com/genload/genload/host/tokenizer"
@@ -201,7 +204,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 
 	// Capability probe: /metrics, the tokenize endpoint, and — for mode or prompt.format
 	// "auto" — the prompt shapes the server accepts; cfg from here on has them resolved.
-	srv, err := probeServer(ctx, cfg, clientOptions(cfg, target, model, apiKey, cfg.ResolvedWorkers(target), nil), tok,
+	srv, err := probeServer(ctx, cfg, clientOptions(cfg, target, model, apiKey, cfg.ResolvedWorkers(target)), tok,
 		len(cfg.ResolvedWorkers(target)) > 1)
 	if err != nil {
 		return nil, exitcode.With(exitcode.TargetFailed, err)
@@ -210,7 +213,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	if srv.line != "" {
 		fmt.Fprintln(opt.Stderr, srv.line)
 	}
-	cfg, line, err := resolveTokenCounts(ctx, cfg, clientOptions(cfg, target, model, apiKey, cfg.ResolvedWorkers(target), nil), tok)
+	cfg, line, err := resolveTokenCounts(ctx, cfg, clientOptions(cfg, target, model, apiKey, cfg.ResolvedWorkers(target)), tok)
 	if err != nil {
 		return nil, exitcode.With(exitcode.TargetFailed, err)
 	}
@@ -237,17 +240,22 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	host, lengthsPlugin := pl.host, pl.lengths
 	plugins := map[string]report.PluginInfo{"lengths": pluginInfo(lengthsPlugin.Info())}
 	workers := cfg.ResolvedWorkers(target)
-	var router *cellRouter
+	stages := cell.Stages{Shape: recording.Mode(cfg.Mode), Lengths: lengths.Stage{Source: lengthsPlugin, Lo: minLen, Hi: maxLen},
+		Workers: len(workers), MaxTokens: cfg.MaxTokens}
+	if cfg.Mode == config.ModeN {
+		stages.Lengths.Source = nil // the legacy shape: B sequences of one prompt of length L
+	}
+	var completer Completer
 	if cfg.Mode == config.ModeRouted {
 		rp, err := host.LoadRouter(ctx, cfg.Router.Plugin, cfg.Router.Config)
 		if err != nil {
 			return nil, exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: [router.plugin]: %w", cfg.Where("router.plugin"), err))
 		}
 		plugins["router"] = pluginInfo(rp.Info())
-		router = &cellRouter{plugin: rp, workers: len(workers)}
+		stages.Router, completer = rp, rp
 	}
 
-	client, err := dispatch.New(clientOptions(cfg, target, model, apiKey, workers, router.asRouter()))
+	client, err := dispatch.New(clientOptions(cfg, target, model, apiKey, workers))
 	if err != nil {
 		return nil, exitcode.With(exitcode.InvalidConfig, err)
 	}
@@ -260,12 +268,14 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		if srv.tokens != nil {
 			counter = srv.tokens
 		}
-		text, err = newTextMode(ctx, cfg, tok, builder, newBuilder, counter, clientOptions(cfg, target, model, apiKey, workers, nil), minLen, maxLen, opt.Stderr)
+		text, err = newTextMode(ctx, cfg, tok, builder, newBuilder, counter, clientOptions(cfg, target, model, apiKey, workers), minLen, maxLen, opt.Stderr)
 		if err != nil {
 			return nil, exitcode.With(exitcode.TargetFailed, fmt.Errorf("text prompts: %w", err))
 		}
 		builder, maxLen = text.builder, text.maxLen
+		stages.Lengths.Hi = maxLen
 	}
+	stages.Prompts = prompter{builder: builder, text: text}
 
 	kind := "external"
 	if cfg.Target == config.Builtin {
@@ -293,16 +303,20 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		fmt.Fprintf(opt.Stderr, "dropped L=%d B=%d: %s\n", d.SeqLen, d.Batch, d.Reason)
 	}
 
-	watcher := newWatcher(ctx, cfg, target, apiKey, workers, opt.Stderr)
-	cr := &cellRunner{cfg: cfg, lengths: lengthsPlugin, router: router, builder: builder, tok: tok, client: client,
-		watcher: watcher, minLen: minLen, maxLen: maxLen, text: text}
+	cr := &cellRunner{cfg: cfg, stages: stages, client: client}
+	if completer != nil {
+		cr.router = completer
+	}
+	if w := newWatcher(ctx, cfg, target, apiKey, workers, opt.Stderr); w != nil {
+		cr.watcher = w
+	}
 	prog := newProgress(opt.Stderr, opt.Progress, cells)
 	runErr := func() error {
 		for _, cell := range cells {
 			if done[cell.Index] {
 				// A stateful router (round robin) must see the same calls in the same order as
 				// in the first run, so that resumed cells are routed as they would have been.
-				if err := cr.replayRoute(ctx, cell); err != nil {
+				if err := cr.replay(ctx, cell); err != nil {
 					return exitcode.With(exitcode.PluginRejected, err)
 				}
 				prog.skip(cell)
@@ -357,197 +371,6 @@ func allNamed(ws []config.Worker) bool {
 		}
 	}
 	return len(ws) > 0
-}
-
-// cellRunner holds what every cell of a run needs.
-type cellRunner struct {
-	cfg            *config.Config
-	lengths        *plugin.LengthsPlugin
-	router         *cellRouter
-	builder        *prompt.Builder
-	tok            *tokenizer.Tokenizer
-	client         *dispatch.Client
-	watcher        *scrape.Watcher // nil when the target has no /metrics
-	text           *textMode       // nil unless prompt.format = "text"
-	minLen, maxLen int
-}
-
-// replayRoute repeats the routing call of a cell measured by the run being resumed (its
-// lengths are the same: the plugin is deterministic per cell), without sending anything.
-func (r *cellRunner) replayRoute(ctx context.Context, cell matrix.Cell) error {
-	if r.router == nil {
-		return nil
-	}
-	lengths, err := r.lengths.Lengths(ctx, cell.Batch, cell.SeqLen, 1, math.MaxInt32)
-	if err != nil {
-		return err
-	}
-	clamp(lengths, cell.SeqLen, r.minLen, r.maxLen)
-	return r.router.decide(ctx, lengths)
-}
-
-// measure runs one cell: lengths from the plugin (clamped and checked by the host), prompts,
-// routing (once, for warmup and measurement alike), warmup with the exact prompts and request
-// shape (max_tokens = 1), the measured request(s) with /metrics scraped around them, and the
-// figures. The record is filled as far as the cell got.
-func (r *cellRunner) measure(ctx context.Context, cell matrix.Cell) (report.Cell, error) {
-	cfg := r.cfg
-	rec := report.Cell{Cell: cell, Status: report.StatusError, Started: time.Now().UTC()}
-	t0 := time.Now()
-	fail := func(code exitcode.Code, err error) (report.Cell, error) {
-		rec.Error = err.Error()
-		rec.Elapsed = report.Millis(time.Since(t0))
-		return rec, exitcode.With(code, err)
-	}
-	var lengths []int
-	var prompts [][]int32
-	var err error
-	if cfg.Mode == config.ModeN {
-		// The legacy shape: one prompt of length L generated B times (n = B); the length
-		// plugin is not consulted, and every sequence has the same length.
-		lengths = make([]int, cell.Batch)
-		for i := range lengths {
-			lengths[i] = cell.SeqLen
-		}
-	} else if lengths, err = r.lengths.Lengths(ctx, cell.Batch, cell.SeqLen, 1, math.MaxInt32); err != nil {
-		// The plugin draws from its distribution unbounded; the host clamps (and counts clamps).
-		return fail(exitcode.PluginRejected, err)
-	}
-	rec.Lengths = clamp(lengths, cell.SeqLen, r.minLen, r.maxLen)
-	// Clamps are counted in every record; a warning is worth it only when the cell's
-	// realised mean is off L by more than 1 % (gamma's lowest quantiles often fall below
-	// min_len by a few tokens, which does not matter), clamped or not.
-	if dev := rec.Lengths.Mean/float64(cell.SeqLen) - 1; math.Abs(dev) > 0.01 {
-		why := fmt.Sprintf("the plugin's lengths average %.0f", rec.Lengths.Mean)
-		if rec.Lengths.Clamped > 0 {
-			why = fmt.Sprintf("%d of %d lengths clamped to [%d, %d]", rec.Lengths.Clamped, cell.Batch, r.minLen, r.maxLen)
-		}
-		rec.Warnings = append(rec.Warnings, fmt.Sprintf("realised mean length %.0f is %+.1f %% off L = %d: %s", rec.Lengths.Mean, 100*dev, cell.SeqLen, why))
-	}
-	prompts, texts, built, err := r.prompts(ctx, cell, lengths)
-	if err != nil {
-		return fail(exitcode.InvalidConfig, err)
-	}
-	if r.router != nil {
-		if err := r.router.decide(ctx, lengths); err != nil {
-			return fail(exitcode.PluginRejected, err)
-		}
-		rec.Workers = r.router.assign
-	}
-	// ModeN (legacy) sends prompts[0] with n = B.
-	mode := dispatch.Mode(cfg.Mode)
-	if !cfg.Warmup.Disabled {
-		var wres *dispatch.Result
-		if texts != nil {
-			wres, err = r.client.WarmupTextResult(ctx, mode, texts, lengths)
-		} else {
-			wres, err = r.client.WarmupResult(ctx, mode, prompts)
-		}
-		if wres != nil {
-			addRetries(&rec, wres.Retried(), true)
-		}
-		if err != nil {
-			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", summarize(err)))
-		}
-	}
-	if r.watcher != nil {
-		if err := r.watcher.Begin(ctx); err != nil {
-			rec.Warnings = append(rec.Warnings, "metrics: "+err.Error())
-		}
-	}
-	var res *dispatch.Result
-	if texts != nil {
-		res, err = r.client.SendText(ctx, mode, texts, lengths, cfg.MaxTokens)
-	} else {
-		res, err = r.client.Send(ctx, mode, prompts, cfg.MaxTokens)
-	}
-	if r.watcher != nil {
-		m, werr := r.watcher.EndRouted(ctx, cell.Batch, rec.Workers)
-		if werr != nil {
-			rec.Warnings = append(rec.Warnings, "metrics: "+werr.Error())
-		}
-		if werr == nil || len(m.Servers) > 0 { // one failed server keeps the others' figures
-			rec.Server = &m
-		}
-	}
-	if res != nil {
-		addRetries(&rec, res.Retried(), false)
-	}
-	if err == nil && r.router != nil {
-		err = r.router.complete(ctx, res, lengths)
-	}
-	if err == nil {
-		err = res.Err()
-	}
-	if err != nil {
-		return fail(exitcode.TargetFailed, summarize(err))
-	}
-	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0,
-		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
-		PromptLengths: built, TextPrompts: texts != nil, TruncationWarns: cfg.Truncation == "warn"})
-	if r.router != nil && r.router.workers > 1 && fig.Window.Valid {
-		// Sequences on different workers do not share one batch: no window where "all B
-		// sequences decode together" exists.
-		fig.Window.Valid, fig.Window.Reason = false, fmt.Sprintf("routed over %d workers: the sequences share no single batch", r.router.workers)
-	}
-	rec.Figures = &fig
-	rec.Status = report.StatusOK
-	if fig.Partial() {
-		rec.Status = report.StatusPartial
-	}
-	rec.Elapsed = report.Millis(time.Since(t0))
-	if fig.Prompts != nil {
-		rec.PromptTokenDeviation = fig.Prompts.Sum
-	}
-	rec.Warnings = append(rec.Warnings, cellWarnings(cfg, cell, &rec)...)
-	if fig.Prompts != nil && fig.Prompts.TruncationError != "" {
-		// The figures stay in the record; the cell is an error because the server did not
-		// process the prompts genload sent.
-		rec.Status = report.StatusError
-		return fail(exitcode.TargetFailed, errors.New(fig.Prompts.TruncationError))
-	}
-	return rec, nil
-}
-
-// addRetries adds a Send's resends to the cell's record (warmup or measured).
-func addRetries(rec *report.Cell, st dispatch.RetryStats, warmup bool) {
-	if st.Count == 0 && st.Free == 0 {
-		return
-	}
-	if rec.Retries == nil {
-		rec.Retries = &report.Retries{}
-	}
-	if warmup {
-		rec.Retries.Warmup += st.Count
-	} else {
-		rec.Retries.Measured += st.Count
-	}
-	rec.Retries.Free += st.Free
-	for k, n := range st.Reasons {
-		if rec.Retries.Reasons == nil {
-			rec.Retries.Reasons = map[string]int{}
-		}
-		rec.Retries.Reasons[k] += n
-	}
-}
-
-// clamp clamps lengths in place to [lo, hi] and returns their statistics.
-func clamp(lengths []int, target, lo, hi int) report.Lengths {
-	st := report.Lengths{Target: target, Min: math.MaxInt, Each: lengths}
-	sum := 0
-	for i, l := range lengths {
-		if c := min(max(l, lo), hi); c != l {
-			lengths[i] = c
-			st.Clamped++
-		}
-		sum += lengths[i]
-		st.Min = min(st.Min, lengths[i])
-		st.Max = max(st.Max, lengths[i])
-	}
-	if len(lengths) > 0 {
-		st.Mean = float64(sum) / float64(len(lengths))
-	}
-	return st
 }
 
 func loadCorpus(cfg *config.Config) ([]corpus.Row, string, error) {
@@ -751,63 +574,6 @@ func sortedKeys(m map[string]int) []string {
 	return ks
 }
 
-// cellRouter asks the router plugin once per cell and answers dispatch with that assignment,
-// so that the warmup and the measured requests go to the same workers.
-type cellRouter struct {
-	plugin  *plugin.RouterPlugin
-	workers int
-	assign  []int
-}
-
-// decide routes the cell's prompts (lengths in tokens) with the plugin.
-func (r *cellRouter) decide(ctx context.Context, lengths []int) error {
-	a, err := r.plugin.Route(ctx, lengths, r.workers)
-	if err != nil {
-		return err
-	}
-	r.assign = a
-	return nil
-}
-
-// complete reports the finished requests to the plugin (a no-op unless it declared the
-// "completions" capability), one record per request.
-func (r *cellRouter) complete(ctx context.Context, res *dispatch.Result, lengths []int) error {
-	done := make([]plugin.Completion, 0, len(res.Requests))
-	for qi, q := range res.Requests {
-		// The request's tokens are its sequences' reconciled counts: a server's request usage
-		// may be zero or absent while its sequences' counts are known.
-		c := plugin.Completion{Worker: q.Worker, Failed: q.Err != nil}
-		for _, p := range q.Prompts {
-			c.PromptLen += lengths[p]
-		}
-		for i := range res.Sequences {
-			if s := &res.Sequences[i]; s.Request == qi {
-				c.CompletionTokens += s.CompletionTokens
-			}
-		}
-		done = append(done, c)
-	}
-	return r.plugin.Complete(ctx, done)
-}
-
-// Route returns the cell's assignment; dispatch calls it for the warmup and the measurement.
-func (r *cellRouter) Route(_ context.Context, promptLens []int, workers int) ([]int, error) {
-	if len(promptLens) != len(r.assign) || workers != r.workers {
-		return nil, fmt.Errorf("router: asked for %d prompts over %d workers, the cell was routed for %d over %d",
-			len(promptLens), workers, len(r.assign), r.workers)
-	}
-	return r.assign, nil
-}
-
-// asRouter returns r as a dispatch.Router, or nil (round robin in dispatch is never used:
-// routed mode always has a router plugin).
-func (r *cellRouter) asRouter() dispatch.Router {
-	if r == nil {
-		return nil
-	}
-	return r
-}
-
 // sameRun checks that a resumed run is the one that was started: same configuration (the
 // file path aside) and same cells. The error lists every difference as key: before → now.
 // Keys the stored configuration lacks (added to genload since) are not compared, and a key
@@ -977,18 +743,21 @@ func loadPlugins(ctx context.Context, cfg *config.Config) loadedPlugins {
 	if cfg.Mode == config.ModeN || !lp.Info().HasCap("pure") {
 		return loadedPlugins{host: host, lengths: lp}
 	}
-	pairs := cfg.Matrix.Pairs
+	var pairs [][2]int
+	for _, p := range cfg.Matrix.Pairs {
+		pairs = append(pairs, [2]int{p[0], p[1]})
+	}
 	if !cfg.Matrix.AutoSeqLens {
+		var grid [][2]int
 		for _, l := range cfg.Matrix.SeqLens {
 			for _, b := range cfg.Matrix.BatchSizes {
-				pairs = append(pairs, []int{l, b})
+				grid = append(grid, [2]int{l, b})
 			}
 		}
+		pairs = append(pairs, grid...)
 	}
-	for _, p := range pairs {
-		if _, err := lp.Lengths(ctx, p[1], p[0], 1, math.MaxInt32); err != nil {
-			return loadedPlugins{host: host, err: exitcode.With(exitcode.PluginRejected, fmt.Errorf("cell L=%d,B=%d: %w", p[0], p[1], err))}
-		}
+	if err := lengths.Prefetch(ctx, lp, pairs); err != nil {
+		return loadedPlugins{host: host, err: exitcode.With(exitcode.PluginRejected, err)}
 	}
 	return loadedPlugins{host: host, lengths: lp}
 }
