@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -254,4 +255,50 @@ func TestCellWatcherAroundTheMeasuredRequests(t *testing.T) {
 	if err != nil || w.begun != 1 || w.ended != 1 || rec.Server != nil || !slices.Contains(rec.Warnings, "metrics: GET /metrics: status 503") {
 		t.Fatalf("err %v, begun %d ended %d, server %v, warnings %q", err, w.begun, w.ended, rec.Server, rec.Warnings)
 	}
+}
+
+// memWriter keeps the records written.
+type memWriter struct{ cells []report.Cell }
+
+func (w *memWriter) Cell(c report.Cell) error { w.cells = append(w.cells, c); return nil }
+
+// failOn is a dispatcher whose measured requests fail with HTTP 500 in the cells of length L
+// in bad, and succeed in lockstep elsewhere.
+func failOn(bad ...int) *canned {
+	return &canned{rec: func(p *cell.Plan) *recording.Result {
+		r := lockstep(p, 20*time.Millisecond, 2*time.Millisecond)
+		if !p.Warmup && slices.Contains(bad, p.Cell.SeqLen) {
+			re := &recording.RequestError{Kind: recording.KindHTTP, URL: "http://x/v1/completions", Status: 500, Message: "boom"}
+			r.Requests[0].Err, r.Requests[0].Error = re, re.Error()
+		}
+		return r
+	}}
+}
+
+// The loop: cells measured by the run being resumed are skipped with their routing call
+// repeated (a stateful router sees every cell in order); the first failed cell is written and
+// ends the run.
+func TestRunCellsSkipsResumedAndStopsAtAFailure(t *testing.T) {
+	r := &splitRouter{}
+	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}, {Index: 3, SeqLen: 400, Batch: 2}}
+	d := failOn(300)
+	cr := &cellRunner{cfg: fakeCfg(t, "routed"), client: d, router: r, stages: cell.Stages{Shape: recording.ModeRouted,
+		Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, Router: r, Workers: 2, MaxTokens: 16}}
+	w := &memWriter{}
+	err := runCells(context.Background(), cr, cells, map[int]bool{0: true}, w, newProgress(io.Discard, false, cells))
+	if err == nil || exitcode.Of(err) != exitcode.TargetFailed || !strings.HasPrefix(err.Error(), "cell L=300,B=2: ") {
+		t.Fatalf("err %v (code %v)", err, exitcode.Of(err))
+	}
+	// written: L=200 ok, L=300 error; L=400 never started. Routed: 100 (replayed), 200, 300.
+	if len(w.cells) != 2 || w.cells[0].Status != report.StatusOK || w.cells[1].Status != report.StatusError || len(r.routes) != 3 || r.routes[0][0] != 100 {
+		t.Fatalf("records %d (%v), router calls %v", len(w.cells), statuses(w.cells), r.routes)
+	}
+}
+
+func statuses(cs []report.Cell) []string {
+	var s []string
+	for _, c := range cs {
+		s = append(s, c.Cell.Key()+" "+c.Status)
+	}
+	return s
 }
