@@ -285,7 +285,7 @@ func TestRunCellsSkipsResumedAndStopsAtAFailure(t *testing.T) {
 	cr := &cellRunner{cfg: fakeCfg(t, "routed"), client: d, router: r, stages: cell.Stages{Shape: recording.ModeRouted,
 		Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, Router: r, Workers: 2, MaxTokens: 16}}
 	w := &memWriter{}
-	err := runCells(context.Background(), cr, cells, map[int]bool{0: true}, w, newProgress(io.Discard, false, cells))
+	err := runCells(context.Background(), cr, cells, map[int]bool{0: true}, w, newProgress(io.Discard, false, cells), false)
 	if err == nil || exitcode.Of(err) != exitcode.TargetFailed || !strings.HasPrefix(err.Error(), "cell L=300,B=2: ") {
 		t.Fatalf("err %v (code %v)", err, exitcode.Of(err))
 	}
@@ -301,4 +301,23 @@ func statuses(cs []report.Cell) []string {
 		s = append(s, c.Cell.Key()+" "+c.Status)
 	}
 	return s
+}
+
+// [run] on_error = "continue": every cell is measured; the failed ones are written with their
+// errors, and the run's error counts them, with the first failure's exit code.
+func TestRunCellsKeepsGoing(t *testing.T) {
+	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}, {Index: 3, SeqLen: 400, Batch: 2}}
+	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: failOn(200, 300), stages: cell.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	w := &memWriter{}
+	err := runCells(context.Background(), cr, cells, nil, w, newProgress(io.Discard, false, cells), true)
+	if exitcode.Of(err) != exitcode.TargetFailed || !strings.HasPrefix(err.Error(), "2 of 4 cells failed ([run] on_error = \"continue\"):\ncell L=200,B=2: ") ||
+		!strings.Contains(err.Error(), "\ncell L=300,B=2: ") {
+		t.Fatalf("err %v (code %v)", err, exitcode.Of(err))
+	}
+	if got := statuses(w.cells); !slices.Equal(got, []string{"L=100,B=2 ok", "L=200,B=2 error", "L=300,B=2 error", "L=400,B=2 ok"}) {
+		t.Fatalf("records %v", got)
+	}
+	if !strings.Contains(w.cells[1].Error, "status 500: boom") {
+		t.Fatalf("the failed cell's error: %q", w.cells[1].Error)
+	}
 }

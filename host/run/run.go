@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	cr.watcher = s.watcher(ctx)
 
 	prog := newProgress(opt.Stderr, opt.Progress, s.cells)
-	runErr := runCells(ctx, cr, s.cells, done, w, prog)
+	runErr := runCells(ctx, cr, s.cells, done, w, prog, s.cfg.Run.OnError == config.OnErrorContinue)
 	prog.finish()
 	status := report.StatusOK
 	switch {
@@ -123,10 +123,12 @@ type cellWriter interface {
 }
 
 // runCells measures the cells in order, writing each record before the next cell starts. Cells
-// in done (measured by the run being resumed) are skipped, their routing call repeated. The
-// first failed cell ends the loop with its error (exit code attached); an interrupted cell is
-// recorded as such.
-func runCells(ctx context.Context, cr *cellRunner, cells []matrix.Cell, done map[int]bool, w cellWriter, prog *progress) error {
+// in done (measured by the run being resumed) are skipped, their routing call repeated. A
+// failed cell is written with its error; then the run stops (keepGoing false: [run] on_error =
+// "stop") or goes on to the next cell, and the error returned joins every failed cell's, the
+// exit code the first one's. An interruption always stops, its cell recorded as interrupted.
+func runCells(ctx context.Context, cr *cellRunner, cells []matrix.Cell, done map[int]bool, w cellWriter, prog *progress, keepGoing bool) error {
+	var failed []error
 	for _, c := range cells {
 		if done[c.Index] {
 			// A stateful router (round robin) must see the same calls in the same order as
@@ -149,10 +151,20 @@ func runCells(ctx context.Context, cr *cellRunner, cells []matrix.Cell, done map
 			if ctx.Err() != nil {
 				return exitcode.With(exitcode.Interrupted, fmt.Errorf("interrupted during cell %s", c.Key()))
 			}
-			return fmt.Errorf("cell %s: %w", c.Key(), err)
+			err = fmt.Errorf("cell %s: %w", c.Key(), err)
+			if !keepGoing {
+				return err
+			}
+			failed = append(failed, err)
 		}
 	}
-	return nil
+	switch len(failed) {
+	case 0:
+		return nil
+	case 1:
+		return failed[0]
+	}
+	return fmt.Errorf("%d of %d cells failed ([run] on_error = %q):\n%w", len(failed), len(cells), config.OnErrorContinue, errors.Join(failed...))
 }
 
 // plural returns "1 cell", "2 cells".
