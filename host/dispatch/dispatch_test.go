@@ -638,6 +638,19 @@ func TestNewErrors(t *testing.T) {
 		!strings.Contains(err.Error(), "request 1 goes to worker 5, want [0, 2)") {
 		t.Errorf("a plan naming worker 5 of 2: %v", err)
 	}
+	for _, tc := range []struct {
+		p    *cell.Plan
+		want string
+	}{
+		{&cell.Plan{IDs: prompts3}, "the plan has no requests"},
+		{&cell.Plan{IDs: prompts3, Requests: []cell.Request{{Prompts: []int{0, 3}, Array: true, N: 1}}}, "request 0 carries prompt 3 of 3"},
+		{&cell.Plan{IDs: prompts3, Requests: []cell.Request{{Prompts: []int{0, 1}, N: 1}}}, "request 0 has 2 prompts and n = 1"},
+		{&cell.Plan{IDs: prompts3, Requests: []cell.Request{{Prompts: []int{0}, N: 0}}}, "request 0 has 1 prompts and n = 0"},
+	} {
+		if _, err := c2.Do(context.Background(), tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Do(%+v) = %v, want %q", tc.p.Requests, err, tc.want)
+		}
+	}
 }
 
 // A routed request that fails before its stream still yields its sequence record (empty,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/lengths"
 	"github.com/genload/genload/host/matrix"
@@ -40,6 +41,7 @@ type Watcher interface {
 }
 
 var (
+	_ Dispatcher      = (*dispatch.Client)(nil)
 	_ lengths.Lengths = (*plugin.LengthsPlugin)(nil)
 	_ lengths.Router  = (*plugin.RouterPlugin)(nil)
 	_ Completer       = (*plugin.RouterPlugin)(nil)
