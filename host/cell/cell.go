@@ -12,6 +12,7 @@ package cell
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/genload/genload/host/lengths"
@@ -117,6 +118,43 @@ func Requests(shape recording.Mode, prompts, batch int, workers []int) ([]Reques
 		return rs, nil
 	}
 	return nil, fmt.Errorf("cell: unknown request shape %q (want array, routed or n)", shape)
+}
+
+// ForPrompts is the plan of prompts in a request shape, for callers that have prompts but no
+// cell (probes, tests): token ids (texts nil) or texts, sent in shape (array when ""), routed
+// round robin over workers (prompt i to worker i mod workers). The n shape sends the first
+// prompt with n = the number of prompts, as the legacy shape does. Errors: no prompts, or a
+// shape Requests does not know.
+func ForPrompts(shape recording.Mode, ids [][]int32, texts []string, workers, maxTokens int) (*Plan, error) {
+	p := &Plan{Shape: shape, IDs: ids, Texts: texts, MaxTokens: maxTokens}
+	if p.Shape == "" {
+		p.Shape = recording.ModeArray
+	}
+	n := p.Prompts()
+	if n == 0 {
+		return nil, errors.New("no prompts")
+	}
+	prompts := n
+	switch p.Shape {
+	case recording.ModeN:
+		prompts = 1
+		if texts != nil {
+			p.Texts = texts[:1]
+		} else {
+			p.IDs = ids[:1]
+		}
+	case recording.ModeRouted:
+		p.Workers = make([]int, n)
+		for i := range p.Workers {
+			p.Workers[i] = i % max(workers, 1)
+		}
+	}
+	rs, err := Requests(p.Shape, prompts, n, p.Workers)
+	if err != nil {
+		return nil, err
+	}
+	p.Requests = rs
+	return p, nil
 }
 
 // Prompter builds a cell's prompts for its realised lengths (one per prompt, in tokens):

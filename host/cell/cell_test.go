@@ -156,3 +156,29 @@ func TestReplayRoutesWithoutPrompts(t *testing.T) {
 		t.Fatalf("router calls %v, prompter calls %d", r.calls, pr.calls)
 	}
 }
+
+// Prompts without a cell: the n shape keeps the first prompt and asks n = the number given;
+// routed goes round robin.
+func TestForPrompts(t *testing.T) {
+	ids := [][]int32{{1}, {2}, {3}}
+	for _, tc := range []struct {
+		shape    recording.Mode
+		prompts  int
+		requests string
+	}{
+		{"", 3, "[{0 [0 1 2] true 1}]"},
+		{recording.ModeRouted, 3, "[{0 [0] false 1} {1 [1] false 1} {0 [2] false 1}]"},
+		{recording.ModeN, 1, "[{0 [0] false 3}]"},
+	} {
+		p, err := ForPrompts(tc.shape, ids, nil, 2, 8)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.shape, err)
+		}
+		if p.Prompts() != tc.prompts || fmt.Sprint(p.Requests) != tc.requests || p.MaxTokens != 8 {
+			t.Errorf("%q: %d prompts, requests %v, want %d, %s", tc.shape, p.Prompts(), p.Requests, tc.prompts, tc.requests)
+		}
+	}
+	if _, err := ForPrompts(recording.ModeArray, nil, nil, 1, 8); err == nil || err.Error() != "no prompts" {
+		t.Errorf("no prompts: %v", err)
+	}
+}

@@ -125,10 +125,10 @@ func routedPlan(t *testing.T, prompts [][]int32, texts []string, workers []int, 
 	return p
 }
 
-// body returns the bodies of Shaped(mode, prompts) over workers.
+// body returns the bodies of cell.ForPrompts(mode, prompts) over workers.
 func body(t *testing.T, c *Client, mode Mode, prompts [][]int32, workers, maxTokens int) [][]byte {
 	t.Helper()
-	p, err := Shaped(mode, prompts, nil, workers, maxTokens)
+	p, err := cell.ForPrompts(mode, prompts, nil, workers, maxTokens)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestRequestShapes(t *testing.T) {
 				if warm {
 					maxTok = "1"
 				}
-				p, err := Shaped(tc.mode, prompts3, nil, 2, 4)
+				p, err := cell.ForPrompts(tc.mode, prompts3, nil, 2, 4)
 				if tc.mode == ModeRouted {
 					p = routedPlan(t, prompts3, nil, []int{1, 0, 1}, 4, false)
 				}

@@ -7,6 +7,8 @@ package dispatch
 import (
 	"fmt"
 	"testing"
+
+	"github.com/genload/genload/host/cell"
 )
 
 // BenchmarkPerfBodyAllocs plans one /v1/completions request of B prompts × L token ids, the
@@ -29,7 +31,7 @@ func BenchmarkPerfBodyAllocs(b *testing.B) {
 			}
 			defer c.Close()
 			ps := idPrompts(prompts)
-			plan, err := Shaped(ModeArray, prompts, nil, 1, 100)
+			plan, err := cell.ForPrompts(ModeArray, prompts, nil, 1, 100)
 			if err != nil {
 				b.Fatal(err)
 			}

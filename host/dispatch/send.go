@@ -190,54 +190,17 @@ func (c *Client) putBufs(ps []call) {
 	}
 }
 
-// Shaped is the plan of prompts in a request shape, for callers that have prompts but no
-// cell (probes, tests): token ids (texts nil) or texts, sent in mode (ModeArray when ""),
-// routed round robin over workers (prompt i to worker i mod workers). In ModeN it sends
-// prompts[0] with n = the number of prompts, as the legacy shape does. The error is a shape
-// cell.Requests does not know.
-func Shaped(mode Mode, ids [][]int32, texts []string, workers, maxTokens int) (*cell.Plan, error) {
-	p := &cell.Plan{Shape: mode, IDs: ids, Texts: texts, MaxTokens: maxTokens}
-	if p.Shape == "" {
-		p.Shape = ModeArray
-	}
-	n := p.Prompts()
-	if n == 0 {
-		return nil, errors.New("dispatch: no prompts")
-	}
-	prompts := n
-	switch p.Shape {
-	case ModeN:
-		prompts = 1
-		if texts != nil {
-			p.Texts = texts[:1]
-		} else {
-			p.IDs = ids[:1]
-		}
-	case ModeRouted:
-		p.Workers = make([]int, n)
-		for i := range p.Workers {
-			p.Workers[i] = i % max(workers, 1)
-		}
-	}
-	rs, err := cell.Requests(p.Shape, prompts, n, p.Workers)
+// shaped is cell.ForPrompts over the Client's workers.
+func (c *Client) shaped(mode Mode, ids [][]int32, texts []string, maxTokens int, warm bool) (*cell.Plan, error) {
+	p, err := cell.ForPrompts(mode, ids, texts, len(c.workers), maxTokens)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
-	}
-	p.Requests = rs
-	return p, nil
-}
-
-// shaped is Shaped over the Client's workers.
-func (c *Client) shaped(mode Mode, ids [][]int32, texts []string, maxTokens int, warm bool) (*cell.Plan, error) {
-	p, err := Shaped(mode, ids, texts, len(c.workers), maxTokens)
-	if err != nil {
-		return nil, err
 	}
 	p.Warmup = warm
 	return p, nil
 }
 
-// Send is Do of the plan Shaped(mode, prompts) over the Client's workers: the measured
+// Send is Do of the plan cell.ForPrompts(mode, prompts) over the Client's workers: the measured
 // request(s) of token-id prompts with max_tokens = maxTokens.
 func (c *Client) Send(ctx context.Context, mode Mode, prompts [][]int32, maxTokens int) (*Result, error) {
 	p, err := c.shaped(mode, prompts, nil, maxTokens, false)

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/genload/genload/host/cell"
 )
 
 // rawServer accepts connections and, for each request (read whole), calls serve with the
@@ -268,7 +270,7 @@ func TestRetriesRecorded(t *testing.T) {
 		}
 		return false
 	}
-	wp, err := Shaped(ModeArray, prompts3[:1], nil, 1, 4)
+	wp, err := cell.ForPrompts(ModeArray, prompts3[:1], nil, 1, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
