@@ -114,6 +114,7 @@ type Config struct {
 	Headers   Headers       `toml:"headers" json:"headers"`
 	Plugins   Plugins       `toml:"plugins" json:"plugins"`
 	Engine    Engine        `toml:"engine" json:"engine"`
+	Run       RunTable      `toml:"run" json:"run,omitzero"`
 
 	// File is the path the config was read from ("" for defaults only). Not a TOML key.
 	File string `toml:"-" json:"file"`
@@ -214,6 +215,26 @@ type TokenizerConf struct {
 	Path string `toml:"path" json:"path"`
 }
 
+// RunTable is the [run] table: what a run does when a cell fails.
+type RunTable struct {
+	// OnError is what a failed cell does to the run: "stop" (default; "" is the same) ends the
+	// run after writing the failed cell, "continue" writes it (status "error", its error) and
+	// goes on to the next cell. Either way a run with a failed cell exits non-zero, and
+	// --resume measures its failed cells again. The --keep-going flag sets "continue". An
+	// interruption always stops.
+	OnError string `toml:"on_error" json:"on_error,omitempty"`
+}
+
+// IsZero reports the default table (on_error "stop"), which results files do not write: the
+// header of a run that kept the default reads as one written before the key existed.
+func (r RunTable) IsZero() bool { return r.OnError == "" || r.OnError == OnErrorStop }
+
+// The values of [run] on_error.
+const (
+	OnErrorStop     = "stop"
+	OnErrorContinue = "continue"
+)
+
 // Warmup configures the warmup request sent before each cell's measurement.
 type Warmup struct {
 	// Disabled skips warmup (not recommended). Default false.
@@ -300,6 +321,7 @@ func Default() *Config {
 		ContinuousUsage: true,
 		TokenCounts:     TokenCountsAuto,
 		Truncation:      "error",
+		Run:             RunTable{OnError: OnErrorStop},
 		Metrics:         "auto",
 		MaxTokens:       100,
 		Mode:            ModeArray,
@@ -526,6 +548,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Truncation != "error" && c.Truncation != "warn" {
 		bad("truncation", "unknown value %q (want \"error\" or \"warn\")", c.Truncation)
+	}
+	switch c.Run.OnError {
+	case "", OnErrorStop, OnErrorContinue:
+	default:
+		bad("run.on_error", "unknown value %q (want \"stop\" or \"continue\")", c.Run.OnError)
 	}
 	if c.Metrics != "auto" && c.Metrics != "off" {
 		bad("metrics", "unknown value %q (want \"auto\" or \"off\")", c.Metrics)

@@ -128,8 +128,6 @@ func newBodyTemplate(o *Options) (*bodyTemplate, error) {
 type promptSet interface {
 	// Len is the number of prompts.
 	Len() int
-	// Tokens is prompt i's length in tokens (for the router).
-	Tokens(i int) int
 	// Size is an upper bound of prompt i's JSON length in bytes.
 	Size(i int) int
 	// Append appends prompt i as a JSON value.
@@ -142,27 +140,17 @@ type promptSet interface {
 type idPrompts [][]int32
 
 func (p idPrompts) Len() int                        { return len(p) }
-func (p idPrompts) Tokens(i int) int                { return len(p[i]) }
 func (p idPrompts) Size(i int) int                  { return 8*len(p[i]) + 16 }
 func (p idPrompts) Append(dst []byte, i int) []byte { return appendIDs(dst, p[i]) }
 func (p idPrompts) Empty(i int) bool                { return len(p[i]) == 0 }
 
-// textPrompts are string prompts (TGI accepts only these) with their token counts.
-type textPrompts struct {
-	texts []string
-	lens  []int
-}
+// textPrompts are string prompts (TGI accepts only these), sent as JSON strings.
+type textPrompts []string
 
-func (p textPrompts) Len() int { return len(p.texts) }
-func (p textPrompts) Tokens(i int) int {
-	if p.lens != nil {
-		return p.lens[i]
-	}
-	return len(p.texts[i])
-}
-func (p textPrompts) Size(i int) int                  { return 6*len(p.texts[i]) + 2 }
-func (p textPrompts) Append(dst []byte, i int) []byte { return jsonenc.AppendString(dst, p.texts[i]) }
-func (p textPrompts) Empty(i int) bool                { return p.texts[i] == "" }
+func (p textPrompts) Len() int                        { return len(p) }
+func (p textPrompts) Size(i int) int                  { return 6*len(p[i]) + 2 }
+func (p textPrompts) Append(dst []byte, i int) []byte { return jsonenc.AppendString(dst, p[i]) }
+func (p textPrompts) Empty(i int) bool                { return p[i] == "" }
 
 // appendBody appends one request body to dst:
 //

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/internal/jsonenc"
 )
 
@@ -111,13 +112,31 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 		promptTokens, choices*req.MaxTokens, promptTokens+choices*req.MaxTokens)
 }
 
-type fixedRouter []int
-
-func (r fixedRouter) Route(_ context.Context, lens []int, workers int) ([]int, error) {
-	if len(lens) != len(r) {
-		return nil, fmt.Errorf("router: %d prompts", len(lens))
+// routedPlan is the routed plan of prompts with prompt i going to workers[i] (a cell's plan
+// carries the worker of each prompt: dispatch asks no router).
+func routedPlan(t *testing.T, prompts [][]int32, texts []string, workers []int, maxTokens int, warm bool) *cell.Plan {
+	t.Helper()
+	p := &cell.Plan{Shape: ModeRouted, IDs: prompts, Texts: texts, Workers: workers, MaxTokens: maxTokens, Warmup: warm}
+	rs, err := cell.Requests(ModeRouted, p.Prompts(), p.Prompts(), workers)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return r, nil
+	p.Requests = rs
+	return p
+}
+
+// body returns the bodies of cell.ForPrompts(mode, prompts) over workers.
+func body(t *testing.T, c *Client, mode Mode, prompts [][]int32, workers, maxTokens int) [][]byte {
+	t.Helper()
+	p, err := cell.ForPrompts(mode, prompts, nil, workers, maxTokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Body(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 var prompts3 = [][]int32{{1, 2, 3}, {40, 50}, {600}}
@@ -132,7 +151,7 @@ func TestRequestShapes(t *testing.T) {
 			{Name: "a", URL: a.URL, Headers: map[string]string{"X-Service-Index": "0"}},
 			{Name: "b", URL: b.URL + "/v1", Headers: map[string]string{"X-Service-Index": "1"}},
 		},
-		Router: fixedRouter{1, 0, 1}, Model: "m", Seed: &seed, APIKey: "sk-secret",
+		Model: "m", Seed: &seed, APIKey: "sk-secret",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -146,7 +165,7 @@ func TestRequestShapes(t *testing.T) {
 		seqs  int
 	}{
 		{ModeArray, []string{`{"model":"m","prompt":[[1,2,3],[40,50],[600]],"n":1,"max_tokens":M` + tail}, nil, 3},
-		// router: prompt 0 → b, 1 → a, 2 → b
+		// the plan: prompt 0 → b, 1 → a, 2 → b
 		{ModeRouted, []string{`{"model":"m","prompt":[40,50],"n":1,"max_tokens":M` + tail},
 			[]string{`{"model":"m","prompt":[1,2,3],"n":1,"max_tokens":M` + tail, `{"model":"m","prompt":[600],"n":1,"max_tokens":M` + tail}, 3},
 		{ModeN, []string{`{"model":"m","prompt":[1,2,3],"n":3,"max_tokens":M` + tail}, nil, 3},
@@ -163,14 +182,23 @@ func TestRequestShapes(t *testing.T) {
 				var res *Result
 				if warm {
 					maxTok = "1"
-					if err := c.Warmup(context.Background(), tc.mode, prompts3); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					res, err = c.Send(context.Background(), tc.mode, prompts3, 4)
-					if err != nil || res.Err() != nil {
-						t.Fatal(err, res.Err())
-					}
+				}
+				p, err := cell.ForPrompts(tc.mode, prompts3, nil, 2, 4)
+				if tc.mode == ModeRouted {
+					p = routedPlan(t, prompts3, nil, []int{1, 0, 1}, 4, false)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if warm {
+					p = p.ForWarmup()
+				}
+				res, err = c.Do(context.Background(), p)
+				if err != nil || res.Err() != nil {
+					t.Fatal(err, res.Err())
+				}
+				if warm {
+					res = nil
 				}
 				check := func(srv *fakeServer, want []string, hdr string) {
 					got := srv.recorded()
@@ -245,10 +273,7 @@ func TestRoundRobinAndExtraBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	bodies, err := c.Body(ModeRouted, prompts3, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bodies := body(t, c, ModeRouted, prompts3, 2, 2)
 	want := `{"prompt":[1,2,3],"n":1,"max_tokens":2,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true,"continuous_usage_stats":true},"temperature":0.5,"top_k":1}`
 	if string(bodies[0]) != want {
 		t.Fatalf("body\n%s\nwant\n%s", bodies[0], want)
@@ -289,10 +314,7 @@ func TestBodyLogprobs(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			bodies, err := c.Body(ModeRouted, prompts3, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
+			bodies := body(t, c, ModeRouted, prompts3, 1, 2)
 			if string(bodies[0]) != tc.want {
 				t.Fatalf("body\n%s\nwant\n%s", bodies[0], tc.want)
 			}
@@ -322,8 +344,8 @@ func TestBodyDeterministicAndIDs(t *testing.T) {
 	if got := appendIDs([]byte("x"), []int32{5}); string(got) != "x[5]" {
 		t.Fatalf("got %q", got)
 	}
-	b1, _ := c.Body(ModeArray, [][]int32{ids, ids[:7]}, 100)
-	b2, _ := c.Body(ModeArray, [][]int32{ids, ids[:7]}, 100)
+	b1 := body(t, c, ModeArray, [][]int32{ids, ids[:7]}, 1, 100)
+	b2 := body(t, c, ModeArray, [][]int32{ids, ids[:7]}, 1, 100)
 	if !bytes.Equal(b1[0], b2[0]) {
 		t.Fatal("bodies differ")
 	}
@@ -605,15 +627,29 @@ func TestNewErrors(t *testing.T) {
 	}{
 		{ModeArray, nil, "no prompts"},
 		{ModeArray, [][]int32{{1}, {}}, "prompt 1 is empty"},
-		{"bogus", prompts3, `unknown mode "bogus"`},
+		{"bogus", prompts3, `unknown request shape "bogus"`},
 	} {
 		if _, err := c.Send(context.Background(), tc.mode, tc.prompts, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Send(%q) = %v, want %q", tc.mode, err, tc.want)
 		}
 	}
-	c2, _ := New(Options{Target: "http://127.0.0.1:1", Workers: []Worker{{}, {}}, Router: fixedRouter{0, 5, 1}})
-	if _, err := c2.Send(context.Background(), ModeRouted, prompts3, 1); err == nil || !strings.Contains(err.Error(), "worker 5") {
-		t.Errorf("bad router: %v", err)
+	c2, _ := New(Options{Target: "http://127.0.0.1:1", Workers: []Worker{{}, {}}})
+	if _, err := c2.Do(context.Background(), routedPlan(t, prompts3, nil, []int{0, 5, 1}, 1, false)); err == nil ||
+		!strings.Contains(err.Error(), "request 1 goes to worker 5, want [0, 2)") {
+		t.Errorf("a plan naming worker 5 of 2: %v", err)
+	}
+	for _, tc := range []struct {
+		p    *cell.Plan
+		want string
+	}{
+		{&cell.Plan{IDs: prompts3}, "the plan has no requests"},
+		{&cell.Plan{IDs: prompts3, Requests: []cell.Request{{Prompts: []int{0, 3}, Array: true, N: 1}}}, "request 0 carries prompt 3 of 3"},
+		{&cell.Plan{IDs: prompts3, Requests: []cell.Request{{Prompts: []int{0, 1}, N: 1}}}, "request 0 has 2 prompts and n = 1"},
+		{&cell.Plan{IDs: prompts3, Requests: []cell.Request{{Prompts: []int{0}, N: 0}}}, "request 0 has 1 prompts and n = 0"},
+	} {
+		if _, err := c2.Do(context.Background(), tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Do(%+v) = %v, want %q", tc.p.Requests, err, tc.want)
+		}
 	}
 }
 
@@ -665,7 +701,7 @@ func TestCaptureHeaders(t *testing.T) {
 }
 
 // String prompts (TGI accepts only these): JSON-escaped like encoding/json, in the same
-// three shapes; the router receives the given token lengths.
+// three shapes; each prompt goes to the worker its plan names.
 func TestTextPrompts(t *testing.T) {
 	texts := []string{"plain", "quote \" back \\ nl \n tab \t ctl \x01 中", "bad \xff utf8"}
 	for _, s := range texts {
@@ -675,17 +711,19 @@ func TestTextPrompts(t *testing.T) {
 		}
 	}
 	s := newFakeServer(t)
-	var lens []int
-	c, _ := New(Options{Target: s.URL, Workers: []Worker{{}, {}}, Router: routerFunc(func(l []int) []int { lens = l; return []int{1, 0, 1} })})
+	c, _ := New(Options{Target: s.URL, Workers: []Worker{{}, {}}})
 	defer c.Close()
-	if err := c.WarmupText(context.Background(), ModeRouted, texts, []int{5, 6, 7}); err != nil {
-		t.Fatal(err)
+	wres, err := c.Do(context.Background(), routedPlan(t, nil, texts, []int{1, 0, 1}, 2, false).ForWarmup())
+	if err != nil || wres.Err() != nil {
+		t.Fatal(err, wres.Err())
 	}
-	if fmt.Sprint(lens) != "[5 6 7]" {
-		t.Fatalf("router got %v", lens)
+	for i, w := range []int{1, 0, 1} {
+		if q := wres.Requests[i]; q.Worker != w || q.Prompts[0] != i || wres.MaxTokens != 1 {
+			t.Fatalf("request %d: prompt %v to worker %d with max_tokens %d, want prompt %d to %d with 1", i, q.Prompts, q.Worker, wres.MaxTokens, i, w)
+		}
 	}
 	s.reqs = nil
-	res, err := c.SendText(context.Background(), ModeArray, texts, nil, 2)
+	res, err := c.SendText(context.Background(), ModeArray, texts, 2)
 	if err != nil || res.Err() != nil {
 		t.Fatal(err, res.Err())
 	}
@@ -695,14 +733,10 @@ func TestTextPrompts(t *testing.T) {
 	if err := json.Unmarshal(s.recorded()[0].body, &body); err != nil || len(body.Prompt) != 3 || body.Prompt[1] != texts[1] || body.Prompt[2] != "bad \uFFFD utf8" {
 		t.Fatalf("prompt %q (%v)", body.Prompt, err)
 	}
-	if _, err := c.SendText(context.Background(), ModeArray, []string{"a", ""}, nil, 1); err == nil || !strings.Contains(err.Error(), "prompt 1 is empty") {
+	if _, err := c.SendText(context.Background(), ModeArray, []string{"a", ""}, 1); err == nil || !strings.Contains(err.Error(), "prompt 1 is empty") {
 		t.Fatalf("empty text: %v", err)
 	}
 }
-
-type routerFunc func([]int) []int
-
-func (f routerFunc) Route(_ context.Context, lens []int, _ int) ([]int, error) { return f(lens), nil }
 
 // A keep-alive connection that the server closed while idle is resent once for free
 // (Retries = 0): the request succeeds on a new connection with 2 attempts.

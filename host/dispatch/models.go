@@ -80,34 +80,6 @@ func ListModels(ctx context.Context, base, apiKey string, timeout time.Duration)
 	return list.Data, nil
 }
 
-// serverMessage extracts an error message from a JSON error body (error.message, then
-// message, then error as a string), else returns the body's first 200 bytes.
-func serverMessage(body []byte) string {
-	var e struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-	}
-	if json.Unmarshal(body, &e) == nil {
-		var nested struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(e.Error, &nested) == nil && nested.Message != "" {
-			return nested.Message
-		}
-		if e.Message != "" {
-			return e.Message
-		}
-		var s string
-		if json.Unmarshal(e.Error, &s) == nil && s != "" {
-			return s
-		}
-	}
-	if len(body) > 200 {
-		body = body[:200]
-	}
-	return strings.Join(strings.Fields(string(body)), " ") // one line, even for an HTML page
-}
-
 // contentType is the response's Content-Type, "no Content-Type" when it sent none.
 func contentType(resp *fasthttp.Response) string {
 	if ct := resp.Header.ContentType(); len(ct) > 0 {

@@ -5,9 +5,10 @@ package dispatch
 // grow with the body. Run by `make perf` (host/perf).
 
 import (
-	"context"
 	"fmt"
 	"testing"
+
+	"github.com/genload/genload/host/cell"
 )
 
 // BenchmarkPerfBodyAllocs plans one /v1/completions request of B prompts × L token ids, the
@@ -30,8 +31,11 @@ func BenchmarkPerfBodyAllocs(b *testing.B) {
 			}
 			defer c.Close()
 			ps := idPrompts(prompts)
-			ctx := context.Background()
-			warm, err := c.plans(ctx, ModeArray, ps, 100) // fills the pool and the id table
+			plan, err := cell.ForPrompts(ModeArray, prompts, nil, 1, 100)
+			if err != nil {
+				b.Fatal(err)
+			}
+			warm, err := c.calls(plan, ps) // fills the pool and the id table
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -39,7 +43,7 @@ func BenchmarkPerfBodyAllocs(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				pl, err := c.plans(ctx, ModeArray, ps, 100)
+				pl, err := c.calls(plan, ps)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -110,7 +110,7 @@ func (c *Client) ProbeShapes(ctx context.Context, shapes []Shape, ids [][]int32,
 		return nil, fmt.Errorf("dispatch: probe needs as many text prompts as id prompts, got %d and %d", len(texts), len(ids))
 	}
 	o := c.opts
-	o.Retries, o.Router = 0, nil
+	o.Retries = 0
 	if len(o.Workers) > 1 {
 		o.Workers = o.Workers[:1]
 	}
@@ -121,19 +121,23 @@ func (c *Client) ProbeShapes(ctx context.Context, shapes []Shape, ids [][]int32,
 	defer pc.Close()
 	out := make([]ShapeResult, 0, len(shapes))
 	for _, s := range shapes {
-		var ps promptSet = idPrompts(ids)
+		pi, pt := ids, []string(nil)
 		if s.Text() {
-			ps = textPrompts{texts: texts}
+			pi, pt = nil, texts
 		}
 		if s.Mode() == ModeRouted {
 			// one prompt is enough to see a single prompt accepted
 			if s.Text() {
-				ps = textPrompts{texts: texts[:1]}
+				pt = texts[:1]
 			} else {
-				ps = idPrompts(ids[:1])
+				pi = ids[:1]
 			}
 		}
-		res, err := pc.send(ctx, s.Mode(), ps, ProbeMaxTokens, true)
+		p, err := pc.shaped(s.Mode(), pi, pt, ProbeMaxTokens, true)
+		if err != nil {
+			return nil, err
+		}
+		res, err := pc.Do(ctx, p)
 		if err != nil {
 			return nil, err
 		}

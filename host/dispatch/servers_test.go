@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/genload/genload/host/cell"
 )
 
 // rawServer accepts connections and, for each request (read whole), calls serve with the
@@ -258,7 +260,7 @@ func TestRetriesRecorded(t *testing.T) {
 	if st.Count != 2 || st.Free != 0 || st.Reasons["status 503: model loading"] != 2 {
 		t.Fatalf("retried = %+v", st)
 	}
-	// WarmupResult exposes the same for the warmup
+	// the warmup's recording says the same
 	var n atomic.Int32
 	s.hook = func(k int, w http.ResponseWriter, r *http.Request) bool {
 		if n.Add(1) == 1 {
@@ -268,9 +270,13 @@ func TestRetriesRecorded(t *testing.T) {
 		}
 		return false
 	}
-	wres, err := c.WarmupResult(context.Background(), ModeArray, prompts3[:1])
+	wp, err := cell.ForPrompts(ModeArray, prompts3[:1], nil, 1, 4)
 	if err != nil {
 		t.Fatal(err)
+	}
+	wres, err := c.Do(context.Background(), wp.ForWarmup())
+	if err != nil || wres.Err() != nil {
+		t.Fatal(err, wres.Err())
 	}
 	if st := wres.Retried(); st.Count != 1 || st.Reasons["status 502: bad gateway"] != 1 {
 		t.Fatalf("warmup retried = %+v", st)

@@ -1,17 +1,18 @@
 // Package recording holds what host/dispatch records of one cell, with no transport types in
-// it: a Result (one Send's recording) has, per sequence, the arrival offset and token count of
-// every token-bearing chunk, its completion-token count and where that count came from
-// (sse.TokenSource), its finish reason and when it arrived; per HTTP request, when it was sent,
-// when its headers and its end arrived, its status, usage, the server timing headers captured,
-// its retries and its failure (a *RequestError). It is plain values (offsets, counts, strings,
-// the sse parser's per-sequence records), so that host/measure and host/report, which compute
-// and write figures from it, link no HTTP client.
+// it: a Result (the recording of one plan sent by dispatch.Client.Do) has, per sequence, the
+// arrival offset and token count of every token-bearing chunk, its completion-token count and
+// where that count came from (sse.TokenSource), its finish reason and when it arrived; per HTTP
+// request, when it was sent, when its headers and its end arrived, its status, usage, the
+// server timing headers captured, its retries and its failure (a *RequestError). It is plain
+// values (offsets, counts, strings, the sse parser's per-sequence records), so that
+// host/measure and host/report, which compute and write figures from it, link no HTTP client.
 //
 // Every time in a Result is a monotonic offset (a time.Duration, in ns) from Result.Start,
 // taken when the bytes arrived. A Result marshals to JSON and back with every value measure
 // reads (offsets, marks, counts and their sources, usage, headers), so one can be written to
-// disk and replayed into measure.Compute in tests without a server. Request.Err is not marshalled (Request.Error keeps its text): a test replaying a
-// failed request sets Err again for measure to count it as failed.
+// disk and replayed into measure.Compute in tests without a server. Request.Err is not
+// marshalled (Request.Error keeps its text): a test replaying a failed request sets Err again
+// for measure to count it as failed.
 package recording
 
 import (
@@ -31,15 +32,16 @@ const (
 	// arrays, n = 1, sent to worker 0. Sequence i is prompt i (choices[].index = i).
 	ModeArray Mode = "array"
 	// ModeRouted: B concurrent requests, n = 1, request i carrying prompt i as one token-id
-	// array, sent to the worker dispatch's Options.Router picks (round robin i mod W without one).
-	// Sequence i is prompt i.
+	// array, sent to the worker the cell's plan names for it (host/cell: the router plugin's
+	// choice, made before anything is sent). Sequence i is prompt i.
 	ModeRouted Mode = "routed"
-	// ModeN (legacy): one request with prompt = prompts[0] and n = B = len(prompts), sent
-	// to worker 0; the other prompts are not sent. Sequence i is choice i.
+	// ModeN (legacy): one request of the plan's single prompt with n = B, sent to worker 0.
+	// Sequence i is choice i. (Recordings made before plans list prompts 0 … B−1 in its
+	// Request.Prompts; the prompt sent was prompt 0 alone.)
 	ModeN Mode = "n"
 )
 
-// Result is what one Send measured.
+// Result is what one plan sent (dispatch.Client.Do) recorded.
 type Result struct {
 	// Mode is the request shape used; MaxTokens the max_tokens sent.
 	Mode      Mode `json:"mode"`
@@ -65,7 +67,7 @@ type Sequence struct {
 	Request int `json:"request"`
 }
 
-// Request is one HTTP request of a Send. Durations are offsets from Result.Start.
+// Request is one HTTP request of a plan. Durations are offsets from Result.Start.
 type Request struct {
 	Worker     int    `json:"worker"`
 	WorkerName string `json:"worker_name"`
@@ -184,7 +186,7 @@ type Retry struct {
 	Free bool `json:"free,omitempty"`
 }
 
-// RetryStats sums the resends of a Send (or Warmup) over its requests.
+// RetryStats sums the resends of a plan (the measured requests or the warmup) over its requests.
 type RetryStats struct {
 	// Count is the number of resends counted against dispatch's Options.Retries; Free the others
 	// (stale keep-alive connections, larger header buffers).
@@ -214,7 +216,7 @@ func (r *Result) Retried() RetryStats {
 }
 
 // StallError is a stream that stopped sending after its first token: no byte arrived for
-// Limit, on it nor on any other stream of the same Send. It is the Err of a RequestError of
+// Limit, on it nor on any other stream of the same plan. It is the Err of a RequestError of
 // Kind KindTimeout, Timeout "stall".
 type StallError struct {
 	// Limit is the silence that ended the stream: dispatch's Options.Stall, else
@@ -224,7 +226,7 @@ type StallError struct {
 	// stream ÷ Sequences).
 	Token int
 	// Sequences is the number of sequences the stream carries; Streams the number of
-	// streams (requests) of the Send.
+	// streams (requests) of the plan.
 	Sequences int
 	Streams   int
 	// Step is the stream's observed step time: (time of the last byte − time of the first

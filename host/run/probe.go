@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -33,10 +32,10 @@ type serverInfo struct {
 
 // clientOptions are the dispatch options of the run's requests (the probe's, and the
 // cells'), from cfg.
-func clientOptions(cfg *config.Config, target, model, apiKey string, workers []config.Worker, router dispatch.Router) dispatch.Options {
+func clientOptions(cfg *config.Config, target, model, apiKey string, workers []config.Worker) dispatch.Options {
 	seed := int64(cfg.Seed & (1<<63 - 1))
 	return dispatch.Options{
-		Target: target, Workers: toDispatchWorkers(workers), Router: router, Model: model,
+		Target: target, Workers: toDispatchWorkers(workers), Model: model,
 		Temperature: cfg.Temperature, APIKey: apiKey, Seed: &seed,
 		Retries: cfg.Warmup.Retries, RetryDelay: cfg.Warmup.RetryDelay.Duration,
 		ConnectTimeout: cfg.Timeouts.Connect.Duration, FirstTokenTimeout: cfg.Timeouts.FirstToken.Duration,
@@ -48,9 +47,8 @@ func clientOptions(cfg *config.Config, target, model, apiKey string, workers []c
 }
 
 // probeClient is a client for the probes before the first cell: the run's options, sent to
-// the first worker only, with no router (a probe's prompts are not the cells').
+// the first worker only (a probe's prompts are not the cells').
 func probeClient(opts dispatch.Options) (*dispatch.Client, error) {
-	opts.Router = nil
 	if len(opts.Workers) > 1 {
 		opts.Workers = opts.Workers[:1]
 	}
@@ -97,28 +95,6 @@ func settingsFor(s dispatch.Shape, mode string) (string, string) {
 	return string(s.Mode()), f
 }
 
-// serverMessage is the short form of a probe failure for the one-line summary: the server's
-// message when it sent one, else the error without its URL.
-func serverMessage(r *dispatch.ShapeResult) string {
-	var re *dispatch.RequestError
-	if errors.As(r.Err, &re) {
-		msg := re.Message
-		if msg == "" {
-			msg = strings.TrimPrefix(re.Error(), "POST "+re.URL+": ")
-			if re.Hint != "" {
-				msg = strings.TrimSuffix(msg, " ("+re.Hint+")")
-			}
-		} else if re.Status != 0 {
-			msg = fmt.Sprintf("status %d: %s", re.Status, msg)
-		}
-		if len(msg) > 200 {
-			msg = msg[:200] + "…"
-		}
-		return msg
-	}
-	return r.Error
-}
-
 // decideShape picks the first accepted shape among allowed from the probe's results and
 // says why; when none is accepted it returns the error naming the settings to change (and,
 // when others were probed too, the shape that works).
@@ -140,7 +116,7 @@ func decideShape(cfg *config.Config, allowed []dispatch.Shape, results []dispatc
 			}
 			return s, why, nil
 		}
-		rejected = append(rejected, fmt.Sprintf("%s (%s)", s.Describe(), serverMessage(r)))
+		rejected = append(rejected, fmt.Sprintf("%s (%s)", s.Describe(), r.Reason()))
 	}
 	// Nothing the settings allow works: name the settings, and what would.
 	var keys []string
@@ -288,41 +264,4 @@ func capsSummary(caps *dispatch.Capabilities, chosen dispatch.Shape) string {
 		parts = append(parts, "no tokenize endpoint")
 	}
 	return strings.Join(parts, ", ")
-}
-
-// workerContexts asks each routed worker's server (each distinct base URL once; the
-// target's answer is known already) for /v1/models and returns every worker's context for
-// model in tokens (0 when its server does not say), and the smallest with its source.
-func workerContexts(ctx context.Context, cfg *config.Config, workers []config.Worker, target, model, apiKey string,
-	targetCtx int, stderr io.Writer) (each []int, smallest int, src string, err error) {
-	base := func(u string) string { return strings.TrimSuffix(strings.TrimSuffix(u, "/"), "/v1") }
-	known := map[string]int{base(target): targetCtx}
-	each = make([]int, len(workers))
-	for i, w := range workers {
-		b := base(w.URL)
-		n, ok := known[b]
-		if !ok {
-			models, lerr := listModels(ctx, cfg, w.URL, apiKey, stderr)
-			if lerr != nil {
-				return nil, 0, "", fmt.Errorf("worker %s: %w", w.Name, lerr)
-			}
-			if _, n, err = pickModel(model, models, w.URL); err != nil {
-				return nil, 0, "", fmt.Errorf("worker %s: %w", w.Name, err)
-			}
-			known[b] = n
-		}
-		each[i] = n
-		if n > 0 && (smallest == 0 || n < smallest) {
-			smallest, src = n, fmt.Sprintf("worker %s (%s) /v1/models max_model_len", w.Name, w.URL)
-		}
-	}
-	return each, smallest, src, nil
-}
-
-// workerContext returns each[i], 0 when each does not have it.
-func workerContext(each []int, i int) int {
-	if i < len(each) {
-		return each[i]
-	}
-	return 0
 }

@@ -97,7 +97,7 @@ func TestProbeChoosesWhatTheServerAccepts(t *testing.T) {
 	srv := stringOnlyServer(t, 4096)
 	tok, _ := tokenizer.Default()
 	cfg := probeCfg(t, fmt.Sprintf("target = %q\nmode = \"auto\"\n[prompt]\nformat = \"auto\"\n", srv.URL))
-	info, err := probeServer(context.Background(), cfg, clientOptions(cfg, srv.URL, "m", "", cfg.ResolvedWorkers(srv.URL), nil), tok, false)
+	info, err := probeServer(context.Background(), cfg, clientOptions(cfg, srv.URL, "m", "", cfg.ResolvedWorkers(srv.URL)), tok, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestProbeRejectionNamesTheSettings(t *testing.T) {
 	srv := stringOnlyServer(t, 4096)
 	tok, _ := tokenizer.Default()
 	cfg := probeCfg(t, fmt.Sprintf("target = %q\nmode = \"auto\"\n[prompt]\nformat = \"tokens\"\n", srv.URL))
-	_, err := probeServer(context.Background(), cfg, clientOptions(cfg, srv.URL, "m", "", cfg.ResolvedWorkers(srv.URL), nil), tok, false)
+	_, err := probeServer(context.Background(), cfg, clientOptions(cfg, srv.URL, "m", "", cfg.ResolvedWorkers(srv.URL)), tok, false)
 	want := fmt.Sprintf(`bench.toml:2: capability probe of %s/v1/completions: [mode] = "auto" / [prompt.format] = "tokens" rejected: `+
 		`the server refused an array of token-id lists (status 400: %s); one token-id list (status 400: %s). It accepts a string: set mode = "routed" and prompt.format = "text"`,
 		srv.URL, goStringOnly, goStringOnly)
@@ -139,7 +139,7 @@ func TestProbeBuiltin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	info, err := probeServer(context.Background(), cfg, clientOptions(cfg, url, "", "", cfg.ResolvedWorkers(url), nil), tok, false)
+	info, err := probeServer(context.Background(), cfg, clientOptions(cfg, url, "", "", cfg.ResolvedWorkers(url)), tok, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestProbeBuiltin(t *testing.T) {
 		t.Fatalf("line %q", info.line)
 	}
 	fixed := probeCfg(t, "[engine]\ntime_scale = 0.001\n")
-	info, err = probeServer(context.Background(), fixed, clientOptions(fixed, url, "", "", fixed.ResolvedWorkers(url), nil), tok, false)
+	info, err = probeServer(context.Background(), fixed, clientOptions(fixed, url, "", "", fixed.ResolvedWorkers(url)), tok, false)
 	if err != nil || info.cfg != fixed || info.line != "" || len(info.caps.Shapes) != 0 || info.tokens == nil || !info.caps.Metrics {
 		t.Fatalf("fixed settings: err %v, line %q, %d shapes, tokens %v", err, info.line, len(info.caps.Shapes), info.tokens)
 	}

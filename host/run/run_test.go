@@ -1,7 +1,6 @@
 package run
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,19 +8,6 @@ import (
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/scrape"
 )
-
-func TestClampBoundsEveryLengthAndCountsClamps(t *testing.T) {
-	ls := []int{10, 50, 500, 131000, 130972}
-	st := clamp(ls, 1000, 50, 130972)
-	// 10 → 50 and 131000 → 130972 are clamped; 50 and 130972 are on the bounds already.
-	if !slices.Equal(ls, []int{50, 50, 500, 130972, 130972}) || st.Clamped != 2 {
-		t.Fatalf("lengths %v, clamped %d", ls, st.Clamped)
-	}
-	// mean = (50+50+500+130972+130972)/5 = 52508.8
-	if st.Min != 50 || st.Max != 130972 || st.Mean != 52508.8 || st.Target != 1000 {
-		t.Errorf("stats %+v", st)
-	}
-}
 
 func TestResolveContextTakesTheSmallestKnown(t *testing.T) {
 	cases := []struct {

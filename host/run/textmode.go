@@ -7,7 +7,6 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/dispatch"
-	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/prompt"
 	"github.com/genload/genload/host/tokenizer"
 )
@@ -101,7 +100,7 @@ func probeTemplating(ctx context.Context, f *prompt.TextFitter, b *prompt.Builde
 		if err != nil {
 			return nil, err
 		}
-		res, err := client.SendText(ctx, dispatch.ModeRouted, []string{tp.Text}, []int{tp.Tokens}, 1)
+		res, err := client.SendText(ctx, dispatch.ModeRouted, []string{tp.Text}, 1)
 		if err == nil {
 			err = res.Err()
 		}
@@ -116,49 +115,4 @@ func probeTemplating(ctx context.Context, f *prompt.TextFitter, b *prompt.Builde
 	}
 	t := prompt.DetectTemplating(b.TemplateTokens(), probes...)
 	return &t, nil
-}
-
-// prompts builds a cell's prompts for the lengths (clamped already): token ids, or — in text
-// mode — texts fitted to the lengths as the server counts them. built is the length of each
-// prompt as the server should count it, for the per-request prompt-token check. In mode n
-// every prompt is the same one (dispatch sends the first with n = B).
-func (r *cellRunner) prompts(ctx context.Context, cell matrix.Cell, lengths []int) (ids [][]int32, texts []string, built []int, err error) {
-	row := cell.FirstRow % r.builder.Rows()
-	if r.text != nil {
-		var tps []prompt.TextPrompt
-		if r.cfg.Mode == config.ModeN {
-			tp, err := r.text.fitter.One(ctx, row, lengths[0])
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			tps = make([]prompt.TextPrompt, len(lengths))
-			for i := range tps {
-				tps[i] = tp
-			}
-		} else if tps, err = r.text.fitter.Build(ctx, cell.FirstRow, lengths); err != nil {
-			return nil, nil, nil, err
-		}
-		texts, built = make([]string, len(tps)), make([]int, len(tps))
-		for i, tp := range tps {
-			texts[i], built[i] = tp.Text, tp.Tokens
-		}
-		return nil, texts, built, nil
-	}
-	if r.cfg.Mode == config.ModeN {
-		p, err := r.builder.One(row, lengths[0])
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		ids = make([][]int32, len(lengths))
-		for i := range ids {
-			ids[i] = p
-		}
-	} else if ids, err = r.builder.Build(cell.FirstRow, lengths); err != nil {
-		return nil, nil, nil, err
-	}
-	built = make([]int, len(ids))
-	for i, p := range ids {
-		built[i] = len(p)
-	}
-	return ids, nil, built, nil
 }

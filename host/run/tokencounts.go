@@ -48,7 +48,7 @@ func resolveTokenCounts(ctx context.Context, cfg *config.Config, opts dispatch.O
 		if b := strings.TrimSuffix(strings.TrimSuffix(w.URL, "/"), "/v1"); !seen[b] {
 			seen[b] = true
 			o := opts
-			o.Router, o.Workers = nil, []dispatch.Worker{w}
+			o.Workers = []dispatch.Worker{w}
 			servers = append(servers, o)
 		}
 	}
@@ -101,7 +101,7 @@ func tryServer(ctx context.Context, cfg *config.Config, opts dispatch.Options, t
 	var res *dispatch.Result
 	if cfg.Prompt.Format == config.FormatText {
 		texts := []string{tok.Decode(ids[0], false), tok.Decode(ids[1], false)}
-		res, err = client.SendText(ctx, mode, texts, []int{len(ids[0]), len(ids[1])}, tokenCountMaxTokens)
+		res, err = client.SendText(ctx, mode, texts, tokenCountMaxTokens)
 	} else {
 		res, err = client.Send(ctx, mode, ids, tokenCountMaxTokens)
 	}

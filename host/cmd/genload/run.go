@@ -32,6 +32,7 @@ it exists, else the defaults.`,
 			{"a flatter gamma", "genload run --set k=4"},
 			{"continue a run that was interrupted or failed", "genload run --resume results/20261130-101500.jsonl"},
 			{"shard 0 of 4 (run the four anywhere, then genload merge their files)", "genload run --shard 0/4 --run-id nightly"},
+			{"measure every cell even when some fail (the exit code still says which kind failed first)", "genload run --keep-going"},
 			{"five repeats, failing (exit 6) when a cell's per-forward CV exceeds 5 %", "genload run --repeat 5 --max-cv 5"},
 		}, e)
 	cfgPath := fs.String("c", "", "bench.toml to read (default ./bench.toml if present)")
@@ -50,6 +51,7 @@ it exists, else the defaults.`,
 	batches := intList{}
 	fs.Var(&batches, "batch-sizes", "comma-separated batch sizes B (overrides [matrix.batch_sizes])")
 	timeScale := fs.Float64("time-scale", 0, "built-in engine time scale (overrides [engine.time_scale])")
+	keepGoing := fs.Bool("keep-going", false, "after a failed cell, measure the next ones instead of stopping (sets [run] on_error = \"continue\"); a run with a failed cell still exits non-zero")
 	runID := fs.String("run-id", "", "name of the results files (default: UTC start time)")
 	resume := fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
 	wide := wideFlag(fs)
@@ -120,6 +122,12 @@ it exists, else the defaults.`,
 		{"seq-lens", "matrix.seq_lens", func() { cfg.Matrix.SeqLens, cfg.Matrix.AutoSeqLens = seqLens, false }},
 		{"batch-sizes", "matrix.batch_sizes", func() { cfg.Matrix.BatchSizes = batches }},
 		{"time-scale", "engine.time_scale", func() { cfg.Engine.TimeScale = *timeScale }},
+		{"keep-going", "run.on_error", func() {
+			cfg.Run.OnError = config.OnErrorStop
+			if *keepGoing {
+				cfg.Run.OnError = config.OnErrorContinue
+			}
+		}},
 	} {
 		if set[o.flag] {
 			cfg.Override(o.key, "--"+o.flag)

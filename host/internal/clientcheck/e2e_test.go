@@ -123,8 +123,8 @@ func TestAgainstEngine(t *testing.T) {
 				warm := func() error { return c.Warmup(context.Background(), mode, ps) }
 				send := func() (*dispatch.Result, error) { return c.Send(context.Background(), mode, ps, maxTok) }
 				if tgi {
-					warm = func() error { return c.WarmupText(context.Background(), mode, texts, nil) }
-					send = func() (*dispatch.Result, error) { return c.SendText(context.Background(), mode, texts, nil, maxTok) }
+					warm = func() error { return c.WarmupText(context.Background(), mode, texts) }
+					send = func() (*dispatch.Result, error) { return c.SendText(context.Background(), mode, texts, maxTok) }
 				}
 				if err := warm(); err != nil {
 					t.Fatal(err)

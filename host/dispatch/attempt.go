@@ -1,0 +1,271 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/genload/genload/host/sse"
+	"github.com/valyala/fasthttp"
+)
+
+// into p.seqs.
+func (c *Client) do(ctx context.Context, start time.Time, p *call, out *Request, ab *abortState, maxTokens int, warm bool) {
+	w := &c.workers[p.worker]
+	out.Worker, out.WorkerName, out.URL, out.Prompts, out.BodyBytes = p.worker, w.name, w.url, p.prompts, len(p.body)
+	req, resp := c.newRequest(w, p)
+	defer releaseRequest(req, resp)
+	d := demuxPool.Get().(*sse.Demux)
+	defer putDemux(d)
+	var seqs []sse.Sequence
+	stale := false // one free retry for a keep-alive connection the server had closed
+	grown := false // one free retry with bigger read buffers for headers that did not fit
+	for attempt := 0; ; attempt++ {
+		out.Attempts++
+		var retry bool
+		var retryAfter time.Duration
+		seqs, retry, retryAfter = c.attempt(ctx, start, p, req, resp, out, ab, d, maxTokens, warm)
+		if out.Err != nil && !stale && ctx.Err() == nil && staleConn(out.Err) {
+			stale = true
+			attempt--
+			out.Retries = append(out.Retries, Retry{Attempt: out.Attempts, Reason: "stale keep-alive connection: " + reason(out.Err), Free: true})
+			continue
+		}
+		if out.Err != nil && !grown && ctx.Err() == nil && smallBuffer(out.Err) {
+			grown = true
+			c.growReadBuffers()
+			attempt--
+			out.Retries = append(out.Retries, Retry{Attempt: out.Attempts, Reason: fmt.Sprintf("response headers over %d KiB", readBufferSize>>10), Free: true})
+			continue
+		}
+		if out.Err == nil || !retry || attempt >= c.opts.Retries || ctx.Err() != nil {
+			break
+		}
+		why := reason(out.Err)
+		if !c.backoff(ctx, attempt, retryAfter, out) {
+			break
+		}
+		out.Retries = append(out.Retries, Retry{Attempt: out.Attempts, Reason: why, Wait: max(c.opts.RetryDelay<<min(attempt, 16), retryAfter)})
+	}
+	if out.Err != nil {
+		out.Error = out.Err.Error()
+	}
+	for k := range min(len(seqs), len(p.seqs)) {
+		p.seqs[k].Sequence = seqs[k]
+	}
+}
+
+// newRequest returns the request of plan p to worker w (release both with releaseRequest).
+//
+//go:noinline
+func (c *Client) newRequest(w *endpoint, p *call) (*fasthttp.Request, *fasthttp.Response) {
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	req.SetRequestURI(w.url)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if c.opts.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
+	}
+	for _, h := range w.headers {
+		req.Header.Set(h[0], h[1])
+	}
+	req.SetBodyRaw(p.body)
+	return req, resp
+}
+
+func releaseRequest(req *fasthttp.Request, resp *fasthttp.Response) {
+	fasthttp.ReleaseRequest(req)
+	fasthttp.ReleaseResponse(resp)
+}
+
+func putDemux(d *sse.Demux) {
+	d.Reset(time.Time{}, 0)
+	demuxPool.Put(d)
+}
+
+// backoff waits before retry attempt+1: RetryDelay doubled per attempt, or the server's
+// Retry-After if longer. It returns false (with out.Err set) if ctx ended first.
+//
+//go:noinline
+func (c *Client) backoff(ctx context.Context, attempt int, retryAfter time.Duration, out *Request) bool {
+	d := max(c.opts.RetryDelay<<min(attempt, 16), retryAfter)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+	case <-t.C:
+	}
+	if ctx.Err() != nil {
+		out.Err = &RequestError{Kind: KindCanceled, URL: out.URL, Err: ctx.Err()}
+		return false
+	}
+	return true
+}
+
+// attempt sends once and streams the response. retry reports whether the failure may be
+// retried.
+// The returned sequences alias d until its next Reset.
+func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fasthttp.Request, resp *fasthttp.Response,
+	out *Request, ab *abortState, d *sse.Demux, maxTokens int, warm bool) (seqs []sse.Sequence, retry bool, retryAfter time.Duration) {
+	// The phases are separate functions, the rare paths kept out of line, so that the frames
+	// under a blocked read stay small: with them one goroutine per stream fits a 4 KiB stack
+	// instead of 8 KiB (2 MB less at 512 streams).
+	out.Err, out.Status, out.Done, out.HasUsage, out.Usage, out.Headers = nil, 0, false, false, sse.Usage{}, nil
+	ab.reset()
+	if ctx.Err() != nil {
+		out.Err = &RequestError{Kind: KindCanceled, URL: out.URL, Err: ctx.Err()}
+		return nil, false, 0
+	}
+	sent := time.Now()
+	out.Sent = sent.Sub(start)
+	if err := c.roundTrip(req, resp); err != nil {
+		out.Header = time.Since(start)
+		out.End = out.Header
+		retry = c.headerError(ctx, err, out)
+		return nil, retry, 0
+	}
+	out.Header = time.Since(start)
+	out.End = out.Header
+	out.Status = resp.StatusCode()
+	body := resp.BodyStream()
+	defer resp.CloseBodyStream()
+	if out.Status != fasthttp.StatusOK || body == nil {
+		retry, retryAfter = statusError(resp, body, out)
+		return nil, retry, retryAfter
+	}
+	t1, t2 := c.armStream(resp, body, sent, ab, out)
+	defer stopTimers(t1, t2)
+	if notStream(resp, body, out) {
+		return nil, false, 0
+	}
+	seqs, serr := c.readStream(start, p, body, ab, d, maxTokens, out)
+	c.captureHeaders(resp, out)
+	if cause := ab.get(); cause != nil {
+		out.Err = cause
+		exactStall(cause, d)
+		return seqs, false, 0
+	}
+	if serr != nil {
+		retry = streamError(ctx, serr, out, warm)
+		notUnderstood(resp, d, ab, out)
+	}
+	return seqs, retry, 0
+}
+
+// roundTrip sends req and reads the response headers under the header-phase deadline: the
+// earlier of first-token and total.
+//
+//go:noinline
+func (c *Client) roundTrip(req *fasthttp.Request, resp *fasthttp.Response) error {
+	t, _ := c.headerTimeout()
+	req.SetTimeout(t)
+	return c.httpClient().Do(req, resp)
+}
+
+// headerTimeout returns the header-phase deadline (0: none) and which timeout it is,
+// "first_token" or "total".
+func (c *Client) headerTimeout() (time.Duration, string) {
+	var hdrTimeout time.Duration
+	var hdrKind string
+	if t := c.opts.FirstTokenTimeout; t > 0 {
+		hdrTimeout, hdrKind = t, "first_token"
+	}
+	if t := c.opts.TotalTimeout; t > 0 && (hdrTimeout == 0 || t < hdrTimeout) {
+		hdrTimeout, hdrKind = t, "total"
+	}
+	return hdrTimeout, hdrKind
+}
+
+// headerError records a failure before the response headers arrived and reports whether it
+// may be retried.
+//
+//go:noinline
+func (c *Client) headerError(ctx context.Context, err error, out *Request) (retry bool) {
+	u := out.URL
+	var ne net.Error
+	switch {
+	case ctx.Err() != nil:
+		out.Err = &RequestError{Kind: KindCanceled, URL: u, Err: ctx.Err()}
+		return false
+	case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) || (errors.As(err, &ne) && ne.Timeout()):
+		_, kind := c.headerTimeout()
+		if errors.Is(err, fasthttp.ErrDialTimeout) || isDialTimeout(err) {
+			kind = "connect"
+		}
+		out.Err = &RequestError{Kind: KindTimeout, URL: u, Timeout: kind, Err: err}
+		return kind == "connect"
+	default:
+		out.Err = &RequestError{Kind: KindTransport, URL: u, Err: err}
+		return true
+	}
+}
+
+// statusError records a non-200 response (or one without a body) and reports whether it may
+// be retried and after how long the server asked to wait.
+//
+//go:noinline
+func statusError(resp *fasthttp.Response, body io.Reader, out *Request) (retry bool, retryAfter time.Duration) {
+	u := out.URL
+	if out.Status == fasthttp.StatusOK {
+		out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: errors.New("no response body")}
+		return false, 0
+	}
+	var msg []byte
+	if body != nil {
+		msg, _ = io.ReadAll(io.LimitReader(body, 64<<10))
+	} else {
+		msg = resp.Body()
+	}
+	se := sse.ParseError(msg)
+	out.Err = &RequestError{Kind: KindHTTP, URL: u, Status: out.Status, Message: se.Message, Err: se}
+	if out.Status == fasthttp.StatusTooManyRequests || out.Status >= 500 {
+		if s, err := strconv.Atoi(strings.TrimSpace(string(resp.Header.Peek("Retry-After")))); err == nil && s > 0 {
+			retryAfter = time.Duration(s) * time.Second
+		}
+		return true, retryAfter
+	}
+	return false, 0
+}
+
+// armStream prepares a 200 response's stream: the header-phase deadline stays on the
+// connection while streaming, so it is replaced with the total deadline (or none); the
+// stream is registered with ab (the Send's context watch aborts it when canceled); and the
+// first-token and total timeouts get timers, returned for the caller to stop (nil if unset).
+//
+// staleConn reports a failure before any response byte on a pooled connection that the
+// server had closed while idle (fasthttp.ErrConnectionClosed, or EOF / reset while writing).
+func staleConn(err error) bool {
+	var re *RequestError
+	if !errors.As(err, &re) || re.Kind != KindTransport || re.Status != 0 {
+		return false
+	}
+	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// smallBuffer reports response headers larger than the connection's read buffer.
+func smallBuffer(err error) bool {
+	var sb *fasthttp.ErrSmallBuffer
+	return errors.As(err, &sb)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func isDialTimeout(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial" && oe.Timeout()
+}

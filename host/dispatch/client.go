@@ -1,0 +1,245 @@
+// Package dispatch sends a cell's plan (host/cell: its prompts, the worker of each, the request
+// shape and max_tokens) to OpenAI-compatible /v1/completions servers over fasthttp (the only
+// package of genload that imports it), streams the responses through host/sse and returns a
+// recording: a recording.Result, which holds no transport type (Result, Sequence, Request,
+// RequestError and the other value types here are aliases of host/recording's). Dispatch
+// decides nothing about a cell: which prompt goes where, and in which shape, is in the plan.
+//
+// Every time in a Result is a monotonic offset from Result.Start, taken when bytes
+// arrive; statistics are computed elsewhere (host/measure, from the recording alone).
+//
+// Files: client.go (the Client and its options), send.go (a plan's requests and their
+// sequences), attempt.go (one request: retries, errors), stream.go (reading its SSE stream),
+// abort.go (timers and cancellation), conns.go (the connections), body.go (request bodies),
+// probe.go, models.go, hints.go, understand.go and stall.go.
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Worker is one server endpoint. URL is a base URL ("http://127.0.0.1:8000", optionally
+// ending in "/v1"; a URL ending in "/completions" is used as is); "" means
+// Options.Target. Headers are added to every request sent to it (e.g. routing headers).
+type Worker struct {
+	Name    string
+	URL     string
+	Headers map[string]string
+}
+
+// Options configures a Client. Zero values are documented per field.
+type Options struct {
+	// Target is the base URL used by workers with an empty URL, and the only endpoint when
+	// Workers is empty. Required unless every worker has a URL.
+	Target string
+	// Workers are the endpoints; empty means one worker at Target.
+	Workers []Worker
+	// Model is the body's "model"; "" omits the field.
+	Model string
+	// Temperature is the body's "temperature" (default 0: greedy).
+	Temperature float64
+	// Seed is the body's "seed"; nil omits it.
+	Seed *int64
+	// APIKey is sent as "Authorization: Bearer <key>"; "" sends no header. It never
+	// appears in errors, logs or results.
+	APIKey string
+	// Retries is how many times a request is re-sent after a transport error, HTTP 429
+	// or 5xx before its response body started (default 0: none). The wait before retry k
+	// (1-based) is RetryDelay·2^(k−1), at least the server's Retry-After (seconds).
+	// Other 4xx fail at once with the server's message.
+	Retries int
+	// RetryDelay is the first retry's wait (default 0: immediate).
+	RetryDelay time.Duration
+	// ConnectTimeout bounds a TCP connect (0 = none).
+	ConnectTimeout time.Duration
+	// FirstTokenTimeout bounds the time from sending a request to its first token-bearing
+	// chunk (0 = none).
+	FirstTokenTimeout time.Duration
+	// TotalTimeout bounds the time from sending a request to the end of its stream
+	// (0 = none).
+	TotalTimeout time.Duration
+	// StallSteps, StallMin and Stall detect a stream that stops sending after its first
+	// token (before it, FirstTokenTimeout applies): the stream fails with a timeout of kind
+	// "stall" (a *StallError) when no byte arrives for Stall, or, when Stall is 0, for
+	// max(StallMin, StallSteps × the stream's observed step time), the step being (time of
+	// the last byte − time of the first token) ÷ tokens per sequence since (until a second
+	// token, the time to the first token stands in for it). StallSteps = 0 and Stall = 0
+	// (the zero Options) disable it. Cost: one atomic store per read, no timer reset per
+	// chunk.
+	StallSteps int
+	StallMin   time.Duration
+	Stall      time.Duration
+	// GenerationDurationHeader and SpeculationAcceptanceHeader name response headers (or
+	// trailers) whose values are copied into Request.Headers when present ("" = not
+	// captured). See host/measure for how they are used.
+	GenerationDurationHeader, SpeculationAcceptanceHeader string
+	// ExtraBody adds top-level body fields (JSON-encoded once, keys sorted); a key that
+	// genload also writes (e.g. "temperature", "stream_options") replaces genload's value.
+	// "prompt" is rejected.
+	ExtraBody map[string]any
+	// ContinuousUsage adds "continuous_usage_stats":true to stream_options, so servers that
+	// support it (vLLM, recent SGLang) report per-chunk token counts.
+	ContinuousUsage bool
+	// Logprobs is the body's "logprobs": how many most likely tokens the server lists per
+	// generated token (default 0: the field is omitted; must not be negative). With 1 or
+	// more, vLLM and SGLang list one entry per generated token in each chunk
+	// (logprobs.tokens) and llama.cpp one per chunk (logprobs.content), which sse counts as
+	// the chunk's exact token delta; TGI ignores it. It costs bytes on the wire and server
+	// work per token.
+	Logprobs int
+	// KeepText keeps each sequence's generated text in the Result.
+	KeepText bool
+}
+
+// Client sends requests; it is safe for concurrent use, but one Send at a time gives the
+// cleanest measurements. Close it to release connections.
+type Client struct {
+	opts    Options
+	workers []endpoint
+	tmpl    *bodyTemplate
+	hc      *fasthttp.Client
+	conns   connSet
+	// big is the client with large read buffers that replaces hc for good once a response's
+	// headers did not fit hc's (see readBufferSize); nil until then.
+	big atomic.Pointer[fasthttp.Client]
+
+	bufMu sync.Mutex
+	bufs  [][]byte
+}
+
+type endpoint struct {
+	name    string
+	url     string
+	headers [][2]string
+}
+
+// New validates opts and returns a Client. Errors name the offending worker or field.
+func New(opts Options) (*Client, error) {
+	ws := opts.Workers
+	if len(ws) == 0 {
+		ws = []Worker{{Name: "target"}}
+	}
+	c := &Client{opts: opts}
+	for i, w := range ws {
+		base := w.URL
+		if base == "" {
+			base = opts.Target
+		}
+		u, err := completionsURL(base)
+		if err != nil {
+			return nil, fmt.Errorf("dispatch: worker %d (%q): %w", i, w.Name, err)
+		}
+		e := endpoint{name: w.Name, url: u}
+		for k, v := range w.Headers {
+			e.headers = append(e.headers, [2]string{k, v})
+		}
+		sortHeaders(e.headers)
+		c.workers = append(c.workers, e)
+	}
+	t, err := newBodyTemplate(&opts)
+	if err != nil {
+		return nil, err
+	}
+	c.tmpl = t
+	c.conns.m = map[net.Addr]net.Conn{}
+	c.hc = c.newHTTPClient(readBufferSize)
+	return c, nil
+}
+
+// Per-connection read buffers. A connection holds one from sending a request to the end of
+// its stream, so at 512 streams they are a large part of the client's memory (and of the
+// heap the garbage collector paces itself on): 4 KiB, fasthttp's default. The buffer also
+// bounds the response headers; a response whose headers do not fit fails with
+// fasthttp.ErrSmallBuffer, and the Client then switches for good to bigReadBufferSize and
+// sends the request again (once, not counted as a retry). In practice the first warmup
+// pays for it.
+const (
+	readBufferSize    = 4 << 10
+	bigReadBufferSize = 64 << 10
+)
+
+func (c *Client) newHTTPClient(readBuf int) *fasthttp.Client {
+	return &fasthttp.Client{
+		Name:                      "genload",
+		StreamResponseBody:        true,
+		MaxConnsPerHost:           1 << 16,
+		MaxIdemponentCallAttempts: 1,
+		ReadBufferSize:            readBuf,
+		WriteBufferSize:           16 << 10,
+		MaxIdleConnDuration:       4 * time.Second, // below uvicorn's 5 s keep-alive (vLLM, SGLang)
+		Dial:                      c.dial,
+	}
+}
+
+// httpClient returns the fasthttp client in use.
+func (c *Client) httpClient() *fasthttp.Client {
+	if b := c.big.Load(); b != nil {
+		return b
+	}
+	return c.hc
+}
+
+// growReadBuffers switches to the client with big read buffers.
+func (c *Client) growReadBuffers() {
+	if c.big.Load() == nil {
+		c.big.CompareAndSwap(nil, c.newHTTPClient(bigReadBufferSize))
+	}
+}
+
+// completionsURL turns a base URL into the /v1/completions URL.
+func completionsURL(base string) (string, error) {
+	if base == "" {
+		return "", errors.New("no URL (set target or the worker's url)")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("bad URL %q: %w", base, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return "", fmt.Errorf("bad URL %q: want http://host:port", base)
+	}
+	p := strings.TrimRight(u.Path, "/")
+	switch {
+	case strings.HasSuffix(p, "/completions"):
+	case strings.HasSuffix(p, "/v1"):
+		p += "/completions"
+	default:
+		p += "/v1/completions"
+	}
+	u.Path = p
+	return u.String(), nil
+}
+
+func sortHeaders(h [][2]string) {
+	for i := 1; i < len(h); i++ {
+		for j := i; j > 0 && h[j][0] < h[j-1][0]; j-- {
+			h[j], h[j-1] = h[j-1], h[j]
+		}
+	}
+}
+
+// Close closes idle and open connections.
+func (c *Client) Close() {
+	c.hc.CloseIdleConnections()
+	if b := c.big.Load(); b != nil {
+		b.CloseIdleConnections()
+	}
+	c.conns.closeAll()
+}
+
+// OpenConns returns the number of TCP connections the Client holds open (idle or busy),
+// for leak checks.
+func (c *Client) OpenConns() int {
+	c.conns.mu.Lock()
+	defer c.conns.mu.Unlock()
+	return len(c.conns.m)
+}

@@ -1,0 +1,205 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/genload/genload/host/sse"
+	"github.com/valyala/fasthttp"
+)
+
+// readerPool recycles SSE readers (and their buffers) across requests. Their default
+// 16 KiB buffer is larger than the connection's read buffer, so bufio hands reads straight
+// to the socket (16 KiB per read): with 4 KiB SSE buffers the same peak RSS cost ~8 % more
+// CPU per chunk at C = 1. Only the streams being read hold one (a few even at 512 streams).
+var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, 0) }}
+
+// demuxPool recycles demuxes (their array of sequence records) across requests; the
+// Marks and Text of the sequences are the caller's and never reused (sse.Demux.Reset).
+var demuxPool = sync.Pool{New: func() any { return new(sse.Demux) }}
+
+//go:noinline
+func (c *Client) armStream(resp *fasthttp.Response, body io.Reader, sent time.Time, ab *abortState, out *Request) (total, first *time.Timer) {
+	if conn := c.conns.get(resp.LocalAddr()); conn != nil {
+		var dl time.Time
+		if t := c.opts.TotalTimeout; t > 0 {
+			dl = sent.Add(t)
+		}
+		_ = conn.SetReadDeadline(dl)
+	}
+	rc, ok := body.(fasthttp.ReadCloserWithError)
+	if !ok {
+		return nil, nil
+	}
+	u, status := out.URL, out.Status
+	ab.setStream(rc, u, status)
+	if t := c.opts.TotalTimeout; t > 0 {
+		total = time.AfterFunc(time.Until(sent.Add(t)), func() {
+			ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: status, Timeout: "total", Err: errTimedOut})
+		})
+	}
+	if t := c.opts.FirstTokenTimeout; t > 0 {
+		first = time.AfterFunc(time.Until(sent.Add(t)), func() {
+			ab.mu.Lock()
+			got := ab.first
+			ab.mu.Unlock()
+			if !got {
+				ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: status, Timeout: "first_token", Err: errTimedOut})
+			}
+		})
+	}
+	return total, first
+}
+
+// stopTimers stops the timers armStream started.
+func stopTimers(a, b *time.Timer) {
+	if a != nil {
+		a.Stop()
+	}
+	if b != nil {
+		b.Stop()
+	}
+}
+
+// readStream reads the SSE stream of body into d and returns its sequences (aliasing d until
+// its next Reset) and the stream's error.
+func (c *Client) readStream(start time.Time, p *call, body io.Reader, ab *abortState, d *sse.Demux, maxTokens int, out *Request) ([]sse.Sequence, error) {
+	rd := c.openStream(start, p, body, d, maxTokens)
+	if stallEnabled(&c.opts) {
+		if ab.stall == nil {
+			ab.stall = stallPool.Get().(*stallWatch)
+		}
+		rd.Now = ab.stall.reset(&c.opts, start, out.Sent, d, d.Expect, ab.anyByte, ab.streams, ab, out.URL, out.Status)
+		defer ab.stall.stop()
+	}
+	serr := c.stream(rd, d, ab)
+	return closeStream(start, rd, d, maxTokens, out), serr
+}
+
+// openStream readies a pooled SSE reader on body and resets d for the plan's sequences.
+//
+//go:noinline
+func (c *Client) openStream(start time.Time, p *call, body io.Reader, d *sse.Demux, maxTokens int) *sse.Reader {
+	rd := readerPool.Get().(*sse.Reader)
+	rd.Reset(body)
+	d.KeepText, d.MarkCap = c.opts.KeepText, min(maxTokens+1, 4096)
+	expect := len(p.prompts)
+	if p.n > 1 {
+		expect = p.n
+	}
+	d.Reset(start, expect)
+	return rd
+}
+
+// closeStream returns rd to its pool, records the stream's end in out and returns d's
+// sequences.
+//
+//go:noinline
+func closeStream(start time.Time, rd *sse.Reader, d *sse.Demux, maxTokens int, out *Request) []sse.Sequence {
+	rd.Reset(nil)
+	rd.Now = nil
+	readerPool.Put(rd)
+	out.End = time.Since(start)
+	out.Done = d.Done
+	out.Usage, out.HasUsage = d.RequestUsage()
+	seqs := d.Finalize(maxTokens)
+	d.Release()
+	return seqs
+}
+
+// streamError records a failed stream and reports whether it may be retried (a warm-up's
+// in-stream 429 or 5xx).
+//
+//go:noinline
+func streamError(ctx context.Context, serr error, out *Request, warm bool) (retry bool) {
+	u := out.URL
+	if ctx.Err() != nil {
+		out.Err = &RequestError{Kind: KindCanceled, URL: u, Status: out.Status, Err: ctx.Err()}
+		return false
+	}
+	var se *sse.ServerError
+	switch {
+	case errors.As(serr, &se):
+		out.Err = &RequestError{Kind: KindServer, URL: u, Status: out.Status, Message: se.Message, Err: se}
+		return warm && (se.Code == 429 || se.Code >= 500)
+	case isTimeout(serr):
+		// the only read deadline set while streaming is the total one
+		out.Err = &RequestError{Kind: KindTimeout, URL: u, Status: out.Status, Timeout: "total", Err: serr}
+	case errors.Is(serr, sse.ErrTruncated) || errors.Is(serr, sse.ErrMalformed):
+		out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: serr}
+	case errors.Is(serr, io.ErrUnexpectedEOF):
+		// The body ended inside a chunk of the chunked encoding: the server stopped
+		// mid-stream, which is a truncated stream, not a failed connection.
+		out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: fmt.Errorf("%w (%v)", sse.ErrTruncated, serr)}
+	default:
+		out.Err = &RequestError{Kind: KindTransport, URL: u, Status: out.Status, Err: serr}
+	}
+	return false
+}
+
+// stream runs the demux. Up to the first token it goes event by event, to keep the first
+// event's bytes (for errors), mark the first token for the first-token timer and arm the
+// stall watch; then d.Run reads the rest with nothing added per chunk.
+func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return d.Run(rd) // at EOF: Run sees EOF again and checks completion
+		}
+		if err != nil {
+			return err
+		}
+		first := d.Events == 0
+		if err := d.Feed(ev); err != nil {
+			return err
+		}
+		if first && !hasMark(d) {
+			ab.keepFirst(ev.Data)
+		}
+		if hasMark(d) {
+			c.firstToken(ab, ev.At.Sub(d.Base))
+			return d.Run(rd)
+		}
+		if d.Done {
+			return d.Run(rd)
+		}
+	}
+}
+
+// firstToken records the first token (offset at from the Send's start) for the timers.
+//
+//go:noinline
+func (c *Client) firstToken(ab *abortState, at time.Duration) {
+	if c.opts.FirstTokenTimeout > 0 {
+		ab.mu.Lock()
+		ab.first = true
+		ab.mu.Unlock()
+	}
+	if stallEnabled(&c.opts) {
+		ab.stall.arm(at)
+	}
+}
+
+func hasMark(d *sse.Demux) bool { return d.Marks() > 0 }
+
+func (c *Client) captureHeaders(resp *fasthttp.Response, out *Request) {
+	for _, name := range []string{c.opts.GenerationDurationHeader, c.opts.SpeculationAcceptanceHeader} {
+		if name == "" {
+			continue
+		}
+		v := resp.Header.Peek(name)
+		if len(v) == 0 {
+			continue
+		}
+		if out.Headers == nil {
+			out.Headers = map[string]string{}
+		}
+		out.Headers[name] = string(v)
+	}
+}
+
+// connSet tracks open connections by local+remote address, so that a streaming

@@ -1,0 +1,221 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/genload/genload/host/cell"
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/lengths"
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/plugin"
+	"github.com/genload/genload/host/recording"
+	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/scrape"
+)
+
+// Dispatcher sends a cell's plan and returns its recording: the error only when nothing could
+// be sent, each request's failure in the recording. host/dispatch's *Client satisfies it; tests
+// fake it with a canned recording.
+type Dispatcher interface {
+	Do(ctx context.Context, p *cell.Plan) (*recording.Result, error)
+}
+
+// Completer is the optional half of a router: one that declared the "completions" capability
+// is told how each request of a cell ended (host/plugin's *RouterPlugin satisfies it, a no-op
+// for the others).
+type Completer interface {
+	Complete(ctx context.Context, done []plugin.Completion) error
+}
+
+// Watcher scrapes the servers' /metrics around a cell's measured requests (host/scrape's
+// *Watcher satisfies it).
+type Watcher interface {
+	Begin(ctx context.Context) error
+	EndRouted(ctx context.Context, batch int, assign []int) (scrape.CellMetrics, error)
+}
+
+var (
+	_ Dispatcher      = (*dispatch.Client)(nil)
+	_ lengths.Lengths = (*plugin.LengthsPlugin)(nil)
+	_ lengths.Router  = (*plugin.RouterPlugin)(nil)
+	_ Completer       = (*plugin.RouterPlugin)(nil)
+	_ Watcher         = (*scrape.Watcher)(nil)
+)
+
+// cellRunner measures one cell after another, in stages that each take the previous one's
+// value: plan (lengths, prompts, route: cell.Stages) → warmup → measured requests (with
+// /metrics scraped around them) → figures (host/measure) → warnings. Nothing in it talks to
+// a server but its Dispatcher and Watcher.
+type cellRunner struct {
+	cfg     *config.Config
+	stages  cell.Stages
+	client  Dispatcher
+	router  Completer // nil unless routed with a router
+	watcher Watcher   // nil when the servers have no /metrics
+}
+
+// replay repeats the routing call of a cell that the run being resumed measured already.
+func (r *cellRunner) replay(ctx context.Context, c matrix.Cell) error {
+	return r.stages.Replay(ctx, c)
+}
+
+// measure runs one cell: its plan, the warmup with the exact prompts and request shape
+// (max_tokens = 1), the measured requests with /metrics scraped around them, and the
+// figures. The record is filled as far as the cell got; the error carries its exit code.
+func (r *cellRunner) measure(ctx context.Context, c matrix.Cell) (report.Cell, error) {
+	cfg := r.cfg
+	rec := report.Cell{Cell: c, Status: report.StatusError, Started: time.Now().UTC()}
+	t0 := time.Now()
+	fail := func(code exitcode.Code, err error) (report.Cell, error) {
+		rec.Error = err.Error()
+		rec.Elapsed = report.Millis(time.Since(t0))
+		return rec, exitcode.With(code, err)
+	}
+
+	plan, err := r.stages.Build(ctx, c)
+	if plan != nil && plan.Lengths.Each != nil {
+		rec.Lengths = reportLengths(plan.Lengths)
+		if w := plan.Lengths.Warning(); w != "" {
+			rec.Warnings = append(rec.Warnings, w)
+		}
+	}
+	if err != nil {
+		code := exitcode.PluginRejected // the lengths or the router plugin
+		if se := (*cell.Error)(nil); errors.As(err, &se) && (se.Stage == "prompts" || se.Stage == "requests") {
+			code = exitcode.InvalidConfig
+		}
+		return fail(code, err)
+	}
+	rec.Workers = plan.Workers
+
+	if !cfg.Warmup.Disabled {
+		wres, err := r.client.Do(ctx, plan.ForWarmup())
+		if err == nil {
+			err = wres.Err()
+		}
+		if wres != nil {
+			addRetries(&rec, wres.Retried(), true)
+		}
+		if err != nil {
+			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", summarize(err)))
+		}
+	}
+
+	if r.watcher != nil {
+		if err := r.watcher.Begin(ctx); err != nil {
+			rec.Warnings = append(rec.Warnings, "metrics: "+err.Error())
+		}
+	}
+	res, err := r.client.Do(ctx, plan)
+	if r.watcher != nil {
+		m, werr := r.watcher.EndRouted(ctx, c.Batch, rec.Workers)
+		if werr != nil {
+			rec.Warnings = append(rec.Warnings, "metrics: "+werr.Error())
+		}
+		if werr == nil || len(m.Servers) > 0 { // one failed server keeps the others' figures
+			rec.Server = &m
+		}
+	}
+	if res != nil {
+		addRetries(&rec, res.Retried(), false)
+	}
+	if err == nil && r.router != nil {
+		err = r.router.Complete(ctx, completions(res, plan.Lengths.Each))
+	}
+	if err == nil {
+		err = res.Err()
+	}
+	if err != nil {
+		return fail(exitcode.TargetFailed, summarize(err))
+	}
+
+	routedOver := 0
+	if r.stages.Router != nil {
+		routedOver = r.stages.Workers
+	}
+	fig := figures(cfg, plan, res, routedOver)
+	rec.Figures = &fig
+	rec.Status = report.StatusOK
+	if fig.Partial() {
+		rec.Status = report.StatusPartial
+	}
+	rec.Elapsed = report.Millis(time.Since(t0))
+	if fig.Prompts != nil {
+		rec.PromptTokenDeviation = fig.Prompts.Sum
+	}
+	rec.Warnings = append(rec.Warnings, cellWarnings(cfg, c, &rec)...)
+	if fig.Prompts != nil && fig.Prompts.TruncationError != "" {
+		// The figures stay in the record; the cell is an error because the server did not
+		// process the prompts genload sent.
+		rec.Status = report.StatusError
+		return fail(exitcode.TargetFailed, errors.New(fig.Prompts.TruncationError))
+	}
+	return rec, nil
+}
+
+// figures computes the cell's figures from its recording (host/measure) with the run's
+// settings. Sequences routed over routedOver > 1 workers share no batch: the full-batch window
+// is then invalid, with that reason.
+func figures(cfg *config.Config, plan *cell.Plan, res *recording.Result, routedOver int) measure.Figures {
+	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0,
+		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
+		PromptLengths: plan.Built, TextPrompts: plan.Texts != nil, TruncationWarns: cfg.Truncation == "warn"})
+	if routedOver > 1 && fig.Window.Valid {
+		fig.Window.Valid, fig.Window.Reason = false, fmt.Sprintf("routed over %d workers: the sequences share no single batch", routedOver)
+	}
+	return fig
+}
+
+// completions are the records a router's Complete receives, one per request: its worker, its
+// prompts' lengths (lens: each prompt's realised length, in tokens) and its sequences' reconciled completion
+// tokens (a server's request usage may be zero or absent while its sequences' counts are
+// known), and whether it failed.
+func completions(res *recording.Result, lens []int) []plugin.Completion {
+	done := make([]plugin.Completion, 0, len(res.Requests))
+	for qi, q := range res.Requests {
+		c := plugin.Completion{Worker: q.Worker, Failed: q.Err != nil}
+		for _, p := range q.Prompts {
+			c.PromptLen += lens[p]
+		}
+		for i := range res.Sequences {
+			if s := &res.Sequences[i]; s.Request == qi {
+				c.CompletionTokens += s.CompletionTokens
+			}
+		}
+		done = append(done, c)
+	}
+	return done
+}
+
+// reportLengths is the results record of a cell's realised lengths.
+func reportLengths(l lengths.Realised) report.Lengths {
+	return report.Lengths{Target: l.Target, Min: l.Min, Mean: l.Mean, Max: l.Max, Clamped: l.Clamped, Each: l.Each}
+}
+
+// addRetries adds a recording's resends to the cell's record (warmup or measured).
+func addRetries(rec *report.Cell, st recording.RetryStats, warmup bool) {
+	if st.Count == 0 && st.Free == 0 {
+		return
+	}
+	if rec.Retries == nil {
+		rec.Retries = &report.Retries{}
+	}
+	if warmup {
+		rec.Retries.Warmup += st.Count
+	} else {
+		rec.Retries.Measured += st.Count
+	}
+	rec.Retries.Free += st.Free
+	for k, n := range st.Reasons {
+		if rec.Retries.Reasons == nil {
+			rec.Retries.Reasons = map[string]int{}
+		}
+		rec.Retries.Reasons[k] += n
+	}
+}
