@@ -77,6 +77,11 @@ type Header struct {
 	Cells   []matrix.Cell    `json:"cells"`
 	Dropped []matrix.Dropped `json:"dropped,omitempty"`
 	Config  *config.Config   `json:"config"`
+	// Labels are the run's [labels] from bench.toml (deployment dimensions such as
+	// gpu_count = 8, draft_tokens = 3, deployment = "…": string or integer values), by which
+	// latency models group and match runs; nil when the run has none. [Create] takes them
+	// from Config when the header leaves them nil.
+	Labels map[string]any `json:"labels,omitempty"`
 }
 
 // Worker is one routing worker of a run (its headers are not recorded).
