@@ -171,17 +171,19 @@ func sortObs(obs []Obs) {
 
 // FitRuns is FromRuns then Fit: the model of runs, with their identity (model, labels,
 // max_tokens, run ids, engine) and excluded cells recorded in it. opt.MaxTokens is taken from
-// the runs.
-func FitRuns(runs []*report.Run, allowMixed bool, opt FitOptions) (*Model, error) {
+// the runs. With holdOut ≥ 2 every holdOut-th cell (see [Split]) is not fitted but returned,
+// for [Model.Check].
+func FitRuns(runs []*report.Run, allowMixed bool, holdOut int, opt FitOptions) (*Model, []Obs, error) {
 	obs, src, err := FromRuns(runs, allowMixed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opt.MaxTokens = src.MaxTokens
-	m, err := Fit(obs, opt)
+	fit, held := Split(obs, holdOut)
+	m, err := Fit(fit, opt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", strings.Join(src.Runs, ", "), err)
+		return nil, nil, fmt.Errorf("%s: %w", strings.Join(src.Runs, ", "), err)
 	}
 	m.Model, m.Labels, m.Runs, m.Engine, m.Mixed, m.Excluded = src.Model, src.Labels, src.Runs, src.Engine, src.Mixed, src.Excluded
-	return m, nil
+	return m, held, nil
 }
