@@ -32,6 +32,16 @@ func ReadFile(path string) (*Model, error) {
 	if err != nil {
 		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("model: %w", err))
 	}
+	var probe struct {
+		Schema string `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &probe); err == nil && probe.Schema != Schema {
+		hint := ""
+		if probe.Schema == "" {
+			hint = " (a results file has its schema in its header: fit it first with genload fit -o)"
+		}
+		return nil, exitcode.Errorf(exitcode.InvalidConfig, "model: %s: [schema] %q, want %q%s", path, probe.Schema, Schema, hint)
+	}
 	var m Model
 	if err := json.Unmarshal(b, &m); err != nil {
 		var se *json.SyntaxError

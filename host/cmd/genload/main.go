@@ -63,6 +63,9 @@ func commands() []command {
 		{"consistency", "per-cell CV of per-forward latency across repeated runs of a matrix", cmdConsistency},
 		{"diff", "per-cell change in % of per-forward latency and TTFT from one run to another", cmdDiff},
 		{"plot", "PNG and SVG of per-forward latency vs batch size (one run, or before/after)", cmdPlot},
+		{"fit", "fit a latency model (per-forward latency vs mean length and batch size) to runs", cmdFit},
+		{"predict", "per-forward latency from a fitted model at a length and batch size, or a grid", cmdPredict},
+		{"gate", "latency regression check of a run against a baseline model or run (exit 6)", cmdGate},
 		{"plugin", "check a WebAssembly plugin: genload plugin check FILE.wasm", cmdPlugin},
 		{"version", "print genload's version", cmdVersion},
 	}
