@@ -312,7 +312,7 @@ func (m *Model) loo(obs []Obs, terms []string, f *fitted) error {
 	}
 	f.looRMS = math.Sqrt(num / den)
 	sort.Float64s(rel)
-	f.looMed = stat.Quantile(0.5, stat.LinInterp, rel, nil)
+	f.looMed = median(rel)
 	f.looMax = rel[n-1]
 	return nil
 }
@@ -330,7 +330,7 @@ func rangeOf(obs []Obs) (Range, []RatioPoint) {
 	var ratios []RatioPoint
 	for b, rs := range by {
 		sort.Float64s(rs)
-		ratios = append(ratios, RatioPoint{Batch: b, Ratio: stat.Quantile(0.5, stat.LinInterp, rs, nil)})
+		ratios = append(ratios, RatioPoint{Batch: b, Ratio: median(rs)})
 	}
 	slices.SortFunc(ratios, func(a, b RatioPoint) int { return a.Batch - b.Batch })
 	return r, ratios

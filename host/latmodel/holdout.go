@@ -6,8 +6,6 @@ import (
 	"math"
 	"sort"
 	"strconv"
-
-	"gonum.org/v1/gonum/stat"
 )
 
 // Split returns obs (ascending L, then B) divided into the cells to fit and the cells held
@@ -59,7 +57,7 @@ func (m *Model) Check(held []Obs) (*Validation, error) {
 	}
 	if len(rel) > 0 {
 		sort.Float64s(rel)
-		v.MedianRel = stat.Quantile(0.5, stat.LinInterp, rel, nil)
+		v.MedianRel = median(rel)
 		v.MaxRel = rel[len(rel)-1]
 	}
 	return v, nil

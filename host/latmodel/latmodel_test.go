@@ -416,3 +416,26 @@ func TestSplit(t *testing.T) {
 		t.Errorf("noise-free held-out error %g, %v", v.MaxRel, err)
 	}
 }
+
+// Repeats: one value is itself; two, mean and SD/√2; three or more, the median and the
+// median's standard error from the MAD, so one disturbed run moves nothing.
+func TestRepeats(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		xs      []float64
+		fig, se float64
+	}{
+		{"one", []float64{2}, 2, 0},
+		// mean 2.1; SD = 0.2/√2 = 0.14142; /√2 = 0.1
+		{"two", []float64{2.0, 2.2}, 2.1, 0.1},
+		// median 1.01; |x − 1.01| = 0, 0.01, 8.99 → MAD 0.01; √(π/2)·1.4826·0.01/√3 = 0.010728
+		{"three, one disturbed", []float64{1.01, 1.0, 10}, 1.01, math.Sqrt(math.Pi/2) * 1.4826 * 0.01 / math.Sqrt(3)},
+		// median (1 + 2)/2 = 1.5; deviations 0.5, 0.5, 1.5, 2.5 → MAD 1.0
+		{"four", []float64{4, 1, 2, 0}, 1.5, math.Sqrt(math.Pi/2) * 1.4826 * 1.0 / 2},
+	} {
+		fig, se := repeats(tc.xs)
+		if math.Abs(fig-tc.fig) > 1e-12 || math.Abs(se-tc.se) > 1e-6 {
+			t.Errorf("%s: %g ± %g, want %g ± %g", tc.name, fig, se, tc.fig, tc.se)
+		}
+	}
+}

@@ -159,12 +159,14 @@ type Obs struct {
 	Clamped int `json:"clamped,omitempty"`
 	// Runs is the number of runs the cell was measured in.
 	Runs int `json:"runs"`
-	// FwdMs is the per-forward latency (mean over the runs of the cell's mean per-forward
-	// figure), ms. SigmaMs is its uncertainty, ms:
+	// FwdMs is the per-forward latency (the cell's mean per-forward figure; over repeats,
+	// the mean of two runs or the median of three or more), ms. SigmaMs is its uncertainty,
+	// ms:
 	//
 	//	σ = √(s_rep² + s_est² + (0.005·fwd)²)
 	//
-	// s_rep = SD over runs / √runs (0 with one run), s_est = the mean over runs of
+	// s_rep = the repeats' standard error (0 with one run; SD/√2 with two; with three or more
+	// √(π/2)·1.4826·MAD/√runs, the median's), s_est = the mean over runs of
 	// |mean per-forward − Theil–Sen per-forward| (how far the mean forward pass is from the
 	// typical one: stalls, a late first chunk), and a floor of 0.5 % for the timing jitter a
 	// single run does not show. The fit weights the cell by 1/σ².

@@ -143,20 +143,50 @@ func FromRuns(runs []*report.Run, allowMixed bool) ([]Obs, *Source, error) {
 	}
 	obs := make([]Obs, 0, len(cells))
 	for _, a := range cells {
-		n := float64(len(a.fwd))
-		mean := stat.Mean(a.fwd, nil)
-		var rep float64
-		if len(a.fwd) > 1 {
-			rep = stat.StdDev(a.fwd, nil) / math.Sqrt(n)
-		}
+		fwd, rep := repeats(a.fwd)
 		est := stat.Mean(a.est, nil)
-		floor := 0.005 * mean
+		floor := 0.005 * fwd
 		obs = append(obs, Obs{SeqLen: a.key.SeqLen, Batch: a.key.Batch, MeanLen: stat.Mean(a.meanLen, nil), MaxLen: stat.Mean(a.maxLn, nil),
-			Clamped: a.clamped, Runs: len(a.fwd), FwdMs: mean, SigmaMs: math.Sqrt(rep*rep + est*est + floor*floor)})
+			Clamped: a.clamped, Runs: len(a.fwd), FwdMs: fwd, SigmaMs: math.Sqrt(rep*rep + est*est + floor*floor)})
 	}
 	sortObs(obs)
 	sort.Strings(src.Excluded)
 	return obs, src, nil
+}
+
+// repeats returns a cell's figure over its runs' values xs and its standard error: one value
+// is itself (error 0); two, their mean and SD/√2; three or more, their median and
+// 1.2533·1.4826·MAD/√n — the median so that one run disturbed by a loaded machine (a
+// cell 10× slow) does not move the cell, the scaled median absolute deviation as the robust
+// SD, and 1.2533 = √(π/2) the standard error of a median relative to a mean's.
+func repeats(xs []float64) (fig, se float64) {
+	n := len(xs)
+	switch n {
+	case 1:
+		return xs[0], 0
+	case 2:
+		return stat.Mean(xs, nil), stat.StdDev(xs, nil) / math.Sqrt2
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	med := median(s)
+	dev := make([]float64, n)
+	for i, x := range s {
+		dev[i] = math.Abs(x - med)
+	}
+	slices.Sort(dev)
+	return med, math.Sqrt(math.Pi/2) * 1.4826 * median(dev) / math.Sqrt(float64(n))
+}
+
+// median of sorted xs, non-empty: the middle value, or the mean of the two middle values for
+// an even count (gonum's stat.Quantile has no such rule: Empirical gives the lower middle one,
+// LinInterp interpolates its own way).
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
 // sortObs orders observations by L, then B.
