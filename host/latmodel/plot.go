@@ -51,12 +51,12 @@ func Plot(m *Model) (*report.Chart, error) {
 	p.X.Label.Text = "batch size B (sequences, log scale)"
 	p.Y.Label.Text = "per-forward latency (ms)"
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker = batchTicks(m.Obs)
 	p.X.Min, p.X.Max = float64(m.Range.Batch[0])/1.08, float64(m.Range.Batch[1])*1.08
 	lo = max(lo, 1e-6)
 	if hi > 20*lo {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = ticks125{}
 		p.Y.Min, p.Y.Max = lo/1.15, hi*1.15
 		p.Y.Label.Text = "per-forward latency (ms, log scale)"
 	} else {
@@ -141,4 +141,45 @@ func meanLenAt(obs []Obs, b int) float64 {
 	a, c := obs[i-1], obs[i]
 	t := (math.Log(float64(b)) - math.Log(float64(a.Batch))) / (math.Log(float64(c.Batch)) - math.Log(float64(a.Batch)))
 	return a.MeanLen + t*(c.MeanLen-a.MeanLen)
+}
+
+// batchTicks puts a tick at every batch size of obs and labels the powers of two.
+func batchTicks(obs []Obs) plot.ConstantTicks {
+	var bs []int
+	for _, o := range obs {
+		if !slices.Contains(bs, o.Batch) {
+			bs = append(bs, o.Batch)
+		}
+	}
+	slices.Sort(bs)
+	t := make(plot.ConstantTicks, len(bs))
+	for i, b := range bs {
+		t[i].Value = float64(b)
+		if b&(b-1) == 0 {
+			t[i].Label = strconv.Itoa(b)
+		}
+	}
+	return t
+}
+
+// ticks125 marks every integer multiple of each decade and labels 1, 2 and 5.
+type ticks125 struct{}
+
+// Ticks returns the ticks between lo and hi (both > 0).
+func (ticks125) Ticks(lo, hi float64) []plot.Tick {
+	var t []plot.Tick
+	for dec := math.Pow10(int(math.Floor(math.Log10(lo)))); dec <= hi; dec *= 10 {
+		for k := 1; k < 10; k++ {
+			v := float64(k) * dec
+			if v < lo || v > hi {
+				continue
+			}
+			label := ""
+			if k == 1 || k == 2 || k == 5 {
+				label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			t = append(t, plot.Tick{Value: v, Label: label})
+		}
+	}
+	return t
 }
