@@ -254,7 +254,7 @@ type Model struct {
 	Excluded []string `json:"excluded,omitempty"`
 }
 
-// Terms returns the term names of a form string ("fixed+per_seq+kv_read").
+// formTerms returns the term names of a form string ("fixed+per_seq+kv_read").
 func formTerms(form string) []string { return strings.Split(form, "+") }
 
 // GroupKey is the identity of the runs a model may be fitted to together and compared with:
@@ -285,16 +285,6 @@ func LabelString(labels map[string]any) string {
 
 // Key is the model's GroupKey.
 func (m *Model) Key() string { return GroupKey(m.Model, m.Labels, m.MaxTokens) }
-
-// coef returns the coefficient of term (0 when the form lacks it).
-func (m *Model) term(name string) (Term, bool) {
-	for _, t := range m.Terms {
-		if t.Name == name {
-			return t, true
-		}
-	}
-	return Term{}, false
-}
 
 // maxLenRatio returns L_max / L̄ at batch: the measured ratio at that batch size, else
 // interpolated linearly in log B between the two nearest measured batch sizes, else the ratio

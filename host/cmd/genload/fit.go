@@ -291,7 +291,8 @@ any point exceeds --point-increase percent.
 
 The two must be of the same served model, [labels] and max_tokens (--allow-mixed compares
 them anyway, with a warning). A --grid point outside either model's measured range is refused
-unless --extrapolate (then flagged). --experts/--active apply to the fits made here.`,
+unless --extrapolate (then flagged). --experts/--active apply to the fits made here; without
+them NEW is fitted with the baseline model's experts, if it has them.`,
 		[][2]string{
 			{"this week's sweep against the kept model", "genload gate results/model.json results/20261208-101500.json"},
 			{"two runs, stricter, JSON for CI", "genload gate --mean-increase 10 --point-increase 25 --json results/base.json results/new.json"},
@@ -326,6 +327,9 @@ unless --extrapolate (then flagged). --experts/--active apply to the fits made h
 	base, err := modelOf(files[:1], *mixed, ex)
 	if err != nil {
 		return fmt.Errorf("baseline %s: %w", files[0], err)
+	}
+	if ex == nil {
+		ex = base.Experts // fit the new run with the baseline's expert shape
 	}
 	if latmodel.IsModelFile(files[1]) {
 		return exitcode.Errorf(exitcode.Usage, "NEW %s is a model file: want a results file (see 'genload gate --help')", files[1])
