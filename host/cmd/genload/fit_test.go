@@ -137,7 +137,8 @@ func TestFitPredictGateCommands(t *testing.T) {
 // then with copies of it whose every cost coefficient is 20 % and 5 % larger. Through the
 // fitted models every point of the first is ≈ +20 % (the mean crosses 15 %: exit 6) and of
 // the second ≈ +5 % (pass). The bounds on the mean change allow the run-to-run noise of a
-// loaded 2-core machine: one run of three measured 5 % slow in all its cells here once.
+// loaded 2-core machine: one run of three measured 5 % slow in all its cells here once. Under
+// the race detector only the pipeline is checked (see raceEnabled).
 func TestGateOnTheBuiltinEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the engine three times")
@@ -169,14 +170,14 @@ func TestGateOnTheBuiltinEngine(t *testing.T) {
 		}
 		f.Close()
 		cfg := writeConfig(t, fmt.Sprintf(`
-max_tokens = 30
+max_tokens = 20
 out = %q
 [matrix]
-seq_lens = [1000, 4000, 8000]
+seq_lens = [1000, 4000]
 batch_sizes = [1, 2, 4, 8, 16]
 [engine]
 profile = %q
-time_scale = 0.2 # steps of ≥ 0.7 ms: a loaded or -race client still reads chunks apart
+time_scale = 1 # steps of 3.5-11 ms: the sleep overshoot of a loaded machine is a small part of them
 [labels]
 deployment = "sim"
 `, dir, prof))
@@ -207,7 +208,15 @@ deployment = "sim"
 		if err := json.Unmarshal([]byte(stdout), &g); err != nil {
 			t.Fatalf("gate %s: %v\n%s\n%s", tc.id, err, stdout, stderr)
 		}
-		if code != tc.code || g.Mean < tc.lo || g.Mean > tc.hi || len(g.Points) != 15 {
+		if raceEnabled {
+			// The client under the race detector falls behind the engine's chunks (its runs
+			// warn so): the figures are not a measurement, only the pipeline is checked.
+			if (code != exitcode.OK && code != exitcode.ThresholdsFailed) || len(g.Points) != 10 {
+				t.Errorf("gate %s under -race: exit %d, %d points\n%s", tc.id, code, len(g.Points), stderr)
+			}
+			continue
+		}
+		if code != tc.code || g.Mean < tc.lo || g.Mean > tc.hi || len(g.Points) != 10 {
 			_, table, _ := cli(t, ctx, append(append([]string{"gate"}, moe...), runs["base"], runs[tc.id])...)
 			t.Errorf("gate %s: exit %d (want %d), mean change %.4f (want in [%g, %g]), %d points\n%s\n%s", tc.id, code, tc.code, g.Mean, tc.lo, tc.hi, len(g.Points), table, stderr)
 		}
