@@ -108,7 +108,7 @@ prints how well the model predicts them.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "\nheld out (every %d-th cell), predicted by the model fitted on the others:\n\n", *holdOut)
+			fmt.Fprintf(e.stdout, "\nheld out (one cell in %d), predicted by the model fitted on the others:\n\n", *holdOut)
 			v.WriteMarkdown(e.stdout)
 		}
 	}
