@@ -10,10 +10,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -115,6 +117,11 @@ type Config struct {
 	Plugins   Plugins       `toml:"plugins" json:"plugins"`
 	Engine    Engine        `toml:"engine" json:"engine"`
 	Run       RunTable      `toml:"run" json:"run,omitzero"`
+	// Labels are free deployment dimensions written into every results file's header
+	// (gpu_count = 8, draft_tokens = 3, deployment = "h100-tp1"): string or integer values,
+	// keys of letters, digits, '_', '-' and '.'. Latency models (genload fit, gate) group
+	// and match runs by them. Default none.
+	Labels map[string]any `toml:"labels" json:"labels,omitempty"`
 
 	// File is the path the config was read from ("" for defaults only). Not a TOML key.
 	File string `toml:"-" json:"file"`
@@ -493,6 +500,9 @@ var (
 	keyRe     = regexp.MustCompile(`^\s*("?[A-Za-z0-9_\-]+"?)\s*=`)
 )
 
+// labelKeyRe is what a [labels] key may be.
+var labelKeyRe = regexp.MustCompile(`^[A-Za-z0-9_.\-]+$`)
+
 // keyLines maps each dotted key of a TOML document to the line where it is set (array-of-table
 // keys are recorded without an index: the first occurrence wins). It is a best-effort scanner
 // for messages, not a parser: the TOML library has already accepted the document.
@@ -666,6 +676,20 @@ func (c *Config) Validate() error {
 	if c.Plugins.MemoryLimitMiB < 1 || c.Plugins.MemoryLimitMiB > 4096 {
 		bad("plugins.memory_limit_mib", "must be in [1, 4096] MiB, got %d", c.Plugins.MemoryLimitMiB)
 	}
+	for _, k := range sortedKeys(c.Labels) {
+		switch v := c.Labels[k].(type) {
+		case string, int64:
+		case float64: // a stored config read back from a results file's JSON
+			if v != math.Trunc(v) || math.IsInf(v, 0) {
+				bad("labels."+k, "must be a string or an integer, got %v", v)
+			}
+		default:
+			bad("labels."+k, "must be a string or an integer, got %T %v", v, v)
+		}
+		if !labelKeyRe.MatchString(k) {
+			bad("labels."+k, "key must be letters, digits, '_', '-' or '.'")
+		}
+	}
 	if c.Engine.TimeScale < 0 {
 		bad("engine.time_scale", "must be ≥ 0, got %g", c.Engine.TimeScale)
 	}
@@ -734,4 +758,14 @@ func (c *Config) ResolvedWorkers(target string) []Worker {
 		}
 	}
 	return ws
+}
+
+// sortedKeys returns m's keys in ascending order (for messages in a stable order).
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

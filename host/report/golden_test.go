@@ -19,9 +19,11 @@ var update = flag.Bool("update", false, "rewrite host/report/testdata/golden fro
 // returns its JSONL bytes (the footer's finish time and elapsed time fixed) and the Run.
 func goldenRun(t *testing.T, dir string) ([]byte, *Run) {
 	t.Helper()
+	cfg := config.Default()
+	cfg.Labels = map[string]any{"gpu_count": int64(8), "deployment": "golden"}
 	h := Header{RunID: "golden", Started: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), Genload: "test", Target: "http://127.0.0.1:8000",
 		TargetKind: "external", Model: "m", Context: 8192, ContextSource: "server /v1/models max_model_len", Tokenizer: "qwen3",
-		Corpus: "embedded", CorpusRows: 256, PromptOverhead: 20, MinLen: 52, MaxLen: 8092, Config: config.Default(),
+		Corpus: "embedded", CorpusRows: 256, PromptOverhead: 20, MinLen: 52, MaxLen: 8092, Config: cfg,
 		Plugins: map[string]PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0", Kind: "lengths", SHA256: "00"}}}
 	w, err := Create(dir, h)
 	if err != nil {

@@ -83,6 +83,11 @@ type Header struct {
 	// Merged lists the shard files a merged run was joined from (genload merge), in shard
 	// order; nil for a run measured by one process.
 	Merged []MergedShard `json:"merged,omitempty"`
+	// Labels are the run's [labels] from bench.toml (deployment dimensions such as
+	// gpu_count = 8, draft_tokens = 3, deployment = "…": string or integer values), by which
+	// latency models group and match runs; nil when the run has none. [Create] takes them
+	// from Config when the header leaves them nil.
+	Labels map[string]any `json:"labels,omitempty"`
 }
 
 // Shard says which part of a sharded run's matrix a results file holds.

@@ -38,6 +38,9 @@ func Create(dir string, h Header) (*Writer, error) {
 		return nil, fmt.Errorf("results: %w", err)
 	}
 	h.Type, h.Schema = "header", Schema
+	if h.Labels == nil && h.Config != nil && len(h.Config.Labels) > 0 {
+		h.Labels = h.Config.Labels
+	}
 	w := &Writer{f: f, dir: dir, path: path, start: time.Now()}
 	w.run.Header = h
 	if err := w.line(h); err != nil {

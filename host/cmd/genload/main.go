@@ -67,6 +67,9 @@ func commands() []command {
 		{"k8s", "write the Kubernetes manifests of a sharded run (an Indexed Job) and its merge", cmdK8s},
 		{"plot", "PNG and SVG of per-forward latency vs batch size (one run, or before/after)", cmdPlot},
 		{"report", "one self-contained HTML report of runs (tables, warnings, plots, consistency, A/B)", cmdReport},
+		{"fit", "fit a latency model (per-forward latency vs mean length and batch size) to runs", cmdFit},
+		{"predict", "per-forward latency from a fitted model at a length and batch size, or a grid", cmdPredict},
+		{"gate", "latency regression check of a run against a baseline model or run (exit 6)", cmdGate},
 		{"plugin", "check a WebAssembly plugin: genload plugin check FILE.wasm", cmdPlugin},
 		{"version", "print genload's version", cmdVersion},
 	}

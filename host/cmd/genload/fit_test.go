@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/engine"
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/latmodel"
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/report"
+)
+
+// costRun writes a results .json of a 4 × 5 matrix whose per-forward latency is, exactly,
+//
+//	fwd = scale · (0.1 ms + 0.001 ms·B + 2 ns·B·(L + 50))      (max_tokens 100: m/2 = 50)
+//
+// at L = 1000, 2000, 4000, 8000 and B = 1, 2, 4, 8, 16 (L_max = L), with labels.
+func costRun(t *testing.T, dir, id string, scale float64, labels map[string]any) string {
+	t.Helper()
+	cfg := config.Default()
+	r := &report.Run{Header: report.Header{Type: "header", Schema: report.Schema, RunID: id, Model: "m", Config: cfg, Labels: labels}}
+	for _, l := range []int{1000, 2000, 4000, 8000} {
+		for _, b := range []int{1, 2, 4, 8, 16} {
+			ms := scale * (0.1 + 0.001*float64(b) + 2e-6*float64(b)*float64(l+50))
+			d := time.Duration(math.Round(ms * 1e6))
+			r.Cells = append(r.Cells, report.Cell{Type: "cell", Cell: matrix.Cell{Index: len(r.Cells), SeqLen: l, Batch: b}, Status: report.StatusOK,
+				Lengths: report.Lengths{Target: l, Min: l, Mean: float64(l), Max: l},
+				Figures: &measure.Figures{Sequences: b, Counted: b, PerForward: measure.Summary{N: b, Mean: d}, PerForwardFit: measure.Summary{N: b, Mean: d}}})
+		}
+	}
+	p := filepath.Join(dir, id+".json")
+	if err := report.WriteJSON(p, r); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFitPredictGateCommands(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	base := costRun(t, dir, "base", 1, map[string]any{"gpu_count": 8})
+	model := filepath.Join(dir, "model.json")
+	code, stdout, stderr := cli(t, ctx, "fit", "-o", model, base)
+	if code != exitcode.OK {
+		t.Fatalf("fit: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// The exact cost is recovered: fixed 0.1 ms, per_seq 0.001 ms, kv_read 2 ns/token (the
+	// durations are rounded to the nanosecond, hence 3-4 digits).
+	for _, want := range []string{`model "m", labels {gpu_count=8}, max_tokens 100; runs base; 20 cells fitted`,
+		"| fixed | 0.1 |", "| per_seq | 0.001 |", "| kv_read | 2 |", "| 1000 | 1 | 1000 | 1000 | 0.103 |"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("fit output lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, p := range []string{model, filepath.Join(dir, "model.png"), filepath.Join(dir, "model.svg")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// predict at L̄ = 3000, B = 6: 0.1 + 0.006 + 2e-6·6·3050 = 0.1426 ms.
+	code, stdout, _ = cli(t, ctx, "predict", model, "--seq-len", "3000", "--batch", "6", "--json")
+	var ps []latmodel.Prediction
+	if code != exitcode.OK || json.Unmarshal([]byte(stdout), &ps) != nil || len(ps) != 1 || math.Abs(ps[0].Ms-0.1426) > 1e-5 {
+		t.Errorf("predict: exit %d %s", code, stdout)
+	}
+	code, stdout, _ = cli(t, ctx, "predict", model, "--grid", "1000,3000x1,6,16")
+	if code != exitcode.OK || strings.Count(stdout, "\n| ") != 7 || !strings.Contains(stdout, "| 3000 | 6 | 0.143 |") {
+		t.Errorf("predict grid: exit %d\n%s", code, stdout)
+	}
+
+	slow20 := costRun(t, dir, "slow20", 1.20, map[string]any{"gpu_count": 8})
+	slow05 := costRun(t, dir, "slow05", 1.05, map[string]any{"gpu_count": 8})
+	other := costRun(t, dir, "other", 1.05, map[string]any{"gpu_count": 4})
+	one := filepath.Join(dir, "one.json")
+	r, _ := report.ReadFile(base)
+	r.Cells = r.Cells[:1]
+	if err := report.WriteJSON(one, r); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(dir, "broken.json")
+	os.WriteFile(broken, []byte(`{"header": {"schema": "genload.run/v1"}, "cells": [{"elapsed_ms": NaN}]}`), 0o644)
+
+	for _, tc := range []struct {
+		args []string
+		code exitcode.Code
+		out  string // in stdout (OK, ThresholdsFailed) or stderr (else)
+	}{
+		// every point +20 %: the mean crosses 15 %; L=8000 B=16: 0.1 + 0.016 + 2e-6·16·8050 = 0.3736 ms, × 1.2 = 0.4483
+		{[]string{"gate", model, slow20}, exitcode.ThresholdsFailed, "mean change +20.0 % over 20 points exceeds +15 %"},
+		{[]string{"gate", model, slow20}, exitcode.ThresholdsFailed, "| 8000 | 8000 | 16 | 0.374 | 0.448 | +20.00 % |  |"},
+		{[]string{"gate", base, slow05}, exitcode.OK, "gate: pass"},
+		{[]string{"gate", "--point-increase", "19", model, slow20}, exitcode.ThresholdsFailed, "20 point(s) above +19 %, the largest +20.0 %"},
+		{[]string{"gate", "--json", model, slow05}, exitcode.OK, `"passed": true`},
+		{[]string{"gate", "--grid", "2000x4,8", model, slow20}, exitcode.ThresholdsFailed, "over 2 points"},
+		{[]string{"gate", model, other}, exitcode.InvalidConfig, "labels {gpu_count=8}, max_tokens 100, new is model \"m\", labels {gpu_count=4}"},
+		{[]string{"gate", "--allow-mixed", model, other}, exitcode.OK, "warning: compared across groups"},
+		{[]string{"gate", "--grid", "100000x4", model, slow20}, exitcode.InvalidConfig, "mean length 100000 not in the measured [1000, 8000] tokens"},
+		{[]string{"gate", "--grid", "100000x4", "--extrapolate", model, slow20}, exitcode.ThresholdsFailed, "extrapolated: baseline: mean length 100000"},
+		{[]string{"gate", model, model}, exitcode.Usage, "is a model file: want a results file"},
+		{[]string{"gate", model}, exitcode.Usage, "want BASELINE and NEW, got 1"},
+		{[]string{"fit", base, other}, exitcode.InvalidConfig, "runs of different models or labels cannot be fitted together"},
+		{[]string{"fit", one}, exitcode.InvalidConfig, "1 cell(s), the smallest form needs 4"},
+		{[]string{"fit", broken}, exitcode.InvalidConfig, "broken.json"},
+		{[]string{"fit"}, exitcode.Usage, "no results file given"},
+		{[]string{"fit", "--experts", "8", "--active", "9", base}, exitcode.Usage, "want 1 ≤ active ≤ experts"},
+		{[]string{"predict", model, "--seq-len", "NaN", "--batch", "4"}, exitcode.InvalidConfig, "--seq-len NaN"},
+		{[]string{"predict", model, "--seq-len", "3000", "--batch", "64"}, exitcode.InvalidConfig, "batch size 64 not in the measured [1, 16]"},
+		{[]string{"predict", model, "--seq-len", "3000", "--batch", "64", "--extrapolate"}, exitcode.OK, "extrapolated: batch size 64"},
+		{[]string{"predict", base, "--seq-len", "3000", "--batch", "4"}, exitcode.InvalidConfig, `[schema] "", want "genload.latmodel/v1" (a results file`},
+	} {
+		code, stdout, stderr := cli(t, ctx, tc.args...)
+		where := stderr
+		if code == exitcode.OK || code == exitcode.ThresholdsFailed {
+			where = stdout
+		}
+		if code != tc.code || !strings.Contains(where, tc.out) {
+			t.Errorf("%v: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", tc.args, code, tc.code, tc.out, stdout, stderr)
+		}
+	}
+}
+
+// The gate against the built-in engine: a small matrix measured with the shipped MoE profile,
+// then with copies of it whose every cost coefficient is 20 % and 5 % larger. Through the
+// fitted models every point of the first is ≈ +20 % (the mean crosses 15 %: exit 6) and of
+// the second ≈ +5 % (pass). The bounds on the mean change allow the run-to-run noise of a
+// loaded 2-core machine: one run of three measured 5 % slow in all its cells here once. Under
+// the race detector only the pipeline is checked (see raceEnabled).
+func TestGateOnTheBuiltinEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the engine three times")
+	}
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	dir := t.TempDir()
+	ctx := context.Background()
+	p, err := engine.LoadProfile(engine.DefaultProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]string{}
+	for _, v := range []struct {
+		id    string
+		scale float64
+	}{{"base", 1}, {"slow20", 1.20}, {"slow05", 1.05}} {
+		q := p
+		q.Name = p.Name + "-" + v.id
+		for _, c := range []*float64{&q.FixedMs, &q.PerSeqMs, &q.KVReadNsPerToken, &q.KVTailNsPerToken, &q.PrefillNsPerToken, &q.PrefillAttnNsPerPair, &q.MoEExpertUs} {
+			*c *= v.scale
+		}
+		prof := filepath.Join(dir, v.id+".toml")
+		f, err := os.Create(prof)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := toml.NewEncoder(f).Encode(q); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		cfg := writeConfig(t, fmt.Sprintf(`
+max_tokens = 20
+out = %q
+[matrix]
+seq_lens = [1000, 4000]
+batch_sizes = [1, 2, 4, 8, 16]
+[engine]
+profile = %q
+time_scale = 1 # steps of 3.5-11 ms: the sleep overshoot of a loaded machine is a small part of them
+[labels]
+deployment = "sim"
+`, dir, prof))
+		code, stdout, stderr := cli(t, ctx, "run", "-c", cfg, "--run-id", v.id)
+		if code != exitcode.OK {
+			t.Fatalf("run %s: exit %d\n%s\n%s", v.id, code, stdout, stderr)
+		}
+		runs[v.id] = filepath.Join(dir, v.id+".json")
+	}
+	r, err := report.ReadFile(runs["base"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Header.Labels["deployment"] != "sim" {
+		t.Errorf("header labels %v, want deployment = sim", r.Header.Labels)
+	}
+	moe := []string{"--experts", "128", "--active", "8"}
+	for _, tc := range []struct {
+		id     string
+		code   exitcode.Code
+		lo, hi float64 // the mean change, a fraction
+	}{{"slow20", exitcode.ThresholdsFailed, 0.15, 0.28}, {"slow05", exitcode.OK, -0.05, 0.12}} {
+		code, stdout, stderr := cli(t, ctx, append(append([]string{"gate", "--json"}, moe...), runs["base"], runs[tc.id])...)
+		var g struct {
+			Mean   float64 `json:"mean_change"`
+			Points []latmodel.GatePoint
+		}
+		if err := json.Unmarshal([]byte(stdout), &g); err != nil {
+			t.Fatalf("gate %s: %v\n%s\n%s", tc.id, err, stdout, stderr)
+		}
+		if raceEnabled {
+			// The client under the race detector falls behind the engine's chunks (its runs
+			// warn so): the figures are not a measurement, only the pipeline is checked.
+			if (code != exitcode.OK && code != exitcode.ThresholdsFailed) || len(g.Points) != 10 {
+				t.Errorf("gate %s under -race: exit %d, %d points\n%s", tc.id, code, len(g.Points), stderr)
+			}
+			continue
+		}
+		if code != tc.code || g.Mean < tc.lo || g.Mean > tc.hi || len(g.Points) != 10 {
+			_, table, _ := cli(t, ctx, append(append([]string{"gate"}, moe...), runs["base"], runs[tc.id])...)
+			t.Errorf("gate %s: exit %d (want %d), mean change %.4f (want in [%g, %g]), %d points\n%s\n%s", tc.id, code, tc.code, g.Mean, tc.lo, tc.hi, len(g.Points), table, stderr)
+		}
+	}
+}

@@ -1,0 +1,337 @@
+package latmodel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/genload/genload/host/exitcode"
+)
+
+// FitOptions configure [Fit].
+type FitOptions struct {
+	// MaxTokens is m, the tokens generated per sequence (≥ 1).
+	MaxTokens int
+	// Experts enables the moe term (nil: dense, the term is not tried).
+	Experts *Experts
+	// Forms restricts the candidate forms (each "fixed+kv_read+…"); nil tries every form of
+	// [Forms].
+	Forms []string
+}
+
+// Forms returns the candidate forms: fixed + kv_read with every subset of per_seq, kv_tail
+// and (when moe) moe, fewest terms first.
+func Forms(moe bool) []string {
+	opt := []string{TermPerSeq, TermKVTail}
+	if moe {
+		opt = append(opt, TermMoE)
+	}
+	var forms [][]string
+	for mask := 0; mask < 1<<len(opt); mask++ {
+		f := []string{TermFixed, TermKVRead}
+		for i, t := range opt {
+			if mask&(1<<i) != 0 {
+				f = append(f, t)
+			}
+		}
+		slices.SortFunc(f, func(a, b string) int { return slices.Index(termOrder, a) - slices.Index(termOrder, b) })
+		forms = append(forms, f)
+	}
+	slices.SortStableFunc(forms, func(a, b []string) int { return len(a) - len(b) })
+	out := make([]string, len(forms))
+	for i, f := range forms {
+		out[i] = strings.Join(f, "+")
+	}
+	return out
+}
+
+// ErrTooFewCells is wrapped by Fit's error when there are fewer cells than a form needs.
+var ErrTooFewCells = errors.New("too few cells to fit")
+
+// Fit fits the candidate forms to obs by weighted least squares (weights 1/σ²) and returns the
+// model of the form with the smallest leave-one-cell-out weighted RMS error, among the forms
+// whose every coefficient's 95 % interval reaches 0 or above (a coefficient significantly
+// below zero is not a cost). The model's Obs carry each cell's fitted value, residual and
+// leave-one-out prediction.
+//
+// Errors (carrying exitcode.InvalidConfig): no cell, fewer than p + 2 cells for every form
+// (p terms: one degree of freedom for the interval, one left out), a non-finite or
+// non-positive figure, length or σ (named by cell), no eligible form (each rejected form and
+// why), bad Experts.
+func Fit(obs []Obs, opt FitOptions) (*Model, error) {
+	if len(obs) == 0 {
+		return nil, exitcode.Errorf(exitcode.InvalidConfig, "fit: no measured cell to fit")
+	}
+	if opt.MaxTokens < 1 {
+		return nil, exitcode.Errorf(exitcode.InvalidConfig, "fit: max_tokens must be ≥ 1, got %d", opt.MaxTokens)
+	}
+	if err := opt.Experts.validate(); err != nil {
+		return nil, err
+	}
+	var bad []error
+	for _, o := range obs {
+		for _, v := range []struct {
+			name string
+			x    float64
+		}{{"fwd", o.FwdMs}, {"sigma", o.SigmaMs}, {"mean length", o.MeanLen}, {"max length", o.MaxLen}, {"batch size", float64(o.Batch)}} {
+			if math.IsNaN(v.x) || math.IsInf(v.x, 0) || v.x <= 0 {
+				bad = append(bad, fmt.Errorf("cell L=%d,B=%d: %s is %v (want a positive finite number)", o.SeqLen, o.Batch, v.name, v.x))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("fit: %w", errors.Join(bad...)))
+	}
+	forms := opt.Forms
+	if forms == nil {
+		forms = Forms(opt.Experts != nil)
+	}
+	base := &Model{Schema: Schema, MaxTokens: opt.MaxTokens, Experts: opt.Experts, N: len(obs)}
+	base.Obs = slices.Clone(obs)
+	base.Range, base.TailRatio = rangeOf(obs)
+
+	var best *fitted
+	var cands []Candidate
+	for _, form := range forms {
+		terms := formTerms(form)
+		for _, t := range terms {
+			if _, ok := termInfo[t]; !ok {
+				return nil, exitcode.Errorf(exitcode.InvalidConfig, "fit: form %q: unknown term %q (known: %s)", form, t, strings.Join(termOrder, ", "))
+			}
+			if t == TermMoE && opt.Experts == nil {
+				return nil, exitcode.Errorf(exitcode.InvalidConfig, "fit: form %q: the moe term needs the experts E and active k", form)
+			}
+		}
+		c := Candidate{Form: form}
+		if len(obs) < len(terms)+2 {
+			c.Rejected = fmt.Sprintf("%d cells, the form needs ≥ %d", len(obs), len(terms)+2)
+			cands = append(cands, c)
+			continue
+		}
+		f, err := base.fit(obs, terms)
+		if err != nil {
+			c.Rejected = err.Error()
+			cands = append(cands, c)
+			continue
+		}
+		for i, t := range terms {
+			if f.hi[i] < 0 {
+				c.Rejected = fmt.Sprintf("%s coefficient %.3g < 0 (95 %% interval [%.3g, %.3g]): not a cost", t, f.beta[i], f.lo[i], f.hi[i])
+			}
+		}
+		if c.Rejected == "" {
+			if err := base.loo(obs, terms, f); err != nil {
+				c.Rejected = err.Error()
+			}
+		}
+		c.LOOWeighted, c.LOOMedianRel, c.LOOMaxRel = f.looRMS, f.looMed, f.looMax
+		cands = append(cands, c)
+		if c.Rejected == "" && (best == nil || f.looRMS < best.looRMS) {
+			best = f
+		}
+	}
+	if best == nil {
+		var why []string
+		for _, c := range cands {
+			why = append(why, c.Form+": "+c.Rejected)
+		}
+		err := fmt.Errorf("fit: no form could be fitted to %d cells: %s", len(obs), strings.Join(why, "; "))
+		if len(obs) < 4 {
+			err = fmt.Errorf("fit: %w: %d cell(s), the smallest form needs 4 (2 terms, one degree of freedom, one cell left out)", ErrTooFewCells, len(obs))
+		}
+		return nil, exitcode.With(exitcode.InvalidConfig, err)
+	}
+	m := base
+	m.Form, m.Candidates = strings.Join(best.terms, "+"), cands
+	for i, t := range best.terms {
+		m.Terms = append(m.Terms, Term{Name: t, Coef: best.beta[i], SE: best.se[i], Lo: best.lo[i], Hi: best.hi[i],
+			Unit: termInfo[t].unit, Doc: termInfo[t].doc})
+	}
+	m.Cov = best.cov
+	m.DoF = len(obs) - len(best.terms)
+	m.R2 = best.r2
+	m.LOOMedianRel, m.LOOMaxRel = best.looMed, best.looMax
+	for i := range m.Obs {
+		m.Obs[i].FittedMs = best.fit[i]
+		m.Obs[i].ResidualMs = m.Obs[i].FwdMs - best.fit[i]
+		m.Obs[i].LOOMs = best.looPred[i]
+		m.Obs[i].LOORel = (best.looPred[i] - m.Obs[i].FwdMs) / m.Obs[i].FwdMs
+	}
+	return m, nil
+}
+
+// fitted is one form's weighted least-squares fit.
+type fitted struct {
+	terms                  []string
+	beta, se, lo, hi       []float64
+	cov                    [][]float64
+	fit                    []float64 // ŷ per cell
+	r2                     float64
+	looPred                []float64
+	looRMS, looMed, looMax float64
+}
+
+// design returns the regressor matrix of obs for terms, weighted rows √w_i·x_i, and the
+// weighted response √w_i·y_i, with each column scaled by its largest absolute value (returned)
+// so that QR works on columns of comparable size (x ranges from 1 to 10⁷ tokens).
+func (m *Model) design(obs []Obs, terms []string) (*mat.Dense, *mat.VecDense, []float64) {
+	n, p := len(obs), len(terms)
+	x := mat.NewDense(n, p, nil)
+	y := mat.NewVecDense(n, nil)
+	scale := make([]float64, p)
+	for i, o := range obs {
+		sw := 1 / o.SigmaMs
+		for j, t := range terms {
+			v := m.x(t, o.input()) * sw
+			x.Set(i, j, v)
+			scale[j] = max(scale[j], math.Abs(v))
+		}
+		y.SetVec(i, o.FwdMs*sw)
+	}
+	for j := range scale {
+		if scale[j] == 0 {
+			scale[j] = 1
+		}
+		for i := 0; i < n; i++ {
+			x.Set(i, j, x.At(i, j)/scale[j])
+		}
+	}
+	return x, y, scale
+}
+
+// maxCond is the largest condition number of the scaled design accepted: beyond it two terms
+// are not told apart by the cells (e.g. every cell has the same batch size).
+const maxCond = 1e8
+
+// solve returns the coefficients (in unscaled units) of the weighted fit of obs by terms.
+func (m *Model) solve(obs []Obs, terms []string) ([]float64, *mat.Dense, []float64, error) {
+	x, y, scale := m.design(obs, terms)
+	if c := mat.Cond(x, 2); c > maxCond || math.IsInf(c, 0) || math.IsNaN(c) {
+		return nil, nil, nil, fmt.Errorf("terms %s not separable on these cells (condition number %.3g): vary L and B more", strings.Join(terms, ", "), c)
+	}
+	var qr mat.QR
+	qr.Factorize(x)
+	var b mat.VecDense
+	if err := qr.SolveVecTo(&b, false, y); err != nil {
+		return nil, nil, nil, fmt.Errorf("least squares: %w", err)
+	}
+	beta := make([]float64, len(terms))
+	for j := range beta {
+		beta[j] = b.AtVec(j) / scale[j]
+	}
+	return beta, x, scale, nil
+}
+
+// fit fits obs by terms and fills coefficients, their covariance and intervals, fitted values
+// and R². The covariance is s²·(XᵀWX)⁻¹ with s² = Σ w_i r_i² / (n − p): σ is taken as a
+// relative weight and scaled to the residuals (so that intervals hold when the σ are right up
+// to a common factor).
+func (m *Model) fit(obs []Obs, terms []string) (*fitted, error) {
+	beta, xs, scale, err := m.solve(obs, terms)
+	if err != nil {
+		return nil, err
+	}
+	n, p := len(obs), len(terms)
+	f := &fitted{terms: terms, beta: beta, fit: make([]float64, n)}
+	var chi2 float64
+	ys, ws := make([]float64, n), make([]float64, n)
+	for i, o := range obs {
+		for j, t := range terms {
+			f.fit[i] += beta[j] * m.x(t, o.input())
+		}
+		w := 1 / (o.SigmaMs * o.SigmaMs)
+		r := o.FwdMs - f.fit[i]
+		chi2 += w * r * r
+		ys[i], ws[i] = o.FwdMs, w
+	}
+	dof := n - p
+	s2 := chi2 / float64(dof)
+	var xtx mat.SymDense
+	xtx.SymOuterK(1, xs.T())
+	var ch mat.Cholesky
+	if !ch.Factorize(&xtx) {
+		return nil, fmt.Errorf("terms %s: normal matrix not positive definite", strings.Join(terms, ", "))
+	}
+	var inv mat.SymDense
+	if err := ch.InverseTo(&inv); err != nil {
+		return nil, fmt.Errorf("terms %s: %w", strings.Join(terms, ", "), err)
+	}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(dof)}.Quantile(0.975)
+	f.cov = make([][]float64, p)
+	f.se, f.lo, f.hi = make([]float64, p), make([]float64, p), make([]float64, p)
+	for i := 0; i < p; i++ {
+		f.cov[i] = make([]float64, p)
+		for j := 0; j < p; j++ {
+			f.cov[i][j] = s2 * inv.At(i, j) / (scale[i] * scale[j])
+		}
+		f.se[i] = math.Sqrt(f.cov[i][i])
+		f.lo[i], f.hi[i] = beta[i]-t*f.se[i], beta[i]+t*f.se[i]
+	}
+	mean := stat.Mean(ys, ws)
+	var tss float64
+	for i := range ys {
+		tss += ws[i] * (ys[i] - mean) * (ys[i] - mean)
+	}
+	f.r2 = 1 - chi2/tss
+	if tss == 0 {
+		f.r2 = math.NaN()
+	}
+	return f, nil
+}
+
+// loo refits terms n times, each time without one cell, and records the left-out cell's
+// prediction, the weighted RMS of the left-out errors and the median and max relative error.
+func (m *Model) loo(obs []Obs, terms []string, f *fitted) error {
+	n := len(obs)
+	f.looPred = make([]float64, n)
+	rel := make([]float64, n)
+	var num, den float64
+	rest := make([]Obs, 0, n-1)
+	for i, o := range obs {
+		rest = append(rest[:0], obs[:i]...)
+		rest = append(rest, obs[i+1:]...)
+		beta, _, _, err := m.solve(rest, terms)
+		if err != nil {
+			return fmt.Errorf("without cell L=%d,B=%d: %w", o.SeqLen, o.Batch, err)
+		}
+		for j, t := range terms {
+			f.looPred[i] += beta[j] * m.x(t, o.input())
+		}
+		e := f.looPred[i] - o.FwdMs
+		w := 1 / (o.SigmaMs * o.SigmaMs)
+		num += w * e * e
+		den += w
+		rel[i] = math.Abs(e) / o.FwdMs
+	}
+	f.looRMS = math.Sqrt(num / den)
+	sort.Float64s(rel)
+	f.looMed = median(rel)
+	f.looMax = rel[n-1]
+	return nil
+}
+
+// rangeOf returns the measured range of obs and the L_max / L̄ ratio per batch size (median
+// over that batch size's cells, ascending batch).
+func rangeOf(obs []Obs) (Range, []RatioPoint) {
+	r := Range{MeanLen: [2]float64{math.Inf(1), 0}, Batch: [2]int{math.MaxInt, 0}}
+	by := map[int][]float64{}
+	for _, o := range obs {
+		r.MeanLen[0], r.MeanLen[1] = min(r.MeanLen[0], o.MeanLen), max(r.MeanLen[1], o.MeanLen)
+		r.Batch[0], r.Batch[1] = min(r.Batch[0], o.Batch), max(r.Batch[1], o.Batch)
+		by[o.Batch] = append(by[o.Batch], o.MaxLen/o.MeanLen)
+	}
+	var ratios []RatioPoint
+	for b, rs := range by {
+		sort.Float64s(rs)
+		ratios = append(ratios, RatioPoint{Batch: b, Ratio: median(rs)})
+	}
+	slices.SortFunc(ratios, func(a, b RatioPoint) int { return a.Batch - b.Batch })
+	return r, ratios
+}

@@ -1,0 +1,441 @@
+package latmodel
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/report"
+)
+
+// truth is a known cost model in ms per unit of each term's x (see the package doc): the
+// built-in engine's moe-30b-a3b profile at time scale 0.05 (fixed 2.1 ms, per_seq 15 µs,
+// kv_read 36.4 ns, kv_tail 18.2 ns, moe 48 layers × 3.5 µs, all × 0.05).
+var truth = map[string]float64{
+	TermFixed:  2.1 * 0.05,
+	TermPerSeq: 0.015 * 0.05,
+	TermKVRead: 36.4e-6 * 0.05,
+	TermKVTail: 18.2e-6 * 0.05,
+	TermMoE:    48 * 3.5e-3 * 0.05,
+}
+
+var (
+	lens    = []int{1000, 2000, 4000, 8000, 16000, 32000, 64000}
+	batches = []int{1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 32, 48, 64}
+	moe     = &Experts{Experts: 128, Active: 8}
+)
+
+const maxTokens = 100
+
+// ratio is a made-up L_max / L̄ growing with B, as ragged lengths do (1 at B = 1).
+func ratio(b int) float64 { return 1 + 0.8*math.Log(float64(b)) }
+
+// synthetic returns the default matrix's cells with fwd from the terms of truth named in
+// form, times (1 + rel·N(0,1)) with rel the relative noise, σ = rel·fwd (or 0.5 % when rel
+// is 0).
+func synthetic(form string, rel float64, rng *rand.Rand) []Obs {
+	m := &Model{MaxTokens: maxTokens, Experts: moe}
+	var obs []Obs
+	for _, l := range lens {
+		for _, b := range batches {
+			o := Obs{SeqLen: l, Batch: b, MeanLen: float64(l), MaxLen: float64(l) * ratio(b), Runs: 1}
+			for _, t := range formTerms(form) {
+				o.FwdMs += truth[t] * m.x(t, o.input())
+			}
+			s := rel
+			if s == 0 {
+				s = 0.005
+			}
+			o.SigmaMs = s * o.FwdMs
+			if rel > 0 {
+				o.FwdMs *= 1 + rel*rng.NormFloat64()
+			}
+			obs = append(obs, o)
+		}
+	}
+	return obs
+}
+
+const fullForm = "fixed+per_seq+kv_read+kv_tail+moe"
+
+// Without noise the fit is exact: every coefficient equals the truth to 1e-9 relative, the
+// leave-one-out errors vanish, and the full form is chosen (it is the only one with no error).
+func TestFitExactWithoutNoise(t *testing.T) {
+	m, err := Fit(synthetic(fullForm, 0, nil), FitOptions{MaxTokens: maxTokens, Experts: moe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Form != fullForm {
+		t.Fatalf("form %s, want %s", m.Form, fullForm)
+	}
+	for _, term := range m.Terms {
+		if got, want := term.Coef, truth[term.Name]; math.Abs(got-want) > 1e-9*want {
+			t.Errorf("%s = %.12g, want %.12g", term.Name, got, want)
+		}
+	}
+	if m.LOOMaxRel > 1e-9 || m.R2 < 1-1e-12 {
+		t.Errorf("LOO max %g, R² %.15f: want exact", m.LOOMaxRel, m.R2)
+	}
+	if m.N != 91 || m.DoF != 86 {
+		t.Errorf("cells %d dof %d, want 91 and 86", m.N, m.DoF)
+	}
+}
+
+// With 1 % Gaussian noise the 95 % intervals hold the truth about 95 % of the time: over 200
+// noisy replicas of the matrix, each coefficient's interval covers it in at least 90 % of
+// them (the binomial 95 % band at n = 200 is 92–98 %), and the form chosen with its intervals
+// recovers the truth in the first replica.
+func TestFitIntervalsCoverTheTruth(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const replicas = 200
+	covered := map[string]int{}
+	for r := 0; r < replicas; r++ {
+		opt := FitOptions{MaxTokens: maxTokens, Experts: moe, Forms: []string{fullForm}}
+		if r == 0 {
+			opt.Forms = nil // the first replica also chooses the form
+		}
+		m, err := Fit(synthetic(fullForm, 0.01, rng), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r == 0 && m.Form != fullForm {
+			t.Errorf("chose %s at 1 %% noise, want %s; candidates %+v", m.Form, fullForm, m.Candidates)
+		}
+		for _, term := range m.Terms {
+			if w := truth[term.Name]; term.Lo <= w && w <= term.Hi {
+				covered[term.Name]++
+			}
+		}
+	}
+	for _, name := range formTerms(fullForm) {
+		t.Logf("%s: interval covered the truth in %d of %d replicas", name, covered[name], replicas)
+		if c := covered[name]; c < replicas*90/100 {
+			t.Errorf("%s: interval covered the truth in %d of %d replicas, want ≥ 90 %%", name, c, replicas)
+		}
+	}
+}
+
+// A dense model (no moe term offered) with no tail: fixed + per_seq + kv_read, noise-free,
+// is recovered exactly, and forms that lack per_seq predict the cells worse.
+func TestFitDenseForm(t *testing.T) {
+	const form = "fixed+per_seq+kv_read"
+	m, err := Fit(synthetic(form, 0, nil), FitOptions{MaxTokens: maxTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, term := range m.Terms {
+		want := 0.0
+		if strings.Contains(form, term.Name) {
+			want = truth[term.Name]
+		}
+		if math.Abs(term.Coef-want) > 1e-9*truth[TermFixed] {
+			t.Errorf("%s = %.12g, want %.12g", term.Name, term.Coef, want)
+		}
+	}
+	for _, c := range m.Candidates {
+		if !strings.Contains(c.Form, TermPerSeq) && c.Rejected == "" && c.LOOMedianRel < 0.01 {
+			t.Errorf("%s without per_seq predicts within %.3g %%", c.Form, 100*c.LOOMedianRel)
+		}
+		if strings.Contains(c.Form, TermMoE) {
+			t.Errorf("moe form %s tried without experts", c.Form)
+		}
+	}
+}
+
+func wantCode(t *testing.T, err error, code exitcode.Code, substr string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want %q", substr)
+	}
+	if exitcode.Of(err) != code || !strings.Contains(err.Error(), substr) {
+		t.Fatalf("error %q (code %d), want code %d and %q", err, exitcode.Of(err), code, substr)
+	}
+}
+
+func TestFitBadInput(t *testing.T) {
+	opt := FitOptions{MaxTokens: maxTokens}
+	_, err := Fit(nil, opt)
+	wantCode(t, err, exitcode.InvalidConfig, "no measured cell")
+
+	one := synthetic("fixed+kv_read", 0, nil)[:1]
+	_, err = Fit(one, opt)
+	wantCode(t, err, exitcode.InvalidConfig, "1 cell(s), the smallest form needs 4")
+	if !errors.Is(err, ErrTooFewCells) {
+		t.Errorf("%v is not ErrTooFewCells", err)
+	}
+
+	nan := synthetic("fixed+kv_read", 0, nil)
+	nan[5].FwdMs = math.NaN()
+	nan[9].SigmaMs = 0
+	_, err = Fit(nan, opt)
+	wantCode(t, err, exitcode.InvalidConfig, "cell L=1000,B=6: fwd is NaN")
+	wantCode(t, err, exitcode.InvalidConfig, "cell L=1000,B=16: sigma is 0")
+
+	// One batch size only: per_seq and fixed cannot be told apart, kv_read and kv_tail
+	// neither; only fixed + kv_read remains, and it fits.
+	var oneB []Obs
+	for _, o := range synthetic("fixed+kv_read", 0, nil) {
+		if o.Batch == 4 {
+			oneB = append(oneB, o)
+		}
+	}
+	m, err := Fit(oneB, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Form != "fixed+kv_read" {
+		t.Errorf("form %s, want fixed+kv_read", m.Form)
+	}
+	for _, c := range m.Candidates {
+		if c.Form != "fixed+kv_read" && !strings.Contains(c.Rejected, "not separable") {
+			t.Errorf("%s: rejected %q, want not separable", c.Form, c.Rejected)
+		}
+	}
+
+	_, err = Fit(synthetic("fixed+kv_read", 0, nil), FitOptions{MaxTokens: maxTokens, Experts: &Experts{Experts: 8, Active: 9}})
+	wantCode(t, err, exitcode.InvalidConfig, "want 1 ≤ active ≤ experts")
+}
+
+func TestPredictRangeAndRoundTrip(t *testing.T) {
+	m, err := Fit(synthetic(fullForm, 0, nil), FitOptions{MaxTokens: maxTokens, Experts: moe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.json")
+	if err := m.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At a measured batch size the prediction is the truth at L_max = ratio(B)·L̄.
+	p, err := back.Predict(6000, 12, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{MeanLen: 6000, MaxLen: 6000 * ratio(12), Batch: 12}
+	var want float64
+	for _, term := range formTerms(fullForm) {
+		want += truth[term] * m.x(term, in)
+	}
+	if math.Abs(p.Ms-want) > 1e-9*want || p.Extrapolated {
+		t.Errorf("predict 6000,12 = %+v, want %.9g ms", p, want)
+	}
+
+	_, err = back.Predict(128000, 12, false)
+	wantCode(t, err, exitcode.InvalidConfig, "mean length 128000 not in the measured [1000, 64000] tokens")
+	if !errors.Is(err, ErrExtrapolation) {
+		t.Errorf("%v is not ErrExtrapolation", err)
+	}
+	p, err = back.Predict(2000, 128, true)
+	if err != nil || !p.Extrapolated || !strings.Contains(p.Why, "batch size 128 not in the measured [1, 64]") {
+		t.Errorf("extrapolated: %+v, %v", p, err)
+	}
+	_, err = back.Predict(math.NaN(), 4, true)
+	wantCode(t, err, exitcode.InvalidConfig, "got NaN")
+
+	// A broken file names the file and line; a bad schema is named.
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte("{\n\"schema\": \"genload.latmodel/v1\",\n  oops\n}"), 0o644)
+	_, err = ReadFile(bad)
+	wantCode(t, err, exitcode.InvalidConfig, "bad.json:3:")
+	os.WriteFile(bad, []byte(`{"schema": "genload.latmodel/v0", "form": "fixed"}`), 0o644)
+	_, err = ReadFile(bad)
+	wantCode(t, err, exitcode.InvalidConfig, `[schema] "genload.latmodel/v0", want "genload.latmodel/v1"`)
+}
+
+// scaled returns a copy of m with every coefficient (and interval) multiplied by f.
+func scaled(m *Model, f float64, runs string) *Model {
+	c := *m
+	c.Terms = append([]Term(nil), m.Terms...)
+	for i := range c.Terms {
+		c.Terms[i].Coef *= f
+	}
+	c.Runs = []string{runs}
+	return &c
+}
+
+func TestGateThresholds(t *testing.T) {
+	base, err := Fit(synthetic(fullForm, 0, nil), FitOptions{MaxTokens: maxTokens, Experts: moe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.Runs = []string{"base"}
+	th := Thresholds{MeanIncrease: 0.15, PointIncrease: 0.50}
+	grid := SharedGrid(base, base)
+	if len(grid) != 91 {
+		t.Fatalf("shared grid of %d points, want 91", len(grid))
+	}
+	// Every coefficient × 1.20: every point +20 %, the mean +20 % > 15 %: fail.
+	g, err := Gate(base, scaled(base, 1.20, "slow20"), grid, th, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Passed() || math.Abs(g.Mean-0.20) > 1e-9 || math.Abs(g.Max-0.20) > 1e-9 || exitcode.Of(g.Err()) != exitcode.ThresholdsFailed {
+		t.Errorf("×1.20: mean %g max %g passed %v err %v", g.Mean, g.Max, g.Passed(), g.Err())
+	}
+	// × 1.05: +5 % everywhere: pass.
+	if g, _ = Gate(base, scaled(base, 1.05, "slow05"), grid, th, false, false); !g.Passed() || g.Err() != nil {
+		t.Errorf("×1.05 failed: %v", g.Failed)
+	}
+	// Only the kv_read term × 3: long, large cells regress by more than 50 % while the mean
+	// over the grid may stay lower; the point threshold names the largest point.
+	c := scaled(base, 1, "kv")
+	c.Terms[2].Coef *= 3
+	g, _ = Gate(base, c, grid, Thresholds{MeanIncrease: 10, PointIncrease: 0.5}, false, false)
+	if g.Passed() || !strings.Contains(strings.Join(g.Failed, ";"), "B=64") || g.MaxAt.SeqLen != 64000 {
+		t.Errorf("kv ×3: %v at %+v", g.Failed, g.MaxAt)
+	}
+
+	// Different labels refuse unless allowed.
+	other := scaled(base, 1, "other")
+	other.Labels = map[string]any{"gpu_count": 8}
+	_, err = Gate(base, other, grid, th, false, false)
+	wantCode(t, err, exitcode.InvalidConfig, `labels {gpu_count=8}`)
+	if g, err = Gate(base, other, grid, th, true, false); err != nil || len(g.Warnings) != 1 {
+		t.Errorf("allowed mixed: %v, %v", err, g.Warnings)
+	}
+	// A grid beyond the measured range is refused, or flagged.
+	far := []GridPoint{{MeanLen: 128000, Batch: 8}}
+	_, err = Gate(base, other, far, th, true, false)
+	wantCode(t, err, exitcode.InvalidConfig, "outside the measured range")
+	if g, err = Gate(base, other, far, th, true, true); err != nil || !g.Points[0].Extrapolated {
+		t.Errorf("extrapolated gate: %v %+v", err, g)
+	}
+	_, err = Gate(base, other, nil, th, true, false)
+	wantCode(t, err, exitcode.InvalidConfig, "empty grid")
+}
+
+// run builds a results file's Run from observations (status ok, a per-forward figure whose
+// Theil–Sen twin agrees), with the given model and labels.
+func run(id, model string, labels map[string]any, obs []Obs) *report.Run {
+	cfg := config.Default()
+	r := &report.Run{Header: report.Header{RunID: id, Model: model, Labels: labels, Config: cfg, Schema: report.Schema}}
+	for _, o := range obs {
+		d := time.Duration(o.FwdMs * 1e6)
+		r.Cells = append(r.Cells, report.Cell{Status: report.StatusOK,
+			Lengths: report.Lengths{Target: o.SeqLen, Mean: o.MeanLen, Max: int(o.MaxLen)},
+			Figures: &measure.Figures{Sequences: o.Batch, Counted: o.Batch, PerForward: measure.Summary{N: o.Batch, Mean: d}, PerForwardFit: measure.Summary{N: o.Batch, Mean: d}}})
+		r.Cells[len(r.Cells)-1].Cell.SeqLen, r.Cells[len(r.Cells)-1].Cell.Batch = o.SeqLen, o.Batch
+	}
+	return r
+}
+
+func TestFromRuns(t *testing.T) {
+	obs := synthetic("fixed+per_seq+kv_read", 0, nil)
+	a := run("a", "m", map[string]any{"gpu_count": int64(8)}, obs)
+	// b repeats a, 2 % slower at every cell; JSON labels come back as float64.
+	slow := append([]Obs(nil), obs...)
+	for i := range slow {
+		slow[i].FwdMs *= 1.02
+	}
+	b := run("b", "m", map[string]any{"gpu_count": 8.0}, slow)
+	b.Cells[0].Status = report.StatusPartial
+	got, src, err := FromRuns([]*report.Run{a, b}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 91 || len(src.Excluded) != 1 || !strings.Contains(src.Excluded[0], "L=1000,B=1 in b: status partial") {
+		t.Fatalf("%d cells, excluded %v", len(got), src.Excluded)
+	}
+	// Cell L=1000,B=2: mean of x and 1.02x = 1.01x; s_rep = SD/√2 = (0.02x/√2)/√2 = 0.01x;
+	// σ = √((0.01x)² + (0.005·1.01x)²), to the nanosecond rounding of the durations.
+	o, x := got[1], obs[1].FwdMs
+	wantSigma := math.Hypot(0.01*x, 0.005*1.01*x)
+	if o.Runs != 2 || math.Abs(o.FwdMs-1.01*x) > 1e-6 || math.Abs(o.SigmaMs-wantSigma) > 1e-3*wantSigma {
+		t.Errorf("repeat cell %+v, want fwd %.6g σ %.6g", o, 1.01*x, wantSigma)
+	}
+	if got[0].Runs != 1 {
+		t.Errorf("the partial cell's repeat was used: %+v", got[0])
+	}
+
+	c := run("c", "other-model", nil, obs)
+	_, _, err = FromRuns([]*report.Run{a, c}, false)
+	wantCode(t, err, exitcode.InvalidConfig, `model "m", labels {gpu_count=8}, max_tokens 100: a; model "other-model", labels {}, max_tokens 100: c`)
+	if !errors.Is(err, ErrMixed) {
+		t.Errorf("%v is not ErrMixed", err)
+	}
+	if _, src, err = FromRuns([]*report.Run{a, c}, true); err != nil || len(src.Mixed) != 2 {
+		t.Errorf("allowed: %v %v", err, src)
+	}
+	c.Header.Config.MaxTokens = 50
+	_, _, err = FromRuns([]*report.Run{a, c}, true)
+	wantCode(t, err, exitcode.InvalidConfig, "different max_tokens (100 and 50)")
+
+	_, _, err = FromRuns(nil, false)
+	wantCode(t, err, exitcode.InvalidConfig, "no results file")
+	empty := run("e", "m", nil, nil)
+	_, _, err = FitRuns([]*report.Run{empty}, false, 0, FitOptions{})
+	wantCode(t, err, exitcode.InvalidConfig, "e: fit: no measured cell")
+}
+
+func TestPlotFiles(t *testing.T) {
+	m, err := Fit(synthetic(fullForm, 0, nil), FitOptions{MaxTokens: maxTokens, Experts: moe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := Plot(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Labels) != len(lens) || ch.Labels[0] != "L = 1000 tokens" {
+		t.Errorf("legend %v", ch.Labels)
+	}
+	png, svg, err := ch.Save(filepath.Join(t.TempDir(), "fit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{png, svg} {
+		if st, err := os.Stat(p); err != nil || st.Size() < 10000 {
+			t.Errorf("%s: %v (%d bytes)", p, err, st.Size())
+		}
+	}
+}
+
+func TestSplit(t *testing.T) {
+	obs := synthetic("fixed+kv_read", 0, nil)
+	fit, held := Split(obs, 2)
+	if len(fit) != 46 || len(held) != 45 || held[0].Batch != 2 || fit[1].Batch != 3 {
+		t.Errorf("split: %d fit, %d held, first held B=%d", len(fit), len(held), held[0].Batch)
+	}
+	m, err := Fit(fit, FitOptions{MaxTokens: maxTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := m.Check(held)
+	if err != nil || v.MaxRel > 1e-9 {
+		t.Errorf("noise-free held-out error %g, %v", v.MaxRel, err)
+	}
+}
+
+// Repeats: one value is itself; two, mean and SD/√2; three or more, the median and the
+// median's standard error from the MAD, so one disturbed run moves nothing.
+func TestRepeats(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		xs      []float64
+		fig, se float64
+	}{
+		{"one", []float64{2}, 2, 0},
+		// mean 2.1; SD = 0.2/√2 = 0.14142; /√2 = 0.1
+		{"two", []float64{2.0, 2.2}, 2.1, 0.1},
+		// median 1.01; |x − 1.01| = 0, 0.01, 8.99 → MAD 0.01; √(π/2)·1.4826·0.01/√3 = 0.010728
+		{"three, one disturbed", []float64{1.01, 1.0, 10}, 1.01, math.Sqrt(math.Pi/2) * 1.4826 * 0.01 / math.Sqrt(3)},
+		// median (1 + 2)/2 = 1.5; deviations 0.5, 0.5, 1.5, 2.5 → MAD 1.0
+		{"four", []float64{4, 1, 2, 0}, 1.5, math.Sqrt(math.Pi/2) * 1.4826 * 1.0 / 2},
+	} {
+		fig, se := repeats(tc.xs)
+		if math.Abs(fig-tc.fig) > 1e-12 || math.Abs(se-tc.se) > 1e-6 {
+			t.Errorf("%s: %g ± %g, want %g ± %g", tc.name, fig, se, tc.fig, tc.se)
+		}
+	}
+}

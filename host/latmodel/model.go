@@ -1,0 +1,406 @@
+// Package latmodel fits a latency model to a matrix of measured cells and evaluates it: the
+// per-forward decode latency of a batch as a function of its realised mean prompt length and
+// batch size, built from physically motivated cost terms, chosen among candidate forms by
+// leave-one-cell-out error, and written to a versioned JSON model file (schema
+// genload.latmodel/v1, see [Model]). [Gate] compares two fitted models on a grid of
+// (length, batch size) points for regression checks.
+//
+// # The cost terms
+//
+// One decode forward pass of a batch of B sequences whose prompts have mean length L̄ and
+// longest length L_max (tokens), each generating m = max_tokens tokens, costs
+//
+//	T(L̄, B) = Σ_j β_j · x_j(L̄, B)                                             [ms]
+//
+// with the terms x_j (a form is a subset of them; "fixed" and "kv_read" are in every form):
+//
+//	term      x_j                      β_j unit      where it comes from
+//	fixed     1                        ms            weights read once per step, launch and scheduler overhead
+//	per_seq   B                        ms/sequence   sampling, output processing, LM-head rows per sequence
+//	kv_read   B·(L̄ + m/2)              ns/token      every decode step reads each sequence's whole KV cache;
+//	                                                 the context grows from L to L + m over the decode, m/2 on average
+//	kv_tail   L_max + m/2              ns/token      the longest sequence's split-KV tail: the attention kernel ends
+//	                                                 when its longest sequence does
+//	moe       E·(1 − (1 − k/E)^B)      µs/expert     mixture of experts: the expected number of distinct experts of
+//	                                                 E that B tokens activate when each picks k uniformly; every
+//	                                                 activated expert's weights are read once per layer
+//
+// β are fitted by weighted least squares (gonum mat QR on column-scaled regressors), cells
+// weighted by 1/σ², σ being each cell's measured uncertainty (see [Obs]). Coefficients are
+// kept in ms per unit of x_j in the file; [Term.Display] converts to the unit above.
+package latmodel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/genload/genload/host/exitcode"
+)
+
+// Schema names the model file format; it changes when a field changes meaning.
+const Schema = "genload.latmodel/v1"
+
+// Term names (see the package documentation for each x_j).
+const (
+	TermFixed  = "fixed"
+	TermPerSeq = "per_seq"
+	TermKVRead = "kv_read"
+	TermKVTail = "kv_tail"
+	TermMoE    = "moe"
+)
+
+// termOrder is the order of terms in a form and in the model file.
+var termOrder = []string{TermFixed, TermPerSeq, TermKVRead, TermKVTail, TermMoE}
+
+// termInfo gives each term's display unit, the factor from ms per x-unit to it, and one line
+// of doc.
+var termInfo = map[string]struct {
+	unit  string
+	scale float64
+	doc   string
+}{
+	TermFixed:  {"ms", 1, "per forward pass, whatever the batch"},
+	TermPerSeq: {"ms/sequence", 1, "per sequence in the batch (× B)"},
+	TermKVRead: {"ns/token", 1e6, "per cached token read, summed over the batch (× B·(L̄ + m/2))"},
+	TermKVTail: {"ns/token", 1e6, "per token of the longest context (× L_max + m/2)"},
+	TermMoE:    {"µs/expert", 1e3, "per expected distinct expert activated (× E·(1 − (1 − k/E)^B))"},
+}
+
+// Experts describes a mixture-of-experts model for the moe term: Experts routed experts per
+// layer (E), Active of them per token (k), 1 ≤ k ≤ E.
+type Experts struct {
+	Experts int `json:"experts"`
+	Active  int `json:"active"`
+}
+
+// Distinct returns E·(1 − (1 − k/E)^B): the expected number of distinct experts B tokens
+// activate when each picks k of E uniformly and independently (an expert is missed by one token
+// with probability 1 − k/E, by all B with (1 − k/E)^B).
+func (e Experts) Distinct(batch float64) float64 {
+	E, k := float64(e.Experts), float64(e.Active)
+	return E * (1 - math.Pow(1-k/E, batch))
+}
+
+func (e *Experts) validate() error {
+	if e == nil {
+		return nil
+	}
+	if e.Experts < 1 || e.Active < 1 || e.Active > e.Experts {
+		return exitcode.Errorf(exitcode.InvalidConfig, "experts: want 1 ≤ active ≤ experts, got experts %d, active %d", e.Experts, e.Active)
+	}
+	return nil
+}
+
+// Input is what the model needs to know about a batch.
+type Input struct {
+	// MeanLen is the realised mean prompt length L̄, in tokens.
+	MeanLen float64 `json:"mean_len"`
+	// MaxLen is the longest prompt L_max, in tokens (0 in a prediction: the model's
+	// [Model.TailRatio] gives it).
+	MaxLen float64 `json:"max_len"`
+	// Batch is the batch size B, in sequences.
+	Batch int `json:"batch"`
+}
+
+// x returns the regressor of term for in (see the package documentation).
+func (m *Model) x(term string, in Input) float64 {
+	half := float64(m.MaxTokens) / 2
+	b := float64(in.Batch)
+	switch term {
+	case TermFixed:
+		return 1
+	case TermPerSeq:
+		return b
+	case TermKVRead:
+		return b * (in.MeanLen + half)
+	case TermKVTail:
+		return in.MaxLen + half
+	case TermMoE:
+		return m.Experts.Distinct(b)
+	}
+	panic("latmodel: unknown term " + term)
+}
+
+// Term is one fitted coefficient.
+type Term struct {
+	Name string `json:"name"`
+	// Coef is β in ms per unit of x (see the package documentation); SE its standard error
+	// and [Lo, Hi] its 95 % confidence interval (Student t with the fit's degrees of freedom).
+	Coef float64 `json:"coef_ms"`
+	SE   float64 `json:"se_ms"`
+	Lo   float64 `json:"ci95_lo_ms"`
+	Hi   float64 `json:"ci95_hi_ms"`
+	// Unit is the display unit of Display; Doc says what the term is.
+	Unit string `json:"unit"`
+	Doc  string `json:"doc"`
+}
+
+// Display returns the coefficient and its 95 % interval in the term's display unit (Unit).
+func (t Term) Display() (coef, lo, hi float64) {
+	s := termInfo[t.Name].scale
+	return t.Coef * s, t.Lo * s, t.Hi * s
+}
+
+// Obs is one measured cell as the fit uses it.
+type Obs struct {
+	// SeqLen and Batch are the cell's target L (tokens) and batch size B (sequences).
+	SeqLen int `json:"seq_len"`
+	Batch  int `json:"batch"`
+	// MeanLen and MaxLen are the realised mean and longest prompt lengths, in tokens
+	// (averaged over the runs the cell was measured in).
+	MeanLen float64 `json:"mean_len"`
+	MaxLen  float64 `json:"max_len"`
+	// Clamped is the number of prompts clamped to the length bounds (max over runs).
+	Clamped int `json:"clamped,omitempty"`
+	// Runs is the number of runs the cell was measured in.
+	Runs int `json:"runs"`
+	// FwdMs is the per-forward latency (the cell's mean per-forward figure; over repeats,
+	// the mean of two runs or the median of three or more), ms. SigmaMs is its uncertainty,
+	// ms:
+	//
+	//	σ = √(s_rep² + s_est² + (0.005·fwd)²)
+	//
+	// s_rep = the repeats' standard error (0 with one run; SD/√2 with two; with three or more
+	// √(π/2)·1.4826·MAD/√runs, the median's), s_est = the mean over runs of
+	// |mean per-forward − Theil–Sen per-forward| (how far the mean forward pass is from the
+	// typical one: stalls, a late first chunk), and a floor of 0.5 % for the timing jitter a
+	// single run does not show. The fit weights the cell by 1/σ².
+	FwdMs   float64 `json:"fwd_ms"`
+	SigmaMs float64 `json:"sigma_ms"`
+	// FittedMs, ResidualMs (fwd − fitted), LOOMs (predicted by the form fitted without this
+	// cell) and LOORel ((LOO − fwd)/fwd) are filled by the fit.
+	FittedMs   float64 `json:"fitted_ms"`
+	ResidualMs float64 `json:"residual_ms"`
+	LOOMs      float64 `json:"loo_ms"`
+	LOORel     float64 `json:"loo_rel"`
+}
+
+func (o Obs) input() Input { return Input{MeanLen: o.MeanLen, MaxLen: o.MaxLen, Batch: o.Batch} }
+
+// Candidate is one form tried, with its leave-one-cell-out figures; Rejected says why a form
+// was not eligible ("" when it was).
+type Candidate struct {
+	Form         string  `json:"form"`
+	LOOWeighted  float64 `json:"loo_weighted_rms"` // √(Σ w_i (fwd_i − loo_i)² / Σ w_i), ms
+	LOOMedianRel float64 `json:"loo_median_rel"`   // median |loo_i − fwd_i| / fwd_i
+	LOOMaxRel    float64 `json:"loo_max_rel"`      // max of the same
+	Rejected     string  `json:"rejected,omitempty"`
+}
+
+// RatioPoint is the measured L_max / L̄ at one batch size (median over the cells of that
+// batch size), used to predict the kv_tail term at a new point.
+type RatioPoint struct {
+	Batch int     `json:"batch"`
+	Ratio float64 `json:"ratio"`
+}
+
+// Range is the measured domain of the fit: realised mean lengths (tokens) and batch sizes.
+type Range struct {
+	MeanLen [2]float64 `json:"mean_len"`
+	Batch   [2]int     `json:"batch"`
+}
+
+// Model is a fitted latency model: the model file (JSON, schema genload.latmodel/v1).
+//
+//	{"schema": "genload.latmodel/v1", "created": …, "genload_version": …,
+//	 "model": served model, "labels": {…}, "max_tokens": m, "runs": [run ids],
+//	 "experts": {"experts": E, "active": k} | absent,
+//	 "form": "fixed+per_seq+kv_read", "terms": [Term…], "cov_ms2": p×p,
+//	 "cells": n, "dof": n − p, "r2": …, "loo_median_rel": …, "loo_max_rel": …,
+//	 "range": {…}, "tail_ratio": [{"batch": B, "ratio": L_max/L̄}…],
+//	 "candidates": [Candidate…], "observations": [Obs…]}
+type Model struct {
+	Schema  string    `json:"schema"`
+	Created time.Time `json:"created"`
+	Genload string    `json:"genload_version,omitempty"`
+	// Model is the served model name of the runs; Labels their [labels] (nil: none).
+	Model  string         `json:"model"`
+	Labels map[string]any `json:"labels,omitempty"`
+	// Mixed lists the (model, labels, max_tokens) groups fitted together when runs of
+	// different groups were allowed to mix; empty otherwise.
+	Mixed []string `json:"mixed,omitempty"`
+	// MaxTokens is the max_tokens m of the runs (the kv terms' context growth).
+	MaxTokens int `json:"max_tokens"`
+	// Runs are the run ids fitted; Engine the built-in engine's description when it was the
+	// target (from the first run's header).
+	Runs   []string       `json:"runs"`
+	Engine map[string]any `json:"engine,omitempty"`
+	// Experts is the mixture-of-experts shape given to the fit (nil: no moe term tried).
+	Experts *Experts `json:"experts,omitempty"`
+	// Form is the chosen form, its terms joined by "+"; Terms the coefficients in that order;
+	// Cov their covariance matrix (ms² per unit²), Cov[i][j].
+	Form  string      `json:"form"`
+	Terms []Term      `json:"terms"`
+	Cov   [][]float64 `json:"cov_ms2"`
+	// N is the number of cells fitted and DoF = N − len(Terms).
+	N   int `json:"cells"`
+	DoF int `json:"dof"`
+	// R2 is the weighted coefficient of determination, 1 − Σw(y−ŷ)² / Σw(y−ȳ_w)².
+	R2 float64 `json:"r2"`
+	// LOOMedianRel and LOOMaxRel are the chosen form's leave-one-cell-out median and max
+	// relative error |ŷ_(−i) − y_i| / y_i.
+	LOOMedianRel float64      `json:"loo_median_rel"`
+	LOOMaxRel    float64      `json:"loo_max_rel"`
+	Range        Range        `json:"range"`
+	TailRatio    []RatioPoint `json:"tail_ratio"`
+	Candidates   []Candidate  `json:"candidates"`
+	Obs          []Obs        `json:"observations"`
+	// Excluded are the cells of the runs not fitted, each with its reason.
+	Excluded []string `json:"excluded,omitempty"`
+}
+
+// formTerms returns the term names of a form string ("fixed+per_seq+kv_read").
+func formTerms(form string) []string { return strings.Split(form, "+") }
+
+// GroupKey is the identity of the runs a model may be fitted to together and compared with:
+// served model, labels and max_tokens.
+func GroupKey(model string, labels map[string]any, maxTokens int) string {
+	return fmt.Sprintf("model %q, labels {%s}, max_tokens %d", model, LabelString(labels), maxTokens)
+}
+
+// LabelString writes labels sorted by key as "k=v, k=v" (strings quoted); "" for none.
+// Numbers read back from JSON (float64) print as the integers they were written as.
+func LabelString(labels map[string]any) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		switch v := labels[k].(type) {
+		case string:
+			parts[i] = fmt.Sprintf("%s=%q", k, v)
+		default:
+			parts[i] = fmt.Sprintf("%s=%v", k, v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Key is the model's GroupKey.
+func (m *Model) Key() string { return GroupKey(m.Model, m.Labels, m.MaxTokens) }
+
+// maxLenRatio returns L_max / L̄ at batch: the measured ratio at that batch size, else
+// interpolated linearly in log B between the two nearest measured batch sizes, else the ratio
+// of the nearest one (outside the measured range, which Predict flags).
+func (m *Model) maxLenRatio(batch int) float64 {
+	r := m.TailRatio
+	if len(r) == 0 {
+		return 1
+	}
+	i := sort.Search(len(r), func(i int) bool { return r[i].Batch >= batch })
+	switch {
+	case i < len(r) && r[i].Batch == batch:
+		return r[i].Ratio
+	case i == 0:
+		return r[0].Ratio
+	case i == len(r):
+		return r[len(r)-1].Ratio
+	}
+	a, b := r[i-1], r[i]
+	t := (math.Log(float64(batch)) - math.Log(float64(a.Batch))) / (math.Log(float64(b.Batch)) - math.Log(float64(a.Batch)))
+	return a.Ratio + t*(b.Ratio-a.Ratio)
+}
+
+// Prediction is the model's latency at one point.
+type Prediction struct {
+	Input
+	// Ms is the predicted per-forward latency; SEMs its standard error from the
+	// coefficients' covariance (√(xᵀ Cov x)), ms.
+	Ms   float64 `json:"ms"`
+	SEMs float64 `json:"se_ms"`
+	// Extrapolated reports that the point lies outside the measured Range; Why says where.
+	Extrapolated bool   `json:"extrapolated,omitempty"`
+	Why          string `json:"why,omitempty"`
+}
+
+// ErrExtrapolation is wrapped by Predict's error for a point outside the measured range.
+var ErrExtrapolation = errors.New("outside the measured range")
+
+// Predict returns the per-forward latency at mean prompt length meanLen (tokens) and batch
+// size batch. L_max is meanLen × [Model.TailRatio] at batch. A point outside [Model.Range] is
+// an error wrapping ErrExtrapolation (carrying exitcode.InvalidConfig) unless extrapolate is
+// set, when it is returned flagged. Non-finite or non-positive inputs are errors.
+func (m *Model) Predict(meanLen float64, batch int, extrapolate bool) (Prediction, error) {
+	if math.IsNaN(meanLen) || math.IsInf(meanLen, 0) || meanLen <= 0 {
+		return Prediction{}, exitcode.Errorf(exitcode.InvalidConfig, "predict: mean prompt length must be a positive number of tokens, got %v", meanLen)
+	}
+	if batch < 1 {
+		return Prediction{}, exitcode.Errorf(exitcode.InvalidConfig, "predict: batch size must be ≥ 1, got %d", batch)
+	}
+	in := Input{MeanLen: meanLen, Batch: batch, MaxLen: meanLen * m.maxLenRatio(batch)}
+	p := Prediction{Input: in}
+	var why []string
+	if meanLen < m.Range.MeanLen[0]*(1-1e-9) || meanLen > m.Range.MeanLen[1]*(1+1e-9) {
+		why = append(why, fmt.Sprintf("mean length %g not in the measured [%g, %g] tokens", meanLen, m.Range.MeanLen[0], m.Range.MeanLen[1]))
+	}
+	if batch < m.Range.Batch[0] || batch > m.Range.Batch[1] {
+		why = append(why, fmt.Sprintf("batch size %d not in the measured [%d, %d]", batch, m.Range.Batch[0], m.Range.Batch[1]))
+	}
+	if len(why) > 0 {
+		p.Extrapolated, p.Why = true, strings.Join(why, "; ")
+		if !extrapolate {
+			return p, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("predict L̄=%g B=%d: %w: %s", meanLen, batch, ErrExtrapolation, p.Why))
+		}
+	}
+	x := make([]float64, len(m.Terms))
+	for i, t := range m.Terms {
+		x[i] = m.x(t.Name, in)
+		p.Ms += t.Coef * x[i]
+	}
+	var v float64
+	for i := range x {
+		for j := range x {
+			if i < len(m.Cov) && j < len(m.Cov[i]) {
+				v += x[i] * m.Cov[i][j] * x[j]
+			}
+		}
+	}
+	p.SEMs = math.Sqrt(max(v, 0))
+	return p, nil
+}
+
+// Validate checks a model read from a file: schema, a known form whose terms match Terms,
+// finite coefficients, a covariance of the right shape, a range, and Experts for a moe term.
+func (m *Model) Validate() error {
+	var errs []error
+	if m.Schema != Schema {
+		errs = append(errs, fmt.Errorf("[schema] %q, want %q", m.Schema, Schema))
+	}
+	names := formTerms(m.Form)
+	if len(names) != len(m.Terms) {
+		errs = append(errs, fmt.Errorf("[form] %q has %d terms, [terms] %d", m.Form, len(names), len(m.Terms)))
+	}
+	for i, t := range m.Terms {
+		if _, ok := termInfo[t.Name]; !ok {
+			errs = append(errs, fmt.Errorf("[terms] %d: unknown term %q (known: %s)", i, t.Name, strings.Join(termOrder, ", ")))
+		} else if i < len(names) && names[i] != t.Name {
+			errs = append(errs, fmt.Errorf("[terms] %d is %q, [form] says %q", i, t.Name, names[i]))
+		}
+		if math.IsNaN(t.Coef) || math.IsInf(t.Coef, 0) {
+			errs = append(errs, fmt.Errorf("[terms] %s: coefficient %v", t.Name, t.Coef))
+		}
+		if t.Name == TermMoE && m.Experts == nil {
+			errs = append(errs, errors.New("[terms] moe without [experts]"))
+		}
+	}
+	if len(m.Cov) != len(m.Terms) || slices.ContainsFunc(m.Cov, func(r []float64) bool { return len(r) != len(m.Terms) }) {
+		errs = append(errs, fmt.Errorf("[cov_ms2] must be %d×%d", len(m.Terms), len(m.Terms)))
+	}
+	if err := m.Experts.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if !(m.Range.MeanLen[0] > 0 && m.Range.MeanLen[1] >= m.Range.MeanLen[0] && m.Range.Batch[0] >= 1 && m.Range.Batch[1] >= m.Range.Batch[0]) {
+		errs = append(errs, fmt.Errorf("[range] %v is not a range", m.Range))
+	}
+	if m.MaxTokens < 1 {
+		errs = append(errs, fmt.Errorf("[max_tokens] must be ≥ 1, got %d", m.MaxTokens))
+	}
+	return exitcode.With(exitcode.InvalidConfig, errors.Join(errs...))
+}
