@@ -162,8 +162,9 @@ func TestOnlyPluginImportsWazero(t *testing.T) {
 // engineMayImport lists the module's packages the built-in engine may depend on: it is a
 // server, so it shares leaf helpers with the client but none of the client's packages.
 var engineMayImport = map[string]string{
-	"host/internal/jsonenc": "the JSON string encoder both sides share (a leaf)",
-	"host/exitcode":         "process exit codes (a leaf)",
+	"host/internal/jsonenc":  "the JSON string encoder both sides share (a leaf)",
+	"host/internal/jsonscan": "the in-place JSON reader both sides share (a leaf)",
+	"host/exitcode":          "process exit codes (a leaf)",
 }
 
 func TestEngineImportsNoClientPackage(t *testing.T) {
