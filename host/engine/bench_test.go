@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,5 +214,34 @@ func BenchmarkSmallCellTiming(b *testing.B) {
 		e.metrics.mu.Unlock()
 		b.ReportMetric(took.Seconds()/intended, "wall/intended")
 		b.ReportMetric(intended*1e3/100, "intended-ms/step")
+	}
+}
+
+// BenchmarkParseTextPrompt parses a body whose prompt is one 1 MB string with an escape
+// every 64 bytes (the strict string reader: control characters, escapes through
+// encoding/json).
+func BenchmarkParseTextPrompt(b *testing.B) {
+	body := []byte(`{"prompt":"` + strings.Repeat(strings.Repeat("x", 62)+`\n`, 1<<14) + `","max_tokens":16}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		req, err := parseCompletion(body)
+		if err != nil || len(req.texts) != 1 || len(req.texts[0]) != 63<<14 {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseTextPromptPlain is BenchmarkParseTextPrompt without escapes (the string is
+// taken as it stands).
+func BenchmarkParseTextPromptPlain(b *testing.B) {
+	body := []byte(`{"prompt":"` + strings.Repeat("x", 1<<20) + `","max_tokens":16}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		req, err := parseCompletion(body)
+		if err != nil || len(req.texts) != 1 || len(req.texts[0]) != 1<<20 {
+			b.Fatal(err)
+		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 // Start), and Close it.
 type Engine struct {
 	cfg     Config
+	wire    dialect // cfg's wire behaviour (wireFor)
 	profile Profile
 	tok     Tokenizer
 	vocab   vocab
@@ -68,7 +69,7 @@ func New(cfg Config, tok Tokenizer) (*Engine, error) {
 		tok = byteTokenizer{}
 	}
 	e := &Engine{
-		cfg: cfg, profile: prof, tok: tok, vocab: buildVocab(tok),
+		cfg: cfg, wire: wireFor(cfg), profile: prof, tok: tok, vocab: buildVocab(tok),
 		metrics: newMetrics(),
 		created: time.Now().Unix(), startedAt: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}),
@@ -152,7 +153,7 @@ func (e *Engine) Close() error {
 // WriteMetrics writes what GET /metrics serves without quirks (the dialect's metrics and the
 // genload_engine_* truth), also when Quirks.NoMetrics hides the endpoint from clients.
 func (e *Engine) WriteMetrics(w io.Writer) {
-	e.metrics.write(w, e.cfg.Dialect, e.cfg.ModelName, e.cfg.TimeScale, false, false)
+	e.metrics.write(w, &e.wire, e.cfg.ModelName, e.cfg.TimeScale, false, false)
 }
 
 // ResetPrefixCache drops every unreferenced prefix-cache block (as POST /reset_prefix_cache).

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,27 +8,10 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/genload/genload/host/internal/logtest"
 )
-
-// lockedBuffer is a goroutine-safe step-log sink.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // newTestEngine starts an engine with no sleeping (TimeScale 0) behind an httptest server.
 func newTestEngine(t *testing.T, mod func(*Config)) (*Engine, *httptest.Server) {
@@ -399,23 +380,9 @@ type stepLine struct {
 func parseSteps(t *testing.T, log string) []stepLine {
 	t.Helper()
 	var out []stepLine
-	sc := bufio.NewScanner(strings.NewReader(log))
-	for sc.Scan() {
-		var s stepLine
-		for _, f := range strings.Fields(sc.Text()) {
-			k, v, _ := strings.Cut(f, "=")
-			switch k {
-			case "decode":
-				s.decode, _ = strconv.Atoi(v)
-			case "prefill_tokens":
-				s.prefill, _ = strconv.Atoi(v)
-			case "experts":
-				s.experts, _ = strconv.Atoi(v)
-			case "fwd_ms":
-				s.fwdMs, _ = strconv.ParseFloat(v, 64)
-			}
-		}
-		out = append(out, s)
+	for _, l := range logtest.Lines(log) {
+		out = append(out, stepLine{decode: l.Int(t, "decode"), prefill: l.Int(t, "prefill_tokens"),
+			experts: l.Int(t, "experts"), fwdMs: l.Float(t, "fwd_ms")})
 	}
 	return out
 }
@@ -437,7 +404,7 @@ func idList(first, n int) string {
 // decodeCost runs one request and returns the mean simulated duration of its pure decode
 // steps and the mean distinct experts per decode step.
 func decodeCost(t *testing.T, profile string, prompts []string) (ms, experts float64) {
-	log := &lockedBuffer{}
+	log := &logtest.LockedBuffer{}
 	_, srv := newTestEngine(t, func(c *Config) { c.Profile = profile; c.StepLog = log })
 	resp, body := post(t, srv.URL+"/v1/completions", `{"prompt":[`+strings.Join(prompts, ",")+`],"max_tokens":20,"ignore_eos":true,"temperature":0}`)
 	if resp.StatusCode != 200 {
@@ -491,7 +458,7 @@ func TestRaggedBatchCostsMoreThanUniform(t *testing.T) {
 }
 
 func TestPrefixCacheShortensTTFT(t *testing.T) {
-	log := &lockedBuffer{}
+	log := &logtest.LockedBuffer{}
 	_, srv := newTestEngine(t, func(c *Config) { c.StepLog = log; c.Profile = "dense-8b" })
 	body := `{"prompt":` + idList(7, 1000) + `,"max_tokens":1,"ignore_eos":true}`
 	ttft := func() (float64, int) {

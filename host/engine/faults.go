@@ -128,51 +128,10 @@ func (e *Engine) statusError(status int) (typ, msg string) {
 	if msg == "" {
 		msg = "Error"
 	}
-	switch e.cfg.Dialect {
-	case DialectLlamaCpp:
-		switch status {
-		case 400:
-			return "invalid_request_error", msg
-		case 401:
-			return "authentication_error", msg
-		case 404:
-			return "not_found_error", msg
-		case 501:
-			return "not_supported_error", msg
-		case 503:
-			return "unavailable_error", "Loading model"
-		}
-		return "server_error", msg
-	case DialectTGI:
-		switch status {
-		case 429:
-			return "overloaded", "Model is overloaded"
-		case 422, 400:
-			return "validation", msg
-		case 424:
-			return "generation", "Request failed during generation"
-		case 503:
-			return "unhealthy", "unhealthy"
-		}
-		return "incomplete_generation", msg
-	case DialectSGLang:
-		if status == 503 {
-			return "SERVICE_UNAVAILABLE", "The request queue is full."
-		}
+	if typ, m, ok := e.wire.statusError(status, msg); ok {
+		return typ, m
 	}
-	switch status {
-	case 400:
-		return "BadRequestError", msg
-	case 404:
-		return "NotFoundError", msg
-	case 429:
-		return "RateLimitError", msg
-	case 501:
-		return "NotImplementedError", msg
-	case 503:
-		return "ServiceUnavailableError", msg
-	}
-	return "InternalServerError", msg
+	return openAIStatusError(status, msg)
 }
 
 // loading reports whether the engine still answers 503 "Loading model".
@@ -183,7 +142,7 @@ func (e *Engine) loading() bool {
 // withLoading wraps h with the loading-state 503.
 func (e *Engine) withLoading(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if e.loading() && !(e.cfg.Dialect == DialectLlamaCpp && r.URL.Path == "/v1/models") {
+		if e.loading() && !(e.wire.loadingModels && r.URL.Path == "/v1/models") {
 			typ, _ := e.statusError(503)
 			e.writeError(w, http.StatusServiceUnavailable, typ, "Loading model", "")
 			return

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -51,46 +50,9 @@ func (e *Engine) writeError(w http.ResponseWriter, status int, typ, msg, param s
 	w.Write(e.errorBody(status, typ, msg, param))
 }
 
-// errorBody returns the dialect's error JSON (also used for in-stream errors).
+// errorBody returns the dialect's error JSON (dialect.appendError).
 func (e *Engine) errorBody(status int, typ, msg, param string) []byte {
-	var b []byte
-	switch e.cfg.Dialect {
-	case DialectSGLang:
-		b = append(b, `{"object":"error","message":`...)
-		b = jsonenc.AppendString(b, msg)
-		b = append(b, `,"type":`...)
-		b = jsonenc.AppendString(b, typ)
-		b = append(b, `,"param":`...)
-		b = appendNullableString(b, param)
-		b = append(b, `,"code":`...)
-		b = strconv.AppendInt(b, int64(status), 10)
-		b = append(b, '}')
-	case DialectLlamaCpp:
-		b = append(b, `{"error":{"code":`...)
-		b = strconv.AppendInt(b, int64(status), 10)
-		b = append(b, `,"message":`...)
-		b = jsonenc.AppendString(b, msg)
-		b = append(b, `,"type":`...)
-		b = jsonenc.AppendString(b, typ)
-		b = append(b, `}}`...)
-	case DialectTGI:
-		b = append(b, `{"error":`...)
-		b = jsonenc.AppendString(b, msg)
-		b = append(b, `,"error_type":`...)
-		b = jsonenc.AppendString(b, typ)
-		b = append(b, '}')
-	default:
-		b = append(b, `{"error":{"message":`...)
-		b = jsonenc.AppendString(b, msg)
-		b = append(b, `,"type":`...)
-		b = jsonenc.AppendString(b, typ)
-		b = append(b, `,"param":`...)
-		b = appendNullableString(b, param)
-		b = append(b, `,"code":`...)
-		b = strconv.AppendInt(b, int64(status), 10)
-		b = append(b, `}}`...)
-	}
-	return b
+	return e.wire.appendError(nil, status, typ, msg, param)
 }
 
 func appendNullableString(b []byte, s string) []byte {
@@ -101,25 +63,14 @@ func appendNullableString(b []byte, s string) []byte {
 }
 
 func (e *Engine) badRequest(w http.ResponseWriter, msg, param string) {
-	typ := "BadRequestError"
-	switch e.cfg.Dialect {
-	case DialectLlamaCpp:
-		typ = "invalid_request_error"
-	case DialectTGI:
-		typ = "validation"
-	}
-	status := http.StatusBadRequest
-	if e.cfg.Dialect == DialectTGI {
-		status = http.StatusUnprocessableEntity
-	}
-	e.writeError(w, status, typ, msg, param)
+	e.writeError(w, e.wire.badStatus, e.wire.badType, msg, param)
 }
 
 // handleModels serves GET /v1/models.
 func (e *Engine) handleModels(w http.ResponseWriter, r *http.Request) {
-	owner := map[string]string{DialectVLLM: "vllm", DialectSGLang: "sglang", DialectLlamaCpp: "llamacpp", DialectTGI: "tgi"}[e.cfg.Dialect]
+	owner := e.wire.owner
 	created := e.created
-	if e.cfg.Dialect == DialectTGI {
+	if e.wire.createdZero {
 		created = 0
 	}
 	card := map[string]any{
@@ -132,7 +83,7 @@ func (e *Engine) handleModels(w http.ResponseWriter, r *http.Request) {
 			"organization": "*", "group": nil, "is_blocking": false,
 		}},
 	}
-	if e.cfg.Quirks.NoModelLen {
+	if !e.wire.modelLen {
 		delete(card, "max_model_len")
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{card}})
@@ -151,8 +102,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // handleHealth serves GET /health: 200 with an empty body (llama.cpp: {"status":"ok"}).
 func (e *Engine) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if e.cfg.Dialect == DialectLlamaCpp {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	if e.wire.healthBody != nil {
+		writeJSON(w, http.StatusOK, e.wire.healthBody)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
@@ -160,12 +111,12 @@ func (e *Engine) handleHealth(w http.ResponseWriter, r *http.Request) {
 
 // handleMetrics serves GET /metrics in Prometheus text format.
 func (e *Engine) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	if e.cfg.Quirks.NoMetrics {
+	if e.wire.noMetrics {
 		http.NotFound(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	e.metrics.write(w, e.cfg.Dialect, e.cfg.ModelName, e.cfg.TimeScale, e.cfg.Quirks.LateHistogram, e.cfg.Quirks.HideTruth)
+	e.metrics.write(w, &e.wire, e.cfg.ModelName, e.cfg.TimeScale, e.wire.lateHistogram, e.wire.hideTruth)
 }
 
 // handleResetPrefixCache serves POST /reset_prefix_cache.
@@ -208,28 +159,7 @@ func (e *Engine) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	if ids == nil {
 		ids = []int32{}
 	}
-	switch e.cfg.Dialect {
-	case DialectLlamaCpp:
-		writeJSON(w, http.StatusOK, map[string]any{"tokens": ids})
-	case DialectTGI:
-		out := make([]map[string]any, len(ids))
-		for i, id := range ids {
-			out[i] = map[string]any{"id": id, "text": e.tok.Decode([]int32{id}, false), "start": 0, "stop": 0}
-		}
-		writeJSON(w, http.StatusOK, out)
-	case DialectSGLang:
-		writeJSON(w, http.StatusOK, map[string]any{"tokens": ids, "count": len(ids), "max_model_len": e.cfg.MaxModelLen})
-	default:
-		var strs any
-		if in.ReturnTokenStrs {
-			s := make([]string, len(ids))
-			for i, id := range ids {
-				s[i] = e.tok.Decode([]int32{id}, false)
-			}
-			strs = s
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"count": len(ids), "max_model_len": e.cfg.MaxModelLen, "tokens": ids, "token_strs": strs})
-	}
+	writeJSON(w, http.StatusOK, e.wire.tokenize(e, ids, in.ReturnTokenStrs))
 }
 
 // handleDetokenize serves POST /detokenize: {tokens} → {prompt} (SGLang {text}, llama.cpp
@@ -247,11 +177,7 @@ func (e *Engine) handleDetokenize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := e.tok.Decode(in.Tokens, true)
-	key := map[string]string{DialectSGLang: "text", DialectLlamaCpp: "content"}[e.cfg.Dialect]
-	if key == "" {
-		key = "prompt"
-	}
-	writeJSON(w, http.StatusOK, map[string]string{key: text})
+	writeJSON(w, http.StatusOK, map[string]string{e.wire.detokenizeKey: text})
 }
 
 // isJSONContentType accepts a missing Content-Type or any JSON media type.

@@ -48,12 +48,12 @@ func (e *Engine) tokenID(vi int32) int32 {
 // top_logprobs hold max(k, 1) entries, the sampled token first; text_offset counts
 // characters from the start of the choice's text (echoed prompt included).
 func (e *Engine) appendLogprobs(b []byte, k int, c *choiceState) []byte {
-	if k < 0 || e.cfg.Dialect == DialectTGI {
+	if k < 0 || e.wire.logprobs == lpNone {
 		return append(b, "null"...)
 	}
 	top := max(k, 1)
 	pos0 := c.tokens - len(c.toks) // output position of the first pending token
-	if e.cfg.Dialect == DialectLlamaCpp {
+	if e.wire.logprobs == lpChat {
 		entry := func(b []byte, vi int32, lp float64) []byte {
 			t := e.tokenText(vi)
 			b = append(b, `{"id":`...)

@@ -201,9 +201,58 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 	m.mu.Unlock()
 }
 
+// promWriter writes Prometheus text series of one dialect: its labels on every series,
+// histograms without observations left out when lateHist (a labelled Prometheus client
+// histogram has no series before its first observation).
+type promWriter struct {
+	w        *bufio.Writer
+	labels   string // without braces
+	lateHist bool
+}
+
+func (p *promWriter) printf(format string, args ...any) { fmt.Fprintf(p.w, format, args...) }
+
+func (p *promWriter) typed(name, typ, help string) {
+	fmt.Fprintf(p.w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+func (p *promWriter) gauge(name, help string, v float64) {
+	p.typed(name, "gauge", help)
+	fmt.Fprintf(p.w, "%s%s %s\n", name, braces(p.labels), fmtFloat(v))
+}
+
+func (p *promWriter) counter(name, help string, v float64) {
+	p.typed(name, "counter", help)
+	fmt.Fprintf(p.w, "%s%s %s\n", name, braces(p.labels), fmtFloat(v))
+}
+
+func (p *promWriter) hist(name, help string, h *histogram) {
+	p.typed(name, "histogram", help)
+	if p.lateHist && h.n == 0 {
+		return
+	}
+	h.write(p.w, name, p.labels)
+}
+
+// sub writes a second labelled series of one histogram family.
+func (p *promWriter) sub(h *histogram, name, labels string) {
+	if p.lateHist && h.n == 0 {
+		return
+	}
+	h.write(p.w, name, labels)
+}
+
+// ratio is a / b, 0 when b is 0.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
 // write renders the metrics in Prometheus text exposition format 0.0.4, in the names of
-// dialect (with lateHist, histograms without observations have no series),
-// followed by the engine's own truth in every dialect:
+// dialect d (dialect.writeMetrics; with lateHist, histograms without observations have no
+// series), followed, unless hideTruth, by the engine's own truth in every dialect:
 //
 //	genload_engine_steps_total                    engine steps (forward passes)
 //	genload_engine_decode_steps_total             steps without prefill tokens
@@ -213,119 +262,12 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 //	genload_engine_decode_step_duration_seconds   wall duration of decode-only steps
 //	genload_engine_step_simulated_seconds         unscaled cost-model duration of every step
 //	genload_engine_time_scale                     wall seconds per simulated second
-func (m *metrics) write(out io.Writer, dialect, model string, timeScale float64, lateHist, hideTruth bool) {
+func (m *metrics) write(out io.Writer, d *dialect, model string, timeScale float64, lateHist, hideTruth bool) {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	labels := ""
-	switch dialect {
-	case DialectVLLM:
-		labels = `model_name="` + model + `",engine="0"`
-	case DialectSGLang:
-		labels = `model_name="` + model + `"`
-	}
-	l := braces(labels)
-	typed := func(name, typ, help string) {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-	}
-	gauge := func(name, help string, v float64) {
-		typed(name, "gauge", help)
-		fmt.Fprintf(w, "%s%s %s\n", name, l, fmtFloat(v))
-	}
-	counter := func(name, help string, v float64) {
-		typed(name, "counter", help)
-		fmt.Fprintf(w, "%s%s %s\n", name, l, fmtFloat(v))
-	}
-	hist := func(name, help string, h *histogram) {
-		typed(name, "histogram", help)
-		if lateHist && h.n == 0 {
-			return // a labelled Prometheus histogram has no series before its first observation
-		}
-		h.write(w, name, labels)
-	}
-	sub := func(h *histogram, name, labels string) { // a second labelled series of one family
-		if lateHist && h.n == 0 {
-			return
-		}
-		h.write(w, name, labels)
-	}
-	ratio := func(a, b float64) float64 {
-		if b == 0 {
-			return 0
-		}
-		return a / b
-	}
-	switch dialect {
-	case DialectVLLM:
-		gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(m.running))
-		gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(m.waiting))
-		gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kvUsed)
-		counter("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.", float64(m.preemptions.Load()))
-		counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", float64(m.promptTok))
-		counter("vllm:generation_tokens_total", "Number of generation tokens processed.", float64(m.genTok))
-		counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", float64(m.prefixQueries.Load()))
-		counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", float64(m.prefixHits.Load()))
-		counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local prefix cache hits).", float64(m.prefixHits.Load()))
-		typed("vllm:request_success_total", "counter", "Count of successfully processed requests.")
-		for _, r := range []string{"length", "stop"} {
-			fmt.Fprintf(w, "vllm:request_success_total{%s,finished_reason=%q} %d\n", labels, r, m.success[r])
-		}
-		hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", m.iterTok)
-		hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m.ttft)
-		hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", m.itl)
-		hist("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", m.tpot)
-		hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", m.e2e)
-		hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", m.queue)
-		counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", float64(m.specDrafts.Load()))
-		counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", float64(m.specDraftTok.Load()))
-		counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", float64(m.specAccepted.Load()))
-	case DialectSGLang:
-		gauge("sglang:num_running_reqs", "The number of running requests.", float64(m.running))
-		gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", float64(m.waiting))
-		gauge("sglang:num_used_tokens", "The number of used tokens.", float64(m.kvTokens))
-		gauge("sglang:token_usage", "The token usage.", m.kvUsed)
-		gauge("sglang:cache_hit_rate", "The prefix cache hit rate.", ratio(float64(m.prefixHits.Load()), float64(m.prefixQueries.Load())))
-		gauge("sglang:gen_throughput", "The generation throughput (token/s).", ratio(float64(m.genTok), m.stepWallS))
-		acc := ratio(float64(m.specAccepted.Load()), float64(m.specDraftTok.Load()))
-		gauge("sglang:spec_accept_rate", "The speculative acceptance rate.", acc)
-		gauge("sglang:spec_accept_length", "The average acceptance length of speculative decoding.", 1+ratio(float64(m.specAccepted.Load()), float64(m.specDrafts.Load())))
-		counter("sglang:prompt_tokens_total", "Number of prefill tokens processed.", float64(m.promptTok))
-		counter("sglang:generation_tokens_total", "Number of generation tokens processed.", float64(m.genTok))
-		counter("sglang:cached_tokens_total", "Number of cached prompt tokens.", float64(m.prefixHits.Load()))
-		hist("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m.ttft)
-		hist("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", m.itl)
-		hist("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds.", m.e2e)
-		hist("sglang:queue_time_seconds", "Histogram of queueing time in seconds.", m.queue)
-	case DialectLlamaCpp:
-		counter("llamacpp:prompt_tokens_total", "Number of prompt tokens processed.", float64(m.promptTok))
-		counter("llamacpp:prompt_seconds_total", "Prompt process time", m.promptS)
-		counter("llamacpp:tokens_predicted_total", "Number of generation tokens processed.", float64(m.genTok))
-		counter("llamacpp:tokens_predicted_seconds_total", "Predict process time", m.genS)
-		counter("llamacpp:n_decode_total", "Total number of llama_decode() calls", float64(m.steps))
-		gauge("llamacpp:n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", ratio(float64(m.busySeqs), float64(m.steps)))
-		counter("llamacpp:n_tokens_max", "Largest observed n_tokens.", float64(m.maxTokens))
-		gauge("llamacpp:prompt_tokens_seconds", "Average prompt throughput in tokens/s.", ratio(float64(m.promptTok), m.promptS))
-		gauge("llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s.", ratio(float64(m.genTok), m.genS))
-		gauge("llamacpp:kv_cache_usage_ratio", "KV-cache usage. 1 means 100 percent usage.", m.kvUsed)
-		gauge("llamacpp:kv_cache_tokens", "KV-cache tokens.", float64(m.kvTokens))
-		gauge("llamacpp:requests_processing", "Number of requests processing.", float64(m.running))
-		gauge("llamacpp:requests_deferred", "Number of requests deferred.", float64(m.waiting))
-	case DialectTGI:
-		gauge("tgi_batch_current_size", "Current batch size", float64(m.running))
-		gauge("tgi_queue_size", "Current queue size", float64(m.waiting))
-		gauge("tgi_batch_current_max_tokens", "Maximum tokens for the current batch", float64(m.kvTokens))
-		counter("tgi_request_generated_tokens_total", "Generated tokens", float64(m.genTok))
-		typed("tgi_batch_forward_duration", "histogram", "Batch forward duration in seconds")
-		sub(m.preWall, "tgi_batch_forward_duration", `method="prefill"`)
-		sub(m.decWall, "tgi_batch_forward_duration", `method="decode"`)
-		typed("tgi_batch_decode_duration", "histogram", "Batch decode duration in seconds")
-		sub(m.decWall, "tgi_batch_decode_duration", `method="decode"`)
-		hist("tgi_batch_next_size", "Batch size of the next forward", m.batchSize)
-		hist("tgi_request_queue_duration", "Request queue duration in seconds", m.queue)
-		hist("tgi_request_inference_duration", "Request inference duration in seconds", m.e2e)
-		hist("tgi_request_mean_time_per_token_duration", "Mean time per token per request in seconds", m.tpot)
-	}
+	d.writeMetrics(&promWriter{w: w, labels: d.metricLabels(model), lateHist: lateHist}, m)
 	if hideTruth {
 		return
 	}

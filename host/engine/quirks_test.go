@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/genload/genload/host/internal/logtest"
 )
 
 // quirkEngine starts a no-sleeping engine with the quirks of list (and mod).
@@ -552,7 +554,7 @@ func TestLogprobs(t *testing.T) {
 }
 
 func TestSeqLog(t *testing.T) {
-	log := &lockedBuffer{}
+	log := &logtest.LockedBuffer{}
 	_, u := quirkEngine(t, "zero-token=0.5", func(c *Config) { c.SeqLog = log })
 	post(t, u+"/v1/completions", `{"prompt":[[1,2],[3,4]],"max_tokens":3,"ignore_eos":true}`, "X-Request-Id", "r1")
 	lines := strings.Split(strings.TrimSpace(log.String()), "\n")

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/genload/genload/host/internal/jsonenc"
+	"github.com/genload/genload/host/internal/jsonscan"
 )
 
 // completionRequest is the parsed body of POST /v1/completions.
@@ -82,7 +83,7 @@ func parseCompletion(body []byte) (*completionRequest, error) {
 			req.promptOK = true
 		} else {
 			start := p.i
-			if err := p.skip(0); err != nil {
+			if err := p.skip(); err != nil {
 				return nil, err
 			}
 			if !first {
@@ -124,16 +125,7 @@ func (p *scanner) errf(format string, args ...any) error {
 	return fmt.Errorf("invalid JSON at byte %d: %s", p.i, fmt.Sprintf(format, args...))
 }
 
-func (p *scanner) ws() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
+func (p *scanner) ws() { p.i = jsonscan.SkipSpace(p.b, p.i) }
 
 func (p *scanner) eat(c byte) bool {
 	if p.i < len(p.b) && p.b[p.i] == c {
@@ -164,93 +156,50 @@ func (p *scanner) peek() byte {
 	return 0
 }
 
-// str reads a JSON string.
+// str reads a JSON string strictly: no raw control characters, and escapes as
+// encoding/json decodes them.
 func (p *scanner) str() (string, error) {
 	if !p.eat('"') {
 		return "", p.errf("expected a string")
 	}
 	start := p.i
-	esc := false
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		switch {
-		case c == '\\':
-			esc = true
-			p.i += 2
-			continue
-		case c == '"':
-			raw := p.b[start:p.i]
-			p.i++
-			if !esc {
-				return string(raw), nil
-			}
-			var s string
-			if err := json.Unmarshal(p.b[start-1:p.i], &s); err != nil {
-				return "", p.errf("bad string: %v", err)
-			}
-			return s, nil
-		case c < 0x20:
-			return "", p.errf("control character in string")
-		}
-		p.i++
+	end, ok := jsonscan.StringEnd(p.b, start)
+	escaped, ctl := false, -1
+	if ok {
+		escaped, ctl = jsonscan.Check(p.b[start : end-1])
+	} else {
+		_, ctl = jsonscan.Check(p.b[start:])
 	}
-	return "", p.errf("unterminated string")
+	if ctl >= 0 {
+		p.i = start + ctl
+		return "", p.errf("control character in string")
+	}
+	if !ok {
+		p.i = len(p.b)
+		return "", p.errf("unterminated string")
+	}
+	p.i = end
+	if !escaped {
+		return string(p.b[start : end-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(p.b[start-1:end], &s); err != nil {
+		return "", p.errf("bad string: %v", err)
+	}
+	return s, nil
 }
 
-// skip advances over one JSON value (validated later by encoding/json).
-func (p *scanner) skip(depth int) error {
-	if depth > 64 {
-		return p.errf("nesting too deep")
-	}
-	switch c := p.peek(); c {
-	case '"':
-		_, err := p.str()
-		return err
-	case '{', '[':
-		closeC := byte('}')
-		if c == '[' {
-			closeC = ']'
-		}
-		p.i++
-		p.ws()
-		if p.eat(closeC) {
-			return nil
-		}
-		for {
-			p.ws()
-			if c == '{' {
-				if _, err := p.str(); err != nil {
-					return err
-				}
-				p.ws()
-				if !p.eat(':') {
-					return p.errf("expected ':'")
-				}
-				p.ws()
-			}
-			if err := p.skip(depth + 1); err != nil {
-				return err
-			}
-			if more, err := p.more(closeC, ""); !more {
-				return err
-			}
-		}
-	case 0:
+// skip advances over one JSON value (jsonscan's grammar; validated later by encoding/json).
+func (p *scanner) skip() error {
+	if p.i >= len(p.b) {
 		return p.errf("unexpected end of input")
-	default:
-		start := p.i
-		for p.i < len(p.b) {
-			switch p.b[p.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				if p.i == start {
-					return p.errf("expected a value")
-				}
-				return nil
-			}
-			p.i++
-		}
-		return nil
 	}
+	end, ok := jsonscan.SkipValue(p.b, p.i, 0)
+	if !ok {
+		return p.errf("expected a JSON value")
+	}
+	p.i = end
+	return nil
 }
 
 var errEmptyPrompt = errors.New("empty prompt")
@@ -324,9 +273,7 @@ func (p *scanner) ids() ([]int32, error) {
 	b := p.b
 	i := p.i
 	for {
-		for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-			i++
-		}
+		i = jsonscan.SkipSpace(b, i)
 		if i < len(b) && b[i] == ']' && len(ids) == 0 {
 			p.i = i + 1
 			return ids, nil
@@ -362,7 +309,7 @@ func (p *scanner) ids() ([]int32, error) {
 				numStart--
 			}
 			f, err := strconv.ParseFloat(string(b[numStart:j]), 64)
-			if err != nil || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 || !validJSONNumber(b[numStart:j]) {
+			if err != nil || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 || !jsonscan.ValidNumber(b[numStart:j]) {
 				p.i = start
 				return nil, p.errf("token id must be an integer")
 			}
@@ -379,9 +326,7 @@ func (p *scanner) ids() ([]int32, error) {
 		}
 		ids = append(ids, int32(v))
 	next:
-		for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-			i++
-		}
+		i = jsonscan.SkipSpace(b, i)
 		if i < len(b) && b[i] == ',' {
 			i++
 			continue
@@ -393,40 +338,4 @@ func (p *scanner) ids() ([]int32, error) {
 		p.i = i
 		return nil, p.errf("expected ',' or ']' in token id list")
 	}
-}
-
-// validJSONNumber reports whether b is a number in JSON grammar (no leading zeros, digits
-// after '.', an exponent with digits).
-func validJSONNumber(b []byte) bool {
-	i := 0
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		s := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i - s
-	}
-	n := digits()
-	if n == 0 || (n > 1 && b[i-n] == '0') {
-		return false
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return i == len(b)
 }

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/genload/genload/host/internal/logtest"
 )
 
 func TestChunkedPrefill(t *testing.T) {
-	log := &lockedBuffer{}
+	log := &logtest.LockedBuffer{}
 	_, srv := newTestEngine(t, func(c *Config) { c.MaxNumBatchedTokens = 256; c.StepLog = log })
 	post(t, srv.URL+"/v1/completions", `{"prompt":`+idList(1, 1000)+`,"max_tokens":3,"ignore_eos":true}`)
 	var prefills []int
@@ -26,7 +28,7 @@ func TestChunkedPrefill(t *testing.T) {
 }
 
 func TestPreemptionWhenKVFull(t *testing.T) {
-	log := &lockedBuffer{}
+	log := &logtest.LockedBuffer{}
 	// 64 blocks × 16 = 1024 tokens of KV; two 400-token prompts generating 200 tokens each need
 	// 2 × 600 = 1200 tokens, so one sequence is preempted and recomputed later.
 	_, srv := newTestEngine(t, func(c *Config) {
@@ -69,7 +71,7 @@ func TestPreemptionWhenKVFull(t *testing.T) {
 }
 
 func TestContinuousBatchingJoinsRunning(t *testing.T) {
-	log := &lockedBuffer{}
+	log := &logtest.LockedBuffer{}
 	_, srv := newTestEngine(t, func(c *Config) { c.StepLog = log; c.TimeScale = 1; c.Profile = "dense-8b" })
 	// At time scale 1 a dense-8b decode step is ≈ 7 ms; the second request arrives while the
 	// first (100 tokens ≈ 0.7 s) is decoding and joins the running batch.

@@ -20,7 +20,7 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/scrape"
+	"github.com/genload/genload/host/scrape/scraped"
 )
 
 // Schema names the results format; it changes when a field changes meaning.
@@ -149,7 +149,7 @@ type Cell struct {
 	// Server holds the figures from the target's /metrics around the measured request:
 	// step time, tokens per step, the engine's truth (built-in engine), and batch
 	// occupancy sampled during the cell. Nil when /metrics was not used.
-	Server *scrape.CellMetrics `json:"server,omitempty"`
+	Server *scraped.CellMetrics `json:"server,omitempty"`
 	// Retries are the resends of the cell's requests; nil when none was resent.
 	Retries *Retries `json:"retries,omitempty"`
 }

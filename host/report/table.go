@@ -12,7 +12,7 @@ import (
 
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/scrape"
+	"github.com/genload/genload/host/scrape/scraped"
 )
 
 // column is one column of the table and the CSV: a header, the table's display text and the
@@ -68,7 +68,7 @@ func figDur(pick func(f *measure.Figures) (time.Duration, bool)) func(c *Cell) (
 }
 
 // srvDur reads a duration from the server metrics.
-func srvDur(pick func(m *scrape.CellMetrics) (time.Duration, bool)) func(c *Cell) (time.Duration, bool) {
+func srvDur(pick func(m *scraped.CellMetrics) (time.Duration, bool)) func(c *Cell) (time.Duration, bool) {
 	return func(c *Cell) (time.Duration, bool) {
 		if c.Server == nil {
 			return 0, false
@@ -173,7 +173,7 @@ func allColumns(withHeader, withServer, withTruth bool) []column {
 	}
 	if withServer {
 		cols = append(cols,
-			durCol("metrics fwd ms", "metrics_step_ms", 3, "", srvDur(func(m *scrape.CellMetrics) (time.Duration, bool) {
+			durCol("metrics fwd ms", "metrics_step_ms", 3, "", srvDur(func(m *scraped.CellMetrics) (time.Duration, bool) {
 				return m.Steps.StepTime, m.Steps.HasStepTime
 			})),
 			column{head: "batch seen", csv: "occupancy_mode", get: func(c *Cell) string {
@@ -190,7 +190,7 @@ func allColumns(withHeader, withServer, withTruth bool) []column {
 			}})
 	}
 	if withTruth {
-		cols = append(cols, durCol("engine fwd ms", "engine_truth_decode_step_ms", 3, "", srvDur(func(m *scrape.CellMetrics) (time.Duration, bool) {
+		cols = append(cols, durCol("engine fwd ms", "engine_truth_decode_step_ms", 3, "", srvDur(func(m *scraped.CellMetrics) (time.Duration, bool) {
 			return m.Steps.TruthDecodeStepTime, m.Steps.HasTruthDecode
 		})))
 	}

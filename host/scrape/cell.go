@@ -2,7 +2,6 @@ package scrape
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -13,89 +12,26 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/scrape/scraped"
 )
 
-// Steps are server-side figures of one cell from a scrape before and one after it
-// (Δ = after − before). Each estimate is valid only when its Has* flag is set; a missing
-// StepTime has its StepTimeReason. A series absent before the cell and present after it
-// counts from zero: a fresh server creates a labelled histogram's series only at its
-// first observation.
-//
-//	StepTime (seconds per forward pass), first available of:
-//	  vLLM, SGLang: ΔITL_sum / ΔITL_count of *:inter_token_latency_seconds — the mean
-//	                inter-token latency, equal to the decode step time when every step
-//	                emits one token per running sequence. vLLM observes one interval per
-//	                request per engine step, however many tokens the step gave it, so
-//	                its mean stays per forward pass under speculative decoding. SGLang
-//	                adds the interval to the sum once but counts it once per new token:
-//	                its mean is per token, so with speculation (spec_accept_length > 1)
-//	                there is no figure (the gauge is not the cell's own mean);
-//	  TGI:          Δsum / Δcount of tgi_batch_decode_duration{method="decode"};
-//	  llama.cpp:    Δtokens_predicted_seconds_total / (Δtokens_predicted_total − R), R the
-//	                requests that finished in the interval (Delta's finished). llama.cpp
-//	                adds a slot's n_decoded (every generated token, the first included) and
-//	                its t_token_generation (from the first token to the last: n − 1 decode
-//	                forward passes) when the request ends, so per request the seconds
-//	                span n − 1 forwards for n tokens; dividing by the tokens alone reads
-//	                step·(1 − 1/n) (−10 % at max_tokens 10). Unknown R (0): no figure.
-//	TokensPerStep, first available of:
-//	  vLLM:         Δsum / Δcount of vllm:iteration_tokens_total (prompt + generated tokens
-//	                per step; equals the batch size on pure decode steps);
-//	  otherwise:    Δgeneration tokens / Δsteps, steps from llama.cpp's n_decode_total or
-//	                TGI's decode histogram count, else the truth counter.
-//	TruthStepTime = Δsum / Δcount of genload_engine_step_duration_seconds (every step,
-//	                prefill included) and TruthSteps = Δgenload_engine_steps_total: the
-//	                built-in engine's own values.
-type Steps struct {
-	Dialect          string        `json:"dialect"`
-	StepTime         time.Duration `json:"-"`
-	HasStepTime      bool          `json:"has_step_time"`
-	StepTimeReason   string        `json:"step_time_reason,omitempty"`
-	TokensPerStep    float64       `json:"tokens_per_step"`
-	HasTokensPerStep bool          `json:"has_tokens_per_step"`
-	Steps            float64       `json:"steps"`
-	GeneratedTokens  float64       `json:"generated_tokens"`
-	TruthStepTime    time.Duration `json:"-"`
-	TruthSteps       float64       `json:"truth_steps"`
-	HasTruth         bool          `json:"has_truth"`
-	// TruthDecodeStepTime is Δsum / Δcount of genload_engine_decode_step_duration_seconds:
-	// the engine's steps with no prefill work, the quantity a decode per-forward figure
-	// estimates. Valid when HasTruthDecode.
-	TruthDecodeStepTime time.Duration `json:"-"`
-	HasTruthDecode      bool          `json:"has_truth_decode"`
-}
+// The values a cell's scrape yields live in package scraped, which has no transport, so
+// that readers of results (report, diff) need no HTTP client; these aliases keep their
+// names here for the scraping side.
+type (
+	// Steps are the server-side step figures of one cell; see scraped.Steps.
+	Steps = scraped.Steps
+	// Occupancy summarises the running gauge during a cell; see scraped.Occupancy.
+	Occupancy = scraped.Occupancy
+	// CellMetrics are the server-side figures of one cell; see scraped.CellMetrics.
+	CellMetrics = scraped.CellMetrics
+	// ServerMetrics are one server's figures of a routed cell; see scraped.ServerMetrics.
+	ServerMetrics = scraped.ServerMetrics
+)
 
-// MarshalJSON writes the durations as step_time_ms and truth_step_time_ms.
-func (s Steps) MarshalJSON() ([]byte, error) {
-	type plain Steps
-	return json.Marshal(struct {
-		plain
-		StepTimeMs            float64 `json:"step_time_ms"`
-		TruthStepTimeMs       float64 `json:"truth_step_time_ms"`
-		TruthDecodeStepTimeMs float64 `json:"truth_decode_step_time_ms"`
-	}{plain(s), ms(s.StepTime), ms(s.TruthStepTime), ms(s.TruthDecodeStepTime)})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes (results read back keep their step times).
-func (s *Steps) UnmarshalJSON(b []byte) error {
-	type plain Steps
-	var v struct {
-		plain
-		StepTimeMs            float64 `json:"step_time_ms"`
-		TruthStepTimeMs       float64 `json:"truth_step_time_ms"`
-		TruthDecodeStepTimeMs float64 `json:"truth_decode_step_time_ms"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*s = Steps(v.plain)
-	s.StepTime = time.Duration(math.Round(v.StepTimeMs * 1e6))
-	s.TruthStepTime = time.Duration(math.Round(v.TruthStepTimeMs * 1e6))
-	s.TruthDecodeStepTime = time.Duration(math.Round(v.TruthDecodeStepTimeMs * 1e6))
-	return nil
-}
-
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+// Occupy computes the Occupancy of raw gauge samples for target batch size b; see
+// scraped.Occupy.
+func Occupy(samples []int, b int) Occupancy { return scraped.Occupy(samples, b) }
 
 func secs(v float64) time.Duration { return time.Duration(math.Round(v * 1e9)) }
 
@@ -206,60 +142,6 @@ func Delta(n Names, before, after Snapshot, finished int) Steps {
 		}
 	}
 	return st
-}
-
-// Occupancy summarises the running-requests gauge sampled during a cell. Leading and
-// trailing samples with 0 running (before the first request arrived, after the last
-// finished) are dropped; the rest are "samples".
-//
-//	Mode    = the most frequent value (ties → the larger)
-//	AtTarget = share of samples equal to the target batch size B
-//	Max     = the largest sample (a value above B means other load on the server)
-//	Mean    = arithmetic mean of the samples
-type Occupancy struct {
-	Samples  int     `json:"samples"`
-	Target   int     `json:"target"`
-	Mode     int     `json:"mode"`
-	AtTarget float64 `json:"share_at_target"`
-	Max      int     `json:"max"`
-	Mean     float64 `json:"mean"`
-	// Errors counts failed scrapes during the cell.
-	Errors int `json:"scrape_errors"`
-}
-
-// Occupy computes the Occupancy of raw gauge samples for target batch size b.
-func Occupy(samples []int, b int) Occupancy {
-	lo, hi := 0, len(samples)
-	for lo < hi && samples[lo] == 0 {
-		lo++
-	}
-	for hi > lo && samples[hi-1] == 0 {
-		hi--
-	}
-	s := samples[lo:hi]
-	o := Occupancy{Samples: len(s), Target: b}
-	if len(s) == 0 {
-		return o
-	}
-	freq := map[int]int{}
-	sum, at := 0, 0
-	for _, v := range s {
-		freq[v]++
-		sum += v
-		o.Max = max(o.Max, v)
-		if v == b {
-			at++
-		}
-	}
-	best := -1
-	for v, c := range freq {
-		if c > best || (c == best && v > o.Mode) {
-			o.Mode, best = v, c
-		}
-	}
-	o.AtTarget = float64(at) / float64(len(s))
-	o.Mean = float64(sum) / float64(len(s))
-	return o
 }
 
 // Sampler polls the running gauge of one or more servers during a cell. Each tick scrapes
@@ -376,31 +258,6 @@ func (sp *Sampler) stopEach(targets []int, b int) ([]Occupancy, Occupancy) {
 	all := Occupy(sp.sums, b)
 	all.Errors = errs
 	return each, all
-}
-
-// CellMetrics are the server-side figures of one cell. For a cell routed over several
-// servers, Servers holds each server's own figures and Steps and Occupancy combine them:
-// Steps from the servers' counters and histograms summed (so the step time is the pooled
-// mean over every server's observations, e.g. Σ ITL sums / Σ ITL counts), Occupancy from
-// the sum of the running gauges scraped at the same tick, against the cell's B.
-type CellMetrics struct {
-	Steps     Steps           `json:"steps"`
-	Occupancy Occupancy       `json:"occupancy"`
-	Servers   []ServerMetrics `json:"servers,omitempty"`
-}
-
-// ServerMetrics are one server's figures in a cell routed over several servers.
-type ServerMetrics struct {
-	// URL is the server's /metrics URL; Workers the names of the workers on it.
-	URL     string   `json:"url"`
-	Workers []string `json:"workers"`
-	// Sequences is the share of the cell's B routed to it (its occupancy target), −1 when
-	// the routing was not given.
-	Sequences int       `json:"sequences"`
-	Steps     Steps     `json:"steps"`
-	Occupancy Occupancy `json:"occupancy"`
-	// Error is the failed scrape of the cell, if any (its Steps are then empty).
-	Error string `json:"error,omitempty"`
 }
 
 // Watcher scrapes one server, or each server of a routed run, around each cell: Begin
@@ -592,36 +449,4 @@ func (w *Watcher) URLs() []string {
 		u[i] = s.url
 	}
 	return u
-}
-
-// Notes are the cell's lines for its warnings that the caller does not derive itself:
-// why the (combined) step time is absent and, per server of a routed cell, a failed
-// scrape, an absent step time, and an occupancy (≥ 3 samples) whose most frequent value
-// is below the server's share of B or whose maximum is above it (other load on it). The
-// single-server occupancy against B is left to the caller, which knows the request shape.
-func (m CellMetrics) Notes() []string {
-	var ns []string
-	if !m.Steps.HasStepTime && m.Steps.StepTimeReason != "" {
-		ns = append(ns, "metrics fwd absent: "+m.Steps.StepTimeReason)
-	}
-	for _, s := range m.Servers {
-		switch {
-		case s.Error != "":
-			ns = append(ns, fmt.Sprintf("server %s: %s", s.URL, s.Error))
-			continue
-		case !s.Steps.HasStepTime && s.Steps.StepTimeReason != "":
-			ns = append(ns, fmt.Sprintf("server %s: metrics fwd absent: %s", s.URL, s.Steps.StepTimeReason))
-		}
-		o := s.Occupancy
-		if s.Sequences <= 0 || o.Samples < 3 {
-			continue
-		}
-		switch {
-		case o.Max > s.Sequences:
-			ns = append(ns, fmt.Sprintf("server %s ran up to %d requests at once, more than the %d routed to it: other load shares it", s.URL, o.Max, s.Sequences))
-		case o.Mode < s.Sequences:
-			ns = append(ns, fmt.Sprintf("batch attainment: server %s mostly ran %d sequences at once, not the %d routed to it (%.0f %% of samples at %d)", s.URL, o.Mode, s.Sequences, 100*o.AtTarget, s.Sequences))
-		}
-	}
-	return ns
 }

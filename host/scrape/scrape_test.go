@@ -144,26 +144,6 @@ func TestParseError(t *testing.T) {
 	}
 }
 
-func TestOccupy(t *testing.T) {
-	cases := []struct {
-		name    string
-		samples []int
-		b       int
-		want    Occupancy
-	}{
-		// leading/trailing zeros dropped → [2 4 4 4 3]: mode 4, 3/5 at target, max 4, mean 17/5
-		{"ramp", []int{0, 0, 2, 4, 4, 4, 3, 0}, 4, Occupancy{Samples: 5, Target: 4, Mode: 4, AtTarget: 0.6, Max: 4, Mean: 3.4}},
-		// tie 1×2 vs 3×2 → larger mode 3
-		{"tie", []int{1, 3, 1, 3}, 3, Occupancy{Samples: 4, Target: 3, Mode: 3, AtTarget: 0.5, Max: 3, Mean: 2}},
-		{"idle", []int{0, 0}, 4, Occupancy{Target: 4}},
-	}
-	for _, tc := range cases {
-		if got := Occupy(tc.samples, tc.b); got != tc.want {
-			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
-		}
-	}
-}
-
 // The sampler reads the running gauge from a live /metrics endpoint.
 func TestSampler(t *testing.T) {
 	var n atomic.Int64

@@ -1,20 +1,17 @@
 package conformance
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"reflect"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/engine"
+	"github.com/genload/genload/host/internal/logtest"
 	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
@@ -166,7 +163,7 @@ func TestConformance(t *testing.T) {
 // the run's result, its output (table and progress), the engines' truth and the run's error.
 func runRow(t *testing.T, r row, tok *tokenizer.Tokenizer) (*run.Result, string, *truthLog, error) {
 	t.Helper()
-	truths := &truthLog{}
+	truths := &truthLog{t: t}
 	var urls []string
 	for i := 0; i < max(r.servers, 1); i++ {
 		ecfg := engine.DefaultConfig()
@@ -227,7 +224,7 @@ func runRow(t *testing.T, r row, tok *tokenizer.Tokenizer) (*run.Result, string,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	var out lockedBuffer
+	var out logtest.LockedBuffer
 	res, runErr := run.Run(ctx, cfg, run.Options{Stdout: &out, Stderr: &out, RunID: "conformance", Version: "test"})
 	return res, out.String(), truths, runErr
 }
@@ -568,19 +565,13 @@ type seqLine struct {
 
 // engineLog collects one engine's sequence lines.
 type engineLog struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
+	logtest.LockedBuffer
 	start time.Time // the engine's Started
-}
-
-func (l *engineLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
 }
 
 // truthLog is the truth of a run's engines.
 type truthLog struct {
+	t         testing.TB // of the row: a malformed log line fails it
 	logs      []*engineLog
 	maxTokens int // of the run's measured requests
 }
@@ -590,7 +581,7 @@ func (l *truthLog) lines() []seqLine {
 	var out []seqLine
 	for _, el := range l.logs {
 		off := float64(el.start.Sub(l.logs[0].start)) / 1e6
-		for _, s := range el.lines() {
+		for _, s := range el.lines(l.t) {
 			s.arrival += off
 			if s.tokens > 0 {
 				s.first += off
@@ -602,43 +593,15 @@ func (l *truthLog) lines() []seqLine {
 	return out
 }
 
-func (l *engineLog) lines() []seqLine {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *engineLog) lines(t testing.TB) []seqLine {
 	var out []seqLine
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
-	for sc.Scan() {
-		var s seqLine
-		for _, f := range strings.Fields(sc.Text())[1:] {
-			k, v, _ := strings.Cut(f, "=")
-			n, _ := strconv.Atoi(v)
-			x, _ := strconv.ParseFloat(v, 64)
-			switch k {
-			case "req":
-				s.req = n
-			case "choice":
-				s.choice = n
-			case "prompt":
-				s.prompt = n
-			case "max_tokens":
-				s.asked = n
-			case "tokens":
-				s.tokens = n
-			case "finish":
-				s.finish = v
-			case "arrival_ms":
-				s.arrival = x
-			case "first_step":
-				s.firstStep = n
-			case "last_step":
-				s.lastStep = n
-			case "first_ms":
-				s.first = x
-			case "last_ms":
-				s.last = x
-			}
-		}
-		out = append(out, s)
+	for _, f := range logtest.Lines(l.String()) {
+		out = append(out, seqLine{
+			req: f.Int(t, "req"), choice: f.Int(t, "choice"), prompt: f.Int(t, "prompt"),
+			asked: f.Int(t, "max_tokens"), tokens: f.Int(t, "tokens"), finish: f.Values["finish"],
+			arrival: f.Float(t, "arrival_ms"), firstStep: f.Int(t, "first_step"), lastStep: f.Int(t, "last_step"),
+			first: f.Float(t, "first_ms"), last: f.Float(t, "last_ms"),
+		})
 	}
 	return out
 }
@@ -709,21 +672,3 @@ func (l *truthLog) of(c *report.Cell) *cellTruth {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-
-// lockedBuffer is a goroutine-safe output sink.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}

@@ -1,4 +1,4 @@
-package scrape
+package scraped
 
 import (
 	"encoding/json"

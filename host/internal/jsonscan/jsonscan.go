@@ -1,0 +1,468 @@
+// Package jsonscan reads JSON in place, without building values: functions over a byte
+// slice b and an index i that skip whitespace, find the end of a string, skip a value,
+// walk an object's members, read a plain integer and unescape a string's content. A
+// caller picks out the few fields it needs and skips the rest in one forward pass, with
+// no allocation (the SSE chunk decoder on every event, the engine's completion-request
+// reader on bodies of 25 MB).
+//
+// The grammar is fastjson's (github.com/valyala/fastjson), which is JSON's (RFC 8259) for
+// valid input, so a scan agrees with encoding/json on every valid document; on invalid
+// input it is more lenient in two documented places — string escapes are not validated
+// (StringEnd) and a number is any run of [0-9.eE+-] that is not empty nor a lone sign
+// (SkipValue) — and stricter in one: nesting deeper than MaxDepth is rejected. Callers that
+// need strict validation hand the bytes to encoding/json afterwards.
+//
+// Indexes: a function given i reads from b[i]; "end" is the index just after what was read.
+// ok false means malformed (or too deep) JSON at or after i; nothing is ever written to b.
+package jsonscan
+
+import (
+	"bytes"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// MaxDepth is the deepest nesting SkipValue accepts (fastjson allows 300, encoding/json
+// 10,000): a value at depth MaxDepth+1 is rejected.
+const MaxDepth = 64
+
+// MaxDigits bounds the integers Uint converts: 18 decimal digits always fit an int64
+// (9,223,372,036,854,775,807 has 19).
+const MaxDigits = 18
+
+// IsSpace reports JSON whitespace: space, LF, TAB, CR.
+func IsSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+
+// SkipSpace returns the index of the first non-whitespace byte at or after i (len(b) if
+// none).
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) && b[i] <= ' ' && IsSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// IsNumByte reports the bytes a number token is made of: 0-9 . - + e E.
+func IsNumByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '.' || c == '-' || c == 'e' || c == 'E' || c == '+'
+}
+
+// StringEnd returns the end (the index after the closing quote) of the JSON string whose
+// content starts at b[i], just after the opening quote: the first '"' preceded by an even
+// number of backslashes (found with bytes.IndexByte). Escapes and control characters are
+// not validated (see Check). ok is false when the string is not closed.
+func StringEnd(b []byte, i int) (end int, ok bool) {
+	j := i
+	for {
+		n := bytes.IndexByte(b[j:], '"')
+		if n < 0 {
+			return 0, false
+		}
+		q := j + n
+		k := q
+		for k > i && b[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			return q + 1, true
+		}
+		j = q + 1
+	}
+}
+
+// Check reports what strict JSON says of a string's content s (the bytes between its
+// quotes, as StringEnd delimits them): whether it holds a backslash escape, and the offset
+// of its first control character (a byte < 0x20, which JSON forbids unescaped), -1 when
+// none.
+func Check(s []byte) (escaped bool, control int) {
+	control = -1
+	for k, c := range s {
+		if c < 0x20 {
+			return escaped || bytes.IndexByte(s[k:], '\\') >= 0, k
+		}
+		if c == '\\' {
+			escaped = true
+		}
+	}
+	return escaped, -1
+}
+
+// Key returns the object key whose content starts at b[i] (after its quote) and the index
+// after its closing quote. ok is false for an unclosed key or a key holding a backslash
+// escape, which a caller matching keys byte-wise must not match (a decoder would unescape
+// it first).
+func Key(b []byte, i int) (key []byte, end int, ok bool) {
+	for j := i; j < len(b); j++ {
+		c := b[j]
+		if c > '\\' { // lower-case letters and '_', most of a key: one comparison
+			continue
+		}
+		switch c {
+		case '"':
+			return b[i:j], j + 1, true
+		case '\\':
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
+}
+
+// SkipValue skips the value at b[i] (no leading whitespace), which sits at nesting depth
+// depth+1 (0 for a top-level value), and returns the index after it. Strings end as in
+// StringEnd; literals must be exactly true, false or null (NaN and Infinity are rejected);
+// a number is a non-empty run of IsNumByte bytes other than a lone sign. ok is false on
+// malformed input or nesting deeper than MaxDepth.
+func SkipValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	depth++
+	if depth > MaxDepth {
+		return 0, false
+	}
+	switch c := b[i]; c {
+	case '{':
+		i = SkipSpace(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			return i + 1, true
+		}
+		for {
+			i = SkipSpace(b, i)
+			if i >= len(b) || b[i] != '"' {
+				return 0, false
+			}
+			var ok bool
+			if i, ok = StringEnd(b, i+1); !ok { // a skipped key may hold escapes
+				return 0, false
+			}
+			i = SkipSpace(b, i)
+			if i >= len(b) || b[i] != ':' {
+				return 0, false
+			}
+			if i, ok = SkipValue(b, SkipSpace(b, i+1), depth); !ok {
+				return 0, false
+			}
+			i = SkipSpace(b, i)
+			if i >= len(b) {
+				return 0, false
+			}
+			if b[i] == ',' {
+				i++
+				continue
+			}
+			if b[i] == '}' {
+				return i + 1, true
+			}
+			return 0, false
+		}
+	case '[':
+		i = SkipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = SkipValue(b, SkipSpace(b, i), depth); !ok {
+				return 0, false
+			}
+			i = SkipSpace(b, i)
+			if i >= len(b) {
+				return 0, false
+			}
+			if b[i] == ',' {
+				i++
+				continue
+			}
+			if b[i] == ']' {
+				return i + 1, true
+			}
+			return 0, false
+		}
+	case '"':
+		return StringEnd(b, i+1)
+	case 't':
+		return skipLiteral(b, i, "true")
+	case 'f':
+		return skipLiteral(b, i, "false")
+	case 'n':
+		return skipLiteral(b, i, "null")
+	default:
+		j := i
+		for j < len(b) && IsNumByte(b[j]) {
+			j++
+		}
+		if j == i || j == i+1 && (b[i] == '-' || b[i] == '+') {
+			return 0, false
+		}
+		return j, true
+	}
+}
+
+// next consumes the whitespace and the ',' or closer after an element: it returns the index
+// after that byte (b[end-1] tells which), ok false for anything else.
+func next(b []byte, i int, closer byte) (int, bool) {
+	i = SkipSpace(b, i)
+	if i < len(b) && (b[i] == ',' || b[i] == closer) {
+		return i + 1, true
+	}
+	return 0, false
+}
+
+func skipLiteral(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, false
+	}
+	return i + len(lit), true
+}
+
+// IsNull reports a null literal at b[i].
+func IsNull(b []byte, i int) bool {
+	return len(b)-i >= 4 && string(b[i:i+4]) == "null"
+}
+
+// Object walks the members of the object whose '{' is just before b[i]: for each member it
+// calls member(key, j), j being the index of the value's first byte (key aliases b and has
+// no escapes; see Key), which returns the index after the value (SkipValue(b, j, depth) for
+// a member it does not need). Object returns the index after the closing '}'; ok is false
+// on malformed JSON, on a key with an escape, or when member returns false.
+func Object(b []byte, i int, member func(key []byte, j int) (int, bool)) (int, bool) {
+	i = SkipSpace(b, i)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		i = SkipSpace(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return 0, false
+		}
+		key, j, ok := Key(b, i+1)
+		if !ok {
+			return 0, false
+		}
+		i = SkipSpace(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		i = SkipSpace(b, i+1)
+		if i >= len(b) {
+			return 0, false
+		}
+		if i, ok = member(key, i); !ok {
+			return 0, false
+		}
+		i = SkipSpace(b, i)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// Array walks the elements of the array whose '[' is just before b[i]: for each element it
+// calls elem(j), j being the index of its first byte, which returns the index after it.
+// Array returns the index after the closing ']'.
+func Array(b []byte, i int, elem func(j int) (int, bool)) (int, bool) {
+	i = SkipSpace(b, i)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if i = SkipSpace(b, i); i >= len(b) {
+			return 0, false
+		}
+		if i, ok = elem(i); !ok {
+			return 0, false
+		}
+		if i, ok = next(b, i, ']'); !ok || b[i-1] == ']' {
+			return i, ok
+		}
+	}
+}
+
+// Count skips the elements of the array whose '[' is just before b[i], the array sitting at
+// depth (as SkipValue(b, i-1, depth-1) would skip it), and returns their number and the
+// index after the ']'.
+func Count(b []byte, i, depth int) (n, end int, ok bool) {
+	i = SkipSpace(b, i)
+	if i < len(b) && b[i] == ']' {
+		return 0, i + 1, true
+	}
+	for {
+		if i, ok = SkipValue(b, SkipSpace(b, i), depth); !ok {
+			return 0, 0, false
+		}
+		n++
+		i = SkipSpace(b, i)
+		if i >= len(b) {
+			return 0, 0, false
+		}
+		if b[i] == ',' {
+			i++
+			continue
+		}
+		if b[i] == ']' {
+			return n, i + 1, true
+		}
+		return 0, 0, false
+	}
+}
+
+// Uint reads the number token at b[i] (a run of IsNumByte bytes) and returns its value when
+// it is a plain non-negative integer without leading zeros of at most MaxDigits digits; for
+// any other token ("-1", "1.0", "1e3", "+1", "01", "1-2", a 19-digit number) ok is false.
+func Uint(b []byte, i int) (v, end int, ok bool) {
+	j := i
+	for j < len(b) && IsNumByte(b[j]) {
+		j++
+	}
+	n := j - i
+	if n == 0 || n > MaxDigits || (n > 1 && b[i] == '0') {
+		return 0, 0, false
+	}
+	for k := i; k < j; k++ {
+		c := b[k]
+		if c < '0' || c > '9' {
+			return 0, 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, j, true
+}
+
+// AppendUnescaped appends the JSON string content s to dst, unescaped as fastjson's
+// unescapeStringBestEffort does: \" \\ \/ \b \f \n \r \t as usual; \uXXXX (4 hex digits)
+// as UTF-8; a UTF-16 surrogate \uXXXX followed by \uYYYY decoded as a pair with
+// utf16.DecodeRune (U+FFFD when the pair is invalid, both escapes consumed); a surrogate
+// not followed by a valid \uYYYY kept as the 6 bytes "\uXXXX"; a \u without 4 hex digits
+// kept as "\u"; any other escape kept as both bytes. Other bytes (invalid UTF-8, control
+// characters) are copied. For the content of a valid JSON string whose bytes are valid
+// UTF-8 and whose escapes hold no lone surrogate, the result is encoding/json's.
+// Unescaping never lengthens: len(result) − len(dst) ≤ len(s).
+func AppendUnescaped(dst, s []byte) []byte {
+	n := bytes.IndexByte(s, '\\')
+	if n < 0 {
+		return append(dst, s...)
+	}
+	dst = append(dst, s[:n]...)
+	s = s[n+1:]
+	for len(s) > 0 {
+		ch := s[0]
+		s = s[1:]
+		switch ch {
+		case '"', '\\', '/':
+			dst = append(dst, ch)
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			x, ok := hex4(s)
+			if !ok {
+				dst = append(dst, '\\', 'u')
+				break
+			}
+			xs := s[:4]
+			s = s[4:]
+			if !utf16.IsSurrogate(rune(x)) {
+				dst = utf8.AppendRune(dst, rune(x))
+				break
+			}
+			if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+				dst = append(dst, '\\', 'u')
+				dst = append(dst, xs...)
+				break
+			}
+			x1, ok := hex4(s[2:])
+			if !ok {
+				dst = append(dst, '\\', 'u')
+				dst = append(dst, xs...)
+				break
+			}
+			dst = utf8.AppendRune(dst, utf16.DecodeRune(rune(x), rune(x1)))
+			s = s[6:]
+		default:
+			dst = append(dst, '\\', ch)
+		}
+		n = bytes.IndexByte(s, '\\')
+		if n < 0 {
+			dst = append(dst, s...)
+			break
+		}
+		dst = append(dst, s[:n]...)
+		s = s[n+1:]
+	}
+	return dst
+}
+
+// hex4 parses the first 4 bytes of s as hexadecimal digits (no sign, prefix or underscore).
+func hex4(s []byte) (uint16, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var x uint16
+	for _, c := range s[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		x = x<<4 | uint16(c)
+	}
+	return x, true
+}
+
+// ValidNumber reports whether b is exactly one number in the JSON grammar (RFC 8259
+// section 6: an optional minus, no leading zeros, digits after '.', an exponent with
+// digits).
+func ValidNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		s := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - s
+	}
+	n := digits()
+	if n == 0 || (n > 1 && b[i-n] == '0') {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
+}
