@@ -318,13 +318,6 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 	return done(StatusOK, nil)
 }
 
-// labelsKey is true when bench.toml has a [labels] table in this genload: the points'
-// labels then go into each run's configuration (and so its results header).
-var labelsKey = func() bool {
-	md, err := toml.Decode("[labels]\nx = 1\n", config.Default())
-	return err == nil && len(md.Undecoded()) == 0
-}()
-
 // pointConfig is the point's bench.toml: the file's, the overrides over it (placeholders
 // expanded), target and out set to the point's.
 func pointConfig(f *File, sp Spec, target string, vals map[string]string) (*config.Config, error) {
@@ -340,7 +333,7 @@ func pointConfig(f *File, sp Spec, target string, vals map[string]string) (*conf
 		return nil, err
 	}
 	om, _ := ov.(map[string]any)
-	if labelsKey && len(sp.Labels) > 0 {
+	if len(sp.Labels) > 0 { // into the run's [labels], and so its results header
 		om = deepMerge(om, map[string]any{"labels": sp.Labels})
 	}
 	if len(om) > 0 {

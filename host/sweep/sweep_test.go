@@ -156,6 +156,10 @@ labels = { gpus = 2 }
 	if l := got["dense"].Labels; l["gpus"] != int64(2) || l["tp"] != int64(2) || l["rig"] != "test" || l["profile"] != "dense-8b" {
 		t.Errorf("dense labels %v", l)
 	}
+	// The point's labels are its run's [labels], so its results header carries them.
+	if r, err := report.ReadFile(got["dense"].JSON); err != nil || fmt.Sprint(r.Header.Labels["gpus"]) != "2" || r.Header.Labels["rig"] != "test" {
+		t.Errorf("dense results header labels %v (%v)", r.Header.Labels, err)
+	}
 	dies := got["dies"]
 	if dies.Measured < 1 || dies.Measured >= 4 || dies.Results == "" {
 		t.Fatalf("dies: %d of %d cells measured (%s); want some, not all", dies.Measured, dies.Cells, dies.Results)
