@@ -282,21 +282,28 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		actual := prevEnd.Sub(stepStart) // the measured wall duration (≈ wall on average)
 		s.e.metrics.observeStep(shape, sim, actual)
 		if s.cfg.StepLog != nil {
-			s.logStep(prevEnd, len(batch), shape, sim, actual, noise)
+			s.logStep(prevEnd, batch, shape, sim, actual, noise)
 		}
-		s.commit(batch)
+		s.commit(batch, prevEnd)
 		s.e.metrics.setQueue(len(s.running), len(s.waiting), s.kv, s.cfg.BlockSize)
 	}
 }
 
 // logStep writes one Config.StepLog line for the step that ended at end; one Fprintf, so that
 // a line reaches the writer whole.
-func (s *scheduler) logStep(end time.Time, active int, shape StepShape, sim, actual time.Duration, noise float64) {
+// It runs before commit, while each sequence's sched still holds the step's work.
+func (s *scheduler) logStep(end time.Time, batch []*seq, shape StepShape, sim, actual time.Duration, noise float64) {
+	decoding := 0 // sequences with output that decode their next token (not a 1-token prefill rest)
+	for _, q := range batch {
+		if q.generated > 0 && q.sched-q.draft == 1 && q.computed > 0 {
+			decoding++
+		}
+	}
 	buf := make([]byte, 0, 256)
 	buf = append(buf, "time="...)
 	buf = end.UTC().AppendFormat(buf, "2006-01-02T15:04:05.000000Z07:00")
-	buf = fmt.Appendf(buf, " step=%d active=%d decode=%d prefill_tokens=%d spec_tokens=%d waiting=%d kv_blocks=%d experts=%d fwd_ms=%.3f wall_ms=%.3f",
-		s.step, active, shape.DecodeSeqs, shape.PrefillTokens, shape.SpecTokens, len(s.waiting), s.kv.used, shape.Experts,
+	buf = fmt.Appendf(buf, " step=%d active=%d decode=%d decoding=%d prefill_tokens=%d spec_tokens=%d waiting=%d kv_blocks=%d experts=%d fwd_ms=%.3f wall_ms=%.3f",
+		s.step, len(batch), shape.DecodeSeqs, decoding, shape.PrefillTokens, shape.SpecTokens, len(s.waiting), s.kv.used, shape.Experts,
 		float64(sim)/1e6, float64(actual)/1e6)
 	if s.noise != nil {
 		buf = fmt.Appendf(buf, " noise=%.6f", noise)
@@ -488,9 +495,12 @@ func (s *scheduler) plan() (StepShape, []*seq) {
 // commit applies a finished step: computed tokens advance, completed prompt blocks enter the
 // prefix cache, sequences whose context is fully computed sample one token, finished
 // sequences leave the batch.
-func (s *scheduler) commit(batch []*seq) {
+//
+// end is when the step ended — the time its tokens carry, the same clock reading as the step
+// log's, so that the sequence log and the step log agree to the µs.
+func (s *scheduler) commit(batch []*seq, end time.Time) {
 	bs := s.cfg.BlockSize
-	at := int64(time.Since(s.e.startedAt))
+	at := int64(end.Sub(s.e.startedAt))
 	finished := false
 	for _, q := range batch {
 		if !q.running {

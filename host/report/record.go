@@ -21,6 +21,7 @@ import (
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/scrape"
+	"github.com/genload/genload/host/steplog"
 )
 
 // Schema names the results format; it changes when a field changes meaning.
@@ -121,6 +122,9 @@ type Cell struct {
 	Server *scrape.CellMetrics `json:"server,omitempty"`
 	// Retries are the resends of the cell's requests; nil when none was resent.
 	Retries *Retries `json:"retries,omitempty"`
+	// StepLog holds the figures of the server's step log during the cell (attainment and
+	// forward time, see steplog.Attain), attached by genload steplog; nil without one.
+	StepLog *steplog.Figures `json:"step_log,omitempty"`
 }
 
 // Retries counts a cell's resends: Warmup and Measured those counted against [warmup]

@@ -37,7 +37,9 @@ type Figures struct {
 	NeverAbove bool `json:"never_above_target"`
 	// FwdN, FwdMeanMs and FwdCV are the count, mean (ms) and coefficient of variation
 	// (sample standard deviation / mean) of the forward-pass time over the forwards at
-	// exactly B; FwdN = 0 when the format has no fwd_ms (FwdReason says so).
+	// exactly B that only decode (with a decode group: decode = active; a step that also
+	// prefills is longer by its prefill work); FwdN = 0 when the format has no fwd_ms
+	// (FwdReason says so).
 	FwdN      int     `json:"fwd_n"`
 	FwdMeanMs float64 `json:"fwd_mean_ms"`
 	FwdCV     float64 `json:"fwd_cv"`
@@ -84,7 +86,7 @@ func Attain(recs []Record, s Span, hasFwd bool) Figures {
 		switch {
 		case r.Active == s.Batch:
 			f.AtTarget++
-			if !math.IsNaN(r.FwdMs) {
+			if !math.IsNaN(r.FwdMs) && (r.Decode < 0 || r.Decode == r.Active) {
 				fwd = append(fwd, r.FwdMs)
 			}
 		case r.Active > s.Batch:

@@ -59,13 +59,15 @@ type Format struct {
 // Preset formats, by name. Each doc comment cites the server source that writes the line.
 var presets = map[string]Format{
 	// genload: the built-in engine's step log (genload serve --step-log FILE, engine
-	// Config.StepLog): "time=2026-12-01T10:00:00.123456Z step=7 active=64 decode=64 … fwd_ms=…
-	// wall_ms=…". fwd_ms here is the line's wall_ms — the step's measured wall duration, what
-	// a client on this machine measures (the line's own fwd_ms is the simulated time before
-	// the engine's time scale).
+	// Config.StepLog): "time=2026-12-01T10:00:00.123456Z step=7 active=64 decode=64
+	// decoding=64 … fwd_ms=… wall_ms=…". The decode group is the line's decoding= (sequences
+	// with output decoding their next token; its decode= also counts 1-token prefill rests),
+	// and fwd_ms is the line's wall_ms — the step's measured wall duration, what a client on
+	// this machine measures (the line's own fwd_ms is the simulated time before the engine's
+	// time scale).
 	"genload": {
 		Name:   "genload",
-		Re:     regexp.MustCompile(`time=(?P<time>\S+) step=\d+ active=(?P<active>\d+) decode=(?P<decode>\d+) (?:[a-z_]+=[\d.]+ )*?wall_ms=(?P<fwd_ms>\d+(?:\.\d+)?)`),
+		Re:     regexp.MustCompile(`time=(?P<time>\S+) step=\d+ active=(?P<active>\d+) decode=\d+ decoding=(?P<decode>\d+) (?:[a-z_]+=[\d.]+ )*?wall_ms=(?P<fwd_ms>\d+(?:\.\d+)?)`),
 		Marker: "time=",
 	},
 	// active-fwd: one line per forward pass holding "active=N" and "fwd=Xms" after an

@@ -25,7 +25,7 @@ func TestPresetsReadTheirServersLines(t *testing.T) {
 		preset, line string
 		want         Record
 	}{
-		{"genload", "time=2026-12-01T10:00:00.123456Z step=7 active=64 decode=63 prefill_tokens=12 spec_tokens=0 waiting=0 kv_blocks=9 experts=0 fwd_ms=20.000 wall_ms=1.002 noise=1.01",
+		{"genload", "time=2026-12-01T10:00:00.123456Z step=7 active=64 decode=64 decoding=63 prefill_tokens=12 spec_tokens=0 waiting=0 kv_blocks=9 experts=0 fwd_ms=20.000 wall_ms=1.002 noise=1.01",
 			Record{Time: time.Date(2026, 12, 1, 10, 0, 0, 123456000, time.UTC), Active: 64, Decode: 63, FwdMs: 1.002}},
 		{"active-fwd", "2026-12-01 10:00:00.250 DEBUG step 9 active=32 kv=0.4 fwd=12.5ms",
 			Record{Time: time.Date(2026, 12, 1, 10, 0, 0, 250e6, time.UTC), Res: time.Millisecond, Active: 32, Decode: -1, FwdMs: 12.5}},
@@ -95,7 +95,7 @@ func TestParseTime(t *testing.T) {
 
 func line(step int, active int) string {
 	ts := time.Date(2026, 12, 1, 10, 0, 0, step*1000, time.UTC).Format("2006-01-02T15:04:05.000000Z07:00")
-	return "time=" + ts + " step=" + strconv.Itoa(step) + " active=" + strconv.Itoa(active) + " decode=" + strconv.Itoa(active) + " prefill_tokens=0 spec_tokens=0 waiting=0 kv_blocks=1 experts=0 fwd_ms=1.000 wall_ms=0.050"
+	return "time=" + ts + " step=" + strconv.Itoa(step) + " active=" + strconv.Itoa(active) + " decode=" + strconv.Itoa(active) + " decoding=" + strconv.Itoa(active) + " prefill_tokens=0 spec_tokens=0 waiting=0 kv_blocks=1 experts=0 fwd_ms=1.000 wall_ms=0.050"
 }
 
 func TestMalformedAndInterleavedLines(t *testing.T) {
