@@ -63,6 +63,7 @@ func commands() []command {
 		{"consistency", "per-cell CV of per-forward latency across repeated runs of a matrix", cmdConsistency},
 		{"diff", "per-cell change in % of per-forward latency and TTFT from one run to another", cmdDiff},
 		{"steplog", "per-cell batch attainment and forward time from the server's step log of a run", cmdSteplog},
+		{"gpu-time", "wall and GPU time of runs: per cell, warmups, measured requests", cmdGPUTime},
 		{"plot", "PNG and SVG of per-forward latency vs batch size (one run, or before/after)", cmdPlot},
 		{"plugin", "check a WebAssembly plugin: genload plugin check FILE.wasm", cmdPlugin},
 		{"version", "print genload's version", cmdVersion},

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/report"
 )
 
@@ -97,5 +99,34 @@ func TestSteplogArgumentErrors(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, c.code, c.want)
 		}
+	}
+}
+
+func TestGPUTimeCommand(t *testing.T) {
+	// A run of two cells (30 s and 50 s wall, of which warmups 6 s + 10 s and measured
+	// 20 s + 35 s) in a 100 s run, on 2 GPUs: 2 × 100 s = 0.0556 GPU-h; cells 2 × 80 s =
+	// 0.0444; warmups 2 × 16 s = 0.0089; measured 2 × 55 s = 0.0306.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.json")
+	mk := func(l, b int, wall, warm, meas time.Duration) report.Cell {
+		return report.Cell{Type: "cell", Cell: matrix.Cell{SeqLen: l, Batch: b}, Status: report.StatusOK, Elapsed: report.Millis(wall),
+			WarmupElapsed: report.Millis(warm), MeasuredElapsed: report.Millis(meas)}
+	}
+	run := &report.Run{Header: report.Header{Type: "header", Schema: report.Schema, RunID: "a"},
+		Cells:  []report.Cell{mk(1000, 1, 30*time.Second, 6*time.Second, 20*time.Second), mk(1000, 8, 50*time.Second, 10*time.Second, 35*time.Second)},
+		Footer: &report.Footer{Type: "footer", Elapsed: report.Millis(100 * time.Second), Status: "ok"}}
+	if err := report.WriteJSON(path, run); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := cli(t, context.Background(), "gpu-time", "--gpus", "2", path)
+	for _, want := range []string{"| L=1000,B=8 | ok | 50.000 | 10.000 | 35.000 |",
+		"GPU time × 2 GPUs (flag): 1 runs 1m40s wall = 0.0556 GPU-h; cells 1m20s = 0.0444 GPU-h",
+		"warmups 16s = 0.0089 GPU-h (20.0 % of cells); measured requests 55s = 0.0306 GPU-h (68.8 %)"} {
+		if code != exitcode.OK || !strings.Contains(stdout, want) {
+			t.Errorf("exit %d, output lacks %q:\n%s%s", code, want, stdout, stderr)
+		}
+	}
+	if code, _, stderr := cli(t, context.Background(), "gpu-time"); code != exitcode.Usage || !strings.Contains(stderr, "want one or more results files") {
+		t.Errorf("no file: exit %d, %q", code, stderr)
 	}
 }
