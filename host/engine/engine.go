@@ -82,11 +82,12 @@ func New(cfg Config, tok Tokenizer) (*Engine, error) {
 		cfg.StepLog = stepFile
 	}
 	e := &Engine{
-		cfg: cfg, profile: prof, tok: tok, vocab: buildVocab(tok), stepFile: stepFile,
+		cfg: cfg, profile: prof, tok: tok, vocab: buildVocab(tok),
 		metrics: newMetrics(),
 		created: time.Now().Unix(), startedAt: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	e.stepFile = stepFile
 	e.sched = newScheduler(e)
 	go func() {
 		defer close(e.done)
