@@ -70,6 +70,14 @@ batch_sizes = [1, 4]
 			t.Errorf("%s: attached figures %+v", c.Cell.Key(), g)
 		}
 	}
+	// the same log through a command's output gives the same table
+	code, fromCmd, stderr := cli(t, context.Background(), "steplog", "--cmd", "cat '"+logPath+"'", runPath)
+	if code != exitcode.OK || fromCmd != stdout {
+		t.Errorf("--cmd: exit %d, table\n%s\nwant\n%s\n%s", code, fromCmd, stdout, stderr)
+	}
+	if code, _, stderr := cli(t, context.Background(), "steplog", "--cmd", "exit 3", runPath); code == exitcode.OK || !strings.Contains(stderr, "exit status 3") {
+		t.Errorf("a failing --cmd: exit %d, %q", code, stderr)
+	}
 	// --json gives the same figures
 	code, js, _ := cli(t, context.Background(), "steplog", "--json", runPath, logPath)
 	var rows []steplogRow
