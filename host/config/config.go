@@ -302,6 +302,10 @@ type Engine struct {
 	// Quirks are real servers' behaviours for the engine to reproduce, as `genload serve
 	// --quirk` takes them ("zero-usage,tokens-per-chunk=2"). Default "" (none).
 	Quirks string `toml:"quirks" json:"quirks"`
+	// Noise is seeded step-time noise of a known size for the engine to inject, as `genload
+	// serve` takes it ("step-cv=0.02,burst-cv=0.05,slow-prob=0.001,slow-factor=5,seed=1").
+	// Default "" (none).
+	Noise string `toml:"noise" json:"noise,omitempty"`
 }
 
 // Duration is a time.Duration that decodes from TOML strings such as "500ms" or "2s".

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 )
 
 // Dialect names accepted by Config.Dialect.
@@ -81,11 +80,24 @@ type Config struct {
 	// Quirks reproduce behaviours of real servers (usage, chunking, finish reasons,
 	// truncation, prompt shapes, metrics, stalls); see Quirks. Defaults to none.
 	Quirks Quirks
-	// StepLog, when not nil, receives one line per engine step:
-	// "step=N active=A decode=D prefill_tokens=P spec_tokens=S waiting=W kv_blocks=K experts=E
-	// fwd_ms=F wall_ms=W" (fwd_ms simulated; wall_ms measured, ≈ fwd_ms × TimeScale on
-	// average). Defaults to nil.
+	// StepLog, when not nil, receives one line per engine step, written with one Write:
+	// "time=T step=N active=A decode=D decoding=G prefill_tokens=P spec_tokens=S waiting=W
+	// kv_blocks=K experts=E fwd_ms=F wall_ms=W [noise=X]" — T the step's end (wall clock,
+	// UTC, RFC 3339 with µs), A the sequences scheduled in the step (decode and prefill), D
+	// those the cost model charges as decode (one new token on a computed context, which
+	// includes a 1-token prefill rest after a prefix-cache hit), G those that already have
+	// output and decode their next token (the forward passes a client sees), F the step's simulated duration (Noise included), W its measured wall duration (≈ F ×
+	// TimeScale on average; the wall_ms of the steps between a sequence's first and last
+	// token sum to its last_ms − first_ms in SeqLog), X the Noise factor (only with Noise on).
+	// Defaults to nil.
 	StepLog io.Writer
+	// StepLogFile, when not "" and StepLog is nil, is a file New opens for appending (created
+	// 0644 if missing) and uses as StepLog; Close closes it. "-" is standard error. Appending
+	// lets a log rotator truncate or replace the file while the engine runs. Defaults to "".
+	StepLogFile string
+	// Noise perturbs step times with seeded noise of a known size (per step, per burst,
+	// occasional slow steps); see Noise. Defaults to none.
+	Noise Noise
 	// SeqLog, when not nil, receives one line per finished sequence, the truth a client's
 	// per-sequence figures are checked against:
 	// "seq req=R id=ID choice=C prompt=P max_tokens=M tokens=T finish=F arrival_ms=Q
@@ -118,6 +130,7 @@ func DefaultConfig() Config {
 		SpecDraftMs:         0.35,
 		TimingHeaders:       true,
 		Faults:              DefaultFaults(),
+		Noise:               DefaultNoise(),
 	}
 }
 
@@ -177,6 +190,9 @@ func (c Config) Validate() error {
 	if err := c.Quirks.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Noise.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Quirks.Truncate > c.MaxModelLen {
 		bad("quirk truncate", "the real context %d must not exceed max-model-len %d", c.Quirks.Truncate, c.MaxModelLen)
 	}
@@ -184,8 +200,7 @@ func (c Config) Validate() error {
 }
 
 // RegisterFlags defines one flag per Config field on fs, writing into cfg; the defaults shown
-// are cfg's current values. StepLog is exposed as the boolean flag -step-log (lines go to
-// standard error).
+// are cfg's current values. StepLogFile is the flag -step-log FILE ("-" = standard error).
 func RegisterFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.Profile, "profile", cfg.Profile, "cost-model profile: "+fmt.Sprint(ProfileNames())+" or a .toml path")
 	fs.Float64Var(&cfg.TimeScale, "time-scale", cfg.TimeScale, "wall seconds per simulated second (0 = no sleeping)")
@@ -209,12 +224,6 @@ func RegisterFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.BoolVar(&cfg.TimingHeaders, "timing-headers", cfg.TimingHeaders, "send generation-duration / speculation-acceptance headers (trailers on streams)")
 	registerFaultFlags(fs, &cfg.Faults)
 	fs.Var(quirkFlag{&cfg.Quirks}, "quirk", quirkHelp())
-	fs.BoolFunc("step-log", "log one line per engine step to standard error", func(v string) error {
-		if v == "false" {
-			cfg.StepLog = nil
-			return nil
-		}
-		cfg.StepLog = os.Stderr
-		return nil
-	})
+	registerNoiseFlags(fs, &cfg.Noise)
+	fs.StringVar(&cfg.StepLogFile, "step-log", cfg.StepLogFile, "append one line per engine step to FILE (- = standard error)")
 }

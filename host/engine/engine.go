@@ -20,6 +20,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,8 @@ type Engine struct {
 
 	mu  sync.Mutex
 	srv *http.Server
+
+	stepFile *os.File // Config.StepLogFile, closed by Close
 }
 
 // New validates cfg, loads its profile and starts the scheduler goroutine. tok tokenizes text
@@ -68,12 +71,24 @@ func New(cfg Config, tok Tokenizer) (*Engine, error) {
 	if tok == nil {
 		tok = byteTokenizer{}
 	}
+	var stepFile *os.File
+	switch {
+	case cfg.StepLog != nil || cfg.StepLogFile == "":
+	case cfg.StepLogFile == "-":
+		cfg.StepLog = os.Stderr
+	default:
+		if stepFile, err = os.OpenFile(cfg.StepLogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+			return nil, fmt.Errorf("engine config: [step-log]: %w", err)
+		}
+		cfg.StepLog = stepFile
+	}
 	e := &Engine{
 		cfg: cfg, wire: wireFor(cfg), profile: prof, tok: tok, vocab: buildVocab(tok),
 		metrics: newMetrics(),
 		created: time.Now().Unix(), startedAt: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	e.stepFile = stepFile
 	e.sched = newScheduler(e)
 	go func() {
 		defer close(e.done)
@@ -145,6 +160,9 @@ func (e *Engine) Close() error {
 				err = srv.Close()
 			}
 			cancel()
+		}
+		if e.stepFile != nil {
+			err = errors.Join(err, e.stepFile.Close())
 		}
 	})
 	return err

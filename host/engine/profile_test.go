@@ -112,7 +112,8 @@ func TestConfigValidateAndFlags(t *testing.T) {
 		"-spec-tokens", "4", "-spec-acceptance", "0.5", "-spec-draft-ms", "1", "-timing-headers=false",
 		"-fault-every", "2", "-fault-status", "503", "-fault-error-after", "3", "-fault-reset-after", "4",
 		"-fault-cut-after", "5", "-fault-first-token-delay", "1s", "-fault-stall-after", "6",
-		"-fault-stall-for", "2s", "-fault-keep-alive", "3s", "-loading-for", "4s", "-step-log",
+		"-fault-stall-for", "2s", "-fault-keep-alive", "3s", "-loading-for", "4s", "-step-log", "steps.log",
+		"-noise-step-cv", "0.02", "-noise-burst-cv", "0.05", "-noise-slow-prob", "0.001", "-noise-slow-factor", "5", "-noise-seed", "7",
 		"-quirk", "zero-usage,tokens-per-chunk=2", "-quirk", "late-first-chunk=40ms,coalesce=0.25"}
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
@@ -123,8 +124,8 @@ func TestConfigValidateAndFlags(t *testing.T) {
 		StreamInterval: 2, SpecTokens: 4, SpecAcceptance: 0.5, SpecDraftMs: 1, TimingHeaders: false,
 		Faults: Faults{Every: 2, Status: 503, ErrorAfter: 3, ResetAfter: 4, CutAfter: 5, FirstTokenDelay: time.Second,
 			StallAfter: 6, StallFor: 2 * time.Second, KeepAlive: 3 * time.Second, LoadingFor: 4 * time.Second},
-		Quirks:  Quirks{ZeroUsage: true, TokensPerChunk: 2, LateFirstChunk: 40 * time.Millisecond, Coalesce: 0.25},
-		StepLog: os.Stderr}
+		Quirks:      Quirks{ZeroUsage: true, TokensPerChunk: 2, LateFirstChunk: 40 * time.Millisecond, Coalesce: 0.25},
+		StepLogFile: "steps.log", Noise: Noise{StepCV: 0.02, BurstCV: 0.05, SlowProb: 0.001, SlowFactor: 5, Seed: 7}}
 	if cfg != want {
 		t.Errorf("flags parsed into\n%+v\nwant\n%+v", cfg, want)
 	}

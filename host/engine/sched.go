@@ -137,6 +137,7 @@ type scheduler struct {
 
 	resetReq chan chan struct{}
 	evBuf    []event // scratch: one sequence's events of a step
+	noise    *noiser // Config.Noise; nil when off
 }
 
 func newScheduler(e *Engine) *scheduler {
@@ -150,6 +151,9 @@ func newScheduler(e *Engine) *scheduler {
 	}
 	if s.p.IsMoE() {
 		s.experts = make([]uint64, (s.p.MoELayers*s.p.MoEExperts+63)/64)
+	}
+	if e.cfg.Noise.On() {
+		s.noise = newNoiser(e.cfg.Noise)
 	}
 	return s
 }
@@ -242,8 +246,17 @@ func (s *scheduler) run(stop <-chan struct{}) {
 			close(done)
 		default:
 		}
+		fresh := len(s.running) == 0 // no sequence left from the previous step: a burst begins (see Noise)
 		shape, batch := s.plan()
 		sim := s.p.StepTime(shape)
+		noise := 1.0
+		if s.noise != nil {
+			if fresh {
+				s.noise.newBurst()
+			}
+			noise = s.noise.factor()
+			sim = time.Duration(float64(sim) * noise)
+		}
 		wall := time.Duration(float64(sim) * s.cfg.TimeScale)
 		now := time.Now()
 		if idle || now.Sub(deadline) > wall {
@@ -269,13 +282,34 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		actual := prevEnd.Sub(stepStart) // the measured wall duration (≈ wall on average)
 		s.e.metrics.observeStep(shape, sim, actual)
 		if s.cfg.StepLog != nil {
-			fmt.Fprintf(s.cfg.StepLog, "step=%d active=%d decode=%d prefill_tokens=%d spec_tokens=%d waiting=%d kv_blocks=%d experts=%d fwd_ms=%.3f wall_ms=%.3f\n",
-				s.step, len(batch), shape.DecodeSeqs, shape.PrefillTokens, shape.SpecTokens, len(s.waiting), s.kv.used, shape.Experts,
-				float64(sim)/1e6, float64(actual)/1e6)
+			s.logStep(prevEnd, batch, shape, sim, actual, noise)
 		}
-		s.commit(batch)
+		s.commit(batch, prevEnd)
 		s.e.metrics.setQueue(len(s.running), len(s.waiting), s.kv, s.cfg.BlockSize)
 	}
+}
+
+// logStep writes one Config.StepLog line for the step that ended at end; one Fprintf, so that
+// a line reaches the writer whole.
+// It runs before commit, while each sequence's sched still holds the step's work.
+func (s *scheduler) logStep(end time.Time, batch []*seq, shape StepShape, sim, actual time.Duration, noise float64) {
+	decoding := 0 // sequences with output that decode their next token (not a 1-token prefill rest)
+	for _, q := range batch {
+		if q.generated > 0 && q.sched-q.draft == 1 && q.computed > 0 {
+			decoding++
+		}
+	}
+	buf := make([]byte, 0, 256)
+	buf = append(buf, "time="...)
+	buf = end.UTC().AppendFormat(buf, "2006-01-02T15:04:05.000000Z07:00")
+	buf = fmt.Appendf(buf, " step=%d active=%d decode=%d decoding=%d prefill_tokens=%d spec_tokens=%d waiting=%d kv_blocks=%d experts=%d fwd_ms=%.3f wall_ms=%.3f",
+		s.step, len(batch), shape.DecodeSeqs, decoding, shape.PrefillTokens, shape.SpecTokens, len(s.waiting), s.kv.used, shape.Experts,
+		float64(sim)/1e6, float64(actual)/1e6)
+	if s.noise != nil {
+		buf = fmt.Appendf(buf, " noise=%.6f", noise)
+	}
+	buf = append(buf, '\n')
+	_, _ = s.cfg.StepLog.Write(buf)
 }
 
 // dropAborted removes sequences of aborted requests from both queues, freeing their blocks.
@@ -461,9 +495,12 @@ func (s *scheduler) plan() (StepShape, []*seq) {
 // commit applies a finished step: computed tokens advance, completed prompt blocks enter the
 // prefix cache, sequences whose context is fully computed sample one token, finished
 // sequences leave the batch.
-func (s *scheduler) commit(batch []*seq) {
+//
+// end is when the step ended — the time its tokens carry, the same clock reading as the step
+// log's, so that the sequence log and the step log agree to the µs.
+func (s *scheduler) commit(batch []*seq, end time.Time) {
 	bs := s.cfg.BlockSize
-	at := int64(time.Since(s.e.startedAt))
+	at := int64(end.Sub(s.e.startedAt))
 	finished := false
 	for _, q := range batch {
 		if !q.running {

@@ -21,6 +21,7 @@ import (
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/scrape/scraped"
+	"github.com/genload/genload/host/steplog"
 )
 
 // Schema names the results format; it changes when a field changes meaning.
@@ -152,6 +153,15 @@ type Cell struct {
 	Server *scraped.CellMetrics `json:"server,omitempty"`
 	// Retries are the resends of the cell's requests; nil when none was resent.
 	Retries *Retries `json:"retries,omitempty"`
+	// StepLog holds the figures of the server's step log during the cell (attainment and
+	// forward time, see steplog.Attain), attached by genload steplog; nil without one.
+	StepLog *steplog.Figures `json:"step_log,omitempty"`
+	// WarmupElapsed and MeasuredElapsed are the wall time of the cell's warmup request(s)
+	// (send to last byte, retries included) and of its measured request(s), the parts of
+	// Elapsed a GPU spent on the cell's requests; 0 (absent) when the run did not record
+	// them.
+	WarmupElapsed   Millis `json:"warmup_ms,omitempty"`
+	MeasuredElapsed Millis `json:"measured_ms,omitempty"`
 }
 
 // Retries counts a cell's resends: Warmup and Measured those counted against [warmup]

@@ -65,6 +65,8 @@ func commands() []command {
 		{"merge", "join the results files of a sharded run (genload run --shard I/N) into one run", cmdMerge},
 		{"sweep", "run the matrix against a series of servers (a sweep file of serve commands and points)", cmdSweep},
 		{"k8s", "write the Kubernetes manifests of a sharded run (an Indexed Job) and its merge", cmdK8s},
+		{"steplog", "per-cell batch attainment and forward time from the server's step log of a run", cmdSteplog},
+		{"gpu-time", "wall and GPU time of runs: per cell, warmups, measured requests", cmdGPUTime},
 		{"plot", "PNG and SVG of per-forward latency vs batch size (one run, or before/after)", cmdPlot},
 		{"report", "one self-contained HTML report of runs (tables, warnings, plots, consistency, A/B)", cmdReport},
 		{"fit", "fit a latency model (per-forward latency vs mean length and batch size) to runs", cmdFit},

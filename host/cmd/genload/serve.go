@@ -23,6 +23,8 @@ Point genload at it with: genload run --target http://127.0.0.1:8000`,
 			{"a dense 8B profile at real-time speed, SGLang wire dialect", "genload serve --profile dense-8b --time-scale 1 --dialect sglang"},
 			{"a llama.cpp-derived server: zero usage on every chunk, two tokens per chunk, a late first chunk",
 				"genload serve --time-scale 1 --quirk zero-usage,tokens-per-chunk=2,late-first-chunk=40ms"},
+			{"known noise (2 % per step, 5 % per request burst, one step in 1000 five times slower), with a step log",
+				"genload serve --noise-step-cv 0.02 --noise-burst-cv 0.05 --noise-slow-prob 0.001 --noise-slow-factor 5 --step-log steps.log"},
 		}, e)
 	addr := fs.String("addr", "127.0.0.1:8000", "listen address (loopback by default)")
 	tokPath := fs.String("tokenizer", "", "model dir or tokenizer.json for /tokenize and string prompts (default: embedded Qwen3)")
@@ -51,6 +53,12 @@ Point genload at it with: genload run --target http://127.0.0.1:8000`,
 	quirks := ""
 	if q := cfg.Quirks.String(); q != "" {
 		quirks = ", quirks " + q
+	}
+	if n := cfg.Noise.String(); n != "" {
+		quirks += ", noise " + n
+	}
+	if cfg.StepLogFile != "" {
+		quirks += ", step log " + cfg.StepLogFile
 	}
 	fmt.Fprintf(e.stderr, "genload serve: %s (profile %s, dialect %s, time scale %g, max_model_len %d%s) listening on %s\n",
 		cfg.ModelName, cfg.Profile, cfg.Dialect, cfg.TimeScale, cfg.MaxModelLen, quirks, url)

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/gputime"
+	"github.com/genload/genload/host/report"
+)
+
+func cmdGPUTime(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("gpu-time", "genload gpu-time [--gpus N] [--json] RUN.json [RUN.json…]",
+		`Account for the GPU time one or more finished runs spent: per cell its measured wall time
+and, where the results record them, the wall time of its warmup and of its measured requests;
+then the sums over the runs — run wall time (the GPUs are held for all of it) and cell wall
+time, warmups and measured requests — as GPU-hours: wall time × the GPU count. The count is
+--gpus, else the runs' gpu_count label; without either, GPU-hours are per GPU.
+
+Use it to compare protocols on the same matrix: five fixed repeats (five results files)
+against one adaptive run.`,
+		[][2]string{
+			{"five repeats on an 8-GPU server", "genload gpu-time --gpus 8 results/a-r1.json results/a-r2.json results/a-r3.json results/a-r4.json results/a-r5.json"},
+			{"the per-cell figures as JSON", "genload gpu-time --json results/a.json"},
+		}, e)
+	gpus := fs.Int("gpus", 0, "GPUs the server holds (default: the runs' gpu_count label; none: per GPU)")
+	asJSON := fs.Bool("json", false, "print the accounting as JSON")
+	files, err := parseFiles(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return exitcode.Errorf(exitcode.Usage, "want one or more results files (see 'genload gpu-time --help')")
+	}
+	if *gpus < 0 {
+		return exitcode.Errorf(exitcode.Usage, "--gpus %d: must be ≥ 1", *gpus)
+	}
+	runs, err := report.ReadRuns(files)
+	if err != nil {
+		return err
+	}
+	source := ""
+	if *gpus > 0 {
+		source = "flag"
+	}
+	acc := gputime.Of(runs, *gpus, source)
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(acc)
+	}
+	fmt.Fprintln(e.stdout, "| cell | status | wall s | warmup s | measured s |")
+	fmt.Fprintln(e.stdout, "|---|---|---:|---:|---:|")
+	sec := func(d time.Duration) string {
+		if d == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.3f", d.Seconds())
+	}
+	for _, c := range acc.Cells {
+		fmt.Fprintf(e.stdout, "| %s | %s | %s | %s | %s |\n", c.Key, c.Status, sec(c.Wall), sec(c.Warmup), sec(c.Measured))
+	}
+	fmt.Fprintln(e.stdout)
+	acc.WriteSummary(e.stdout)
+	return nil
+}

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+)
+
+// Noise perturbs the cost model's step times with noise of a known size, so that a
+// measurement protocol (repeats, stopping rules, A/B verdicts) can be tested against noise
+// whose size is known rather than against the noise of the machine it runs on. The zero value
+// is off. Every draw comes from one generator seeded with Seed and consumed by the scheduler
+// goroutine alone, so a given sequence of steps gets the same perturbation on every run.
+//
+// A step of simulated duration T (see Profile) lasts
+//
+//	T' = T · b · s · w
+//
+// with
+//
+//	b  the burst factor: one draw per burst, lognormal, mean 1, CV BurstCV      [1]
+//	s  the step factor: one draw per step, lognormal, mean 1, CV StepCV         [1]
+//	w  SlowFactor with probability SlowProb, else 1 (one draw per step)         [1]
+//
+// A lognormal factor of CV c is exp(σ·Z − σ²/2) with σ² = ln(1 + c²) and Z standard normal:
+// its mean is exactly 1 and its CV exactly c, and it is never negative. T' is what the engine
+// sleeps (× Config.TimeScale), what Config.StepLog reports as fwd_ms and what the /metrics
+// step histograms observe; the step-end times in Config.SeqLog are measured after the sleep,
+// so the engine's truth includes the noise.
+//
+// A burst is the engine's work from idle to idle: it begins with a step planned when no
+// sequence is running (none left from the previous step) and ends when the last sequence
+// finishes. genload run sends one
+// cell's warmup and then its measured request, each to an idle engine, so each is one burst:
+// every forward pass of a measured request shares one b, and repeats of a cell draw
+// independent b's — the per-cell noise that repeats must average out. Bursts are used rather
+// than fixed time windows because a cell's length varies tenfold across a matrix, and a
+// window would split some cells and join others.
+type Noise struct {
+	// StepCV is the coefficient of variation of the per-step factor s (0.02 = 2 %).
+	// Defaults to 0 (off).
+	StepCV float64
+	// BurstCV is the coefficient of variation of the per-burst factor b (0.05 = 5 %), the
+	// per-cell noise. Defaults to 0 (off).
+	BurstCV float64
+	// SlowProb is the probability that a step is slow (0.001 = one step in a thousand).
+	// Defaults to 0 (off).
+	SlowProb float64
+	// SlowFactor multiplies the duration of a slow step; must be ≥ 1. Defaults to 1.
+	SlowFactor float64
+	// Seed seeds the noise generator. Defaults to 0.
+	Seed uint64
+}
+
+// DefaultNoise returns no noise.
+func DefaultNoise() Noise { return Noise{SlowFactor: 1} }
+
+// On reports whether any noise is injected.
+func (n Noise) On() bool {
+	return n.StepCV > 0 || n.BurstCV > 0 || (n.SlowProb > 0 && n.SlowFactor != 1)
+}
+
+func (n Noise) validate() error {
+	var errs []error
+	cv := func(key string, v float64) {
+		if !(v >= 0 && v <= 10) {
+			errs = append(errs, fmt.Errorf("[%s] must be in [0, 10], got %v", key, v))
+		}
+	}
+	cv("noise-step-cv", n.StepCV)
+	cv("noise-burst-cv", n.BurstCV)
+	if !(n.SlowProb >= 0 && n.SlowProb <= 1) {
+		errs = append(errs, fmt.Errorf("[noise-slow-prob] must be in [0, 1], got %v", n.SlowProb))
+	}
+	if !(n.SlowFactor >= 1 && n.SlowFactor <= 1000) {
+		errs = append(errs, fmt.Errorf("[noise-slow-factor] must be in [1, 1000], got %v", n.SlowFactor))
+	}
+	return errors.Join(errs...)
+}
+
+// String returns the comma-separated form ParseNoise reads, "" when off.
+func (n Noise) String() string {
+	if !n.On() {
+		return ""
+	}
+	var parts []string
+	f := func(k string, v float64) { parts = append(parts, k+"="+strconv.FormatFloat(v, 'g', -1, 64)) }
+	if n.StepCV > 0 {
+		f("step-cv", n.StepCV)
+	}
+	if n.BurstCV > 0 {
+		f("burst-cv", n.BurstCV)
+	}
+	if n.SlowProb > 0 && n.SlowFactor != 1 {
+		f("slow-prob", n.SlowProb)
+		f("slow-factor", n.SlowFactor)
+	}
+	parts = append(parts, "seed="+strconv.FormatUint(n.Seed, 10))
+	return strings.Join(parts, ",")
+}
+
+// ParseNoise reads a comma-separated list of key=value pairs — step-cv, burst-cv, slow-prob,
+// slow-factor (floats) and seed (an unsigned integer) — over DefaultNoise, e.g.
+// "step-cv=0.02,burst-cv=0.05,slow-prob=0.001,slow-factor=5,seed=7". "" is no noise. Errors
+// name the key.
+func ParseNoise(list string) (Noise, error) {
+	n := DefaultNoise()
+	var errs []error
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(item, "=")
+		if !ok {
+			errs = append(errs, fmt.Errorf("noise %q: want key=value", item))
+			continue
+		}
+		var err error
+		switch k {
+		case "step-cv":
+			n.StepCV, err = strconv.ParseFloat(v, 64)
+		case "burst-cv":
+			n.BurstCV, err = strconv.ParseFloat(v, 64)
+		case "slow-prob":
+			n.SlowProb, err = strconv.ParseFloat(v, 64)
+		case "slow-factor":
+			n.SlowFactor, err = strconv.ParseFloat(v, 64)
+		case "seed":
+			n.Seed, err = strconv.ParseUint(v, 10, 64)
+		default:
+			err = errors.New("unknown key (known: step-cv, burst-cv, slow-prob, slow-factor, seed)")
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("noise [%s]: %w", k, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return n, err
+	}
+	return n, n.validate()
+}
+
+func registerNoiseFlags(fs *flag.FlagSet, n *Noise) {
+	fs.Float64Var(&n.StepCV, "noise-step-cv", n.StepCV, "CV of a lognormal per-step factor on step times (0.02 = 2 %), 0 = off")
+	fs.Float64Var(&n.BurstCV, "noise-burst-cv", n.BurstCV, "CV of a lognormal factor drawn once per burst (idle to idle: one per request of a cell), 0 = off")
+	fs.Float64Var(&n.SlowProb, "noise-slow-prob", n.SlowProb, "probability that a step is slow, 0 = off")
+	fs.Float64Var(&n.SlowFactor, "noise-slow-factor", n.SlowFactor, "duration multiplier of a slow step (>= 1)")
+	fs.Uint64Var(&n.Seed, "noise-seed", n.Seed, "seed of the step-time noise")
+}
+
+// noiser draws the factors of Noise; used by the scheduler goroutine only.
+type noiser struct {
+	n            Noise
+	rng          *rand.Rand
+	sigS, sigB   float64 // lognormal σ of the step and burst factors
+	burst        float64 // the current burst's factor b
+	steps, slows uint64  // steps perturbed and slow steps drawn (tests)
+}
+
+func newNoiser(n Noise) *noiser {
+	return &noiser{
+		n:     n,
+		rng:   rand.New(rand.NewPCG(n.Seed, 0x6e6f697365)), // "noise"
+		sigS:  math.Sqrt(math.Log1p(n.StepCV * n.StepCV)),
+		sigB:  math.Sqrt(math.Log1p(n.BurstCV * n.BurstCV)),
+		burst: 1,
+	}
+}
+
+// lognormal returns exp(σ·Z − σ²/2): mean 1, CV sqrt(exp(σ²) − 1).
+func (z *noiser) lognormal(sig float64) float64 {
+	if sig == 0 {
+		return 1
+	}
+	return math.Exp(sig*z.rng.NormFloat64() - sig*sig/2)
+}
+
+// newBurst draws the factor of a burst that starts now.
+func (z *noiser) newBurst() { z.burst = z.lognormal(z.sigB) }
+
+// factor returns the next step's multiplier b·s·w.
+func (z *noiser) factor() float64 {
+	f := z.burst * z.lognormal(z.sigS)
+	z.steps++
+	if z.n.SlowProb > 0 && z.rng.Float64() < z.n.SlowProb {
+		f *= z.n.SlowFactor
+		z.slows++
+	}
+	return f
+}

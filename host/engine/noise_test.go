@@ -1,0 +1,258 @@
+package engine
+
+import (
+	"github.com/genload/genload/host/internal/logtest"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// meanCV returns the mean and the coefficient of variation (sample standard deviation / mean)
+// of xs.
+func meanCV(xs []float64) (mean, cv float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss/float64(len(xs)-1)) / mean
+}
+
+func TestNoiseFactorsHaveTheAskedCV(t *testing.T) {
+	// The sample CV of n lognormal draws of CV c has a standard error ≈ c·sqrt((1 + 2c²)/(2n));
+	// each tolerance below is ≥ 5 standard errors, and the seed is fixed, so the test is
+	// deterministic and fails only if the draws do not have the asked size.
+	cases := []struct {
+		name        string
+		n           Noise
+		draws       int
+		wantCV, tol float64 // tol relative to wantCV
+	}{
+		// 200,000 step draws of CV 0.05: SE ≈ 0.05/632 (0.16 % relative); tolerance 2 %.
+		{"step 5 %", Noise{StepCV: 0.05, SlowFactor: 1, Seed: 1}, 200_000, 0.05, 0.02},
+		// CV 0.5 (σ² = ln 1.25): SE ≈ 0.5·sqrt(1.5/400000) (0.19 %); tolerance 2 %.
+		{"step 50 %", Noise{StepCV: 0.5, SlowFactor: 1, Seed: 2}, 200_000, 0.5, 0.02},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			z := newNoiser(c.n)
+			z.newBurst()
+			xs := make([]float64, c.draws)
+			for i := range xs {
+				xs[i] = z.factor()
+			}
+			mean, cv := meanCV(xs)
+			t.Logf("%d draws: mean %.5f, CV %.5f (asked %.5f)", c.draws, mean, cv, c.wantCV)
+			// The mean's SE is CV/sqrt(n) ≤ 0.5/447 = 0.11 %; tolerance 1 %.
+			if math.Abs(mean-1) > 0.01 {
+				t.Errorf("mean factor %.4f, want 1 ± 0.01", mean)
+			}
+			if math.Abs(cv/c.wantCV-1) > c.tol {
+				t.Errorf("realised CV %.4f, want %.4f ± %.0f %%", cv, c.wantCV, 100*c.tol)
+			}
+		})
+	}
+	t.Run("burst 10 %", func(t *testing.T) {
+		// 20,000 bursts of CV 0.1: SE ≈ 0.1·sqrt(1.02/40000) (0.5 % relative); tolerance 3 %.
+		// Within a burst every step gets the same factor (no step noise).
+		z := newNoiser(Noise{BurstCV: 0.1, SlowFactor: 1, Seed: 3})
+		xs := make([]float64, 20_000)
+		for i := range xs {
+			z.newBurst()
+			xs[i] = z.factor()
+			for range 3 {
+				if f := z.factor(); f != xs[i] {
+					t.Fatalf("burst %d: step factor %v, want the burst's %v", i, f, xs[i])
+				}
+			}
+		}
+		_, cv := meanCV(xs)
+		t.Logf("20000 bursts: CV %.5f (asked 0.1)", cv)
+		if math.Abs(cv/0.1-1) > 0.03 {
+			t.Errorf("realised burst CV %.4f, want 0.1 ± 3 %%", cv)
+		}
+	})
+	t.Run("slow steps", func(t *testing.T) {
+		// 200,000 steps at p = 0.01: 2000 slow steps expected, SE sqrt(2000·0.99) ≈ 44;
+		// tolerance ±10 % (4.5 SE). Each slow step is exactly 5× (no other noise).
+		z := newNoiser(Noise{SlowProb: 0.01, SlowFactor: 5, Seed: 4})
+		slow := 0
+		for range 200_000 {
+			switch f := z.factor(); f {
+			case 1:
+			case 5:
+				slow++
+			default:
+				t.Fatalf("factor %v, want 1 or 5", f)
+			}
+		}
+		t.Logf("%d slow steps of 200000 (expected 2000)", slow)
+		if slow < 1800 || slow > 2200 {
+			t.Errorf("%d slow steps of 200000, want 2000 ± 200", slow)
+		}
+	})
+	t.Run("seeded", func(t *testing.T) {
+		a, b := newNoiser(Noise{StepCV: 0.1, SlowFactor: 1, Seed: 9}), newNoiser(Noise{StepCV: 0.1, SlowFactor: 1, Seed: 9})
+		c := newNoiser(Noise{StepCV: 0.1, SlowFactor: 1, Seed: 10})
+		same, diff := true, false
+		for range 100 {
+			x, y, w := a.factor(), b.factor(), c.factor()
+			same = same && x == y
+			diff = diff || x != w
+		}
+		if !same || !diff {
+			t.Errorf("same seed gives the same draws: %v (want true); another seed differs: %v (want true)", same, diff)
+		}
+	})
+}
+
+// noisyStep is one step-log line's noise factor, simulated duration and decode count.
+type noisyStep struct {
+	noise, fwdMs float64
+	decode       int
+}
+
+func parseNoisySteps(t *testing.T, log string) []noisyStep {
+	t.Helper()
+	var out []noisyStep
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		s := noisyStep{noise: math.NaN()}
+		for _, f := range strings.Fields(line) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "noise":
+				s.noise, _ = strconv.ParseFloat(v, 64)
+			case "fwd_ms":
+				s.fwdMs, _ = strconv.ParseFloat(v, 64)
+			case "decode":
+				s.decode, _ = strconv.Atoi(v)
+			}
+		}
+		if math.IsNaN(s.noise) {
+			t.Fatalf("step line without noise=: %q", line)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestEngineStepTimesCarryTheNoise(t *testing.T) {
+	// 60 sequential identical requests (each a burst: the engine is empty between them), 40
+	// tokens each, with per-step CV 0.04 and per-burst CV 0.1, no prefix cache (so every
+	// burst has the same unperturbed step times). The step log must show: the unperturbed
+	// time fwd_ms / noise the same in every burst (the noise is all that differs); the
+	// realised per-step CV within bursts and the burst CV across them near the asked ones.
+	log := &logtest.LockedBuffer{}
+	_, srv := newTestEngine(t, func(c *Config) {
+		c.StepLog = log
+		c.DisablePrefixCaching = true
+		c.Profile = "dense-8b"
+		c.Noise = Noise{StepCV: 0.04, BurstCV: 0.1, SlowFactor: 1, Seed: 11}
+	})
+	const bursts, tokens = 60, 40
+	for range bursts {
+		post(t, srv.URL+"/v1/completions", `{"prompt":`+idList(1, 64)+`,"max_tokens":`+strconv.Itoa(tokens)+`,"ignore_eos":true}`)
+	}
+	steps := parseNoisySteps(t, log.String())
+	if len(steps) != bursts*tokens { // one prefill step (the first token), then 39 decode steps
+		t.Fatalf("%d step lines, want %d × %d", len(steps), bursts, tokens)
+	}
+	var burstMeans, within []float64
+	for b := range bursts {
+		st := steps[b*tokens : (b+1)*tokens]
+		var logs []float64
+		sum := 0.0
+		for i, s := range st {
+			base, base0 := s.fwdMs/s.noise, steps[i].fwdMs/steps[i].noise
+			if math.Abs(base/base0-1) > 1e-3 { // fwd_ms has 3 decimals of ~7 ms
+				t.Fatalf("burst %d step %d: unperturbed %.4f ms, burst 0's %.4f ms", b, i, base, base0)
+			}
+			sum += s.noise
+			logs = append(logs, math.Log(s.noise))
+		}
+		burstMeans = append(burstMeans, sum/tokens)
+		// the step factor's spread, separated from the burst's by taking logs: the SD of
+		// ln s is σ = sqrt(ln(1 + 0.04²)) ≈ 0.03999
+		m := 0.0
+		for _, l := range logs {
+			m += l
+		}
+		m /= tokens
+		for _, l := range logs {
+			within = append(within, l-m)
+		}
+	}
+	var ss float64
+	for _, d := range within {
+		ss += d * d
+	}
+	sdLog := math.Sqrt(ss / float64(bursts*(tokens-1)))
+	_, burstCV := meanCV(burstMeans)
+	t.Logf("step log: within-burst SD of ln(noise) %.5f (asked σ %.5f), CV across %d bursts %.4f (expected 0.1008)",
+		sdLog, math.Sqrt(math.Log1p(0.04*0.04)), bursts, burstCV)
+	// 2340 degrees of freedom: SE of the SD ≈ 1.5 %; tolerance 8 %.
+	if want := math.Sqrt(math.Log1p(0.04 * 0.04)); math.Abs(sdLog/want-1) > 0.08 {
+		t.Errorf("within-burst SD of ln(noise) %.4f, want %.4f ± 8 %%", sdLog, want)
+	}
+	// The burst means' CV is sqrt(0.1² + 0.04²/40) ≈ 0.1008 (the step noise averages out);
+	// 60 bursts give an SE ≈ 9 %; tolerance 30 % (3.3 SE).
+	if math.Abs(burstCV/0.1008-1) > 0.3 {
+		t.Errorf("CV across bursts %.4f, want 0.1008 ± 30 %%", burstCV)
+	}
+}
+
+func TestStepLogFile(t *testing.T) {
+	// Config.StepLogFile appends: two engines write to one file, and every line of both is there.
+	path := filepath.Join(t.TempDir(), "steps.log")
+	for i := range 2 {
+		e, srv := newTestEngine(t, func(c *Config) { c.StepLogFile = path })
+		post(t, srv.URL+"/v1/completions", `{"prompt":[1,2,3],"max_tokens":5,"ignore_eos":true}`)
+		srv.Close()
+		if err := e.Close(); err != nil {
+			t.Fatalf("engine %d: close: %v", i, err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 10 || !strings.HasPrefix(lines[0], "time=") || !strings.Contains(lines[9], " step=5 active=1 decode=1 ") {
+		t.Errorf("step log file has %d lines, want 2 × 5 (first %q, last %q)", len(lines), lines[0], lines[len(lines)-1])
+	}
+	cfg := DefaultConfig()
+	cfg.StepLogFile = filepath.Join(path, "x") // a file under a file cannot be created
+	if _, err := New(cfg, nil); err == nil || !strings.Contains(err.Error(), "[step-log]") {
+		t.Errorf("New with an unopenable step log: %v, want an error naming [step-log]", err)
+	}
+}
+
+func TestParseNoise(t *testing.T) {
+	n, err := ParseNoise("step-cv=0.02, burst-cv=0.05,slow-prob=0.001,slow-factor=5,seed=7")
+	if err != nil || n != (Noise{StepCV: 0.02, BurstCV: 0.05, SlowProb: 0.001, SlowFactor: 5, Seed: 7}) {
+		t.Fatalf("ParseNoise = %+v, %v", n, err)
+	}
+	if back, err := ParseNoise(n.String()); err != nil || back != n {
+		t.Errorf("ParseNoise(%q) = %+v, %v; want %+v", n.String(), back, err, n)
+	}
+	if n, err := ParseNoise(""); err != nil || n.On() {
+		t.Errorf(`ParseNoise("") = %+v, %v; want off`, n, err)
+	}
+	for in, want := range map[string]string{
+		"step-cv=x":       "noise [step-cv]",
+		"slow-factor=0.5": "[noise-slow-factor] must be in [1, 1000]",
+		"jitter=1":        "noise [jitter]: unknown key",
+		"step-cv":         "want key=value",
+		"burst-cv=-1":     "[noise-burst-cv] must be in [0, 10]",
+	} {
+		if _, err := ParseNoise(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseNoise(%q) = %v, want an error containing %q", in, err, want)
+		}
+	}
+}

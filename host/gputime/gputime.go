@@ -1,0 +1,142 @@
+// Package gputime accounts for the GPU time a run spent: the measured wall time of each cell,
+// of its warmup and of its measured request(s), summed per run and multiplied by the GPUs
+// the server holds. It reads finished results (report.Run) and nothing else.
+//
+// GPU time is wall time × GPUs: the server's GPUs are held for the whole run whether a
+// forward pass runs or not, so the cost of a run is its wall time, and the cost of a cell
+// the wall time from its start to its end. The warmup and measured figures split a cell's
+// time into the parts a protocol can save: a warmup per repeat is overhead, the measured
+// requests are the measurement.
+package gputime
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/genload/genload/host/report"
+)
+
+// Cell is one cell's accounting (wall times; multiply by GPUs for GPU time).
+type Cell struct {
+	// Key is the cell's "L=…,B=…"; Status its record's status.
+	Key    string `json:"cell"`
+	Status string `json:"status"`
+	// Wall is the cell's measured wall time, start to record (report.Cell.Elapsed).
+	Wall time.Duration `json:"wall_ns"`
+	// Warmup and Measured are the wall time of its warmup and of its measured request(s)
+	// (report.Cell.WarmupElapsed, MeasuredElapsed); zero when the record has none.
+	Warmup   time.Duration `json:"warmup_ns"`
+	Measured time.Duration `json:"measured_ns"`
+}
+
+// Account is a run's (or several runs') accounting.
+type Account struct {
+	// Cells are the cells' rows, in the runs' order.
+	Cells []Cell `json:"cells"`
+	// Runs is the number of runs summed; RunWall the sum of their wall times
+	// (report.Footer.Elapsed; runs without a footer, i.e. killed, count their cells' wall).
+	Runs    int           `json:"runs"`
+	RunWall time.Duration `json:"run_wall_ns"`
+	// CellWall, Warmup and Measured sum the cells' figures.
+	CellWall time.Duration `json:"cell_wall_ns"`
+	Warmup   time.Duration `json:"warmup_ns"`
+	Measured time.Duration `json:"measured_ns"`
+	// Split is true when every cell record has its warmup and measured times; else
+	// SplitReason says which do not (records written before they were kept).
+	Split       bool   `json:"split"`
+	SplitReason string `json:"split_reason,omitempty"`
+	// GPUs is the GPU count the times are multiplied by in GPUHours, and GPUSource where it
+	// came from ("labels gpu_count", "flag", or "" when unknown: GPUHours is then per GPU).
+	GPUs      int    `json:"gpus"`
+	GPUSource string `json:"gpu_source,omitempty"`
+}
+
+// Of accounts for runs with gpus GPUs (0 = unknown: GPU-hours are then given per GPU), from
+// source ("labels gpu_count", "flag").
+func Of(runs []*report.Run, gpus int, source string) Account {
+	a := Account{Runs: len(runs), Split: true, GPUs: gpus, GPUSource: source}
+	if gpus <= 0 {
+		a.GPUs, a.GPUSource = 1, ""
+	}
+	missing := 0
+	for _, r := range runs {
+		var cells time.Duration
+		for _, c := range r.Cells {
+			row := Cell{Key: c.Cell.Key(), Status: c.Status, Wall: time.Duration(c.Elapsed),
+				Warmup: time.Duration(c.WarmupElapsed), Measured: time.Duration(c.MeasuredElapsed)}
+			a.Cells = append(a.Cells, row)
+			cells += row.Wall
+			a.Warmup += row.Warmup
+			a.Measured += row.Measured
+			if row.Measured == 0 && report.Measured(c.Status) {
+				missing++
+			}
+		}
+		a.CellWall += cells
+		if r.Footer != nil {
+			a.RunWall += time.Duration(r.Footer.Elapsed)
+		} else {
+			a.RunWall += cells
+		}
+	}
+	if missing > 0 {
+		a.Split = false
+		a.SplitReason = fmt.Sprintf("%d measured cell records have no warmup_ms/measured_ms (the run did not record them)", missing)
+	}
+	return a
+}
+
+// GPUHours returns d × GPUs in hours.
+func (a Account) GPUHours(d time.Duration) float64 { return d.Hours() * float64(a.GPUs) }
+
+// GPUCount reads the gpu_count label (an integer: int64 from TOML, a whole float64 from
+// JSON, or a decimal string); ok is false when it is absent or not a positive integer.
+func GPUCount(labels map[string]any) (n int, ok bool) {
+	switch v := labels["gpu_count"].(type) {
+	case int64:
+		n = int(v)
+	case int:
+		n = v
+	case float64:
+		if v != math.Trunc(v) {
+			return 0, false
+		}
+		n = int(v)
+	case string:
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	return n, n > 0
+}
+
+// WriteSummary writes the run-level accounting in two lines: wall and GPU time of the runs
+// and cells, and the warmup / measured split (or why it is absent).
+func (a Account) WriteSummary(w io.Writer) {
+	per := fmt.Sprintf("× %d GPUs (%s)", a.GPUs, a.GPUSource)
+	if a.GPUSource == "" {
+		per = "per GPU (no gpu_count label)"
+	}
+	fmt.Fprintf(w, "GPU time %s: %d runs %s wall = %.4f GPU-h; cells %s = %.4f GPU-h\n",
+		per, a.Runs, a.RunWall.Round(time.Millisecond), a.GPUHours(a.RunWall), a.CellWall.Round(time.Millisecond), a.GPUHours(a.CellWall))
+	if !a.Split {
+		fmt.Fprintf(w, "warmup / measured split: absent: %s\n", a.SplitReason)
+		return
+	}
+	fmt.Fprintf(w, "warmups %s = %.4f GPU-h (%.1f %% of cells); measured requests %s = %.4f GPU-h (%.1f %%)\n",
+		a.Warmup.Round(time.Millisecond), a.GPUHours(a.Warmup), pct(a.Warmup, a.CellWall),
+		a.Measured.Round(time.Millisecond), a.GPUHours(a.Measured), pct(a.Measured, a.CellWall))
+}
+
+func pct(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}

@@ -1,0 +1,77 @@
+package gputime
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/report"
+)
+
+func cell(l, b int, status string, wall, warm, meas time.Duration) report.Cell {
+	return report.Cell{Cell: matrix.Cell{SeqLen: l, Batch: b}, Status: status, Elapsed: report.Millis(wall),
+		WarmupElapsed: report.Millis(warm), MeasuredElapsed: report.Millis(meas)}
+}
+
+func TestAccountSumsCellsAndRuns(t *testing.T) {
+	// Two runs: one finished (footer 100 s) with cells of 30 s and 50 s, one killed (no
+	// footer) with a cell of 20 s. With 8 GPUs: run wall 100 + 20 = 120 s = 120/3600 h × 8
+	// = 0.26667 GPU-h; cells 100 s → 0.22222 GPU-h; warmups 6 + 10 + 4 = 20 s; measured
+	// 20 + 35 + 14 = 69 s.
+	a := &report.Run{Cells: []report.Cell{
+		cell(1000, 1, report.StatusOK, 30*time.Second, 6*time.Second, 20*time.Second),
+		cell(1000, 8, report.StatusOK, 50*time.Second, 10*time.Second, 35*time.Second)},
+		Footer: &report.Footer{Elapsed: report.Millis(100 * time.Second)}}
+	b := &report.Run{Cells: []report.Cell{cell(4000, 1, report.StatusOK, 20*time.Second, 4*time.Second, 14*time.Second)}}
+	acc := Of([]*report.Run{a, b}, 8, "labels gpu_count")
+	if acc.RunWall != 120*time.Second || acc.CellWall != 100*time.Second || acc.Warmup != 20*time.Second || acc.Measured != 69*time.Second || !acc.Split || len(acc.Cells) != 3 {
+		t.Fatalf("account %+v", acc)
+	}
+	if h := acc.GPUHours(acc.RunWall); h < 0.266666 || h > 0.266667 {
+		t.Errorf("run GPU-hours %.6f, want 0.266667", h)
+	}
+	var sb strings.Builder
+	acc.WriteSummary(&sb)
+	for _, want := range []string{"× 8 GPUs (labels gpu_count): 2 runs 2m0s wall = 0.2667 GPU-h; cells 1m40s = 0.2222 GPU-h",
+		"warmups 20s = 0.0444 GPU-h (20.0 % of cells); measured requests 1m9s = 0.1533 GPU-h (69.0 %)"} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, sb.String())
+		}
+	}
+	// A record without the split (an older run) makes the split absent, with the reason;
+	// failed cells never have it and do not count as missing.
+	old := &report.Run{Cells: []report.Cell{cell(1000, 1, report.StatusOK, 30*time.Second, 0, 0),
+		cell(1000, 2, report.StatusError, time.Second, 0, 0)}}
+	acc = Of([]*report.Run{old}, 0, "")
+	sb.Reset()
+	acc.WriteSummary(&sb)
+	if acc.Split || !strings.Contains(acc.SplitReason, "1 measured cell records have no warmup_ms/measured_ms") ||
+		!strings.Contains(sb.String(), "per GPU (no gpu_count label)") || acc.GPUs != 1 {
+		t.Errorf("account without split %+v\n%s", acc, sb.String())
+	}
+}
+
+func TestGPUCount(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		n    int
+		ok   bool
+		name string
+	}{
+		{int64(8), 8, true, "TOML integer"},
+		{float64(4), 4, true, "JSON number"},
+		{"2", 2, true, "string"},
+		{2.5, 0, false, "fraction"},
+		{int64(0), 0, false, "zero"},
+		{nil, 0, false, "absent"},
+	} {
+		labels := map[string]any{}
+		if c.v != nil {
+			labels["gpu_count"] = c.v
+		}
+		if n, ok := GPUCount(labels); n != c.n || ok != c.ok {
+			t.Errorf("%s: GPUCount = %d, %v; want %d, %v", c.name, n, ok, c.n, c.ok)
+		}
+	}
+}
