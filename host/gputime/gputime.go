@@ -123,8 +123,12 @@ func (a Account) WriteSummary(w io.Writer) {
 	if a.GPUSource == "" {
 		per = "per GPU (no gpu_count label)"
 	}
-	fmt.Fprintf(w, "GPU time %s: %d runs %s wall = %.4f GPU-h; cells %s = %.4f GPU-h\n",
-		per, a.Runs, a.RunWall.Round(time.Millisecond), a.GPUHours(a.RunWall), a.CellWall.Round(time.Millisecond), a.GPUHours(a.CellWall))
+	runs := fmt.Sprintf("%d runs", a.Runs)
+	if a.Runs == 1 {
+		runs = "1 run"
+	}
+	fmt.Fprintf(w, "GPU time %s: %s %s wall = %.4f GPU-h; cells %s = %.4f GPU-h\n",
+		per, runs, a.RunWall.Round(time.Millisecond), a.GPUHours(a.RunWall), a.CellWall.Round(time.Millisecond), a.GPUHours(a.CellWall))
 	if !a.Split {
 		fmt.Fprintf(w, "warmup / measured split: absent: %s\n", a.SplitReason)
 		return

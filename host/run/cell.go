@@ -95,7 +95,9 @@ func (r *cellRunner) measure(ctx context.Context, c matrix.Cell) (report.Cell, e
 	rec.Workers = plan.Workers
 
 	if !cfg.Warmup.Disabled {
+		tw := time.Now()
 		wres, err := r.client.Do(ctx, plan.ForWarmup())
+		rec.WarmupElapsed = report.Millis(time.Since(tw))
 		if err == nil {
 			err = wres.Err()
 		}
@@ -112,7 +114,9 @@ func (r *cellRunner) measure(ctx context.Context, c matrix.Cell) (report.Cell, e
 			rec.Warnings = append(rec.Warnings, "metrics: "+err.Error())
 		}
 	}
+	tm := time.Now()
 	res, err := r.client.Do(ctx, plan)
+	rec.MeasuredElapsed = report.Millis(time.Since(tm))
 	if r.watcher != nil {
 		m, werr := r.watcher.EndRouted(ctx, c.Batch, rec.Workers)
 		if werr != nil {

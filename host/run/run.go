@@ -24,6 +24,7 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/gputime"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/shard"
@@ -120,6 +121,11 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		}
 	}
 	report.WriteTable(opt.Stdout, res.Run, report.TableOptions{Wide: opt.Wide})
+	gpus, src := 0, "" // unknown: the summary is per GPU
+	if n, ok := gputime.GPUCount(res.Run.Header.Labels); ok {
+		gpus, src = n, "labels gpu_count"
+	}
+	gputime.Of([]*report.Run{res.Run}, gpus, src).WriteSummary(opt.Stderr)
 	fmt.Fprintf(opt.Stderr, "%d/%d cells measured in %s; results: %s", res.Measured, len(s.cells), time.Since(start).Round(100*time.Millisecond), res.JSONL)
 	if jsonPath != "" {
 		fmt.Fprintf(opt.Stderr, ", %s, %s", jsonPath, csvPath)

@@ -110,6 +110,11 @@ func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer) (*engine.Engine,
 		return nil, "", nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: [engine.quirks]: %w", cfg.Where("engine.quirks"), err))
 	}
 	ecfg.Quirks = q
+	noise, err := engine.ParseNoise(cfg.Engine.Noise)
+	if err != nil {
+		return nil, "", nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: [engine.noise]: %w", cfg.Where("engine.noise"), err))
+	}
+	ecfg.Noise = noise
 	ecfg.Seed = int64(cfg.Seed)
 	ecfg.VocabSize = max(ecfg.VocabSize, tok.VocabSize()) // the engine serves the run's tokenizer
 	eng, err := engine.New(ecfg, tok)
@@ -121,9 +126,13 @@ func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer) (*engine.Engine,
 		eng.Close()
 		return nil, "", nil, fmt.Errorf("built-in engine: %w", err)
 	}
-	return eng, url, map[string]any{"profile": ecfg.Profile, "time_scale": ecfg.TimeScale, "quirks": q.String(),
+	info := map[string]any{"profile": ecfg.Profile, "time_scale": ecfg.TimeScale, "quirks": q.String(),
 		"max_model_len": ecfg.MaxModelLen, "model": ecfg.ModelName,
-		"note": "figures are wall-clock at this time scale: divide by time_scale for the simulated GPU time"}, nil
+		"note": "figures are wall-clock at this time scale: divide by time_scale for the simulated GPU time"}
+	if n := noise.String(); n != "" {
+		info["noise"] = n // the step-time noise injected, so that a run's CV can be read against it
+	}
+	return eng, url, info, nil
 }
 
 // listModels asks the target for its models, retrying a server that is unreachable or not

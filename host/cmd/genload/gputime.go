@@ -44,6 +44,8 @@ against one adaptive run.`,
 	source := ""
 	if *gpus > 0 {
 		source = "flag"
+	} else if n, ok := gputime.GPUCount(runs[0].Header.Labels); ok {
+		*gpus, source = n, "labels gpu_count"
 	}
 	acc := gputime.Of(runs, *gpus, source)
 	if *asJSON {
