@@ -105,8 +105,8 @@ out = %q
 seq_lens = [1000, 4000]
 batch_sizes = [1, 4]
 [engine]
-time_scale = 0.2
-`, out)) // steps of ~1.6 ms: a client under -race on a loaded machine still reads chunks apart
+time_scale = 1
+`, out)) // steps of ≥ 3.5 ms: a client under -race on a loaded machine still reads chunks apart
 	ctx := context.Background()
 	for _, bad := range [][]string{{"--repeat", "0"}, {"--max-cv", "5"}, {"--repeat", "2", "--resume", "x"}, {"--repeat", "2", "--cv-stat", "p50"}} {
 		if code, _, stderr := cli(t, ctx, append([]string{"run", "-c", cfg}, bad...)...); code != exitcode.Usage {

@@ -65,7 +65,7 @@ out = %q
 seq_lens = [1000, 4000]
 batch_sizes = [1, 8]
 [engine]
-time_scale = 0.2 # steps of ≥ 0.7 ms: a loaded or -race client still reads chunks apart
+time_scale = 1 # steps of ≥ 3.5 ms: a loaded or -race client still reads chunks apart
 `, out))
 	code, stdout, stderr := cli(t, context.Background(), "run", "-c", cfg, "--run-id", "e2e")
 	if code != exitcode.OK {
