@@ -54,16 +54,21 @@ func TestParsePromptForms(t *testing.T) {
 // encoding/json accepts a body with an id-list prompt, the scanner accepts it and agrees.
 func FuzzParseCompletion(f *testing.F) {
 	for _, s := range []string{`{"prompt":[1,2,3]}`, `{"prompt":[[1],[2,3]],"n":2}`, `{"prompt":"hi","stream":true}`,
-		`{"prompt":["a","b"],"stream_options":{"include_usage":true}}`, ` {"max_tokens":5, "prompt":[ 7 ]} `} {
+		`{"prompt":["a","b"],"stream_options":{"include_usage":true}}`, ` {"max_tokens":5, "prompt":[ 7 ]} `,
+		`{"pRompt":[0]}`} { // a key that differs from "prompt" only in case is not the prompt
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := parseCompletion(body)
-		var ref struct {
-			Prompt any `json:"prompt"`
-		}
-		if json.Unmarshal(body, &ref) != nil {
+		// the oracle reads "prompt" by its exact name, as the engine and real servers do
+		// (encoding/json would also take "pRompt" into a struct field tagged prompt)
+		var members map[string]json.RawMessage
+		if json.Unmarshal(body, &members) != nil {
 			return // the scanner may accept or reject invalid JSON; it must not panic
+		}
+		var ref struct{ Prompt any }
+		if raw, ok := members["prompt"]; !ok || json.Unmarshal(raw, &ref.Prompt) != nil {
+			return
 		}
 		var fields restFields
 		if json.Unmarshal(body, &fields) != nil {
