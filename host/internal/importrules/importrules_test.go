@@ -246,7 +246,9 @@ func TestMeasureAndReportImportNoTransport(t *testing.T) {
 	// exception: a package here that needs a transport's value type gets it moved out of the
 	// transport (as scraped was out of scrape).
 	g := graph(t)
-	for _, p := range []string{"host/recording", "host/scrape/scraped", "host/measure", "host/report"} {
+	for _, p := range []string{"host/recording", "host/scrape/scraped", "host/measure", "host/report",
+		"host/cell", "host/lengths", "host/latmodel", "host/htmlreport", "host/steplog", "host/gputime",
+		"host/merge", "host/shard", "host/repeat"} {
 		if _, ok := g[mod+p]; !ok {
 			t.Errorf("%s does not exist: the rule checks nothing for it", p)
 			continue
@@ -254,6 +256,23 @@ func TestMeasureAndReportImportNoTransport(t *testing.T) {
 		if got, chains := firstReached(g, mod+p, transport); len(got) > 0 {
 			t.Errorf("%s reaches the transports %v (chains: %s): move the value it needs out of the transport",
 				p, got, strings.Join(chains, "; "))
+		}
+	}
+}
+
+func TestPlanStagesImportNoPluginRuntime(t *testing.T) {
+	// A cell's plan is built from values: the lengths and the router come in through the
+	// Lengths and Router interfaces, which the wasm plugins satisfy and tests fake. Reaching
+	// host/plugin or wazero from the plan stages would tie every test of a plan to a runtime.
+	g := graph(t)
+	runtime := func(p string) bool { return p == mod+"host/plugin" || under(p, "github.com/tetratelabs/wazero") }
+	for _, p := range []string{"host/cell", "host/lengths"} {
+		if _, ok := g[mod+p]; !ok {
+			t.Errorf("%s does not exist: the rule checks nothing for it", p)
+			continue
+		}
+		if got, chains := firstReached(g, mod+p, runtime); len(got) > 0 {
+			t.Errorf("%s reaches the plugin runtime %v (chains: %s): take the plugin through an interface", p, got, strings.Join(chains, "; "))
 		}
 	}
 }
