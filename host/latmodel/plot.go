@@ -56,7 +56,7 @@ func Plot(m *Model) (*report.Chart, error) {
 	lo = max(lo, 1e-6)
 	if hi > 20*lo {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = ticks125{}
+		p.Y.Tick.Marker = report.LogTicks125{}
 		p.Y.Min, p.Y.Max = lo/1.15, hi*1.15
 		p.Y.Label.Text = "per-forward latency (ms, log scale)"
 	} else {
@@ -157,28 +157,6 @@ func batchTicks(obs []Obs) plot.ConstantTicks {
 		t[i].Value = float64(b)
 		if b&(b-1) == 0 {
 			t[i].Label = strconv.Itoa(b)
-		}
-	}
-	return t
-}
-
-// ticks125 marks every integer multiple of each decade and labels 1, 2 and 5.
-type ticks125 struct{}
-
-// Ticks returns the ticks between lo and hi (both > 0).
-func (ticks125) Ticks(lo, hi float64) []plot.Tick {
-	var t []plot.Tick
-	for dec := math.Pow10(int(math.Floor(math.Log10(lo)))); dec <= hi; dec *= 10 {
-		for k := 1; k < 10; k++ {
-			v := float64(k) * dec
-			if v < lo || v > hi {
-				continue
-			}
-			label := ""
-			if k == 1 || k == 2 || k == 5 {
-				label = strconv.FormatFloat(v, 'g', -1, 64)
-			}
-			t = append(t, plot.Tick{Value: v, Label: label})
 		}
 	}
 	return t

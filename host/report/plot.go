@@ -111,7 +111,7 @@ func LatencyPlot(runs ...*Run) (*Chart, error) {
 	p.X.Min, p.X.Max = float64(batches[0])/1.08, float64(batches[len(batches)-1])*1.08
 	if hi > 20*lo && lo > 0 {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = logTicks125{}
+		p.Y.Tick.Marker = LogTicks125{}
 		p.Y.Min, p.Y.Max = lo/1.15, hi*1.15
 		p.Y.Label.Text = "per-forward latency (ms, log scale)"
 	} else {
@@ -246,11 +246,12 @@ func batchTicks(batches []int) plot.ConstantTicks {
 	return t
 }
 
-// logTicks125 labels 1, 2 and 5 of each decade and marks the other integers of it.
-type logTicks125 struct{}
+// LogTicks125 is a gonum/plot tick marker for a log axis: it labels 1, 2 and 5 of each decade
+// and marks the other integer multiples of it (latency axes of genload plot and genload fit).
+type LogTicks125 struct{}
 
 // Ticks returns the ticks between lo and hi (both > 0).
-func (logTicks125) Ticks(lo, hi float64) []plot.Tick {
+func (LogTicks125) Ticks(lo, hi float64) []plot.Tick {
 	var t []plot.Tick
 	for dec := math.Pow10(int(math.Floor(math.Log10(lo)))); dec <= hi; dec *= 10 {
 		for m := 1; m < 10; m++ {

@@ -140,7 +140,7 @@ func TestBatchTicks(t *testing.T) {
 	if got := strings.Join(labels, ","); got != "1,2,3,4,5,6,,8,12,16,32,48,64" {
 		t.Errorf("labels %s", got)
 	}
-	lt := logTicks125{}.Ticks(0.15, 12)
+	lt := LogTicks125{}.Ticks(0.15, 12)
 	var ll []string
 	for _, tk := range lt {
 		if tk.Label != "" {
