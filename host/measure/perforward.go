@@ -94,7 +94,7 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 		a = lateAnchor(ps, line, icpt)
 	}
 	sf.skipped = a
-	if bunched(s.Marks, a) {
+	if bunched(s.Marks, q.fwd, a) {
 		return sf, "bunched"
 	}
 	sf.headline = time.Duration(math.Round((ps[n-1].t - ps[a].t) / (ps[n-1].f - ps[a].f)))
@@ -108,22 +108,31 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 }
 
 // bunched reports whether over half of the intervals between marks from, from+1, … of ms
-// are 0: those chunks were read together (one read stamps every chunk it holds with the same
-// time), so the client cannot time the forward passes between them — it fell behind, or the
-// server or network held the chunks back and released them together. Also true when fewer
-// than one interval is left.
-func bunched(ms sse.Marks, from int) bool {
+// are "together": shorter than a tenth of the sequence's mean forward pass, (last − first
+// mark) / (forward passes between them), per forward pass they span (fwd[i] the forward index
+// of mark i). One read stamps every chunk it holds with the same time (an interval of 0), and
+// chunks the server or network held back and then released come microseconds apart in reads
+// of their own; either way the client cannot time the forward passes between them — it fell
+// behind, or the stream stalled and burst. A regular stream has every interval near the mean;
+// one long interval (a prefill sharing a step) raises the mean by a fraction, not tenfold.
+// Also true when fewer than one interval is left, or the marks span no forward pass.
+func bunched(ms sse.Marks, fwd []float64, from int) bool {
 	n := ms.Len()
 	if n-1-from < 1 {
 		return true
 	}
-	zero := 0
+	forwards := fwd[n-1] - fwd[0]
+	if forwards <= 0 {
+		return true
+	}
+	tenth := float64(ms.At(n-1)-ms.At(0)) / forwards / 10
+	together := 0
 	for i := from + 1; i < n; i++ {
-		if ms.At(i) == ms.At(i-1) {
-			zero++
+		if d := float64(ms.At(i) - ms.At(i-1)); d == 0 || d/max(fwd[i]-fwd[i-1], 1) < tenth {
+			together++
 		}
 	}
-	return 2*zero > n-1-from
+	return 2*together > n-1-from
 }
 
 // perForward fills f.PerForward, PerForwardMethod, PerForwardEndpoints, PerForwardFit, the
@@ -207,7 +216,7 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks carry several tokens (%.2f on average) and the server gives no per-chunk counts: how many tokens the first chunk carried is unknown, so decode time / (tokens − 1) would be a guess (continuous usage or logprobs give per-chunk counts)", perChunkUnknown, len(fulls), f.TokensPerChunk))
 	}
 	if bunchedSeqs > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks arrived mostly together (over half of their intervals within one read: the client fell behind, or the server or network held the chunks back): the client cannot time their forward passes", bunchedSeqs, len(fulls)))
+		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks arrived mostly together (over half of their intervals under a tenth of the mean forward pass: the client fell behind, or the stream stalled and then burst): the client cannot time their forward passes", bunchedSeqs, len(fulls)))
 	}
 	if oneChunk > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d full sequences received all their tokens in one chunk: no decode interval to time", oneChunk, len(fulls)))

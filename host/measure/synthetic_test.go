@@ -42,6 +42,9 @@ type stream struct {
 	EarlyAt               int
 	// OneChunk: how many sequences (the first ones) receive all their tokens in one chunk.
 	OneChunk int
+	// BurstGap > 0: a stall and a burst — every chunk after the first is held back until
+	// the last one is ready, then they come BurstGap apart, each in a read of its own.
+	BurstGap time.Duration
 }
 
 func (g stream) result() *recording.Result {
@@ -89,6 +92,12 @@ func (g stream) result() *recording.Result {
 					continue
 				}
 				cs = append(cs, chunk{1, at})
+			}
+		}
+		if g.BurstGap > 0 && len(cs) > 1 {
+			last := cs[len(cs)-1].at
+			for k := 1; k < len(cs); k++ {
+				cs[k].at = last + time.Duration(k)*g.BurstGap
 			}
 		}
 		prev := time.Duration(0)
@@ -169,6 +178,10 @@ func TestSyntheticStreams(t *testing.T) {
 		// 200 ms): every chunk arrives in one read, and no interval can be timed.
 		{name: "whole stream held back behind its first chunk", g: stream{B: 8, MaxTokens: 24, Step: S, Jitter: 200 * time.Microsecond, Usage: "final", FirstDelay: 200 * time.Millisecond},
 			counted: 8, wantFwd: "arrived mostly together", wantWin: "finished before the last one received its first token"},
+		// A stream that stalls after its first chunk and then bursts, its chunks 10 µs apart
+		// in reads of their own (no interval is 0): timing them would read fwd ~500× low.
+		{name: "stall after the first chunk, then a burst", g: stream{B: 1, MaxTokens: 20, Step: S, Usage: "continuous", BurstGap: 10 * time.Microsecond},
+			counted: 1, wantFwd: "arrived mostly together", wantWin: "arrived mostly together"},
 		// A client cannot tell a first chunk sent 20 ms before the decode steps began from a
 		// first decode step 20 ms slower (a prefill sharing it): both are in the mean,
 		// (39·S + 20 ms)/39, and the check against the fit names the long first interval.

@@ -73,8 +73,8 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 	if d := ref.fwd[n-1] - ref.fwd[k]; d > 0 {
 		w.Endpoints = time.Duration(math.Round(float64(end-start) / d))
 	}
-	if bunched(ms, k2) {
-		w.Reason = "the chunks of the window's reference sequence arrived mostly together (over half of their intervals within one read): the forward passes cannot be timed"
+	if bunched(ms, ref.fwd, k2) {
+		w.Reason = "the chunks of the window's reference sequence arrived mostly together (over half of their intervals under a tenth of its mean forward pass): the forward passes cannot be timed"
 		return w
 	}
 	if w.Steps < MinWindowSteps {
