@@ -179,8 +179,8 @@ type Retries struct {
 type Footer struct {
 	Type     string    `json:"type"` // "footer"
 	Finished time.Time `json:"finished"`
-	Elapsed  Millis    `json:"elapsed_ms"`
-	Status   string    `json:"status"` // "ok", "error", "interrupted"
+	Elapsed  Millis    `json:"elapsed_ms"` // wall time of all the run's sessions (see Resume)
+	Status   string    `json:"status"`     // "ok", "error", "interrupted"
 	Error    string    `json:"error,omitempty"`
 	OK       int       `json:"cells_ok"`
 	Partial  int       `json:"cells_partial"`

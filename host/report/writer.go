@@ -24,6 +24,9 @@ type Writer struct {
 	run   Run
 	path  string
 	start time.Time
+	// before is the wall time of the run's earlier sessions (a resumed run), added to this
+	// session's in the footer.
+	before time.Duration
 }
 
 // Create makes dir if needed and creates <dir>/<h.RunID>.jsonl (failing if it exists), then
@@ -84,7 +87,7 @@ func (w *Writer) Cell(c Cell) error {
 // Finish appends the footer, closes the JSONL file and writes <run-id>.json and <run-id>.csv.
 // It returns the paths written.
 func (w *Writer) Finish(status string, runErr error) (jsonPath, csvPath string, err error) {
-	ft := Footer{Type: "footer", Finished: time.Now().UTC(), Elapsed: Millis(time.Since(w.start)), Status: status}
+	ft := Footer{Type: "footer", Finished: time.Now().UTC(), Elapsed: Millis(w.before + time.Since(w.start)), Status: status}
 	if runErr != nil {
 		ft.Error = runErr.Error()
 	}
@@ -219,7 +222,7 @@ func Resume(path string) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("results: %w", err)
 	}
-	w := &Writer{f: f, dir: filepath.Dir(path), path: path, start: time.Now()}
+	w := &Writer{f: f, dir: filepath.Dir(path), path: path, start: time.Now(), before: sessionsElapsed(r)}
 	w.run.Header = r.Header
 	w.run.Cells = Latest(r.Cells)
 	// A torn last line (killed mid-write) must not glue itself to the next record.
@@ -230,6 +233,39 @@ func Resume(path string) (*Writer, error) {
 		}
 	}
 	return w, nil
+}
+
+// sessionsElapsed is the wall time of r's sessions so far: its last footer's Elapsed (which
+// includes every session before it), plus, for a later session killed before it wrote a footer,
+// the span from the first to the end of the last cell record after that footer; with no footer
+// at all, the span from the header's start to the end of the last cell record. The killed
+// session's part is a lower bound (its setup before the first cell, and anything after its
+// last record, are not on disk).
+func sessionsElapsed(r *Run) time.Duration {
+	var before time.Duration
+	from := r.Header.Started
+	if r.Footer != nil {
+		before, from = time.Duration(r.Footer.Elapsed), time.Time{}
+	}
+	var first, last time.Time
+	for _, c := range r.Cells {
+		if r.Footer != nil && !c.Started.After(r.Footer.Finished) {
+			continue
+		}
+		if first.IsZero() || c.Started.Before(first) {
+			first = c.Started
+		}
+		if end := c.Started.Add(time.Duration(c.Elapsed)); end.After(last) {
+			last = end
+		}
+	}
+	if from.IsZero() {
+		from = first
+	}
+	if !from.IsZero() && last.After(from) {
+		before += last.Sub(from)
+	}
+	return before
 }
 
 // Latest keeps, for each cell index, the last record in cells, ordered by index.
