@@ -52,6 +52,10 @@ type Account struct {
 	// came from ("labels gpu_count", "flag", or "" when unknown: GPUHours is then per GPU).
 	GPUs      int    `json:"gpus"`
 	GPUSource string `json:"gpu_source,omitempty"`
+	// TimeScale is the built-in engine's time scale when every run was against it (0
+	// otherwise): its times are wall-clock at that scale, and the simulated GPU time is
+	// the wall time / TimeScale.
+	TimeScale float64 `json:"time_scale,omitempty"`
 }
 
 // Of accounts for runs with gpus GPUs (0 = unknown: GPU-hours are then given per GPU), from
@@ -61,6 +65,7 @@ func Of(runs []*report.Run, gpus int, source string) Account {
 	if gpus <= 0 {
 		a.GPUs, a.GPUSource = 1, ""
 	}
+	a.TimeScale = builtinTimeScale(runs)
 	missing := 0
 	for _, r := range runs {
 		var cells time.Duration
@@ -87,6 +92,20 @@ func Of(runs []*report.Run, gpus int, source string) Account {
 		a.SplitReason = fmt.Sprintf("%d measured cell records have no warmup_ms/measured_ms (the run did not record them)", missing)
 	}
 	return a
+}
+
+// builtinTimeScale is the time scale of the built-in engine the runs measured, or 0 when
+// any of them was against another server, or they ran at different scales.
+func builtinTimeScale(runs []*report.Run) float64 {
+	scale := 0.0
+	for i, r := range runs {
+		ts, _ := r.Header.Engine["time_scale"].(float64)
+		if r.Header.TargetKind != "builtin" || ts <= 0 || (i > 0 && ts != scale) {
+			return 0
+		}
+		scale = ts
+	}
+	return scale
 }
 
 // GPUHours returns d × GPUs in hours.
@@ -129,6 +148,10 @@ func (a Account) WriteSummary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "GPU time %s: %s %s wall = %.4f GPU-h; cells %s = %.4f GPU-h\n",
 		per, runs, a.RunWall.Round(time.Millisecond), a.GPUHours(a.RunWall), a.CellWall.Round(time.Millisecond), a.GPUHours(a.CellWall))
+	if a.TimeScale > 0 {
+		fmt.Fprintf(w, "(the built-in engine at time scale %g: these are wall-clock; ×%g gives the simulated GPU time, %.4f GPU-h for the run)\n",
+			a.TimeScale, 1/a.TimeScale, a.GPUHours(a.RunWall)/a.TimeScale)
+	}
 	if !a.Split {
 		fmt.Fprintf(w, "warmup / measured split: absent: %s\n", a.SplitReason)
 		return

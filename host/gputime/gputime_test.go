@@ -75,3 +75,30 @@ func TestGPUCount(t *testing.T) {
 		}
 	}
 }
+
+func TestBuiltinRunsSayTheirTimeScale(t *testing.T) {
+	builtin := func(ts float64) *report.Run {
+		return &report.Run{Header: report.Header{TargetKind: "builtin", Engine: map[string]any{"time_scale": ts}}}
+	}
+	external := &report.Run{Header: report.Header{TargetKind: "external"}}
+	for _, c := range []struct {
+		runs []*report.Run
+		want float64
+	}{
+		{[]*report.Run{builtin(0.05), builtin(0.05)}, 0.05},
+		{[]*report.Run{builtin(0.05), builtin(1)}, 0},
+		{[]*report.Run{builtin(0.05), external}, 0},
+		{[]*report.Run{external}, 0},
+	} {
+		if got := Of(c.runs, 1, "flag").TimeScale; got != c.want {
+			t.Errorf("time scale %v, want %v", got, c.want)
+		}
+	}
+	var b strings.Builder
+	acc := Of([]*report.Run{builtin(0.05)}, 0, "")
+	acc.RunWall = 18 * time.Minute
+	acc.WriteSummary(&b)
+	if !strings.Contains(b.String(), "×20 gives the simulated GPU time, 6.0000 GPU-h") {
+		t.Errorf("summary lacks the simulated GPU time:\n%s", b.String())
+	}
+}
