@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,10 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 	f := rec.Figures
 	if len(f.Errors) > 0 {
 		ws = append(ws, fmt.Sprintf("%d request errors: %s", len(f.Errors), f.Errors[0]))
+	}
+	if rt := rec.Retries; rt != nil && rt.Warmup+rt.Measured > 0 { // Free resends (a closed keep-alive connection) cost nothing worth saying
+		ws = append(ws, fmt.Sprintf("requests resent: %d warmup, %d measured (%s): the figures are the last attempt's; the cell's wall and GPU time include the failed ones",
+			rt.Warmup, rt.Measured, retryReasons(rt.Reasons)))
 	}
 	if p := f.Prompts; p != nil && p.TruncationError == "" {
 		if m := p.Message(); m != "" {
@@ -206,4 +211,16 @@ func summarize(err error) error {
 		return err
 	}
 	return errors.New(msg) // the caller attaches the exit code
+}
+
+// retryReasons lists the reasons of a cell's resends, most frequent first: "status 500: …
+// ×2, timeout ×1".
+func retryReasons(m map[string]int) string {
+	keys := sortedKeys(m)
+	slices.SortStableFunc(keys, func(a, b string) int { return m[b] - m[a] })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s ×%d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -58,3 +58,17 @@ func TestCellWarningsSayTheRealCause(t *testing.T) {
 		t.Errorf("truncation warnings:\n%s", all)
 	}
 }
+
+func TestResendsAreWarnedOf(t *testing.T) {
+	_, f := warningsOf(t, 1, 0, measure.Options{}, sse.Usage{})
+	rec := report.Cell{Figures: f, Retries: &report.Retries{Measured: 2, Free: 1,
+		Reasons: map[string]int{"status 500: Internal Server Error": 2, "connection closed by the server": 1}}}
+	ws := strings.Join(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &rec), "\n")
+	if want := "requests resent: 0 warmup, 2 measured (status 500: Internal Server Error ×2, connection closed by the server ×1)"; !strings.Contains(ws, want) {
+		t.Errorf("warnings lack %q:\n%s", want, ws)
+	}
+	rec.Retries = &report.Retries{Free: 3, Reasons: map[string]int{"connection closed by the server": 3}}
+	if ws := strings.Join(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &rec), "\n"); strings.Contains(ws, "resent") {
+		t.Errorf("a keep-alive resend alone is warned of:\n%s", ws)
+	}
+}
