@@ -73,7 +73,7 @@ func TestReportContents(t *testing.T) {
 	for _, want := range []string{
 		`<table class="results narrow" id="table-0">`, `<table class="results wide" id="table-wide-0" hidden>`,
 		`<svg xmlns="http://www.w3.org/2000/svg" id="fwd-0"`, `id="full-1"`,
-		`⚠ realised mean length N is N % off L = N — 2 cells: L=1000 B=32; L=4000 B=32`,
+		`⚠ realised mean length … is -1.0 % off L = … — 2 cells: L=1000 B=32; L=4000 B=32`,
 		`<section id="consistency">`, `<section id="ab">`, `A/B: a (A) → b (B)`,
 		// B/A − 1 = +10.0 % in every cell.
 		`median 10.0 %, range 10.0 … 10.0 % over 6 cells`,

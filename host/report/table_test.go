@@ -91,7 +91,7 @@ func TestDefaultTableFits120Columns(t *testing.T) {
 	if n := strings.Count(narrow.String(), "\n⚠ "); n != 2 {
 		t.Errorf("default table has %d warning lines, want 2 groups:\n%s", n, narrow.String())
 	}
-	if !strings.Contains(narrow.String(), "⚠ realised mean length N is N % off L = N — 91 cells: every cell") {
+	if !strings.Contains(narrow.String(), "⚠ realised mean length 54941 is -14.2 % off L = 64000 — 91 cells: every cell") {
 		t.Errorf("default table lacks the grouped clamping warning:\n%s", narrow.String())
 	}
 	if n := strings.Count(wide.String(), "\n⚠ L="); n != 182 {
@@ -113,6 +113,21 @@ func TestWarningKey(t *testing.T) {
 	} {
 		if got := warningKey(tc.msg); got != tc.key {
 			t.Errorf("warningKey(%q) = %q, want %q", tc.msg, got, tc.key)
+		}
+	}
+	// A group's label keeps the numbers all its messages share and writes the others as ….
+	for _, tc := range []struct {
+		msgs []string
+		kind string
+	}{
+		{[]string{"POST http://127.0.0.1:8000/v1/completions: status 500"}, "POST http://127.0.0.1:8000/v1/completions"},
+		{[]string{"realised mean length 990 is -1.0 % off L = 1000: 1 clamped", "realised mean length 3960 is -1.0 % off L = 4000: 2 clamped"},
+			"realised mean length … is -1.0 % off L = …"},
+		{[]string{"the first chunks of 8 of 8 sequences arrived late (x)", "the first chunks of 4 of 8 sequences arrived late (y)"},
+			"the first chunks of … of 8 sequences arrived late"},
+	} {
+		if got := kindOf(tc.msgs); got != tc.kind {
+			t.Errorf("kindOf(%q) = %q, want %q", tc.msgs, got, tc.kind)
 		}
 	}
 	cells := []matrix.Cell{{SeqLen: 1000, Batch: 1}, {SeqLen: 1000, Batch: 8}, {SeqLen: 4000, Batch: 2}}

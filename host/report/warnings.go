@@ -11,9 +11,10 @@ import (
 
 // WarningGroup is one kind of warning (or error) and the cells it applies to.
 type WarningGroup struct {
-	// Kind names the warning: its text before the first ": " or " (" outside brackets,
-	// numbers written as N, cut at the first comma ("realised mean length N is N % off L =
-	// N").
+	// Kind names the warning: its text before the first ": " or " (" outside brackets, cut
+	// at the first comma, with each number that differs between the group's messages
+	// written as … ("realised mean length … is … % off L = 200"; one message keeps all its
+	// numbers).
 	Kind string
 	// Error is true for a group of cell errors (✗), false for warnings (⚠).
 	Error bool
@@ -28,6 +29,11 @@ var numberRE = regexp.MustCompile(`[-+−]?\d[\d.,]*`)
 // warningKey is the text by which two messages are of one kind: the message up to its first
 // ": " or " (" outside brackets, with every number replaced by N.
 func warningKey(msg string) string {
+	return numberRE.ReplaceAllString(warningPrefix(msg), "N")
+}
+
+// warningPrefix is msg up to its first ": " or " (" outside brackets.
+func warningPrefix(msg string) string {
 	depth := 0
 	cut := len(msg)
 	for i, r := range msg {
@@ -48,7 +54,38 @@ func warningKey(msg string) string {
 			break
 		}
 	}
-	return numberRE.ReplaceAllString(msg[:cut], "N")
+	return msg[:cut]
+}
+
+// kindOf is the label of a group of messages of one key: the first message's prefix with
+// every number that is not the same in all of them written as "…".
+func kindOf(msgs []string) string {
+	first := warningPrefix(msgs[0])
+	locs := numberRE.FindAllStringIndex(first, -1)
+	same := make([]bool, len(locs))
+	for j, l := range locs {
+		same[j] = true
+		for _, m := range msgs[1:] {
+			nums := numberRE.FindAllString(warningPrefix(m), -1)
+			if j >= len(nums) || nums[j] != first[l[0]:l[1]] {
+				same[j] = false
+				break
+			}
+		}
+	}
+	var b strings.Builder
+	at := 0
+	for j, l := range locs {
+		b.WriteString(first[at:l[0]])
+		if same[j] {
+			b.WriteString(first[l[0]:l[1]])
+		} else {
+			b.WriteString("…")
+		}
+		at = l[1]
+	}
+	b.WriteString(first[at:])
+	return kindLabel(b.String())
 }
 
 // kindLabel shortens a key for display: up to its first ", " or " (".
@@ -72,7 +109,7 @@ func GroupWarnings(run *Run) []WarningGroup {
 		if !ok {
 			i = len(out)
 			index[key] = i
-			out = append(out, WarningGroup{Kind: kindLabel(warningKey(msg)), Error: isErr})
+			out = append(out, WarningGroup{Error: isErr})
 		}
 		g := &out[i]
 		if n := len(g.Cells); n > 0 && g.Cells[n-1] == c {
@@ -90,6 +127,9 @@ func GroupWarnings(run *Run) []WarningGroup {
 		if c.Error != "" {
 			add(c.Cell, c.Error, true)
 		}
+	}
+	for i := range out {
+		out[i].Kind = kindOf(out[i].Messages)
 	}
 	return out
 }
