@@ -35,6 +35,7 @@ type progress struct {
 	measured  float64   // fallbackWeight of the cells measured in this process (not skipped)
 	spent     float64   // their time, seconds
 	model     costModel
+	shown     int // the bar's last value: it never goes back (see redraw)
 	stop      chan struct{}
 	stopped   sync.WaitGroup
 }
@@ -42,6 +43,11 @@ type progress struct {
 // etaLog, when set (by tests), receives every estimate of the time left: when it was made,
 // the estimate, and whether it came from a fitted model (false: the fallback).
 var etaLog func(at time.Time, left time.Duration, fitted bool)
+
+// barWidth is the bar's width in characters: fixed, so that a terminal whose width is not
+// known (a pipe through script, an IDE console) still gets a bar, and the line (cell, elapsed,
+// time left, bar, percentage) stays within 120 columns.
+const barWidth = 30
 
 // barScale is the bar's maximum: the run's estimated time in thousandths.
 const barScale = 1000
@@ -58,9 +64,9 @@ func newProgressClock(w io.Writer, tty bool, cells []matrix.Cell, maxTokens int,
 	if !tty {
 		return p
 	}
-	fmt.Fprintln(w, "progress: % is the elapsed share of the estimated run time; the time left comes from a cost model fitted as cells finish")
+	fmt.Fprintln(w, "progress: % is the elapsed share of the estimated run time (it holds when the estimate rises); the time left comes from a cost model fitted as cells finish")
 	p.bar = progressbar.NewOptions(barScale, progressbar.OptionSetWriter(w), progressbar.OptionSetPredictTime(false),
-		progressbar.OptionSetElapsedTime(false), progressbar.OptionFullWidth(), progressbar.OptionSetRenderBlankState(true),
+		progressbar.OptionSetElapsedTime(false), progressbar.OptionSetWidth(barWidth), progressbar.OptionSetRenderBlankState(true),
 		progressbar.OptionSetDescription(p.desc(t)))
 	if refresh > 0 {
 		p.stop = make(chan struct{})
@@ -150,8 +156,11 @@ func (p *progress) redraw(now time.Time) {
 	if p.n >= len(p.cells) {
 		share = 1
 	}
+	// The estimate of the time left can rise (a cell slower than the model thought); the bar
+	// then holds its place until the elapsed time catches up, rather than going back.
+	p.shown = max(p.shown, int(math.Round(share*barScale)))
 	p.bar.Describe(p.desc(now))
-	_ = p.bar.Set(int(math.Round(share * barScale)))
+	_ = p.bar.Set(p.shown)
 }
 
 // done records a finished cell.

@@ -210,3 +210,44 @@ func TestSkippedCellsDoNotLowerTheETA(t *testing.T) {
 		t.Errorf("left %v (fitted %v), want 2s from the fallback", left, fitted)
 	}
 }
+
+// The bar never goes back: a cell ten times slower than the ones before raises the estimate of
+// the time left, and the bar holds its place instead of falling from 50 % to a few.
+func TestProgressBarNeverGoesBack(t *testing.T) {
+	cells := make([]matrix.Cell, 6)
+	for i := range cells {
+		cells[i] = matrix.Cell{Index: i, SeqLen: 1000, Batch: 1}
+	}
+	clock := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var out strings.Builder
+	p := newProgressClock(&out, true, cells, 100, func() time.Time { return clock }, 0)
+	var seen []int
+	step := func(d time.Duration, finish bool) {
+		clock = clock.Add(d)
+		if finish {
+			p.done(report.Cell{Cell: cells[p.n], Status: report.StatusOK})
+		} else {
+			p.mu.Lock()
+			p.redraw(clock)
+			p.mu.Unlock()
+		}
+		seen = append(seen, p.shown)
+	}
+	for range 3 {
+		step(time.Second, true)
+	}
+	for range 5 { // the fourth cell runs 10 s: the time left it implies rises every second
+		step(2*time.Second, false)
+	}
+	step(0, true)
+	step(time.Second, true)
+	step(time.Second, true)
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] {
+			t.Fatalf("the bar went back at step %d: %v", i, seen)
+		}
+	}
+	if seen[2] != barScale/2 || seen[len(seen)-1] != barScale {
+		t.Errorf("bar values %v: want %d after 3 of 6 equal cells and %d at the end", seen, barScale/2, barScale)
+	}
+}
