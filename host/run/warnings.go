@@ -42,6 +42,10 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 	case f.PerForwardReason != "":
 		ws = append(ws, fmt.Sprintf("fwd over %d of %d sequences: %s", f.PerForward.N, f.Sequences, f.PerForwardReason))
 	}
+	if i := f.ITL; f.PerForward.N > 0 && i.P50 > 0 && i.P99 > 10*i.P50 && f.PerForward.Mean > 3*i.P50/2 {
+		ws = append(ws, fmt.Sprintf("fwd %.3f ms is %.1f× the median chunk interval %.3f ms, and ITL p99 is %.1f ms: a few very slow forward passes (host stalls, preemption, a loaded server) weigh on the mean; fwd fit and a repeat tell whether they are the server's",
+			measure.Ms(f.PerForward.Mean), float64(f.PerForward.Mean)/float64(i.P50), measure.Ms(i.P50), measure.Ms(i.P99)))
+	}
 	if f.PerForward.N > 0 && f.TokensUnverified > 0 {
 		ws = append(ws, fmt.Sprintf("%d of %d sequences' token counts are unverified (counted from chunks: the server sent no usable usage); the table shows them as a lower bound", f.TokensUnverified, f.Sequences))
 	}

@@ -72,3 +72,31 @@ func TestResendsAreWarnedOf(t *testing.T) {
 		t.Errorf("a keep-alive resend alone is warned of:\n%s", ws)
 	}
 }
+
+// A stall of 200 ms inside a stream of 5 ms steps: the mean carries it, the median interval
+// does not, and the warning says which figure to trust.
+func TestStallInflatedMeanIsWarnedOf(t *testing.T) {
+	res := &dispatch.Result{MaxTokens: 20, Mode: dispatch.ModeArray, Requests: []dispatch.Request{{Prompts: []int{0}, HasUsage: true}}}
+	s := dispatch.Sequence{Prompt: 0}
+	s.Finished, s.FinishReason = true, "length"
+	at := time.Second
+	for k := range 20 {
+		if k == 10 {
+			at += 200 * time.Millisecond
+		} else if k > 0 {
+			at += 5 * time.Millisecond
+		}
+		s.Marks.Append(sse.Mark{At: at, Text: 3, Tokens: 1})
+	}
+	s.CompletionTokens, s.TokenSource, s.HasUsage = 20, sse.TokensChoiceUsage, true
+	res.Sequences = append(res.Sequences, s)
+	f := measure.Compute(res, measure.Options{MaxTokens: 20})
+	ws := strings.Join(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &report.Cell{Figures: &f}), "\n")
+	if want := "fwd 15.263 ms is 3.1× the median chunk interval 5.000 ms, and ITL p99 is 200.0 ms"; !strings.Contains(ws, want) {
+		t.Errorf("warnings lack %q:\n%s", want, ws)
+	}
+	// A regular stream says nothing of it.
+	if ws, _ := warningsOf(t, 4, 0, measure.Options{}, sse.Usage{}); strings.Contains(strings.Join(ws, "\n"), "median chunk interval") {
+		t.Errorf("a regular stream is warned of stalls: %q", ws)
+	}
+}

@@ -218,6 +218,9 @@ func TestRequestShapesReachTheServer(t *testing.T) {
 			if code != exitcode.OK {
 				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 			}
+			if said := strings.Contains(stderr, "B identical sequences, the shape older benchmarks used"); said != (mode == "n") {
+				t.Errorf("mode %s: the note on identical sequences printed %v:\n%s", mode, said, stderr)
+			}
 			perShape := map[string]int{"array": 1, "routed": 3, "n": 1}[mode]
 			if len(rc.reqs) != 2*perShape {
 				t.Fatalf("server got %d requests, want %d warmup + %d measured", len(rc.reqs), perShape, perShape)
