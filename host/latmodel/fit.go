@@ -24,6 +24,25 @@ type FitOptions struct {
 	// Forms restricts the candidate forms (each "fixed+kv_read+…"); nil tries every form of
 	// [Forms].
 	Forms []string
+	// KeepOutliers fits every cell, outliers included (see [Fit]).
+	KeepOutliers bool
+}
+
+// Outlier rules of [Fit]: a cell is an outlier when the absolute relative error of its
+// leave-one-out prediction exceeds both OutlierFactor × the median over the cells and
+// OutlierMinRel. The median absolute error is the typical size of the model's error; 5 × it
+// is far outside it (a Gaussian error exceeds 5 × its median absolute value, 3.4 σ, in fewer
+// than 1 in 1 000 cells), and the 25 % floor keeps a good fit (median 0.5 %) from shedding
+// cells that are merely 3 % off: only a figure that is wrong, not noisy, is left out.
+const (
+	OutlierFactor = 5.0
+	OutlierMinRel = 0.25
+)
+
+// Outlier is a cell left out of the final fit, with why.
+type Outlier struct {
+	Obs
+	Reason string `json:"reason"`
 }
 
 // Forms returns the candidate forms: fixed + kv_read with every subset of per_seq, kv_tail
@@ -61,6 +80,12 @@ var ErrTooFewCells = errors.New("too few cells to fit")
 // below zero is not a cost). The model's Obs carry each cell's fitted value, residual and
 // leave-one-out prediction.
 //
+// Outliers: unless opt.KeepOutliers, a cell whose leave-one-out relative error under the
+// chosen form is an outlier (see [OutlierFactor]) is left out and the forms are chosen again
+// on the other cells; such cells are in Model.Outliers with the reason, never dropped
+// silently. When the other cells cannot be fitted, the outliers are kept in the fit and their
+// reason says so.
+//
 // Errors (carrying exitcode.InvalidConfig): no cell, fewer than p + 2 cells for every form
 // (p terms: one degree of freedom for the interval, one left out), a non-finite or
 // non-positive figure, length or σ (named by cell), no eligible form (each rejected form and
@@ -93,15 +118,8 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 	if forms == nil {
 		forms = Forms(opt.Experts != nil)
 	}
-	base := &Model{Schema: Schema, MaxTokens: opt.MaxTokens, Experts: opt.Experts, N: len(obs)}
-	base.Obs = slices.Clone(obs)
-	base.Range, base.TailRatio = rangeOf(obs)
-
-	var best *fitted
-	var cands []Candidate
 	for _, form := range forms {
-		terms := formTerms(form)
-		for _, t := range terms {
+		for _, t := range formTerms(form) {
 			if _, ok := termInfo[t]; !ok {
 				return nil, exitcode.Errorf(exitcode.InvalidConfig, "fit: form %q: unknown term %q (known: %s)", form, t, strings.Join(termOrder, ", "))
 			}
@@ -109,13 +127,77 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 				return nil, exitcode.Errorf(exitcode.InvalidConfig, "fit: form %q: the moe term needs the experts E and active k", form)
 			}
 		}
+	}
+	base := &Model{Schema: Schema, MaxTokens: opt.MaxTokens, Experts: opt.Experts}
+	best, cands, err := base.choose(obs, forms)
+	if err != nil {
+		return nil, err
+	}
+	var outliers []Outlier
+	if !opt.KeepOutliers {
+		var rest []Obs
+		for i, o := range obs {
+			rel := (best.looPred[i] - o.FwdMs) / o.FwdMs
+			if math.Abs(rel) > OutlierFactor*best.looMed && math.Abs(rel) > OutlierMinRel {
+				o.LOOMs, o.LOORel = best.looPred[i], rel
+				outliers = append(outliers, Outlier{Obs: o, Reason: fmt.Sprintf(
+					"leave-one-out error %+.1f %% (%.4g ms predicted from the other cells, %.4g ms measured) is above %g × the median %.2f %% and above %g %%",
+					100*rel, best.looPred[i], o.FwdMs, OutlierFactor, 100*best.looMed, 100*OutlierMinRel)})
+			} else {
+				rest = append(rest, o)
+			}
+		}
+		if len(outliers) > 0 {
+			b2, c2, err := base.choose(rest, forms)
+			if err != nil {
+				// Without them nothing can be fitted: keep them, and say so.
+				for i := range outliers {
+					outliers[i].Reason += fmt.Sprintf("; kept in the fit: without the outliers %v", err)
+				}
+			} else {
+				best, cands, obs = b2, c2, rest
+			}
+		}
+	}
+	m := base
+	m.N = len(obs)
+	m.Obs = slices.Clone(obs)
+	m.Range, m.TailRatio = rangeOf(obs)
+	m.Outliers = outliers
+	m.Form, m.Candidates = strings.Join(best.terms, "+"), cands
+	for i, t := range best.terms {
+		m.Terms = append(m.Terms, Term{Name: t, Coef: best.beta[i], SE: best.se[i], Lo: best.lo[i], Hi: best.hi[i],
+			Unit: termInfo[t].unit, Doc: termInfo[t].doc})
+	}
+	m.Cov = best.cov
+	m.DoF = len(obs) - len(best.terms)
+	m.R2 = best.r2
+	m.LOOMedianRel, m.LOOMaxRel = best.looMed, best.looMax
+	for i := range m.Obs {
+		m.Obs[i].FittedMs = best.fit[i]
+		m.Obs[i].ResidualMs = m.Obs[i].FwdMs - best.fit[i]
+		m.Obs[i].LOOMs = best.looPred[i]
+		m.Obs[i].LOORel = (best.looPred[i] - m.Obs[i].FwdMs) / m.Obs[i].FwdMs
+	}
+	return m, nil
+}
+
+// choose fits every form of forms to obs and returns the eligible one with the smallest
+// leave-one-out weighted RMS error, and every candidate with its figures or why it was
+// rejected. The error (exitcode.InvalidConfig) lists each form's rejection when none is
+// eligible.
+func (m *Model) choose(obs []Obs, forms []string) (*fitted, []Candidate, error) {
+	var best *fitted
+	var cands []Candidate
+	for _, form := range forms {
+		terms := formTerms(form)
 		c := Candidate{Form: form}
 		if len(obs) < len(terms)+2 {
 			c.Rejected = fmt.Sprintf("%d cells, the form needs ≥ %d", len(obs), len(terms)+2)
 			cands = append(cands, c)
 			continue
 		}
-		f, err := base.fit(obs, terms)
+		f, err := m.fit(obs, terms)
 		if err != nil {
 			c.Rejected = err.Error()
 			cands = append(cands, c)
@@ -127,7 +209,7 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 			}
 		}
 		if c.Rejected == "" {
-			if err := base.loo(obs, terms, f); err != nil {
+			if err := m.loo(obs, terms, f); err != nil {
 				c.Rejected = err.Error()
 			}
 		}
@@ -146,25 +228,9 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 		if len(obs) < 4 {
 			err = fmt.Errorf("fit: %w: %d cell(s), the smallest form needs 4 (2 terms, one degree of freedom, one cell left out)", ErrTooFewCells, len(obs))
 		}
-		return nil, exitcode.With(exitcode.InvalidConfig, err)
+		return nil, nil, exitcode.With(exitcode.InvalidConfig, err)
 	}
-	m := base
-	m.Form, m.Candidates = strings.Join(best.terms, "+"), cands
-	for i, t := range best.terms {
-		m.Terms = append(m.Terms, Term{Name: t, Coef: best.beta[i], SE: best.se[i], Lo: best.lo[i], Hi: best.hi[i],
-			Unit: termInfo[t].unit, Doc: termInfo[t].doc})
-	}
-	m.Cov = best.cov
-	m.DoF = len(obs) - len(best.terms)
-	m.R2 = best.r2
-	m.LOOMedianRel, m.LOOMaxRel = best.looMed, best.looMax
-	for i := range m.Obs {
-		m.Obs[i].FittedMs = best.fit[i]
-		m.Obs[i].ResidualMs = m.Obs[i].FwdMs - best.fit[i]
-		m.Obs[i].LOOMs = best.looPred[i]
-		m.Obs[i].LOORel = (best.looPred[i] - m.Obs[i].FwdMs) / m.Obs[i].FwdMs
-	}
-	return m, nil
+	return best, cands, nil
 }
 
 // fitted is one form's weighted least-squares fit.

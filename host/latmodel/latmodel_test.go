@@ -340,7 +340,7 @@ func TestFromRuns(t *testing.T) {
 	}
 	b := run("b", "m", map[string]any{"gpu_count": 8.0}, slow)
 	b.Cells[0].Status = report.StatusPartial
-	got, src, err := FromRuns([]*report.Run{a, b}, false)
+	got, src, err := FromRuns([]*report.Run{a, b}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,22 +359,22 @@ func TestFromRuns(t *testing.T) {
 	}
 
 	c := run("c", "other-model", nil, obs)
-	_, _, err = FromRuns([]*report.Run{a, c}, false)
+	_, _, err = FromRuns([]*report.Run{a, c}, nil, false)
 	wantCode(t, err, exitcode.InvalidConfig, `model "m", labels {gpu_count=8}, max_tokens 100: a; model "other-model", labels {}, max_tokens 100: c`)
 	if !errors.Is(err, ErrMixed) {
 		t.Errorf("%v is not ErrMixed", err)
 	}
-	if _, src, err = FromRuns([]*report.Run{a, c}, true); err != nil || len(src.Mixed) != 2 {
+	if _, src, err = FromRuns([]*report.Run{a, c}, nil, true); err != nil || len(src.Mixed) != 2 {
 		t.Errorf("allowed: %v %v", err, src)
 	}
 	c.Header.Config.MaxTokens = 50
-	_, _, err = FromRuns([]*report.Run{a, c}, true)
+	_, _, err = FromRuns([]*report.Run{a, c}, nil, true)
 	wantCode(t, err, exitcode.InvalidConfig, "different max_tokens (100 and 50)")
 
-	_, _, err = FromRuns(nil, false)
+	_, _, err = FromRuns(nil, nil, false)
 	wantCode(t, err, exitcode.InvalidConfig, "no results file")
 	empty := run("e", "m", nil, nil)
-	_, _, err = FitRuns([]*report.Run{empty}, false, 0, FitOptions{})
+	_, _, err = FitRuns([]*report.Run{empty}, nil, false, 0, FitOptions{})
 	wantCode(t, err, exitcode.InvalidConfig, "e: fit: no measured cell")
 }
 

@@ -118,6 +118,9 @@ func (m *Model) WriteSummary(w io.Writer) {
 	table(w, rows)
 	fmt.Fprintf(w, "\nR² (weighted) %.5f · leave-one-cell-out |error|: median %.2f %%, max %.2f %% · %d degrees of freedom\n",
 		m.R2, 100*m.LOOMedianRel, 100*m.LOOMaxRel, m.DoF)
+	for _, o := range m.Outliers {
+		fmt.Fprintf(w, "outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s\n", o.SeqLen, o.Batch, o.FwdMs, o.Reason)
+	}
 	fmt.Fprintf(w, "measured range: mean length %g–%g tokens, batch size %d–%d\n\n", m.Range.MeanLen[0], m.Range.MeanLen[1], m.Range.Batch[0], m.Range.Batch[1])
 	rows = [][]string{{"candidate form", "LOO weighted RMS (ms)", "LOO median", "LOO max", ""}}
 	for _, c := range m.Candidates {
@@ -175,12 +178,19 @@ func WritePredictions(w io.Writer, ps []Prediction) {
 	table(w, rows)
 }
 
+// WriteFits writes each model's fit quality, one line each.
+func (g *GateResult) WriteFits(w io.Writer) {
+	fmt.Fprintf(w, "baseline fit: %s\nnew fit:      %s\n", g.BaseFit, g.NewFit)
+}
+
 // WriteMarkdown writes the gate's per-point table, the mean and max change and the verdict.
 func (g *GateResult) WriteMarkdown(w io.Writer) {
 	for _, s := range g.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
-	fmt.Fprintf(w, "baseline %s vs new %s, through their fitted models\n\n", g.Base, g.New)
+	fmt.Fprintf(w, "baseline %s vs new %s, through their fitted models\n", g.Base, g.New)
+	g.WriteFits(w)
+	fmt.Fprintln(w)
 	rows := [][]string{{"L", "mean len", "B", "baseline ms", "new ms", "change", ""}}
 	for _, p := range g.Points {
 		mark := ""
