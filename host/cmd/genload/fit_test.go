@@ -277,6 +277,10 @@ func TestFitGateQualityAndInputErrors(t *testing.T) {
 		t.Errorf("gate base slow20: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
+	modelFile := filepath.Join(dir, "model.json")
+	if code, _, stderr := cli(t, ctx, "fit", "-o", modelFile, base); code != exitcode.OK {
+		t.Fatalf("fit: exit %d\n%s", code, stderr)
+	}
 	engA := rewrite(t, base, dir, "a.json", func(r *report.Run) {
 		r.Header.RunID, r.Header.Engine = "a", map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05}
 	})
@@ -299,6 +303,8 @@ func TestFitGateQualityAndInputErrors(t *testing.T) {
 		{[]string{"fit", null}, exitcode.InvalidConfig, null + " (run base03): cell L=1000,B=4: per-forward mean (fwd) is 0 ms"},
 		{[]string{"fit", nan}, exitcode.InvalidConfig, nan + ":2:27 (byte offset 68): invalid character 'N' looking for beginning of value (JSON has no NaN"},
 		{[]string{"gate", "--max-fit-error", "-1", base, slow20}, exitcode.Usage, "--max-fit-error -1: want a percentage ≥ 0"},
+		{[]string{"predict", modelFile, "--seq-len", "6000", "--batch", "abc"}, exitcode.Usage, "abc"},
+		{[]string{"predict", modelFile}, exitcode.Usage, "--seq-len and --batch are required, or --grid"},
 	} {
 		code, stdout, stderr := cli(t, ctx, tc.args...)
 		where := stderr
