@@ -19,16 +19,27 @@ type GridPoint struct {
 	Batch   int     `json:"batch"`
 }
 
-// SharedGrid returns the cells both models were fitted on (matched by target L and B), each at
-// the mean of the two realised mean lengths, ascending L then B; empty when they share none.
+// SharedGrid returns the cells both models measured (matched by target L and B): the cells
+// they were fitted on and their outliers (a cell left out of a fit was still measured, and the
+// model is evaluated there like anywhere in its range), each at the mean of the two realised
+// mean lengths, ascending L then B; empty when they share none.
 func SharedGrid(base, next *Model) []GridPoint {
 	type key struct{ l, b int }
+	measured := func(m *Model) []Obs {
+		obs := slices.Clone(m.Obs)
+		for _, o := range m.Outliers {
+			if !slices.ContainsFunc(obs, func(x Obs) bool { return x.SeqLen == o.SeqLen && x.Batch == o.Batch }) {
+				obs = append(obs, o.Obs)
+			}
+		}
+		return obs
+	}
 	by := map[key]Obs{}
-	for _, o := range base.Obs {
+	for _, o := range measured(base) {
 		by[key{o.SeqLen, o.Batch}] = o
 	}
 	var out []GridPoint
-	for _, o := range next.Obs {
+	for _, o := range measured(next) {
 		if b, ok := by[key{o.SeqLen, o.Batch}]; ok {
 			out = append(out, GridPoint{SeqLen: o.SeqLen, MeanLen: (b.MeanLen + o.MeanLen) / 2, Batch: o.Batch})
 		}

@@ -467,8 +467,13 @@ func TestFitLeavesOutliersOut(t *testing.T) {
 	}
 	var b strings.Builder
 	m.WriteSummary(&b)
-	if !strings.Contains(b.String(), "outlier left out of the fit: cell L=8000,B=2") {
+	m.WriteResiduals(&b)
+	if !strings.Contains(b.String(), "outlier left out of the fit: cell L=8000,B=2") || !strings.Contains(b.String(), "| – | – |") {
 		t.Errorf("summary does not list the outlier:\n%s", b.String())
+	}
+	// The outlier was measured: the gate's default grid still has it.
+	if g := SharedGrid(m, m); len(g) != len(obs) {
+		t.Errorf("shared grid of %d points, want the %d measured cells", len(g), len(obs))
 	}
 	opt.KeepOutliers = true
 	k, err := Fit(obs, opt)

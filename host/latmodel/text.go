@@ -148,7 +148,7 @@ func (m *Model) Formula() string {
 }
 
 // WriteResiduals writes one row per fitted cell: lengths, measured fwd ± σ, fitted, residual,
-// leave-one-out prediction and its relative error.
+// leave-one-out prediction and its relative error; then one per outlier left out of the fit.
 func (m *Model) WriteResiduals(w io.Writer) {
 	rows := [][]string{{"L", "B", "mean len", "max len", "fwd ms", "σ ms", "fitted ms", "residual ms", "LOO ms", "LOO error", "note"}}
 	for _, o := range m.Obs {
@@ -161,6 +161,10 @@ func (m *Model) WriteResiduals(w io.Writer) {
 		}
 		rows = append(rows, []string{strconv.Itoa(o.SeqLen), strconv.Itoa(o.Batch), strconv.FormatFloat(o.MeanLen, 'f', 0, 64),
 			strconv.FormatFloat(o.MaxLen, 'f', 0, 64), f3(o.FwdMs), f3(o.SigmaMs), f3(o.FittedMs), f3(o.ResidualMs), f3(o.LOOMs), pct(o.LOORel), note})
+	}
+	for _, o := range m.Outliers {
+		rows = append(rows, []string{strconv.Itoa(o.SeqLen), strconv.Itoa(o.Batch), strconv.FormatFloat(o.MeanLen, 'f', 0, 64),
+			strconv.FormatFloat(o.MaxLen, 'f', 0, 64), f3(o.FwdMs), f3(o.SigmaMs), "–", "–", f3(o.LOOMs), pct(o.LOORel), "outlier: not fitted"})
 	}
 	table(w, rows)
 }
