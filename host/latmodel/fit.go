@@ -129,33 +129,49 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 		}
 	}
 	base := &Model{Schema: Schema, MaxTokens: opt.MaxTokens, Experts: opt.Experts}
-	best, cands, err := base.choose(obs, forms)
-	if err != nil {
+	best, cands, screen, err := base.choose(obs, forms)
+	if best == nil && (screen == nil || opt.KeepOutliers) {
 		return nil, err
 	}
 	var outliers []Outlier
 	if !opt.KeepOutliers {
+		// The chosen form judges the cells; when none is eligible (an absurd cell can drive a
+		// coefficient below zero in every form), the form that predicts best does.
+		det := best
+		if det == nil {
+			det = screen
+		}
 		var rest []Obs
 		for i, o := range obs {
-			rel := (best.looPred[i] - o.FwdMs) / o.FwdMs
-			if math.Abs(rel) > OutlierFactor*best.looMed && math.Abs(rel) > OutlierMinRel {
-				o.LOOMs, o.LOORel = best.looPred[i], rel
+			rel := (det.looPred[i] - o.FwdMs) / o.FwdMs
+			if math.Abs(rel) > OutlierFactor*det.looMed && math.Abs(rel) > OutlierMinRel {
+				o.LOOMs, o.LOORel = det.looPred[i], rel
 				outliers = append(outliers, Outlier{Obs: o, Reason: fmt.Sprintf(
-					"leave-one-out error %+.1f %% (%.4g ms predicted from the other cells, %.4g ms measured) is above %g × the median %.2f %% and above %g %%",
-					100*rel, best.looPred[i], o.FwdMs, OutlierFactor, 100*best.looMed, 100*OutlierMinRel)})
+					"leave-one-out error %+.1f %% (%.4g ms predicted from the other cells by %s, %.4g ms measured) is above %g × the median %.2f %% and above %g %%",
+					100*rel, det.looPred[i], strings.Join(det.terms, "+"), o.FwdMs, OutlierFactor, 100*det.looMed, 100*OutlierMinRel)})
 			} else {
 				rest = append(rest, o)
 			}
 		}
+		if best == nil && len(outliers) == 0 {
+			return nil, err
+		}
 		if len(outliers) > 0 {
-			b2, c2, err := base.choose(rest, forms)
-			if err != nil {
+			b2, c2, _, err2 := base.choose(rest, forms)
+			switch {
+			case err2 == nil:
+				best, cands, obs = b2, c2, rest
+			case best == nil:
+				var which []string
+				for _, o := range outliers {
+					which = append(which, fmt.Sprintf("L=%d,B=%d", o.SeqLen, o.Batch))
+				}
+				return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w (also without the outlier cell(s) %s: %v)", err, strings.Join(which, " "), err2))
+			default:
 				// Without them nothing can be fitted: keep them, and say so.
 				for i := range outliers {
-					outliers[i].Reason += fmt.Sprintf("; kept in the fit: without the outliers %v", err)
+					outliers[i].Reason += fmt.Sprintf("; kept in the fit: without the outliers %v", err2)
 				}
-			} else {
-				best, cands, obs = b2, c2, rest
 			}
 		}
 	}
@@ -183,12 +199,11 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 }
 
 // choose fits every form of forms to obs and returns the eligible one with the smallest
-// leave-one-out weighted RMS error, and every candidate with its figures or why it was
-// rejected. The error (exitcode.InvalidConfig) lists each form's rejection when none is
-// eligible.
-func (m *Model) choose(obs []Obs, forms []string) (*fitted, []Candidate, error) {
-	var best *fitted
-	var cands []Candidate
+// leave-one-out weighted RMS error, every candidate with its figures or why it was rejected,
+// and the form with the smallest leave-one-out error among all that could be fitted, eligible
+// or not (for finding outlier cells). The error (exitcode.InvalidConfig) lists each form's
+// rejection when none is eligible.
+func (m *Model) choose(obs []Obs, forms []string) (best *fitted, cands []Candidate, screen *fitted, err error) {
 	for _, form := range forms {
 		terms := formTerms(form)
 		c := Candidate{Form: form}
@@ -208,10 +223,12 @@ func (m *Model) choose(obs []Obs, forms []string) (*fitted, []Candidate, error) 
 				c.Rejected = fmt.Sprintf("%s coefficient %.3g < 0 (95 %% interval [%.3g, %.3g]): not a cost", t, f.beta[i], f.lo[i], f.hi[i])
 			}
 		}
-		if c.Rejected == "" {
-			if err := m.loo(obs, terms, f); err != nil {
+		if err := m.loo(obs, terms, f); err != nil {
+			if c.Rejected == "" {
 				c.Rejected = err.Error()
 			}
+		} else if screen == nil || f.looRMS < screen.looRMS {
+			screen = f
 		}
 		c.LOOWeighted, c.LOOMedianRel, c.LOOMaxRel = f.looRMS, f.looMed, f.looMax
 		cands = append(cands, c)
@@ -228,9 +245,9 @@ func (m *Model) choose(obs []Obs, forms []string) (*fitted, []Candidate, error) 
 		if len(obs) < 4 {
 			err = fmt.Errorf("fit: %w: %d cell(s), the smallest form needs 4 (2 terms, one degree of freedom, one cell left out)", ErrTooFewCells, len(obs))
 		}
-		return nil, nil, exitcode.With(exitcode.InvalidConfig, err)
+		return nil, cands, screen, exitcode.With(exitcode.InvalidConfig, err)
 	}
-	return best, cands, nil
+	return best, cands, screen, nil
 }
 
 // fitted is one form's weighted least-squares fit.

@@ -475,6 +475,16 @@ func TestFitLeavesOutliersOut(t *testing.T) {
 	if g := SharedGrid(m, m); len(g) != len(obs) {
 		t.Errorf("shared grid of %d points, want the %d measured cells", len(g), len(obs))
 	}
+	// With the σ of its own (absurd) figure, 20× smaller, the cell weighs 400× more and drives
+	// the fixed cost below zero in the one form offered: it is still found and left out.
+	obs[bad].SigmaMs /= 20
+	if _, err := Fit(obs, FitOptions{MaxTokens: maxTokens, Forms: []string{form}, KeepOutliers: true}); err == nil || !strings.Contains(err.Error(), "not a cost") {
+		t.Errorf("kept, the heavy outlier: %v, want the form rejected", err)
+	}
+	if h, err := Fit(obs, opt); err != nil || len(h.Outliers) != 1 || h.Outliers[0].Batch != obs[bad].Batch || h.N != len(obs)-1 {
+		t.Errorf("heavy outlier: %v, %+v", err, h)
+	}
+	obs[bad].SigmaMs *= 20
 	opt.KeepOutliers = true
 	k, err := Fit(obs, opt)
 	if err != nil {
