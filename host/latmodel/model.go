@@ -182,8 +182,8 @@ type Obs struct {
 
 func (o Obs) input() Input { return Input{MeanLen: o.MeanLen, MaxLen: o.MaxLen, Batch: o.Batch} }
 
-// Candidate is one form tried, with its leave-one-cell-out figures; Rejected says why a form
-// was not eligible ("" when it was).
+// Candidate is one form tried, with its leave-one-cell-out figures (also for a form rejected
+// for a negative coefficient); Rejected says why a form was not eligible ("" when it was).
 type Candidate struct {
 	Form         string  `json:"form"`
 	LOOWeighted  float64 `json:"loo_weighted_rms"` // √(Σ w_i (fwd_i − loo_i)² / Σ w_i), ms
@@ -213,7 +213,8 @@ type Range struct {
 //	 "form": "fixed+per_seq+kv_read", "terms": [Term…], "cov_ms2": p×p,
 //	 "cells": n, "dof": n − p, "r2": …, "loo_median_rel": …, "loo_max_rel": …,
 //	 "range": {…}, "tail_ratio": [{"batch": B, "ratio": L_max/L̄}…],
-//	 "candidates": [Candidate…], "observations": [Obs…]}
+//	 "candidates": [Candidate…], "observations": [Obs…],
+//	 "excluded": ["L=…,B=… in RUN: why"…], "outliers": [Obs… + "reason"]}
 type Model struct {
 	Schema  string    `json:"schema"`
 	Created time.Time `json:"created"`
