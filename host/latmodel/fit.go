@@ -24,6 +24,25 @@ type FitOptions struct {
 	// Forms restricts the candidate forms (each "fixed+kv_read+…"); nil tries every form of
 	// [Forms].
 	Forms []string
+	// KeepOutliers fits every cell, outliers included (see [Fit]).
+	KeepOutliers bool
+}
+
+// Outlier rules of [Fit]: a cell is an outlier when the absolute relative error of its
+// leave-one-out prediction exceeds both OutlierFactor × the median over the cells and
+// OutlierMinRel. The median absolute error is the typical size of the model's error; 5 × it
+// is far outside it (a Gaussian error exceeds 5 × its median absolute value, 3.4 σ, in fewer
+// than 1 in 1 000 cells), and the 25 % floor keeps a good fit (median 0.5 %) from shedding
+// cells that are merely 3 % off: only a figure that is wrong, not noisy, is left out.
+const (
+	OutlierFactor = 5.0
+	OutlierMinRel = 0.25
+)
+
+// Outlier is a cell left out of the final fit, with why.
+type Outlier struct {
+	Obs
+	Reason string `json:"reason"`
 }
 
 // Forms returns the candidate forms: fixed + kv_read with every subset of per_seq, kv_tail
@@ -61,6 +80,12 @@ var ErrTooFewCells = errors.New("too few cells to fit")
 // below zero is not a cost). The model's Obs carry each cell's fitted value, residual and
 // leave-one-out prediction.
 //
+// Outliers: unless opt.KeepOutliers, a cell whose leave-one-out relative error under the
+// chosen form is an outlier (see [OutlierFactor]) is left out and the forms are chosen again
+// on the other cells; such cells are in Model.Outliers with the reason, never dropped
+// silently. When the other cells cannot be fitted, the outliers are kept in the fit and their
+// reason says so.
+//
 // Errors (carrying exitcode.InvalidConfig): no cell, fewer than p + 2 cells for every form
 // (p terms: one degree of freedom for the interval, one left out), a non-finite or
 // non-positive figure, length or σ (named by cell), no eligible form (each rejected form and
@@ -93,15 +118,8 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 	if forms == nil {
 		forms = Forms(opt.Experts != nil)
 	}
-	base := &Model{Schema: Schema, MaxTokens: opt.MaxTokens, Experts: opt.Experts, N: len(obs)}
-	base.Obs = slices.Clone(obs)
-	base.Range, base.TailRatio = rangeOf(obs)
-
-	var best *fitted
-	var cands []Candidate
 	for _, form := range forms {
-		terms := formTerms(form)
-		for _, t := range terms {
+		for _, t := range formTerms(form) {
 			if _, ok := termInfo[t]; !ok {
 				return nil, exitcode.Errorf(exitcode.InvalidConfig, "fit: form %q: unknown term %q (known: %s)", form, t, strings.Join(termOrder, ", "))
 			}
@@ -109,46 +127,59 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 				return nil, exitcode.Errorf(exitcode.InvalidConfig, "fit: form %q: the moe term needs the experts E and active k", form)
 			}
 		}
-		c := Candidate{Form: form}
-		if len(obs) < len(terms)+2 {
-			c.Rejected = fmt.Sprintf("%d cells, the form needs ≥ %d", len(obs), len(terms)+2)
-			cands = append(cands, c)
-			continue
-		}
-		f, err := base.fit(obs, terms)
-		if err != nil {
-			c.Rejected = err.Error()
-			cands = append(cands, c)
-			continue
-		}
-		for i, t := range terms {
-			if f.hi[i] < 0 {
-				c.Rejected = fmt.Sprintf("%s coefficient %.3g < 0 (95 %% interval [%.3g, %.3g]): not a cost", t, f.beta[i], f.lo[i], f.hi[i])
-			}
-		}
-		if c.Rejected == "" {
-			if err := base.loo(obs, terms, f); err != nil {
-				c.Rejected = err.Error()
-			}
-		}
-		c.LOOWeighted, c.LOOMedianRel, c.LOOMaxRel = f.looRMS, f.looMed, f.looMax
-		cands = append(cands, c)
-		if c.Rejected == "" && (best == nil || f.looRMS < best.looRMS) {
-			best = f
-		}
 	}
-	if best == nil {
-		var why []string
-		for _, c := range cands {
-			why = append(why, c.Form+": "+c.Rejected)
+	base := &Model{Schema: Schema, MaxTokens: opt.MaxTokens, Experts: opt.Experts}
+	best, cands, screen, err := base.choose(obs, forms)
+	if best == nil && (screen == nil || opt.KeepOutliers) {
+		return nil, err
+	}
+	var outliers []Outlier
+	if !opt.KeepOutliers {
+		// The chosen form judges the cells; when none is eligible (an absurd cell can drive a
+		// coefficient below zero in every form), the form that predicts best does.
+		det := best
+		if det == nil {
+			det = screen
 		}
-		err := fmt.Errorf("fit: no form could be fitted to %d cells: %s", len(obs), strings.Join(why, "; "))
-		if len(obs) < 4 {
-			err = fmt.Errorf("fit: %w: %d cell(s), the smallest form needs 4 (2 terms, one degree of freedom, one cell left out)", ErrTooFewCells, len(obs))
+		var rest []Obs
+		for i, o := range obs {
+			rel := (det.looPred[i] - o.FwdMs) / o.FwdMs
+			if math.Abs(rel) > OutlierFactor*det.looMed && math.Abs(rel) > OutlierMinRel {
+				o.LOOMs, o.LOORel = det.looPred[i], rel
+				outliers = append(outliers, Outlier{Obs: o, Reason: fmt.Sprintf(
+					"leave-one-out error %+.1f %% (%.4g ms predicted from the other cells by %s, %.4g ms measured) is above %g × the median %.2f %% and above %g %%",
+					100*rel, det.looPred[i], strings.Join(det.terms, "+"), o.FwdMs, OutlierFactor, 100*det.looMed, 100*OutlierMinRel)})
+			} else {
+				rest = append(rest, o)
+			}
 		}
-		return nil, exitcode.With(exitcode.InvalidConfig, err)
+		if best == nil && len(outliers) == 0 {
+			return nil, err
+		}
+		if len(outliers) > 0 {
+			b2, c2, _, err2 := base.choose(rest, forms)
+			switch {
+			case err2 == nil:
+				best, cands, obs = b2, c2, rest
+			case best == nil:
+				var which []string
+				for _, o := range outliers {
+					which = append(which, fmt.Sprintf("L=%d,B=%d", o.SeqLen, o.Batch))
+				}
+				return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w (also without the outlier cell(s) %s: %v)", err, strings.Join(which, " "), err2))
+			default:
+				// Without them nothing can be fitted: keep them, and say so.
+				for i := range outliers {
+					outliers[i].Reason += fmt.Sprintf("; kept in the fit: without the outliers %v", err2)
+				}
+			}
+		}
 	}
 	m := base
+	m.N = len(obs)
+	m.Obs = slices.Clone(obs)
+	m.Range, m.TailRatio = rangeOf(obs)
+	m.Outliers = outliers
 	m.Form, m.Candidates = strings.Join(best.terms, "+"), cands
 	for i, t := range best.terms {
 		m.Terms = append(m.Terms, Term{Name: t, Coef: best.beta[i], SE: best.se[i], Lo: best.lo[i], Hi: best.hi[i],
@@ -165,6 +196,58 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 		m.Obs[i].LOORel = (best.looPred[i] - m.Obs[i].FwdMs) / m.Obs[i].FwdMs
 	}
 	return m, nil
+}
+
+// choose fits every form of forms to obs and returns the eligible one with the smallest
+// leave-one-out weighted RMS error, every candidate with its figures or why it was rejected,
+// and the form with the smallest leave-one-out error among all that could be fitted, eligible
+// or not (for finding outlier cells). The error (exitcode.InvalidConfig) lists each form's
+// rejection when none is eligible.
+func (m *Model) choose(obs []Obs, forms []string) (best *fitted, cands []Candidate, screen *fitted, err error) {
+	for _, form := range forms {
+		terms := formTerms(form)
+		c := Candidate{Form: form}
+		if len(obs) < len(terms)+2 {
+			c.Rejected = fmt.Sprintf("%d cells, the form needs ≥ %d", len(obs), len(terms)+2)
+			cands = append(cands, c)
+			continue
+		}
+		f, err := m.fit(obs, terms)
+		if err != nil {
+			c.Rejected = err.Error()
+			cands = append(cands, c)
+			continue
+		}
+		for i, t := range terms {
+			if f.hi[i] < 0 {
+				c.Rejected = fmt.Sprintf("%s coefficient %.3g < 0 (95 %% interval [%.3g, %.3g]): not a cost", t, f.beta[i], f.lo[i], f.hi[i])
+			}
+		}
+		if err := m.loo(obs, terms, f); err != nil {
+			if c.Rejected == "" {
+				c.Rejected = err.Error()
+			}
+		} else if screen == nil || f.looRMS < screen.looRMS {
+			screen = f
+		}
+		c.LOOWeighted, c.LOOMedianRel, c.LOOMaxRel = f.looRMS, f.looMed, f.looMax
+		cands = append(cands, c)
+		if c.Rejected == "" && (best == nil || f.looRMS < best.looRMS) {
+			best = f
+		}
+	}
+	if best == nil {
+		var why []string
+		for _, c := range cands {
+			why = append(why, c.Form+": "+c.Rejected)
+		}
+		err := fmt.Errorf("fit: no form could be fitted to %d cells: %s", len(obs), strings.Join(why, "; "))
+		if len(obs) < 4 {
+			err = fmt.Errorf("fit: %w: %d cell(s), the smallest form needs 4 (2 terms, one degree of freedom, one cell left out)", ErrTooFewCells, len(obs))
+		}
+		return nil, cands, screen, exitcode.With(exitcode.InvalidConfig, err)
+	}
+	return best, cands, screen, nil
 }
 
 // fitted is one form's weighted least-squares fit.

@@ -19,16 +19,27 @@ type GridPoint struct {
 	Batch   int     `json:"batch"`
 }
 
-// SharedGrid returns the cells both models were fitted on (matched by target L and B), each at
-// the mean of the two realised mean lengths, ascending L then B; empty when they share none.
+// SharedGrid returns the cells both models measured (matched by target L and B): the cells
+// they were fitted on and their outliers (a cell left out of a fit was still measured, and the
+// model is evaluated there like anywhere in its range), each at the mean of the two realised
+// mean lengths, ascending L then B; empty when they share none.
 func SharedGrid(base, next *Model) []GridPoint {
 	type key struct{ l, b int }
+	measured := func(m *Model) []Obs {
+		obs := slices.Clone(m.Obs)
+		for _, o := range m.Outliers {
+			if !slices.ContainsFunc(obs, func(x Obs) bool { return x.SeqLen == o.SeqLen && x.Batch == o.Batch }) {
+				obs = append(obs, o.Obs)
+			}
+		}
+		return obs
+	}
 	by := map[key]Obs{}
-	for _, o := range base.Obs {
+	for _, o := range measured(base) {
 		by[key{o.SeqLen, o.Batch}] = o
 	}
 	var out []GridPoint
-	for _, o := range next.Obs {
+	for _, o := range measured(next) {
 		if b, ok := by[key{o.SeqLen, o.Batch}]; ok {
 			out = append(out, GridPoint{SeqLen: o.SeqLen, MeanLen: (b.MeanLen + o.MeanLen) / 2, Batch: o.Batch})
 		}
@@ -48,6 +59,9 @@ type Thresholds struct {
 	MeanIncrease float64 `json:"mean_increase"`
 	// PointIncrease is the largest accepted change at any single point.
 	PointIncrease float64 `json:"point_increase"`
+	// MaxFitError is the largest leave-one-cell-out median relative error either model may
+	// have (see [DefaultMaxFitError]); 0 accepts any.
+	MaxFitError float64 `json:"max_fit_error"`
 }
 
 // GatePoint is one grid point's verdict.
@@ -68,7 +82,9 @@ type GatePoint struct {
 type GateResult struct {
 	Base, New  string // the models' run ids, comma-separated
 	Thresholds Thresholds
-	Points     []GatePoint
+	// BaseFit and NewFit are how well each model describes its own cells.
+	BaseFit, NewFit FitQuality
+	Points          []GatePoint
 	// Mean is the mean of the points' Change; Max the largest Change, at MaxAt.
 	Mean  float64
 	Max   float64
@@ -98,12 +114,24 @@ func (g *GateResult) Err() error {
 // c = next/base − 1; the gate fails when the mean of c over the grid exceeds
 // th.MeanIncrease or any c exceeds th.PointIncrease.
 //
+// Both models must describe their cells: a model whose leave-one-cell-out median error exceeds
+// th.MaxFitError is an error wrapping ErrPoorFit (exitcode.InvalidConfig) naming it — its
+// predictions differ from its own cells by more than a regression the gate is to find.
+//
 // The models must be of the same group (served model, labels, max_tokens: [Model.Key]),
 // else the error names both (exitcode.InvalidConfig) unless allowMixed, when the difference
 // is a warning. A grid point outside either model's measured range is an error wrapping
 // ErrExtrapolation unless extrapolate, when the point is flagged. An empty grid is an error.
 func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrapolate bool) (*GateResult, error) {
-	g := &GateResult{Base: strings.Join(base.Runs, ","), New: strings.Join(next.Runs, ","), Thresholds: th}
+	g := &GateResult{Base: strings.Join(base.Runs, ","), New: strings.Join(next.Runs, ","), Thresholds: th, BaseFit: base.Quality(), NewFit: next.Quality()}
+	for _, v := range []struct {
+		name string
+		m    *Model
+	}{{"baseline", base}, {"new", next}} {
+		if err := v.m.CheckQuality(th.MaxFitError); err != nil {
+			return g, fmt.Errorf("gate: %s: %w", v.name, err)
+		}
+	}
 	if bk, nk := base.Key(), next.Key(); bk != nk {
 		msg := fmt.Sprintf("baseline is %s, new is %s", bk, nk)
 		if !allowMixed {

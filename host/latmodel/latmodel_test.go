@@ -340,7 +340,7 @@ func TestFromRuns(t *testing.T) {
 	}
 	b := run("b", "m", map[string]any{"gpu_count": 8.0}, slow)
 	b.Cells[0].Status = report.StatusPartial
-	got, src, err := FromRuns([]*report.Run{a, b}, false)
+	got, src, err := FromRuns([]*report.Run{a, b}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,22 +359,22 @@ func TestFromRuns(t *testing.T) {
 	}
 
 	c := run("c", "other-model", nil, obs)
-	_, _, err = FromRuns([]*report.Run{a, c}, false)
+	_, _, err = FromRuns([]*report.Run{a, c}, nil, false)
 	wantCode(t, err, exitcode.InvalidConfig, `model "m", labels {gpu_count=8}, max_tokens 100: a; model "other-model", labels {}, max_tokens 100: c`)
 	if !errors.Is(err, ErrMixed) {
 		t.Errorf("%v is not ErrMixed", err)
 	}
-	if _, src, err = FromRuns([]*report.Run{a, c}, true); err != nil || len(src.Mixed) != 2 {
+	if _, src, err = FromRuns([]*report.Run{a, c}, nil, true); err != nil || len(src.Mixed) != 2 {
 		t.Errorf("allowed: %v %v", err, src)
 	}
 	c.Header.Config.MaxTokens = 50
-	_, _, err = FromRuns([]*report.Run{a, c}, true)
+	_, _, err = FromRuns([]*report.Run{a, c}, nil, true)
 	wantCode(t, err, exitcode.InvalidConfig, "different max_tokens (100 and 50)")
 
-	_, _, err = FromRuns(nil, false)
+	_, _, err = FromRuns(nil, nil, false)
 	wantCode(t, err, exitcode.InvalidConfig, "no results file")
 	empty := run("e", "m", nil, nil)
-	_, _, err = FitRuns([]*report.Run{empty}, false, 0, FitOptions{})
+	_, _, err = FitRuns([]*report.Run{empty}, nil, false, 0, FitOptions{})
 	wantCode(t, err, exitcode.InvalidConfig, "e: fit: no measured cell")
 }
 
@@ -438,4 +438,185 @@ func TestRepeats(t *testing.T) {
 			t.Errorf("%s: %g ± %g, want %g ± %g", tc.name, fig, se, tc.fig, tc.se)
 		}
 	}
+}
+
+// A cell whose figure is 20× too low (a broken measurement) is an outlier: it is left out of
+// the final fit with its reason, and the other cells recover the truth within the intervals;
+// KeepOutliers fits it, and the coefficients are then off.
+func TestFitLeavesOutliersOut(t *testing.T) {
+	const form = "fixed+per_seq+kv_read"
+	obs := synthetic(form, 0.01, rand.New(rand.NewPCG(3, 4)))
+	bad := 40 // L=8000, B=2; its σ stays that of the true figure, as a stall's spread is
+	obs[bad].FwdMs /= 20
+	opt := FitOptions{MaxTokens: maxTokens, Forms: []string{form}}
+	m, err := Fit(obs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Outliers) != 1 || m.Outliers[0].SeqLen != obs[bad].SeqLen || m.Outliers[0].Batch != obs[bad].Batch || m.N != len(obs)-1 {
+		t.Fatalf("outliers %+v, %d cells fitted, want the one cell L=%d,B=%d left out", m.Outliers, m.N, obs[bad].SeqLen, obs[bad].Batch)
+	}
+	// Its leave-one-out prediction is the true figure, 20× the measured one: +1900 %.
+	if o := m.Outliers[0]; o.LOORel < 15 || !strings.Contains(o.Reason, "leave-one-out error +") || !strings.Contains(o.Reason, "above 5 × the median") {
+		t.Errorf("outlier %+v", o)
+	}
+	for _, term := range m.Terms {
+		if w := truth[term.Name]; term.Lo > w || w > term.Hi {
+			t.Errorf("%s: [%g, %g] misses the truth %g", term.Name, term.Lo, term.Hi, w)
+		}
+	}
+	var b strings.Builder
+	m.WriteSummary(&b)
+	m.WriteResiduals(&b)
+	if !strings.Contains(b.String(), "outlier left out of the fit: cell L=8000,B=2") || !strings.Contains(b.String(), "| – | – |") {
+		t.Errorf("summary does not list the outlier:\n%s", b.String())
+	}
+	// The outlier was measured: the gate's default grid still has it.
+	if g := SharedGrid(m, m); len(g) != len(obs) {
+		t.Errorf("shared grid of %d points, want the %d measured cells", len(g), len(obs))
+	}
+	// With the σ of its own (absurd) figure, 20× smaller, the cell weighs 400× more and drives
+	// the fixed cost below zero in the one form offered: it is still found and left out.
+	obs[bad].SigmaMs /= 20
+	if _, err := Fit(obs, FitOptions{MaxTokens: maxTokens, Forms: []string{form}, KeepOutliers: true}); err == nil || !strings.Contains(err.Error(), "not a cost") {
+		t.Errorf("kept, the heavy outlier: %v, want the form rejected", err)
+	}
+	if h, err := Fit(obs, opt); err != nil || len(h.Outliers) != 1 || h.Outliers[0].Batch != obs[bad].Batch || h.N != len(obs)-1 {
+		t.Errorf("heavy outlier: %v, %+v", err, h)
+	}
+	obs[bad].SigmaMs *= 20
+	opt.KeepOutliers = true
+	k, err := Fit(obs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k.Outliers) != 0 || k.N != len(obs) || k.LOOMaxRel < 15 {
+		t.Errorf("kept: %d outliers, %d cells, LOO max %g", len(k.Outliers), k.N, k.LOOMaxRel)
+	}
+}
+
+// The intervals treat σ as relative weights: the covariance is s²·(XᵀWX)⁻¹ with s² the
+// weighted residual variance, so σ all 5× too small (as when every cell's spread is
+// understated by the same factor) give the same intervals, and still cover the truth in
+// ≥ 90 % of 200 replicas; σ right up to a factor of 10 give intervals equal to 1e-9.
+func TestFitIntervalsWithRelativeWeights(t *testing.T) {
+	const form = "fixed+per_seq+kv_read+kv_tail"
+	rng := rand.New(rand.NewPCG(5, 6))
+	covered := map[string]int{}
+	const replicas = 200
+	for r := 0; r < replicas; r++ {
+		obs := synthetic(form, 0.02, rng)
+		for i := range obs {
+			obs[i].SigmaMs /= 5
+		}
+		opt := FitOptions{MaxTokens: maxTokens, Forms: []string{form}, KeepOutliers: true}
+		m, err := Fit(obs, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, term := range m.Terms {
+			if w := truth[term.Name]; term.Lo <= w && w <= term.Hi {
+				covered[term.Name]++
+			}
+		}
+		if r == 0 {
+			for i := range obs {
+				obs[i].SigmaMs *= 10
+			}
+			m2, err := Fit(obs, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, term := range m.Terms {
+				if d := math.Abs(m2.Terms[i].SE-term.SE) / term.SE; d > 1e-9 {
+					t.Errorf("%s: SE %g with σ, %g with 10 σ", term.Name, term.SE, m2.Terms[i].SE)
+				}
+			}
+		}
+	}
+	for _, name := range formTerms(form) {
+		t.Logf("%s: covered in %d of %d", name, covered[name], replicas)
+		if covered[name] < replicas*90/100 {
+			t.Errorf("%s: interval covered the truth in %d of %d replicas with σ 5× too small", name, covered[name], replicas)
+		}
+	}
+}
+
+// A model whose leave-one-out median error exceeds the limit is refused by the gate, naming
+// which model and its figures; under the limit the gate runs and reports both fits.
+func TestGateRefusesAPoorFit(t *testing.T) {
+	const form = "fixed+per_seq+kv_read"
+	good, err := Fit(synthetic(form, 0.01, rand.New(rand.NewPCG(7, 8))), FitOptions{MaxTokens: maxTokens, Forms: []string{form}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poor, err := Fit(synthetic(form, 0.4, rand.New(rand.NewPCG(9, 10))), FitOptions{MaxTokens: maxTokens, Forms: []string{form}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good.Runs, poor.Runs = []string{"good"}, []string{"poor"}
+	if poor.LOOMedianRel < 0.1 || good.LOOMedianRel > 0.02 {
+		t.Fatalf("LOO medians: poor %g, good %g", poor.LOOMedianRel, good.LOOMedianRel)
+	}
+	grid := []GridPoint{{MeanLen: 4000, Batch: 8}}
+	th := Thresholds{MeanIncrease: 0.15, PointIncrease: 0.5, MaxFitError: DefaultMaxFitError}
+	g, err := Gate(poor, good, grid, th, false, false)
+	wantCode(t, err, exitcode.InvalidConfig, "gate: baseline: poor fit: the model of runs poor has a leave-one-cell-out median error of")
+	if !errors.Is(err, ErrPoorFit) || g == nil || g.BaseFit.LOOMedianRel != poor.LOOMedianRel {
+		t.Errorf("%v, %+v", err, g)
+	}
+	_, err = Gate(good, poor, grid, th, false, false)
+	wantCode(t, err, exitcode.InvalidConfig, "gate: new: poor fit")
+	g, err = Gate(good, good, grid, th, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	g.WriteMarkdown(&b)
+	if want := "baseline fit: " + good.Quality().String(); !strings.Contains(b.String(), want) || !strings.Contains(b.String(), "R² 0.99") {
+		t.Errorf("gate output lacks %q:\n%s", want, b.String())
+	}
+	th.MaxFitError = 0
+	if _, err := Gate(poor, good, grid, th, false, false); err != nil {
+		t.Errorf("limit 0: %v", err)
+	}
+}
+
+// Runs against different engine setups are not repeats: refused, naming the field and the
+// files; a built-in engine's fresh URL per run is not a difference. Cells with a zero or
+// overflowed per-forward figure are errors naming the file, run and cell.
+func TestFromRunsTargetsAndBadFigures(t *testing.T) {
+	obs := synthetic("fixed+per_seq+kv_read", 0, nil)
+	a, b := run("a", "m", nil, obs), run("b", "m", nil, obs)
+	a.Header.Engine = map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05, "quirks": ""}
+	b.Header.Engine = map[string]any{"profile": "dense-8b", "time_scale": 0.05, "quirks": ""}
+	a.Header.TargetKind, b.Header.TargetKind = "builtin", "builtin"
+	a.Header.Target, b.Header.Target = "http://127.0.0.1:4001", "http://127.0.0.1:4002"
+	names := []string{"res/a.json", "res/b.json"}
+	_, _, err := FromRuns([]*report.Run{a, b}, names, false)
+	wantCode(t, err, exitcode.InvalidConfig, `engine profile differs: res/a.json (run a) "moe-30b-a3b" / res/b.json (run b) "dense-8b"`)
+	if !errors.Is(err, ErrMixed) || strings.Contains(err.Error(), "target differs") || strings.Contains(err.Error(), "time_scale") {
+		t.Errorf("%v", err)
+	}
+	if _, src, err := FromRuns([]*report.Run{a, b}, names, true); err != nil || len(src.Mixed) != 1 {
+		t.Errorf("allowed: %v %+v", err, src)
+	}
+	b.Header.Engine = map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05, "quirks": "", "noise": "gauss 2%"}
+	_, _, err = FromRuns([]*report.Run{a, b}, names, false)
+	wantCode(t, err, exitcode.InvalidConfig, `engine noise differs: res/a.json (run a) (none) / res/b.json (run b) "gauss 2%"`)
+	b.Header.Engine = a.Header.Engine
+	if _, _, err := FromRuns([]*report.Run{a, b}, names, false); err != nil {
+		t.Errorf("same engine, other port: %v", err)
+	}
+	a.Header.Engine, b.Header.Engine = nil, nil
+	a.Header.TargetKind, b.Header.TargetKind = "external", "external"
+	_, _, err = FromRuns([]*report.Run{a, b}, names, false)
+	wantCode(t, err, exitcode.InvalidConfig, `target differs: res/a.json (run a) "http://127.0.0.1:4001" / res/b.json (run b) "http://127.0.0.1:4002"`)
+
+	z := run("base03", "m", nil, obs)
+	z.Cells[0].Figures.PerForward.Mean = 0
+	z.Cells[1].Figures.PerForward.Mean = math.MinInt64 // what 1e308 ms becomes when read
+	_, _, err = FitRuns([]*report.Run{z}, []string{"null.json"}, false, 0, FitOptions{})
+	wantCode(t, err, exitcode.InvalidConfig, "null.json (run base03): cell L=1000,B=1: per-forward mean (fwd) is 0 ms")
+	wantCode(t, err, exitcode.InvalidConfig, "null.json (run base03): cell L=1000,B=2: per-forward mean (fwd) is beyond ±9.2e12 ms (the figure overflowed")
 }

@@ -182,8 +182,8 @@ type Obs struct {
 
 func (o Obs) input() Input { return Input{MeanLen: o.MeanLen, MaxLen: o.MaxLen, Batch: o.Batch} }
 
-// Candidate is one form tried, with its leave-one-cell-out figures; Rejected says why a form
-// was not eligible ("" when it was).
+// Candidate is one form tried, with its leave-one-cell-out figures (also for a form rejected
+// for a negative coefficient); Rejected says why a form was not eligible ("" when it was).
 type Candidate struct {
 	Form         string  `json:"form"`
 	LOOWeighted  float64 `json:"loo_weighted_rms"` // √(Σ w_i (fwd_i − loo_i)² / Σ w_i), ms
@@ -213,7 +213,8 @@ type Range struct {
 //	 "form": "fixed+per_seq+kv_read", "terms": [Term…], "cov_ms2": p×p,
 //	 "cells": n, "dof": n − p, "r2": …, "loo_median_rel": …, "loo_max_rel": …,
 //	 "range": {…}, "tail_ratio": [{"batch": B, "ratio": L_max/L̄}…],
-//	 "candidates": [Candidate…], "observations": [Obs…]}
+//	 "candidates": [Candidate…], "observations": [Obs…],
+//	 "excluded": ["L=…,B=… in RUN: why"…], "outliers": [Obs… + "reason"]}
 type Model struct {
 	Schema  string    `json:"schema"`
 	Created time.Time `json:"created"`
@@ -252,6 +253,58 @@ type Model struct {
 	Obs          []Obs        `json:"observations"`
 	// Excluded are the cells of the runs not fitted, each with its reason.
 	Excluded []string `json:"excluded,omitempty"`
+	// Outliers are the measured cells left out of the final fit because their leave-one-out
+	// error was an outlier (see [Fit]), each with its reason.
+	Outliers []Outlier `json:"outliers,omitempty"`
+}
+
+// ErrPoorFit is wrapped by [Model.CheckQuality]'s error: the model's leave-one-out error is
+// too large for its predictions to be compared.
+var ErrPoorFit = errors.New("poor fit")
+
+// DefaultMaxFitError is the largest leave-one-cell-out median relative error (a fraction) a
+// model may have for the gate to use it, and above which fit warns: 10 %. The gate's default
+// mean threshold is 15 %; a model that misses its own typical cell by 10 % or more cannot tell
+// a 15 % regression from its own error (two such models differ by that much with no
+// regression at all). A clean matrix, against the built-in engine or a quiet server, fits to a
+// median below 3 %.
+const DefaultMaxFitError = 0.10
+
+// FitQuality is how well a model describes its cells: R² (weighted) and the leave-one-cell-out
+// median and max relative error, over Cells cells; Outliers is the number of cells left out.
+type FitQuality struct {
+	Runs         string  `json:"runs"`
+	Cells        int     `json:"cells"`
+	Outliers     int     `json:"outliers,omitempty"`
+	R2           float64 `json:"r2"`
+	LOOMedianRel float64 `json:"loo_median_rel"`
+	LOOMaxRel    float64 `json:"loo_max_rel"`
+}
+
+// Quality returns the model's fit figures.
+func (m *Model) Quality() FitQuality {
+	return FitQuality{Runs: strings.Join(m.Runs, ","), Cells: m.N, Outliers: len(m.Outliers), R2: m.R2, LOOMedianRel: m.LOOMedianRel, LOOMaxRel: m.LOOMaxRel}
+}
+
+// String writes the figures, e.g. "R² 0.99812, leave-one-cell-out |error| median 1.20 %, max
+// 4.01 % over 20 cells".
+func (q FitQuality) String() string {
+	s := fmt.Sprintf("R² %.5f, leave-one-cell-out |error| median %.2f %%, max %.2f %% over %d cells", q.R2, 100*q.LOOMedianRel, 100*q.LOOMaxRel, q.Cells)
+	if q.Outliers > 0 {
+		s += fmt.Sprintf(" (%d outlier(s) left out)", q.Outliers)
+	}
+	return s
+}
+
+// CheckQuality returns nil when the model's leave-one-cell-out median relative error is at
+// most maxMedian (a fraction; maxMedian ≤ 0 checks nothing), else an error wrapping ErrPoorFit
+// (exitcode.InvalidConfig) with the model's runs, its figures and the limit.
+func (m *Model) CheckQuality(maxMedian float64) error {
+	if maxMedian <= 0 || m.LOOMedianRel <= maxMedian { // NaN fails
+		return nil
+	}
+	return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w: the model of runs %s has a leave-one-cell-out median error of %.1f %%, above the %g %% accepted (%s)",
+		ErrPoorFit, strings.Join(m.Runs, ", "), 100*m.LOOMedianRel, 100*maxMedian, m.Quality()))
 }
 
 // formTerms returns the term names of a form string ("fixed+per_seq+kv_read").

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
@@ -49,14 +50,23 @@ func runMaxTokens(h report.Header) int {
 // Runs must share served model, labels and max_tokens (see [GroupKey]); otherwise the error
 // wraps ErrMixed and names each run's group, unless allowMixed, when they are fitted together
 // and Source.Mixed names the groups (max_tokens must still agree: it is a term of the model).
-// Errors carry exitcode.InvalidConfig.
-func FromRuns(runs []*report.Run, allowMixed bool) ([]Obs, *Source, error) {
+// They must also have measured the same target (see [SetupDifferences]: built-in engine
+// profile, time scale, quirks and noise; target kind; an external target's URL), else the
+// error wraps ErrMixed and says which field differs, unless allowMixed (the differences are
+// then in Source.Mixed).
+//
+// names[i] is how errors call runs[i] (its file; nil or "" for the run id). A used cell whose
+// per-forward figure is not a positive finite duration (0, negative, or beyond the ±292 years
+// a duration holds: the file's milliseconds overflowed when read) is an error naming the
+// file, the run and the cell. Errors carry exitcode.InvalidConfig.
+func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Source, error) {
 	if len(runs) == 0 {
 		return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "no results file given")
 	}
 	src := &Source{}
 	groups := map[string][]string{}
 	var order []string
+	where := make([]string, len(runs)) // "FILE (run ID)"
 	for i, r := range runs {
 		h := r.Header
 		id := h.RunID
@@ -64,6 +74,10 @@ func FromRuns(runs []*report.Run, allowMixed bool) ([]Obs, *Source, error) {
 			id = fmt.Sprintf("run %d", i+1)
 		}
 		src.Runs = append(src.Runs, id)
+		where[i] = id
+		if i < len(names) && names[i] != "" {
+			where[i] = fmt.Sprintf("%s (run %s)", names[i], id)
+		}
 		k := GroupKey(h.Model, h.Labels, runMaxTokens(h))
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
@@ -88,9 +102,16 @@ func FromRuns(runs []*report.Run, allowMixed bool) ([]Obs, *Source, error) {
 		src.Mixed = desc
 		src.Labels = nil
 	}
-	if src.MaxTokens < 1 {
-		return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: no max_tokens in the results header's config", src.Runs[0])
+	if diff := SetupDifferences(runs, where); len(diff) > 0 {
+		if !allowMixed {
+			return nil, nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w: the runs measured different targets, they are not repeats and cannot be fitted together (--allow-mixed to force): %s", ErrMixed, strings.Join(diff, "; ")))
+		}
+		src.Mixed = append(src.Mixed, diff...)
 	}
+	if src.MaxTokens < 1 {
+		return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: no max_tokens in the results header's config", where[0])
+	}
+	var bad []error
 
 	type acc struct {
 		key            report.CellKey
@@ -125,6 +146,14 @@ func FromRuns(runs []*report.Run, allowMixed bool) ([]Obs, *Source, error) {
 				cells[k] = a
 			}
 			f := c.Figures
+			if d := f.PerForward.Mean; d <= 0 || d == math.MaxInt64 {
+				v := fmt.Sprintf("%.4g ms", measure.Ms(d))
+				if d == math.MinInt64 || d == math.MaxInt64 {
+					v = "beyond ±9.2e12 ms (the figure overflowed a duration when read)"
+				}
+				bad = append(bad, fmt.Errorf("%s: cell %s: per-forward mean (fwd) is %s: want a positive finite time", where[i], k, v))
+				continue
+			}
 			fwd := measure.Ms(f.PerForward.Mean)
 			a.fwd = append(a.fwd, fwd)
 			est := 0.0
@@ -140,6 +169,9 @@ func FromRuns(runs []*report.Run, allowMixed bool) ([]Obs, *Source, error) {
 			a.maxLn = append(a.maxLn, maxLen)
 			a.clamped = max(a.clamped, c.Lengths.Clamped)
 		}
+	}
+	if len(bad) > 0 {
+		return nil, nil, exitcode.With(exitcode.InvalidConfig, errors.Join(bad...))
 	}
 	obs := make([]Obs, 0, len(cells))
 	for _, a := range cells {
@@ -199,12 +231,68 @@ func sortObs(obs []Obs) {
 	})
 }
 
+// SetupDifferences lists what differs between the runs' targets, one entry per field, e.g.
+// `engine profile differs: a.json (run a) "moe-30b-a3b" / b.json (run b) "dense-8b"`: for
+// the built-in engine its profile, time_scale, quirks and noise (report.Header.Engine), the
+// target kind, and for external targets the URL (the built-in engine's URL is a fresh port
+// every run, not compared). names[i] calls runs[i]. Empty when the runs agree.
+func SetupDifferences(runs []*report.Run, names []string) []string {
+	type field struct {
+		name string
+		get  func(h report.Header) string
+	}
+	eng := func(key string) func(h report.Header) string {
+		return func(h report.Header) string {
+			if h.Engine == nil {
+				return "(no built-in engine)"
+			}
+			v, ok := h.Engine[key]
+			if !ok || v == "" {
+				return "(none)"
+			}
+			if s, ok := v.(string); ok {
+				return strconv.Quote(s)
+			}
+			return fmt.Sprint(v)
+		}
+	}
+	fields := []field{
+		{"target kind", func(h report.Header) string { return strconv.Quote(h.TargetKind) }},
+		{"target", func(h report.Header) string {
+			if h.Engine != nil || h.TargetKind == "builtin" {
+				return "(built-in engine)"
+			}
+			return strconv.Quote(h.Target)
+		}},
+		{"engine profile", eng("profile")},
+		{"engine time_scale", eng("time_scale")},
+		{"engine quirks", eng("quirks")},
+		{"engine noise", eng("noise")},
+	}
+	var out []string
+	for _, f := range fields {
+		var vals []string
+		seen := map[string]bool{}
+		for i, r := range runs {
+			v := f.get(r.Header)
+			if !seen[v] {
+				seen[v] = true
+				vals = append(vals, fmt.Sprintf("%s %s", names[i], v))
+			}
+		}
+		if len(vals) > 1 {
+			out = append(out, fmt.Sprintf("%s differs: %s", f.name, strings.Join(vals, " / ")))
+		}
+	}
+	return out
+}
+
 // FitRuns is FromRuns then Fit: the model of runs, with their identity (model, labels,
 // max_tokens, run ids, engine) and excluded cells recorded in it. opt.MaxTokens is taken from
 // the runs. With holdOut ≥ 2 every holdOut-th cell (see [Split]) is not fitted but returned,
 // for [Model.Check].
-func FitRuns(runs []*report.Run, allowMixed bool, holdOut int, opt FitOptions) (*Model, []Obs, error) {
-	obs, src, err := FromRuns(runs, allowMixed)
+func FitRuns(runs []*report.Run, names []string, allowMixed bool, holdOut int, opt FitOptions) (*Model, []Obs, error) {
+	obs, src, err := FromRuns(runs, names, allowMixed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -212,7 +300,11 @@ func FitRuns(runs []*report.Run, allowMixed bool, holdOut int, opt FitOptions) (
 	fit, held := Split(obs, holdOut)
 	m, err := Fit(fit, opt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", strings.Join(src.Runs, ", "), err)
+		who := src.Runs
+		if len(names) == len(runs) {
+			who = names
+		}
+		return nil, nil, fmt.Errorf("%s: %w", strings.Join(who, ", "), err)
 	}
 	m.Model, m.Labels, m.Runs, m.Engine, m.Mixed, m.Excluded = src.Model, src.Labels, src.Runs, src.Engine, src.Mixed, src.Excluded
 	return m, held, nil

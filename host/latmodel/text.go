@@ -118,6 +118,9 @@ func (m *Model) WriteSummary(w io.Writer) {
 	table(w, rows)
 	fmt.Fprintf(w, "\nR² (weighted) %.5f · leave-one-cell-out |error|: median %.2f %%, max %.2f %% · %d degrees of freedom\n",
 		m.R2, 100*m.LOOMedianRel, 100*m.LOOMaxRel, m.DoF)
+	for _, o := range m.Outliers {
+		fmt.Fprintf(w, "outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s\n", o.SeqLen, o.Batch, o.FwdMs, o.Reason)
+	}
 	fmt.Fprintf(w, "measured range: mean length %g–%g tokens, batch size %d–%d\n\n", m.Range.MeanLen[0], m.Range.MeanLen[1], m.Range.Batch[0], m.Range.Batch[1])
 	rows = [][]string{{"candidate form", "LOO weighted RMS (ms)", "LOO median", "LOO max", ""}}
 	for _, c := range m.Candidates {
@@ -145,7 +148,7 @@ func (m *Model) Formula() string {
 }
 
 // WriteResiduals writes one row per fitted cell: lengths, measured fwd ± σ, fitted, residual,
-// leave-one-out prediction and its relative error.
+// leave-one-out prediction and its relative error; then one per outlier left out of the fit.
 func (m *Model) WriteResiduals(w io.Writer) {
 	rows := [][]string{{"L", "B", "mean len", "max len", "fwd ms", "σ ms", "fitted ms", "residual ms", "LOO ms", "LOO error", "note"}}
 	for _, o := range m.Obs {
@@ -158,6 +161,10 @@ func (m *Model) WriteResiduals(w io.Writer) {
 		}
 		rows = append(rows, []string{strconv.Itoa(o.SeqLen), strconv.Itoa(o.Batch), strconv.FormatFloat(o.MeanLen, 'f', 0, 64),
 			strconv.FormatFloat(o.MaxLen, 'f', 0, 64), f3(o.FwdMs), f3(o.SigmaMs), f3(o.FittedMs), f3(o.ResidualMs), f3(o.LOOMs), pct(o.LOORel), note})
+	}
+	for _, o := range m.Outliers {
+		rows = append(rows, []string{strconv.Itoa(o.SeqLen), strconv.Itoa(o.Batch), strconv.FormatFloat(o.MeanLen, 'f', 0, 64),
+			strconv.FormatFloat(o.MaxLen, 'f', 0, 64), f3(o.FwdMs), f3(o.SigmaMs), "–", "–", f3(o.LOOMs), pct(o.LOORel), "outlier: not fitted"})
 	}
 	table(w, rows)
 }
@@ -175,12 +182,19 @@ func WritePredictions(w io.Writer, ps []Prediction) {
 	table(w, rows)
 }
 
+// WriteFits writes each model's fit quality, one line each.
+func (g *GateResult) WriteFits(w io.Writer) {
+	fmt.Fprintf(w, "baseline fit: %s\nnew fit:      %s\n", g.BaseFit, g.NewFit)
+}
+
 // WriteMarkdown writes the gate's per-point table, the mean and max change and the verdict.
 func (g *GateResult) WriteMarkdown(w io.Writer) {
 	for _, s := range g.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
-	fmt.Fprintf(w, "baseline %s vs new %s, through their fitted models\n\n", g.Base, g.New)
+	fmt.Fprintf(w, "baseline %s vs new %s, through their fitted models\n", g.Base, g.New)
+	g.WriteFits(w)
+	fmt.Fprintln(w)
 	rows := [][]string{{"L", "mean len", "B", "baseline ms", "new ms", "change", ""}}
 	for _, p := range g.Points {
 		mark := ""

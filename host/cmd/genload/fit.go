@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -16,9 +20,42 @@ import (
 )
 
 // readResults reads results files; a file that cannot be read or decoded is invalid input.
+// A JSON syntax error in a .json file (NaN, Infinity: JSON has no such numbers) is placed at
+// its file:line:column and byte offset.
 func readResults(files []string) ([]*report.Run, error) {
-	runs, err := report.ReadRuns(files)
-	return runs, exitcode.With(exitcode.InvalidConfig, err)
+	if len(files) == 0 {
+		return nil, exitcode.With(exitcode.InvalidConfig, report.ErrNoRuns)
+	}
+	runs := make([]*report.Run, len(files))
+	for i, f := range files {
+		r, err := report.ReadFile(f)
+		if err != nil {
+			return nil, exitcode.With(exitcode.InvalidConfig, placeSyntaxError(f, err))
+		}
+		runs[i] = r
+	}
+	return runs, nil
+}
+
+// placeSyntaxError returns err with the line, column and offset of a *json.SyntaxError in the
+// .json file at path (a .jsonl reader names its line itself); other errors unchanged.
+func placeSyntaxError(path string, err error) error {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) || filepath.Ext(path) != ".json" {
+		return err
+	}
+	b, rerr := os.ReadFile(path)
+	if rerr != nil || se.Offset < 1 || se.Offset > int64(len(b)) {
+		return fmt.Errorf("%w (at byte offset %d)", err, se.Offset)
+	}
+	at := se.Offset - 1 // the offending byte: Offset counts the bytes read, it included
+	line := 1 + bytes.Count(b[:at], []byte("\n"))
+	col := int(at) - bytes.LastIndexByte(b[:at], '\n')
+	hint := ""
+	if rest := b[at:]; bytes.HasPrefix(rest, []byte("NaN")) || bytes.HasPrefix(rest, []byte("Inf")) {
+		hint = " (JSON has no NaN or Infinity: the figure written there is not a number)"
+	}
+	return fmt.Errorf("results: %s:%d:%d (byte offset %d): %w%s", path, line, col, se.Offset, se, hint)
 }
 
 // expertFlags declares --experts and --active and returns a function giving the Experts they
@@ -55,9 +92,17 @@ engine profile's parameters beside the fitted ones. -o writes the model file (JS
 genload.latmodel/v1) and a plot of measured points and fitted curves beside it.
 
 Runs given together are repeats of one deployment: they must share the served model, the
-[labels] and max_tokens (--allow-mixed fits them together anyway). Only cells of status ok
+[labels], max_tokens and the target (built-in engine profile, time_scale, quirks and noise;
+an external server's URL); --allow-mixed fits them together anyway. Only cells of status ok
 with a per-forward figure are fitted. --hold-out N leaves every N-th cell out of the fit and
-prints how well the model predicts them.`,
+prints how well the model predicts them.
+
+A cell whose leave-one-out error is an outlier — above 5 × the median over the cells and
+above 25 % (a figure that is wrong, e.g. a host stall, not noisy) — is left out of the final
+fit and listed with its reason (--keep-outliers fits it anyway). When the chosen form's
+leave-one-cell-out median error exceeds --max-fit-error (default 10 %: above it the model
+cannot tell the gate's default 15 % regression from its own error), fit warns on stderr and
+'genload gate' refuses the model: re-measure, or run with --repeat N and fit the repeats.`,
 		[][2]string{
 			{"fit a run and keep the model", "genload fit -o results/model.json results/20261201-101500.json"},
 			{"a mixture-of-experts model (128 experts, 8 active per token)", "genload fit --experts 128 --active 8 -o model.json results/a.json"},
@@ -68,6 +113,8 @@ prints how well the model predicts them.`,
 	holdOut := fs.Int("hold-out", 0, "leave every N-th cell (ascending L, then B) out of the fit and predict it (N ≥ 2; 0 = none)")
 	mixed := fs.Bool("allow-mixed", false, "fit runs of different models or labels together")
 	asJSON := fs.Bool("json", false, "print the model file on stdout instead of the tables")
+	maxFitErr := fs.Float64("max-fit-error", 100*latmodel.DefaultMaxFitError, "warn when the chosen form's leave-one-cell-out median error exceeds PCT percent (0: never)")
+	keepOutliers := fs.Bool("keep-outliers", false, "fit every cell, also those whose leave-one-out error is an outlier")
 	experts := expertFlags(fs, "fit")
 	files, err := parseFiles(fs, args)
 	if err != nil {
@@ -75,6 +122,9 @@ prints how well the model predicts them.`,
 	}
 	ex, err := experts()
 	if err != nil {
+		return err
+	}
+	if err := checkPct("fit", "--max-fit-error", *maxFitErr); err != nil {
 		return err
 	}
 	if *holdOut < 0 || *holdOut == 1 {
@@ -87,11 +137,17 @@ prints how well the model predicts them.`,
 	if err != nil {
 		return err
 	}
-	m, held, err := latmodel.FitRuns(runs, *mixed, *holdOut, latmodel.FitOptions{Experts: ex})
+	m, held, err := latmodel.FitRuns(runs, files, *mixed, *holdOut, latmodel.FitOptions{Experts: ex, KeepOutliers: *keepOutliers})
 	if err != nil {
 		return err
 	}
 	m.Genload = version
+	for _, o := range m.Outliers {
+		fmt.Fprintf(e.stderr, "genload fit: outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s\n", o.SeqLen, o.Batch, o.FwdMs, o.Reason)
+	}
+	if err := m.CheckQuality(*maxFitErr / 100); err != nil {
+		fmt.Fprintf(e.stderr, "genload fit: WARNING: %v.\n  The model does not describe its cells: 'genload gate' will refuse it. Re-measure (a loaded host stalls cells: see the residual table), or measure several times (genload run --repeat N) and fit the repeats together.\n", err)
+	}
 	if *asJSON {
 		b, err := json.MarshalIndent(m, "", "  ")
 		if err != nil {
@@ -131,6 +187,14 @@ prints how well the model predicts them.`,
 			return err
 		}
 		fmt.Fprintf(e.stderr, "plot → %s, %s\n", png, svg)
+	}
+	return nil
+}
+
+// checkPct returns a usage error unless v is a finite percentage ≥ 0.
+func checkPct(cmd, name string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return exitcode.Errorf(exitcode.Usage, "%s %v: want a percentage ≥ 0 (see 'genload %s --help')", name, v, cmd)
 	}
 	return nil
 }
@@ -237,8 +301,22 @@ covariance. A point outside the measured range (mean length and batch size) is r
 			return exitcode.With(exitcode.Usage, err)
 		}
 	default:
-		if math.IsNaN(*seqLen) || math.IsInf(*seqLen, 0) || *seqLen <= 0 || *batch < 1 {
-			return exitcode.Errorf(exitcode.InvalidConfig, "--seq-len %v --batch %d: want a positive finite length in tokens and a batch size ≥ 1 (see 'genload predict --help')", *seqLen, *batch)
+		var missing []string
+		if *seqLen == 0 {
+			missing = append(missing, "--seq-len")
+		}
+		if *batch == 0 {
+			missing = append(missing, "--batch")
+		}
+		switch {
+		case len(missing) == 2:
+			return exitcode.Errorf(exitcode.Usage, "--seq-len and --batch are required, or --grid (see 'genload predict --help')")
+		case len(missing) == 1:
+			return exitcode.Errorf(exitcode.Usage, "%s is required (see 'genload predict --help')", missing[0])
+		case math.IsNaN(*seqLen) || math.IsInf(*seqLen, 0) || *seqLen < 0:
+			return exitcode.Errorf(exitcode.Usage, "--seq-len %v: want a positive finite mean prompt length in tokens (see 'genload predict --help')", *seqLen)
+		case *batch < 1:
+			return exitcode.Errorf(exitcode.Usage, "--batch %d: want a batch size ≥ 1 (see 'genload predict --help')", *batch)
 		}
 		grid = []latmodel.GridPoint{{MeanLen: *seqLen, Batch: *batch}}
 	}
@@ -276,7 +354,7 @@ func modelOf(paths []string, mixed bool, ex *latmodel.Experts) (*latmodel.Model,
 	if err != nil {
 		return nil, err
 	}
-	m, _, err := latmodel.FitRuns(runs, mixed, 0, latmodel.FitOptions{Experts: ex})
+	m, _, err := latmodel.FitRuns(runs, paths, mixed, 0, latmodel.FitOptions{Experts: ex})
 	return m, err
 }
 
@@ -288,6 +366,13 @@ models are evaluated on a grid — by default the cells both were fitted on, at 
 mean lengths — and each point's change new/baseline − 1 is printed. The gate fails, with exit
 code 6, when the mean change over the grid exceeds --mean-increase percent or the change at
 any point exceeds --point-increase percent.
+
+Each model's fit quality is printed: R² and the leave-one-cell-out median and max relative
+error. A model whose leave-one-cell-out median error exceeds --max-fit-error percent (default
+10) is refused with exit code 3: it misses its own cells by more than two thirds of the
+default 15 % threshold, so a regression of that size cannot be told from the model's error
+(a baseline run with host-stalled cells fits badly and would pass real regressions).
+Re-measure it, or measure several times (genload run --repeat N) and fit the repeats together.
 
 The two must be of the same served model, [labels] and max_tokens (--allow-mixed compares
 them anyway, with a warning). A --grid point outside either model's measured range is refused
@@ -304,6 +389,7 @@ them NEW is fitted with the baseline model's experts, if it has them.`,
 	extrapolate := fs.Bool("extrapolate", false, "evaluate grid points outside a model's measured range (flagged) instead of refusing")
 	mixed := fs.Bool("allow-mixed", false, "compare models of different served models or labels")
 	asJSON := fs.Bool("json", false, "print the result as JSON (for CI)")
+	maxFitErr := fs.Float64("max-fit-error", 100*latmodel.DefaultMaxFitError, "refuse a model whose leave-one-cell-out median error exceeds PCT percent (0: accept any)")
 	experts := expertFlags(fs, "gate")
 	files, err := parseFiles(fs, args)
 	if err != nil {
@@ -320,6 +406,9 @@ them NEW is fitted with the baseline model's experts, if it has them.`,
 		if math.IsNaN(v.v) || math.IsInf(v.v, 0) {
 			return exitcode.Errorf(exitcode.Usage, "%s %v: want a percentage (see 'genload gate --help')", v.name, v.v)
 		}
+	}
+	if err := checkPct("gate", "--max-fit-error", *maxFitErr); err != nil {
+		return err
 	}
 	if len(files) != 2 {
 		return exitcode.Errorf(exitcode.Usage, "want BASELINE and NEW, got %d file(s) (see 'genload gate --help')", len(files))
@@ -344,7 +433,11 @@ them NEW is fitted with the baseline model's experts, if it has them.`,
 			return exitcode.With(exitcode.Usage, err)
 		}
 	}
-	g, err := latmodel.Gate(base, next, grid, latmodel.Thresholds{MeanIncrease: *meanInc / 100, PointIncrease: *pointInc / 100}, *mixed, *extrapolate)
+	g, err := latmodel.Gate(base, next, grid, latmodel.Thresholds{MeanIncrease: *meanInc / 100, PointIncrease: *pointInc / 100, MaxFitError: *maxFitErr / 100}, *mixed, *extrapolate)
+	if errors.Is(err, latmodel.ErrPoorFit) {
+		g.WriteFits(e.stderr)
+		return fmt.Errorf("%w; re-measure that run (a loaded host stalls cells: 'genload fit' lists its residuals and outliers), or measure several times (genload run --repeat N) and fit the repeats together; --max-fit-error sets the limit", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -353,6 +446,8 @@ them NEW is fitted with the baseline model's experts, if it has them.`,
 			Base       string               `json:"baseline"`
 			New        string               `json:"new"`
 			Thresholds latmodel.Thresholds  `json:"thresholds"`
+			BaseFit    latmodel.FitQuality  `json:"baseline_fit"`
+			NewFit     latmodel.FitQuality  `json:"new_fit"`
 			Points     []latmodel.GatePoint `json:"points"`
 			Mean       float64              `json:"mean_change"`
 			Max        float64              `json:"max_change"`
@@ -360,7 +455,7 @@ them NEW is fitted with the baseline model's experts, if it has them.`,
 			Passed     bool                 `json:"passed"`
 			Failed     []string             `json:"failed,omitempty"`
 			Warnings   []string             `json:"warnings,omitempty"`
-		}{g.Base, g.New, g.Thresholds, g.Points, g.Mean, g.Max, g.MaxAt, g.Passed(), g.Failed, g.Warnings}, "", "  ")
+		}{g.Base, g.New, g.Thresholds, g.BaseFit, g.NewFit, g.Points, g.Mean, g.Max, g.MaxAt, g.Passed(), g.Failed, g.Warnings}, "", "  ")
 		if err != nil {
 			return err
 		}

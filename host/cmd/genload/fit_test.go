@@ -117,7 +117,10 @@ func TestFitPredictGateCommands(t *testing.T) {
 		{[]string{"fit", broken}, exitcode.InvalidConfig, "broken.json"},
 		{[]string{"fit"}, exitcode.Usage, "no results file given"},
 		{[]string{"fit", "--experts", "8", "--active", "9", base}, exitcode.Usage, "want 1 ≤ active ≤ experts"},
-		{[]string{"predict", model, "--seq-len", "NaN", "--batch", "4"}, exitcode.InvalidConfig, "--seq-len NaN"},
+		{[]string{"predict", model, "--seq-len", "NaN", "--batch", "4"}, exitcode.Usage, "--seq-len NaN"},
+		{[]string{"predict", model, "--seq-len", "6000"}, exitcode.Usage, "--batch is required"},
+		{[]string{"predict", model, "--batch", "4"}, exitcode.Usage, "--seq-len is required"},
+		{[]string{"predict", model, "--seq-len", "6000", "--batch", "-1"}, exitcode.Usage, "--batch -1: want a batch size ≥ 1"},
 		{[]string{"predict", model, "--seq-len", "3000", "--batch", "64"}, exitcode.InvalidConfig, "batch size 64 not in the measured [1, 16]"},
 		{[]string{"predict", model, "--seq-len", "3000", "--batch", "64", "--extrapolate"}, exitcode.OK, "extrapolated: batch size 64"},
 		{[]string{"predict", base, "--seq-len", "3000", "--batch", "4"}, exitcode.InvalidConfig, `[schema] "", want "genload.latmodel/v1" (a results file`},
@@ -219,6 +222,97 @@ deployment = "sim"
 		if code != tc.code || g.Mean < tc.lo || g.Mean > tc.hi || len(g.Points) != 10 {
 			_, table, _ := cli(t, ctx, append(append([]string{"gate"}, moe...), runs["base"], runs[tc.id])...)
 			t.Errorf("gate %s: exit %d (want %d), mean change %.4f (want in [%g, %g]), %d points\n%s\n%s", tc.id, code, tc.code, g.Mean, tc.lo, tc.hi, len(g.Points), table, stderr)
+		}
+	}
+}
+
+// rewrite reads the results file at src, lets edit change it, and writes it to dir/name.
+func rewrite(t *testing.T, src, dir, name string, edit func(r *report.Run)) string {
+	t.Helper()
+	r, err := report.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(r)
+	p := filepath.Join(dir, name)
+	if err := report.WriteJSON(p, r); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// What a new user met: a poor baseline fit that gated a +20 % regression through, runs of
+// two engine profiles fitted as repeats, and errors that did not say where.
+func TestFitGateQualityAndInputErrors(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	base := costRun(t, dir, "base", 1, nil)
+	slow20 := costRun(t, dir, "slow20", 1.20, nil)
+	// A baseline whose cells are ±40 % off in a fixed pattern, as host stalls leave them.
+	poor := rewrite(t, base, dir, "poor.json", func(r *report.Run) {
+		for i := range r.Cells {
+			f := r.Cells[i].Figures
+			k := []float64{1.4, 0.7, 1.0, 1.3, 0.6}[i%5]
+			f.PerForward.Mean = time.Duration(float64(f.PerForward.Mean) * k)
+			f.PerForwardFit.Mean = f.PerForward.Mean
+		}
+		r.Header.RunID = "poor"
+	})
+	code, stdout, stderr := cli(t, ctx, "gate", poor, slow20)
+	for _, want := range []string{"gate: baseline: poor fit: the model of runs poor has a leave-one-cell-out median error of", "above the 10 % accepted", "genload run --repeat N", "baseline fit: R²", "new fit:      R² 1.0"} {
+		if code != exitcode.InvalidConfig || !strings.Contains(stderr, want) {
+			t.Errorf("gate poor slow20: exit %d, want 3 with %q\n%s\n%s", code, want, stdout, stderr)
+		}
+	}
+	code, stdout, stderr = cli(t, ctx, "gate", "--max-fit-error", "0", poor, slow20)
+	if code == exitcode.InvalidConfig || !strings.Contains(stdout, "baseline fit: R²") {
+		t.Errorf("gate --max-fit-error 0: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = cli(t, ctx, "fit", poor)
+	if code != exitcode.OK || !strings.Contains(stderr, "genload fit: WARNING: poor fit: the model of runs poor") {
+		t.Errorf("fit poor: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr = cli(t, ctx, "gate", base, slow20)
+	if code != exitcode.ThresholdsFailed || !strings.Contains(stdout, "baseline fit: R² 1.00000, leave-one-cell-out |error| median 0.00 %") {
+		t.Errorf("gate base slow20: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	modelFile := filepath.Join(dir, "model.json")
+	if code, _, stderr := cli(t, ctx, "fit", "-o", modelFile, base); code != exitcode.OK {
+		t.Fatalf("fit: exit %d\n%s", code, stderr)
+	}
+	engA := rewrite(t, base, dir, "a.json", func(r *report.Run) {
+		r.Header.RunID, r.Header.Engine = "a", map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05}
+	})
+	engB := rewrite(t, base, dir, "b.json", func(r *report.Run) {
+		r.Header.RunID, r.Header.Engine = "b", map[string]any{"profile": "dense-8b", "time_scale": 0.05}
+	})
+	null := rewrite(t, base, dir, "null.json", func(r *report.Run) {
+		r.Header.RunID = "base03"
+		r.Cells[2].Figures.PerForward.Mean = 0
+	})
+	nan := filepath.Join(dir, "nan.json")
+	os.WriteFile(nan, []byte("{\"header\": {\"schema\": \"genload.run/v1\"},\n \"cells\": [{\"elapsed_ms\": NaN}]}"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		code exitcode.Code
+		out  string
+	}{
+		{[]string{"fit", engA, engB}, exitcode.InvalidConfig, `engine profile differs: ` + engA + ` (run a) "moe-30b-a3b" / ` + engB + ` (run b) "dense-8b"`},
+		{[]string{"fit", "--allow-mixed", engA, engB}, exitcode.OK, "warning: fitted across groups (--allow-mixed): engine profile differs"},
+		{[]string{"fit", null}, exitcode.InvalidConfig, null + " (run base03): cell L=1000,B=4: per-forward mean (fwd) is 0 ms"},
+		{[]string{"fit", nan}, exitcode.InvalidConfig, nan + ":2:27 (byte offset 68): invalid character 'N' looking for beginning of value (JSON has no NaN"},
+		{[]string{"gate", "--max-fit-error", "-1", base, slow20}, exitcode.Usage, "--max-fit-error -1: want a percentage ≥ 0"},
+		{[]string{"predict", modelFile, "--seq-len", "6000", "--batch", "abc"}, exitcode.Usage, "abc"},
+		{[]string{"predict", modelFile}, exitcode.Usage, "--seq-len and --batch are required, or --grid"},
+	} {
+		code, stdout, stderr := cli(t, ctx, tc.args...)
+		where := stderr
+		if code == exitcode.OK {
+			where = stdout
+		}
+		if code != tc.code || !strings.Contains(where, tc.out) {
+			t.Errorf("%v: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", tc.args, code, tc.code, tc.out, stdout, stderr)
 		}
 	}
 }
