@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -59,5 +60,15 @@ func TestHistogramMergeAndPrecision(t *testing.T) {
 	}
 	if back.Summary() != sa || back.Count() != 10000 {
 		t.Fatalf("round trip %+v != %+v", back.Summary(), sa)
+	}
+}
+
+func TestSummaryRefusesAnOverflowingFigure(t *testing.T) {
+	var s Summary
+	if err := json.Unmarshal([]byte(`{"n":1,"mean_ms":1e308,"p50_ms":1,"p90_ms":1,"p99_ms":1,"min_ms":1,"max_ms":1}`), &s); err == nil || !strings.Contains(err.Error(), "1e+308 ms is beyond what a duration holds") {
+		t.Errorf("err %v for 1e308 ms (read as %v)", err, s.Mean)
+	}
+	if err := json.Unmarshal([]byte(`{"n":1,"mean_ms":2.5,"p50_ms":1,"p90_ms":1,"p99_ms":1,"min_ms":1,"max_ms":1}`), &s); err != nil || s.Mean != 2500*time.Microsecond {
+		t.Errorf("2.5 ms read as %v (%v)", s.Mean, err)
 	}
 }

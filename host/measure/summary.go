@@ -9,6 +9,7 @@ package measure
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -91,6 +92,15 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
+	for _, v := range []float64{j.Mean, j.P50, j.P90, j.P99, j.Min, j.Max} {
+		if math.IsNaN(v) || math.Abs(v) >= maxMs {
+			return fmt.Errorf("summary: %g ms is beyond what a duration holds (±%.3g ms)", v, maxMs)
+		}
+	}
 	*s = Summary{j.N, fromMs(j.Mean), fromMs(j.P50), fromMs(j.P90), fromMs(j.P99), fromMs(j.Min), fromMs(j.Max)}
 	return nil
 }
+
+// maxMs bounds a figure in ms that converts to a time.Duration (int64 nanoseconds) without
+// overflowing: about 106 days.
+const maxMs = float64(math.MaxInt64) / float64(time.Millisecond)
