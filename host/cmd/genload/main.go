@@ -25,8 +25,13 @@ var version = "dev"
 
 func main() {
 	ctx, stop := context.WithCancel(context.Background())
+	// SIGHUP (the terminal closed) stops a run or sweep like Ctrl-C: what was measured is
+	// written and a sweep's server is stopped, rather than left running. SIGPIPE is taken so
+	// that a closed stdout (genload sweep … | head) fails writes instead of killing genload
+	// before it stops its servers.
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	exitcode.Go(func() {
 		<-sigs
 		fmt.Fprintln(os.Stderr, "\ngenload: interrupted; stopping (press Ctrl-C again to exit at once)")
