@@ -158,7 +158,10 @@ func Run(ctx context.Context, f *File, opt Options) (*Summary, error) {
 	}
 
 	mine := opt.Shard.Items(len(specs))
-	fmt.Fprintf(opt.Stderr, "sweep %s: %d of %d points%s → %s\n", f.Name, len(mine), len(specs), shardNote(opt.Shard), f.Out)
+	if err := templateError(f, specs, mine, opt.Executable); err != nil {
+		return nil, exitcode.With(exitcode.InvalidConfig, err)
+	}
+	fmt.Fprintf(opt.Stderr, "sweep %s: %d of %s%s → %s\n", f.Name, len(mine), points(len(specs)), shardNote(opt.Shard), f.Out)
 	var interrupted error
 	for _, i := range mine {
 		sp := specs[i]
@@ -318,6 +321,37 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 	return done(StatusOK, nil)
 }
 
+// templateError is the placeholder error of the server strings when every point of mine has
+// one (a typo in the shared template: refused before any server starts, rather than recorded
+// once per point); nil when at least one point expands (a point of its own with a bad
+// variable is recorded for that point when it runs).
+func templateError(f *File, specs []Spec, mine []int, executable string) error {
+	var first error
+	for _, i := range mine {
+		sp := specs[i]
+		vals := map[string]string{PlaceGenload: executable, PlacePort: "0", PlacePoint: sp.Name, PlaceOut: f.Out}
+		for k, v := range sp.Vars {
+			vals[k] = fmt.Sprint(v)
+		}
+		var err error
+		for _, t := range []struct{ s, where string }{{sp.Server.Command, "[server] command"}, {sp.Server.Target, "[server] target"}, {sp.Server.Ready, "[server] ready"}} {
+			if _, err = expand(t.s, t.where, vals); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return fmt.Errorf("sweep %s: %w, in every point: nothing was started", f.path, first)
+}
+
 // pointConfig is the point's bench.toml: the file's, the overrides over it (placeholders
 // expanded), target and out set to the point's.
 func pointConfig(f *File, sp Spec, target string, vals map[string]string) (*config.Config, error) {
@@ -397,7 +431,7 @@ func spreads(r *report.Run) (*Spread, *report.Millis) {
 
 // Table prints the sweep summary: one row per point.
 func Table(w io.Writer, s *Summary) {
-	fmt.Fprintf(w, "\n## sweep %s — %d points\n\n", s.Sweep, len(s.Points))
+	fmt.Fprintf(w, "\n## sweep %s — %s\n\n", s.Sweep, points(len(s.Points)))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "point\tstatus\tcells\tfwd ms min / median / max\tTTFT p50 ms (median)\tready s\tlabels\tresults / error")
 	for _, p := range s.Points {
@@ -476,4 +510,12 @@ func writeSummary(path string, s *Summary) error {
 		return fmt.Errorf("sweep: %w", err)
 	}
 	return nil
+}
+
+// points is "1 point", "4 points".
+func points(n int) string {
+	if n == 1 {
+		return "1 point"
+	}
+	return fmt.Sprintf("%d points", n)
 }

@@ -232,21 +232,28 @@ name = "never"
 vars = { profile = "x" }
 server = { command = "{nope}" }
 `)
-	f.Server.Command = "{missing}" // every point is invalid at once: nothing is started
 	opt := testOptions(t)
 	opt.Shard = shard.Spec{Index: 1, Count: 2}
-	sum, err := Run(context.Background(), f, opt)
-	if err == nil || sum == nil {
-		t.Fatalf("err = %v", err)
+	specs, err := f.Expand()
+	if err != nil {
+		t.Fatal(err)
 	}
 	var names []string
-	for _, p := range sum.Points {
-		names = append(names, p.Name)
+	for _, i := range opt.Shard.Items(len(specs)) {
+		names = append(names, specs[i].Name)
 	}
 	if strings.Join(names, " ") != "01_profile=b 03_profile=d never" {
 		t.Fatalf("points %v", names)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "sweep-shard-1-of-2.json")); err != nil {
-		t.Fatal(err)
+	// A typo in the shared template makes every point of the shard invalid: refused before
+	// any server starts (exit 3), not recorded once per point.
+	f.Server.Command = "{missing}"
+	sum, err := Run(context.Background(), f, opt)
+	if err == nil || sum != nil || exitcode.Of(err) != exitcode.InvalidConfig || !strings.Contains(err.Error(), "unknown placeholder {missing}") ||
+		!strings.Contains(err.Error(), "in every point: nothing was started") {
+		t.Fatalf("err = %v (code %v), summary %v", err, exitcode.Of(err), sum)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sweep-shard-1-of-2.json")); !os.IsNotExist(err) {
+		t.Errorf("a summary was written for a sweep that started nothing: %v", err)
 	}
 }
