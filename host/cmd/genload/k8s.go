@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/BurntSushi/toml"
+
+	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/k8s"
 )
@@ -49,11 +54,15 @@ and fetch.yaml; the kubectl commands to run them are printed.`,
 	j.RunArgs = fs.Args()[1:]
 	if *cfgPath != "" {
 		// Checked here, where the file is, rather than in every pod.
-		if _, err := loadConfig(*cfgPath); err != nil {
+		cfg, err := loadConfig(*cfgPath)
+		if err != nil {
 			return err
 		}
 		b, err := os.ReadFile(*cfgPath)
 		if err != nil {
+			return exitcode.With(exitcode.InvalidConfig, err)
+		}
+		if err := podPaths(cfg, b); err != nil {
 			return exitcode.With(exitcode.InvalidConfig, err)
 		}
 		j.Bench = string(b)
@@ -93,4 +102,38 @@ kubectl%s cp %s-fetch:%s ./results/%s && kubectl%s delete pod %s-fetch
 		ns, filepath.Join(dir, "fetch.yaml"), ns, j.Name,
 		ns, j.Name, j.Dir(), j.Name, ns, j.Name)
 	return nil
+}
+
+// podPaths refuses a bench.toml that names a file by a relative path: the pods mount only
+// bench.toml itself (at k8s.ConfigMount), so a corpus, tokenizer, plugin, API key file or
+// engine profile beside it on this machine is not there; it must be in the image, named by its
+// absolute path. Plugin names ("gamma") and absolute paths pass.
+func podPaths(cfg *config.Config, src []byte) error {
+	var raw struct {
+		Lengths    struct{ Plugin string }  `toml:"lengths"`
+		Router     struct{ Plugin string }  `toml:"router"`
+		Prompt     struct{ Corpus string }  `toml:"prompt"`
+		Tokenizer  struct{ Path string }    `toml:"tokenizer"`
+		Plugins    struct{ Dir string }     `toml:"plugins"`
+		APIKeyFile string                   `toml:"api_key_file"`
+		Engine     struct{ Profile string } `toml:"engine"`
+	}
+	if _, err := toml.Decode(string(src), &raw); err != nil {
+		return err // loadConfig read it: not reached
+	}
+	path := func(v, ext string) bool {
+		return v != "" && !filepath.IsAbs(v) && (ext == "" || strings.HasSuffix(v, ext) || strings.ContainsRune(v, '/'))
+	}
+	var errs []error
+	for _, k := range []struct{ key, v, ext string }{
+		{"lengths.plugin", raw.Lengths.Plugin, ".wasm"}, {"router.plugin", raw.Router.Plugin, ".wasm"},
+		{"prompt.corpus", raw.Prompt.Corpus, ""}, {"tokenizer.path", raw.Tokenizer.Path, ""},
+		{"plugins.dir", raw.Plugins.Dir, ""}, {"api_key_file", raw.APIKeyFile, ""}, {"engine.profile", raw.Engine.Profile, ".toml"},
+	} {
+		if path(k.v, k.ext) {
+			errs = append(errs, fmt.Errorf("%s: [%s] %q is a relative path: the pods mount only bench.toml (at %s), so the file must be in the image; give its absolute path there",
+				cfg.Where(k.key), k.key, k.v, k8s.ConfigMount))
+		}
+	}
+	return errors.Join(errs...)
 }

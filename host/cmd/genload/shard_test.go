@@ -74,6 +74,14 @@ func TestK8sJobWritesTheManifests(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// A file beside bench.toml is not in the pod: a relative path is refused, an absolute one
+	// (a file in the image) and a plugin name pass.
+	rel := writeConfig(t, "[prompt]\ncorpus = \"mycorpus.jsonl\"\n[lengths]\nplugin = \"gamma\"\n[engine]\nprofile = \"/opt/prof.toml\"\n")
+	code, _, errs = cli(t, context.Background(), "k8s", "job", "--name", "n", "--image", "x", "--shards", "2", "--pvc", "r", "-c", rel, "-o", t.TempDir())
+	if code != exitcode.InvalidConfig || !strings.Contains(errs, `[prompt.corpus] "mycorpus.jsonl" is a relative path: the pods mount only bench.toml`) ||
+		strings.Contains(errs, "engine.profile") || strings.Contains(errs, "lengths.plugin") {
+		t.Fatalf("relative corpus: exit %d\n%s", code, errs)
+	}
 	code, _, errs = cli(t, context.Background(), "k8s", "job", "--name", "Bad_Name", "--image", "x", "--shards", "2", "--pvc", "r", "-o", dir)
 	if code != exitcode.Usage || !strings.Contains(errs, `--name "Bad_Name"`) {
 		t.Fatalf("bad name: exit %d\n%s", code, errs)
