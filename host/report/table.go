@@ -418,6 +418,11 @@ func WriteTable(w io.Writer, run *Run, opt TableOptions) {
 	}
 	if ts, ok := h.Engine["time_scale"].(float64); ok && ts > 0 {
 		prose("", fmt.Sprintf("built-in engine: profile %v, time scale %g: times are wall-clock; ×%g gives the simulated GPU time", h.Engine["profile"], ts, 1/ts))
+		for _, k := range []string{"quirks", "noise"} { // behaviours reproduced and noise injected change what the figures mean
+			if v, _ := h.Engine[k].(string); v != "" {
+				prose("", fmt.Sprintf("built-in engine %s: %s", k, v))
+			}
+		}
 	}
 	fmt.Fprintln(w)
 	line(g.Head)

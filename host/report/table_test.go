@@ -143,3 +143,23 @@ func TestWarningKey(t *testing.T) {
 		t.Errorf("CellList of every cell = %q", got)
 	}
 }
+
+// The header names the behaviours a built-in engine reproduced and the noise it injected:
+// both change what its figures mean.
+func TestTableHeaderSaysEngineQuirksAndNoise(t *testing.T) {
+	run := &Run{Header: Header{RunID: "q", TargetKind: "builtin", Engine: map[string]any{"profile": "dense-8b", "time_scale": 0.05,
+		"quirks": "zero-usage,late-first-chunk=40ms", "noise": "step-cv=0.02,seed=1"}}}
+	var b strings.Builder
+	WriteTable(&b, run, TableOptions{})
+	for _, want := range []string{"built-in engine quirks: zero-usage,late-first-chunk=40ms", "built-in engine noise: step-cv=0.02,seed=1"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table header lacks %q:\n%s", want, b.String())
+		}
+	}
+	run.Header.Engine["quirks"], run.Header.Engine["noise"] = "", nil
+	b.Reset()
+	WriteTable(&b, run, TableOptions{})
+	if strings.Contains(b.String(), "built-in engine quirks") || strings.Contains(b.String(), "built-in engine noise") {
+		t.Errorf("empty quirks or noise printed:\n%s", b.String())
+	}
+}

@@ -76,7 +76,7 @@ func TestOnErrorAgainstTheEngine(t *testing.T) {
 			}
 			// the run read back keeps each cell's last record
 			if got := statuses(res.Run.Cells); !slices.Equal(got, []string{"L=300,B=1 ok", "L=300,B=2 ok", "L=600,B=1 ok", "L=600,B=2 error"}) ||
-				!strings.Contains(stderr.String(), "resuming ") || strings.Count(stderr.String(), "B=1 already measured") != 2 {
+				!strings.Contains(stderr.String(), "resuming ") || strings.Count(stderr.String(), "] 1 cell measured before, skipped") != 2 {
 				t.Fatalf("resumed cells %v\n%s", got, stderr.String())
 			}
 		})

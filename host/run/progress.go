@@ -36,6 +36,7 @@ type progress struct {
 	spent     float64   // their time, seconds
 	model     costModel
 	shown     int // the bar's last value: it never goes back (see redraw)
+	skipped   int // cells skipped (resume) since the last plain line
 	stop      chan struct{}
 	stopped   sync.WaitGroup
 }
@@ -167,6 +168,7 @@ func (p *progress) redraw(now time.Time) {
 func (p *progress) done(rec report.Cell) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.flushSkipped()
 	now := p.now()
 	if report.Measured(rec.Status) || rec.Status == report.StatusError {
 		took := now.Sub(p.cellStart).Seconds()
@@ -218,7 +220,15 @@ func (p *progress) skip(c matrix.Cell) {
 		p.redraw(now)
 		return
 	}
-	fmt.Fprintf(p.w, "[%d/%d] L=%d B=%d already measured\n", p.n, len(p.cells), c.SeqLen, c.Batch)
+	p.skipped++ // said in one line for a run of skipped cells, when the next cell ends or the run does
+}
+
+// flushSkipped writes the line of the skipped cells not said yet (p.mu held; plain lines only).
+func (p *progress) flushSkipped() {
+	if p.skipped > 0 && p.bar == nil {
+		fmt.Fprintf(p.w, "[%d/%d] %s measured before, skipped\n", p.n, len(p.cells), plural(p.skipped, "cell"))
+	}
+	p.skipped = 0
 }
 
 func (p *progress) finish() {
@@ -226,6 +236,9 @@ func (p *progress) finish() {
 		close(p.stop)
 		p.stopped.Wait()
 	}
+	p.mu.Lock()
+	p.flushSkipped()
+	p.mu.Unlock()
 	if p.bar != nil {
 		p.mu.Lock()
 		p.redraw(p.now())

@@ -251,3 +251,24 @@ func TestProgressBarNeverGoesBack(t *testing.T) {
 		t.Errorf("bar values %v: want %d after 3 of 6 equal cells and %d at the end", seen, barScale/2, barScale)
 	}
 }
+
+// A resumed run says its skipped cells in one line per run of them, not one line each.
+func TestSkippedCellsAreOneLine(t *testing.T) {
+	cells := make([]matrix.Cell, 5)
+	for i := range cells {
+		cells[i] = matrix.Cell{Index: i, SeqLen: 1000, Batch: i + 1}
+	}
+	var out strings.Builder
+	p := newProgressClock(&out, false, cells, 100, time.Now, 0)
+	p.skip(cells[0])
+	p.skip(cells[1])
+	p.skip(cells[2])
+	p.done(report.Cell{Cell: cells[3], Status: report.StatusOK})
+	p.skip(cells[4])
+	p.finish()
+	got := out.String()
+	if !strings.Contains(got, "[3/5] 3 cells measured before, skipped\n") || !strings.Contains(got, "[5/5] 1 cell measured before, skipped\n") ||
+		strings.Count(got, "skipped") != 2 {
+		t.Errorf("progress lines:\n%s", got)
+	}
+}
