@@ -96,7 +96,7 @@ UTC); vLLM's have no year and take the run's. --clock-offset is added to every l
 		for _, name := range pos[1:] {
 			fl, err := os.Open(name)
 			if err != nil {
-				return fmt.Errorf("step log: %w", err)
+				return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("step log: %w", err)) // a missing input, like a missing corpus
 			}
 			err = p.Read(fl, name)
 			fl.Close()
