@@ -38,6 +38,6 @@ func (s *scheduler) logSeq(q *seq, last uint64, at int64) {
 		firstMs, lastMs = float64(q.firstAt)/1e6, float64(at)/1e6
 	}
 	fmt.Fprintf(s.cfg.SeqLog, "seq req=%d id=%s choice=%d prompt=%d max_tokens=%d tokens=%d finish=%s arrival_ms=%.4f first_step=%d last_step=%d first_ms=%.4f last_ms=%.4f\n",
-		q.req.num, q.req.id, q.choice, q.promptLen, q.req.asked, q.generated, s.e.finishString(q.fin),
+		q.req.num, q.req.id, q.choice, q.promptLen, q.req.asked, q.generated, s.e.wire.finishString(q.fin),
 		float64(q.req.arrival.Sub(s.e.startedAt))/1e6, q.firstStep, last, firstMs, lastMs)
 }
