@@ -145,9 +145,18 @@ func SkipValue(b []byte, i, depth int) (int, bool) {
 			if i, ok = SkipValue(b, SkipSpace(b, i+1), depth); !ok {
 				return i, false
 			}
-			if i, ok = next(b, i, '}'); !ok || b[i-1] == '}' {
-				return i, ok
+			i = SkipSpace(b, i)
+			if i >= len(b) {
+				return i, false
 			}
+			if b[i] == ',' {
+				i++
+				continue
+			}
+			if b[i] == '}' {
+				return i + 1, true
+			}
+			return i, false
 		}
 	case '[':
 		i = SkipSpace(b, i+1)
@@ -159,9 +168,18 @@ func SkipValue(b []byte, i, depth int) (int, bool) {
 			if i, ok = SkipValue(b, SkipSpace(b, i), depth); !ok {
 				return i, false
 			}
-			if i, ok = next(b, i, ']'); !ok || b[i-1] == ']' {
-				return i, ok
+			i = SkipSpace(b, i)
+			if i >= len(b) {
+				return i, false
 			}
+			if b[i] == ',' {
+				i++
+				continue
+			}
+			if b[i] == ']' {
+				return i + 1, true
+			}
+			return i, false
 		}
 	case '"':
 		return StringEnd(b, i+1)
@@ -226,14 +244,28 @@ func Object(b []byte, i int, member func(key []byte, j int) (int, bool)) (int, b
 		if !ok {
 			return j, false
 		}
-		if i, ok = value(b, j); !ok {
+		i = SkipSpace(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return i, false
+		}
+		i = SkipSpace(b, i+1)
+		if i >= len(b) {
 			return i, false
 		}
 		if i, ok = member(key, i); !ok {
 			return i, false
 		}
-		if i, ok = next(b, i, '}'); !ok || b[i-1] == '}' {
-			return i, ok
+		i = SkipSpace(b, i)
+		if i >= len(b) {
+			return i, false
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1, true
+		default:
+			return i, false
 		}
 	}
 }
@@ -324,12 +356,18 @@ func Count(b []byte, i, depth int) (n, end int, ok bool) {
 			return 0, i, false
 		}
 		n++
-		if i, ok = next(b, i, ']'); !ok {
+		i = SkipSpace(b, i)
+		if i >= len(b) {
 			return 0, i, false
 		}
-		if b[i-1] == ']' {
-			return n, i, true
+		if b[i] == ',' {
+			i++
+			continue
 		}
+		if b[i] == ']' {
+			return n, i + 1, true
+		}
+		return 0, i, false
 	}
 }
 
