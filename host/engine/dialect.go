@@ -314,6 +314,3 @@ func setComputeHeaders(h http.Header, spec completionSpec) {
 	h.Set("x-compute-type", "gpu+optimized")
 	h.Set("x-compute-characters", strconv.Itoa(spec.inputChars))
 }
-
-// finishString returns the engine's finish_reason of f in its dialect.
-func (e *Engine) finishString(f uint8) string { return e.wire.finishString(f) }

@@ -1,118 +1,10 @@
 package engine
 
 import (
-	"fmt"
 	"math/bits"
 	"sync"
-	"sync/atomic"
 	"time"
 )
-
-// finish reasons of a sequence.
-const (
-	finNone uint8 = iota
-	finLength
-	finStop
-	finAbort
-)
-
-// event is one generated token of one choice, handed from the scheduler to the HTTP handler.
-type event struct {
-	choice int32  // choice index = prompt·n + c
-	vi     int32  // index into the output vocabulary, -1 for EOS
-	fin    uint8  // finish reason when this is the choice's last token
-	step   uint64 // engine step that produced it
-	at     int64  // end of that step, ns since the engine started (monotonic)
-	// noToken marks a finish without a token (Quirks.ZeroToken): no text, not counted.
-	noToken bool
-}
-
-// request is one HTTP completion request: its sequences and the event queue its handler drains.
-type request struct {
-	id      string
-	seqs    []*seq
-	arrival time.Time
-	num     uint64 // arrival number (Config.SeqLog)
-	asked   int    // max_tokens the request gave, 0 if none (Config.SeqLog)
-
-	mu     sync.Mutex
-	events []event
-	done   int // finished sequences
-	notify chan struct{}
-
-	aborted atomic.Bool
-
-	admittedAt   atomic.Int64 // first admission of any sequence, ns since engine start
-	specDrafted  atomic.Int64 // drafted tokens (speculative decoding)
-	specAccepted atomic.Int64 // accepted drafted tokens
-}
-
-// push appends events and wakes the handler; called by the scheduler.
-func (r *request) push(evs ...event) {
-	r.mu.Lock()
-	r.events = append(r.events, evs...)
-	for _, e := range evs {
-		if e.fin != finNone {
-			r.done++
-		}
-	}
-	r.mu.Unlock()
-	select {
-	case r.notify <- struct{}{}:
-	default:
-	}
-}
-
-// take returns the pending events and whether every sequence has finished.
-func (r *request) take(buf []event) ([]event, bool) {
-	r.mu.Lock()
-	buf = append(buf[:0], r.events...)
-	r.events = r.events[:0]
-	all := r.done == len(r.seqs)
-	r.mu.Unlock()
-	return buf, all
-}
-
-// seq is one sequence (one prompt × one choice) in the scheduler.
-type seq struct {
-	req    *request
-	choice int32
-	order  uint64 // admission order, for preemption priority
-
-	promptLen int
-	hashes    []uint64 // chained hashes of the full prompt blocks
-	lastTok   int32    // last prompt token id (routes the first decode step's experts)
-	genSeed   uint64   // per-sequence stream of generated tokens
-	maxTokens int
-	minTokens int
-	ignoreEOS bool
-	zeroToken bool // Quirks.ZeroToken: finish with no token after prefill
-	stopAt    int  // Quirks.EarlyStop: finish with "stop" after this many tokens (0 = never)
-
-	generated int   // tokens generated so far
-	lastVI    int32 // vocabulary index of the last generated token
-	computed  int   // tokens whose KV is computed
-	shared    []*cblock
-	private   int       // private KV blocks held
-	cached    int       // prefix-cache hit at first admission, in tokens
-	firstEmit time.Time // when the first token was produced (metrics)
-	firstStep uint64    // step of the first token (Config.SeqLog)
-	firstAt   int64     // end of that step, ns since New
-	lastEmit  time.Time // when the last token was produced (ITL metric)
-	admitted  bool
-	running   bool
-	fin       uint8
-
-	// per-step scratch
-	sched int // tokens scheduled this step
-	draft int // of which drafted tokens to verify (speculative decoding)
-}
-
-// known is the number of tokens of the sequence so far (prompt + generated).
-func (s *seq) known() int { return s.promptLen + s.generated }
-
-// blocks is the number of KV blocks the sequence holds.
-func (s *seq) blocks() int { return len(s.shared) + s.private }
 
 // scheduler runs engine steps: continuous batching with chunked prefill, a token budget,
 // max_num_seqs, a waiting queue, a prefix cache and recompute preemption (vLLM v1 style).
@@ -204,16 +96,6 @@ func (s *scheduler) expertSet(tok int64) []uint64 {
 	return b
 }
 
-// currentToken is the token a decoding sequence feeds into this step: its last generated token,
-// or its last prompt token before the first output. Generated tokens are keyed by vocabulary
-// index offset past the prompt-id space so the two never collide.
-func (s *seq) currentToken() int64 {
-	if s.generated == 0 {
-		return int64(s.lastTok)
-	}
-	return 1<<32 + int64(s.lastVI)
-}
-
 // run is the scheduler goroutine. It returns when stop is closed.
 func (s *scheduler) run(stop <-chan struct{}) {
 	var deadline, prevEnd time.Time
@@ -287,29 +169,6 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		s.commit(batch, prevEnd)
 		s.e.metrics.setQueue(len(s.running), len(s.waiting), s.kv, s.cfg.BlockSize)
 	}
-}
-
-// logStep writes one Config.StepLog line for the step that ended at end; one Fprintf, so that
-// a line reaches the writer whole.
-// It runs before commit, while each sequence's sched still holds the step's work.
-func (s *scheduler) logStep(end time.Time, batch []*seq, shape StepShape, sim, actual time.Duration, noise float64) {
-	decoding := 0 // sequences with output that decode their next token (not a 1-token prefill rest)
-	for _, q := range batch {
-		if q.generated > 0 && q.sched-q.draft == 1 && q.computed > 0 {
-			decoding++
-		}
-	}
-	buf := make([]byte, 0, 256)
-	buf = append(buf, "time="...)
-	buf = end.UTC().AppendFormat(buf, "2006-01-02T15:04:05.000000Z07:00")
-	buf = fmt.Appendf(buf, " step=%d active=%d decode=%d decoding=%d prefill_tokens=%d spec_tokens=%d waiting=%d kv_blocks=%d experts=%d fwd_ms=%.3f wall_ms=%.3f",
-		s.step, len(batch), shape.DecodeSeqs, decoding, shape.PrefillTokens, shape.SpecTokens, len(s.waiting), s.kv.used, shape.Experts,
-		float64(sim)/1e6, float64(actual)/1e6)
-	if s.noise != nil {
-		buf = fmt.Appendf(buf, " noise=%.6f", noise)
-	}
-	buf = append(buf, '\n')
-	_, _ = s.cfg.StepLog.Write(buf)
 }
 
 // dropAborted removes sequences of aborted requests from both queues, freeing their blocks.
@@ -560,79 +419,4 @@ func (s *scheduler) commit(batch []*seq, end time.Time) {
 		clear(s.running[len(keep):])
 		s.running = keep
 	}
-}
-
-// logSeq writes q's Config.SeqLog line; last is the step of its last token at time at.
-func (s *scheduler) logSeq(q *seq, last uint64, at int64) {
-	if s.cfg.SeqLog == nil {
-		return
-	}
-	firstMs, lastMs := -1.0, -1.0
-	if q.generated > 0 {
-		firstMs, lastMs = float64(q.firstAt)/1e6, float64(at)/1e6
-	}
-	fmt.Fprintf(s.cfg.SeqLog, "seq req=%d id=%s choice=%d prompt=%d max_tokens=%d tokens=%d finish=%s arrival_ms=%.4f first_step=%d last_step=%d first_ms=%.4f last_ms=%.4f\n",
-		q.req.num, q.req.id, q.choice, q.promptLen, q.req.asked, q.generated, s.e.finishString(q.fin),
-		float64(q.req.arrival.Sub(s.e.startedAt))/1e6, q.firstStep, last, firstMs, lastMs)
-}
-
-// tokenAt returns the vocabulary index of q's token at output position pos and whether it is
-// EOS: a deterministic function of (seed, prompt, choice, position); EOS with probability
-// EOSProbability when ignore_eos is off and pos ≥ min_tokens.
-func (s *scheduler) tokenAt(q *seq, pos int) (vi int32, eos bool) {
-	h := mix64(q.genSeed + uint64(pos+1)*0x9e3779b97f4a7c15)
-	vi = int32(h % uint64(len(s.vocab.ids)))
-	if !q.ignoreEOS && pos >= q.minTokens && s.cfg.EOSProbability > 0 &&
-		float64(mix64(h^0xe05)>>11)/(1<<53) < s.cfg.EOSProbability {
-		return -1, true
-	}
-	return vi, false
-}
-
-// accepted returns how many of q's draft drafted tokens the target model accepts: the run
-// of leading successes, each with probability SpecAcceptance, decided by a hash of (sequence,
-// position, draft index) so that runs are reproducible.
-func (s *scheduler) accepted(q *seq, draft int) int {
-	a := 0
-	for a < draft {
-		u := float64(mix64(q.genSeed^0xacce97+uint64(q.generated)<<8+uint64(a))>>11) / (1 << 53)
-		if u >= s.cfg.SpecAcceptance {
-			break
-		}
-		a++
-	}
-	return a
-}
-
-// sample generates q's next token (see tokenAt) and returns its event for the request's
-// handler.
-func (s *scheduler) sample(q *seq, at int64) event {
-	if q.zeroToken {
-		q.fin = finStop
-		s.logSeq(q, 0, at)
-		return event{choice: q.choice, vi: -1, fin: finStop, step: s.step, at: at, noToken: true}
-	}
-	pos := q.generated
-	vi, eos := s.tokenAt(q, pos)
-	fin := finNone
-	if eos {
-		fin = finStop
-	}
-	q.generated++
-	q.lastVI = vi
-	if fin == finNone && q.stopAt > 0 && q.generated >= q.stopAt {
-		fin = finStop // Quirks.EarlyStop: despite ignore_eos
-	}
-	if fin == finNone && (q.generated >= q.maxTokens || q.known() >= s.cfg.MaxModelLen) {
-		fin = finLength
-	}
-	q.fin = fin
-	if q.generated == 1 {
-		q.firstStep, q.firstAt = s.step, at
-	}
-	if fin != finNone {
-		s.logSeq(q, s.step, at)
-	}
-	s.e.metrics.observeToken(q, fin != finNone)
-	return event{choice: q.choice, vi: vi, fin: fin, step: s.step, at: at}
 }

@@ -6,6 +6,24 @@ import (
 	"time"
 )
 
+// Mark is one token-bearing chunk of a sequence: a chunk with non-empty text, or with a
+// positive token delta (from logprobs or continuous usage; e.g. vLLM's stripped EOS with
+// text ""). Empty-text chunks without a delta (e.g. a pre-first-token chunk, llama.cpp's
+// final `text:""` chunk) are not marks.
+type Mark struct {
+	// At is the arrival time relative to Demux.Base (monotonic).
+	At time.Duration `json:"at_ns"`
+	// Text is the chunk's text length in bytes.
+	Text int32 `json:"text_bytes"`
+	// Tokens is the chunk's exact token delta, or -1 when unknown: the number of tokens its
+	// logprobs list when it has them, else from continuous usage (completion_tokens minus
+	// the previous chunk's). Demux.Finalize sets every mark of a sequence to -1 when the
+	// source of its deltas contradicted the stream or the sequence's count, so a known
+	// delta is never 0 on a chunk with text, and the known deltas never sum above an exact
+	// count (they sum to it when all are known).
+	Tokens int32 `json:"tokens"`
+}
+
 // Marks is a sequence's marks in arrival order, stored in 8 bytes each instead of the 16
 // of a Mark: an arrival of a 1,000-token stream costs 8 KB, and the marks are most of what a
 // client at 512 streams holds. Values are exact: At (ns, 0 ≤ At < 2⁴⁴ ns ≈ 4.9 h), Text

@@ -1,9 +1,13 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/genload/genload/host/internal/jsonscan"
 )
 
 // UnsupportedError reports a tokenizer.json component this package does not implement, e.g.
@@ -105,29 +109,32 @@ type fileSpec struct {
 }
 
 // parseSpec parses tokenizer.json bytes. The vocabulary and merges (the bulk of the file) are
-// read with jscan; the small component objects go through encoding/json. file names the
-// source in errors.
+// read in place with jsonscan; the small component objects go through encoding/json. file
+// names the source in errors; a malformed file's error gives the line and byte where reading
+// stopped.
 func parseSpec(data []byte, file string) (*fileSpec, error) {
 	fs := &fileSpec{}
-	sc := &jscan{b: data}
-	if sc.peek() != '{' {
+	r := &specReader{b: data}
+	i := jsonscan.SkipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
 		return nil, fmt.Errorf("tokenizer: %s: invalid JSON: %w", file, errNotObject)
 	}
 	var sawModel bool
 	var modelType string
 	model := map[string][]byte{}
-	err := sc.object(func(key string) error {
+	end, ok := jsonscan.Object(data, i+1, func(key []byte, j int) (int, bool) {
 		var dst **jNode
-		switch key {
+		switch string(key) {
 		case "added_tokens":
-			raw, err := sc.skip()
-			if err != nil {
-				return err
+			end, ok := jsonscan.SkipValue(data, j, 1)
+			if !ok {
+				return end, false
 			}
+			raw := data[j:end]
 			if err := json.Unmarshal(raw, &fs.added); err != nil && string(raw) != "null" {
-				return fmt.Errorf("[added_tokens]: %w", err)
+				return r.fail(j, fmt.Errorf("[added_tokens]: %w", err))
 			}
-			return nil
+			return end, true
 		case "normalizer":
 			dst = &fs.normalizer
 		case "pre_tokenizer":
@@ -138,48 +145,48 @@ func parseSpec(data []byte, file string) (*fileSpec, error) {
 			dst = &fs.decoder
 		case "model":
 			sawModel = true
-			return sc.object(func(mk string) error {
-				switch mk {
+			if data[j] != '{' {
+				return r.fail(j, r.errAt(j, "[model]: want an object"))
+			}
+			return jsonscan.Object(data, j+1, func(mk []byte, j int) (int, bool) {
+				switch string(mk) {
 				case "vocab":
-					return parseVocab(sc, &fs.model)
+					return r.vocab(j, &fs.model)
 				case "merges":
-					return parseMerges(sc, &fs.model)
+					return r.merges(j, &fs.model)
 				}
-				raw, err := sc.skip()
-				if err != nil {
-					return err
+				end, ok := jsonscan.SkipValue(data, j, 2)
+				if !ok {
+					return end, false
 				}
-				if mk == "type" {
+				raw := data[j:end]
+				if string(mk) == "type" {
 					if err := json.Unmarshal(raw, &modelType); err != nil {
-						return fmt.Errorf("[model.type]: %w", err)
+						return r.fail(j, fmt.Errorf("[model.type]: %w", err))
 					}
 				}
-				model[mk] = raw
-				return nil
+				model[string(mk)] = raw
+				return end, true
 			})
 		default:
-			_, err := sc.skip()
-			return err
+			return jsonscan.SkipValue(data, j, 1)
 		}
-		raw, err := sc.skip()
-		if err != nil {
-			return err
-		}
-		if string(raw) == "null" {
-			return nil
+		end, ok := jsonscan.SkipValue(data, j, 1)
+		if !ok || jsonscan.IsNull(data, j) {
+			return end, ok
 		}
 		n := new(jNode)
-		if err := json.Unmarshal(raw, n); err != nil {
-			return fmt.Errorf("[%s]: %w", key, err)
+		if err := json.Unmarshal(data[j:end], n); err != nil {
+			return r.fail(j, fmt.Errorf("[%s]: %w", key, err))
 		}
 		*dst = n
-		return nil
+		return end, true
 	})
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %s: %w", file, err)
+	if !ok {
+		return nil, fmt.Errorf("tokenizer: %s: %w", file, r.syntax(end))
 	}
-	if sc.peek() != 0 {
-		return nil, fmt.Errorf("tokenizer: %s: %w", file, sc.errf("trailing data after the top-level object"))
+	if end = jsonscan.SkipSpace(data, end); end != len(data) {
+		return nil, fmt.Errorf("tokenizer: %s: %w", file, r.errAt(end, "trailing data after the top-level object"))
 	}
 	if !sawModel {
 		return nil, fmt.Errorf("tokenizer: %s: missing [model] object", file)
@@ -228,60 +235,150 @@ func parseSpec(data []byte, file string) (*fileSpec, error) {
 	return fs, nil
 }
 
-func parseVocab(sc *jscan, b *bpeSpec) error {
+// specReader holds what parseSpec's jsonscan callbacks need to report an error: jsonscan says
+// only where reading stopped, so a callback that rejects a value for a reason of its own
+// records it here first.
+type specReader struct {
+	b   []byte
+	err error // the first error recorded by fail
+}
+
+var errNotObject = errors.New("want a JSON object")
+
+// errAt returns an error at b[i]: "json line <line> (byte <i>): <message>", lines counted
+// from 1.
+func (r *specReader) errAt(i int, format string, a ...any) error {
+	line := 1 + bytes.Count(r.b[:min(i, len(r.b))], []byte{'\n'})
+	return fmt.Errorf("json line %d (byte %d): %s", line, i, fmt.Sprintf(format, a...))
+}
+
+// fail records err (the first one stays) and returns i, false for a jsonscan callback.
+func (r *specReader) fail(i int, err error) (int, bool) {
+	if r.err == nil {
+		r.err = err
+	}
+	return i, false
+}
+
+// syntax returns the error of a scan that stopped at b[i]: the recorded one, else malformed
+// JSON at i.
+func (r *specReader) syntax(i int) error {
+	switch {
+	case r.err != nil:
+		return r.err
+	case i >= len(r.b):
+		return r.errAt(i, "unexpected end of JSON")
+	}
+	return r.errAt(i, "invalid JSON at %q", r.b[i])
+}
+
+// unquote returns the value of the JSON string content s (the bytes between its quotes):
+// s itself when it holds no escape (bytes as written, as encoding/json would keep valid
+// UTF-8), else encoding/json's decoding, which rejects escapes JSON does not define.
+func unquote(s []byte, escaped bool) (string, error) {
+	if !escaped {
+		return string(s), nil
+	}
+	var v string
+	q := make([]byte, 0, len(s)+2)
+	q = append(append(append(q, '"'), s...), '"')
+	err := json.Unmarshal(q, &v)
+	return v, err
+}
+
+// str reads the string value at b[i], the element of model.merges[n] or part of it, and
+// returns it and the index after it.
+func (r *specReader) str(i, n int) (string, int, bool) {
+	where := func() string { return fmt.Sprintf("[model.merges][%d]", n) }
+	if i >= len(r.b) || r.b[i] != '"' {
+		e, _ := r.fail(i, r.errAt(i, "%s: want a string", where()))
+		return "", e, false
+	}
+	end, ok := jsonscan.StringEnd(r.b, i+1)
+	if !ok {
+		e, _ := r.fail(end, r.errAt(i, "%s: unterminated string", where()))
+		return "", e, false
+	}
+	s := r.b[i+1 : end-1]
+	v, err := unquote(s, bytes.IndexByte(s, '\\') >= 0)
+	if err != nil {
+		e, _ := r.fail(i, r.errAt(i, "%s: %v", where(), err))
+		return "", e, false
+	}
+	return v, end, true
+}
+
+// vocab reads model.vocab, the object of token → id at b[i], into b.vocab; ids are integers
+// in [0, 2^30].
+func (r *specReader) vocab(i int, b *bpeSpec) (int, bool) {
+	if r.b[i] != '{' {
+		return r.fail(i, r.errAt(i, "[model.vocab]: want an object"))
+	}
 	b.vocab = make(map[string]int32, 1<<17)
-	return sc.object(func(tok string) error {
-		id, err := sc.integer()
+	return jsonscan.Members(r.b, i+1, func(key []byte, escaped bool, j int) (int, bool) {
+		tok, err := unquote(key, escaped)
 		if err != nil {
-			return fmt.Errorf("[model.vocab] %q: %w", tok, err)
+			return r.fail(j, r.errAt(j, "[model.vocab] key %q: %v", key, err))
 		}
-		if id < 0 || id > 1<<30 {
-			return fmt.Errorf("[model.vocab] %q: id %d out of range", tok, id)
+		id, end, ok := jsonscan.Uint(r.b, j)
+		if !ok {
+			return r.fail(j, r.errAt(j, "[model.vocab] %q: want a non-negative integer id", tok))
+		}
+		if id > 1<<30 {
+			return r.fail(j, r.errAt(j, "[model.vocab] %q: id %d out of range", tok, id))
 		}
 		b.vocab[tok] = int32(id)
-		return nil
+		return end, true
 	})
 }
 
-func parseMerges(sc *jscan, b *bpeSpec) error {
-	if sc.peek() == 'n' {
-		_, err := sc.skip()
-		return err
+// merges reads model.merges at b[i] into b.merges: null, or an array whose elements are
+// "left right" strings (older files) or ["left", "right"] pairs (tokenizers >= 0.20).
+func (r *specReader) merges(i int, b *bpeSpec) (int, bool) {
+	switch r.b[i] {
+	case 'n':
+		return jsonscan.SkipValue(r.b, i, 2)
+	case '[':
+	default:
+		return r.fail(i, r.errAt(i, "[model.merges]: want an array"))
 	}
 	b.merges = make([][2]string, 0, 1<<17)
-	return sc.array(func(i int) error {
-		switch sc.peek() {
-		case '"': // "a b" (older files)
-			s, err := sc.str()
-			if err != nil {
-				return err
-			}
-			l, r, ok := strings.Cut(s, " ")
+	n := 0
+	return jsonscan.Array(r.b, i+1, func(j int) (int, bool) {
+		m := n
+		n++
+		switch r.b[j] {
+		case '"':
+			s, end, ok := r.str(j, m)
 			if !ok {
-				return fmt.Errorf("[model.merges][%d] %q: no space separator", i, s)
+				return end, false
 			}
-			b.merges = append(b.merges, [2]string{l, r})
-		case '[': // ["a", "b"] (tokenizers >= 0.20)
+			left, right, ok := strings.Cut(s, " ")
+			if !ok {
+				return r.fail(j, r.errAt(j, "[model.merges][%d] %q: no space separator", m, s))
+			}
+			b.merges = append(b.merges, [2]string{left, right})
+			return end, true
+		case '[':
 			var p [2]string
-			n := 0
-			err := sc.array(func(k int) error {
-				s, err := sc.str()
+			k := 0
+			end, ok := jsonscan.Array(r.b, j+1, func(e int) (int, bool) {
+				s, end, ok := r.str(e, m)
 				if k < 2 {
 					p[k] = s
 				}
-				n++
-				return err
+				k++
+				return end, ok
 			})
-			if err != nil {
-				return fmt.Errorf("[model.merges][%d]: %w", i, err)
+			if !ok {
+				return end, false
 			}
-			if n != 2 {
-				return fmt.Errorf("[model.merges][%d]: want a pair of strings, got %d", i, n)
+			if k != 2 {
+				return r.fail(j, r.errAt(j, "[model.merges][%d]: want a pair of strings, got %d", m, k))
 			}
 			b.merges = append(b.merges, p)
-		default:
-			return fmt.Errorf("[model.merges][%d]: %w", i, sc.errf("want a string or a pair"))
+			return end, true
 		}
-		return nil
+		return r.fail(j, r.errAt(j, "[model.merges][%d]: want a string or a pair", m))
 	})
 }

@@ -1,33 +1,18 @@
 package clientcheck
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/engine"
+	"github.com/genload/genload/host/internal/logtest"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/scrape"
 )
-
-// stepLog collects the engine's per-step lines.
-type stepLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *stepLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
 
 // step is one parsed engine step line.
 type step struct {
@@ -35,34 +20,21 @@ type step struct {
 	wall            time.Duration
 }
 
-func (l *stepLog) steps(t *testing.T) []step {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// steps reads the step lines the engine wrote to log.
+func steps(t *testing.T, log *logtest.LockedBuffer) []step {
+	t.Helper()
 	var out []step
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
-	for sc.Scan() {
-		var s step
-		for _, f := range strings.Fields(sc.Text()) {
-			k, v, _ := strings.Cut(f, "=")
-			switch k {
-			case "decode":
-				s.decode, _ = strconv.Atoi(v)
-			case "prefill_tokens":
-				s.prefill, _ = strconv.Atoi(v)
-			case "wall_ms":
-				x, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					t.Fatalf("step line %q: %v", sc.Text(), err)
-				}
-				s.wall = time.Duration(x * 1e6)
-			}
-		}
-		out = append(out, s)
+	for _, l := range logtest.Lines(log.String()) {
+		out = append(out, step{
+			decode:  l.Int(t, "decode"),
+			prefill: l.Int(t, "prefill_tokens"),
+			wall:    time.Duration(l.Float(t, "wall_ms") * 1e6),
+		})
 	}
 	return out
 }
 
-func startEngine(t *testing.T, dialect string, log *stepLog, mod ...func(*engine.Config)) string {
+func startEngine(t *testing.T, dialect string, log *logtest.LockedBuffer, mod ...func(*engine.Config)) string {
 	t.Helper()
 	cfg := engine.DefaultConfig()
 	for _, m := range mod {
@@ -107,7 +79,7 @@ func TestAgainstEngine(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s/%s", dialect, mode), func(t *testing.T) {
-				log := &stepLog{}
+				log := &logtest.LockedBuffer{}
 				u := startEngine(t, dialect, log)
 				c, err := dispatch.New(dispatch.Options{Target: u, ContinuousUsage: true,
 					GenerationDurationHeader: "generation-duration", SpeculationAcceptanceHeader: "speculation-acceptance"})
@@ -129,9 +101,7 @@ func TestAgainstEngine(t *testing.T) {
 				if err := warm(); err != nil {
 					t.Fatal(err)
 				}
-				log.mu.Lock()
-				log.buf.Reset()
-				log.mu.Unlock()
+				log.Reset()
 				w, err := scrape.NewWatcher(context.Background(), u+"/metrics", "", 5*time.Millisecond)
 				if err != nil {
 					t.Fatal(err)
@@ -160,7 +130,7 @@ func TestAgainstEngine(t *testing.T) {
 				}
 				var truth time.Duration
 				n := 0
-				for _, s := range log.steps(t) {
+				for _, s := range steps(t, log) {
 					if s.decode == b && s.prefill == 0 {
 						truth += s.wall
 						n++
@@ -212,7 +182,7 @@ func TestAgainstEngine(t *testing.T) {
 // (smaller by the mean tokens per forward).
 func TestSpeculativeHeaderFigure(t *testing.T) {
 	const b, maxTok, k = 4, 60, 3
-	log := &stepLog{}
+	log := &logtest.LockedBuffer{}
 	u := startEngine(t, engine.DialectVLLM, log, func(c *engine.Config) { c.SpecTokens, c.SpecAcceptance = k, 0.7 })
 	c, err := dispatch.New(dispatch.Options{Target: u, ContinuousUsage: true,
 		GenerationDurationHeader: "generation-duration", SpeculationAcceptanceHeader: "speculation-acceptance"})
@@ -224,9 +194,7 @@ func TestSpeculativeHeaderFigure(t *testing.T) {
 	if err := c.Warmup(context.Background(), dispatch.ModeArray, ps); err != nil {
 		t.Fatal(err)
 	}
-	log.mu.Lock()
-	log.buf.Reset()
-	log.mu.Unlock()
+	log.Reset()
 	res, err := c.Send(context.Background(), dispatch.ModeArray, ps, maxTok)
 	if err != nil || res.Err() != nil {
 		t.Fatal(err, res.Err())

@@ -8,17 +8,18 @@ import (
 
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/engine"
+	"github.com/genload/genload/host/internal/logtest"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/scrape"
 )
 
 // decodeTruth is the mean wall time of the logged decode steps (no prefill) with b
 // sequences, or with any number when b = 0.
-func decodeTruth(t *testing.T, log *stepLog, b int) time.Duration {
+func decodeTruth(t *testing.T, log *logtest.LockedBuffer, b int) time.Duration {
 	t.Helper()
 	var truth time.Duration
 	n := 0
-	for _, s := range log.steps(t) {
+	for _, s := range steps(t, log) {
 		if (s.decode == b || b == 0 && s.decode > 0) && s.prefill == 0 {
 			truth += s.wall
 			n++
@@ -58,7 +59,7 @@ func TestSpeculativeHeaderFigureAtBatch(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s/B=%d", mode, b), func(t *testing.T) {
-				log := &stepLog{}
+				log := &logtest.LockedBuffer{}
 				u := startEngine(t, engine.DialectVLLM, log, func(c *engine.Config) { c.SpecTokens, c.SpecAcceptance = k, 0.7 })
 				c, err := dispatch.New(dispatch.Options{Target: u, GenerationDurationHeader: "generation-duration", SpeculationAcceptanceHeader: "speculation-acceptance"})
 				if err != nil {
@@ -69,9 +70,7 @@ func TestSpeculativeHeaderFigureAtBatch(t *testing.T) {
 				if err := c.Warmup(context.Background(), mode, ps); err != nil {
 					t.Fatal(err)
 				}
-				log.mu.Lock()
-				log.buf.Reset()
-				log.mu.Unlock()
+				log.Reset()
 				res, err := c.Send(context.Background(), mode, ps, maxTok)
 				if err != nil || res.Err() != nil {
 					t.Fatal(err, res.Err())
@@ -111,7 +110,7 @@ func TestSpeculativeHeaderFigureAtBatch(t *testing.T) {
 // equals the engine's decode-step mean (it read −10 % dividing by tokens).
 func TestLlamaCppMetricsStepTime(t *testing.T) {
 	const b, maxTok = 4, 10
-	log := &stepLog{}
+	log := &logtest.LockedBuffer{}
 	u := startEngine(t, engine.DialectLlamaCpp, log)
 	c, err := dispatch.New(dispatch.Options{Target: u})
 	if err != nil {
@@ -126,9 +125,7 @@ func TestLlamaCppMetricsStepTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log.mu.Lock()
-	log.buf.Reset()
-	log.mu.Unlock()
+	log.Reset()
 	if err := w.Begin(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +153,7 @@ func TestLlamaCppMetricsStepTime(t *testing.T) {
 // and its step time is its own engine's decode step; the combined figures pool both.
 func TestRoutedOverTwoServers(t *testing.T) {
 	const b, maxTok = 6, 30
-	la, lb := &stepLog{}, &stepLog{}
+	la, lb := &logtest.LockedBuffer{}, &logtest.LockedBuffer{}
 	ua, ub := startEngine(t, engine.DialectVLLM, la), startEngine(t, engine.DialectVLLM, lb)
 	workers := []dispatch.Worker{{Name: "w0", URL: ua}, {Name: "w1", URL: ub}, {Name: "w2", URL: ua}}
 	c, err := dispatch.New(dispatch.Options{Workers: workers})
@@ -173,10 +170,8 @@ func TestRoutedOverTwoServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []*stepLog{la, lb} {
-		l.mu.Lock()
-		l.buf.Reset()
-		l.mu.Unlock()
+	for _, l := range []*logtest.LockedBuffer{la, lb} {
+		l.Reset()
 	}
 	if err := w.Begin(context.Background()); err != nil {
 		t.Fatal(err)
@@ -198,7 +193,7 @@ func TestRoutedOverTwoServers(t *testing.T) {
 	}
 	for i, want := range []struct {
 		share int
-		log   *stepLog
+		log   *logtest.LockedBuffer
 	}{{4, la}, {2, lb}} {
 		s := m.Servers[i]
 		truth := decodeTruth(t, want.log, want.share)
@@ -236,7 +231,7 @@ func TestAttainmentAgainstEngine(t *testing.T) {
 		{0, 1, dispatch.ModeArray, measure.AttainmentReached, 1},
 	} {
 		t.Run(fmt.Sprintf("max_num_seqs=%d/B=%d/%s", tc.maxSeqs, tc.b, tc.mode), func(t *testing.T) {
-			u := startEngine(t, engine.DialectVLLM, &stepLog{}, func(c *engine.Config) {
+			u := startEngine(t, engine.DialectVLLM, &logtest.LockedBuffer{}, func(c *engine.Config) {
 				if tc.maxSeqs > 0 {
 					c.MaxNumSeqs = tc.maxSeqs
 				}

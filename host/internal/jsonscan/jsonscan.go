@@ -13,13 +13,13 @@
 // need strict validation hand the bytes to encoding/json afterwards.
 //
 // Indexes: a function given i reads from b[i]; "end" is the index just after what was read.
-// ok false means malformed (or too deep) JSON at or after i; nothing is ever written to b.
+// ok false means malformed (or too deep) JSON at or after i, and the index returned with it
+// is where reading stopped: the offending byte, or len(b) when the input ended too soon (a
+// caller turns it into a position in its error message); nothing is ever written to b.
 package jsonscan
 
 import (
 	"bytes"
-	"unicode/utf16"
-	"unicode/utf8"
 )
 
 // MaxDepth is the deepest nesting SkipValue accepts (fastjson allows 300, encoding/json
@@ -50,13 +50,13 @@ func IsNumByte(c byte) bool {
 // StringEnd returns the end (the index after the closing quote) of the JSON string whose
 // content starts at b[i], just after the opening quote: the first '"' preceded by an even
 // number of backslashes (found with bytes.IndexByte). Escapes and control characters are
-// not validated (see Check). ok is false when the string is not closed.
+// not validated (see Check). ok is false when the string is not closed (end is then len(b)).
 func StringEnd(b []byte, i int) (end int, ok bool) {
 	j := i
 	for {
 		n := bytes.IndexByte(b[j:], '"')
 		if n < 0 {
-			return 0, false
+			return len(b), false
 		}
 		q := j + n
 		k := q
@@ -88,9 +88,9 @@ func Check(s []byte) (escaped bool, control int) {
 }
 
 // Key returns the object key whose content starts at b[i] (after its quote) and the index
-// after its closing quote. ok is false for an unclosed key or a key holding a backslash
-// escape, which a caller matching keys byte-wise must not match (a decoder would unescape
-// it first).
+// after its closing quote. ok is false for an unclosed key (end len(b)) or a key holding a
+// backslash escape (end the index of the backslash), which a caller matching keys
+// byte-wise must not match (a decoder would unescape it first; see Members).
 func Key(b []byte, i int) (key []byte, end int, ok bool) {
 	for j := i; j < len(b); j++ {
 		c := b[j]
@@ -101,24 +101,25 @@ func Key(b []byte, i int) (key []byte, end int, ok bool) {
 		case '"':
 			return b[i:j], j + 1, true
 		case '\\':
-			return nil, 0, false
+			return nil, j, false
 		}
 	}
-	return nil, 0, false
+	return nil, len(b), false
 }
 
 // SkipValue skips the value at b[i] (no leading whitespace), which sits at nesting depth
 // depth+1 (0 for a top-level value), and returns the index after it. Strings end as in
 // StringEnd; literals must be exactly true, false or null (NaN and Infinity are rejected);
 // a number is a non-empty run of IsNumByte bytes other than a lone sign. ok is false on
-// malformed input or nesting deeper than MaxDepth.
+// malformed input or nesting deeper than MaxDepth (the index is then that of the offending
+// byte, the opening bracket one level too deep, or len(b)).
 func SkipValue(b []byte, i, depth int) (int, bool) {
 	if i >= len(b) {
-		return 0, false
+		return len(b), false
 	}
 	depth++
 	if depth > MaxDepth {
-		return 0, false
+		return i, false
 	}
 	switch c := b[i]; c {
 	case '{':
@@ -129,22 +130,22 @@ func SkipValue(b []byte, i, depth int) (int, bool) {
 		for {
 			i = SkipSpace(b, i)
 			if i >= len(b) || b[i] != '"' {
-				return 0, false
+				return i, false
 			}
 			var ok bool
 			if i, ok = StringEnd(b, i+1); !ok { // a skipped key may hold escapes
-				return 0, false
+				return i, false
 			}
 			i = SkipSpace(b, i)
 			if i >= len(b) || b[i] != ':' {
-				return 0, false
+				return i, false
 			}
 			if i, ok = SkipValue(b, SkipSpace(b, i+1), depth); !ok {
-				return 0, false
+				return i, false
 			}
 			i = SkipSpace(b, i)
 			if i >= len(b) {
-				return 0, false
+				return i, false
 			}
 			if b[i] == ',' {
 				i++
@@ -153,7 +154,7 @@ func SkipValue(b []byte, i, depth int) (int, bool) {
 			if b[i] == '}' {
 				return i + 1, true
 			}
-			return 0, false
+			return i, false
 		}
 	case '[':
 		i = SkipSpace(b, i+1)
@@ -163,11 +164,11 @@ func SkipValue(b []byte, i, depth int) (int, bool) {
 		for {
 			var ok bool
 			if i, ok = SkipValue(b, SkipSpace(b, i), depth); !ok {
-				return 0, false
+				return i, false
 			}
 			i = SkipSpace(b, i)
 			if i >= len(b) {
-				return 0, false
+				return i, false
 			}
 			if b[i] == ',' {
 				i++
@@ -176,7 +177,7 @@ func SkipValue(b []byte, i, depth int) (int, bool) {
 			if b[i] == ']' {
 				return i + 1, true
 			}
-			return 0, false
+			return i, false
 		}
 	case '"':
 		return StringEnd(b, i+1)
@@ -192,25 +193,26 @@ func SkipValue(b []byte, i, depth int) (int, bool) {
 			j++
 		}
 		if j == i || j == i+1 && (b[i] == '-' || b[i] == '+') {
-			return 0, false
+			return i, false
 		}
 		return j, true
 	}
 }
 
 // next consumes the whitespace and the ',' or closer after an element: it returns the index
-// after that byte (b[end-1] tells which), ok false for anything else.
+// after that byte (b[end-1] tells which), ok false (at the offending byte or len(b)) for
+// anything else.
 func next(b []byte, i int, closer byte) (int, bool) {
 	i = SkipSpace(b, i)
 	if i < len(b) && (b[i] == ',' || b[i] == closer) {
 		return i + 1, true
 	}
-	return 0, false
+	return i, false
 }
 
 func skipLiteral(b []byte, i int, lit string) (int, bool) {
 	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
-		return 0, false
+		return i, false
 	}
 	return i + len(lit), true
 }
@@ -224,7 +226,8 @@ func IsNull(b []byte, i int) bool {
 // calls member(key, j), j being the index of the value's first byte (key aliases b and has
 // no escapes; see Key), which returns the index after the value (SkipValue(b, j, depth) for
 // a member it does not need). Object returns the index after the closing '}'; ok is false
-// on malformed JSON, on a key with an escape, or when member returns false.
+// on malformed JSON, on a key with an escape, or when member returns false (the index is
+// then the one member returned).
 func Object(b []byte, i int, member func(key []byte, j int) (int, bool)) (int, bool) {
 	i = SkipSpace(b, i)
 	if i < len(b) && b[i] == '}' {
@@ -233,26 +236,26 @@ func Object(b []byte, i int, member func(key []byte, j int) (int, bool)) (int, b
 	for {
 		i = SkipSpace(b, i)
 		if i >= len(b) || b[i] != '"' {
-			return 0, false
+			return i, false
 		}
 		key, j, ok := Key(b, i+1)
 		if !ok {
-			return 0, false
+			return j, false
 		}
 		i = SkipSpace(b, j)
 		if i >= len(b) || b[i] != ':' {
-			return 0, false
+			return i, false
 		}
 		i = SkipSpace(b, i+1)
 		if i >= len(b) {
-			return 0, false
+			return i, false
 		}
 		if i, ok = member(key, i); !ok {
-			return 0, false
+			return i, false
 		}
 		i = SkipSpace(b, i)
 		if i >= len(b) {
-			return 0, false
+			return i, false
 		}
 		switch b[i] {
 		case ',':
@@ -260,14 +263,65 @@ func Object(b []byte, i int, member func(key []byte, j int) (int, bool)) (int, b
 		case '}':
 			return i + 1, true
 		default:
-			return 0, false
+			return i, false
 		}
 	}
 }
 
+// Members is Object for keys that may hold escapes: member(key, escaped, j) gets the key's
+// content as written between its quotes (aliasing b) and whether it holds a backslash
+// (AppendUnescaped, or encoding/json for strict decoding, gives the key's value then). The
+// returns are Object's.
+func Members(b []byte, i int, member func(key []byte, escaped bool, j int) (int, bool)) (int, bool) {
+	i = SkipSpace(b, i)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		i = SkipSpace(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return i, false
+		}
+		key, j, ok := Key(b, i+1)
+		escaped := false
+		if !ok {
+			if j >= len(b) {
+				return j, false
+			}
+			if j, ok = StringEnd(b, j); !ok {
+				return j, false
+			}
+			key, escaped = b[i+1:j-1], true
+		}
+		if i, ok = value(b, j); !ok {
+			return i, false
+		}
+		if i, ok = member(key, escaped, i); !ok {
+			return i, false
+		}
+		if i, ok = next(b, i, '}'); !ok || b[i-1] == '}' {
+			return i, ok
+		}
+	}
+}
+
+// value consumes the ':' after a key that ends just before b[i] and the whitespace around
+// it, and returns the index of the value's first byte.
+func value(b []byte, i int) (int, bool) {
+	i = SkipSpace(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return i, false
+	}
+	if i = SkipSpace(b, i+1); i >= len(b) {
+		return i, false
+	}
+	return i, true
+}
+
 // Array walks the elements of the array whose '[' is just before b[i]: for each element it
 // calls elem(j), j being the index of its first byte, which returns the index after it.
-// Array returns the index after the closing ']'.
+// Array returns the index after the closing ']'; ok is false on malformed JSON or when elem
+// returns false (the index is then the one elem returned).
 func Array(b []byte, i int, elem func(j int) (int, bool)) (int, bool) {
 	i = SkipSpace(b, i)
 	if i < len(b) && b[i] == ']' {
@@ -276,10 +330,10 @@ func Array(b []byte, i int, elem func(j int) (int, bool)) (int, bool) {
 	for {
 		var ok bool
 		if i = SkipSpace(b, i); i >= len(b) {
-			return 0, false
+			return i, false
 		}
 		if i, ok = elem(i); !ok {
-			return 0, false
+			return i, false
 		}
 		if i, ok = next(b, i, ']'); !ok || b[i-1] == ']' {
 			return i, ok
@@ -289,7 +343,7 @@ func Array(b []byte, i int, elem func(j int) (int, bool)) (int, bool) {
 
 // Count skips the elements of the array whose '[' is just before b[i], the array sitting at
 // depth (as SkipValue(b, i-1, depth-1) would skip it), and returns their number and the
-// index after the ']'.
+// index after the ']' (on failure, n is 0 and end where reading stopped).
 func Count(b []byte, i, depth int) (n, end int, ok bool) {
 	i = SkipSpace(b, i)
 	if i < len(b) && b[i] == ']' {
@@ -297,12 +351,12 @@ func Count(b []byte, i, depth int) (n, end int, ok bool) {
 	}
 	for {
 		if i, ok = SkipValue(b, SkipSpace(b, i), depth); !ok {
-			return 0, 0, false
+			return 0, i, false
 		}
 		n++
 		i = SkipSpace(b, i)
 		if i >= len(b) {
-			return 0, 0, false
+			return 0, i, false
 		}
 		if b[i] == ',' {
 			i++
@@ -311,158 +365,6 @@ func Count(b []byte, i, depth int) (n, end int, ok bool) {
 		if b[i] == ']' {
 			return n, i + 1, true
 		}
-		return 0, 0, false
+		return 0, i, false
 	}
-}
-
-// Uint reads the number token at b[i] (a run of IsNumByte bytes) and returns its value when
-// it is a plain non-negative integer without leading zeros of at most MaxDigits digits; for
-// any other token ("-1", "1.0", "1e3", "+1", "01", "1-2", a 19-digit number) ok is false.
-func Uint(b []byte, i int) (v, end int, ok bool) {
-	j := i
-	for j < len(b) && IsNumByte(b[j]) {
-		j++
-	}
-	n := j - i
-	if n == 0 || n > MaxDigits || (n > 1 && b[i] == '0') {
-		return 0, 0, false
-	}
-	for k := i; k < j; k++ {
-		c := b[k]
-		if c < '0' || c > '9' {
-			return 0, 0, false
-		}
-		v = v*10 + int(c-'0')
-	}
-	return v, j, true
-}
-
-// AppendUnescaped appends the JSON string content s to dst, unescaped as fastjson's
-// unescapeStringBestEffort does: \" \\ \/ \b \f \n \r \t as usual; \uXXXX (4 hex digits)
-// as UTF-8; a UTF-16 surrogate \uXXXX followed by \uYYYY decoded as a pair with
-// utf16.DecodeRune (U+FFFD when the pair is invalid, both escapes consumed); a surrogate
-// not followed by a valid \uYYYY kept as the 6 bytes "\uXXXX"; a \u without 4 hex digits
-// kept as "\u"; any other escape kept as both bytes. Other bytes (invalid UTF-8, control
-// characters) are copied. For the content of a valid JSON string whose bytes are valid
-// UTF-8 and whose escapes hold no lone surrogate, the result is encoding/json's.
-// Unescaping never lengthens: len(result) − len(dst) ≤ len(s).
-func AppendUnescaped(dst, s []byte) []byte {
-	n := bytes.IndexByte(s, '\\')
-	if n < 0 {
-		return append(dst, s...)
-	}
-	dst = append(dst, s[:n]...)
-	s = s[n+1:]
-	for len(s) > 0 {
-		ch := s[0]
-		s = s[1:]
-		switch ch {
-		case '"', '\\', '/':
-			dst = append(dst, ch)
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			x, ok := hex4(s)
-			if !ok {
-				dst = append(dst, '\\', 'u')
-				break
-			}
-			xs := s[:4]
-			s = s[4:]
-			if !utf16.IsSurrogate(rune(x)) {
-				dst = utf8.AppendRune(dst, rune(x))
-				break
-			}
-			if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
-				dst = append(dst, '\\', 'u')
-				dst = append(dst, xs...)
-				break
-			}
-			x1, ok := hex4(s[2:])
-			if !ok {
-				dst = append(dst, '\\', 'u')
-				dst = append(dst, xs...)
-				break
-			}
-			dst = utf8.AppendRune(dst, utf16.DecodeRune(rune(x), rune(x1)))
-			s = s[6:]
-		default:
-			dst = append(dst, '\\', ch)
-		}
-		n = bytes.IndexByte(s, '\\')
-		if n < 0 {
-			dst = append(dst, s...)
-			break
-		}
-		dst = append(dst, s[:n]...)
-		s = s[n+1:]
-	}
-	return dst
-}
-
-// hex4 parses the first 4 bytes of s as hexadecimal digits (no sign, prefix or underscore).
-func hex4(s []byte) (uint16, bool) {
-	if len(s) < 4 {
-		return 0, false
-	}
-	var x uint16
-	for _, c := range s[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		x = x<<4 | uint16(c)
-	}
-	return x, true
-}
-
-// ValidNumber reports whether b is exactly one number in the JSON grammar (RFC 8259
-// section 6: an optional minus, no leading zeros, digits after '.', an exponent with
-// digits).
-func ValidNumber(b []byte) bool {
-	i := 0
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		s := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i - s
-	}
-	n := digits()
-	if n == 0 || (n > 1 && b[i-n] == '0') {
-		return false
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return i == len(b)
 }

@@ -276,3 +276,89 @@ func BenchmarkAppendUnescaped(b *testing.B) {
 		buf = AppendUnescaped(buf[:0], s)
 	}
 }
+
+// TestStopIndex pins where a failed scan stops: the offending byte, or len(b) when the
+// input ends too soon (counted by hand; encoding/json's SyntaxError.Offset is one more for
+// an offending byte, as it counts that byte as read).
+func TestStopIndex(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		stop int
+	}{
+		{`[1 2]`, 3},            // '2' where ',' or ']' belongs
+		{`{"a":1`, 6},           // ends inside the object
+		{`{"a" 1}`, 5},          // '1' where ':' belongs
+		{`{"a":1,}`, 7},         // '}' where a key belongs
+		{`["abc`, 5},            // an unclosed string
+		{`[tru]`, 1},            // a short literal: its first byte
+		{`[1,-]`, 3},            // a lone sign
+		{`{"a":{"b":[x]}}`, 11}, // nested: the innermost offending byte
+		{strings.Repeat("[", MaxDepth+1), MaxDepth}, // the bracket one level too deep
+	} {
+		b := []byte(tc.in)
+		if stop, ok := SkipValue(b, 0, 0); ok || stop != tc.stop {
+			t.Errorf("SkipValue(%s) = %d, %v; want %d, false", tc.in, stop, ok, tc.stop)
+		}
+		if b[0] != '{' {
+			continue
+		}
+		skip := func(key []byte, j int) (int, bool) { return SkipValue(b, j, 1) }
+		if stop, ok := Object(b, 1, skip); ok || stop != tc.stop {
+			t.Errorf("Object(%s) = %d, %v; want %d, false", tc.in, stop, ok, tc.stop)
+		}
+		members := func(key []byte, esc bool, j int) (int, bool) { return SkipValue(b, j, 1) }
+		if stop, ok := Members(b, 1, members); ok || stop != tc.stop {
+			t.Errorf("Members(%s) = %d, %v; want %d, false", tc.in, stop, ok, tc.stop)
+		}
+	}
+	// a callback's own index is passed through
+	b := []byte(`[1,2,3]`)
+	if stop, ok := Array(b, 1, func(j int) (int, bool) {
+		if b[j] == '2' {
+			return j, false
+		}
+		return j + 1, true
+	}); ok || stop != 3 {
+		t.Errorf("Array stopped at %d, %v; want 3, false (the callback's index)", stop, ok)
+	}
+	if _, end, ok := Uint([]byte("x01"), 1); ok || end != 1 {
+		t.Errorf("Uint(01) end = %d, %v; want 1, false", end, ok)
+	}
+}
+
+// TestMembers walks objects whose keys hold escapes and compares each key, unescaped, and
+// its value with encoding/json's raw members.
+func TestMembers(t *testing.T) {
+	for _, in := range []string{
+		`{}`,
+		`{"a":1,"\"":2,"\\":3,"x\ny":[4]}`,
+		` { "\u00e9" : "v" , "plain" : { "k" : null } } `,
+		`{"\\\"":true}`,
+	} {
+		b := []byte(in)
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		end, ok := Members(b, SkipSpace(b, 0)+1, func(key []byte, esc bool, j int) (int, bool) {
+			if esc != (bytes.IndexByte(key, '\\') >= 0) {
+				t.Errorf("%s: key %q escaped = %v", in, key, esc)
+			}
+			e, ok := SkipValue(b, j, 1)
+			got[string(AppendUnescaped(nil, key))] = string(b[j:e])
+			return e, ok
+		})
+		if !ok || SkipSpace(b, end) != len(b) {
+			t.Fatalf("Members(%s) = %d, %v", in, end, ok)
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s: members %v, encoding/json %v", in, got, want)
+		}
+		for k, v := range want {
+			if got[k] != string(v) {
+				t.Errorf("%s: member %q = %s, encoding/json %s", in, k, got[k], v)
+			}
+		}
+	}
+}

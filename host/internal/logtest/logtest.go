@@ -34,6 +34,14 @@ func (l *LockedBuffer) String() string {
 	return l.b.String()
 }
 
+// Reset drops everything written so far (e.g. the lines of a warmup before the measured
+// part of a test).
+func (l *LockedBuffer) Reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Reset()
+}
+
 // Line is one log line: its fields that are not key=value (Words, in order) and its
 // key=value fields (a later repeat of a key wins).
 type Line struct {

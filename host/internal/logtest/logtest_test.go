@@ -57,3 +57,17 @@ func TestLockedBuffer(t *testing.T) {
 		t.Errorf("%d distinct lines, want 800", len(seen))
 	}
 }
+
+// TestLockedBufferReset drops the lines written before Reset and keeps the later ones.
+func TestLockedBufferReset(t *testing.T) {
+	var b LockedBuffer
+	fmt.Fprintln(&b, "step=1 warmup=1")
+	b.Reset()
+	if b.String() != "" {
+		t.Fatalf("after Reset: %q, want empty", b.String())
+	}
+	fmt.Fprintln(&b, "step=2")
+	if ls := Lines(b.String()); len(ls) != 1 || ls[0].Int(t, "step") != 2 {
+		t.Errorf("after Reset and one write: %+v, want the one line step=2", ls)
+	}
+}

@@ -1,0 +1,245 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/scrape/scraped"
+)
+
+// column is one column of the table and the CSV: a header, the table's display text and the
+// CSV's value (full precision, "" when unknown). narrow columns are in the default table;
+// only is set on a column of the default table alone (a narrower form of a wide column).
+type column struct {
+	head   string
+	csv    string
+	get    func(c *Cell) string
+	val    func(c *Cell) string
+	narrow bool
+	only   bool
+}
+
+// inNarrow marks c as one of the default table's columns.
+func inNarrow(c column) column { c.narrow = true; return c }
+
+// durCol is a column of milliseconds: shown with prec decimals, written to the CSV with
+// nanosecond precision; blank (or none for the table) when f reports no value.
+func durCol(head, csv string, prec int, none string, f func(c *Cell) (time.Duration, bool)) column {
+	return column{head: head, csv: csv,
+		get: func(c *Cell) string {
+			d, ok := f(c)
+			if !ok {
+				if c.Figures == nil {
+					return ""
+				}
+				return none
+			}
+			return strconv.FormatFloat(measure.Ms(d), 'f', prec, 64)
+		},
+		val: func(c *Cell) string {
+			if d, ok := f(c); ok {
+				return strconv.FormatFloat(measure.Ms(d), 'f', 6, 64)
+			}
+			return ""
+		}}
+}
+
+// textCol is a column whose table text is also its CSV value.
+func textCol(head, csv string, f func(c *Cell) string) column {
+	return column{head: head, csv: csv, get: f, val: f}
+}
+
+// figDur reads a duration from the figures; ok is false without figures or when pick says so.
+func figDur(pick func(f *measure.Figures) (time.Duration, bool)) func(c *Cell) (time.Duration, bool) {
+	return func(c *Cell) (time.Duration, bool) {
+		if c.Figures == nil {
+			return 0, false
+		}
+		return pick(c.Figures)
+	}
+}
+
+// srvDur reads a duration from the server metrics.
+func srvDur(pick func(m *scraped.CellMetrics) (time.Duration, bool)) func(c *Cell) (time.Duration, bool) {
+	return func(c *Cell) (time.Duration, bool) {
+		if c.Server == nil {
+			return 0, false
+		}
+		return pick(c.Server)
+	}
+}
+
+func ms3(d time.Duration) string { return strconv.FormatFloat(measure.Ms(d), 'f', 3, 64) }
+
+func ms1(d time.Duration) string { return strconv.FormatFloat(measure.Ms(d), 'f', 1, 64) }
+
+// columns are the table's columns. wide selects every column (the CSV's set, with the
+// optional groups that have data); otherwise the default table's: L, B, realised lengths,
+// fwd, full-batch fwd, TTFT p50, the batch seen, counted and status.
+func columns(withHeader, withServer, withTruth, wide bool) []column {
+	all := allColumns(withHeader, withServer, withTruth)
+	var out []column
+	for _, c := range all {
+		if (wide && !c.only) || (!wide && c.narrow) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func allColumns(withHeader, withServer, withTruth bool) []column {
+	fwd := func(get func(s measure.Summary) time.Duration) func(f *measure.Figures) (time.Duration, bool) {
+		return func(f *measure.Figures) (time.Duration, bool) { return get(f.PerForward), f.PerForward.N > 0 }
+	}
+	sum := func(pick func(f *measure.Figures) measure.Summary, get func(s measure.Summary) time.Duration) func(f *measure.Figures) (time.Duration, bool) {
+		return func(f *measure.Figures) (time.Duration, bool) { s := pick(f); return get(s), s.N > 0 }
+	}
+	mean := func(s measure.Summary) time.Duration { return s.Mean }
+	p50 := func(s measure.Summary) time.Duration { return s.P50 }
+	p90 := func(s measure.Summary) time.Duration { return s.P90 }
+	p99 := func(s measure.Summary) time.Duration { return s.P99 }
+	ttft := func(f *measure.Figures) measure.Summary { return f.TTFT }
+	itl := func(f *measure.Figures) measure.Summary { return f.ITL }
+	e2e := func(f *measure.Figures) measure.Summary { return f.E2E }
+	cached := func(prec int) func(c *Cell) string {
+		return func(c *Cell) string {
+			f := c.Figures
+			switch {
+			case f == nil:
+				return ""
+			case !f.HasCachedTokens || f.PromptTokens == 0:
+				if prec > 1 {
+					return "" // CSV: unknown
+				}
+				return "–" // the legend says why
+			}
+			return strconv.FormatFloat(100*float64(f.CachedTokens)/float64(f.PromptTokens), 'f', prec, 64)
+		}
+	}
+	cols := []column{
+		inNarrow(textCol("L", "seq_len", func(c *Cell) string { return strconv.Itoa(c.Cell.SeqLen) })),
+		inNarrow(textCol("B", "batch", func(c *Cell) string { return strconv.Itoa(c.Cell.Batch) })),
+		inNarrow(column{head: "len min/mean/max", get: func(c *Cell) string {
+			if len(c.Lengths.Each) == 0 {
+				return ""
+			}
+			return fmt.Sprintf("%d/%.0f/%d", c.Lengths.Min, c.Lengths.Mean, c.Lengths.Max)
+		}}),
+		inNarrow(durCol("fwd ms mean", "per_forward_mean_ms", 3, "–", figDur(fwd(mean)))),
+		durCol("fwd p50", "per_forward_p50_ms", 3, "–", figDur(fwd(p50))),
+		durCol("fwd p90", "per_forward_p90_ms", 3, "–", figDur(fwd(p90))),
+		durCol("fwd fit", "per_forward_fit_mean_ms", 3, "–", figDur(func(f *measure.Figures) (time.Duration, bool) {
+			return f.PerForwardFit.Mean, f.PerForwardFit.N > 0
+		})),
+		inNarrow(durCol("full-batch fwd", "full_occupancy_per_forward_ms", 3, "–", figDur(func(f *measure.Figures) (time.Duration, bool) {
+			return f.Window.PerStep, f.Window.Valid
+		}))),
+		{head: "cached %", csv: "cached_percent", get: cached(1), val: cached(4)},
+		inNarrow(durCol("TTFT p50", "ttft_p50_ms", 1, "–", figDur(sum(ttft, p50)))),
+		durCol("TTFT p90", "ttft_p90_ms", 1, "–", figDur(sum(ttft, p90))),
+		durCol("ITL p50", "itl_p50_ms", 3, "–", figDur(sum(itl, p50))),
+		durCol("ITL p99", "itl_p99_ms", 3, "–", figDur(sum(itl, p99))),
+		durCol("E2E p50", "e2e_p50_ms", 1, "–", figDur(sum(e2e, p50))),
+		{head: "tokens", csv: "completion_tokens", get: func(c *Cell) string {
+			if c.Figures == nil {
+				return ""
+			}
+			if c.Figures.TokensUnverified > 0 {
+				return "≥" + strconv.Itoa(c.Figures.CompletionTokens)
+			}
+			return strconv.Itoa(c.Figures.CompletionTokens)
+		}, val: func(c *Cell) string {
+			if c.Figures == nil {
+				return ""
+			}
+			return strconv.Itoa(c.Figures.CompletionTokens)
+		}},
+		{head: "B seen", get: batchSeen, narrow: true, only: true},
+	}
+	if withHeader {
+		cols = append(cols, durCol("hdr fwd ms", "header_per_forward_mean_ms", 3, "", figDur(func(f *measure.Figures) (time.Duration, bool) {
+			if f.Header == nil || f.Header.PerForward.N == 0 {
+				return 0, false
+			}
+			return f.Header.PerForward.Mean, true
+		})))
+	}
+	if withServer {
+		cols = append(cols,
+			durCol("metrics fwd ms", "metrics_step_ms", 3, "", srvDur(func(m *scraped.CellMetrics) (time.Duration, bool) {
+				return m.Steps.StepTime, m.Steps.HasStepTime
+			})),
+			column{head: "batch seen", csv: "occupancy_mode", get: func(c *Cell) string {
+				if c.Server == nil || c.Server.Occupancy.Samples == 0 {
+					return ""
+				}
+				o := c.Server.Occupancy
+				return fmt.Sprintf("%d (%.0f%% of %d)", o.Mode, 100*o.AtTarget, o.Samples)
+			}, val: func(c *Cell) string {
+				if c.Server == nil || c.Server.Occupancy.Samples == 0 {
+					return ""
+				}
+				return strconv.Itoa(c.Server.Occupancy.Mode)
+			}})
+	}
+	if withTruth {
+		cols = append(cols, durCol("engine fwd ms", "engine_truth_decode_step_ms", 3, "", srvDur(func(m *scraped.CellMetrics) (time.Duration, bool) {
+			return m.Steps.TruthDecodeStepTime, m.Steps.HasTruthDecode
+		})))
+	}
+	cols = append(cols, inNarrow(column{head: "counted", csv: "counted", get: func(c *Cell) string {
+		if c.Figures == nil {
+			return ""
+		}
+		return fmt.Sprintf("%d/%d", c.Figures.PerForward.N, c.Figures.Sequences)
+	}, val: func(c *Cell) string {
+		if c.Figures == nil {
+			return ""
+		}
+		return strconv.Itoa(c.Figures.PerForward.N)
+	}}))
+	return append(cols, inNarrow(column{head: "status", csv: "status", get: func(c *Cell) string {
+		s := c.Status
+		if len(c.Warnings) > 0 {
+			s += " ⚠"
+		}
+		return s
+	}}))
+}
+
+// batchSeen is the default table's batch attainment: the server's running-requests gauge
+// (most frequent value and its share of samples at B) where it was sampled, else the most
+// sequences the client saw decoding together, marked "(client)" ("<" before it when the
+// client's marks say the batch was probably not reached); "?" when neither can tell.
+func batchSeen(c *Cell) string {
+	if c.Figures == nil && c.Server == nil {
+		return ""
+	}
+	if m := c.Server; m != nil && m.Occupancy.Samples > 0 {
+		return fmt.Sprintf("%d (%.0f%%)", m.Occupancy.Mode, 100*m.Occupancy.AtTarget)
+	}
+	if c.Figures == nil || c.Figures.Attainment == nil {
+		return "?"
+	}
+	a := c.Figures.Attainment
+	switch a.State {
+	case measure.AttainmentReached:
+		return fmt.Sprintf("%d (client)", a.Concurrency)
+	case measure.AttainmentProbablyNotReached:
+		return fmt.Sprintf("<%d (client)", c.Cell.Batch)
+	}
+	return "?"
+}
+
+// present reports which optional column groups have data in run: server-header figures,
+// /metrics figures, and the built-in engine's truth.
+func present(run *Run) (header, server, truth bool) {
+	for _, c := range run.Cells {
+		header = header || (c.Figures != nil && c.Figures.Header != nil)
+		server = server || c.Server != nil
+		truth = truth || (c.Server != nil && c.Server.Steps.HasTruthDecode)
+	}
+	return
+}

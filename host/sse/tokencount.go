@@ -1,0 +1,283 @@
+package sse
+
+import (
+	"strconv"
+	"strings"
+)
+
+// TokenSource says where a Sequence's CompletionTokens came from.
+type TokenSource string
+
+// Token count sources, in the order Demux.Finalize tries them (see there).
+const (
+	// TokensChoiceUsage: a usage object on a chunk carrying only this choice
+	// (continuous usage stats, or the final chunk in llama.cpp / TGI), consistent with
+	// the stream.
+	TokensChoiceUsage TokenSource = "choice_usage"
+	// TokensRequestUsage: the request's total usage minus the exact counts of its other
+	// sequences (all of it when the request has one sequence).
+	TokensRequestUsage TokenSource = "request_usage"
+	// TokensEvenSplit: total usage minus exactly counted sequences equals
+	// max_tokens × the remaining sequences, so each of them has max_tokens.
+	TokensEvenSplit TokenSource = "even_split"
+	// TokensChunks: no exact source; the count of token-bearing chunks (each counted as
+	// its known token delta, or 1). A lower bound when chunks carry several tokens. Never
+	// exact: chunks known to carry one token each are known so from logprobs or
+	// continuous usage, and counted under that source.
+	TokensChunks TokenSource = "chunks"
+	// TokensLogprobs: one logprobs entry per generated token (the request asked for
+	// logprobs), summed over the sequence's chunks, every token-bearing chunk having
+	// them; exact per chunk.
+	TokensLogprobs TokenSource = "logprobs"
+)
+
+// Exact reports whether a count from s is the server's own count of generated tokens
+// (usage attributable to the sequence, or one logprobs entry per token) rather than
+// inferred from chunks. A per-forward figure needs an exact count, or chunks known to carry
+// one token each.
+func (s TokenSource) Exact() bool {
+	switch s {
+	case TokensChoiceUsage, TokensRequestUsage, TokensEvenSplit, TokensLogprobs:
+		return true
+	}
+	return false
+}
+
+// why is the reason a token count source was discarded.
+type why uint8
+
+const (
+	whyNone why = iota
+	whyUsageZero
+	whyUsageBelow
+	whyUsageDown
+	whyUsageFlat
+	whyUsageOverTotal
+	whyLogprobsEmpty
+	whyLogprobsPartial
+	whyReqBelow
+	whyReqNoSplit
+	whyDeltas
+)
+
+// text returns the reason as a phrase, with the figures a and b where it has them.
+func (w why) text(a, b int) string {
+	i := strconv.Itoa
+	switch w {
+	case whyUsageZero:
+		return "per-chunk usage was 0 while text arrived"
+	case whyUsageBelow:
+		return "per-chunk usage (" + i(a) + ") was below the " + i(b) + " chunks with text"
+	case whyUsageDown:
+		return "per-chunk usage went down (" + i(a) + " after " + i(b) + ")"
+	case whyUsageFlat:
+		return "per-chunk usage did not grow on a chunk with text"
+	case whyUsageOverTotal:
+		return "per-choice usage summed to " + i(a) + ", above the request's usage (" + i(b) + ")"
+	case whyLogprobsEmpty:
+		return "logprobs listed no token for a chunk with text"
+	case whyLogprobsPartial:
+		return "logprobs were missing on " + i(a) + " of " + i(b) + " chunks with tokens"
+	case whyReqBelow:
+		return "the request's usage (" + i(a) + ") was below its " + i(b) + " chunks with text"
+	case whyReqNoSplit:
+		return "the request's usage (" + i(a) + ") does not split over its " + i(b) + " sequences without their own count"
+	case whyDeltas:
+		return "per-chunk token counts (" + i(a) + ") disagree with the count (" + i(b) + "); chunk deltas unknown"
+	}
+	return ""
+}
+
+// countedChunks is usedText(TokensChunks); noteNoSource the TokenNote of a sequence the
+// stream gave no usage or logprobs for.
+const (
+	countedChunks = "counted chunks (a lower bound when chunks carry several tokens)"
+	noteNoSource  = "no usage or logprobs for this sequence; " + countedChunks
+)
+
+// usedText says which source the count came from, for TokenNote.
+func usedText(src TokenSource) string {
+	switch src {
+	case TokensChoiceUsage:
+		return "used the per-choice usage"
+	case TokensRequestUsage:
+		return "used the request's usage"
+	case TokensEvenSplit:
+		return "split the request's usage evenly"
+	case TokensLogprobs:
+		return "used logprobs"
+	}
+	return countedChunks
+}
+
+// Finalize sets every sequence's CompletionTokens, TokenSource and TokenNote, then returns
+// the sequences (indices 0..max(Expect, seen)-1; unseen ones are zero records). maxTokens
+// is the request's max_tokens, used only for TokensEvenSplit.
+//
+// A source that contradicts the stream is discarded, its reason kept in TokenNote:
+//   - per-choice usage of 0 after text, before any non-zero count (placeholders: those
+//     chunks are ignored, and a later non-zero count may still be used);
+//   - per-choice usage below the number of chunks with text so far, going down, not
+//     growing on a chunk with text in continuous usage, or whose sum over the sequences
+//     exceeds the request's usage (which is then discarded too);
+//   - logprobs listing no token for a chunk with text, or missing on a token-bearing
+//     chunk (the deltas they did list stay);
+//   - a request usage below the request's chunks with text.
+//
+// Then, per sequence:
+//  1. per-choice usage → TokensChoiceUsage;
+//  2. one sequence and request usage → TokensRequestUsage (even when logprobs exist);
+//  3. logprobs on every token-bearing chunk → TokensLogprobs, their sum;
+//  4. request usage minus the counts of rules 1 and 3, R: one sequence left → it gets R
+//     (TokensRequestUsage); k left, R = maxTokens × k and none with more than maxTokens
+//     chunks with text → TokensEvenSplit, each maxTokens; a total that does not split is
+//     used for no sequence;
+//  5. otherwise Σ over marks of (Tokens if known, else 1) → TokensChunks.
+//
+// When the source of a sequence's mark deltas was discarded, or the known deltas sum above
+// an exact count (or, all known, differ from it), every mark's Tokens becomes -1.
+// The returned slice aliases the Demux until its next Reset.
+func (d *Demux) Finalize(maxTokens int) []Sequence {
+	for len(d.seqs) < d.Expect {
+		d.seqs = append(d.seqs, Sequence{Index: len(d.seqs)})
+	}
+	texts, choiceSum, choiceN := 0, 0, 0
+	for i := range d.seqs {
+		s := &d.seqs[i]
+		s.CompletionTokens, s.TokenSource, s.TokenNote = 0, "", ""
+		texts += s.textChunks
+		if s.HasUsage && s.usageWhy == whyNone && s.Usage.CompletionTokens < s.textChunks {
+			s.usageWhy, s.whyA, s.whyB = whyUsageBelow, s.Usage.CompletionTokens, s.textChunks
+			if s.Usage.CompletionTokens == 0 {
+				s.usageWhy = whyUsageZero
+			}
+		}
+		if s.lpChunks > 0 && s.lpWhy == whyNone && s.lpMarks < s.Marks.Len() {
+			s.lpWhy = whyLogprobsPartial
+		}
+		if s.usageOK() {
+			choiceSum += s.Usage.CompletionTokens
+			choiceN++
+		}
+	}
+	total := d.Usage.CompletionTokens
+	reqOK, reqWhy, reqA, reqB := d.HasUsage, whyNone, 0, 0
+	switch {
+	case !d.HasUsage:
+	case total < texts:
+		reqOK, reqWhy, reqA, reqB = false, whyReqBelow, total, texts
+	case choiceN > 0 && choiceSum > total:
+		// per-choice counts and the request's total cannot both be right: trust neither
+		reqOK, reqWhy, reqA, reqB = false, whyUsageOverTotal, choiceSum, total
+		for i := range d.seqs {
+			if s := &d.seqs[i]; s.usageOK() {
+				s.usageWhy, s.whyA, s.whyB = whyUsageOverTotal, choiceSum, total
+			}
+		}
+	}
+	one := len(d.seqs) == 1
+	known, rest := 0, 0
+	var last *Sequence
+	for i := range d.seqs {
+		s := &d.seqs[i]
+		switch {
+		case !s.seen:
+			s.TokenSource = TokensChunks // nothing arrived: 0
+			continue
+		case s.usageOK():
+			s.CompletionTokens, s.TokenSource = s.Usage.CompletionTokens, TokensChoiceUsage
+		case one && reqOK:
+			s.CompletionTokens, s.TokenSource = total, TokensRequestUsage
+		case s.logprobsOK():
+			s.CompletionTokens, s.TokenSource = s.lpSum, TokensLogprobs
+		default:
+			rest++
+			last = s
+			continue
+		}
+		known += s.CompletionTokens
+	}
+	left := total - known
+	split := reqOK && rest > 0
+	if split {
+		if rest == 1 {
+			split = left >= last.textChunks
+		} else {
+			split = maxTokens > 0 && left == maxTokens*rest
+			for i := range d.seqs {
+				if s := &d.seqs[i]; split && s.seen && s.TokenSource == "" && s.textChunks > maxTokens {
+					split = false
+				}
+			}
+		}
+		if !split {
+			reqWhy, reqA, reqB = whyReqNoSplit, total, rest
+		}
+	}
+	for i := range d.seqs {
+		s := &d.seqs[i]
+		if s.TokenSource == "" {
+			switch {
+			case split && rest == 1:
+				s.CompletionTokens, s.TokenSource = left, TokensRequestUsage
+			case split:
+				s.CompletionTokens, s.TokenSource = maxTokens, TokensEvenSplit
+			default:
+				s.TokenSource = TokensChunks
+			}
+		}
+		d.settle(s, reqWhy, reqA, reqB)
+	}
+	return d.seqs
+}
+
+// settle checks s's mark deltas against its count (clearing them when their source was
+// discarded or they disagree), counts chunks for TokensChunks, and writes TokenNote from
+// the discarded sources: the per-choice usage, the logprobs, and the request's usage
+// (reqWhy with its figures) when the sequence could have used it.
+func (d *Demux) settle(s *Sequence, reqWhy why, reqA, reqB int) {
+	n := s.Marks.Len()
+	nKnown, sum := s.lpMarks+s.usageMarks, s.deltaSum
+	// a contradicted source's deltas go (logprobs merely missing on some chunks leave the
+	// listed ones exact)
+	drop := s.usageMarks > 0 && s.usageWhy != whyNone || s.lpMarks > 0 && s.lpWhy == whyLogprobsEmpty
+	var dWhy why
+	if !drop && nKnown > 0 && s.TokenSource.Exact() &&
+		(sum > s.CompletionTokens || nKnown == n && sum != s.CompletionTokens) {
+		drop, dWhy = true, whyDeltas
+	}
+	if drop && nKnown > 0 {
+		s.Marks.clearTokens()
+		s.lpMarks, s.usageMarks, s.deltaSum = 0, 0, 0
+	}
+	if s.TokenSource == TokensChunks {
+		// Σ over marks of (Tokens if known, else 1)
+		s.CompletionTokens = s.deltaSum + n - s.lpMarks - s.usageMarks
+	}
+	var parts []string
+	if s.zeroUsage && !(s.HasUsage && s.usageWhy == whyUsageZero) {
+		parts = append(parts, whyUsageZero.text(0, 0))
+	}
+	if s.HasUsage && s.usageWhy != whyNone {
+		parts = append(parts, s.usageWhy.text(s.whyA, s.whyB))
+	}
+	if s.lpChunks > 0 && s.lpWhy != whyNone {
+		parts = append(parts, s.lpWhy.text(n-s.lpMarks, n))
+	}
+	// the request's usage was a candidate for chunk-counted sequences, and for the only
+	// sequence of a request before its logprobs
+	one := len(d.seqs) == 1
+	if reqWhy != whyNone && reqWhy != s.usageWhy && s.seen &&
+		(s.TokenSource == TokensChunks || one && s.TokenSource == TokensLogprobs) {
+		parts = append(parts, reqWhy.text(reqA, reqB))
+	}
+	if dWhy != whyNone {
+		parts = append(parts, dWhy.text(sum, s.CompletionTokens))
+	}
+	switch {
+	case len(parts) > 0:
+		s.TokenNote = strings.Join(parts, "; ") + "; " + usedText(s.TokenSource)
+	case s.TokenSource == TokensChunks && s.seen:
+		s.TokenNote = noteNoSource
+	}
+}
