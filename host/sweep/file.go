@@ -363,3 +363,34 @@ func mergeServer(dst *Server, src Server) {
 		dst.StopTimeout = src.StopTimeout
 	}
 }
+
+// templateError is the placeholder error of the server strings when every point of mine has
+// one (a typo in the shared template: refused before any server starts, rather than recorded
+// once per point); nil when at least one point expands (a point of its own with a bad
+// variable is recorded for that point when it runs).
+func templateError(f *File, specs []Spec, mine []int, executable string) error {
+	var first error
+	for _, i := range mine {
+		sp := specs[i]
+		vals := map[string]string{PlaceGenload: executable, PlacePort: "0", PlacePoint: sp.Name, PlaceOut: f.Out}
+		for k, v := range sp.Vars {
+			vals[k] = fmt.Sprint(v)
+		}
+		var err error
+		for _, t := range []struct{ s, where string }{{sp.Server.Command, "[server] command"}, {sp.Server.Target, "[server] target"}, {sp.Server.Ready, "[server] ready"}} {
+			if _, err = expand(t.s, t.where, vals); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return fmt.Errorf("sweep %s: %w, in every point: nothing was started", f.path, first)
+}
