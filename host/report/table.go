@@ -265,6 +265,7 @@ var legend = map[string]string{
 	"batch seen":       "most frequent number of running requests sampled during the cell (share of samples at B); blank: no sample",
 	"B seen":           "the batch the cell ran at: the server's running-requests gauge, most frequent value (share of samples at B); (client): the most sequences the client saw decoding together, where no gauge was sampled (<B: probably not reached); ?: neither could tell",
 	"engine fwd ms":    "the built-in engine's own mean duration of its decode steps during the cell (the truth)",
+	"repeat":           "the cell's repeat (genload run --until-cv measures a cell until its CV is within the target)",
 	"status":           "ok, partial (some sequences left out: see counted), error or interrupted; ⚠ = see the warnings below; – in a column: not measured (the warnings say why)",
 }
 
@@ -340,6 +341,10 @@ type Grid struct {
 func TableGrid(run *Run, opt TableOptions) Grid {
 	h, s, t := present(run)
 	cols := columns(h, s, t, opt.Wide)
+	if run.HasRepeats() {
+		rep := textCol("repeat", "", func(c *Cell) string { return strconv.Itoa(c.Repeat) })
+		cols = append(cols[:2:2], append([]column{rep}, cols[2:]...)...)
+	}
 	g := Grid{Head: make([]string, len(cols))}
 	for i, c := range cols {
 		g.Head[i] = c.head
@@ -520,7 +525,8 @@ func pluginName(h Header, kind string) string {
 	return p.Name + " " + p.Version
 }
 
-// CSVHeader lists the CSV columns: one row per cell, times in milliseconds with nanosecond
+// CSVHeader lists the CSV columns: one row per cell record (one per repeat of a run with
+// repeats, whose repeat column is then set), times in milliseconds with nanosecond
 // precision, lengths in tokens; an unknown value is an empty field.
 func CSVHeader() []string {
 	h := []string{"run_id", "cell", "seq_len", "batch", "len_min", "len_mean", "len_max", "len_clamped"}
@@ -530,7 +536,7 @@ func CSVHeader() []string {
 	return append(h, "itl_tokens_per_chunk", "tokens_per_chunk", "ttft_mean_ms", "e2e_mean_ms", "short_sequences", "prompt_tokens",
 		"prompt_token_deviation", "cached_tokens", "errors", "occupancy_share_at_b", "occupancy_max", "occupancy_samples",
 		"per_forward_method", "per_forward_endpoints_mean_ms", "full_occupancy_endpoints_ms", "full_occupancy_fit_ms", "tokens_unverified", "zero_token_sequences", "early_stop_sequences",
-		"overlong_sequences", "prompt_requests_deviating", "prompt_max_abs_deviation", "prompt_truncated_requests", "status", "error")
+		"overlong_sequences", "prompt_requests_deviating", "prompt_max_abs_deviation", "prompt_truncated_requests", "repeat", "status", "error")
 }
 
 // csvColumns are the table's columns that have a CSV value, past L and B.
@@ -598,7 +604,11 @@ func WriteCSV(path string, run *Run) error {
 		} else {
 			row = append(row, "", "", "", "", "", "", "", "", "", "", "")
 		}
-		row = append(row, c.Status, c.Error)
+		rep := ""
+		if c.Repeat > 0 {
+			rep = strconv.Itoa(c.Repeat)
+		}
+		row = append(row, rep, c.Status, c.Error)
 		_ = w.Write(row)
 	}
 	w.Flush()
