@@ -128,7 +128,7 @@ func TestGPUTimeCommand(t *testing.T) {
 	}
 	code, stdout, stderr := cli(t, context.Background(), "gpu-time", "--gpus", "2", path)
 	for _, want := range []string{"| L=1000,B=8 | ok | 50.000 | 10.000 | 35.000 |",
-		"GPU time × 2 GPUs (flag): 1 runs 1m40s wall = 0.0556 GPU-h; cells 1m20s = 0.0444 GPU-h",
+		"GPU time × 2 GPUs (flag): 1 run 1m40s wall = 0.0556 GPU-h; cells 1m20s = 0.0444 GPU-h",
 		"warmups 16s = 0.0089 GPU-h (20.0 % of cells); measured requests 55s = 0.0306 GPU-h (68.8 %)"} {
 		if code != exitcode.OK || !strings.Contains(stdout, want) {
 			t.Errorf("exit %d, output lacks %q:\n%s%s", code, want, stdout, stderr)
