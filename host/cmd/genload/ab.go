@@ -69,7 +69,7 @@ lies wholly beyond ±PCT % — a difference larger than allowed, with that confi
 		if !inB[[2]int{c.SeqLen, c.Batch}] {
 			return exitcode.Errorf(exitcode.InvalidConfig, "cell %s of A's matrix is not in B's (%s): compare the same matrix", c.Key(), *bPath)
 		}
-		row, err := abMeasure(ctx, sides, c, *pairs, *conf)
+		row, err := abMeasure(ctx, []abSide{sides[0], sides[1]}, c, *pairs, *conf)
 		if err != nil {
 			return err
 		}
@@ -101,9 +101,17 @@ type abCell struct {
 	significant bool
 }
 
+// abSide is one side of an A/B comparison (a *run.Session; tests fake it).
+type abSide interface {
+	Plan(ctx context.Context, c matrix.Cell) (*run.Plan, error)
+	MeasurePlan(ctx context.Context, p *run.Plan) (report.Cell, error)
+}
+
+var _ abSide = (*run.Session)(nil)
+
 // abMeasure plans c on side A once and measures the plan on both sides, pairs times, in
 // alternating order (AB, BA, …). A failed measurement is the command's error.
-func abMeasure(ctx context.Context, sides []*run.Session, c matrix.Cell, pairs int, conf float64) (abCell, error) {
+func abMeasure(ctx context.Context, sides []abSide, c matrix.Cell, pairs int, conf float64) (abCell, error) {
 	row := abCell{Cell: c}
 	plan, err := sides[0].Plan(ctx, c)
 	if err != nil {
