@@ -19,6 +19,7 @@ const (
 	promptWrm  = "BenchmarkBuildDefaultMatrixPrompts"
 	engineB64  = "BenchmarkPerfEngineB64L64k"
 	matrixSim  = "BenchmarkDefaultMatrixSimulated"
+	untilCV    = "BenchmarkPerfUntilCV"
 
 	// RSS figures (one client per process, see Jobs).
 	rssIdle = "RSS/idle"
@@ -47,12 +48,14 @@ func Jobs(chunkBenchtime string) []Job {
 		{Pkg: "host/plugin", Bench: "^" + pluginsCld + "$", Benchtime: "20x"},
 		{Pkg: "host/engine", Bench: "^" + engineB64 + "$", Benchtime: "2x"},
 		{Pkg: "host/engine", Bench: "^" + matrixSim + "$", Benchtime: "1x", Once: true},
+		// real time against a noisy engine, about 80 s: once
+		{Pkg: "host/cmd/genload", Bench: "^" + untilCV + "$", Benchtime: "1x", Once: true},
 	}
 }
 
 // Row is one line of the ratio table.
 type Row struct {
-	// Issue is the row number of PERF.md's table ("1" … "6").
+	// Issue is the row number of PERF.md's table ("1" … "7").
 	Issue string
 	// What names the comparison.
 	What string
@@ -254,6 +257,22 @@ func Table(s *Samples) []Row {
 		ss := Summarize(share)
 		rows = append(rows, Row{"6", "engine CPU while pacing B=64, L=64k at the default TimeScale (steps/s needed × 64 chunks × CPU per chunk)",
 			fmtStat(ss, 100, 1, "% of a core"), "1 core", fmtStat(ss, 1, 3, "×"), "— (report)", "info"})
+	}
+
+	// Row 7: --until-cv 5 against five fixed repeats on one matrix and one noisy engine: GPU
+	// time (cells' wall) and the consistency reached (median and max per-cell CV).
+	for _, v := range []struct{ sub, what string }{
+		{"step2burst3", "noise 2 % per step, 3 % per request"},
+		{"step2burst0.5", "noise 2 % per step, 0.5 % per request"},
+	} {
+		name := untilCV + "/" + v.sub
+		ratioRow("7", "GPU time (cells' wall, per GPU), "+v.what+": --until-cv 5 vs --repeat 5", get(name, "untilcv-gpu-s"), get(name, "fixed5-gpu-s"), 1, 2, "s", 2,
+			"≤ 0.5×", func(x float64) bool { return x <= 0.5 })
+		rows[len(rows)-1].Measured += fmt.Sprintf(" (%s repeats per cell)", fmtStat(Summarize(get(name, "untilcv-repeats/cell")), 1, 2, ""))
+		ratioRow("7", "median per-cell CV of per-forward latency, "+v.what+": --until-cv 5 vs --repeat 5", get(name, "untilcv-median-cv-%"), get(name, "fixed5-median-cv-%"), 1, 2, "%", 2,
+			"≤ 1× (no worse)", func(x float64) bool { return x <= 1 })
+		ratioRow("7", "max per-cell CV of per-forward latency, "+v.what+": --until-cv 5 vs --repeat 5", get(name, "untilcv-max-cv-%"), get(name, "fixed5-max-cv-%"), 1, 2, "%", 2,
+			"≤ 1× (no worse)", func(x float64) bool { return x <= 1 })
 	}
 	return rows
 }

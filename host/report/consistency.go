@@ -83,6 +83,10 @@ type Consistency struct {
 
 	RunMean, RunMedian   []time.Duration // per run, over the common cells
 	MeanSpan, MedianSpan float64         // max/min − 1 of RunMean, RunMedian
+
+	// FromRepeats is set by ConsistentRepeats: the "runs" are the repeats of one run's cells,
+	// whose counts differ per cell (len(CellCV.Runs)).
+	FromRepeats bool
 }
 
 // measured returns c's mean per-forward latency when the cell was measured with at least one
@@ -196,16 +200,102 @@ func Consistent(runs []*Run) (*Consistency, error) {
 	for i, r := range runs {
 		c.RunIDs = append(c.RunIDs, runLabel(r, i))
 	}
-	cvs := make([]float64, 0, len(keys))
-	perRun := make([][]float64, len(runs))
-	for _, k := range keys {
-		cc := CellCV{CellKey: k, Runs: make([]time.Duration, len(runs))}
-		win := make([]float64, 0, len(runs))
-		var hist *measure.Histogram
+	cells := make([][]*Cell, len(keys))
+	for j, k := range keys {
 		for i := range runs {
-			cell := by[i][k]
+			cells[j] = append(cells[j], by[i][k])
+		}
+	}
+	c.summarize(keys, cells, len(runs))
+	return c, nil
+}
+
+// ConsistentRepeats is the consistency of one run that measured its cells several times
+// (genload run --until-cv: records with a Repeat): each cell's CellCV over its own measured
+// repeats, in repeat order, so cells differ in their count (CellCV.Runs). A cell with fewer
+// than two measured repeats (status ok with a per-forward sample) is left out. The whole-run
+// figures RunMean and RunMedian are per repeat k = 1…m, with m the fewest measured repeats of
+// the common cells, each over the k-th measured repeat of every common cell (the same cells in
+// each). It fails for a run without repeats or with no cell measured twice.
+func ConsistentRepeats(r *Run) (*Consistency, error) {
+	if !r.HasRepeats() {
+		return nil, errors.New("consistency: the run has no repeated cells")
+	}
+	by := map[CellKey][]*Cell{}
+	seen := map[CellKey]string{}
+	for i := range r.Cells {
+		cell := &r.Cells[i]
+		k := keyOf(cell)
+		if _, why := measured(cell); why != "" {
+			if _, ok := seen[k]; !ok {
+				seen[k] = fmt.Sprintf("repeat %d: %s", cell.Repeat, why)
+			}
+			by[k] = append(by[k], nil)
+			continue
+		}
+		by[k] = append(by[k], cell)
+	}
+	c := &Consistency{FromRepeats: true}
+	var keys []CellKey
+	for k, cs := range by {
+		var ok []*Cell
+		for _, x := range cs {
+			if x != nil {
+				ok = append(ok, x)
+			}
+		}
+		slices.SortFunc(ok, func(a, b *Cell) int { return a.Repeat - b.Repeat })
+		if len(ok) < 2 {
+			reason := fmt.Sprintf("%d measured repeat(s)", len(ok))
+			if why := seen[k]; why != "" {
+				reason += "; " + why
+			}
+			c.LeftOut = append(c.LeftOut, LeftOut{k, reason})
+			continue
+		}
+		by[k] = ok
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("consistency: no cell of run %s has two measured repeats (%d cells left out)", runLabel(r, 0), len(c.LeftOut))
+	}
+	slices.SortFunc(keys, cmpKey)
+	slices.SortFunc(c.LeftOut, func(a, b LeftOut) int { return cmpKey(a.CellKey, b.CellKey) })
+	m := math.MaxInt
+	cells := make([][]*Cell, len(keys))
+	for j, k := range keys {
+		cells[j] = by[k]
+		m = min(m, len(by[k]))
+	}
+	for i := range m {
+		c.RunIDs = append(c.RunIDs, fmt.Sprintf("%s repeat %d", runLabel(r, 0), i+1))
+	}
+	c.summarize(keys, cells, m)
+	return c, nil
+}
+
+func cmpKey(a, b CellKey) int {
+	if a.SeqLen != b.SeqLen {
+		return a.SeqLen - b.SeqLen
+	}
+	return a.Batch - b.Batch
+}
+
+// summarize fills c's per-cell CVs from cells[j], the measured records of keys[j] (one per
+// run or repeat), and the run-level statistics; the whole-run figures are over the first
+// runs records of every cell.
+func (c *Consistency) summarize(keys []CellKey, cells [][]*Cell, runs int) {
+	cvs := make([]float64, 0, len(keys))
+	perRun := make([][]float64, runs)
+	for j, k := range keys {
+		cc := CellCV{CellKey: k, Runs: make([]time.Duration, len(cells[j]))}
+		win := make([]float64, 0, len(cells[j]))
+		var hist *measure.Histogram
+		for i, cell := range cells[j] {
 			cc.Runs[i], _ = measured(cell)
-			perRun[i] = append(perRun[i], float64(cc.Runs[i]))
+			if i < runs {
+				perRun[i] = append(perRun[i], float64(cc.Runs[i]))
+			}
 			if w := cell.Figures.Window; w.Valid {
 				win = append(win, float64(w.PerStep))
 			}
@@ -225,7 +315,7 @@ func Consistent(runs []*Run) (*Consistency, error) {
 			cc.CV = sd / mean
 		}
 		cc.WindowCV = math.NaN()
-		if len(win) == len(runs) {
+		if len(win) == len(cc.Runs) {
 			if m, s := stat.MeanStdDev(win, nil); m > 0 {
 				cc.WindowCV = s / m
 			}
@@ -254,7 +344,6 @@ func Consistent(runs []*Run) (*Consistency, error) {
 		c.RunMedian = append(c.RunMedian, time.Duration(nearestRank(0.5, xs)))
 	}
 	c.MeanSpan, c.MedianSpan = span(c.RunMean), span(c.RunMedian)
-	return c, nil
 }
 
 // headerDifferences lists the settings that differ between runs and make them measure
@@ -344,10 +433,20 @@ func pct(f float64) string {
 // WriteMarkdown writes the per-cell table (milliseconds; CVs in %) and the run-level summary
 // (see Summary).
 func (c *Consistency) WriteMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "\n## Consistency of %d runs: %s\n\n", len(c.RunIDs), strings.Join(c.RunIDs, ", "))
-	rows := [][]string{{"L", "B", "fwd ms mean", "sd", "min", "max", "CV %", "full-batch CV %", "merged p50", "merged p90", "merged p99"}}
+	head := []string{"L", "B", "fwd ms mean", "sd", "min", "max", "CV %", "full-batch CV %", "merged p50", "merged p90", "merged p99"}
+	if c.FromRepeats {
+		lo, hi := c.repeatRange()
+		fmt.Fprintf(w, "\n## Consistency of the repeats of each cell (%d to %d)\n\n", lo, hi)
+		head = slices.Insert(head, 2, "repeats")
+	} else {
+		fmt.Fprintf(w, "\n## Consistency of %d runs: %s\n\n", len(c.RunIDs), strings.Join(c.RunIDs, ", "))
+	}
+	rows := [][]string{head}
 	for _, cc := range c.Cells {
 		r := []string{strconv.Itoa(cc.SeqLen), strconv.Itoa(cc.Batch), ms3(cc.Mean), ms3(cc.SD), ms3(cc.Min), ms3(cc.Max), pct(cc.CV), pct(cc.WindowCV)}
+		if c.FromRepeats {
+			r = slices.Insert(r, 2, strconv.Itoa(len(cc.Runs)))
+		}
 		if m := cc.Merged; m != nil {
 			r = append(r, ms3(m.P50), ms3(m.P90), ms3(m.P99))
 		} else {
@@ -364,7 +463,12 @@ func (c *Consistency) WriteMarkdown(w io.Writer) {
 // mean and median per-forward latency per run and their spans, left-out cells, warnings.
 func (c *Consistency) Summary(w io.Writer) {
 	n := len(c.Cells)
-	fmt.Fprintf(w, "per-cell CV of per-forward latency (sample SD / mean over %d runs) across %d common cells", len(c.RunIDs), n)
+	if c.FromRepeats {
+		lo, hi := c.repeatRange()
+		fmt.Fprintf(w, "per-cell CV of per-forward latency (sample SD / mean over each cell's %d to %d measured repeats) across %d cells", lo, hi, n)
+	} else {
+		fmt.Fprintf(w, "per-cell CV of per-forward latency (sample SD / mean over %d runs) across %d common cells", len(c.RunIDs), n)
+	}
 	if len(c.LeftOut) > 0 {
 		fmt.Fprintf(w, " (%d left out)", len(c.LeftOut))
 	}
@@ -385,6 +489,15 @@ func (c *Consistency) Summary(w io.Writer) {
 	for _, warn := range c.Warnings {
 		fmt.Fprintf(w, "⚠ %s\n", warn)
 	}
+}
+
+// repeatRange is the fewest and the most values of a cell.
+func (c *Consistency) repeatRange() (lo, hi int) {
+	lo = math.MaxInt
+	for _, cc := range c.Cells {
+		lo, hi = min(lo, len(cc.Runs)), max(hi, len(cc.Runs))
+	}
+	return lo, hi
 }
 
 // markdownTable writes rows (the first is the header) as an aligned markdown table, the

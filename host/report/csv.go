@@ -10,7 +10,8 @@ import (
 	"github.com/genload/genload/host/measure"
 )
 
-// CSVHeader lists the CSV columns: one row per cell, times in milliseconds with nanosecond
+// CSVHeader lists the CSV columns: one row per cell record (one per repeat of a run with
+// repeats, whose repeat column is then set), times in milliseconds with nanosecond
 // precision, lengths in tokens; an unknown value is an empty field.
 func CSVHeader() []string {
 	h := []string{"run_id", "cell", "seq_len", "batch", "len_min", "len_mean", "len_max", "len_clamped"}
@@ -20,7 +21,7 @@ func CSVHeader() []string {
 	return append(h, "itl_tokens_per_chunk", "tokens_per_chunk", "ttft_mean_ms", "e2e_mean_ms", "short_sequences", "prompt_tokens",
 		"prompt_token_deviation", "cached_tokens", "errors", "occupancy_share_at_b", "occupancy_max", "occupancy_samples",
 		"per_forward_method", "per_forward_endpoints_mean_ms", "full_occupancy_endpoints_ms", "full_occupancy_fit_ms", "tokens_unverified", "zero_token_sequences", "early_stop_sequences",
-		"overlong_sequences", "prompt_requests_deviating", "prompt_max_abs_deviation", "prompt_truncated_requests", "status", "error")
+		"overlong_sequences", "prompt_requests_deviating", "prompt_max_abs_deviation", "prompt_truncated_requests", "repeat", "status", "error")
 }
 
 // csvColumns are the table's columns that have a CSV value, past L and B.
@@ -88,7 +89,11 @@ func WriteCSV(path string, run *Run) error {
 		} else {
 			row = append(row, "", "", "", "", "", "", "", "", "", "", "")
 		}
-		row = append(row, c.Status, c.Error)
+		rep := ""
+		if c.Repeat > 0 {
+			rep = strconv.Itoa(c.Repeat)
+		}
+		row = append(row, rep, c.Status, c.Error)
 		_ = w.Write(row)
 	}
 	w.Flush()

@@ -162,6 +162,10 @@ type Cell struct {
 	// them.
 	WarmupElapsed   Millis `json:"warmup_ms,omitempty"`
 	MeasuredElapsed Millis `json:"measured_ms,omitempty"`
+	// Repeat is the 1-based repeat of the cell in a run that measures cells several times
+	// (genload run --until-cv): the file then holds one record per (cell, repeat). 0
+	// (absent) in a run that measures each cell once.
+	Repeat int `json:"repeat,omitempty"`
 }
 
 // Retries counts a cell's resends: Warmup and Measured those counted against [warmup]

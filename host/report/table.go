@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/genload/genload/host/matrix"
@@ -34,6 +35,10 @@ type Grid struct {
 func TableGrid(run *Run, opt TableOptions) Grid {
 	h, s, t := present(run)
 	cols := columns(h, s, t, opt.Wide)
+	if run.HasRepeats() {
+		rep := textCol("repeat", "", func(c *Cell) string { return strconv.Itoa(c.Repeat) })
+		cols = append(cols[:2:2], append([]column{rep}, cols[2:]...)...)
+	}
 	g := Grid{Head: make([]string, len(cols))}
 	for i, c := range cols {
 		g.Head[i] = c.head

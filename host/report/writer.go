@@ -268,28 +268,52 @@ func sessionsElapsed(r *Run) time.Duration {
 	return before
 }
 
-// Latest keeps, for each cell index, the last record in cells, ordered by index.
+// recordKey identifies a record: its cell index and repeat (0 in a run without repeats).
+type recordKey struct{ index, repeat int }
+
+func keyOfRecord(c *Cell) recordKey { return recordKey{c.Cell.Index, c.Repeat} }
+
+// byIndexRepeat orders records by cell index, then repeat.
+func byIndexRepeat(a, b Cell) int {
+	if a.Cell.Index != b.Cell.Index {
+		return a.Cell.Index - b.Cell.Index
+	}
+	return a.Repeat - b.Repeat
+}
+
+// Latest keeps, for each (cell index, repeat), the last record in cells, ordered by index
+// then repeat.
 func Latest(cells []Cell) []Cell {
-	last := map[int]Cell{}
+	last := map[recordKey]Cell{}
 	for _, c := range cells {
-		last[c.Cell.Index] = c
+		last[keyOfRecord(&c)] = c
 	}
 	out := make([]Cell, 0, len(last))
 	for _, c := range last {
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b Cell) int { return a.Cell.Index - b.Cell.Index })
+	slices.SortFunc(out, byIndexRepeat)
 	return out
 }
 
-// replace makes c the current record of its cell index.
+// replace makes c the current record of its (cell index, repeat).
 func (w *Writer) replace(c Cell) {
 	for i := range w.run.Cells {
-		if w.run.Cells[i].Cell.Index == c.Cell.Index {
+		if keyOfRecord(&w.run.Cells[i]) == keyOfRecord(&c) {
 			w.run.Cells[i] = c
 			return
 		}
 	}
 	w.run.Cells = append(w.run.Cells, c)
-	slices.SortFunc(w.run.Cells, func(a, b Cell) int { return a.Cell.Index - b.Cell.Index })
+	slices.SortFunc(w.run.Cells, byIndexRepeat)
+}
+
+// HasRepeats reports whether run holds repeated cells (records with a Repeat).
+func (r *Run) HasRepeats() bool {
+	for i := range r.Cells {
+		if r.Cells[i].Repeat > 0 {
+			return true
+		}
+	}
+	return false
 }

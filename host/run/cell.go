@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/genload/genload/host/cell"
@@ -69,20 +70,38 @@ func (r *cellRunner) replay(ctx context.Context, c matrix.Cell) error {
 // (max_tokens = 1), the measured requests with /metrics scraped around them, and the
 // figures. The record is filled as far as the cell got; the error carries its exit code.
 func (r *cellRunner) measure(ctx context.Context, c matrix.Cell) (report.Cell, error) {
-	cfg := r.cfg
-	rec := report.Cell{Cell: c, Status: report.StatusError, Started: time.Now().UTC()}
-	t0 := time.Now()
-	fail := func(code exitcode.Code, err error) (report.Cell, error) {
-		rec.Error = err.Error()
-		rec.Elapsed = report.Millis(time.Since(t0))
-		return rec, exitcode.With(code, err)
+	p, err := r.plan(ctx, c)
+	if err != nil {
+		return p.rec, err
 	}
+	return r.measurePlan(ctx, p)
+}
 
+// planned is a cell's plan with the start of its record: the realised lengths and their
+// warning, and when the cell started (t0, for its elapsed time).
+type planned struct {
+	rec  report.Cell
+	plan *cell.Plan
+	t0   time.Time
+}
+
+// again returns p restarted now, for measuring its plan once more (a repeat): the same plan
+// and lengths, a new start time.
+func (p planned) again() planned {
+	p.rec.Started, p.t0 = time.Now().UTC(), time.Now()
+	p.rec.Warnings = slices.Clone(p.rec.Warnings)
+	return p
+}
+
+// plan builds a cell's plan (lengths, prompts, route); on an error the record is the failed
+// cell's.
+func (r *cellRunner) plan(ctx context.Context, c matrix.Cell) (planned, error) {
+	p := planned{rec: report.Cell{Cell: c, Status: report.StatusError, Started: time.Now().UTC()}, t0: time.Now()}
 	plan, err := r.stages.Build(ctx, c)
 	if plan != nil && plan.Lengths.Each != nil {
-		rec.Lengths = reportLengths(plan.Lengths)
+		p.rec.Lengths = reportLengths(plan.Lengths)
 		if w := plan.Lengths.Warning(); w != "" {
-			rec.Warnings = append(rec.Warnings, w)
+			p.rec.Warnings = append(p.rec.Warnings, w)
 		}
 	}
 	if err != nil {
@@ -90,7 +109,22 @@ func (r *cellRunner) measure(ctx context.Context, c matrix.Cell) (report.Cell, e
 		if se := (*cell.Error)(nil); errors.As(err, &se) && (se.Stage == "prompts" || se.Stage == "requests") {
 			code = exitcode.InvalidConfig
 		}
-		return fail(code, err)
+		p.rec.Error = err.Error()
+		p.rec.Elapsed = report.Millis(time.Since(p.t0))
+		return p, exitcode.With(code, err)
+	}
+	p.plan = plan
+	return p, nil
+}
+
+// measurePlan measures a planned cell: the warmup, the measured requests and the figures.
+func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, error) {
+	cfg := r.cfg
+	c, plan, rec, t0 := p.plan.Cell, p.plan, p.rec, p.t0
+	fail := func(code exitcode.Code, err error) (report.Cell, error) {
+		rec.Error = err.Error()
+		rec.Elapsed = report.Millis(time.Since(t0))
+		return rec, exitcode.With(code, err)
 	}
 	rec.Workers = plan.Workers
 

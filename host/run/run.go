@@ -26,6 +26,7 @@ import (
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/gputime"
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/shard"
 )
@@ -52,6 +53,10 @@ type Options struct {
 	// Wide prints the result table with every column and one line per warning
 	// (report.TableOptions).
 	Wide bool
+	// UntilCV, when set, measures every cell repeatedly until its CV is within the rule's
+	// target or it reaches the rule's maximum (genload run --until-cv; see runRepeats and
+	// package repeat): one results file with a record per (cell, repeat). Not with Resume.
+	UntilCV *repeat.Rule
 }
 
 // Result is what a run produced.
@@ -60,7 +65,9 @@ type Result struct {
 	JSONL    string // results/<run-id>.jsonl
 	JSON     string // results/<run-id>.json ("" if the run could not finish writing)
 	CSV      string // results/<run-id>.csv
-	Measured int    // cells with status ok
+	Measured int    // cells with a measured record (status ok or partial)
+	// Repeats is, with Options.UntilCV, how each cell's repeats ended (matrix order).
+	Repeats []CellRepeats
 }
 
 // Run executes cfg (already validated). The error carries an exit code ([exitcode.Of]);
@@ -74,6 +81,14 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	if opt.Getenv == nil {
 		opt.Getenv = os.Getenv
+	}
+	if opt.UntilCV != nil {
+		if opt.Resume != "" {
+			return nil, exitcode.Errorf(exitcode.Usage, "--until-cv with --resume: a run with repeats cannot be resumed (its rounds would start over); start a new run")
+		}
+		if err := opt.UntilCV.Validate(); err != nil {
+			return nil, exitcode.With(exitcode.Usage, err)
+		}
 	}
 	start := time.Now()
 	autoID := opt.RunID == ""
@@ -103,9 +118,21 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	cr.watcher = s.watcher(ctx)
 
-	prog := newProgress(opt.Stderr, opt.Progress, s.cells, s.cfg.MaxTokens)
-	runErr := runCells(ctx, cr, s.cells, done, w, prog, s.cfg.Run.OnError == config.OnErrorContinue)
-	prog.finish()
+	keepGoing := s.cfg.Run.OnError == config.OnErrorContinue
+	var runErr error
+	if opt.UntilCV != nil {
+		round := 0
+		newProg := func(cells []matrix.Cell) *progress {
+			round++
+			fmt.Fprintf(opt.Stderr, "round %d: %s\n", round, plural(len(cells), "cell"))
+			return newProgress(opt.Stderr, opt.Progress, cells, s.cfg.MaxTokens)
+		}
+		res.Repeats, runErr = runRepeats(ctx, cr, s.cells, *opt.UntilCV, s.cfg.Seed, w, newProg, keepGoing)
+	} else {
+		prog := newProgress(opt.Stderr, opt.Progress, s.cells, s.cfg.MaxTokens)
+		runErr = runCells(ctx, cr, s.cells, done, w, prog, keepGoing)
+		prog.finish()
+	}
 	status := report.StatusOK
 	switch {
 	case exitcode.Of(runErr) == exitcode.Interrupted:
@@ -115,8 +142,10 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	jsonPath, csvPath, ferr := w.Finish(status, runErr)
 	res.JSON, res.CSV = jsonPath, csvPath
+	measured := map[int]bool{} // a cell with repeats counts once
 	for _, c := range res.Run.Cells {
-		if report.Measured(c.Status) {
+		if report.Measured(c.Status) && !measured[c.Cell.Index] {
+			measured[c.Cell.Index] = true
 			res.Measured++
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/gputime"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 )
@@ -78,6 +79,11 @@ func consistency(runs []*report.Run, maxCV float64, cvStat string, e *env) error
 		return err
 	}
 	c.WriteMarkdown(e.stdout)
+	return threshold(c, maxCV, cvStat, e)
+}
+
+// threshold holds c's --cv-stat statistic against maxCV percent (0 = no threshold).
+func threshold(c *report.Consistency, maxCV float64, cvStat string, e *env) error {
 	if maxCV <= 0 {
 		return nil
 	}
@@ -122,6 +128,37 @@ func runRepeats(ctx context.Context, cfg *config.Config, opt run.Options, n int,
 	}
 	fmt.Fprintf(e.stdout, "\nresults of the %d repeats: %v\n", n, paths)
 	return consistency(runs, maxCV, cvStat, e)
+}
+
+// runUntilCV runs cfg with opt.UntilCV set (one results file, a record per repeat), then
+// prints the repeats' consistency as read back from its .json file (the table 'genload
+// consistency' prints, with each cell's repeat count), how each cell's repeats ended and the
+// GPU time, and applies the --max-cv threshold. Flagged cells are listed, not an error.
+func runUntilCV(ctx context.Context, cfg *config.Config, opt run.Options, maxCV float64, cvStat string, e *env) error {
+	res, err := run.Run(ctx, cfg, opt)
+	if err != nil {
+		if res != nil && len(res.Repeats) > 0 {
+			run.WriteRepeats(e.stdout, res.Repeats, *opt.UntilCV)
+		}
+		return err
+	}
+	r, err := report.ReadFile(res.JSON)
+	if err != nil {
+		return err
+	}
+	c, err := report.ConsistentRepeats(r)
+	if err != nil {
+		return err
+	}
+	c.WriteMarkdown(e.stdout)
+	run.WriteRepeats(e.stdout, res.Repeats, *opt.UntilCV)
+	gpus, src := 0, ""
+	if n, ok := gputime.GPUCount(r.Header.Labels); ok {
+		gpus, src = n, "labels gpu_count"
+	}
+	fmt.Fprintln(e.stdout)
+	gputime.Of([]*report.Run{r}, gpus, src).WriteSummary(e.stdout)
+	return threshold(c, maxCV, cvStat, e)
 }
 
 // parseFiles parses args (flags and files in any order, see parse) and returns the files.

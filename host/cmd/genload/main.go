@@ -66,6 +66,7 @@ func commands() []command {
 		{"serve", "start the built-in serving engine (OpenAI-compatible) on a loopback port", cmdServe},
 		{"lengths", "print the prompt lengths a length plugin gives for one cell", cmdLengths},
 		{"consistency", "per-cell CV of per-forward latency across repeated runs of a matrix", cmdConsistency},
+		{"ab", "paired A/B of two configs on identical prompts, AB/BA per cell, a verdict per cell (exit 6)", cmdAB},
 		{"diff", "per-cell change in % of per-forward latency and TTFT from one run to another", cmdDiff},
 		{"merge", "join the results files of a sharded run (genload run --shard I/N) into one run", cmdMerge},
 		{"sweep", "run the matrix against a series of servers (a sweep file of serve commands and points)", cmdSweep},

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 }
 
 // cli runs one command line in-process and returns the exit code, stdout and stderr.
-func cli(t *testing.T, ctx context.Context, args ...string) (exitcode.Code, string, string) {
+func cli(t testing.TB, ctx context.Context, args ...string) (exitcode.Code, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := doMain(ctx, args, &env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }})
@@ -46,7 +46,7 @@ func cli(t *testing.T, ctx context.Context, args ...string) (exitcode.Code, stri
 }
 
 // writeConfig writes a bench.toml into a temp dir and returns its path.
-func writeConfig(t *testing.T, body string) string {
+func writeConfig(t testing.TB, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "bench.toml")
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/plugin"
+	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 )
@@ -34,6 +35,7 @@ it exists, else the defaults.`,
 			{"shard 0 of 4 (run the four anywhere, then genload merge their files)", "genload run --shard 0/4 --run-id nightly"},
 			{"measure every cell even when some fail (the exit code still says which kind failed first)", "genload run --keep-going"},
 			{"five repeats, failing (exit 6) when a cell's per-forward CV exceeds 5 %", "genload run --repeat 5 --max-cv 5"},
+			{"repeat each cell (interleaved, 2 to 8 times) until its CV's upper bound is within 3 %", "genload run --until-cv 3"},
 		}, e)
 	cfgPath := fs.String("c", "", "bench.toml to read (default ./bench.toml if present)")
 	fs.StringVar(cfgPath, "config", "", "same as -c")
@@ -55,7 +57,10 @@ it exists, else the defaults.`,
 	runID := fs.String("run-id", "", "name of the results files (default: UTC start time)")
 	resume := fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
 	wide := wideFlag(fs)
-	repeat := fs.Int("repeat", 1, "run the whole matrix N times (run ids <id>-r1 … <id>-rN, same config and seed), then print their consistency (see 'genload consistency --help')")
+	repeats := fs.Int("repeat", 1, "run the whole matrix N times (run ids <id>-r1 … <id>-rN, same config and seed), then print their consistency (see 'genload consistency --help')")
+	untilCV := fs.Float64("until-cv", 0, "repeat each cell, in interleaved rounds, until the 90 % upper confidence bound of its per-forward CV is within PCT percent; cells that reach --max-repeats first are flagged (one results file, a record per repeat)")
+	minRepeats := fs.Int("min-repeats", 2, "with --until-cv: the fewest repeats of every cell (≥ 2)")
+	maxRepeats := fs.Int("max-repeats", 8, "with --until-cv: the most repeats of any cell")
 	maxCV, cvStat := cvFlags(fs)
 	shardSpec := fs.String("shard", "", "measure shard I/N of the matrix: I 0-based, or JOB_COMPLETION_INDEX/N in a Kubernetes Indexed Job; run id <id>-shard-I-of-N (join the shards with genload merge)")
 	if err := parse(fs, args); err != nil {
@@ -67,8 +72,18 @@ it exists, else the defaults.`,
 	if err := checkCVFlags(*maxCV, *cvStat, "run"); err != nil {
 		return err
 	}
-	if *repeat < 1 || (*repeat > 1 && *resume != "") || (*maxCV > 0 && *repeat < 2) {
-		return exitcode.Errorf(exitcode.Usage, "--repeat %d: want N ≥ 1, not with --resume; --max-cv needs --repeat ≥ 2 (see 'genload run --help')", *repeat)
+	var rule *repeat.Rule
+	if *untilCV != 0 {
+		if *repeats > 1 || *resume != "" {
+			return exitcode.Errorf(exitcode.Usage, "--until-cv %g: not with --repeat or --resume (a run with repeats cannot be resumed: start a new one)", *untilCV)
+		}
+		rule = &repeat.Rule{TargetCV: *untilCV / 100, MinRepeats: *minRepeats, MaxRepeats: *maxRepeats}
+		if err := rule.Validate(); err != nil {
+			return exitcode.With(exitcode.Usage, err)
+		}
+	}
+	if *repeats < 1 || (*repeats > 1 && *resume != "") || (*maxCV > 0 && *repeats < 2 && rule == nil) {
+		return exitcode.Errorf(exitcode.Usage, "--repeat %d: want N ≥ 1, not with --resume; --max-cv needs --repeat ≥ 2 or --until-cv (see 'genload run --help')", *repeats)
 	}
 	var cfg *config.Config
 	var err error
@@ -155,8 +170,12 @@ it exists, else the defaults.`,
 	if err := shardOptions(*shardSpec, e, &opt); err != nil {
 		return err
 	}
-	if *repeat > 1 {
-		return runRepeats(ctx, cfg, opt, *repeat, *maxCV, *cvStat, e)
+	if *repeats > 1 {
+		return runRepeats(ctx, cfg, opt, *repeats, *maxCV, *cvStat, e)
+	}
+	if rule != nil {
+		opt.UntilCV = rule
+		return runUntilCV(ctx, cfg, opt, *maxCV, *cvStat, e)
 	}
 	_, err = run.Run(ctx, cfg, opt)
 	return err

@@ -1,0 +1,227 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/repeat"
+	"github.com/genload/genload/host/report"
+)
+
+// CellRepeats is how a cell of a run with repeats ([Options.UntilCV]) ended.
+type CellRepeats struct {
+	Cell matrix.Cell
+	// Repeats is the number of times the cell was measured (its records); Values the
+	// measured repeats among them (status ok with a per-forward sample), whose mean
+	// per-forward latencies the rule judged.
+	Repeats, Values int
+	// Verdict is the rule's last answer on the values (Stable, or Exhausted: flagged).
+	Verdict repeat.Verdict
+	// Failed is the error of a repeat that failed, when the cell was closed by it
+	// ([run] on_error = "continue"); the cell is then neither stable nor exhausted.
+	Failed string
+	// Wall is the sum of the cell's records' elapsed times (its share of the run's GPU time,
+	// per GPU).
+	Wall time.Duration
+}
+
+// Flagged reports whether the cell did not reach the target (exhausted or failed).
+func (c CellRepeats) Flagged() bool { return !c.Verdict.Stable }
+
+// repeatValue is a record's value for the stopping rule: its mean per-forward latency, when
+// it was measured with status ok and at least one per-forward sample (what the consistency
+// report counts; a partial cell left sequences out and is not a repeat of the same figure).
+func repeatValue(rec *report.Cell) (float64, bool) {
+	if rec.Status != report.StatusOK || rec.Figures == nil || rec.Figures.PerForward.N == 0 {
+		return 0, false
+	}
+	return float64(rec.Figures.PerForward.Mean), true
+}
+
+// runRepeats measures cells in rounds until each is stable under rule (see package repeat):
+// round 1 measures every cell in matrix order — the order of a run without repeats, so a
+// stateful lengths or router plugin is asked for the same cells in the same order and the
+// plans are that run's — and each cell's plan is then measured again, unchanged (same
+// lengths, prompts and routing), in later rounds; rounds 2, 3, … visit the cells still open in
+// the order repeat.Order(open, seed, round), so that a slow drift of the server falls on every
+// cell alike. After each round every cell's values are judged by rule.Decide; a cell leaves
+// when it is stable or exhausted (flagged). A repeat without a value (partial) counts against
+// MaxRepeats. Every record is written before the next starts, with its Repeat (1-based).
+//
+// A failed repeat closes its cell and stops the run (keepGoing false) or goes on with the
+// other cells; an interruption stops at once. The returned error is as runCells'.
+func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule repeat.Rule, seed uint64,
+	w cellWriter, newProg func(cells []matrix.Cell) *progress, keepGoing bool) ([]CellRepeats, error) {
+	if err := rule.Validate(); err != nil {
+		return nil, exitcode.With(exitcode.Usage, err)
+	}
+	out := make([]CellRepeats, len(cells))
+	plans := make([]*planned, len(cells))
+	values := make([][]float64, len(cells))
+	open := make([]int, len(cells))
+	for i, c := range cells {
+		out[i].Cell = c
+		open[i] = i
+	}
+	maxRepeats := rule.MaxRepeats
+	if maxRepeats == 0 {
+		maxRepeats = max(8, rule.MinRepeats)
+	}
+	var failed []error
+	for round := 1; len(open) > 0; round++ {
+		order := make([]int, len(open))
+		copy(order, open)
+		if round > 1 {
+			for k, j := range repeat.Order(len(open), seed, round) {
+				order[k] = open[j]
+			}
+		}
+		roundCells := make([]matrix.Cell, len(order))
+		for k, i := range order {
+			roundCells[k] = cells[i]
+		}
+		prog := newProg(roundCells)
+		for _, i := range order {
+			c := cells[i]
+			var rec report.Cell
+			var err error
+			if plans[i] == nil {
+				p, perr := cr.plan(ctx, c)
+				plans[i] = &p
+				if rec, err = p.rec, perr; perr == nil {
+					rec, err = cr.measurePlan(ctx, p)
+				}
+			} else {
+				rec, err = cr.measurePlan(ctx, plans[i].again())
+			}
+			out[i].Repeats++
+			rec.Repeat = out[i].Repeats
+			if ctx.Err() != nil {
+				rec.Status, rec.Error = report.StatusInterrupted, "interrupted"
+			}
+			if werr := w.Cell(rec); werr != nil {
+				prog.finish()
+				return out, werr
+			}
+			prog.done(rec)
+			out[i].Wall += time.Duration(rec.Elapsed)
+			if err != nil {
+				if ctx.Err() != nil {
+					prog.finish()
+					return out, exitcode.With(exitcode.Interrupted, fmt.Errorf("interrupted during cell %s, repeat %d", c.Key(), rec.Repeat))
+				}
+				err = fmt.Errorf("cell %s, repeat %d: %w", c.Key(), rec.Repeat, err)
+				out[i].Failed = err.Error()
+				if !keepGoing {
+					prog.finish()
+					return out, err
+				}
+				failed = append(failed, err)
+				continue
+			}
+			if v, ok := repeatValue(&rec); ok {
+				values[i] = append(values[i], v)
+			}
+		}
+		prog.finish()
+		next := open[:0:0]
+		for _, i := range open {
+			if out[i].Failed != "" {
+				continue
+			}
+			v, derr := rule.Decide(values[i])
+			if derr != nil { // values are positive durations: cannot happen
+				return out, fmt.Errorf("cell %s: %w", cells[i].Key(), derr)
+			}
+			v.Again = v.Again && out[i].Repeats < maxRepeats
+			v.Exhausted = !v.Stable && !v.Again
+			out[i].Verdict, out[i].Values = v, len(values[i])
+			if v.Again {
+				next = append(next, i)
+			}
+		}
+		open = next
+	}
+	switch len(failed) {
+	case 0:
+		return out, nil
+	case 1:
+		return out, failed[0]
+	}
+	return out, fmt.Errorf("%d of %d cells failed ([run] on_error = %q):\n%w", len(failed), len(cells), config.OnErrorContinue, errors.Join(failed...))
+}
+
+// WriteRepeats writes how the cells of a run with repeats ended: one line of totals, then per
+// cell its repeats, measured values, CV and the CV's upper confidence bound (%), the verdict
+// (stable, flagged: exhausted, or failed) and its wall time in seconds (its share of the GPU
+// time, per GPU), and a line per flagged cell.
+func WriteRepeats(w io.Writer, cells []CellRepeats, rule repeat.Rule) {
+	r := rule
+	if r.MinRepeats == 0 {
+		r.MinRepeats = 2
+	}
+	if r.MaxRepeats == 0 {
+		r.MaxRepeats = max(8, r.MinRepeats)
+	}
+	if r.Confidence == 0 {
+		r.Confidence = 0.9
+	}
+	stable, total := 0, 0
+	var wall time.Duration
+	for _, c := range cells {
+		total += c.Repeats
+		wall += c.Wall
+		if !c.Flagged() {
+			stable++
+		}
+	}
+	mean := 0.0
+	if len(cells) > 0 {
+		mean = float64(total) / float64(len(cells))
+	}
+	fmt.Fprintf(w, "\n## Repeats until the CV's %.0f %% upper bound ≤ %g %% (%d to %d repeats per cell)\n\n",
+		100*r.Confidence, 100*r.TargetCV, r.MinRepeats, r.MaxRepeats)
+	fmt.Fprintf(w, "%d of %d cells stable, %d flagged; %d repeats in all (%.2f per cell); cells' wall time %s\n\n",
+		stable, len(cells), len(cells)-stable, total, mean, wall.Round(time.Millisecond))
+	fmt.Fprintln(w, "| L | B | repeats | measured | CV % | CV upper % | verdict | wall s |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---|---:|")
+	pct := func(f float64) string {
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return "–"
+		}
+		return strconv.FormatFloat(100*f, 'f', 2, 64)
+	}
+	var flagged []string
+	for _, c := range cells {
+		v := c.Verdict
+		verdict := "stable"
+		switch {
+		case c.Failed != "":
+			verdict = "failed"
+			flagged = append(flagged, fmt.Sprintf("⚠ %s failed: %s", c.Cell.Key(), c.Failed))
+		case !v.Stable:
+			verdict = "flagged"
+			flagged = append(flagged, fmt.Sprintf("⚠ %s did not reach the target: CV %s %%, upper bound %s %% > %g %% after %d repeats (%d measured)",
+				c.Cell.Key(), pct(v.CV), pct(v.UpperCV), 100*r.TargetCV, c.Repeats, c.Values))
+		}
+		cv := "–"
+		if c.Values >= 2 {
+			cv = pct(v.CV)
+		}
+		fmt.Fprintf(w, "| %d | %d | %d | %d | %s | %s | %s | %.3f |\n", c.Cell.SeqLen, c.Cell.Batch, c.Repeats, c.Values, cv, pct(v.UpperCV), verdict, c.Wall.Seconds())
+	}
+	if len(flagged) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, f := range flagged {
+		fmt.Fprintln(w, f)
+	}
+}
