@@ -1,0 +1,121 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The consistency report as text: the per-cell markdown table and the run-level summary.
+
+func pct(f float64) string {
+	if math.IsNaN(f) {
+		return "–"
+	}
+	return strconv.FormatFloat(100*f, 'f', 2, 64)
+}
+
+// WriteMarkdown writes the per-cell table (milliseconds; CVs in %) and the run-level summary
+// (see Summary).
+func (c *Consistency) WriteMarkdown(w io.Writer) {
+	head := []string{"L", "B", "fwd ms mean", "sd", "min", "max", "CV %", "full-batch CV %", "merged p50", "merged p90", "merged p99"}
+	if c.FromRepeats {
+		lo, hi := c.repeatRange()
+		fmt.Fprintf(w, "\n## Consistency of the repeats of each cell (%d to %d)\n\n", lo, hi)
+		head = slices.Insert(head, 2, "repeats")
+	} else {
+		fmt.Fprintf(w, "\n## Consistency of %d runs: %s\n\n", len(c.RunIDs), strings.Join(c.RunIDs, ", "))
+	}
+	rows := [][]string{head}
+	for _, cc := range c.Cells {
+		r := []string{strconv.Itoa(cc.SeqLen), strconv.Itoa(cc.Batch), ms3(cc.Mean), ms3(cc.SD), ms3(cc.Min), ms3(cc.Max), pct(cc.CV), pct(cc.WindowCV)}
+		if c.FromRepeats {
+			r = slices.Insert(r, 2, strconv.Itoa(len(cc.Runs)))
+		}
+		if m := cc.Merged; m != nil {
+			r = append(r, ms3(m.P50), ms3(m.P90), ms3(m.P99))
+		} else {
+			r = append(r, "–", "–", "–")
+		}
+		rows = append(rows, r)
+	}
+	markdownTable(w, rows)
+	fmt.Fprintln(w)
+	c.Summary(w)
+}
+
+// Summary writes the run-level summary: CV quantiles, cells within 5 % and 10 %, whole-run
+// mean and median per-forward latency per run and their spans, left-out cells, warnings.
+func (c *Consistency) Summary(w io.Writer) {
+	n := len(c.Cells)
+	if c.FromRepeats {
+		lo, hi := c.repeatRange()
+		fmt.Fprintf(w, "per-cell CV of per-forward latency (sample SD / mean over each cell's %d to %d measured repeats) across %d cells", lo, hi, n)
+	} else {
+		fmt.Fprintf(w, "per-cell CV of per-forward latency (sample SD / mean over %d runs) across %d common cells", len(c.RunIDs), n)
+	}
+	if len(c.LeftOut) > 0 {
+		fmt.Fprintf(w, " (%d left out)", len(c.LeftOut))
+	}
+	fmt.Fprintf(w, ":\n  median %s %%, P90 %s %%, max %s %% (%s)\n", pct(c.MedianCV), pct(c.P90CV), pct(c.MaxCV), c.MaxCell)
+	fmt.Fprintf(w, "  cells with CV ≤ 5 %%: %d/%d; CV ≤ 10 %%: %d/%d\n", c.Within5, n, c.Within10, n)
+	runs := func(xs []time.Duration) string {
+		s := make([]string, len(xs))
+		for i, x := range xs {
+			s[i] = ms3(x)
+		}
+		return strings.Join(s, ", ")
+	}
+	fmt.Fprintf(w, "whole-run mean per-forward latency (ms, over the common cells): %s; span %s %%\n", runs(c.RunMean), pct(c.MeanSpan))
+	fmt.Fprintf(w, "whole-run median per-forward latency (ms): %s; span %s %%\n", runs(c.RunMedian), pct(c.MedianSpan))
+	for _, l := range c.LeftOut {
+		fmt.Fprintf(w, "left out %s: %s\n", l.CellKey, l.Reason)
+	}
+	for _, warn := range c.Warnings {
+		fmt.Fprintf(w, "⚠ %s\n", warn)
+	}
+}
+
+// repeatRange is the fewest and the most values of a cell.
+func (c *Consistency) repeatRange() (lo, hi int) {
+	lo = math.MaxInt
+	for _, cc := range c.Cells {
+		lo, hi = min(lo, len(cc.Runs)), max(hi, len(cc.Runs))
+	}
+	return lo, hi
+}
+
+// markdownTable writes rows (the first is the header) as an aligned markdown table, the
+// first two columns (L, B) and every number right-aligned.
+func markdownTable(w io.Writer, rows [][]string) {
+	if len(rows) == 0 {
+		return
+	}
+	width := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for j, s := range r {
+			width[j] = max(width[j], len([]rune(s)), 1)
+		}
+	}
+	line := func(r []string) {
+		var b strings.Builder
+		b.WriteString("|")
+		for j, s := range r {
+			b.WriteString(" " + strings.Repeat(" ", width[j]-len([]rune(s))) + s + " |")
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	line(rows[0])
+	sep := make([]string, len(width))
+	for j := range sep {
+		sep[j] = strings.Repeat("-", width[j])
+	}
+	line(sep)
+	for _, r := range rows[1:] {
+		line(r)
+	}
+}
