@@ -85,7 +85,7 @@ func Parse(path string, src []byte) (*Config, error) {
 // the working directory, so that a bench.toml works from wherever genload is started:
 // [lengths.plugin] and [router.plugin] when they are paths (end in .wasm or hold a '/'; a
 // plugin name such as "gamma" is not a path), [prompt.corpus], [tokenizer.path], [plugins.dir],
-// [api_key_file] and [engine.profile] when it is a path (ends in .toml or holds a '/').
+// [api_key_file], [engine.profile] when it is a path (ends in .toml or holds a '/'), and [out].
 // Absolute paths, empty values and keys the file does not set are left alone; flags given
 // later keep their meaning (relative to the working directory). Messages about these keys
 // still name the key and its file:line ([Config.Where]).
@@ -106,6 +106,7 @@ func (c *Config) resolvePaths(md toml.MetaData) {
 		{[]string{"plugins", "dir"}, &c.Plugins.Dir, ""},
 		{[]string{"api_key_file"}, &c.APIKeyFile, ""},
 		{[]string{"engine", "profile"}, &c.Engine.Profile, ".toml"},
+		{[]string{"out"}, &c.Out, ""},
 	} {
 		v := *k.v
 		if v == "" || filepath.IsAbs(v) || !md.IsDefined(k.key...) || (k.ext != "" && !isPath(v, k.ext)) {

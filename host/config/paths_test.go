@@ -16,6 +16,7 @@ func TestRelativePathsResolveAgainstTheFilesFolder(t *testing.T) {
 	}
 	path := filepath.Join(dir, "bench.toml")
 	src := `api_key_file = "secrets/key"
+out = "runs"
 [lengths]
 plugin = "len.wasm"
 [router]
@@ -38,6 +39,7 @@ profile = "profiles/mine.toml"
 	}
 	for _, tc := range []struct{ key, got, want string }{
 		{"api_key_file", c.APIKeyFile, filepath.Join(dir, "secrets/key")},
+		{"out", c.Out, filepath.Join(dir, "runs")},
 		{"lengths.plugin", c.Lengths.Plugin, filepath.Join(dir, "len.wasm")},
 		{"router.plugin", c.Router.Plugin, "gamma-router"},                                         // a name
 		{"prompt.corpus", c.Prompt.Corpus, filepath.Join(filepath.Dir(dir), "data/prompts.jsonl")}, // ../ cleaned
@@ -49,8 +51,8 @@ profile = "profiles/mine.toml"
 			t.Errorf("[%s] = %q, want %q", tc.key, tc.got, tc.want)
 		}
 	}
-	if w := c.Where("lengths.plugin"); w != path+":3" {
-		t.Errorf("Where(lengths.plugin) = %q, want %s:3", w, path)
+	if w := c.Where("lengths.plugin"); w != path+":4" {
+		t.Errorf("Where(lengths.plugin) = %q, want %s:4", w, path)
 	}
 	// A profile name (no .toml, no '/') is not a path.
 	c, err = Parse(path, []byte("[engine]\nprofile = \"dense-8b\"\n"))
