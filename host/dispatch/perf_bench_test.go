@@ -30,12 +30,11 @@ func BenchmarkPerfBodyAllocs(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close()
-			ps := idPrompts(prompts)
 			plan, err := cell.ForPrompts(ModeArray, prompts, nil, 1, 100)
 			if err != nil {
 				b.Fatal(err)
 			}
-			warm, err := c.calls(plan, ps) // fills the pool and the id table
+			warm, err := c.calls(plan) // fills the pool and the id table
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -43,7 +42,7 @@ func BenchmarkPerfBodyAllocs(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				pl, err := c.calls(plan, ps)
+				pl, err := c.calls(plan)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -38,11 +38,7 @@ func (p *call) want() int { return len(p.prompts) * p.n }
 // connection of the Client, including idle ones. After [DONE] a stream is read to its
 // end so that its connection can be reused; TotalTimeout bounds that too.
 func (c *Client) Do(ctx context.Context, p *cell.Plan) (*Result, error) {
-	prompts, err := promptsOf(p)
-	if err != nil {
-		return nil, err
-	}
-	ps, err := c.calls(p, prompts)
+	ps, err := c.calls(p)
 	if err != nil {
 		return nil, err
 	}
@@ -128,9 +124,13 @@ func promptsOf(p *cell.Plan) (promptSet, error) {
 	return ps, nil
 }
 
-// calls builds the body of every request of plan p (in buffers from the Client's pool: give
-// them back with putBufs).
-func (c *Client) calls(p *cell.Plan, prompts promptSet) ([]call, error) {
+// calls checks plan p's prompts and builds the body of every request of it (in buffers from
+// the Client's pool: give them back with putBufs).
+func (c *Client) calls(p *cell.Plan) ([]call, error) {
+	prompts, err := promptsOf(p)
+	if err != nil {
+		return nil, err
+	}
 	if len(p.Requests) == 0 {
 		return nil, errors.New("dispatch: the plan has no requests")
 	}
@@ -257,11 +257,7 @@ func (c *Client) WarmupText(ctx context.Context, mode Mode, prompts []string) er
 // Body returns the exact request bodies Do would post for plan p (one per request), for
 // inspection and tests.
 func (c *Client) Body(p *cell.Plan) ([][]byte, error) {
-	prompts, err := promptsOf(p)
-	if err != nil {
-		return nil, err
-	}
-	ps, err := c.calls(p, prompts)
+	ps, err := c.calls(p)
 	if err != nil {
 		return nil, err
 	}
