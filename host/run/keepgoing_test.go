@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/report"
@@ -27,18 +26,7 @@ func TestOnErrorAgainstTheEngine(t *testing.T) {
 	}
 	for _, onError := range []string{"stop", "continue"} {
 		t.Run(onError, func(t *testing.T) {
-			ecfg := engine.DefaultConfig()
-			ecfg.TimeScale = 0.05
-			ecfg.Faults.Status, ecfg.Faults.Every = 503, 2
-			eng, err := engine.New(ecfg, tok)
-			if err != nil {
-				t.Fatal(err)
-			}
-			url, err := eng.Start("127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer eng.Close()
+			url := failingEngine(t, tok, 0.05)
 			cfg := probeCfg(t, fmt.Sprintf("target = %q\nmax_tokens = 6\nmetrics = \"off\"\ntoken_counts = \"usage\"\nout = %q\n"+
 				"[run]\non_error = %q\n[warmup]\ndisabled = true\nretries = 0\n[matrix]\nseq_lens = [300, 600]\nbatch_sizes = [1, 2]\n",
 				url, t.TempDir(), onError))

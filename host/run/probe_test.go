@@ -80,6 +80,32 @@ func TestAllowedShapes(t *testing.T) {
 	}
 }
 
+// failingEngine starts a built-in engine (tokenizer tok, nil for its own; steps at timeScale)
+// that answers every second completion request with 503, closed when the test ends, and
+// returns its URL.
+func failingEngine(t *testing.T, tok *tokenizer.Tokenizer, timeScale float64) string {
+	t.Helper()
+	ecfg := engine.DefaultConfig()
+	ecfg.TimeScale = timeScale
+	ecfg.Faults.Status, ecfg.Faults.Every = 503, 2
+	var eng *engine.Engine
+	var err error
+	if tok == nil { // a nil *Tokenizer is not a nil interface: the engine's own is asked for by nil
+		eng, err = engine.New(ecfg, nil)
+	} else {
+		eng, err = engine.New(ecfg, tok)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, err := eng.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return url
+}
+
 func probeCfg(t *testing.T, src string) *config.Config {
 	c, err := config.Parse("bench.toml", []byte(src))
 	if err != nil {
@@ -203,18 +229,7 @@ func TestRunAutoAgainstStringOnlyServer(t *testing.T) {
 // is resent once, and the cell's record says so, with the reason.
 func TestRetriesAreRecordedPerCell(t *testing.T) {
 	t.Setenv(testplugins.EnvPluginDir, testplugins.Dir(t))
-	ecfg := engine.DefaultConfig()
-	ecfg.TimeScale = 0.01
-	ecfg.Faults.Every, ecfg.Faults.Status = 2, 503
-	eng, err := engine.New(ecfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := eng.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	url := failingEngine(t, nil, 0.01)
 	cfg := probeCfg(t, fmt.Sprintf("target = %q\nmax_tokens = 4\ntoken_counts = \"usage\"\nout = %q\n[matrix]\nseq_lens = [300]\nbatch_sizes = [2]\n[warmup]\nretries = 2\nretry_delay = \"1ms\"\n",
 		url, t.TempDir()))
 	var stderr bytes.Buffer
