@@ -62,8 +62,8 @@ type Rule struct {
 	Confidence float64
 }
 
-// withDefaults fills the zero fields.
-func (r Rule) withDefaults() Rule {
+// WithDefaults returns r with its zero fields set to their defaults.
+func (r Rule) WithDefaults() Rule {
 	if r.MinRepeats == 0 {
 		r.MinRepeats = 2
 	}
@@ -78,7 +78,7 @@ func (r Rule) withDefaults() Rule {
 
 // Validate reports every invalid field at once, naming each flag in brackets.
 func (r Rule) Validate() error {
-	r = r.withDefaults()
+	r = r.WithDefaults()
 	var errs []error
 	if !(r.TargetCV > 0 && r.TargetCV < 1) {
 		errs = append(errs, fmt.Errorf("[until-cv] must be in (0, 100) percent, got %g %%", 100*r.TargetCV))
@@ -111,7 +111,7 @@ type Verdict struct {
 // repeat, any unit). Values that are not positive finite numbers are an error (a failed
 // repeat has no value: leave it out and count it against MaxRepeats in the caller).
 func (r Rule) Decide(xs []float64) (Verdict, error) {
-	r = r.withDefaults()
+	r = r.WithDefaults()
 	v := Verdict{N: len(xs), UpperCV: math.Inf(1)}
 	for i, x := range xs {
 		if !(x > 0) || math.IsInf(x, 0) {

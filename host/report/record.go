@@ -89,6 +89,19 @@ type Header struct {
 	// latency models group and match runs; nil when the run has none. [Create] takes them
 	// from Config when the header leaves them nil.
 	Labels map[string]any `json:"labels,omitempty"`
+	// UntilCV is the stopping rule of a run that repeated its cells until stable (genload run
+	// --until-cv); nil for a run that measured each cell once.
+	UntilCV *StoppingRule `json:"until_cv,omitempty"`
+}
+
+// StoppingRule is the rule a run with repeats stopped each cell by (see package repeat): a
+// cell was stable when the one-sided Confidence upper bound of its per-forward CV was within
+// TargetCV, after MinRepeats to MaxRepeats repeats.
+type StoppingRule struct {
+	TargetCV   float64 `json:"target_cv"` // fraction (0.05 = 5 %)
+	MinRepeats int     `json:"min_repeats"`
+	MaxRepeats int     `json:"max_repeats"`
+	Confidence float64 `json:"confidence"` // one-sided, in (0, 1)
 }
 
 // Shard says which part of a sharded run's matrix a results file holds.

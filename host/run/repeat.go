@@ -71,10 +71,7 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 		out[i].Cell = c
 		open[i] = i
 	}
-	maxRepeats := rule.MaxRepeats
-	if maxRepeats == 0 {
-		maxRepeats = max(8, rule.MinRepeats)
-	}
+	maxRepeats := rule.WithDefaults().MaxRepeats
 	var failed []error
 	for round := 1; len(open) > 0; round++ {
 		order := make([]int, len(open))
@@ -164,16 +161,7 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 // (stable, flagged: exhausted, or failed) and its wall time in seconds (its share of the GPU
 // time, per GPU), and a line per flagged cell.
 func WriteRepeats(w io.Writer, cells []CellRepeats, rule repeat.Rule) {
-	r := rule
-	if r.MinRepeats == 0 {
-		r.MinRepeats = 2
-	}
-	if r.MaxRepeats == 0 {
-		r.MaxRepeats = max(8, r.MinRepeats)
-	}
-	if r.Confidence == 0 {
-		r.Confidence = 0.9
-	}
+	r := rule.WithDefaults()
 	stable, total := 0, 0
 	var wall time.Duration
 	for _, c := range cells {

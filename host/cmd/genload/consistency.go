@@ -126,7 +126,10 @@ func runRepeats(ctx context.Context, cfg *config.Config, opt run.Options, n int,
 		runs = append(runs, r)
 		paths = append(paths, res.JSON)
 	}
-	fmt.Fprintf(e.stdout, "\nresults of the %d repeats: %v\n", n, paths)
+	fmt.Fprintf(e.stdout, "\nresults of the %d repeats:\n", n)
+	for _, p := range paths {
+		fmt.Fprintf(e.stdout, "  %s\n", p)
+	}
 	return consistency(runs, maxCV, cvStat, e)
 }
 

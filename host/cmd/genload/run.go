@@ -58,9 +58,10 @@ it exists, else the defaults.`,
 	resume := fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
 	wide := wideFlag(fs)
 	repeats := fs.Int("repeat", 1, "run the whole matrix N times (run ids <id>-r1 … <id>-rN, same config and seed), then print their consistency (see 'genload consistency --help')")
-	untilCV := fs.Float64("until-cv", 0, "repeat each cell, in interleaved rounds, until the 90 % upper confidence bound of its per-forward CV is within PCT percent; cells that reach --max-repeats first are flagged (one results file, a record per repeat)")
+	untilCV := fs.Float64("until-cv", 0, "repeat each cell, in interleaved rounds, until the --cv-confidence upper confidence bound of its per-forward CV is within PCT percent; cells that reach --max-repeats first are flagged (one results file, a record per repeat)")
 	minRepeats := fs.Int("min-repeats", 2, "with --until-cv: the fewest repeats of every cell (≥ 2)")
 	maxRepeats := fs.Int("max-repeats", 8, "with --until-cv: the most repeats of any cell")
+	cvConfidence := fs.Float64("cv-confidence", 0.9, "with --until-cv: the one-sided confidence of the CV's upper bound, in (0, 1); lower stops quiet cells sooner and lets more noisy cells pass as stable")
 	maxCV, cvStat := cvFlags(fs)
 	shardSpec := fs.String("shard", "", "measure shard I/N of the matrix: I 0-based, or JOB_COMPLETION_INDEX/N in a Kubernetes Indexed Job; run id <id>-shard-I-of-N (join the shards with genload merge)")
 	if err := parse(fs, args); err != nil {
@@ -77,7 +78,10 @@ it exists, else the defaults.`,
 		if *repeats > 1 || *resume != "" {
 			return exitcode.Errorf(exitcode.Usage, "--until-cv %g: not with --repeat or --resume (a run with repeats cannot be resumed: start a new one)", *untilCV)
 		}
-		rule = &repeat.Rule{TargetCV: *untilCV / 100, MinRepeats: *minRepeats, MaxRepeats: *maxRepeats}
+		if !(*cvConfidence > 0 && *cvConfidence < 1) {
+			return exitcode.Errorf(exitcode.Usage, "--cv-confidence %g: want a confidence in (0, 1), such as 0.9", *cvConfidence)
+		}
+		rule = &repeat.Rule{TargetCV: *untilCV / 100, MinRepeats: *minRepeats, MaxRepeats: *maxRepeats, Confidence: *cvConfidence}
 		if err := rule.Validate(); err != nil {
 			return exitcode.With(exitcode.Usage, err)
 		}
