@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/genload/genload/host/engine"
@@ -58,10 +61,11 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 	}
 	for _, v := range []struct {
 		name, noise, seqLens, batches string
-		targets                       []int
+		adaptive                      [][]string // name, then genload run's flags
 	}{
-		{"field", "step-cv=0.02,burst-cv=0.008,slow-prob=0.00045,slow-factor=15,seed=%d", "[250, 500, 750, 1000, 1500, 2000, 3000, 4000]", "[1, 2, 3, 4, 5, 6, 7, 8]", []int{10, 5}},
-		{"uniform3", "step-cv=0.02,burst-cv=0.03,seed=%d", "[500, 1000, 2000, 4000]", "[1, 2, 4, 8]", []int{10}},
+		{"field", "step-cv=0.02,burst-cv=0.008,slow-prob=0.00045,slow-factor=15,seed=%d", "[250, 500, 1000, 2000, 3000, 4000]", "[1, 2, 3, 4, 5, 6, 7, 8]", [][]string{
+			{"untilcv10", "--until-cv", "10"}, {"untilcv5", "--until-cv", "5"}, {"untilcv10c80", "--until-cv", "10", "--cv-confidence", "0.8"}}},
+		{"uniform3", "step-cv=0.02,burst-cv=0.03,seed=%d", "[500, 1000, 2000, 4000]", "[1, 2, 4, 8]", [][]string{{"untilcv10", "--until-cv", "10"}}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			noise, err := engine.ParseNoise(fmt.Sprintf(v.noise, *untilCVSeed))
@@ -69,9 +73,19 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 				b.Fatal(err)
 			}
 			out := b.TempDir()
-			start := func(n engine.Noise) string {
+			// start starts an engine for one protocol — its own, so that no protocol finds the
+			// prefix cache warmed by another's prompts — with its own noise seed and the prefix
+			// cache off, so that every repeat of a cell costs the same in every protocol (a
+			// warmup and a measured request, each prefilling cold, as on a deployment whose
+			// matrix does not fit in the KV cache between two visits of a cell). It returns
+			// the run's bench.toml.
+			start := func(n engine.Noise, seed uint64, busy *busyTime) string {
 				ecfg := engine.DefaultConfig()
-				ecfg.TimeScale, ecfg.Noise = 1, n
+				if busy != nil {
+					ecfg.StepLog = busy
+				}
+				ecfg.TimeScale, ecfg.Noise, ecfg.DisablePrefixCaching = 1, n, true
+				ecfg.Noise.Seed = seed
 				ecfg.VocabSize = max(ecfg.VocabSize, tok.VocabSize())
 				eng, err := engine.New(ecfg, tok)
 				if err != nil {
@@ -84,7 +98,6 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 				}
 				return writeConfig(b, fmt.Sprintf("target = %q\nmax_tokens = 32\nout = %q\n[matrix]\nseq_lens = %s\nbatch_sizes = %s\n", url, out, v.seqLens, v.batches))
 			}
-			noisy, quiet := start(noise), start(engine.DefaultNoise())
 			for i := 0; b.Loop(); i++ {
 				id := fmt.Sprintf("p%d", i)
 				runCLI := func(cfg, runID string, args ...string) {
@@ -99,14 +112,15 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 					}
 					return r
 				}
-				runCLI(quiet, id+"-truth")
+				runCLI(start(engine.DefaultNoise(), 0, nil), id+"-truth")
 				truth := map[report.CellKey]float64{}
 				for _, c := range read(id + "-truth").Cells {
 					if c.Status == report.StatusOK && c.Figures != nil && c.Figures.PerForward.N > 0 {
 						truth[report.CellKey{SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch}] = float64(c.Figures.PerForward.Mean) * (1 + noise.SlowProb*(noise.SlowFactor-1))
 					}
 				}
-				metrics := func(p string, c *report.Consistency, runs []*report.Run) {
+				metrics := func(p string, c *report.Consistency, runs []*report.Run, busy *busyTime) {
+					b.ReportMetric(busy.seconds(), p+"-busy-s")
 					b.ReportMetric(100*c.MedianCV, p+"-median-cv-%")
 					b.ReportMetric(100*c.MaxCV, p+"-max-cv-%")
 					b.ReportMetric(gputime.Of(runs, 0, "").CellWall.Seconds(), p+"-gpu-s")
@@ -128,7 +142,8 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 					b.ReportMetric(100*errs[(len(errs)+1)/2-1], p+"-median-err-%") // nearest rank, as the CVs
 					b.ReportMetric(100*errs[len(errs)-1], p+"-max-err-%")
 				}
-				runCLI(noisy, id+"-fixed", "--repeat", "5")
+				fixedBusy := new(busyTime)
+				runCLI(start(noise, noise.Seed, fixedBusy), id+"-fixed", "--repeat", "5")
 				var fixed []*report.Run
 				for k := 1; k <= 5; k++ {
 					fixed = append(fixed, read(fmt.Sprintf("%s-fixed-r%d", id, k)))
@@ -137,18 +152,53 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				metrics("fixed5", fc, fixed)
-				for _, target := range v.targets {
-					name := fmt.Sprintf("%s-until%d", id, target)
-					runCLI(noisy, name, "--until-cv", fmt.Sprint(target))
+				metrics("fixed5", fc, fixed, fixedBusy)
+				for k, a := range v.adaptive {
+					name := id + "-" + a[0]
+					busy := new(busyTime)
+					runCLI(start(noise, noise.Seed+uint64(k+1), busy), name, a[1:]...)
 					until := read(name)
 					uc, err := report.ConsistentRepeats(until)
 					if err != nil {
 						b.Fatal(err)
 					}
-					metrics(fmt.Sprintf("untilcv%d", target), uc, []*report.Run{until})
+					metrics(a[0], uc, []*report.Run{until}, busy)
 				}
 			}
 		})
 	}
+}
+
+// busyTime is an engine step log (engine.Config.StepLog: one line per step, one Write each)
+// that keeps only the sum of the steps' fwd_ms — the simulated duration, noise included —
+// which at time scale 1 is the time a GPU would have been busy, whatever else the machine
+// running the benchmark was doing.
+type busyTime struct {
+	mu sync.Mutex
+	ms float64
+}
+
+// Write adds the fwd_ms of the step line p.
+func (t *busyTime) Write(p []byte) (int, error) {
+	const key = " fwd_ms="
+	if i := bytes.Index(p, []byte(key)); i >= 0 {
+		v := p[i+len(key):]
+		if j := bytes.IndexByte(v, ' '); j >= 0 {
+			v = v[:j]
+		}
+		f, err := strconv.ParseFloat(string(bytes.TrimSpace(v)), 64)
+		if err != nil {
+			return 0, fmt.Errorf("step log: fwd_ms %q: %w", v, err)
+		}
+		t.mu.Lock()
+		t.ms += f
+		t.mu.Unlock()
+	}
+	return len(p), nil
+}
+
+func (t *busyTime) seconds() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ms / 1000
 }
