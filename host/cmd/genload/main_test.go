@@ -301,6 +301,8 @@ func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
 		{"4xx from the server", fmt.Sprintf("target = %q\n[matrix]\nseq_lens=[1000]\nbatch_sizes=[1]\n", failing.URL), nil, exitcode.TargetFailed,
 			[]string{"400", "maximum context length is 8192"}},
 		{"bad flag", "", []string{"--mode", "fast"}, exitcode.InvalidConfig, []string{"[mode] unknown mode \"fast\""}},
+		{"unknown engine profile", "seed = 1\n[engine]\nprofile = \"nope\"\n", nil, exitcode.InvalidConfig,
+			[]string{"bench.toml:3: [engine.profile]: engine profile \"nope\": unknown (known: dense-8b, moe-30b-a3b)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
