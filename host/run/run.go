@@ -96,6 +96,14 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		opt.RunID = start.UTC().Format("20060102-150405")
 	}
 
+	if opt.Resume == "" {
+		// Before the setup starts anything: a results path that is a file would fail only
+		// once the engine is up and the server probed, and with an unclear message.
+		if fi, err := os.Stat(cfg.Out); err == nil && !fi.IsDir() {
+			return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: [out] %s is a file, not a directory: results are written into a directory (<run-id>.jsonl, .json, .csv)",
+				cfg.Where("out"), cfg.Out)
+		}
+	}
 	s := &setup{cfg: cfg, opt: opt, start: start}
 	defer s.close()
 	cr, err := s.run(ctx)

@@ -288,6 +288,10 @@ func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
 		fmt.Fprint(w, `{"error":{"message":"This model's maximum context length is 8192 tokens","type":"BadRequestError","code":400}}`)
 	}))
 	defer failing.Close()
+	notDir := filepath.Join(t.TempDir(), "results")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, toml string
 		args       []string
@@ -301,6 +305,8 @@ func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
 		{"4xx from the server", fmt.Sprintf("target = %q\n[matrix]\nseq_lens=[1000]\nbatch_sizes=[1]\n", failing.URL), nil, exitcode.TargetFailed,
 			[]string{"400", "maximum context length is 8192"}},
 		{"bad flag", "", []string{"--mode", "fast"}, exitcode.InvalidConfig, []string{"[mode] unknown mode \"fast\""}},
+		{"--out is a file", "", []string{"--out", notDir}, exitcode.InvalidConfig,
+			[]string{"flag --out: [out] " + notDir + " is a file, not a directory"}},
 		{"unknown engine profile", "seed = 1\n[engine]\nprofile = \"nope\"\n", nil, exitcode.InvalidConfig,
 			[]string{"bench.toml:3: [engine.profile]: engine profile \"nope\": unknown (known: dense-8b, moe-30b-a3b)"}},
 	}
