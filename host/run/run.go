@@ -119,7 +119,9 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	if s.modelCtx > 0 {
 		context = fmt.Sprintf("%d from %s", s.modelCtx, s.contextSrc)
 	}
-	fmt.Fprintf(opt.Stderr, "genload %s: %s against %s (model %s, context %s); results → %s\n",
+	// Three lines, each within the width the tables keep (report.NarrowWidth) for a usual
+	// target URL, context source and results path; on one line they took ~170 columns.
+	fmt.Fprintf(opt.Stderr, "genload %s: %s against %s\n  model %s, context %s\n  results → %s\n",
 		opt.Version, plural(len(s.cells), "cell"), s.target, s.model, context, w.Path())
 	for _, d := range s.dropped {
 		fmt.Fprintf(opt.Stderr, "dropped L=%d B=%d: %s\n", d.SeqLen, d.Batch, d.Reason)

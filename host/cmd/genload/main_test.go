@@ -799,3 +799,33 @@ func TestPrecedenceDefaultsFileFlags(t *testing.T) {
 		t.Errorf("the server got max_tokens %d, want 3", last.Body.MaxTokens)
 	}
 }
+
+// The run's first lines say what is measured where — cells, target, model, context and its
+// source, results file — each within the width the tables keep.
+func TestRunStartLinesFitTheTableWidth(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	out := t.TempDir()
+	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [1000]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
+	code, _, stderr := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "w")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	lines := strings.Split(stderr, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "genload ") })
+	if i < 0 || i+2 >= len(lines) {
+		t.Fatalf("no start line:\n%s", stderr)
+	}
+	start := lines[i : i+3]
+	// The built-in engine serves max_model_len 131072 (engine.DefaultConfig), below the
+	// embedded tokenizer's limit, so the server's figure is the context.
+	wants := []string{": 2 cells against http://127.0.0.1:", "  model genload-sim, context 131072 from server /v1/models max_model_len",
+		"  results → " + filepath.Join(out, "w.jsonl")}
+	for k, l := range start {
+		if !strings.Contains(l, wants[k]) {
+			t.Errorf("start line %d = %q, want it to hold %q", k+1, l, wants[k])
+		}
+		if n := len([]rune(l)); n > report.NarrowWidth {
+			t.Errorf("start line %d is %d columns wide (> %d): %q", k+1, n, report.NarrowWidth, l)
+		}
+	}
+}
