@@ -47,6 +47,11 @@ type Options struct {
 	// skipped, the others measured again, and records are appended to that file. The
 	// configuration must be the one the run was started with.
 	Resume string
+	// ResumeMoved, with Resume, lets the run continue against another target URL than the
+	// one it was started against: the same server restarted at another address (a sweep
+	// point whose earlier port is taken). [target] is then not compared with the run's; the
+	// results header keeps the address the run was started against.
+	ResumeMoved bool
 	// Shard selects the part of the matrix this process measures (genload run --shard I/N;
 	// see package shard); the zero value measures every cell. The results header records it.
 	Shard shard.Spec

@@ -51,7 +51,7 @@ type Options struct {
 	Environ []string
 	// Resume continues the sweep whose summary is in the results directory: points with
 	// status ok are kept, the others run again (a point's run that has a results file is
-	// continued when its port is free again).
+	// continued in it: on the earlier port when it is free, else on another).
 	Resume bool
 	// Shard runs the points i with i mod Count = Index only (genload sweep --shard I/N).
 	Shard shard.Spec
@@ -232,19 +232,31 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 	pr = PointResult{Index: sp.Index, Name: sp.Name, Vars: sp.Vars, Labels: sp.Labels, Started: t0.UTC(), Status: StatusInvalid}
 	done := func(status string, err error) PointResult {
 		pr.Status = status
+		if pr.Results == "" && before != nil && before.Results != "" {
+			// This attempt ended before its run wrote anything (the server did not start,
+			// the port was in use): the earlier attempt's results stay the point's, to be
+			// continued by the next --resume rather than measured again.
+			pr.Results, pr.JSON, pr.Cells, pr.Measured = before.Results, before.JSON, before.Cells, before.Measured
+			pr.PerForward, pr.TTFT = before.PerForward, before.TTFT
+		}
 		if err != nil {
 			pr.Error = err.Error()
 		}
 		pr.Elapsed = report.Millis(time.Since(t0))
 		return pr
 	}
-	// The port: the one of the earlier attempt when its run is continued, else a free one.
-	resume := ""
+	// The port: the one of the earlier attempt when its run is continued and it is free, else
+	// a free one. The earlier run is continued either way: the point's server is its command
+	// and variables, not the port it listens on, and a new run would measure again every cell
+	// the earlier one had measured.
+	resume, moved := "", false
 	if before != nil && before.Results != "" && fileExists(before.Results) {
+		resume = before.Results
 		if before.Port == 0 || portFree(before.Port) {
-			resume, pr.Port = before.Results, before.Port
+			pr.Port = before.Port
 		} else {
-			fmt.Fprintf(opt.Stderr, "point %s: port %d of the earlier attempt is taken: a new run (the earlier results stay in %s)\n", sp.Name, before.Port, before.Results)
+			moved = true
+			fmt.Fprintf(opt.Stderr, "point %s: port %d of the earlier attempt is taken: its server starts on another port, and its run continues in %s\n", sp.Name, before.Port, before.Results)
 		}
 	}
 	if pr.Port == 0 {
@@ -300,7 +312,7 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 	pr.ReadyAfter = report.Millis(after)
 	fmt.Fprintf(opt.Stderr, "point %s: %s ready after %.1f s\n", sp.Name, pr.Target, after.Seconds())
 	res, rerr := run.Run(ctx, cfg, run.Options{Stdout: opt.Stdout, Stderr: opt.Stderr, Progress: opt.Progress, Version: opt.Version,
-		RunID: runID, Getenv: opt.Getenv, Resume: resume})
+		RunID: runID, Getenv: opt.Getenv, Resume: resume, ResumeMoved: moved})
 	if res != nil {
 		pr.Results, pr.JSON = res.JSONL, res.JSON
 		pr.Cells, pr.Measured = len(res.Run.Header.Cells), res.Measured
