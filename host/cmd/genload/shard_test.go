@@ -105,3 +105,35 @@ func TestSweepRefusesABadFile(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
 }
+
+// The flags after -- go to every pod's genload run: they are checked against genload run's
+// flags when the manifests are made, so that a mistake fails here (exit 2, nothing written)
+// instead of in every pod.
+func TestK8sJobChecksTheRunFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--bogus"}, "genload run flags after --: flag provided but not defined: -bogus (see 'genload run --help')"},
+		{"bad value", []string{"--target", "http://vllm:8000", "--max-tokens", "x"}, `genload run flags after --: invalid value "x" for flag -max-tokens`},
+		{"stray argument", []string{"--target", "http://vllm:8000", "bench.toml"}, `genload run flags after --: unexpected argument "bench.toml"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m")
+			code, _, errs := cli(t, context.Background(), append([]string{"k8s", "job", "--name", "n", "--image", "x", "--shards", "2", "--pvc", "r", "-o", dir, "--"}, tc.args...)...)
+			if code != exitcode.Usage || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, want %d with %q:\n%s", code, exitcode.Usage, tc.want, errs)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("manifests written for flags the pods would refuse: %v", err)
+			}
+		})
+	}
+	// Flags genload run knows pass, values and all.
+	code, _, errs := cli(t, context.Background(), "k8s", "job", "--name", "n", "--image", "x", "--shards", "2", "--pvc", "r", "-o", t.TempDir(),
+		"--", "--target", "http://vllm:8000", "--keep-going", "--seq-lens", "1000,2000", "--set", "k=2")
+	if code != exitcode.OK {
+		t.Errorf("known run flags: exit %d\n%s", code, errs)
+	}
+}
