@@ -281,9 +281,12 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 	if err != nil {
 		return done(StatusInvalid, err)
 	}
-	cfg, err := pointConfig(f, sp, pr.Target, vals)
+	cfg, relabelled, err := pointConfig(f, sp, pr.Target, vals)
 	if err != nil {
 		return done(StatusInvalid, err)
+	}
+	for _, l := range relabelled {
+		fmt.Fprintf(opt.Stderr, "point %s: %s\n", sp.Name, l)
 	}
 	runID := sp.Name
 	if resume == "" && before != nil && before.Results != "" {
@@ -334,31 +337,52 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 }
 
 // pointConfig is the point's bench.toml: the file's, the overrides over it (placeholders
-// expanded), target and out set to the point's.
-func pointConfig(f *File, sp Spec, target string, vals map[string]string) (*config.Config, error) {
-	cfg := config.Default()
+// expanded), its labels over the [labels] those give, target and out set to the point's.
+// relabelled has a line for each label the point's labels (the sweep's [labels], the
+// point's variables and labels) give another value than bench.toml or [override] did,
+// naming both values and where the replaced one was set, in key order.
+func pointConfig(f *File, sp Spec, target string, vals map[string]string) (cfg *config.Config, relabelled []string, err error) {
+	cfg = config.Default()
 	if f.Bench != "" {
-		var err error
 		if cfg, err = config.Load(f.Bench); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	ov, err := expandValue(sp.Override, "[override]", sp.Vars, vals)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	om, _ := ov.(map[string]any)
+	// The labels before the point's, and where each was set.
+	type label struct {
+		v     any
+		where string
+	}
+	before := map[string]label{}
+	for k, v := range cfg.Labels {
+		before[k] = label{v, cfg.Where("labels." + k)}
+	}
+	if ol, ok := om["labels"].(map[string]any); ok {
+		for k, v := range ol {
+			before[k] = label{v, "the sweep's [override]"}
+		}
+	}
+	for _, k := range slices.Sorted(mapKeys(sp.Labels)) {
+		if b, ok := before[k]; ok && fmt.Sprint(b.v) != fmt.Sprint(sp.Labels[k]) {
+			relabelled = append(relabelled, fmt.Sprintf("label [labels.%s] = %v (the point's) overrides %v (%s)", k, sp.Labels[k], b.v, b.where))
+		}
+	}
 	if len(sp.Labels) > 0 { // into the run's [labels], and so its results header
 		om = deepMerge(om, map[string]any{"labels": sp.Labels})
 	}
 	if len(om) > 0 {
 		var buf bytes.Buffer
 		if err := toml.NewEncoder(&buf).Encode(om); err != nil {
-			return nil, fmt.Errorf("[override]: %w", err)
+			return nil, nil, fmt.Errorf("[override]: %w", err)
 		}
 		md, err := toml.NewDecoder(&buf).Decode(cfg)
 		if err != nil {
-			return nil, fmt.Errorf("[override]: %w", err)
+			return nil, nil, fmt.Errorf("[override]: %w", err)
 		}
 		var unknown []string
 		for _, k := range md.Undecoded() {
@@ -367,7 +391,7 @@ func pointConfig(f *File, sp Spec, target string, vals map[string]string) (*conf
 			}
 		}
 		if len(unknown) > 0 {
-			return nil, fmt.Errorf("[override]: unknown bench.toml key %s", strings.Join(unknown, ", "))
+			return nil, nil, fmt.Errorf("[override]: unknown bench.toml key %s", strings.Join(unknown, ", "))
 		}
 		for _, k := range md.Keys() {
 			cfg.Override(k.String(), "the sweep's [override]")
@@ -376,9 +400,9 @@ func pointConfig(f *File, sp Spec, target string, vals map[string]string) (*conf
 	cfg.Target, cfg.Out = target, f.Out
 	cfg.Override("target", "the sweep's [server] target")
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cfg, nil
+	return cfg, relabelled, nil
 }
 
 // spreads returns the spread of the measured cells' mean per-forward latency and the median

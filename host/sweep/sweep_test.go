@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -317,5 +318,47 @@ server = { command = "%s --die-after 8" }
 	}
 	if again > 0 {
 		t.Errorf("%d of the %d cells measured before were measured again", again, before.Measured)
+	}
+}
+
+// A point's labels (the sweep's [labels], its variables, its own labels) become its run's
+// [labels] over bench.toml's and the [override]'s; each one that replaces another value is
+// named with both values and where the replaced one was set, and an equal value is not.
+func TestPointLabelsOverBenchLabelsAreSaid(t *testing.T) {
+	dir := t.TempDir()
+	bench := filepath.Join(dir, "bench.toml")
+	if err := os.WriteFile(bench, []byte("max_tokens = 6\n[labels]\ngpu_count = 8\nhardware = \"h100\"\nrig = \"test\"\nkeep = \"me\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := sweepFile(t, dir, `
+[override.labels]
+tp = 1
+[[point]]
+name = "p"
+vars = { profile = "dense-8b", tp = 2 }
+labels = { gpu_count = 2, hardware = "h100" }
+`)
+	f.Bench = bench
+	specs, err := f.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, relabelled, err := pointConfig(f, specs[0], "http://127.0.0.1:1", map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gpu_count: bench.toml line 3 says 8, the point 2; tp: the override 1, the variable 2;
+	// rig = "test" is the sweep file's [labels] and bench.toml's alike; hardware is equal.
+	want := []string{
+		"label [labels.gpu_count] = 2 (the point's) overrides 8 (" + bench + ":3)",
+		"label [labels.tp] = 2 (the point's) overrides 1 (the sweep's [override])",
+	}
+	if !slices.Equal(relabelled, want) {
+		t.Errorf("relabelled:\n  %s\nwant:\n  %s", strings.Join(relabelled, "\n  "), strings.Join(want, "\n  "))
+	}
+	for k, v := range map[string]string{"gpu_count": "2", "tp": "2", "hardware": "h100", "rig": "test", "keep": "me", "profile": "dense-8b"} {
+		if got := fmt.Sprint(cfg.Labels[k]); got != v {
+			t.Errorf("[labels.%s] = %s, want %s", k, got, v)
+		}
 	}
 }
