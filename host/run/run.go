@@ -120,6 +120,16 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		return nil, err
 	}
 	res := &Result{JSONL: w.Path(), Run: w.Run()}
+	if s.empty {
+		fmt.Fprintf(opt.Stderr, "genload %s: shard %s of a %d-cell matrix is empty: nothing to measure, no engine started\n  results → %s\n",
+			opt.Version, opt.Shard, s.matrixCells, w.Path())
+		jsonPath, csvPath, err := w.Finish(report.StatusOK, nil)
+		res.JSON, res.CSV = jsonPath, csvPath
+		if err == nil {
+			fmt.Fprintf(opt.Stderr, "0/0 cells measured; results: %s, %s, %s\n", res.JSONL, jsonPath, csvPath)
+		}
+		return res, err
+	}
 	context := "unknown"
 	if s.modelCtx > 0 {
 		context = fmt.Sprintf("%d from %s", s.modelCtx, s.contextSrc)

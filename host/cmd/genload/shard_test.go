@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,5 +136,43 @@ func TestK8sJobChecksTheRunFlags(t *testing.T) {
 		"--", "--target", "http://vllm:8000", "--keep-going", "--seq-lens", "1000,2000", "--set", "k=2")
 	if code != exitcode.OK {
 		t.Errorf("known run flags: exit %d\n%s", code, errs)
+	}
+}
+
+// A shard with none of the matrix's cells (shard 2 of 3 of a 2-cell matrix) says so, starts
+// no engine — its header records no target, engine or model — and writes its empty results,
+// so that merge finds every shard and joins the other two (the merged target: the two
+// engines the others measured).
+func TestEmptyShardStartsNoEngineAndMerges(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	out := t.TempDir()
+	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [300]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
+	var errs [3]string
+	for i := range 3 {
+		code, _, e := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "e", "--shard", fmt.Sprintf("%d/3", i))
+		if code != exitcode.OK {
+			t.Fatalf("shard %d/3: exit %d\n%s", i, code, e)
+		}
+		errs[i] = e
+	}
+	empty := filepath.Join(out, "e-shard-2-of-3")
+	if want := "shard 2/3 of a 2-cell matrix is empty: nothing to measure, no engine started\n  results → " + empty + ".jsonl\n"; !strings.Contains(errs[2], want) {
+		t.Errorf("shard 2/3 stderr lacks %q:\n%s", want, errs[2])
+	}
+	r, err := report.ReadFile(empty + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := r.Header; len(h.Cells) != 0 || h.Shard == nil || h.Shard.MatrixCells != 2 || h.Target != "" || h.Engine != nil || h.Model != "" || r.Footer == nil || r.Footer.Status != report.StatusOK {
+		t.Errorf("empty shard: cells %v, shard %+v, target %q, engine %v, model %q, footer %+v", h.Cells, h.Shard, h.Target, h.Engine, h.Model, r.Footer)
+	}
+	merged := filepath.Join(out, "e.json")
+	code, _, e := cli(t, context.Background(), "merge", filepath.Join(out, "e-shard-0-of-3.json"), filepath.Join(out, "e-shard-1-of-3.json"), empty+".json", "-o", merged)
+	if code != exitcode.OK || !strings.Contains(e, "merged 3 shards, 2 cells") {
+		t.Fatalf("merge: exit %d\n%s", code, e)
+	}
+	m, err := report.ReadFile(merged)
+	if err != nil || len(m.Cells) != 2 || m.Footer.OK != 2 || len(strings.Split(m.Header.Target, ", ")) != 2 || strings.HasSuffix(m.Header.Target, ", ") {
+		t.Fatalf("merged (%v): %d cells, target %q, footer %+v", err, len(m.Cells), m.Header.Target, m.Footer)
 	}
 }
