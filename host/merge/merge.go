@@ -108,6 +108,11 @@ func Join(in []Input, opt Options) (*Result, error) {
 	}
 	for _, i := range idx[1:] {
 		x := byIndex[i]
+		if len(x.Run.Header.Cells) == 0 {
+			// An empty shard holds nothing to merge, and asked no server (genload run starts
+			// none for it): its shard count and matrix size, checked above, are what it says.
+			continue
+		}
 		keys, err := comparable(x.Run.Header)
 		if err != nil {
 			return nil, fmt.Errorf("merge: %s: %w", x.File, err)
@@ -215,7 +220,7 @@ func Join(in []Input, opt Options) (*Result, error) {
 		if xh.Started.Before(h.Started) {
 			h.Started = xh.Started
 		}
-		if !slices.Contains(targets, xh.Target) {
+		if xh.Target != "" && !slices.Contains(targets, xh.Target) {
 			targets = append(targets, xh.Target)
 		}
 	}

@@ -156,7 +156,7 @@ func allColumns(withHeader, withServer, withTruth bool) []column {
 			}
 			return strconv.Itoa(c.Figures.CompletionTokens)
 		}},
-		{head: "B seen", get: batchSeen, narrow: true, only: true},
+		{head: "B seen", get: func(c *Cell) string { return batchSeenOf(c, false) }, narrow: true, only: true},
 	}
 	if withHeader {
 		cols = append(cols, durCol("hdr fwd ms", "header_per_forward_mean_ms", 3, "", figDur(func(f *measure.Figures) (time.Duration, bool) {
@@ -167,23 +167,20 @@ func allColumns(withHeader, withServer, withTruth bool) []column {
 		})))
 	}
 	if withServer {
-		cols = append(cols,
-			durCol("metrics fwd ms", "metrics_step_ms", 3, "", srvDur(func(m *scraped.CellMetrics) (time.Duration, bool) {
-				return m.Steps.StepTime, m.Steps.HasStepTime
-			})),
-			column{head: "batch seen", csv: "occupancy_mode", get: func(c *Cell) string {
-				if c.Server == nil || c.Server.Occupancy.Samples == 0 {
-					return ""
-				}
-				o := c.Server.Occupancy
-				return fmt.Sprintf("%d (%.0f%% of %d)", o.Mode, 100*o.AtTarget, o.Samples)
-			}, val: func(c *Cell) string {
-				if c.Server == nil || c.Server.Occupancy.Samples == 0 {
-					return ""
-				}
-				return strconv.Itoa(c.Server.Occupancy.Mode)
-			}})
+		cols = append(cols, durCol("metrics fwd ms", "metrics_step_ms", 3, "", srvDur(func(m *scraped.CellMetrics) (time.Duration, bool) {
+			return m.Steps.StepTime, m.Steps.HasStepTime
+		})))
 	}
+	// The wide form of the default table's B seen: the same figure, with the number of gauge
+	// samples it is over; in every wide table, since the client's figure stands in for the
+	// gauge where none was sampled. The CSV keeps the gauge's mode alone.
+	cols = append(cols, column{head: "B seen", csv: "occupancy_mode", get: func(c *Cell) string { return batchSeenOf(c, true) },
+		val: func(c *Cell) string {
+			if c.Server == nil || c.Server.Occupancy.Samples == 0 {
+				return ""
+			}
+			return strconv.Itoa(c.Server.Occupancy.Mode)
+		}})
 	if withTruth {
 		cols = append(cols, durCol("engine fwd ms", "engine_truth_decode_step_ms", 3, "", srvDur(func(m *scraped.CellMetrics) (time.Duration, bool) {
 			return m.Steps.TruthDecodeStepTime, m.Steps.HasTruthDecode
@@ -209,15 +206,19 @@ func allColumns(withHeader, withServer, withTruth bool) []column {
 	}}))
 }
 
-// batchSeen is the default table's batch attainment: the server's running-requests gauge
-// (most frequent value and its share of samples at B) where it was sampled, else the most
+// batchSeenOf is the table's batch attainment (the B seen column): the server's
+// running-requests gauge (most frequent value and its share of samples at B, "4 (67%)", and
+// with samples the number of samples, "4 (67% of 3)") where it was sampled, else the most
 // sequences the client saw decoding together, marked "(client)" ("<" before it when the
 // client's marks say the batch was probably not reached); "?" when neither can tell.
-func batchSeen(c *Cell) string {
+func batchSeenOf(c *Cell, samples bool) string {
 	if c.Figures == nil && c.Server == nil {
 		return ""
 	}
 	if m := c.Server; m != nil && m.Occupancy.Samples > 0 {
+		if samples {
+			return fmt.Sprintf("%d (%.0f%% of %d)", m.Occupancy.Mode, 100*m.Occupancy.AtTarget, m.Occupancy.Samples)
+		}
 		return fmt.Sprintf("%d (%.0f%%)", m.Occupancy.Mode, 100*m.Occupancy.AtTarget)
 	}
 	if c.Figures == nil || c.Figures.Attainment == nil {

@@ -13,7 +13,6 @@ var legend = map[string]string{
 	"counted":          "sequences in the per-forward figures / B: the others stopped early, ran past max_tokens, returned no token or failed (the cell is partial), or could not be timed (the warnings say why)",
 	"hdr fwd ms":       "per forward pass from the server's generation-duration (and speculation-acceptance) headers",
 	"metrics fwd ms":   "per forward pass from the server's /metrics before and after the cell",
-	"batch seen":       "most frequent number of running requests sampled during the cell (share of samples at B); blank: no sample",
 	"B seen":           "the batch the cell ran at: the server's running-requests gauge, most frequent value (share of samples at B); (client): the most sequences the client saw decoding together, where no gauge was sampled (<B: probably not reached); ?: neither could tell",
 	"engine fwd ms":    "the built-in engine's own mean duration of its decode steps during the cell (the truth)",
 	"repeat":           "the cell's repeat (genload run --until-cv measures a cell until its CV is within the target)",
@@ -49,6 +48,10 @@ func legendFor(head string, run *Run, wide bool) string {
 			return "share of prompt tokens the server served from its prefix cache: 0 everywhere — it reported no cache hits; – the server's usage gave no cached-token count"
 		}
 		return "– everywhere: the server's usage gave no cached-token count (prompt_tokens_details.cached_tokens), so prefix-cache hits are unknown"
+	case "B seen":
+		if wide {
+			return "the batch the cell ran at: the server's running-requests gauge, most frequent value (share of samples at B of the number of samples); (client): the most sequences the client saw decoding together, where no gauge was sampled (<B: probably not reached); ?: neither could tell"
+		}
 	case "fwd ms mean":
 		if !wide {
 			return "latency per decode forward pass: a sequence's decode time / (completion tokens − 1), from its first on-time chunk (a held-back first chunk is skipped); mean over the counted sequences (--wide adds p50, p90, the robust fit, ITL, E2E, tokens and the server's own figures)"

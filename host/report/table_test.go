@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/scrape"
+	"github.com/genload/genload/host/scrape/scraped"
 )
 
 // defaultMatrixRun is a run of the default matrix (bench.toml's 7 × 13 cells) against a
@@ -161,5 +163,47 @@ func TestTableHeaderSaysEngineQuirksAndNoise(t *testing.T) {
 	WriteTable(&b, run, TableOptions{})
 	if strings.Contains(b.String(), "built-in engine quirks") || strings.Contains(b.String(), "built-in engine noise") {
 		t.Errorf("empty quirks or noise printed:\n%s", b.String())
+	}
+}
+
+// The default and the wide table give one figure for the batch a cell ran at: the server's
+// gauge where it was sampled (the wide form adds the number of samples), else the client's
+// concurrency — also in the wide table, which once left that column blank when no gauge was
+// sampled, and dropped it altogether from a run where no cell had one.
+func TestBatchSeenIsOneFigureInBothTables(t *testing.T) {
+	gauge := Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 4}, Status: StatusOK, Figures: &measure.Figures{},
+		Server: &scraped.CellMetrics{Occupancy: scraped.Occupy([]int{4, 4, 3}, 4)}}
+	client := Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 2, Index: 1}, Status: StatusOK,
+		Figures: &measure.Figures{Attainment: &measure.Attainment{State: measure.AttainmentReached, Concurrency: 2}}}
+	short := Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 8, Index: 2}, Status: StatusPartial,
+		Figures: &measure.Figures{Attainment: &measure.Attainment{State: measure.AttainmentProbablyNotReached, Concurrency: 5}}}
+	seen := func(run *Run, wide bool) []string {
+		g := TableGrid(run, TableOptions{Wide: wide})
+		j := slices.Index(g.Head, "B seen")
+		if j < 0 {
+			t.Fatalf("wide %v: no B seen column in %v", wide, g.Head)
+		}
+		var out []string
+		for _, r := range g.Rows {
+			out = append(out, r[j])
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name         string
+		cells        []Cell
+		narrow, wide []string
+	}{
+		// Occupy([4 4 3], 4): mode 4, 2 of 3 samples at B = 4 → 67 %.
+		{"gauge and client", []Cell{gauge, client, short}, []string{"4 (67%)", "2 (client)", "<8 (client)"}, []string{"4 (67% of 3)", "2 (client)", "<8 (client)"}},
+		{"client only", []Cell{client, short}, []string{"2 (client)", "<8 (client)"}, []string{"2 (client)", "<8 (client)"}},
+	} {
+		run := &Run{Header: Header{RunID: "b"}, Cells: tc.cells}
+		if got := seen(run, false); !slices.Equal(got, tc.narrow) {
+			t.Errorf("%s: default table B seen %q, want %q", tc.name, got, tc.narrow)
+		}
+		if got := seen(run, true); !slices.Equal(got, tc.wide) {
+			t.Errorf("%s: wide table B seen %q, want %q", tc.name, got, tc.wide)
+		}
 	}
 }

@@ -17,11 +17,15 @@ import (
 // sameRun checks that a resumed run is the one that was started: same configuration (the
 // file path aside) and same cells. The error lists every difference as key: before → now.
 // Keys the stored configuration lacks (added to genload since) are not compared, and a key
-// stored as "auto" matches what the capability probe resolved it to now.
-func sameRun(before, now report.Header) error {
+// stored as "auto" matches what the capability probe resolved it to now. moved leaves
+// [target] out (Options.ResumeMoved).
+func sameRun(before, now report.Header, moved bool) error {
 	flat := func(h report.Header) map[string]string {
 		c := *h.Config
 		c.File = ""
+		if moved {
+			c.Target = ""
+		}
 		c.Run = config.RunTable{} // what a failed cell does is not what a cell measures
 		b, _ := json.Marshal(struct {
 			Config    config.Config
@@ -81,7 +85,7 @@ func openResults(cfg *config.Config, header report.Header, opt Options, autoID b
 		if err != nil {
 			return nil, nil, exitcode.With(exitcode.InvalidConfig, err)
 		}
-		if err := sameRun(w.Run().Header, header); err != nil {
+		if err := sameRun(w.Run().Header, header, opt.ResumeMoved); err != nil {
 			return nil, nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("cannot resume %s: %w", opt.Resume, err))
 		}
 		for _, c := range w.Run().Cells {

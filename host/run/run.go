@@ -47,6 +47,11 @@ type Options struct {
 	// skipped, the others measured again, and records are appended to that file. The
 	// configuration must be the one the run was started with.
 	Resume string
+	// ResumeMoved, with Resume, lets the run continue against another target URL than the
+	// one it was started against: the same server restarted at another address (a sweep
+	// point whose earlier port is taken). [target] is then not compared with the run's; the
+	// results header keeps the address the run was started against.
+	ResumeMoved bool
 	// Shard selects the part of the matrix this process measures (genload run --shard I/N;
 	// see package shard); the zero value measures every cell. The results header records it.
 	Shard shard.Spec
@@ -96,6 +101,14 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		opt.RunID = start.UTC().Format("20060102-150405")
 	}
 
+	if opt.Resume == "" {
+		// Before the setup starts anything: a results path that is a file would fail only
+		// once the engine is up and the server probed, and with an unclear message.
+		if fi, err := os.Stat(cfg.Out); err == nil && !fi.IsDir() {
+			return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: [out] %s is a file, not a directory: results are written into a directory (<run-id>.jsonl, .json, .csv)",
+				cfg.Where("out"), cfg.Out)
+		}
+	}
 	s := &setup{cfg: cfg, opt: opt, start: start}
 	defer s.close()
 	cr, err := s.run(ctx)
@@ -107,11 +120,23 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		return nil, err
 	}
 	res := &Result{JSONL: w.Path(), Run: w.Run()}
+	if s.empty {
+		fmt.Fprintf(opt.Stderr, "genload %s: shard %s of a %d-cell matrix is empty: nothing to measure, no engine started\n  results → %s\n",
+			opt.Version, opt.Shard, s.matrixCells, w.Path())
+		jsonPath, csvPath, err := w.Finish(report.StatusOK, nil)
+		res.JSON, res.CSV = jsonPath, csvPath
+		if err == nil {
+			fmt.Fprintf(opt.Stderr, "0/0 cells measured; results: %s, %s, %s\n", res.JSONL, jsonPath, csvPath)
+		}
+		return res, err
+	}
 	context := "unknown"
 	if s.modelCtx > 0 {
 		context = fmt.Sprintf("%d from %s", s.modelCtx, s.contextSrc)
 	}
-	fmt.Fprintf(opt.Stderr, "genload %s: %s against %s (model %s, context %s); results → %s\n",
+	// Three lines, each within the width the tables keep (report.NarrowWidth) for a usual
+	// target URL, context source and results path; on one line they took ~170 columns.
+	fmt.Fprintf(opt.Stderr, "genload %s: %s against %s\n  model %s, context %s\n  results → %s\n",
 		opt.Version, plural(len(s.cells), "cell"), s.target, s.model, context, w.Path())
 	for _, d := range s.dropped {
 		fmt.Fprintf(opt.Stderr, "dropped L=%d B=%d: %s\n", d.SeqLen, d.Batch, d.Reason)

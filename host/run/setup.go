@@ -49,7 +49,10 @@ type setup struct {
 	cells []matrix.Cell
 	// matrixCells counts the whole matrix's cells when a shard measures only some of them.
 	matrixCells int
-	dropped     []matrix.Dropped
+	// empty: the run is a shard with no cells, known before any target was started
+	// (emptyShard); the stages after it did not run.
+	empty   bool
+	dropped []matrix.Dropped
 	// loadPlugins, dispatcher, textPrompts: a cell's stages
 	plugReady  chan loadedPlugins
 	plugins    loadedPlugins
@@ -75,10 +78,13 @@ func (s *setup) run(ctx context.Context) (*cellRunner, error) {
 	exitcode.Go(func() { s.plugReady <- loadPlugins(ctx, cfg) })
 
 	for _, stage := range []func(context.Context) error{
-		s.inputs, s.startTarget, s.modelAndContext, s.bounds, s.probe, s.matrix, s.loadPlugins, s.dispatcher, s.textPrompts,
+		s.inputs, s.emptyShard, s.startTarget, s.modelAndContext, s.bounds, s.probe, s.matrix, s.loadPlugins, s.dispatcher, s.textPrompts,
 	} {
 		if err := stage(ctx); err != nil {
 			return nil, err
+		}
+		if s.empty {
+			break
 		}
 	}
 	s.header = s.makeHeader()
@@ -140,6 +146,53 @@ func (s *setup) inputs(context.Context) error {
 	if s.builder, err = s.newBuilder(tmpl); err != nil {
 		return exitcode.With(exitcode.InvalidConfig, err)
 	}
+	return nil
+}
+
+// emptyShard finds a shard with no cells before the built-in engine is started for nothing:
+// when the target is the built-in engine and no routed worker names a server of its own, the
+// context is known without asking it — the smallest of [context], the engine's max_model_len
+// and the tokenizer's, as modelAndContext resolves it — and so is the matrix. A shard with
+// none of its cells sets s.empty, with the context, the bounds and the matrix's size for the
+// header. Anything else (another target, a configuration the later stages refuse) leaves the
+// decision to them.
+func (s *setup) emptyShard(ctx context.Context) error {
+	cfg := s.cfg
+	if !s.opt.Shard.Enabled() || cfg.Target != config.Builtin {
+		return nil
+	}
+	if cfg.Mode == config.ModeRouted || cfg.Mode == config.ModeAuto {
+		for _, w := range cfg.ResolvedWorkers("") {
+			if w.URL != "" {
+				return nil // its server's context may be smaller, and drop cells
+			}
+		}
+	}
+	q, err := engine.ParseQuirks(cfg.Engine.Quirks)
+	if err != nil {
+		return nil // startBuiltin says what is wrong
+	}
+	serverCtx := engine.DefaultConfig().MaxModelLen
+	if cfg.Engine.MaxModelLen > 0 {
+		serverCtx = cfg.Engine.MaxModelLen
+	}
+	if q.NoModelLen {
+		serverCtx = 0 // /v1/models will not say
+	}
+	tokCtx, tokSrc := s.tok.ModelMaxLen()
+	modelCtx, src := resolveContext(cfg.Context, serverCtx, tokCtx, tokSrc)
+	if modelCtx > 0 && cfg.MaxTokens >= modelCtx {
+		return nil // modelAndContext refuses it
+	}
+	cells, dropped, err := matrix.Build(matrixSpec(cfg, modelCtx, len(s.rows)))
+	if err != nil || len(s.opt.Shard.Cells(cells)) > 0 {
+		return nil
+	}
+	s.modelCtx, s.contextSrc = modelCtx, src
+	if err := s.bounds(ctx); err != nil {
+		return err
+	}
+	s.empty, s.cells, s.dropped, s.matrixCells = true, nil, dropped, len(cells)
 	return nil
 }
 
@@ -261,18 +314,24 @@ func (s *setup) probe(ctx context.Context) error {
 func (s *setup) matrix(context.Context) error {
 	cfg := s.cfg
 	var err error
-	s.cells, s.dropped, err = matrix.Build(matrix.Spec{
-		SeqLens: cfg.Matrix.SeqLens, BatchSizes: cfg.Matrix.BatchSizes, Pairs: cfg.Matrix.Pairs,
-		MaxKVCacheEntries: cfg.Matrix.MaxKVCacheEntries, AutoSeqLens: cfg.Matrix.AutoSeqLens,
-		MinSeqLen: cfg.Matrix.MinSeqLen, Context: s.modelCtx, MaxTokens: cfg.MaxTokens, CorpusRows: len(s.rows),
-		Distinct: cfg.Mode != config.ModeN,
-	})
+	s.cells, s.dropped, err = matrix.Build(matrixSpec(cfg, s.modelCtx, len(s.rows)))
 	if err != nil {
 		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", cfg.Where("matrix"), err))
 	}
 	s.matrixCells = len(s.cells)
 	s.cells = s.opt.Shard.Cells(s.cells) // every cell keeps its whole-matrix Index (and so its prompts)
 	return nil
+}
+
+// matrixSpec is the matrix of cfg for a model context of modelCtx tokens (0 = unknown) and a
+// corpus of rows rows.
+func matrixSpec(cfg *config.Config, modelCtx, rows int) matrix.Spec {
+	return matrix.Spec{
+		SeqLens: cfg.Matrix.SeqLens, BatchSizes: cfg.Matrix.BatchSizes, Pairs: cfg.Matrix.Pairs,
+		MaxKVCacheEntries: cfg.Matrix.MaxKVCacheEntries, AutoSeqLens: cfg.Matrix.AutoSeqLens,
+		MinSeqLen: cfg.Matrix.MinSeqLen, Context: modelCtx, MaxTokens: cfg.MaxTokens, CorpusRows: rows,
+		Distinct: cfg.Mode != config.ModeN,
+	}
 }
 
 // loadPlugins joins the plugin loader (the lengths computed while the corpus was tokenized),

@@ -97,6 +97,10 @@ func toDispatchWorkers(ws []config.Worker) []dispatch.Worker {
 func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer) (*engine.Engine, string, map[string]any, error) {
 	ecfg := engine.DefaultConfig()
 	if cfg.Engine.Profile != "" {
+		// Checked here, not by engine.New, so that the error names the key and where it was set.
+		if _, err := engine.LoadProfile(cfg.Engine.Profile); err != nil {
+			return nil, "", nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: [engine.profile]: %w", cfg.Where("engine.profile"), err))
+		}
 		ecfg.Profile = cfg.Engine.Profile
 	}
 	if cfg.Engine.TimeScale > 0 {

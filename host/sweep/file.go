@@ -56,7 +56,10 @@ type File struct {
 	// e.g. [override.matrix] batch_sizes = [1, 8]); a string value that is exactly
 	// "{name}" takes the point's variable name, with its TOML type.
 	Override map[string]any `toml:"override"`
-	// Labels are recorded with every point (with the point's variables and own labels).
+	// Labels are recorded with every point (with the point's variables and own labels, which
+	// win over these): they become the point's run's [labels], over bench.toml's and the
+	// [override]'s, and each label given another value there is named on stderr, both values
+	// and where the replaced one was set.
 	Labels map[string]any `toml:"labels"`
 	// Grid lists values per variable; the points are their cartesian product, variables in
 	// name order (the first name varies slowest).

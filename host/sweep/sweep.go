@@ -51,7 +51,7 @@ type Options struct {
 	Environ []string
 	// Resume continues the sweep whose summary is in the results directory: points with
 	// status ok are kept, the others run again (a point's run that has a results file is
-	// continued when its port is free again).
+	// continued in it: on the earlier port when it is free, else on another).
 	Resume bool
 	// Shard runs the points i with i mod Count = Index only (genload sweep --shard I/N).
 	Shard shard.Spec
@@ -232,19 +232,31 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 	pr = PointResult{Index: sp.Index, Name: sp.Name, Vars: sp.Vars, Labels: sp.Labels, Started: t0.UTC(), Status: StatusInvalid}
 	done := func(status string, err error) PointResult {
 		pr.Status = status
+		if pr.Results == "" && before != nil && before.Results != "" {
+			// This attempt ended before its run wrote anything (the server did not start,
+			// the port was in use): the earlier attempt's results stay the point's, to be
+			// continued by the next --resume rather than measured again.
+			pr.Results, pr.JSON, pr.Cells, pr.Measured = before.Results, before.JSON, before.Cells, before.Measured
+			pr.PerForward, pr.TTFT = before.PerForward, before.TTFT
+		}
 		if err != nil {
 			pr.Error = err.Error()
 		}
 		pr.Elapsed = report.Millis(time.Since(t0))
 		return pr
 	}
-	// The port: the one of the earlier attempt when its run is continued, else a free one.
-	resume := ""
+	// The port: the one of the earlier attempt when its run is continued and it is free, else
+	// a free one. The earlier run is continued either way: the point's server is its command
+	// and variables, not the port it listens on, and a new run would measure again every cell
+	// the earlier one had measured.
+	resume, moved := "", false
 	if before != nil && before.Results != "" && fileExists(before.Results) {
+		resume = before.Results
 		if before.Port == 0 || portFree(before.Port) {
-			resume, pr.Port = before.Results, before.Port
+			pr.Port = before.Port
 		} else {
-			fmt.Fprintf(opt.Stderr, "point %s: port %d of the earlier attempt is taken: a new run (the earlier results stay in %s)\n", sp.Name, before.Port, before.Results)
+			moved = true
+			fmt.Fprintf(opt.Stderr, "point %s: port %d of the earlier attempt is taken: its server starts on another port, and its run continues in %s\n", sp.Name, before.Port, before.Results)
 		}
 	}
 	if pr.Port == 0 {
@@ -269,9 +281,12 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 	if err != nil {
 		return done(StatusInvalid, err)
 	}
-	cfg, err := pointConfig(f, sp, pr.Target, vals)
+	cfg, relabelled, err := pointConfig(f, sp, pr.Target, vals)
 	if err != nil {
 		return done(StatusInvalid, err)
+	}
+	for _, l := range relabelled {
+		fmt.Fprintf(opt.Stderr, "point %s: %s\n", sp.Name, l)
 	}
 	runID := sp.Name
 	if resume == "" && before != nil && before.Results != "" {
@@ -300,7 +315,7 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 	pr.ReadyAfter = report.Millis(after)
 	fmt.Fprintf(opt.Stderr, "point %s: %s ready after %.1f s\n", sp.Name, pr.Target, after.Seconds())
 	res, rerr := run.Run(ctx, cfg, run.Options{Stdout: opt.Stdout, Stderr: opt.Stderr, Progress: opt.Progress, Version: opt.Version,
-		RunID: runID, Getenv: opt.Getenv, Resume: resume})
+		RunID: runID, Getenv: opt.Getenv, Resume: resume, ResumeMoved: moved})
 	if res != nil {
 		pr.Results, pr.JSON = res.JSONL, res.JSON
 		pr.Cells, pr.Measured = len(res.Run.Header.Cells), res.Measured
@@ -322,31 +337,52 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 }
 
 // pointConfig is the point's bench.toml: the file's, the overrides over it (placeholders
-// expanded), target and out set to the point's.
-func pointConfig(f *File, sp Spec, target string, vals map[string]string) (*config.Config, error) {
-	cfg := config.Default()
+// expanded), its labels over the [labels] those give, target and out set to the point's.
+// relabelled has a line for each label the point's labels (the sweep's [labels], the
+// point's variables and labels) give another value than bench.toml or [override] did,
+// naming both values and where the replaced one was set, in key order.
+func pointConfig(f *File, sp Spec, target string, vals map[string]string) (cfg *config.Config, relabelled []string, err error) {
+	cfg = config.Default()
 	if f.Bench != "" {
-		var err error
 		if cfg, err = config.Load(f.Bench); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	ov, err := expandValue(sp.Override, "[override]", sp.Vars, vals)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	om, _ := ov.(map[string]any)
+	// The labels before the point's, and where each was set.
+	type label struct {
+		v     any
+		where string
+	}
+	before := map[string]label{}
+	for k, v := range cfg.Labels {
+		before[k] = label{v, cfg.Where("labels." + k)}
+	}
+	if ol, ok := om["labels"].(map[string]any); ok {
+		for k, v := range ol {
+			before[k] = label{v, "the sweep's [override]"}
+		}
+	}
+	for _, k := range slices.Sorted(mapKeys(sp.Labels)) {
+		if b, ok := before[k]; ok && fmt.Sprint(b.v) != fmt.Sprint(sp.Labels[k]) {
+			relabelled = append(relabelled, fmt.Sprintf("label [labels.%s] = %v (the point's) overrides %v (%s)", k, sp.Labels[k], b.v, b.where))
+		}
+	}
 	if len(sp.Labels) > 0 { // into the run's [labels], and so its results header
 		om = deepMerge(om, map[string]any{"labels": sp.Labels})
 	}
 	if len(om) > 0 {
 		var buf bytes.Buffer
 		if err := toml.NewEncoder(&buf).Encode(om); err != nil {
-			return nil, fmt.Errorf("[override]: %w", err)
+			return nil, nil, fmt.Errorf("[override]: %w", err)
 		}
 		md, err := toml.NewDecoder(&buf).Decode(cfg)
 		if err != nil {
-			return nil, fmt.Errorf("[override]: %w", err)
+			return nil, nil, fmt.Errorf("[override]: %w", err)
 		}
 		var unknown []string
 		for _, k := range md.Undecoded() {
@@ -355,7 +391,7 @@ func pointConfig(f *File, sp Spec, target string, vals map[string]string) (*conf
 			}
 		}
 		if len(unknown) > 0 {
-			return nil, fmt.Errorf("[override]: unknown bench.toml key %s", strings.Join(unknown, ", "))
+			return nil, nil, fmt.Errorf("[override]: unknown bench.toml key %s", strings.Join(unknown, ", "))
 		}
 		for _, k := range md.Keys() {
 			cfg.Override(k.String(), "the sweep's [override]")
@@ -364,9 +400,9 @@ func pointConfig(f *File, sp Spec, target string, vals map[string]string) (*conf
 	cfg.Target, cfg.Out = target, f.Out
 	cfg.Override("target", "the sweep's [server] target")
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cfg, nil
+	return cfg, relabelled, nil
 }
 
 // spreads returns the spread of the measured cells' mean per-forward latency and the median

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -255,5 +257,108 @@ server = { command = "{nope}" }
 	}
 	if _, err := os.Stat(filepath.Join(dir, "sweep-shard-1-of-2.json")); !os.IsNotExist(err) {
 		t.Errorf("a summary was written for a sweep that started nothing: %v", err)
+	}
+}
+
+// A point whose server died after some cells, resumed once with a server that does not
+// start, then again when its earlier port is taken by something else: its server starts on
+// a free port and its run continues in the earlier results file — the cells measured before are the same records (their start times
+// unchanged), the others measured — instead of a new run measuring every cell again.
+func TestSweepResumeWithTheEarlierPortTakenKeepsMeasuredCells(t *testing.T) {
+	t.Setenv(testplugins.EnvPluginDir, testplugins.Dir(t))
+	dir := t.TempDir()
+	dies := fmt.Sprintf(`
+[[point]]
+name = "dies"
+vars = { profile = "dense-8b" }
+server = { command = "%s --die-after 8" }
+`, testServe)
+	sum, err := Run(context.Background(), sweepFile(t, dir, dies), testOptions(t))
+	if exitcode.Of(err) != exitcode.TargetFailed {
+		t.Fatalf("err = %v", err)
+	}
+	before := byName(sum)["dies"]
+	if before.Measured < 1 || before.Measured >= 4 || before.Results == "" || before.Port == 0 {
+		t.Fatalf("dies: %d of %d cells measured (%s, port %d); want some, not all", before.Measured, before.Cells, before.Results, before.Port)
+	}
+	first, err := report.ReadFile(before.Results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A resume whose server does not start keeps the earlier attempt's results as the point's.
+	opt := testOptions(t)
+	opt.Resume = true
+	sum, err = Run(context.Background(), sweepFile(t, dir, strings.Replace(dies, "--die-after 8", "--no-such-flag", 1)), opt)
+	if p := byName(sum)["dies"]; exitcode.Of(err) != exitcode.TargetFailed || p.Status != StatusServer || p.Results != before.Results || p.Measured != before.Measured {
+		t.Fatalf("resume with a server that does not start: %v; dies %s, results %q with %d cells, want %q with %d", err, p.Status, p.Results, p.Measured, before.Results, before.Measured)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(before.Port)) // the earlier port, taken
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	sum2, err := Run(context.Background(), sweepFile(t, dir, strings.Replace(dies, fmt.Sprintf(`server = { command = "%s --die-after 8" }`, testServe), "", 1)), opt)
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	after := byName(sum2)["dies"]
+	if after.Status != StatusOK || after.Results != before.Results || after.Port == before.Port || after.Measured != 4 {
+		t.Fatalf("resume: %s in %s on port %d, %d of %d cells; want ok in %s on a port other than %d, 4 cells",
+			after.Status, after.Results, after.Port, after.Measured, after.Cells, before.Results, before.Port)
+	}
+	r, err := report.ReadFile(after.Results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := 0
+	for _, c := range first.Cells {
+		if report.Measured(c.Status) && !r.Cells[c.Cell.Index].Started.Equal(c.Started) {
+			again++
+		}
+	}
+	if again > 0 {
+		t.Errorf("%d of the %d cells measured before were measured again", again, before.Measured)
+	}
+}
+
+// A point's labels (the sweep's [labels], its variables, its own labels) become its run's
+// [labels] over bench.toml's and the [override]'s; each one that replaces another value is
+// named with both values and where the replaced one was set, and an equal value is not.
+func TestPointLabelsOverBenchLabelsAreSaid(t *testing.T) {
+	dir := t.TempDir()
+	bench := filepath.Join(dir, "bench.toml")
+	if err := os.WriteFile(bench, []byte("max_tokens = 6\n[labels]\ngpu_count = 8\nhardware = \"h100\"\nrig = \"test\"\nkeep = \"me\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := sweepFile(t, dir, `
+[override.labels]
+tp = 1
+[[point]]
+name = "p"
+vars = { profile = "dense-8b", tp = 2 }
+labels = { gpu_count = 2, hardware = "h100" }
+`)
+	f.Bench = bench
+	specs, err := f.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, relabelled, err := pointConfig(f, specs[0], "http://127.0.0.1:1", map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// gpu_count: bench.toml line 3 says 8, the point 2; tp: the override 1, the variable 2;
+	// rig = "test" is the sweep file's [labels] and bench.toml's alike; hardware is equal.
+	want := []string{
+		"label [labels.gpu_count] = 2 (the point's) overrides 8 (" + bench + ":3)",
+		"label [labels.tp] = 2 (the point's) overrides 1 (the sweep's [override])",
+	}
+	if !slices.Equal(relabelled, want) {
+		t.Errorf("relabelled:\n  %s\nwant:\n  %s", strings.Join(relabelled, "\n  "), strings.Join(want, "\n  "))
+	}
+	for k, v := range map[string]string{"gpu_count": "2", "tp": "2", "hardware": "h100", "rig": "test", "keep": "me", "profile": "dense-8b"} {
+		if got := fmt.Sprint(cfg.Labels[k]); got != v {
+			t.Errorf("[labels.%s] = %s, want %s", k, got, v)
+		}
 	}
 }

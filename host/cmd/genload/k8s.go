@@ -21,7 +21,8 @@ func cmdK8s(_ context.Context, args []string, e *env) error {
 runs genload run --shard i/N (its index is JOB_COMPLETION_INDEX) with the bench.toml from a
 ConfigMap and writes its results file to the volume; a pod started again after a failure
 (--retries) continues its shard's file. Then a merge Job joins the shards with genload merge,
-and a pod mounts the volume to copy the results out. Flags after -- are passed to genload run.
+and a pod mounts the volume to copy the results out. Flags after -- are passed to genload run
+(checked against its flags here).
 
 Written to DIR: job.yaml (ConfigMap, the claim if --pvc-size, the Indexed Job), merge.yaml
 and fetch.yaml; the kubectl commands to run them are printed.`,
@@ -52,6 +53,9 @@ and fetch.yaml; the kubectl commands to run them are printed.`,
 		return exitcode.Errorf(exitcode.Usage, "want 'genload k8s job …' (see 'genload k8s --help')")
 	}
 	j.RunArgs = fs.Args()[1:]
+	if err := checkRunArgs(j.RunArgs); err != nil {
+		return err
+	}
 	if *cfgPath != "" {
 		// Checked here, where the file is, rather than in every pod.
 		cfg, err := loadConfig(*cfgPath)

@@ -288,6 +288,10 @@ func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
 		fmt.Fprint(w, `{"error":{"message":"This model's maximum context length is 8192 tokens","type":"BadRequestError","code":400}}`)
 	}))
 	defer failing.Close()
+	notDir := filepath.Join(t.TempDir(), "results")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, toml string
 		args       []string
@@ -301,6 +305,10 @@ func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
 		{"4xx from the server", fmt.Sprintf("target = %q\n[matrix]\nseq_lens=[1000]\nbatch_sizes=[1]\n", failing.URL), nil, exitcode.TargetFailed,
 			[]string{"400", "maximum context length is 8192"}},
 		{"bad flag", "", []string{"--mode", "fast"}, exitcode.InvalidConfig, []string{"[mode] unknown mode \"fast\""}},
+		{"--out is a file", "", []string{"--out", notDir}, exitcode.InvalidConfig,
+			[]string{"flag --out: [out] " + notDir + " is a file, not a directory"}},
+		{"unknown engine profile", "seed = 1\n[engine]\nprofile = \"nope\"\n", nil, exitcode.InvalidConfig,
+			[]string{"bench.toml:3: [engine.profile]: engine profile \"nope\": unknown (known: dense-8b, moe-30b-a3b)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -789,5 +797,35 @@ func TestPrecedenceDefaultsFileFlags(t *testing.T) {
 	}
 	if last := rc.reqs[len(rc.reqs)-1]; last.Body.MaxTokens != 3 {
 		t.Errorf("the server got max_tokens %d, want 3", last.Body.MaxTokens)
+	}
+}
+
+// The run's first lines say what is measured where — cells, target, model, context and its
+// source, results file — each within the width the tables keep.
+func TestRunStartLinesFitTheTableWidth(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	out := t.TempDir()
+	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [1000]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
+	code, _, stderr := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "w")
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	lines := strings.Split(stderr, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "genload ") })
+	if i < 0 || i+2 >= len(lines) {
+		t.Fatalf("no start line:\n%s", stderr)
+	}
+	start := lines[i : i+3]
+	// The built-in engine serves max_model_len 131072 (engine.DefaultConfig), below the
+	// embedded tokenizer's limit, so the server's figure is the context.
+	wants := []string{": 2 cells against http://127.0.0.1:", "  model genload-sim, context 131072 from server /v1/models max_model_len",
+		"  results → " + filepath.Join(out, "w.jsonl")}
+	for k, l := range start {
+		if !strings.Contains(l, wants[k]) {
+			t.Errorf("start line %d = %q, want it to hold %q", k+1, l, wants[k])
+		}
+		if n := len([]rune(l)); n > report.NarrowWidth {
+			t.Errorf("start line %d is %d columns wide (> %d): %q", k+1, n, report.NarrowWidth, l)
+		}
 	}
 }

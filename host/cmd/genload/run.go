@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,22 @@ import (
 	"github.com/genload/genload/host/run"
 )
 
-func cmdRun(ctx context.Context, args []string, e *env) error {
+// runFlags are genload run's flags, as newRunFlags defines them.
+type runFlags struct {
+	cfgPath, target, model, out, mode, lengths *string
+	runID, resume, shardSpec, cvStat           *string
+	sets                                       setFlags
+	seqLens, batches                           intList
+	maxTokens, repeats, minRepeats, maxRepeats *int
+	seed                                       *uint64
+	timeScale, untilCV, cvConfidence, maxCV    *float64
+	keepGoing, wide                            *bool
+}
+
+// newRunFlags returns genload run's flag set and its flags: one definition for genload run and
+// for genload k8s job, which checks the run flags it passes to its pods (checkRunArgs).
+func newRunFlags(e *env) (*flag.FlagSet, *runFlags) {
+	f := &runFlags{}
 	fs := newFlagSet("run", "genload run [-c bench.toml] [--target URL] [--model NAME] [--out DIR] [flags]",
 		`Run the benchmark matrix of a bench.toml: for each (sequence length L, batch size B) cell,
 build B prompts whose lengths come from the length plugin (gamma k = 0.9 by default), warm the
@@ -37,36 +53,42 @@ it exists, else the defaults.`,
 			{"five repeats, failing (exit 6) when a cell's per-forward CV exceeds 5 %", "genload run --repeat 5 --max-cv 5"},
 			{"repeat each cell (interleaved, 2 to 8 times) until its CV's upper bound is within 3 %", "genload run --until-cv 3"},
 		}, e)
-	cfgPath := fs.String("c", "", "bench.toml to read (default ./bench.toml if present)")
-	fs.StringVar(cfgPath, "config", "", "same as -c")
-	target := fs.String("target", "", "\"builtin\" or the server's base URL (overrides [target])")
-	model := fs.String("model", "", "model name (overrides [model])")
-	out := fs.String("out", "", "results directory (overrides [out])")
-	mode := fs.String("mode", "", "request shape: array, routed or n (overrides [mode])")
-	lengths := fs.String("lengths", "", "length plugin name or .wasm path (overrides [lengths.plugin]; another plugin than the file's starts from an empty [lengths.config])")
-	var sets setFlags
-	fs.Var(&sets, "set", "length plugin config key=value, over [lengths.config] (a TOML value, else a string); repeatable")
-	maxTokens := fs.Int("max-tokens", 0, "tokens generated per sequence (overrides [max_tokens])")
-	seed := fs.Uint64("seed", 0, "seed (overrides [seed])")
-	seqLens := intList{}
-	fs.Var(&seqLens, "seq-lens", "comma-separated target mean lengths L in tokens (overrides [matrix.seq_lens])")
-	batches := intList{}
-	fs.Var(&batches, "batch-sizes", "comma-separated batch sizes B (overrides [matrix.batch_sizes])")
-	timeScale := fs.Float64("time-scale", 0, "built-in engine time scale (overrides [engine.time_scale])")
-	keepGoing := fs.Bool("keep-going", false, "after a failed cell, measure the next ones instead of stopping (sets [run] on_error = \"continue\"); a run with a failed cell still exits non-zero")
-	runID := fs.String("run-id", "", "name of the results files (default: UTC start time)")
-	resume := fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
-	wide := wideFlag(fs)
-	repeats := fs.Int("repeat", 1, "run the whole matrix N times (run ids <id>-r1 … <id>-rN, same config and seed), then print their consistency (see 'genload consistency --help')")
-	untilCV := fs.Float64("until-cv", 0, "repeat each cell, in interleaved rounds, until the --cv-confidence upper confidence bound of its per-forward CV is within PCT percent; cells that reach --max-repeats first are flagged (one results file, a record per repeat)")
-	minRepeats := fs.Int("min-repeats", 2, "with --until-cv: the fewest repeats of every cell (≥ 2)")
-	maxRepeats := fs.Int("max-repeats", 8, "with --until-cv: the most repeats of any cell")
-	cvConfidence := fs.Float64("cv-confidence", 0.9, "with --until-cv: the one-sided confidence of the CV's upper bound, in (0, 1); lower stops quiet cells sooner and lets more noisy cells pass as stable")
-	maxCV, cvStat := cvFlags(fs)
-	shardSpec := fs.String("shard", "", "measure shard I/N of the matrix: I 0-based, or JOB_COMPLETION_INDEX/N in a Kubernetes Indexed Job; run id <id>-shard-I-of-N (join the shards with genload merge)")
+	f.cfgPath = fs.String("c", "", "bench.toml to read (default ./bench.toml if present)")
+	fs.StringVar(f.cfgPath, "config", "", "same as -c")
+	f.target = fs.String("target", "", "\"builtin\" or the server's base URL (overrides [target])")
+	f.model = fs.String("model", "", "model name (overrides [model])")
+	f.out = fs.String("out", "", "results directory (overrides [out])")
+	f.mode = fs.String("mode", "", "request shape: array, routed or n (overrides [mode])")
+	f.lengths = fs.String("lengths", "", "length plugin name or .wasm path (overrides [lengths.plugin]; another plugin than the file's starts from an empty [lengths.config])")
+	fs.Var(&f.sets, "set", "length plugin config key=value, over [lengths.config] (a TOML value, else a string); repeatable")
+	f.maxTokens = fs.Int("max-tokens", 0, "tokens generated per sequence (overrides [max_tokens])")
+	f.seed = fs.Uint64("seed", 0, "seed (overrides [seed])")
+	fs.Var(&f.seqLens, "seq-lens", "comma-separated target mean lengths L in tokens (overrides [matrix.seq_lens])")
+	fs.Var(&f.batches, "batch-sizes", "comma-separated batch sizes B (overrides [matrix.batch_sizes])")
+	f.timeScale = fs.Float64("time-scale", 0, "built-in engine time scale (overrides [engine.time_scale])")
+	f.keepGoing = fs.Bool("keep-going", false, "after a failed cell, measure the next ones instead of stopping (sets [run] on_error = \"continue\"); a run with a failed cell still exits non-zero")
+	f.runID = fs.String("run-id", "", "name of the results files (default: UTC start time)")
+	f.resume = fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
+	f.wide = wideFlag(fs)
+	f.repeats = fs.Int("repeat", 1, "run the whole matrix N times (run ids <id>-r1 … <id>-rN, same config and seed), then print their consistency (see 'genload consistency --help')")
+	f.untilCV = fs.Float64("until-cv", 0, "repeat each cell, in interleaved rounds, until the --cv-confidence upper confidence bound of its per-forward CV is within PCT percent; cells that reach --max-repeats first are flagged (one results file, a record per repeat)")
+	f.minRepeats = fs.Int("min-repeats", 2, "with --until-cv: the fewest repeats of every cell (≥ 2)")
+	f.maxRepeats = fs.Int("max-repeats", 8, "with --until-cv: the most repeats of any cell")
+	f.cvConfidence = fs.Float64("cv-confidence", 0.9, "with --until-cv: the one-sided confidence of the CV's upper bound, in (0, 1); lower stops quiet cells sooner and lets more noisy cells pass as stable")
+	f.maxCV, f.cvStat = cvFlags(fs)
+	f.shardSpec = fs.String("shard", "", "measure shard I/N of the matrix: I 0-based, or JOB_COMPLETION_INDEX/N in a Kubernetes Indexed Job; run id <id>-shard-I-of-N (join the shards with genload merge)")
+	return fs, f
+}
+
+func cmdRun(ctx context.Context, args []string, e *env) error {
+	fs, f := newRunFlags(e)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	cfgPath, target, model, out, mode, lengths, runID, resume, shardSpec, cvStat := f.cfgPath, f.target, f.model, f.out, f.mode, f.lengths, f.runID, f.resume, f.shardSpec, f.cvStat
+	sets, seqLens, batches := f.sets, f.seqLens, f.batches
+	maxTokens, repeats, minRepeats, maxRepeats, seed := f.maxTokens, f.repeats, f.minRepeats, f.maxRepeats, f.seed
+	timeScale, untilCV, cvConfidence, maxCV, keepGoing, wide := f.timeScale, f.untilCV, f.cvConfidence, f.maxCV, f.keepGoing, f.wide
 	if fs.NArg() > 0 {
 		return exitcode.Errorf(exitcode.Usage, "unexpected argument %q (see 'genload run --help')", fs.Arg(0))
 	}
@@ -183,6 +205,24 @@ it exists, else the defaults.`,
 	}
 	_, err = run.Run(ctx, cfg, opt)
 	return err
+}
+
+// checkRunArgs parses args as genload run's flags would be, for a command that passes them to
+// a genload run elsewhere (genload k8s job: in every pod), so that a flag genload run does not
+// know, a bad flag value or a stray argument is a Usage error here rather than a failed pod.
+// The values are not applied to a configuration: what they set is checked when the pods run.
+func checkRunArgs(args []string) error {
+	fs, _ := newRunFlags(&env{stdout: io.Discard, stderr: io.Discard})
+	if err := parse(fs, args); err != nil {
+		if errors.Is(err, errHelp) {
+			return exitcode.Errorf(exitcode.Usage, "--help among the genload run flags after --")
+		}
+		return exitcode.Errorf(exitcode.Usage, "genload run flags after --: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return exitcode.Errorf(exitcode.Usage, "genload run flags after --: unexpected argument %q (see 'genload run --help')", fs.Arg(0))
+	}
+	return nil
 }
 
 // loadConfig reads path, or ./bench.toml when path is "" and the file exists, else defaults.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +104,75 @@ func TestSweepRefusesABadFile(t *testing.T) {
 	code, _, errs := cli(t, context.Background(), "sweep", p)
 	if code != exitcode.InvalidConfig || !strings.Contains(errs, "unknown key [server.comand]") {
 		t.Fatalf("exit %d\n%s", code, errs)
+	}
+}
+
+// The flags after -- go to every pod's genload run: they are checked against genload run's
+// flags when the manifests are made, so that a mistake fails here (exit 2, nothing written)
+// instead of in every pod.
+func TestK8sJobChecksTheRunFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--bogus"}, "genload run flags after --: flag provided but not defined: -bogus (see 'genload run --help')"},
+		{"bad value", []string{"--target", "http://vllm:8000", "--max-tokens", "x"}, `genload run flags after --: invalid value "x" for flag -max-tokens`},
+		{"stray argument", []string{"--target", "http://vllm:8000", "bench.toml"}, `genload run flags after --: unexpected argument "bench.toml"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m")
+			code, _, errs := cli(t, context.Background(), append([]string{"k8s", "job", "--name", "n", "--image", "x", "--shards", "2", "--pvc", "r", "-o", dir, "--"}, tc.args...)...)
+			if code != exitcode.Usage || !strings.Contains(errs, tc.want) {
+				t.Errorf("exit %d, want %d with %q:\n%s", code, exitcode.Usage, tc.want, errs)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("manifests written for flags the pods would refuse: %v", err)
+			}
+		})
+	}
+	// Flags genload run knows pass, values and all.
+	code, _, errs := cli(t, context.Background(), "k8s", "job", "--name", "n", "--image", "x", "--shards", "2", "--pvc", "r", "-o", t.TempDir(),
+		"--", "--target", "http://vllm:8000", "--keep-going", "--seq-lens", "1000,2000", "--set", "k=2")
+	if code != exitcode.OK {
+		t.Errorf("known run flags: exit %d\n%s", code, errs)
+	}
+}
+
+// A shard with none of the matrix's cells (shard 2 of 3 of a 2-cell matrix) says so, starts
+// no engine — its header records no target, engine or model — and writes its empty results,
+// so that merge finds every shard and joins the other two (the merged target: the two
+// engines the others measured).
+func TestEmptyShardStartsNoEngineAndMerges(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	out := t.TempDir()
+	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [300]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
+	var errs [3]string
+	for i := range 3 {
+		code, _, e := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "e", "--shard", fmt.Sprintf("%d/3", i))
+		if code != exitcode.OK {
+			t.Fatalf("shard %d/3: exit %d\n%s", i, code, e)
+		}
+		errs[i] = e
+	}
+	empty := filepath.Join(out, "e-shard-2-of-3")
+	if want := "shard 2/3 of a 2-cell matrix is empty: nothing to measure, no engine started\n  results → " + empty + ".jsonl\n"; !strings.Contains(errs[2], want) {
+		t.Errorf("shard 2/3 stderr lacks %q:\n%s", want, errs[2])
+	}
+	r, err := report.ReadFile(empty + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := r.Header; len(h.Cells) != 0 || h.Shard == nil || h.Shard.MatrixCells != 2 || h.Target != "" || h.Engine != nil || h.Model != "" || r.Footer == nil || r.Footer.Status != report.StatusOK {
+		t.Errorf("empty shard: cells %v, shard %+v, target %q, engine %v, model %q, footer %+v", h.Cells, h.Shard, h.Target, h.Engine, h.Model, r.Footer)
+	}
+	merged := filepath.Join(out, "e.json")
+	code, _, e := cli(t, context.Background(), "merge", filepath.Join(out, "e-shard-0-of-3.json"), filepath.Join(out, "e-shard-1-of-3.json"), empty+".json", "-o", merged)
+	if code != exitcode.OK || !strings.Contains(e, "merged 3 shards, 2 cells") {
+		t.Fatalf("merge: exit %d\n%s", code, e)
+	}
+	m, err := report.ReadFile(merged)
+	if err != nil || len(m.Cells) != 2 || m.Footer.OK != 2 || len(strings.Split(m.Header.Target, ", ")) != 2 || strings.HasSuffix(m.Header.Target, ", ") {
+		t.Fatalf("merged (%v): %d cells, target %q, footer %+v", err, len(m.Cells), m.Header.Target, m.Footer)
 	}
 }
