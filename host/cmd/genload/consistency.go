@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -134,26 +135,30 @@ func runRepeats(ctx context.Context, cfg *config.Config, opt run.Options, n int,
 }
 
 // runUntilCV runs cfg with opt.UntilCV set (one results file, a record per repeat), then
-// prints the repeats' consistency as read back from its .json file (the table 'genload
-// consistency' prints, with each cell's repeat count), how each cell's repeats ended and the
-// GPU time, and applies the --max-cv threshold. Flagged cells are listed, not an error.
+// prints the repeats' consistency as read back from its results file (the table 'genload
+// consistency' prints for it, with each cell's repeat count), how each cell's repeats ended
+// and the GPU time, and applies the --max-cv threshold. Flagged cells are listed, not an
+// error. A run that failed or was interrupted prints the same from what its file holds (the
+// consistency when a cell has two measured repeats), and returns the run's error.
 func runUntilCV(ctx context.Context, cfg *config.Config, opt run.Options, maxCV float64, cvStat string, e *env) error {
-	res, err := run.Run(ctx, cfg, opt)
-	if err != nil {
-		if res != nil && len(res.Repeats) > 0 {
-			run.WriteRepeats(e.stdout, res.Repeats, *opt.UntilCV)
-		}
-		return err
+	res, runErr := run.Run(ctx, cfg, opt)
+	if res == nil {
+		return runErr
 	}
-	r, err := report.ReadFile(res.JSON)
-	if err != nil {
-		return err
+	path := res.JSON
+	if path == "" {
+		path = res.JSONL
 	}
-	c, err := report.ConsistentRepeats(r)
+	r, err := report.ReadFile(path)
 	if err != nil {
-		return err
+		return errors.Join(runErr, err)
 	}
-	c.WriteMarkdown(e.stdout)
+	c, cerr := report.ConsistentRepeats(r)
+	if cerr == nil {
+		c.WriteMarkdown(e.stdout)
+	} else if runErr == nil {
+		return cerr
+	}
 	run.WriteRepeats(e.stdout, res.Repeats, *opt.UntilCV)
 	gpus, src := 0, ""
 	if n, ok := gputime.GPUCount(r.Header.Labels); ok {
@@ -161,6 +166,9 @@ func runUntilCV(ctx context.Context, cfg *config.Config, opt run.Options, maxCV 
 	}
 	fmt.Fprintln(e.stdout)
 	gputime.Of([]*report.Run{r}, gpus, src).WriteSummary(e.stdout)
+	if runErr != nil {
+		return runErr
+	}
 	return threshold(c, maxCV, cvStat, e)
 }
 
