@@ -112,17 +112,17 @@ func runLabel(r *Run, i int) string {
 }
 
 // common returns the keys of the cells measured in every run (ascending L, then B), each
-// run's cells by key, the other cells with the first reason found (run order), and a note per
-// run with repeats saying how its repeats were pooled (see [Pool]).
+// run's cells by key, the other cells with the first reason found (run order), and per run
+// how its repeats were pooled (see [Pool]; "" for a run without repeats).
 func common(runs []*Run) ([]CellKey, []map[CellKey]*Cell, []LeftOut, []string) {
 	by := make([]map[CellKey]*Cell, len(runs))
 	all := map[CellKey]bool{}
-	var notes []string
+	notes := make([]string, len(runs))
 	for i, r := range runs {
 		by[i] = map[CellKey]*Cell{}
 		if r.HasRepeats() {
 			pooled, note := Pool(r)
-			notes = append(notes, runLabel(r, i)+": "+note)
+			notes[i] = note
 			for k, c := range pooled {
 				by[i][k], all[k] = c, true
 			}
@@ -284,7 +284,12 @@ func Consistent(runs []*Run) (*Consistency, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("consistency: no cell is measured in all %d runs (%d cells left out)", len(runs), len(left))
 	}
-	c := &Consistency{LeftOut: left, Warnings: headerDifferences(runs), Pooled: pooled}
+	c := &Consistency{LeftOut: left, Warnings: headerDifferences(runs)}
+	for i, p := range pooled {
+		if p != "" {
+			c.Pooled = append(c.Pooled, runLabel(runs[i], i)+": "+p)
+		}
+	}
 	for i, r := range runs {
 		c.RunIDs = append(c.RunIDs, runLabel(r, i))
 	}

@@ -56,7 +56,12 @@ func Compare(before, after *Run) (*Diff, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("diff: no cell is measured in both runs (%d cells left out)", len(left))
 	}
-	d := &Diff{Before: runLabel(before, 0), After: runLabel(after, 1), LeftOut: left, Warnings: headerDifferences(runs), Pooled: pooled}
+	d := &Diff{Before: runLabel(before, 0), After: runLabel(after, 1), LeftOut: left, Warnings: headerDifferences(runs)}
+	for i, p := range pooled {
+		if p != "" {
+			d.Pooled = append(d.Pooled, fmt.Sprintf("%s (%s): %s", []string{"before", "after"}[i], runLabel(runs[i], i), p))
+		}
+	}
 	var ch, tch []float64
 	for _, k := range keys {
 		b, a := by[0][k], by[1][k]

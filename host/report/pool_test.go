@@ -89,7 +89,7 @@ func TestRepeatsComparedPooled(t *testing.T) {
 	}
 	md.Reset()
 	d.WriteMarkdown(&md)
-	if !strings.Contains(md.String(), "+4.55") || !strings.Contains(md.String(), "pooled ucv: ") {
+	if !strings.Contains(md.String(), "+4.55") || !strings.Contains(md.String(), "pooled before (ucv): each cell") || strings.Contains(md.String(), "after (once)") {
 		t.Errorf("diff markdown:\n%s", md.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -271,4 +272,64 @@ func WriteRepeats(w io.Writer, cells []CellRepeats, rule repeat.Rule) {
 	for _, f := range notes {
 		fmt.Fprintln(w, f)
 	}
+}
+
+// RepeatsOf rebuilds, from a results file of a run with repeats (its header's until_cv and
+// its records), how each cell's repeats ended — what [WriteRepeats] printed at the end of the
+// run — in the header's cell order, and the rule. A cell's values are its measured repeats
+// (see repeatValue), in repeat order; a failed repeat makes it Failed; a cell whose last
+// record was interrupted, or that the rule would measure again, was open when the run ended:
+// Stopped is "interrupted" when the footer says so or is absent (the run was killed), else
+// "stopped". It fails for a run without until_cv in its header.
+func RepeatsOf(r *report.Run) ([]CellRepeats, repeat.Rule, error) {
+	u := r.Header.UntilCV
+	if u == nil {
+		return nil, repeat.Rule{}, fmt.Errorf("run %s: the header has no until_cv (not a run of genload run --until-cv)", r.Header.RunID)
+	}
+	rule := repeat.Rule{TargetCV: u.TargetCV, MinRepeats: u.MinRepeats, MaxRepeats: u.MaxRepeats, Confidence: u.Confidence}
+	maxRepeats := rule.WithDefaults().MaxRepeats
+	ended := "interrupted"
+	if f := r.Footer; f != nil && f.Status != report.StatusInterrupted {
+		ended = "stopped"
+	}
+	recs := map[int][]*report.Cell{}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		recs[c.Cell.Index] = append(recs[c.Cell.Index], c)
+	}
+	out := make([]CellRepeats, 0, len(r.Header.Cells))
+	for _, mc := range r.Header.Cells {
+		cs := recs[mc.Index]
+		slices.SortFunc(cs, func(a, b *report.Cell) int { return a.Repeat - b.Repeat })
+		c := CellRepeats{Cell: mc, Repeats: len(cs)}
+		var values []float64
+		cut := false
+		for _, rec := range cs {
+			c.Wall += time.Duration(rec.Elapsed)
+			if v, ok := repeatValue(rec); ok {
+				values = append(values, v)
+			}
+			switch rec.Status {
+			case report.StatusError:
+				c.Failed = fmt.Sprintf("cell %s, repeat %d: %s", mc.Key(), rec.Repeat, rec.Error)
+			case report.StatusInterrupted:
+				cut = true
+			}
+		}
+		v, err := rule.Decide(values)
+		if err != nil {
+			return nil, rule, fmt.Errorf("run %s, cell %s: %w", r.Header.RunID, mc.Key(), err)
+		}
+		v.Again = v.Again && c.Repeats < maxRepeats
+		v.Exhausted = !v.Stable && !v.Again
+		if c.Failed != "" || cut || v.Again {
+			v.Again, v.Stable, v.Exhausted = false, false, false
+			if c.Failed == "" {
+				c.Stopped = ended
+			}
+		}
+		c.Verdict, c.Values = v, len(values)
+		out = append(out, c)
+	}
+	return out, rule, nil
 }
