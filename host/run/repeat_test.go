@@ -18,6 +18,7 @@ import (
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/lengths"
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
@@ -298,5 +299,51 @@ func TestResumeRefusesRepeats(t *testing.T) {
 		if _, err := Run(context.Background(), cfg, Options{Resume: path}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Run: %v", err)
 		}
+	}
+}
+
+// RepeatsOf rebuilds the summary from a results file: a stable cell (2, 2 ms), a flagged one
+// at the maximum (2, 3, 2 ms), a failed one, and one whose last repeat was interrupted, in
+// an interrupted run; without a footer (killed) the open cell is interrupted too, with a
+// footer of status error "stopped".
+func TestRepeatsOf(t *testing.T) {
+	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}, {Index: 3, SeqLen: 400, Batch: 2}}
+	rec := func(i, rep int, status string, fwd float64) report.Cell {
+		c := report.Cell{Cell: cells[i], Status: status, Repeat: rep, Elapsed: report.Millis(100 * time.Millisecond)}
+		if status == report.StatusOK {
+			c.Figures = &measure.Figures{PerForward: measure.Summary{N: 2, Mean: time.Duration(fwd * float64(time.Millisecond))}}
+		} else {
+			c.Error = status
+		}
+		return c
+	}
+	r := &report.Run{Header: report.Header{RunID: "f", Cells: cells, UntilCV: &report.StoppingRule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 3, Confidence: 0.9}},
+		Cells: []report.Cell{rec(0, 1, "ok", 2), rec(0, 2, "ok", 2), rec(1, 1, "ok", 2), rec(1, 2, "ok", 3), rec(1, 3, "ok", 2),
+			rec(2, 1, "error", 0), rec(3, 1, "ok", 2), rec(3, 2, "ok", 3), rec(3, 3, "interrupted", 0)},
+		Footer: &report.Footer{Status: report.StatusInterrupted}}
+	for _, tc := range []struct {
+		footer *report.Footer
+		open   string
+	}{{r.Footer, "interrupted"}, {nil, "interrupted"}, {&report.Footer{Status: report.StatusError}, "stopped"}} {
+		r.Footer = tc.footer
+		out, rule, err := RepeatsOf(r)
+		if err != nil || rule.MaxRepeats != 3 || rule.TargetCV != 0.05 {
+			t.Fatalf("err %v, rule %+v", err, rule)
+		}
+		var got []string
+		for _, c := range out {
+			got = append(got, fmt.Sprintf("%s %d/%d %s", c.Cell.Key(), c.Values, c.Repeats, c.Outcome()))
+		}
+		want := []string{"L=100,B=2 2/2 stable", "L=200,B=2 3/3 flagged", "L=300,B=2 0/1 failed", "L=400,B=2 2/3 " + tc.open}
+		if !slices.Equal(got, want) {
+			t.Errorf("footer %+v: %v, want %v", tc.footer, got, want)
+		}
+		// the flagged cell's CV: 2, 3, 2 ms → SD 0.577, mean 2.333, CV 24.74 %
+		if cv := out[1].Verdict.CV; math.Abs(cv-math.Sqrt(1.0/3)/(7.0/3)) > 1e-9 || out[0].Wall != 200*time.Millisecond {
+			t.Errorf("CV %v, wall %v", cv, out[0].Wall)
+		}
+	}
+	if _, _, err := RepeatsOf(&report.Run{Header: report.Header{RunID: "plain"}}); err == nil || !strings.Contains(err.Error(), "no until_cv") {
+		t.Errorf("a run without until_cv: %v", err)
 	}
 }
