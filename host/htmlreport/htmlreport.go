@@ -174,15 +174,25 @@ func runSection(r *report.Run, i int) runView {
 		}
 		v.Warnings = append(v.Warnings, wv)
 	}
+	// A run with repeats: one point per cell, its mean over its measured repeats.
+	pooled, over := report.PooledRun(r), ""
+	if r.HasRepeats() {
+		over = " (each cell's mean over its measured repeats)"
+	}
 	v.Charts = []template.HTML{
-		perLChart(r, fmt.Sprintf("fwd-%d", i), "per-forward latency (fwd mean) against batch size", "fwd ms",
+		perLChart(pooled, fmt.Sprintf("fwd-%d", i), "per-forward latency (fwd mean) against batch size"+over, "fwd ms",
 			func(f *measure.Figures) (time.Duration, bool) { return f.PerForward.Mean, f.PerForward.N > 0 }),
-		perLChart(r, fmt.Sprintf("full-%d", i), "full-batch fwd (all sequences decoding together) against batch size", "full-batch fwd ms",
+		perLChart(pooled, fmt.Sprintf("full-%d", i), "full-batch fwd (all sequences decoding together) against batch size"+over, "full-batch fwd ms",
 			func(f *measure.Figures) (time.Duration, bool) { return f.Window.PerStep, f.Window.Valid }),
 	}
 	rows := map[int]*histRow{}
 	var order []int
+	seen := map[int]bool{} // a cell's repeats measure one plan: one histogram per cell
 	for _, c := range r.Cells {
+		if seen[c.Cell.Index] {
+			continue
+		}
+		seen[c.Cell.Index] = true
 		l := c.Cell.SeqLen
 		if rows[l] == nil {
 			rows[l] = &histRow{L: l}

@@ -272,6 +272,15 @@ func TestReportOfRepeats(t *testing.T) {
 			t.Errorf("report of one run with repeats lacks %q", want)
 		}
 	}
+	// the charts have one point per cell, its mean over the repeats (L=4000,B=32: 1.48 and
+	// 1.628 ms → 1.554 ms), and the lengths one histogram per cell
+	if !strings.Contains(html, "L=4000,B=32: 1.554 ms") || strings.Contains(html, "L=4000,B=32: 1.628 ms") ||
+		!strings.Contains(html, "each cell&#39;s mean over its measured repeats") {
+		t.Errorf("the charts do not pool the repeats")
+	}
+	if n := strings.Count(html, `class="hist"`); n != 6 {
+		t.Errorf("%d histograms, want 6 (one per cell)", n)
+	}
 	html = render(t, repeatsRun(), testRun("a", 1))
 	for _, want := range []string{"A/B: u (A) → a (B)", "median -4.8 %, range -4.8 … -4.8 % over 6 cells",
 		"⚠ before (u): each cell&#39;s figure is the mean over its measured repeats (2 to 2 per cell",

@@ -166,6 +166,21 @@ func common(runs []*Run) ([]CellKey, []map[CellKey]*Cell, []LeftOut, []string) {
 	return keys, by, left, notes
 }
 
+// PooledRun is r with one record per cell: r itself when it has no repeats, else a copy
+// whose Cells are [Pool]'s records in cell-index order (the header and footer shared).
+func PooledRun(r *Run) *Run {
+	if !r.HasRepeats() {
+		return r
+	}
+	pooled, _ := Pool(r)
+	out := &Run{Header: r.Header, Footer: r.Footer, Cells: make([]Cell, 0, len(pooled))}
+	for _, c := range pooled {
+		out.Cells = append(out.Cells, *c)
+	}
+	slices.SortFunc(out.Cells, byIndexRepeat)
+	return out
+}
+
 // Pool turns a run with repeats (records with a Repeat, genload run --until-cv) into one
 // record per cell, so that it compares with other runs cell by cell: a cell's measured repeats
 // (status ok with a per-forward sample; partial, failed and interrupted repeats are left out)

@@ -93,3 +93,12 @@ func TestRepeatsComparedPooled(t *testing.T) {
 		t.Errorf("diff markdown:\n%s", md.String())
 	}
 }
+
+// The plot of a run with repeats has one point per cell, its pooled mean: L=100 11 ms and
+// L=200 22 ms at B = 2.
+func TestPlotPoolsRepeats(t *testing.T) {
+	got := latencySeries(repeatsRun())
+	if len(got) != 2 || len(got[0].xy) != 1 || got[0].xy[0].Y != 11 || len(got[1].xy) != 1 || got[1].xy[0].Y != 22 {
+		t.Fatalf("series %+v", got)
+	}
+}
