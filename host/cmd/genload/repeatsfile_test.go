@@ -120,6 +120,12 @@ func TestUntilCVKeepGoingFromTheFile(t *testing.T) {
 		t.Errorf("consistency %s:\n%s", path, fromFile)
 	}
 
+	// report without -o: the table, then the same summary
+	code, md, stderr := cli(t, ctx, "report", path)
+	if want := repeatsTable(stdout); code != exitcode.OK || repeatsTable(md) != want || !strings.Contains(md, "| 600 | 2 |      2 |") {
+		t.Errorf("report %s: exit %d\n%s\nwant the table\n%s\n%s", path, code, md, want, stderr)
+	}
+
 	// diff pools each cell's measured repeats: its figure is their mean
 	code, diff, stderr := cli(t, ctx, "diff", path, path)
 	if code != exitcode.OK || !strings.Contains(diff, "pooled before (kg): each cell's figure is the mean over its measured repeats") {
