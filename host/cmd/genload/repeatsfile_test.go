@@ -49,13 +49,14 @@ func repeatsTable(out string) string {
 }
 
 // --until-cv --keep-going against an engine that answers every third completion request with
-// 503 (one request per repeat: no warmup, no retry, no probe), at a 0.1 % target no cell can
-// meet with two repeats: round 1 measures the four cells in matrix order and the third
-// (L=600,B=1) fails; round 2 measures the other three and its second fails. So 2 cells are
-// flagged after their 2 repeats and 2 failed, 7 repeats in all; the cell that failed at once
-// has no value ("–" for its CV and bound). Then, from the file alone: genload consistency
-// prints the same summary, diff compares each cell by the mean of its measured repeats
-// (pooled), and --resume is refused.
+// 503 (one request per repeat: no warmup, no retry, no probe) and perturbs each request by a
+// noise of CV 30 %, at a 0.01 % target that two repeats cannot meet (their sample CV would have
+// to fall below 0.01 %/7.96: about 3 in 10⁵ at 30 % noise). Round 1 measures the four cells in
+// matrix order and the third (L=600,B=1) fails; round 2 measures the other three and its
+// second fails. So 2 cells are flagged after their 2 repeats and 2 failed, 7 repeats in all;
+// the cell that failed at once has no value ("–" for its CV and bound). Then, from the file
+// alone: genload consistency and genload report print the same summary, diff compares each
+// cell by the mean of its measured repeats (pooled), and --resume is refused.
 func TestUntilCVKeepGoingFromTheFile(t *testing.T) {
 	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	tok, err := tokenizer.Default()
@@ -65,6 +66,9 @@ func TestUntilCVKeepGoingFromTheFile(t *testing.T) {
 	ecfg := engine.DefaultConfig()
 	ecfg.TimeScale = 1
 	ecfg.Faults.Status, ecfg.Faults.Every = 503, 3
+	if ecfg.Noise, err = engine.ParseNoise("burst-cv=0.3,seed=3"); err != nil {
+		t.Fatal(err)
+	}
 	eng, err := engine.New(ecfg, tok)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +82,7 @@ func TestUntilCVKeepGoingFromTheFile(t *testing.T) {
 	cfg := writeConfig(t, fmt.Sprintf("max_tokens = 12\nmetrics = \"off\"\ntoken_counts = \"usage\"\nout = %q\n"+
 		"[warmup]\ndisabled = true\nretries = 0\n[matrix]\nseq_lens = [300, 600]\nbatch_sizes = [1, 2]\n", out))
 	ctx := context.Background()
-	code, stdout, stderr := cli(t, ctx, "run", "-c", cfg, "--target", url, "--run-id", "kg", "--until-cv", "0.1", "--max-repeats", "2", "--keep-going")
+	code, stdout, stderr := cli(t, ctx, "run", "-c", cfg, "--target", url, "--run-id", "kg", "--until-cv", "0.01", "--max-repeats", "2", "--keep-going")
 	if code != exitcode.TargetFailed {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitcode.TargetFailed, stdout, stderr)
 	}
@@ -146,7 +150,7 @@ func TestUntilCVKeepGoingFromTheFile(t *testing.T) {
 	// --resume of the run is refused, naming the file and its rule
 	jsonl := filepath.Join(out, "kg.jsonl")
 	code, _, stderr = cli(t, ctx, "run", "--resume", jsonl)
-	if code != exitcode.InvalidConfig || !strings.Contains(stderr, "cannot resume "+jsonl+": its header has until_cv (target CV 0.1 %, 2 to 2 repeats per cell)") {
+	if code != exitcode.InvalidConfig || !strings.Contains(stderr, "cannot resume "+jsonl+": its header has until_cv (target CV 0.01 %, 2 to 2 repeats per cell)") {
 		t.Errorf("--resume: exit %d\n%s", code, stderr)
 	}
 }
