@@ -13,12 +13,14 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
 )
 
@@ -81,8 +83,11 @@ type pageView struct {
 
 // Write writes the HTML report of runs (at least one) to w: one section per run, then, for
 // two or more runs, their consistency ([report.Consistent]: per-cell CV of the mean
-// per-forward latency over the cells all runs measured), and for exactly two, the A/B change
-// of the second against the first ([report.Compare]). It fails when runs is empty or w fails;
+// per-forward latency over the cells all runs measured; a run with repeats by its cells'
+// means over their repeats, see [report.Pool]), and for exactly two, the A/B change of the
+// second against the first ([report.Compare]). One run with repeats (genload run --until-cv)
+// gets the consistency of its repeats instead ([report.ConsistentRepeats]) with each cell's
+// CV upper bound under the run's stopping rule. It fails when runs is empty or w fails;
 // a consistency or comparison that cannot be made is shown with its reason instead.
 func Write(w io.Writer, runs []*report.Run, opt Options) error {
 	if len(runs) == 0 {
@@ -104,6 +109,8 @@ func Write(w io.Writer, runs []*report.Run, opt Options) error {
 	}
 	if len(runs) >= 2 {
 		v.Consistency = consistencySection(runs)
+	} else if runs[0].HasRepeats() {
+		v.Consistency = repeatsSection(runs[0])
 	}
 	if len(runs) == 2 {
 		v.AB = abSection(runs[0], runs[1])
@@ -167,15 +174,25 @@ func runSection(r *report.Run, i int) runView {
 		}
 		v.Warnings = append(v.Warnings, wv)
 	}
+	// A run with repeats: one point per cell, its mean over its measured repeats.
+	pooled, over := report.PooledRun(r), ""
+	if r.HasRepeats() {
+		over = " (each cell's mean over its measured repeats)"
+	}
 	v.Charts = []template.HTML{
-		perLChart(r, fmt.Sprintf("fwd-%d", i), "per-forward latency (fwd mean) against batch size", "fwd ms",
+		perLChart(pooled, fmt.Sprintf("fwd-%d", i), "per-forward latency (fwd mean) against batch size"+over, "fwd ms",
 			func(f *measure.Figures) (time.Duration, bool) { return f.PerForward.Mean, f.PerForward.N > 0 }),
-		perLChart(r, fmt.Sprintf("full-%d", i), "full-batch fwd (all sequences decoding together) against batch size", "full-batch fwd ms",
+		perLChart(pooled, fmt.Sprintf("full-%d", i), "full-batch fwd (all sequences decoding together) against batch size"+over, "full-batch fwd ms",
 			func(f *measure.Figures) (time.Duration, bool) { return f.Window.PerStep, f.Window.Valid }),
 	}
 	rows := map[int]*histRow{}
 	var order []int
+	seen := map[int]bool{} // a cell's repeats measure one plan: one histogram per cell
 	for _, c := range r.Cells {
+		if seen[c.Cell.Index] {
+			continue
+		}
+		seen[c.Cell.Index] = true
 		l := c.Cell.SeqLen
 		if rows[l] == nil {
 			rows[l] = &histRow{L: l}
@@ -247,7 +264,7 @@ func consistencySection(runs []*report.Run) *compareView {
 	}
 	v.Note = fmt.Sprintf("coefficient of variation of each cell's mean per-forward latency over the runs: median %s %%, p90 %s %%, max %s %% (%s); %d of %d cells within 5 %%",
 		pct(c.MedianCV), pct(c.P90CV), pct(c.MaxCV), c.MaxCell, c.Within5, len(c.Cells))
-	v.Warnings = c.Warnings
+	v.Warnings = append(slices.Clone(c.Pooled), c.Warnings...)
 	v.Table.Head = []string{"L", "B", "fwd ms mean", "sd", "min", "max", "CV %", "full-batch CV %"}
 	byL := map[int][]point{}
 	for _, cc := range c.Cells {
@@ -256,6 +273,40 @@ func consistencySection(runs []*report.Run) *compareView {
 	}
 	v.Warnings = append(v.Warnings, leftOut(c.LeftOut)...)
 	v.Charts = []template.HTML{chart{id: "cv", title: "CV of the mean per-forward latency across runs", xLabel: "batch size B (log scale)", yLabel: "CV %", logX: true, series: seriesByL(byL)}.svg()}
+	return v
+}
+
+// repeatsSection is the consistency of one run's repeats: per cell its measured repeats, CV
+// and — when the header has the stopping rule — the CV's upper confidence bound
+// (CV · repeat.UpperFactor(n, confidence), the bound the rule held against the target).
+func repeatsSection(r *report.Run) *compareView {
+	v := &compareView{Title: "Consistency of the repeats of " + r.Header.RunID}
+	c, err := report.ConsistentRepeats(r)
+	if err != nil {
+		v.Note = "not computed: " + err.Error()
+		return v
+	}
+	u := r.Header.UntilCV
+	v.Note = fmt.Sprintf("coefficient of variation of each cell's mean per-forward latency over its own measured repeats: median %s %%, p90 %s %%, max %s %% (%s); %d of %d cells within 5 %%",
+		pct(c.MedianCV), pct(c.P90CV), pct(c.MaxCV), c.MaxCell, c.Within5, len(c.Cells))
+	v.Table.Head = []string{"L", "B", "repeats", "fwd ms mean", "sd", "min", "max", "CV %", "full-batch CV %"}
+	if u != nil {
+		v.Note += fmt.Sprintf(". Stopping rule: repeat each cell (%d to %d times) until the one-sided %g %% upper confidence bound of its CV is ≤ %g %%",
+			u.MinRepeats, u.MaxRepeats, 100*u.Confidence, 100*u.TargetCV)
+		v.Table.Head = append(v.Table.Head, "CV upper %", "upper ≤ target")
+	}
+	byL := map[int][]point{}
+	for _, cc := range c.Cells {
+		row := []string{strconv.Itoa(cc.SeqLen), strconv.Itoa(cc.Batch), strconv.Itoa(len(cc.Runs)), ms3(cc.Mean), ms3(cc.SD), ms3(cc.Min), ms3(cc.Max), pct(cc.CV), pct(cc.WindowCV)}
+		if u != nil {
+			up := cc.CV * repeat.UpperFactor(len(cc.Runs), u.Confidence)
+			row = append(row, pct(up), map[bool]string{true: "yes", false: "no"}[up <= u.TargetCV])
+		}
+		v.Table.Rows = append(v.Table.Rows, row)
+		byL[cc.SeqLen] = append(byL[cc.SeqLen], point{x: float64(cc.Batch), y: 100 * cc.CV, tip: fmt.Sprintf("%s: CV %s %% over %d repeats", cc.CellKey, pct(cc.CV), len(cc.Runs))})
+	}
+	v.Warnings = leftOut(c.LeftOut)
+	v.Charts = []template.HTML{chart{id: "cv", title: "CV of the mean per-forward latency across repeats", xLabel: "batch size B (log scale)", yLabel: "CV %", logX: true, series: seriesByL(byL)}.svg()}
 	return v
 }
 
@@ -268,7 +319,7 @@ func abSection(before, after *report.Run) *compareView {
 	}
 	v.Note = fmt.Sprintf("change of the mean per-forward latency, B/A − 1 (+ is slower in B): median %s %%, range %s … %s %% over %d cells",
 		plus(d.Median), plus(d.Min), plus(d.Max), len(d.Cells))
-	v.Warnings = d.Warnings
+	v.Warnings = append(slices.Clone(d.Pooled), d.Warnings...)
 	v.Table.Head = []string{"L", "B", "fwd ms A", "fwd ms B", "change %", "TTFT p50 A", "TTFT p50 B", "TTFT change %"}
 	byL := map[int][]point{}
 	for _, c := range d.Cells {

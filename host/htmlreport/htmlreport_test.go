@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
 )
 
@@ -239,4 +241,52 @@ func pixels(img image.Image) (colours, ink, blue int) {
 		}
 	}
 	return len(seen), ink, blue
+}
+
+// repeatsRun is testRun measured twice, with until_cv in its header: repeat 1 at the fwd of
+// testRun, repeat 2 10 % slower, so every cell's CV over its two repeats is
+// (0.1x/√2)/(1.05x) = 6.73 % and its pooled figure 1.05x.
+func repeatsRun() *report.Run {
+	r := testRun("u", 1)
+	r.Header.UntilCV = &report.StoppingRule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 4, Confidence: 0.9}
+	slow := testRun("u", 1.1)
+	for i := range r.Cells {
+		r.Cells[i].Repeat, slow.Cells[i].Repeat = 1, 2
+	}
+	r.Cells = append(r.Cells, slow.Cells...)
+	return r
+}
+
+// One run with repeats gets the consistency of its repeats, with the stopping rule and each
+// cell's CV upper bound (6.73 % × 7.96 at n = 2 and 90 %: 53.6 %, not within 5 %); with another
+// run, the consistency and the A/B compare its cells' pooled means (1.05x against x: −4.8 %)
+// and say so.
+func TestReportOfRepeats(t *testing.T) {
+	html := render(t, repeatsRun())
+	cv := 0.1 / math.Sqrt2 / 1.05
+	up := cv * repeat.UpperFactor(2, 0.9)
+	for _, want := range []string{`<section id="consistency">`, "Consistency of the repeats of u", "over its own measured repeats: median 6.7 %",
+		"until the one-sided 90 % upper confidence bound of its CV is ≤ 5 %",
+		"<tr><td>1000</td><td>1</td><td>2</td><td>", fmt.Sprintf("<td>0.210</td><td>0.231</td><td>6.7</td><td>6.7</td><td>%.1f</td><td>no</td>", 100*up)} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report of one run with repeats lacks %q", want)
+		}
+	}
+	// the charts have one point per cell, its mean over the repeats (L=4000,B=32: 1.48 and
+	// 1.628 ms → 1.554 ms), and the lengths one histogram per cell
+	if !strings.Contains(html, "L=4000,B=32: 1.554 ms") || strings.Contains(html, "L=4000,B=32: 1.628 ms") ||
+		!strings.Contains(html, "each cell&#39;s mean over its measured repeats") {
+		t.Errorf("the charts do not pool the repeats")
+	}
+	if n := strings.Count(html, `class="hist"`); n != 6 {
+		t.Errorf("%d histograms, want 6 (one per cell)", n)
+	}
+	html = render(t, repeatsRun(), testRun("a", 1))
+	for _, want := range []string{"A/B: u (A) → a (B)", "median -4.8 %, range -4.8 … -4.8 % over 6 cells",
+		"⚠ before (u): each cell&#39;s figure is the mean over its measured repeats (2 to 2 per cell",
+		"⚠ u: each cell&#39;s figure is the mean over its measured repeats"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report of two runs lacks %q", want)
+		}
+	}
 }

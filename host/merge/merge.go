@@ -5,7 +5,10 @@
 // target, results directory and file path aside: each shard may measure its own server and
 // write its own directory), model, context, tokenizer, corpus, plugins and engine; every
 // shard 0 … N−1 exactly once; and every cell of each shard recorded with figures. Join says
-// which file or shard breaks a rule, naming the key that differs.
+// which file or shard breaks a rule, naming the key that differs. Shards of a run with repeats
+// (genload run --until-cv: a record per cell and repeat, the stopping rule in the header, the
+// same in every shard) keep every repeat record; a cell is then recorded with figures when its
+// last repeat is.
 package merge
 
 import (
@@ -167,21 +170,28 @@ func Join(in []Input, opt Options) (*Result, error) {
 	var cells []report.Cell
 	for _, i := range idx {
 		x := byIndex[i]
-		got := map[int]report.Cell{}
+		// A cell's records: one, or with repeats (genload run --until-cv) one per repeat, all
+		// kept in repeat order (ReadFile has kept the last record of each repeat).
+		got := map[int][]report.Cell{}
 		for _, c := range x.Run.Cells {
-			got[c.Cell.Index] = c
+			got[c.Cell.Index] = append(got[c.Cell.Index], c)
 		}
 		var absent, failed []string
 		for _, c := range x.Run.Header.Cells {
-			rec, ok := got[c.Index]
-			switch {
-			case !ok:
+			recs, ok := got[c.Index]
+			if !ok {
 				absent = append(absent, c.Key())
 				continue
-			case !report.Measured(rec.Status):
-				failed = append(failed, fmt.Sprintf("%s %s: %s", c.Key(), rec.Status, rec.Error))
 			}
-			cells = append(cells, rec)
+			slices.SortFunc(recs, func(a, b report.Cell) int { return a.Repeat - b.Repeat })
+			if last := recs[len(recs)-1]; !report.Measured(last.Status) {
+				what := c.Key()
+				if last.Repeat > 0 {
+					what += fmt.Sprintf(" repeat %d", last.Repeat)
+				}
+				failed = append(failed, fmt.Sprintf("%s %s: %s", what, last.Status, last.Error))
+			}
+			cells = append(cells, recs...)
 		}
 		if len(absent) > 0 || len(failed) > 0 || x.Run.Footer == nil {
 			var why []string
@@ -194,14 +204,22 @@ func Join(in []Input, opt Options) (*Result, error) {
 			if x.Run.Footer == nil {
 				why = append(why, "no footer: the run was killed")
 			}
-			problems = append(problems, fmt.Sprintf("shard %d/%d (%s) is incomplete: %s; continue it with genload run --resume %s --shard %d/%d",
-				i, n, x.File, strings.Join(why, "; "), x.File, i, n))
+			next := fmt.Sprintf("continue it with genload run --resume %s --shard %d/%d", x.File, i, n)
+			if x.Run.Header.UntilCV != nil { // refused by --resume: its rounds cannot be continued
+				next = fmt.Sprintf("measure it again with genload run --until-cv … --shard %d/%d (a run with repeats cannot be resumed)", i, n)
+			}
+			problems = append(problems, fmt.Sprintf("shard %d/%d (%s) is incomplete: %s; %s", i, n, x.File, strings.Join(why, "; "), next))
 		}
 	}
 	if len(problems) > 0 && !opt.Partial {
 		return nil, fmt.Errorf("merge: %s", strings.Join(problems, "\n  "))
 	}
-	slices.SortFunc(cells, func(a, b report.Cell) int { return a.Cell.Index - b.Cell.Index })
+	slices.SortFunc(cells, func(a, b report.Cell) int {
+		if a.Cell.Index != b.Cell.Index {
+			return a.Cell.Index - b.Cell.Index
+		}
+		return a.Repeat - b.Repeat
+	})
 
 	// The merged header: the lowest shard's, with the whole matrix and the shards listed.
 	h := ref.Run.Header

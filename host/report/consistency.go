@@ -86,6 +86,9 @@ type Consistency struct {
 	// FromRepeats is set by ConsistentRepeats: the "runs" are the repeats of one run's cells,
 	// whose counts differ per cell (len(CellCV.Runs)).
 	FromRepeats bool
+	// Pooled says, per run with repeats compared by Consistent, how its repeats were pooled
+	// into one figure per cell ("RUN: each cell's figure is the mean …", see [Pool]).
+	Pooled []string
 }
 
 // measured returns c's mean per-forward latency when the cell was measured with at least one
@@ -109,12 +112,22 @@ func runLabel(r *Run, i int) string {
 }
 
 // common returns the keys of the cells measured in every run (ascending L, then B), each
-// run's cells by key, and the other cells with the first reason found (run order).
-func common(runs []*Run) ([]CellKey, []map[CellKey]*Cell, []LeftOut) {
+// run's cells by key, the other cells with the first reason found (run order), and per run
+// how its repeats were pooled (see [Pool]; "" for a run without repeats).
+func common(runs []*Run) ([]CellKey, []map[CellKey]*Cell, []LeftOut, []string) {
 	by := make([]map[CellKey]*Cell, len(runs))
 	all := map[CellKey]bool{}
+	notes := make([]string, len(runs))
 	for i, r := range runs {
 		by[i] = map[CellKey]*Cell{}
+		if r.HasRepeats() {
+			pooled, note := Pool(r)
+			notes[i] = note
+			for k, c := range pooled {
+				by[i][k], all[k] = c, true
+			}
+			continue
+		}
 		for j := range r.Cells {
 			c := &r.Cells[j]
 			by[i][keyOf(c)] = c // a later record of the same cell supersedes (as Latest)
@@ -150,7 +163,96 @@ func common(runs []*Run) ([]CellKey, []map[CellKey]*Cell, []LeftOut) {
 	}
 	slices.SortFunc(keys, cmp)
 	slices.SortFunc(left, func(a, b LeftOut) int { return cmp(a.CellKey, b.CellKey) })
-	return keys, by, left
+	return keys, by, left, notes
+}
+
+// PooledRun is r with one record per cell: r itself when it has no repeats, else a copy
+// whose Cells are [Pool]'s records in cell-index order (the header and footer shared).
+func PooledRun(r *Run) *Run {
+	if !r.HasRepeats() {
+		return r
+	}
+	pooled, _ := Pool(r)
+	out := &Run{Header: r.Header, Footer: r.Footer, Cells: make([]Cell, 0, len(pooled))}
+	for _, c := range pooled {
+		out.Cells = append(out.Cells, *c)
+	}
+	slices.SortFunc(out.Cells, byIndexRepeat)
+	return out
+}
+
+// Pool turns a run with repeats (records with a Repeat, genload run --until-cv) into one
+// record per cell, so that it compares with other runs cell by cell: a cell's measured repeats
+// (status ok with a per-forward sample; partial, failed and interrupted repeats are left out)
+// x_1…x_n give
+//
+//	PerForward.Mean = Σ x_k / n   (x_k the repeat's PerForward.Mean), PerForward.N = Σ N_k
+//	TTFT.P50        = the mean of the repeats' TTFT.P50
+//	Window.PerStep  = the mean of the repeats' PerStep, Valid only when valid in every one
+//	Hist.PerForward = the repeats' per-forward histograms merged (nil unless all have one)
+//
+// — the figures Consistent and Compare read; its other figures are zero, its other fields its
+// last measured repeat's (Repeat 0). A cell without a measured repeat keeps its last record
+// (its status says why it is left out). note says how, for the reader of the output: the
+// rule, and the fewest and most repeats pooled per cell.
+func Pool(r *Run) (map[CellKey]*Cell, string) {
+	recs := map[CellKey][]*Cell{}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		recs[keyOf(c)] = append(recs[keyOf(c)], c)
+	}
+	out := make(map[CellKey]*Cell, len(recs))
+	lo, hi := math.MaxInt, 0
+	for k, cs := range recs {
+		slices.SortFunc(cs, func(a, b *Cell) int { return a.Repeat - b.Repeat })
+		var ok []*Cell
+		for _, c := range cs {
+			if _, why := measured(c); why == "" {
+				ok = append(ok, c)
+			}
+		}
+		if len(ok) == 0 {
+			out[k] = cs[len(cs)-1]
+			continue
+		}
+		lo, hi = min(lo, len(ok)), max(hi, len(ok))
+		p := *ok[len(ok)-1]
+		p.Repeat, p.Warnings = 0, nil
+		f := &measure.Figures{Window: measure.Window{Valid: true}, Hist: &measure.Histograms{PerForward: measure.NewHistogram()}}
+		var fwd, ttft, win float64
+		for _, c := range ok {
+			g := c.Figures
+			fwd += float64(g.PerForward.Mean)
+			ttft += float64(g.TTFT.P50)
+			f.PerForward.N += g.PerForward.N
+			f.Sequences, f.Counted = g.Sequences, g.Counted
+			f.Window.Valid = f.Window.Valid && g.Window.Valid
+			win += float64(g.Window.PerStep)
+			if f.Hist != nil && g.Hist != nil && g.Hist.PerForward != nil {
+				f.Hist.PerForward.Merge(g.Hist.PerForward)
+			} else {
+				f.Hist = nil
+			}
+		}
+		n := float64(len(ok))
+		f.PerForward.Mean = time.Duration(math.Round(fwd / n))
+		f.TTFT.P50 = time.Duration(math.Round(ttft / n))
+		if f.Window.Valid {
+			f.Window.PerStep = time.Duration(math.Round(win / n))
+		}
+		p.Figures = f
+		out[k] = &p
+	}
+	rule := "each cell's figure is the mean over its measured repeats"
+	if hi == 0 {
+		return out, rule + " (no cell has one)"
+	}
+	if u := r.Header.UntilCV; u != nil {
+		rule += fmt.Sprintf(" (%d to %d per cell; repeated until the CV's %g %% upper bound ≤ %g %%)", lo, hi, 100*u.Confidence, 100*u.TargetCV)
+	} else {
+		rule += fmt.Sprintf(" (%d to %d per cell)", lo, hi)
+	}
+	return out, rule
 }
 
 // nearestRank returns the nearest-rank q-quantile of xs (sorted ascending; 0 when empty), as
@@ -184,18 +286,25 @@ func span(xs []time.Duration) float64 {
 
 // Consistent compares runs (≥ 2) of the same matrix: see Consistency. Cells are matched by
 // (L, B); a cell missing from a run or not measured in it (status not ok, no per-forward
-// sample) is left out and listed in LeftOut. Differences in model, max_tokens, mode or target
+// sample) is left out and listed in LeftOut. A run with repeats (genload run --until-cv)
+// counts as one run whose cells are the means of their measured repeats ([Pool]; said in
+// Pooled). Differences in model, max_tokens, mode or target
 // kind between the runs are reported in Warnings. It fails with fewer than two runs or no
 // common measured cell.
 func Consistent(runs []*Run) (*Consistency, error) {
 	if len(runs) < 2 {
 		return nil, fmt.Errorf("consistency: need at least 2 runs, got %d", len(runs))
 	}
-	keys, by, left := common(runs)
+	keys, by, left, pooled := common(runs)
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("consistency: no cell is measured in all %d runs (%d cells left out)", len(runs), len(left))
 	}
 	c := &Consistency{LeftOut: left, Warnings: headerDifferences(runs)}
+	for i, p := range pooled {
+		if p != "" {
+			c.Pooled = append(c.Pooled, runLabel(runs[i], i)+": "+p)
+		}
+	}
 	for i, r := range runs {
 		c.RunIDs = append(c.RunIDs, runLabel(r, i))
 	}
@@ -212,10 +321,11 @@ func Consistent(runs []*Run) (*Consistency, error) {
 // ConsistentRepeats is the consistency of one run that measured its cells several times
 // (genload run --until-cv: records with a Repeat): each cell's CellCV over its own measured
 // repeats, in repeat order, so cells differ in their count (CellCV.Runs). A cell with fewer
-// than two measured repeats (status ok with a per-forward sample) is left out. The whole-run
-// figures RunMean and RunMedian are per repeat k = 1…m, with m the fewest measured repeats of
-// the common cells, each over the k-th measured repeat of every common cell (the same cells in
-// each). It fails for a run without repeats or with no cell measured twice.
+// than two measured repeats (status ok with a per-forward sample) is left out. There are no
+// whole-run figures (RunMean, RunMedian and their spans are empty): the k-th repeats of the
+// cells were measured in different rounds, and cells have different counts, so "repeat k" is
+// not a run. RunIDs is the run's id. It fails for a run without repeats or with no cell
+// measured twice.
 func ConsistentRepeats(r *Run) (*Consistency, error) {
 	if !r.HasRepeats() {
 		return nil, errors.New("consistency: the run has no repeated cells")
@@ -260,16 +370,12 @@ func ConsistentRepeats(r *Run) (*Consistency, error) {
 	}
 	slices.SortFunc(keys, cmpKey)
 	slices.SortFunc(c.LeftOut, func(a, b LeftOut) int { return cmpKey(a.CellKey, b.CellKey) })
-	m := math.MaxInt
 	cells := make([][]*Cell, len(keys))
 	for j, k := range keys {
 		cells[j] = by[k]
-		m = min(m, len(by[k]))
 	}
-	for i := range m {
-		c.RunIDs = append(c.RunIDs, fmt.Sprintf("%s repeat %d", runLabel(r, 0), i+1))
-	}
-	c.summarize(keys, cells, m)
+	c.RunIDs = []string{runLabel(r, 0)}
+	c.summarize(keys, cells, 0)
 	return c, nil
 }
 
@@ -282,7 +388,7 @@ func cmpKey(a, b CellKey) int {
 
 // summarize fills c's per-cell CVs from cells[j], the measured records of keys[j] (one per
 // run or repeat), and the run-level statistics; the whole-run figures are over the first
-// runs records of every cell.
+// runs records of every cell (none when runs is 0).
 func (c *Consistency) summarize(keys []CellKey, cells [][]*Cell, runs int) {
 	cvs := make([]float64, 0, len(keys))
 	perRun := make([][]float64, runs)

@@ -49,7 +49,8 @@ func (c *Consistency) WriteMarkdown(w io.Writer) {
 }
 
 // Summary writes the run-level summary: CV quantiles, cells within 5 % and 10 %, whole-run
-// mean and median per-forward latency per run and their spans, left-out cells, warnings.
+// mean and median per-forward latency per run and their spans (not for the repeats of one
+// run), how runs with repeats were pooled, left-out cells, warnings.
 func (c *Consistency) Summary(w io.Writer) {
 	n := len(c.Cells)
 	if c.FromRepeats {
@@ -70,8 +71,13 @@ func (c *Consistency) Summary(w io.Writer) {
 		}
 		return strings.Join(s, ", ")
 	}
-	fmt.Fprintf(w, "whole-run mean per-forward latency (ms, over the common cells): %s; span %s %%\n", runs(c.RunMean), pct(c.MeanSpan))
-	fmt.Fprintf(w, "whole-run median per-forward latency (ms): %s; span %s %%\n", runs(c.RunMedian), pct(c.MedianSpan))
+	if len(c.RunMean) > 0 {
+		fmt.Fprintf(w, "whole-run mean per-forward latency (ms, over the common cells): %s; span %s %%\n", runs(c.RunMean), pct(c.MeanSpan))
+		fmt.Fprintf(w, "whole-run median per-forward latency (ms): %s; span %s %%\n", runs(c.RunMedian), pct(c.MedianSpan))
+	}
+	for _, p := range c.Pooled {
+		fmt.Fprintf(w, "pooled %s\n", p)
+	}
 	for _, l := range c.LeftOut {
 		fmt.Fprintf(w, "left out %s: %s\n", l.CellKey, l.Reason)
 	}

@@ -32,6 +32,9 @@ type Diff struct {
 	Cells         []CellDiff
 	LeftOut       []LeftOut
 	Warnings      []string
+	// Pooled says, per run with repeats, how its repeats were pooled into one figure per
+	// cell (see [Pool]).
+	Pooled []string
 
 	Median, Min, Max             float64
 	TTFTMedian, TTFTMin, TTFTMax float64
@@ -44,14 +47,21 @@ func change(before, after time.Duration) float64 {
 	return float64(after)/float64(before) - 1
 }
 
-// Compare returns the Diff from before to after. It fails when no cell is measured in both.
+// Compare returns the Diff from before to after. A run with repeats (genload run --until-cv)
+// is compared by its cells' means over their measured repeats ([Pool]; said in Pooled). It
+// fails when no cell is measured in both.
 func Compare(before, after *Run) (*Diff, error) {
 	runs := []*Run{before, after}
-	keys, by, left := common(runs)
+	keys, by, left, pooled := common(runs)
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("diff: no cell is measured in both runs (%d cells left out)", len(left))
 	}
 	d := &Diff{Before: runLabel(before, 0), After: runLabel(after, 1), LeftOut: left, Warnings: headerDifferences(runs)}
+	for i, p := range pooled {
+		if p != "" {
+			d.Pooled = append(d.Pooled, fmt.Sprintf("%s (%s): %s", []string{"before", "after"}[i], runLabel(runs[i], i), p))
+		}
+	}
 	var ch, tch []float64
 	for _, k := range keys {
 		b, a := by[0][k], by[1][k]
@@ -91,6 +101,9 @@ func (d *Diff) WriteMarkdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, ": median %s %%, range %s … %s %%\n", plus(d.Median), plus(d.Min), plus(d.Max))
 	fmt.Fprintf(w, "TTFT p50 change: median %s %%, range %s … %s %%\n", plus(d.TTFTMedian), plus(d.TTFTMin), plus(d.TTFTMax))
+	for _, p := range d.Pooled {
+		fmt.Fprintf(w, "pooled %s\n", p)
+	}
 	for _, l := range d.LeftOut {
 		fmt.Fprintf(w, "left out %s: %s\n", l.CellKey, l.Reason)
 	}

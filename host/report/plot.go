@@ -35,8 +35,10 @@ type series struct {
 }
 
 // latencySeries returns run's measured cells as one series per sequence length (ascending),
-// points by ascending batch size: (B, mean per-forward latency in ms).
+// points by ascending batch size: (B, mean per-forward latency in ms). A run with repeats
+// gives one point per cell, its mean over its measured repeats ([PooledRun]).
 func latencySeries(r *Run) []series {
+	r = PooledRun(r)
 	by := map[int]plotter.XYs{}
 	for i := range r.Cells {
 		c := &r.Cells[i]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -28,13 +29,34 @@ type CellRepeats struct {
 	// Failed is the error of a repeat that failed, when the cell was closed by it
 	// ([run] on_error = "continue"); the cell is then neither stable nor exhausted.
 	Failed string
+	// Stopped is why the cell's repeats did not end by the rule, when the run stopped while
+	// the cell was still open: "interrupted" (the run was interrupted) or "stopped" (the run
+	// stopped at another cell's failed repeat, or could not write its results). Verdict is
+	// then the rule's answer on the values measured so far, all of them (CV, UpperCV), and is
+	// neither stable nor exhausted. "" for a cell whose repeats ended by the rule or failed.
+	Stopped string
 	// Wall is the sum of the cell's records' elapsed times (its share of the run's GPU time,
 	// per GPU).
 	Wall time.Duration
 }
 
-// Flagged reports whether the cell did not reach the target (exhausted or failed).
+// Flagged reports whether the cell did not reach the target (exhausted, failed or stopped).
 func (c CellRepeats) Flagged() bool { return !c.Verdict.Stable }
+
+// Outcome is how the cell's repeats ended, as the summary writes it: "failed" (Failed),
+// "interrupted" or "stopped" (Stopped), "stable", or "flagged" (exhausted: MaxRepeats reached
+// without meeting the target).
+func (c CellRepeats) Outcome() string {
+	switch {
+	case c.Failed != "":
+		return "failed"
+	case c.Stopped != "":
+		return c.Stopped
+	case c.Verdict.Stable:
+		return "stable"
+	}
+	return "flagged"
+}
 
 // repeatValue is a record's value for the stopping rule: its mean per-forward latency, when
 // it was measured with status ok and at least one per-forward sample (what the consistency
@@ -56,8 +78,13 @@ func repeatValue(rec *report.Cell) (float64, bool) {
 // when it is stable or exhausted (flagged). A repeat without a value (partial) counts against
 // MaxRepeats. Every record is written before the next starts, with its Repeat (1-based).
 //
-// A failed repeat closes its cell and stops the run (keepGoing false) or goes on with the
-// other cells; an interruption stops at once. The returned error is as runCells'.
+// A failed repeat closes its cell (no more repeats of it: the server failed that cell, and its
+// CV would be judged on the repeats before the failure) and stops the run (keepGoing false)
+// or goes on with the other cells; an interruption stops at once. When the run stops before
+// every cell is closed, each open cell is judged on every value measured, the unfinished
+// round's included: one that the rule closes on them (stable, or exhausted at MaxRepeats) has
+// that verdict, the others — and the cell whose repeat was cut — are Stopped. The returned
+// error is as runCells'.
 func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule repeat.Rule, seed uint64,
 	w cellWriter, newProg func(cells []matrix.Cell) *progress, keepGoing bool) ([]CellRepeats, error) {
 	if err := rule.Validate(); err != nil {
@@ -72,6 +99,31 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 		open[i] = i
 	}
 	maxRepeats := rule.WithDefaults().MaxRepeats
+	// decide is the rule's verdict on cell i's values, its repeats counted against MaxRepeats.
+	decide := func(i int) (repeat.Verdict, error) {
+		v, err := rule.Decide(values[i])
+		if err != nil { // values are positive durations: cannot happen
+			return v, fmt.Errorf("cell %s: %w", cells[i].Key(), err)
+		}
+		v.Again = v.Again && out[i].Repeats < maxRepeats
+		v.Exhausted = !v.Stable && !v.Again
+		return v, nil
+	}
+	// stop judges the cells still open when the run stops (why: "interrupted" or "stopped")
+	// on all their values; cut is the cell whose repeat was cut short (-1: none).
+	stop := func(why string, cut int) {
+		for _, i := range open {
+			if out[i].Failed != "" {
+				continue
+			}
+			v, _ := decide(i)
+			if v.Again || i == cut {
+				v.Again, v.Stable, v.Exhausted = false, false, false
+				out[i].Stopped = why
+			}
+			out[i].Verdict, out[i].Values = v, len(values[i])
+		}
+	}
 	var failed []error
 	for round := 1; len(open) > 0; round++ {
 		order := make([]int, len(open))
@@ -104,21 +156,27 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 			if ctx.Err() != nil {
 				rec.Status, rec.Error = report.StatusInterrupted, "interrupted"
 			}
+			out[i].Wall += time.Duration(rec.Elapsed)
 			if werr := w.Cell(rec); werr != nil {
 				prog.finish()
+				stop("stopped", i)
 				return out, werr
 			}
 			prog.done(rec)
-			out[i].Wall += time.Duration(rec.Elapsed)
 			if err != nil {
 				if ctx.Err() != nil {
 					prog.finish()
+					stop("interrupted", i)
 					return out, exitcode.With(exitcode.Interrupted, fmt.Errorf("interrupted during cell %s, repeat %d", c.Key(), rec.Repeat))
 				}
 				err = fmt.Errorf("cell %s, repeat %d: %w", c.Key(), rec.Repeat, err)
 				out[i].Failed = err.Error()
+				out[i].Values = len(values[i])
+				out[i].Verdict, _ = rule.Decide(values[i])
+				out[i].Verdict.Again, out[i].Verdict.Stable, out[i].Verdict.Exhausted = false, false, false
 				if !keepGoing {
 					prog.finish()
+					stop("stopped", -1)
 					return out, err
 				}
 				failed = append(failed, err)
@@ -134,12 +192,10 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 			if out[i].Failed != "" {
 				continue
 			}
-			v, derr := rule.Decide(values[i])
-			if derr != nil { // values are positive durations: cannot happen
-				return out, fmt.Errorf("cell %s: %w", cells[i].Key(), derr)
+			v, derr := decide(i)
+			if derr != nil {
+				return out, derr
 			}
-			v.Again = v.Again && out[i].Repeats < maxRepeats
-			v.Exhausted = !v.Stable && !v.Again
 			out[i].Verdict, out[i].Values = v, len(values[i])
 			if v.Again {
 				next = append(next, i)
@@ -156,20 +212,21 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 	return out, fmt.Errorf("%d of %d cells failed ([run] on_error = %q):\n%w", len(failed), len(cells), config.OnErrorContinue, errors.Join(failed...))
 }
 
-// WriteRepeats writes how the cells of a run with repeats ended: one line of totals, then per
-// cell its repeats, measured values, CV and the CV's upper confidence bound (%), the verdict
-// (stable, flagged: exhausted, or failed) and its wall time in seconds (its share of the GPU
-// time, per GPU), and a line per flagged cell.
+// WriteRepeats writes how the cells of a run with repeats ended: one line of totals (cells
+// stable, flagged, and — when there are — failed and interrupted or stopped; repeats; wall
+// time), then per cell its repeats, measured values, CV and the CV's upper confidence bound
+// (%, "–" with fewer than two values), the verdict ([CellRepeats.Outcome]) and its wall time
+// in seconds (its share of the GPU time, per GPU), and a line per cell that did not end
+// stable.
 func WriteRepeats(w io.Writer, cells []CellRepeats, rule repeat.Rule) {
 	r := rule.WithDefaults()
-	stable, total := 0, 0
+	count := map[string]int{}
+	total := 0
 	var wall time.Duration
 	for _, c := range cells {
 		total += c.Repeats
 		wall += c.Wall
-		if !c.Flagged() {
-			stable++
-		}
+		count[c.Outcome()]++
 	}
 	mean := 0.0
 	if len(cells) > 0 {
@@ -177,39 +234,102 @@ func WriteRepeats(w io.Writer, cells []CellRepeats, rule repeat.Rule) {
 	}
 	fmt.Fprintf(w, "\n## Repeats until the CV's %.0f %% upper bound ≤ %g %% (%d to %d repeats per cell)\n\n",
 		100*r.Confidence, 100*r.TargetCV, r.MinRepeats, r.MaxRepeats)
-	fmt.Fprintf(w, "%d of %d cells stable, %d flagged; %d repeats in all (%.2f per cell); cells' wall time %s\n\n",
-		stable, len(cells), len(cells)-stable, total, mean, wall.Round(time.Millisecond))
+	fmt.Fprintf(w, "%d of %d cells stable, %d flagged", count["stable"], len(cells), count["flagged"])
+	for _, o := range []string{"failed", "interrupted", "stopped"} {
+		if count[o] > 0 {
+			fmt.Fprintf(w, ", %d %s", count[o], o)
+		}
+	}
+	fmt.Fprintf(w, "; %d repeats in all (%.2f per cell); cells' wall time %s\n\n", total, mean, wall.Round(time.Millisecond))
 	fmt.Fprintln(w, "| L | B | repeats | measured | CV % | CV upper % | verdict | wall s |")
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---|---:|")
-	pct := func(f float64) string {
-		if math.IsInf(f, 0) || math.IsNaN(f) {
+	// pct is a CV in %, "–" when the cell has fewer than two values (no CV, no bound).
+	pct := func(f float64, values int) string {
+		if values < 2 || math.IsInf(f, 0) || math.IsNaN(f) {
 			return "–"
 		}
 		return strconv.FormatFloat(100*f, 'f', 2, 64)
 	}
-	var flagged []string
+	var notes []string
 	for _, c := range cells {
 		v := c.Verdict
-		verdict := "stable"
-		switch {
-		case c.Failed != "":
-			verdict = "failed"
-			flagged = append(flagged, fmt.Sprintf("⚠ %s failed: %s", c.Cell.Key(), c.Failed))
-		case !v.Stable:
-			verdict = "flagged"
-			flagged = append(flagged, fmt.Sprintf("⚠ %s did not reach the target: CV %s %%, upper bound %s %% > %g %% after %d repeats (%d measured)",
-				c.Cell.Key(), pct(v.CV), pct(v.UpperCV), 100*r.TargetCV, c.Repeats, c.Values))
+		cv, up := pct(v.CV, c.Values), pct(v.UpperCV, c.Values)
+		switch c.Outcome() {
+		case "failed":
+			notes = append(notes, fmt.Sprintf("⚠ %s failed (no more repeats of it after %d, %d measured): %s", c.Cell.Key(), c.Repeats, c.Values, c.Failed))
+		case "flagged":
+			notes = append(notes, fmt.Sprintf("⚠ %s did not reach the target: CV %s %%, upper bound %s %% > %g %% after %d repeats (%d measured)",
+				c.Cell.Key(), cv, up, 100*r.TargetCV, c.Repeats, c.Values))
+		case "interrupted", "stopped":
+			notes = append(notes, fmt.Sprintf("⚠ %s %s before its repeats ended: CV %s %%, upper bound %s %% after %d repeats (%d measured)",
+				c.Cell.Key(), c.Stopped, cv, up, c.Repeats, c.Values))
 		}
-		cv := "–"
-		if c.Values >= 2 {
-			cv = pct(v.CV)
-		}
-		fmt.Fprintf(w, "| %d | %d | %d | %d | %s | %s | %s | %.3f |\n", c.Cell.SeqLen, c.Cell.Batch, c.Repeats, c.Values, cv, pct(v.UpperCV), verdict, c.Wall.Seconds())
+		fmt.Fprintf(w, "| %d | %d | %d | %d | %s | %s | %s | %.3f |\n", c.Cell.SeqLen, c.Cell.Batch, c.Repeats, c.Values, cv, up, c.Outcome(), c.Wall.Seconds())
 	}
-	if len(flagged) > 0 {
+	if len(notes) > 0 {
 		fmt.Fprintln(w)
 	}
-	for _, f := range flagged {
+	for _, f := range notes {
 		fmt.Fprintln(w, f)
 	}
+}
+
+// RepeatsOf rebuilds, from a results file of a run with repeats (its header's until_cv and
+// its records), how each cell's repeats ended — what [WriteRepeats] printed at the end of the
+// run — in the header's cell order, and the rule. A cell's values are its measured repeats
+// (see repeatValue), in repeat order; a failed repeat makes it Failed; a cell whose last
+// record was interrupted, or that the rule would measure again, was open when the run ended:
+// Stopped is "interrupted" when the footer says so or is absent (the run was killed), else
+// "stopped". It fails for a run without until_cv in its header.
+func RepeatsOf(r *report.Run) ([]CellRepeats, repeat.Rule, error) {
+	u := r.Header.UntilCV
+	if u == nil {
+		return nil, repeat.Rule{}, fmt.Errorf("run %s: the header has no until_cv (not a run of genload run --until-cv)", r.Header.RunID)
+	}
+	rule := repeat.Rule{TargetCV: u.TargetCV, MinRepeats: u.MinRepeats, MaxRepeats: u.MaxRepeats, Confidence: u.Confidence}
+	maxRepeats := rule.WithDefaults().MaxRepeats
+	ended := "interrupted"
+	if f := r.Footer; f != nil && f.Status != report.StatusInterrupted {
+		ended = "stopped"
+	}
+	recs := map[int][]*report.Cell{}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		recs[c.Cell.Index] = append(recs[c.Cell.Index], c)
+	}
+	out := make([]CellRepeats, 0, len(r.Header.Cells))
+	for _, mc := range r.Header.Cells {
+		cs := recs[mc.Index]
+		slices.SortFunc(cs, func(a, b *report.Cell) int { return a.Repeat - b.Repeat })
+		c := CellRepeats{Cell: mc, Repeats: len(cs)}
+		var values []float64
+		cut := false
+		for _, rec := range cs {
+			c.Wall += time.Duration(rec.Elapsed)
+			if v, ok := repeatValue(rec); ok {
+				values = append(values, v)
+			}
+			switch rec.Status {
+			case report.StatusError:
+				c.Failed = fmt.Sprintf("cell %s, repeat %d: %s", mc.Key(), rec.Repeat, rec.Error)
+			case report.StatusInterrupted:
+				cut = true
+			}
+		}
+		v, err := rule.Decide(values)
+		if err != nil {
+			return nil, rule, fmt.Errorf("run %s, cell %s: %w", r.Header.RunID, mc.Key(), err)
+		}
+		v.Again = v.Again && c.Repeats < maxRepeats
+		v.Exhausted = !v.Stable && !v.Again
+		if c.Failed != "" || cut || v.Again {
+			v.Again, v.Stable, v.Exhausted = false, false, false
+			if c.Failed == "" {
+				c.Stopped = ended
+			}
+		}
+		c.Verdict, c.Values = v, len(values)
+		out = append(out, c)
+	}
+	return out, rule, nil
 }

@@ -2,15 +2,23 @@ package run
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/genload/genload/host/cell"
+	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/lengths"
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
@@ -126,5 +134,216 @@ func TestRunRepeatsFailedRepeat(t *testing.T) {
 		} else if len(w.cells) != 2 || w.cells[1].Status != report.StatusError {
 			t.Fatalf("records %v", statuses(w.cells))
 		}
+	}
+}
+
+// cutting wraps a dispatcher: its measured request number at (1-based, warmups not counted)
+// cancels the run and fails with the context's error, as a real client does on SIGINT.
+type cutting struct {
+	inner    Dispatcher
+	at, n    int
+	cancel   context.CancelFunc
+	measured []int // L of each measured request, in order
+}
+
+func (d *cutting) Do(ctx context.Context, p *cell.Plan) (*recording.Result, error) {
+	if !p.Warmup {
+		d.n++
+		d.measured = append(d.measured, p.Cell.SeqLen)
+		if d.n == d.at {
+			d.cancel()
+			return nil, ctx.Err()
+		}
+	}
+	return d.inner.Do(ctx, p)
+}
+
+// stepsOf is a dispatcher whose cell of length L decodes at steps[L][k] ms in its (k+1)-th
+// measured request (the last step repeats).
+func stepsOf(steps map[int][]float64) *canned {
+	seen := map[int]int{}
+	return &canned{rec: func(p *cell.Plan) *recording.Result {
+		if p.Warmup {
+			return lockstep(p, 20*time.Millisecond, 2*time.Millisecond)
+		}
+		s := steps[p.Cell.SeqLen]
+		k := min(seen[p.Cell.SeqLen], len(s)-1)
+		seen[p.Cell.SeqLen]++
+		return lockstep(p, 20*time.Millisecond, time.Duration(s[k]*float64(time.Millisecond)))
+	}}
+}
+
+// An interrupt in the middle of a round: every repeat measured before it counts in its cell's
+// CV (the unfinished round's too), a cell the rule can close on its values keeps that verdict,
+// and the cells still open — the one whose repeat was cut included — are "interrupted", not
+// "flagged". Cells (forward pass per repeat): L=100 2, 2 ms (stable after round 2); L=200 2,
+// 3, 2, … ms and L=300 2, 2.5, 3, … ms (never within 5 %). Round 3 visits L=200 and L=300 in
+// the seed's order; the cut is the second of them, so the first has three values.
+func TestRunRepeatsInterrupted(t *testing.T) {
+	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := &cutting{inner: stepsOf(map[int][]float64{100: {2}, 200: {2, 3, 2, 3}, 300: {2, 2.5, 3, 3.5}}), at: 3 + 3 + 2, cancel: cancel}
+	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: cell.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	w := &memWriter{}
+	rule := repeat.Rule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 6}
+	out, err := runRepeats(ctx, cr, cells, rule, 42, w, func(cs []matrix.Cell) *progress { return newProgress(io.Discard, false, cs, 16) }, false)
+	if exitcode.Of(err) != exitcode.Interrupted {
+		t.Fatalf("err %v (code %v)", err, exitcode.Of(err))
+	}
+	first, cut := d.measured[6], d.measured[7] // round 3's cells, in the order visited
+	if first == cut || first == 100 || cut == 100 {
+		t.Fatalf("measured %v", d.measured)
+	}
+	byL := map[int]CellRepeats{}
+	for _, c := range out {
+		byL[c.Cell.SeqLen] = c
+	}
+	// the first of round 3: three values, the CV of all three
+	want := map[int][]float64{200: {2, 3, 2}, 300: {2, 2.5, 3}}[first]
+	m, sd := stat.MeanStdDev(want, nil)
+	f := byL[first]
+	if f.Repeats != 3 || f.Values != 3 || f.Outcome() != "interrupted" || math.Abs(f.Verdict.CV-sd/m) > 1e-3 {
+		t.Errorf("L=%d: %+v, want 3 values, CV %.4f, interrupted", first, f, sd/m)
+	}
+	if c := byL[cut]; c.Repeats != 3 || c.Values != 2 || c.Outcome() != "interrupted" {
+		t.Errorf("L=%d (cut): %+v", cut, c)
+	}
+	if q := byL[100]; q.Outcome() != "stable" || q.Values != 2 {
+		t.Errorf("L=100: %+v", q)
+	}
+	var b strings.Builder
+	WriteRepeats(&b, out, rule)
+	for _, s := range []string{"1 of 3 cells stable, 0 flagged, 2 interrupted; 8 repeats in all",
+		fmt.Sprintf("| %d | 2 | 3 | 3 | %.2f | %.2f | interrupted |", first, 100*sd/m, 100*sd/m*repeat.UpperFactor(3, 0.9)),
+		fmt.Sprintf("| %d | 2 | 3 | 2 |", cut), fmt.Sprintf("⚠ L=%d,B=2 interrupted before its repeats ended", cut)} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("summary lacks %q:\n%s", s, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "did not reach the target") {
+		t.Errorf("an interrupted cell is reported as flagged:\n%s", b.String())
+	}
+}
+
+// --keep-going with a cell whose first repeat fails: the count line agrees with the table
+// (stable, flagged and failed each counted), and a cell without two values has "–" for both
+// its CV and its bound. Cells: L=100 stable (2 ms), L=200 flagged (2, 3 ms to the maximum of
+// 3), L=300 failed at repeat 1.
+func TestWriteRepeatsCounts(t *testing.T) {
+	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}}
+	inner := stepsOf(map[int][]float64{100: {2}, 200: {2, 3}, 300: {2}})
+	bad := failOn(300)
+	d := &canned{rec: func(p *cell.Plan) *recording.Result {
+		if p.Cell.SeqLen == 300 {
+			return bad.rec(p)
+		}
+		return inner.rec(p)
+	}}
+	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: cell.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	rule := repeat.Rule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 3}
+	out, err := runRepeats(context.Background(), cr, cells, rule, 1, &memWriter{}, func(cs []matrix.Cell) *progress { return newProgress(io.Discard, false, cs, 16) }, true)
+	if err == nil {
+		t.Fatal("no error for the failed cell")
+	}
+	var b strings.Builder
+	WriteRepeats(&b, out, rule)
+	for _, s := range []string{"1 of 3 cells stable, 1 flagged, 1 failed; 6 repeats in all", "| 300 | 2 | 1 | 0 | – | – | failed |",
+		"| 200 | 2 | 3 | 3 |", "⚠ L=300,B=2 failed (no more repeats of it after 1, 0 measured): cell L=300,B=2, repeat 1: "} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("summary lacks %q:\n%s", s, b.String())
+		}
+	}
+}
+
+// --resume of a run with repeats is refused before any setup, naming the file and its
+// until_cv header (resuming would skip every cell measured once and never finish the open
+// cells' repeats); a run without repeats is not refused by this check.
+func TestResumeRefusesRepeats(t *testing.T) {
+	cfg := fakeCfg(t, "array")
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		id   string
+		rule *report.StoppingRule
+		want string
+	}{
+		{"ucv", &report.StoppingRule{TargetCV: 0.01, MinRepeats: 2, MaxRepeats: 10, Confidence: 0.9}, "its header has until_cv (target CV 1 %, 2 to 10 repeats per cell)"},
+		{"plain", nil, ""},
+	} {
+		w, err := report.Create(dir, report.Header{RunID: tc.id, Config: cfg, UntilCV: tc.rule})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := 0
+		if tc.rule != nil {
+			rep = 1
+		}
+		if err := w.Cell(report.Cell{Cell: matrix.Cell{Index: 0, SeqLen: 100, Batch: 4}, Status: report.StatusOK, Repeat: rep}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := w.Finish(report.StatusInterrupted, errors.New("interrupted")); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, tc.id+".jsonl")
+		err = resumable(path)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.id, err)
+			}
+			continue
+		}
+		if exitcode.Of(err) != exitcode.InvalidConfig || err == nil || !strings.Contains(err.Error(), "cannot resume "+path+": "+tc.want) {
+			t.Errorf("%s: err %v (code %v)", tc.id, err, exitcode.Of(err))
+		}
+		// Run refuses it the same way, before its setup (the target here does not listen)
+		if _, err := Run(context.Background(), cfg, Options{Resume: path}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
+
+// RepeatsOf rebuilds the summary from a results file: a stable cell (2, 2 ms), a flagged one
+// at the maximum (2, 3, 2 ms), a failed one, and one whose last repeat was interrupted, in
+// an interrupted run; without a footer (killed) the open cell is interrupted too, with a
+// footer of status error "stopped".
+func TestRepeatsOf(t *testing.T) {
+	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}, {Index: 3, SeqLen: 400, Batch: 2}}
+	rec := func(i, rep int, status string, fwd float64) report.Cell {
+		c := report.Cell{Cell: cells[i], Status: status, Repeat: rep, Elapsed: report.Millis(100 * time.Millisecond)}
+		if status == report.StatusOK {
+			c.Figures = &measure.Figures{PerForward: measure.Summary{N: 2, Mean: time.Duration(fwd * float64(time.Millisecond))}}
+		} else {
+			c.Error = status
+		}
+		return c
+	}
+	r := &report.Run{Header: report.Header{RunID: "f", Cells: cells, UntilCV: &report.StoppingRule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 3, Confidence: 0.9}},
+		Cells: []report.Cell{rec(0, 1, "ok", 2), rec(0, 2, "ok", 2), rec(1, 1, "ok", 2), rec(1, 2, "ok", 3), rec(1, 3, "ok", 2),
+			rec(2, 1, "error", 0), rec(3, 1, "ok", 2), rec(3, 2, "ok", 3), rec(3, 3, "interrupted", 0)},
+		Footer: &report.Footer{Status: report.StatusInterrupted}}
+	for _, tc := range []struct {
+		footer *report.Footer
+		open   string
+	}{{r.Footer, "interrupted"}, {nil, "interrupted"}, {&report.Footer{Status: report.StatusError}, "stopped"}} {
+		r.Footer = tc.footer
+		out, rule, err := RepeatsOf(r)
+		if err != nil || rule.MaxRepeats != 3 || rule.TargetCV != 0.05 {
+			t.Fatalf("err %v, rule %+v", err, rule)
+		}
+		var got []string
+		for _, c := range out {
+			got = append(got, fmt.Sprintf("%s %d/%d %s", c.Cell.Key(), c.Values, c.Repeats, c.Outcome()))
+		}
+		want := []string{"L=100,B=2 2/2 stable", "L=200,B=2 3/3 flagged", "L=300,B=2 0/1 failed", "L=400,B=2 2/3 " + tc.open}
+		if !slices.Equal(got, want) {
+			t.Errorf("footer %+v: %v, want %v", tc.footer, got, want)
+		}
+		// the flagged cell's CV: 2, 3, 2 ms → SD 0.577, mean 2.333, CV 24.74 %
+		if cv := out[1].Verdict.CV; math.Abs(cv-math.Sqrt(1.0/3)/(7.0/3)) > 1e-9 || out[0].Wall != 200*time.Millisecond {
+			t.Errorf("CV %v, wall %v", cv, out[0].Wall)
+		}
+	}
+	if _, _, err := RepeatsOf(&report.Run{Header: report.Header{RunID: "plain"}}); err == nil || !strings.Contains(err.Error(), "no until_cv") {
+		t.Errorf("a run without until_cv: %v", err)
 	}
 }

@@ -95,6 +95,11 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 			return nil, exitcode.With(exitcode.Usage, err)
 		}
 	}
+	if opt.Resume != "" {
+		if err := resumable(opt.Resume); err != nil {
+			return nil, err
+		}
+	}
 	start := time.Now()
 	autoID := opt.RunID == ""
 	if autoID {
@@ -180,12 +185,47 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		gpus, src = n, "labels gpu_count"
 	}
 	gputime.Of([]*report.Run{res.Run}, gpus, src).WriteSummary(opt.Stderr)
-	fmt.Fprintf(opt.Stderr, "%d/%d cells measured in %s; results: %s", res.Measured, len(s.cells), time.Since(start).Round(100*time.Millisecond), res.JSONL)
+	fmt.Fprintf(opt.Stderr, "%d/%d cells measured", res.Measured, len(s.cells))
+	open := map[string]int{}
+	for _, c := range res.Repeats {
+		if c.Stopped != "" {
+			open[c.Stopped]++
+		}
+	}
+	for _, why := range []string{"interrupted", "stopped"} {
+		if open[why] > 0 {
+			fmt.Fprintf(opt.Stderr, " (%d %s before their repeats ended)", open[why], why)
+		}
+	}
+	fmt.Fprintf(opt.Stderr, " in %s; results: %s", time.Since(start).Round(100*time.Millisecond), res.JSONL)
 	if jsonPath != "" {
 		fmt.Fprintf(opt.Stderr, ", %s, %s", jsonPath, csvPath)
 	}
 	fmt.Fprintln(opt.Stderr)
 	return res, errors.Join(runErr, ferr)
+}
+
+// resumable refuses to resume a run with repeats (a header with until_cv, or records with a
+// repeat): Resume skips every cell that has a measured record, so the cells still open when
+// the run stopped would never get their remaining repeats, and the stopping rule's rounds
+// (their interleaved order, each cell's plan measured again unchanged) cannot be continued
+// from the file. Checked before the setup starts an engine; the error carries
+// exitcode.InvalidConfig and names the file.
+func resumable(path string) error {
+	prev, err := report.ReadFile(path)
+	if err != nil {
+		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("cannot resume: %w", err))
+	}
+	why := ""
+	switch u := prev.Header.UntilCV; {
+	case u != nil:
+		why = fmt.Sprintf("its header has until_cv (target CV %g %%, %d to %d repeats per cell)", 100*u.TargetCV, u.MinRepeats, u.MaxRepeats)
+	case prev.HasRepeats():
+		why = "its records are repeats of the cells"
+	default:
+		return nil
+	}
+	return exitcode.Errorf(exitcode.InvalidConfig, "cannot resume %s: %s: a run with repeats cannot be continued (resuming would skip every cell measured once and end the cells still open without their remaining repeats); start a new run with --until-cv", path, why)
 }
 
 // cellWriter takes each cell's record as it is measured (host/report's *Writer).

@@ -64,7 +64,7 @@ func TestConsistencyThresholdExitCodes(t *testing.T) {
 		{[]string{a, b, "--max-cv", "13"}, exitcode.OK, "threshold: max per-cell CV 12.86 % ≤ --max-cv 13 %: ok"},
 		{[]string{"--max-cv", "3", "--cv-stat", "median", a, b}, exitcode.ThresholdsFailed, "median per-cell CV 3.45 % exceeds --max-cv 3 %"},
 		{[]string{"--max-cv", "4", "--cv-stat", "median", a, b}, exitcode.OK, "threshold: median per-cell CV 3.45 %"},
-		{[]string{a}, exitcode.Usage, "need at least two results files, got 1"},
+		{[]string{a}, exitcode.Usage, "one results file without repeats: need at least two results files"},
 		{[]string{"--cv-stat", "mean", a, b}, exitcode.Usage, `--cv-stat "mean"`},
 		{[]string{"--max-cv", "-1", a, b}, exitcode.Usage, "must be ≥ 0"},
 		{[]string{a, filepath.Join(dir, "missing.json")}, exitcode.Failure, "missing.json"},

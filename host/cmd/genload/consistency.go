@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -18,7 +19,7 @@ import (
 var cvStats = []string{"max", "p90", "median"}
 
 func cmdConsistency(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("consistency", "genload consistency [--max-cv PCT] [--cv-stat max|p90|median] RUN.json RUN.json [RUN.json…]",
+	fs := newFlagSet("consistency", "genload consistency [--max-cv PCT] [--cv-stat max|p90|median] RUN.json [RUN.json…]",
 		`Compare repeated runs of the same matrix (.json or .jsonl results files, at least two): for
 each cell measured in every run, the coefficient of variation (CV) of its mean per-forward
 latency over the runs — CV = sample standard deviation / mean, in % — and, when the runs kept
@@ -27,12 +28,18 @@ summary: median, P90 and max per-cell CV; cells with CV ≤ 5 % and ≤ 10 %; ea
 median per-forward latency over the common cells and their span across runs (max/min − 1).
 
 Cells are matched by (L, B); cells missing from a run or not measured in it are left out and
-listed. With --max-cv the command exits with code 6 (thresholds failed) when the statistic
-chosen by --cv-stat (default: the max per-cell CV) exceeds PCT percent — for CI.`,
+listed. A run with repeats (genload run --until-cv: a record per cell and repeat) counts as one
+run whose cells are the means of their measured repeats (said on a "pooled" line). One file of
+such a run gives its own consistency instead: each cell's CV over its repeats, and how each
+cell's repeats ended under the run's stopping rule (the summary the run printed).
+
+With --max-cv the command exits with code 6 (thresholds failed) when the statistic chosen by
+--cv-stat (default: the max per-cell CV) exceeds PCT percent — for CI.`,
 		[][2]string{
 			{"three repeats of one matrix", "genload consistency results/a-r1.json results/a-r2.json results/a-r3.json"},
 			{"fail CI when any cell's CV exceeds 5 %", "genload consistency --max-cv 5 results/a-r*.json"},
 			{"fail CI when the P90 per-cell CV exceeds 3 %", "genload consistency --max-cv 3 --cv-stat p90 results/a-r*.jsonl"},
+			{"the repeats of one run of genload run --until-cv", "genload consistency results/ucv.json"},
 		}, e)
 	maxCV, cvStat := cvFlags(fs)
 	files, err := parseFiles(fs, args)
@@ -42,14 +49,40 @@ chosen by --cv-stat (default: the max per-cell CV) exceeds PCT percent — for C
 	if err := checkCVFlags(*maxCV, *cvStat, "consistency"); err != nil {
 		return err
 	}
-	if len(files) < 2 {
-		return exitcode.Errorf(exitcode.Usage, "need at least two results files, got %d (see 'genload consistency --help')", len(files))
+	if len(files) == 0 {
+		return exitcode.Errorf(exitcode.Usage, "need at least two results files, or one of a run with repeats (genload run --until-cv), got none (see 'genload consistency --help')")
 	}
 	runs, err := report.ReadRuns(files)
 	if err != nil {
 		return err
 	}
+	if len(runs) == 1 {
+		if !runs[0].HasRepeats() {
+			return exitcode.Errorf(exitcode.Usage, "%s: one results file without repeats: need at least two results files, or one of a run with repeats (genload run --until-cv) (see 'genload consistency --help')", files[0])
+		}
+		return repeatsConsistency(runs[0], files[0], *maxCV, *cvStat, e)
+	}
 	return consistency(runs, *maxCV, *cvStat, e)
+}
+
+// repeatsConsistency prints the consistency of one run with repeats over each cell's own
+// repeats ([report.ConsistentRepeats]) and, when its header has the stopping rule, how each
+// cell's repeats ended, rebuilt from the file ([run.RepeatsOf]: the summary genload run
+// --until-cv printed), then holds the --cv-stat statistic against maxCV.
+func repeatsConsistency(r *report.Run, file string, maxCV float64, cvStat string, e *env) error {
+	c, err := report.ConsistentRepeats(r)
+	if err != nil {
+		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", file, err))
+	}
+	c.WriteMarkdown(e.stdout)
+	if r.Header.UntilCV != nil {
+		cells, rule, err := run.RepeatsOf(r)
+		if err != nil {
+			return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", file, err))
+		}
+		run.WriteRepeats(e.stdout, cells, rule)
+	}
+	return threshold(c, maxCV, cvStat, e)
 }
 
 // cvFlags declares --max-cv and --cv-stat on fs (run and consistency share them).
@@ -134,26 +167,30 @@ func runRepeats(ctx context.Context, cfg *config.Config, opt run.Options, n int,
 }
 
 // runUntilCV runs cfg with opt.UntilCV set (one results file, a record per repeat), then
-// prints the repeats' consistency as read back from its .json file (the table 'genload
-// consistency' prints, with each cell's repeat count), how each cell's repeats ended and the
-// GPU time, and applies the --max-cv threshold. Flagged cells are listed, not an error.
+// prints the repeats' consistency as read back from its results file (the table 'genload
+// consistency' prints for it, with each cell's repeat count), how each cell's repeats ended
+// and the GPU time, and applies the --max-cv threshold. Flagged cells are listed, not an
+// error. A run that failed or was interrupted prints the same from what its file holds (the
+// consistency when a cell has two measured repeats), and returns the run's error.
 func runUntilCV(ctx context.Context, cfg *config.Config, opt run.Options, maxCV float64, cvStat string, e *env) error {
-	res, err := run.Run(ctx, cfg, opt)
-	if err != nil {
-		if res != nil && len(res.Repeats) > 0 {
-			run.WriteRepeats(e.stdout, res.Repeats, *opt.UntilCV)
-		}
-		return err
+	res, runErr := run.Run(ctx, cfg, opt)
+	if res == nil {
+		return runErr
 	}
-	r, err := report.ReadFile(res.JSON)
-	if err != nil {
-		return err
+	path := res.JSON
+	if path == "" {
+		path = res.JSONL
 	}
-	c, err := report.ConsistentRepeats(r)
+	r, err := report.ReadFile(path)
 	if err != nil {
-		return err
+		return errors.Join(runErr, err)
 	}
-	c.WriteMarkdown(e.stdout)
+	c, cerr := report.ConsistentRepeats(r)
+	if cerr == nil {
+		c.WriteMarkdown(e.stdout)
+	} else if runErr == nil {
+		return cerr
+	}
 	run.WriteRepeats(e.stdout, res.Repeats, *opt.UntilCV)
 	gpus, src := 0, ""
 	if n, ok := gputime.GPUCount(r.Header.Labels); ok {
@@ -161,6 +198,9 @@ func runUntilCV(ctx context.Context, cfg *config.Config, opt run.Options, maxCV 
 	}
 	fmt.Fprintln(e.stdout)
 	gputime.Of([]*report.Run{r}, gpus, src).WriteSummary(e.stdout)
+	if runErr != nil {
+		return runErr
+	}
 	return threshold(c, maxCV, cvStat, e)
 }
 

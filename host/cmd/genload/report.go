@@ -7,6 +7,7 @@ import (
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/htmlreport"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/run"
 )
 
 func cmdReport(ctx context.Context, args []string, e *env) error {
@@ -20,7 +21,8 @@ A/B change of the second against the first. CSS, plots (SVG) and script are inli
 opens with no network.
 
 Without -o, the result table of each run is printed as markdown instead (the default columns;
---wide for every column and one line per warning), as 'genload run' prints it.`,
+--wide for every column and one line per warning), as 'genload run' prints it; for a run of
+genload run --until-cv, followed by how each cell's repeats ended under its stopping rule.`,
 		[][2]string{
 			{"one run, to share", "genload report -o report.html results/20261130-101500.json"},
 			{"five repeats: tables, consistency", "genload report -o repeats.html results/r-r1.json results/r-r2.json results/r-r3.json results/r-r4.json results/r-r5.json"},
@@ -42,8 +44,15 @@ Without -o, the result table of each run is printed as markdown instead (the def
 		return err
 	}
 	if *out == "" {
-		for _, r := range runs {
+		for i, r := range runs {
 			report.WriteTable(e.stdout, r, report.TableOptions{Wide: *wide})
+			if r.Header.UntilCV != nil { // how the stopping rule ended each cell, as the run printed it
+				cells, rule, err := run.RepeatsOf(r)
+				if err != nil {
+					return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", files[i], err))
+				}
+				run.WriteRepeats(e.stdout, cells, rule)
+			}
 		}
 		return nil
 	}
