@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -79,6 +81,13 @@ func (n Noise) validate() error {
 	if !(n.SlowFactor >= 1 && n.SlowFactor <= 1000) {
 		errs = append(errs, fmt.Errorf("[noise-slow-factor] must be in [1, 1000], got %v", n.SlowFactor))
 	}
+	// One without the other injects nothing: a slow step of factor 1 is not slow.
+	if n.SlowProb > 0 && n.SlowFactor == 1 {
+		errs = append(errs, fmt.Errorf("[noise-slow-prob] %v without [noise-slow-factor] (> 1) injects nothing: give both", n.SlowProb))
+	}
+	if n.SlowFactor > 1 && n.SlowProb == 0 {
+		errs = append(errs, fmt.Errorf("[noise-slow-factor] %v without [noise-slow-prob] (> 0) injects nothing: give both", n.SlowFactor))
+	}
 	return errors.Join(errs...)
 }
 
@@ -106,10 +115,11 @@ func (n Noise) String() string {
 // ParseNoise reads a comma-separated list of key=value pairs — step-cv, burst-cv, slow-prob,
 // slow-factor (floats) and seed (an unsigned integer) — over DefaultNoise, e.g.
 // "step-cv=0.02,burst-cv=0.05,slow-prob=0.001,slow-factor=5,seed=7". "" is no noise. Errors
-// name the key.
+// name the key; a key given twice is an error.
 func ParseNoise(list string) (Noise, error) {
 	n := DefaultNoise()
 	var errs []error
+	seen := map[string]bool{}
 	for item := range strings.SplitSeq(list, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -120,6 +130,11 @@ func ParseNoise(list string) (Noise, error) {
 			errs = append(errs, fmt.Errorf("noise %q: want key=value", item))
 			continue
 		}
+		if seen[k] {
+			errs = append(errs, fmt.Errorf("noise [%s]: given twice", k))
+			continue
+		}
+		seen[k] = true
 		var err error
 		switch k {
 		case "step-cv":
@@ -151,6 +166,34 @@ func registerNoiseFlags(fs *flag.FlagSet, n *Noise) {
 	fs.Float64Var(&n.SlowProb, "noise-slow-prob", n.SlowProb, "probability that a step is slow, 0 = off")
 	fs.Float64Var(&n.SlowFactor, "noise-slow-factor", n.SlowFactor, "duration multiplier of a slow step (>= 1)")
 	fs.Uint64Var(&n.Seed, "noise-seed", n.Seed, "seed of the step-time noise")
+}
+
+// ForStart returns n with its seed replaced by one derived from n.Seed and start, the name of
+// what distinguishes one start of an engine from the other starts of the same configuration
+// in one invocation ("repeat 2", "ab side B"). Engines started with the same seed replay the
+// same draws, so that repeats of a matrix would agree on their noise and the two sides of an
+// A/B comparison of a config against itself would cancel it in every pair; derived seeds make
+// the starts' noise independent while a given (seed, start) still replays exactly. start ""
+// returns n unchanged (a single engine start uses the configured seed, as genload serve
+// --noise-seed does).
+//
+// The derived seed is the FNV-1a 64-bit hash of Seed's 8 bytes (little-endian) followed by
+// start's bytes, passed through the SplitMix64 finaliser so that neighbouring starts get
+// unrelated seeds.
+func (n Noise) ForStart(start string) Noise {
+	if start == "" {
+		return n
+	}
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], n.Seed)
+	h.Write(b[:])
+	h.Write([]byte(start))
+	z := h.Sum64() + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	n.Seed = z ^ (z >> 31)
+	return n
 }
 
 // noiser draws the factors of Noise; used by the scheduler goroutine only.

@@ -250,9 +250,45 @@ func TestParseNoise(t *testing.T) {
 		"jitter=1":        "noise [jitter]: unknown key",
 		"step-cv":         "want key=value",
 		"burst-cv=-1":     "[noise-burst-cv] must be in [0, 10]",
+		// a slow step of factor 1 is not slow: either alone injects nothing
+		"slow-prob=0.1":            "[noise-slow-prob] 0.1 without [noise-slow-factor]",
+		"slow-factor=5":            "[noise-slow-factor] 5 without [noise-slow-prob]",
+		"step-cv=0.02,step-cv=0.5": "noise [step-cv]: given twice",
 	} {
 		if _, err := ParseNoise(in); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseNoise(%q) = %v, want an error containing %q", in, err, want)
 		}
+	}
+}
+
+func TestNoiseForStartDerivesDistinctSeeds(t *testing.T) {
+	n := Noise{BurstCV: 0.05, SlowFactor: 1, Seed: 1}
+	if got := n.ForStart(""); got != n {
+		t.Errorf(`ForStart("") = %+v, want %+v unchanged`, got, n)
+	}
+	r1, r2, a, b := n.ForStart("repeat 1"), n.ForStart("repeat 2"), n.ForStart("ab side A"), n.ForStart("ab side B")
+	seeds := map[uint64]string{n.Seed: "configured"}
+	for name, m := range map[string]Noise{"repeat 1": r1, "repeat 2": r2, "ab side A": a, "ab side B": b} {
+		if prev, dup := seeds[m.Seed]; dup {
+			t.Errorf("%s: seed %d, the same as %s's", name, m.Seed, prev)
+		}
+		seeds[m.Seed] = name
+		if m.BurstCV != n.BurstCV || m.SlowFactor != n.SlowFactor {
+			t.Errorf("%s: %+v, want only the seed changed from %+v", name, m, n)
+		}
+	}
+	// Deterministic: the same (seed, start) gives the same seed; another configured seed another.
+	if again := n.ForStart("repeat 2"); again != r2 {
+		t.Errorf("ForStart(repeat 2) twice: %d then %d", r2.Seed, again.Seed)
+	}
+	if other := (Noise{BurstCV: 0.05, SlowFactor: 1, Seed: 2}).ForStart("repeat 2"); other.Seed == r2.Seed {
+		t.Errorf("seeds 1 and 2 derive the same seed %d for repeat 2", other.Seed)
+	}
+	// The draws differ: the first burst factors of the two repeats' generators.
+	z1, z2 := newNoiser(r1), newNoiser(r2)
+	z1.newBurst()
+	z2.newBurst()
+	if z1.burst == z2.burst {
+		t.Errorf("repeats 1 and 2 draw the same first burst factor %v", z1.burst)
 	}
 }

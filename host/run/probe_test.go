@@ -160,7 +160,7 @@ func TestProbeRejectionNamesTheSettings(t *testing.T) {
 func TestProbeBuiltin(t *testing.T) {
 	tok, _ := tokenizer.Default()
 	cfg := probeCfg(t, "mode = \"auto\"\n[prompt]\nformat = \"auto\"\n[engine]\ntime_scale = 0.001\n")
-	eng, url, _, err := startBuiltin(cfg, tok)
+	eng, url, _, err := startBuiltin(cfg, tok, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,12 @@ type Options struct {
 	// target or it reaches the rule's maximum (genload run --until-cv; see runRepeats and
 	// package repeat): one results file with a record per (cell, repeat). Not with Resume.
 	UntilCV *repeat.Rule
+	// EngineStart names what distinguishes this run's start of the built-in engine from the
+	// other starts of the same configuration in one invocation ("repeat 2" of --repeat, "ab
+	// side B"): the [engine] noise seed used is derived from the configured one and it
+	// (engine.Noise.ForStart), so that the starts draw independent noise, and the results
+	// header's engine info records the seed used. "" uses the configured seed.
+	EngineStart string
 }
 
 // Result is what a run produced.

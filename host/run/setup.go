@@ -81,6 +81,11 @@ func (s *setup) run(ctx context.Context) (*cellRunner, error) {
 		s.inputs, s.emptyShard, s.startTarget, s.modelAndContext, s.bounds, s.probe, s.matrix, s.loadPlugins, s.dispatcher, s.textPrompts,
 	} {
 		if err := stage(ctx); err != nil {
+			if ctx.Err() != nil {
+				// Ctrl-C while the server was still loading, or during the probe: the stage's
+				// error (a canceled request) is the interrupt's, not the target's.
+				return nil, &exitcode.Error{Code: exitcode.Interrupted, Err: fmt.Errorf("interrupted before the first cell: %w", err)}
+			}
 			return nil, err
 		}
 		if s.empty {
@@ -214,7 +219,7 @@ func (s *setup) startTarget(context.Context) error {
 		fmt.Fprintf(s.opt.Stderr, "[engine] is set but not used: the target is %s, not the built-in engine (give those settings to genload serve)\n", cfg.Target)
 	}
 	if cfg.Target == config.Builtin {
-		eng, url, info, err := startBuiltin(cfg, s.tok)
+		eng, url, info, err := startBuiltin(cfg, s.tok, s.opt.EngineStart)
 		if err != nil {
 			return err
 		}

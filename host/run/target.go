@@ -93,8 +93,10 @@ func toDispatchWorkers(ws []config.Worker) []dispatch.Worker {
 
 // startBuiltin starts the built-in engine on a loopback port with bench.toml's [engine] table
 // over the engine's defaults, serving the run's tokenizer; it returns the engine (to close),
-// its base URL and what the results header records about it.
-func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer) (*engine.Engine, string, map[string]any, error) {
+// its base URL and what the results header records about it. start names this engine start
+// among the invocation's (Options.EngineStart): the noise seed used is derived from the
+// configured seed and start, and recorded.
+func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer, start string) (*engine.Engine, string, map[string]any, error) {
 	ecfg := engine.DefaultConfig()
 	if cfg.Engine.Profile != "" {
 		// Checked here, not by engine.New, so that the error names the key and where it was set.
@@ -118,7 +120,7 @@ func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer) (*engine.Engine,
 	if err != nil {
 		return nil, "", nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: [engine.noise]: %w", cfg.Where("engine.noise"), err))
 	}
-	ecfg.Noise = noise
+	ecfg.Noise = noise.ForStart(start)
 	ecfg.Seed = int64(cfg.Seed)
 	ecfg.VocabSize = max(ecfg.VocabSize, tok.VocabSize()) // the engine serves the run's tokenizer
 	eng, err := engine.New(ecfg, tok)
@@ -133,8 +135,12 @@ func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer) (*engine.Engine,
 	info := map[string]any{"profile": ecfg.Profile, "time_scale": ecfg.TimeScale, "quirks": q.String(),
 		"max_model_len": ecfg.MaxModelLen, "model": ecfg.ModelName,
 		"note": "figures are wall-clock at this time scale: divide by time_scale for the simulated GPU time"}
-	if n := noise.String(); n != "" {
+	if n := ecfg.Noise.String(); n != "" {
 		info["noise"] = n // the step-time noise injected, so that a run's CV can be read against it
+		if start != "" {
+			// The seed in "noise" is the one used, derived: from the configured one and this.
+			info["noise_seed_from"] = fmt.Sprintf("seed=%d of [engine] noise, engine start %q", noise.Seed, start)
+		}
 	}
 	return eng, url, info, nil
 }

@@ -53,7 +53,8 @@ lies wholly beyond ±PCT % — a difference larger than allowed, with that confi
 		if err := cfg.Validate(); err != nil {
 			return err
 		}
-		s, err := run.Prepare(ctx, cfg, run.Options{Stderr: e.stderr, Version: version, Getenv: e.getenv})
+		s, err := run.Prepare(ctx, cfg, run.Options{Stderr: e.stderr, Version: version, Getenv: e.getenv,
+			EngineStart: fmt.Sprintf("ab side %c", 'A'+i)}) // the sides' built-in engines draw independent noise
 		if err != nil {
 			return fmt.Errorf("side %c (%s): %w", 'A'+i, p, err)
 		}

@@ -147,6 +147,7 @@ func runRepeats(ctx context.Context, cfg *config.Config, opt run.Options, n int,
 	var paths []string
 	for k := 1; k <= n; k++ {
 		opt.RunID = base + "-r" + strconv.Itoa(k)
+		opt.EngineStart = "repeat " + strconv.Itoa(k) // each repeat's built-in engine draws its own noise
 		fmt.Fprintf(e.stderr, "repeat %d of %d: run %s\n", k, n, opt.RunID)
 		res, err := run.Run(ctx, cfg, opt)
 		if err != nil {

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/testplugins"
+)
+
+// Ctrl-C while the server is still loading its model (every /v1/models answered 503, retried)
+// is an interrupt, exit 130, not a target failure (5): the cancel comes from the third answer,
+// so the run is inside its retries, before its first cell, when it is interrupted.
+func TestInterruptBeforeTheFirstCellExits130(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if asked.Add(1) == 3 {
+			cancel()
+		}
+		http.Error(w, `{"error":"model loading"}`, http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	cfg := writeConfig(t, fmt.Sprintf("target = %q\nmax_tokens = 8\nout = %q\n[matrix]\nseq_lens = [256]\nbatch_sizes = [1]\n[warmup]\nretries = 100\nretry_delay = \"20ms\"\n",
+		srv.URL, t.TempDir()))
+	code, _, stderr := cli(t, ctx, "run", "-c", cfg)
+	if code != exitcode.Interrupted || !strings.Contains(stderr, "interrupted before the first cell") {
+		t.Fatalf("exit %d, want %d (interrupted)\n%s", code, exitcode.Interrupted, stderr)
+	}
+	if n := asked.Load(); n < 3 {
+		t.Errorf("/v1/models asked %d times, want ≥ 3", n)
+	}
+}
