@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -19,6 +20,7 @@ import (
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
+	"gonum.org/v1/gonum/stat"
 )
 
 func TestTInterval(t *testing.T) {
@@ -152,4 +154,200 @@ func TestABCommandOnTheBuiltinEngine(t *testing.T) {
 	if code, _, _ := cli(t, context.Background(), "ab", "-a", a); code != exitcode.Usage {
 		t.Errorf("without -b: exit %d", code)
 	}
+}
+
+// gappySide answers like fakeSide, except that the measurements numbered in none (1-based,
+// counted over the side's measurements) come back status ok without a per-forward figure, and
+// the measurement numbered cancelAt (0 = never) cancels the context first.
+type gappySide struct {
+	fakeSide
+	none     map[int]bool
+	cancelAt int
+	cancel   context.CancelFunc
+	n        int
+}
+
+func (g *gappySide) MeasurePlan(ctx context.Context, p *run.Plan) (report.Cell, error) {
+	g.n++
+	if g.n == g.cancelAt {
+		g.cancel()
+		return report.Cell{Status: report.StatusError, Error: "context canceled"}, ctx.Err()
+	}
+	if g.none[g.n] {
+		return report.Cell{Status: report.StatusOK, Figures: &measure.Figures{PerForwardReason: "no sequence reached max_tokens"}}, nil
+	}
+	return g.fakeSide.MeasurePlan(ctx, p)
+}
+
+// A pair without a figure on one side is left out with the record's reason and the cell keeps
+// its other pairs; a cell left with one pair has no interval; an interrupt is exit 130.
+func TestABLeavesOutPairsWithoutAFigure(t *testing.T) {
+	cell := matrix.Cell{SeqLen: 1000, Batch: 4}
+	a := &gappySide{fakeSide: fakeSide{scale: 1, cv: 0.02, rng: rand.New(rand.NewPCG(1, 1))}}
+	b := &gappySide{fakeSide: fakeSide{scale: 1.1, cv: 0.02, rng: rand.New(rand.NewPCG(2, 2)), cell: cell}, none: map[int]bool{2: true}}
+	row, err := abMeasure(context.Background(), []abSide{a, b}, cell, 4, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.N != 3 || len(row.D) != 3 || len(row.PairList) != 4 {
+		t.Fatalf("N %d, %d differences, %d pairs; want 3, 3, 4", row.N, len(row.D), len(row.PairList))
+	}
+	p := row.PairList[1]
+	if p.D != nil || p.Skipped != "side B: status ok; no per-forward figure: no sequence reached max_tokens" || p.Order != "BA" {
+		t.Errorf("pair 2: %+v", p)
+	}
+	for _, i := range []int{0, 2, 3} {
+		q := row.PairList[i]
+		if q.D == nil || math.Abs(*q.D-(q.FwdBms/q.FwdAms-1)) > 1e-12 {
+			t.Errorf("pair %d: d %v, fwd A %v ms, B %v ms", q.Pair, q.D, q.FwdAms, q.FwdBms)
+		}
+	}
+	if m, lo, hi := tInterval(row.D, 0.95); row.Mean != m || row.Lo != lo || row.Hi != hi || row.Verdict != "B slower" {
+		t.Errorf("interval %v [%v, %v] %q, want %v [%v, %v] over the 3 pairs, B slower", row.Mean, row.Lo, row.Hi, row.Verdict, m, lo, hi)
+	}
+
+	// three of four pairs without a figure on A: one pair left, no interval
+	a2 := &gappySide{fakeSide: fakeSide{scale: 1, cv: 0.02, rng: rand.New(rand.NewPCG(3, 3))}, none: map[int]bool{1: true, 2: true, 4: true}}
+	row, err = abMeasure(context.Background(), []abSide{a2, b}, cell, 4, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.N != 1 || row.Verdict != "too few pairs (1 of 4 with a figure on both sides): pair 1, side A: status ok; no per-forward figure: no sequence reached max_tokens" {
+		t.Errorf("N %d, verdict %q", row.N, row.Verdict)
+	}
+	var buf strings.Builder
+	writeAB(&buf, abDoc{A: "a.toml", B: "b.toml", Pairs: 4, Confidence: 0.95, Cells: []abCell{row}}, 3)
+	for _, want := range []string{"| 1000 | 4 | 1 | – | – | – | – | too few pairs", "A = a.toml, B = b.toml: 0 of 0 compared cells", "1 without an interval (too few pairs); 2 of 3 cells not measured (stopped)"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+
+	// an interrupt during pair 2 (side B measures second in pair 1, first in pair 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b3 := &gappySide{fakeSide: fakeSide{scale: 1, cv: 0.02, rng: rand.New(rand.NewPCG(4, 4)), cell: cell}, cancelAt: 2, cancel: cancel}
+	row, err = abMeasure(ctx, []abSide{a, b3}, cell, 4, 0.95)
+	if exitcode.Of(err) != exitcode.Interrupted || !strings.Contains(fmt.Sprint(err), "interrupted during cell L=1000,B=4, pair 2, side B") || len(row.PairList) != 1 {
+		t.Errorf("interrupted: err %v (exit %d), %d pairs kept", err, exitcode.Of(err), len(row.PairList))
+	}
+}
+
+// The usage errors name the flag; a max_tokens mismatch is found before anything is measured.
+func TestABUsageAndConfigErrors(t *testing.T) {
+	a := writeConfig(t, "max_tokens = 12\n[matrix]\nseq_lens = [256]\nbatch_sizes = [1]\n")
+	b := writeConfig(t, "max_tokens = 16\n[matrix]\nseq_lens = [256]\nbatch_sizes = [1]\n")
+	for _, c := range []struct {
+		args []string
+		code exitcode.Code
+		want string
+	}{
+		{[]string{"-a", a}, exitcode.Usage, "-a A.toml and -b B.toml are both required"},
+		{[]string{"-a", a, "-b", a, "--pairs", "1"}, exitcode.Usage, "--pairs 1: want ≥ 2"},
+		{[]string{"-a", a, "-b", a, "--confidence", "1"}, exitcode.Usage, "--confidence 1: want a confidence in (0, 1)"},
+		{[]string{"-a", a, "-b", a, "--max-diff", "-5"}, exitcode.Usage, "--max-diff -5: want a percentage ≥ 0"},
+		{[]string{"-a", a, "-b", a, "x.toml"}, exitcode.Usage, `unexpected argument "x.toml"`},
+		{[]string{"-a", a, "-b", b}, exitcode.InvalidConfig, "max_tokens differs: 12 in A (" + a + "), 16 in B (" + b + ")"},
+	} {
+		code, _, stderr := cli(t, context.Background(), append([]string{"ab"}, c.args...)...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, want %d; stderr %q lacks %q", c.args, code, c.code, stderr, c.want)
+		}
+	}
+}
+
+// cancelOn is a writer that cancels when what was written so far contains marker.
+type cancelOn struct {
+	strings.Builder
+	marker string
+	cancel context.CancelFunc
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	n, err := c.Builder.Write(p)
+	if strings.Contains(c.String(), c.marker) {
+		c.cancel()
+	}
+	return n, err
+}
+
+// ab of a config against itself on built-in engines with a per-request noise of CV 5 %: each
+// side's engine draws its own noise (the seeds in --json differ), so the pairs' differences
+// d = b_B/b_A − 1 have an SD of about √2 · 5 % = 7.1 % and the intervals are of that size — not
+// the ±0.1–0.2 % of two engines replaying the same draws. The pooled SD of d over the 4 cells
+// (12 degrees of freedom: within [0.61, 1.39] × the true SD with 95 % probability) must lie in
+// [3.5 %, 14 %], and each interval in --json is the t interval of its pairs. Then Ctrl-C after
+// the first cell: the table of that cell is printed, --json keeps it, exit 130.
+func TestABOfAConfigAgainstItselfShowsTheNoise(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	dir := t.TempDir()
+	a := writeConfig(t, "max_tokens = 12\n[matrix]\nseq_lens = [1000, 2000]\nbatch_sizes = [1, 4]\n[engine]\ntime_scale = 1\nnoise = \"burst-cv=0.05,seed=1\"\n")
+	js := filepath.Join(dir, "ab.json")
+	code, stdout, stderr := cli(t, context.Background(), "ab", "-a", a, "-b", a, "--pairs", "4", "--json", js)
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	doc := readABJSON(t, js)
+	if doc.Status != "ok" || len(doc.Cells) != 4 {
+		t.Fatalf("status %q, %d cells", doc.Status, len(doc.Cells))
+	}
+	if doc.Engines[0]["noise"] == doc.Engines[1]["noise"] {
+		t.Errorf("both sides' engines drew noise %v", doc.Engines[0]["noise"])
+	}
+	var ss float64
+	dof := 0
+	for _, c := range doc.Cells {
+		var ds []float64
+		for _, p := range c.PairList {
+			if p.D != nil {
+				ds = append(ds, *p.D)
+			}
+		}
+		if len(ds) != c.N || c.N < 2 {
+			t.Fatalf("%s: %d differences, n %d", c.Cell.Key(), len(ds), c.N)
+		}
+		m, lo, hi := tInterval(ds, 0.95)
+		if math.Abs(m-c.Mean) > 1e-12 || math.Abs(lo-c.Lo) > 1e-12 || math.Abs(hi-c.Hi) > 1e-12 {
+			t.Errorf("%s: interval %v [%v, %v] in the file, %v [%v, %v] from its pairs", c.Cell.Key(), c.Mean, c.Lo, c.Hi, m, lo, hi)
+		}
+		_, sd := stat.MeanStdDev(ds, nil)
+		ss += sd * sd * float64(len(ds)-1)
+		dof += len(ds) - 1
+		t.Logf("%s: d %+.2f %% [%+.2f, %+.2f], SD %.2f %%", c.Cell.Key(), 100*m, 100*lo, 100*hi, 100*sd)
+	}
+	pooled := math.Sqrt(ss / float64(dof))
+	t.Logf("pooled SD of d %.2f %% (%d degrees of freedom; √2 · 5 %% = 7.07 %% injected)", 100*pooled, dof)
+	if pooled < 0.035 || pooled > 0.14 {
+		t.Errorf("pooled SD of the paired differences %.2f %%, want about 7.1 %% (within [3.5, 14] %%)", 100*pooled)
+	}
+
+	// Ctrl-C once the first cell is done
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errw := &cancelOn{marker: "L=1000,B=1: d =", cancel: cancel}
+	var out strings.Builder
+	js2 := filepath.Join(dir, "ab2.json")
+	code = doMain(ctx, []string{"ab", "-a", a, "-b", a, "--pairs", "2", "--json", js2}, &env{stdout: &out, stderr: errw, getenv: func(string) string { return "" }})
+	if code != exitcode.Interrupted {
+		t.Fatalf("interrupted: exit %d, want 130\n%s\n%s", code, out.String(), errw.String())
+	}
+	if !strings.Contains(out.String(), "| 1000 | 1 | 2 |") || !strings.Contains(out.String(), "3 of 4 cells not measured (stopped)") {
+		t.Errorf("interrupted: the table lacks the first cell or the count:\n%s", out.String())
+	}
+	if doc := readABJSON(t, js2); doc.Status != "interrupted" || len(doc.Cells) != 1 || doc.Cells[0].N != 2 {
+		t.Errorf("interrupted: --json status %q, %d cells", doc.Status, len(doc.Cells))
+	}
+}
+
+func readABJSON(t *testing.T, path string) abDoc {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc abDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }
