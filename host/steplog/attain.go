@@ -39,11 +39,13 @@ type Figures struct {
 	// (sample standard deviation / mean) of the forward-pass time over the forwards at
 	// exactly B that only decode (with a decode group: decode = active; a step that also
 	// prefills is longer by its prefill work); FwdN = 0 when the format has no fwd_ms
-	// (FwdReason says so).
-	FwdN      int     `json:"fwd_n"`
-	FwdMeanMs float64 `json:"fwd_mean_ms"`
-	FwdCV     float64 `json:"fwd_cv"`
-	FwdReason string  `json:"fwd_reason,omitempty"`
+	// (FwdReason says so). FwdCV is nil (absent) with FwdCVReason when FwdN < 2: one step
+	// has no spread.
+	FwdN        int      `json:"fwd_n"`
+	FwdMeanMs   float64  `json:"fwd_mean_ms"`
+	FwdCV       *float64 `json:"fwd_cv,omitempty"`
+	FwdCVReason string   `json:"fwd_cv_reason,omitempty"`
+	FwdReason   string   `json:"fwd_reason,omitempty"`
 	// Reason explains absent or approximate figures: no record in the span, or timestamps
 	// too coarse for the cell's length.
 	Reason string `json:"reason,omitempty"`
@@ -121,14 +123,21 @@ func Attain(recs []Record, s Span, hasFwd bool) Figures {
 		f.FwdReason = fmt.Sprintf("no forward pass at exactly B = %d", s.Batch)
 	default:
 		f.FwdN = len(fwd)
-		f.FwdMeanMs, f.FwdCV = meanCV(fwd)
+		var cv float64
+		f.FwdMeanMs, cv = meanCV(fwd)
+		if f.FwdN >= 2 {
+			f.FwdCV = &cv
+		} else {
+			f.FwdCVReason = fmt.Sprintf("one forward pass at exactly B = %d: a CV needs two", s.Batch)
+		}
 	}
 	return f
 }
 
 func mid(r Record) time.Time { return r.Time.Add(r.Res / 2) }
 
-// meanCV returns the mean and the CV (sample standard deviation / mean; 0 for one value).
+// meanCV returns the mean and the CV (sample standard deviation / mean; 0 for one value,
+// which Attain leaves absent).
 func meanCV(xs []float64) (float64, float64) {
 	m := 0.0
 	for _, x := range xs {

@@ -54,6 +54,9 @@ type Format struct {
 	// Sample is true when a record is a periodic sample of the engine's state rather than
 	// one forward pass (vLLM's stats lines): the shares are then of samples.
 	Sample bool
+	// FwdNote says what the format's fwd_ms measures when that is not the server's forward
+	// time alone ("" when it is); see Notes.
+	FwdNote string
 }
 
 // Preset formats, by name. Each doc comment cites the server source that writes the line.
@@ -66,9 +69,10 @@ var presets = map[string]Format{
 	// this machine measures (the line's own fwd_ms is the simulated time before the engine's
 	// time scale).
 	"genload": {
-		Name:   "genload",
-		Re:     regexp.MustCompile(`time=(?P<time>\S+) step=\d+ active=(?P<active>\d+) decode=\d+ decoding=(?P<decode>\d+) (?:[a-z_]+=[\d.]+ )*?wall_ms=(?P<fwd_ms>\d+(?:\.\d+)?)`),
-		Marker: "time=",
+		Name:    "genload",
+		Re:      regexp.MustCompile(`time=(?P<time>\S+) step=\d+ active=(?P<active>\d+) decode=\d+ decoding=(?P<decode>\d+) (?:[a-z_]+=[\d.]+ )*?wall_ms=(?P<fwd_ms>\d+(?:\.\d+)?)`),
+		Marker:  "time=",
+		FwdNote: "fwd is each step's measured wall time on the engine's host (wall_ms): its CV is the host's sleep jitter on top of the injected noise, not the noise alone (the line's fwd_ms is the simulated time)",
 	},
 	// active-fwd: one line per forward pass holding "active=N" and "fwd=Xms" after an
 	// ISO-8601 timestamp ("2026-12-01 10:00:00.123 … active=64 … fwd=12.3ms"), the form of an
@@ -157,3 +161,21 @@ func (f Format) check() error {
 
 // HasFwd reports whether records carry a forward-pass time.
 func (f Format) HasFwd() bool { return f.Re.SubexpIndex(GroupFwdMs) >= 0 }
+
+// HasDecode reports whether the format says how many sequences of a step decode.
+func (f Format) HasDecode() bool { return f.Re.SubexpIndex(GroupDecode) >= 0 }
+
+// Notes are what a reader of the per-cell forward-pass figures of this format must know:
+// FwdNote, and, for a format with fwd_ms but no decode group, that the steps at B that also
+// prefill (a sequence's first step, a chunk of a long prompt) are among the forwards at B and
+// in their mean and CV, longer by their prefill work.
+func (f Format) Notes() []string {
+	var n []string
+	if f.FwdNote != "" {
+		n = append(n, f.FwdNote)
+	}
+	if f.HasFwd() && !f.HasDecode() {
+		n = append(n, "the format has no decode group: steps at B that also prefill are counted in fwd at B (their mean and CV include the prefill work)")
+	}
+	return n
+}

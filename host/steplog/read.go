@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"sort"
@@ -46,12 +47,15 @@ func (e *LineError) Unwrap() error { return e.Err }
 
 // Stats counts what a Parser read: Lines in all, Records found, Malformed records (each a
 // LineError), Other lines (no record, no marker: the server's other output), Truncations
-// and Replacements of a followed file, and CutLines (a partial last line lost to a
-// truncation, each also a LineError).
+// and Replacements of a followed file, CutLines (a partial last line lost to a truncation,
+// each also a LineError), and Duplicates: records of a line read before, byte for byte (the
+// same log given twice, rotated parts that overlap), counted once — they are not in
+// Records, and Parser.Duplicates says where.
 type Stats struct {
 	Lines, Records, Malformed, Other int
 	Truncations, Replacements        int
 	CutLines                         int
+	Duplicates, DuplicateLines       int
 }
 
 // Parser turns lines into Records with a Format. The zero value is not usable; use
@@ -62,6 +66,10 @@ type Parser struct {
 	recs []Record
 	errs []error
 	st   Stats
+	// seen maps the FNV-1a hash of every line that held a record to where it was first read
+	// and how many records it held; dups are the first repeats found, "src repeats first".
+	seen map[uint64]seenLine
+	dups []string
 
 	iTime, iActive, iFwd, iDecode int
 }
@@ -87,10 +95,42 @@ func NewParser(f Format, o Options) *Parser {
 		iFwd: f.Re.SubexpIndex(GroupFwdMs), iDecode: f.Re.SubexpIndex(GroupDecode)}
 }
 
-// Line parses one line (without its newline) read at src ("file:line").
+// seenLine is where a line holding records was first read, and how many it held.
+type seenLine struct {
+	src     string
+	records int
+}
+
+// maxDupExamples is how many repeated lines Duplicates names.
+const maxDupExamples = 5
+
+// Line parses one line (without its newline) read at src ("file:line"). A line that holds
+// records and repeats, byte for byte, one read before is a duplicate (Stats.Duplicates):
+// records carry timestamps of ms or finer resolution, or other changing fields (token
+// counts, throughput), so a server does not write the same record line twice, while a log
+// given twice or rotated parts that overlap repeat every line.
 func (p *Parser) Line(src, line string) {
 	p.st.Lines++
+	h := fnv.New64a()
+	h.Write([]byte(line))
+	key := h.Sum64()
+	if first, ok := p.seen[key]; ok {
+		p.st.Duplicates += first.records
+		p.st.DuplicateLines++
+		if len(p.dups) < maxDupExamples {
+			p.dups = append(p.dups, fmt.Sprintf("%s repeats %s", src, first.src))
+		}
+		return
+	}
 	found, bad := 0, 0
+	defer func() {
+		if found > 0 {
+			if p.seen == nil {
+				p.seen = map[uint64]seenLine{}
+			}
+			p.seen[key] = seenLine{src, found}
+		}
+	}()
 	rest := line
 	for rest != "" {
 		m := p.f.Re.FindStringSubmatchIndex(rest)
@@ -199,6 +239,10 @@ func (p *Parser) Records() []Record {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out
 }
+
+// Duplicates returns where the first repeated lines were read (at most 5), each "src repeats
+// first-src"; Stats.DuplicateLines counts them all.
+func (p *Parser) Duplicates() []string { return p.dups }
 
 // Errors returns every LineError so far, in reading order.
 func (p *Parser) Errors() []error { return p.errs }

@@ -232,8 +232,13 @@ func TestAttainCountsPerCell(t *testing.T) {
 	// forwards: 6 (the prefill-only one is not); at B: 4 of 6; modal 4; above 1 (the 5);
 	// fwd at B: 10, 12, 14, 12 → mean 12, SD sqrt(8/3) → CV 0.13608
 	if f.Records != 7 || f.Forwards != 6 || f.Modal != 4 || !f.ModalAtTarget || f.AtTarget != 4 || f.Above != 1 || f.NeverAbove || f.MaxActive != 5 ||
-		f.FwdN != 4 || f.FwdMeanMs != 12 || f.FwdCV < 0.13607 || f.FwdCV > 0.13609 {
+		f.FwdN != 4 || f.FwdMeanMs != 12 || f.FwdCV == nil || *f.FwdCV < 0.13607 || *f.FwdCV > 0.13609 {
 		t.Errorf("figures %+v", f)
+	}
+	// one step at B (the 5 at i = 6 is above, the 3 at i = 4 below): no CV, with the reason
+	if g := Attain(recs, Span{Start: t0.Add(35 * time.Millisecond), End: t0.Add(65 * time.Millisecond), Batch: 3}, true); g.FwdN != 1 || g.FwdMeanMs != 8 || g.FwdCV != nil ||
+		g.FwdCVReason != "one forward pass at exactly B = 3: a CV needs two" {
+		t.Errorf("one step at B: %+v, want fwd 8 ms and no CV with its reason", g)
 	}
 	if g := Attain(recs, Span{Start: t0.Add(time.Hour), End: t0.Add(2 * time.Hour), Batch: 4}, true); g.Forwards != 0 || g.Reason == "" {
 		t.Errorf("an empty cell: %+v, want no forwards and a reason", g)
@@ -261,5 +266,55 @@ func TestARecordCutByTheNextIsNotMerged(t *testing.T) {
 	}
 	if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "a.log:7: a record cut short by the next one") {
 		t.Errorf("errors %v, want the cut record at a.log:7", errs)
+	}
+}
+
+// The same log read twice, and two rotated parts that overlap by three lines, give each
+// record once, with the repeats counted and named.
+func TestDuplicateLinesAreCountedOnce(t *testing.T) {
+	var all []string
+	for i := range 10 {
+		all = append(all, line(i, 4))
+	}
+	log := strings.Join(all, "\n") + "\n"
+	p := NewParser(mustPreset(t, "genload"), Options{})
+	for range 2 {
+		if err := p.Read(strings.NewReader(log), "steps.log"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := p.Stats(); st.Lines != 20 || st.Records != 10 || st.Duplicates != 10 || st.DuplicateLines != 10 || len(p.Records()) != 10 {
+		t.Errorf("read twice: %+v, %d records", st, len(p.Records()))
+	}
+	if d := p.Duplicates(); len(d) != 5 || d[0] != "steps.log:1 repeats steps.log:1" {
+		t.Errorf("duplicates named %q", d)
+	}
+	// rotated parts: lines 0–6 then 4–9
+	p = NewParser(mustPreset(t, "genload"), Options{})
+	_ = p.Read(strings.NewReader(strings.Join(all[:7], "\n")+"\n"), "steps.log.1")
+	_ = p.Read(strings.NewReader(strings.Join(all[4:], "\n")+"\n"), "steps.log")
+	if st := p.Stats(); st.Records != 10 || st.Duplicates != 3 || len(p.Records()) != 10 {
+		t.Errorf("overlapping parts: %+v", st)
+	}
+	if d := p.Duplicates(); len(d) != 3 || d[0] != "steps.log:1 repeats steps.log.1:5" {
+		t.Errorf("duplicates named %q", d)
+	}
+}
+
+func TestFormatNotesSayWhatFwdMeasures(t *testing.T) {
+	g := mustPreset(t, "genload").Notes()
+	if len(g) != 1 || !strings.Contains(g[0], "wall time") || !strings.Contains(g[0], "sleep jitter") {
+		t.Errorf("genload notes %q", g)
+	}
+	a := mustPreset(t, "active-fwd").Notes()
+	if len(a) != 1 || !strings.Contains(a[0], "no decode group: steps at B that also prefill are counted") {
+		t.Errorf("active-fwd notes %q", a)
+	}
+	if s := mustPreset(t, "sglang").Notes(); len(s) != 0 {
+		t.Errorf("sglang (no fwd_ms) notes %q", s)
+	}
+	f, err := NewFormat(`(?P<time>\S+) a=(?P<active>\d+) d=(?P<decode>\d+) t=(?P<fwd_ms>[\d.]+)`, "")
+	if err != nil || len(f.Notes()) != 0 {
+		t.Errorf("a regex with decode and fwd_ms: notes %q, %v", f.Notes(), err)
 	}
 }

@@ -241,8 +241,8 @@ func TestStepLogAttainmentEqualsEngineTruth(t *testing.T) {
 			t.Fatalf("cell %d: the steps at B do not form one run bounded by known step ends: %+v", ci, cs)
 		}
 		got := Attain(recs, spans[ci], true)
-		t.Logf("cell %d (B=%d): step log %d forwards, modal %d, %d at B, %d above, fwd %.4f ms (CV %.3f); truth %d, %d, %d, %d, %.4f ms",
-			ci, c.b, got.Forwards, got.Modal, got.AtTarget, got.Above, got.FwdMeanMs, got.FwdCV, fw, modal, atB, above, fwdMs)
+		t.Logf("cell %d (B=%d): step log %d forwards, modal %d, %d at B, %d above, fwd %.4f ms (CV %v); truth %d, %d, %d, %d, %.4f ms",
+			ci, c.b, got.Forwards, got.Modal, got.AtTarget, got.Above, got.FwdMeanMs, cvOf(got), fw, modal, atB, above, fwdMs)
 		if got.Forwards != fw || got.Modal != modal || got.AtTarget != atB || got.Above != above {
 			t.Errorf("cell %d: step log forwards %d modal %d at-B %d above %d; truth %d %d %d %d",
 				ci, got.Forwards, got.Modal, got.AtTarget, got.Above, fw, modal, atB, above)
@@ -256,4 +256,12 @@ func TestStepLogAttainmentEqualsEngineTruth(t *testing.T) {
 			t.Errorf("cell %d: no step at B in the truth, but the step log gives %d (%q)", ci, got.FwdN, got.FwdReason)
 		}
 	}
+}
+
+// cvOf formats a cell's fwd CV, or the reason it has none.
+func cvOf(f Figures) string {
+	if f.FwdCV == nil {
+		return f.FwdCVReason
+	}
+	return fmt.Sprintf("%.3f", *f.FwdCV)
 }

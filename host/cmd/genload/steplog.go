@@ -1,15 +1,17 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
@@ -27,8 +29,14 @@ the log says which steps decode), the modal active occupancy and its share, the 
 whether the occupancy ever went above B, and the mean and CV of the forward-pass time over
 the steps at exactly B.
 
-The log comes from files (read in the order given: a rotated log's older part first), or from
-a command's standard output and error (--cmd, run with sh -c), e.g. 'docker logs vllm'. The
+The log comes from files (read in the order given: a rotated log's older part first; a
+line read before, byte for byte — the same file given twice, rotated parts that overlap — is
+counted once and reported; gzip-compressed files are refused: give --cmd 'zcat FILE'), or
+from a command's standard output and error (--cmd, run with sh -c), e.g. 'docker logs vllm'.
+A command that exits non-zero keeps what it wrote: the table is printed, then its exit
+status and the last lines of its stderr that held no record, and the exit code is 1. A
+command that does not end by itself (tail -f) is read until Ctrl-C, which stops it: the
+table of what was read is printed, exit 130; give 'tail -n +1 FILE' (no -f) to end. The
 format is a preset (--preset, default genload: the built-in engine's 'genload serve --step-log
 FILE') or a regular expression with named groups time and active, and optionally fwd_ms and
 decode (--regex); --marker is a literal every record holds, so that a line holding it that
@@ -41,7 +49,15 @@ active=N … fwd=Xms), sglang ("Decode batch. #running-req: N", every --decode-l
 decode steps, no forward time), vllm (the periodic "Running: N reqs" stats line: samples,
 not forward passes, no forward time). Timestamps without a zone are read in --tz (default
 UTC); vLLM's have no year and take the run's. --clock-offset is added to every log time
-(the server clock's lead over genload's: a negative value when the server runs behind).`,
+(the server clock's lead over genload's: a negative value when the server runs behind).
+When no record falls in any cell, the log's time span and the run's are printed with the
+gap between them, to choose --tz or --clock-offset.
+
+Notes under the table say what a format's forward time measures when it is not the server's
+forward pass alone: the genload preset's is each step's wall time on the engine's host (its
+CV is that host's sleep jitter on top of the injected noise); a format without a decode group
+(active-fwd) counts the steps at B that also prefill in fwd at B. A cell with one step at B
+has no fwd CV, with that reason.`,
 		[][2]string{
 			{"the built-in engine's step log of a run", "genload serve --step-log steps.log &  genload run --target http://127.0.0.1:8000 …;  genload steplog results/run.json steps.log"},
 			{"a vLLM container's stats lines, logged in local time", "genload steplog --preset vllm --tz Local --cmd 'docker logs vllm' results/run.json"},
@@ -55,7 +71,7 @@ UTC); vLLM's have no year and take the run's. --clock-offset is added to every l
 	tz := fs.String("tz", "UTC", "zone of log timestamps without one: UTC, Local or an IANA name")
 	offset := fs.Duration("clock-offset", 0, "added to every log time (server clock minus genload's)")
 	asJSON := fs.Bool("json", false, "print the per-cell figures as JSON instead of a table")
-	out := fs.String("out", "", "write a copy of the run with each cell's figures attached (\"step_log\") to this .json file")
+	out := fs.String("out", "", "write a copy of the run with each cell's figures attached (\"step_log\") to this .json file (not the run's own file)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -68,6 +84,14 @@ UTC); vLLM's have no year and take the run's. --clock-offset is added to every l
 	}
 	if *marker != "" && *regex == "" {
 		return exitcode.Errorf(exitcode.Usage, "--marker needs --regex (a preset has its own)")
+	}
+	if *out != "" {
+		if !strings.HasSuffix(*out, ".json") {
+			return exitcode.Errorf(exitcode.Usage, "--out %s: want a .json file (the copy is one JSON document, not JSON Lines)", *out)
+		}
+		if same, _ := sameFile(*out, pos[0]); same {
+			return exitcode.Errorf(exitcode.Usage, "--out %s is the run's own file: give another name for the copy", *out)
+		}
 	}
 	var f steplog.Format
 	var err error
@@ -88,20 +112,16 @@ UTC); vLLM's have no year and take the run's. --clock-offset is added to every l
 		return err
 	}
 	p := steplog.NewParser(f, steplog.Options{Location: loc, Reference: run.Header.Started})
+	var cmdErr error // the command's failure or the interrupt: reported after the table
 	if *command != "" {
-		if err := readCommand(ctx, p, *command); err != nil {
-			return err
+		cmdErr = readCommand(ctx, p, *command, e.stderr)
+		if exitcode.Of(cmdErr) == exitcode.Usage {
+			return cmdErr
 		}
 	} else {
 		for _, name := range pos[1:] {
-			fl, err := os.Open(name)
-			if err != nil {
-				return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("step log: %w", err)) // a missing input, like a missing corpus
-			}
-			err = p.Read(fl, name)
-			fl.Close()
-			if err != nil {
-				return fmt.Errorf("step log: %w", err)
+			if err := readLogFile(p, name); err != nil {
+				return err
 			}
 		}
 	}
@@ -109,7 +129,7 @@ UTC); vLLM's have no year and take the run's. --clock-offset is added to every l
 	for i := range recs {
 		recs[i].Time = recs[i].Time.Add(-*offset)
 	}
-	rows := steplogRows(run, recs, f.HasFwd())
+	rows := steplogRows(run, recs, f)
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -124,7 +144,17 @@ UTC); vLLM's have no year and take the run's. --clock-offset is added to every l
 	if st.Truncations+st.Replacements > 0 {
 		fmt.Fprintf(e.stderr, ", %d truncations, %d replacements (%d lines cut)", st.Truncations, st.Replacements, st.CutLines)
 	}
+	if st.DuplicateLines > 0 {
+		fmt.Fprintf(e.stderr, "; %d duplicate records counted once (%d lines repeat, byte for byte, lines read before: the same log given twice, or rotated parts that overlap): %s",
+			st.Duplicates, st.DuplicateLines, strings.Join(p.Duplicates(), ", "))
+		if st.DuplicateLines > len(p.Duplicates()) {
+			fmt.Fprint(e.stderr, ", …")
+		}
+	}
 	fmt.Fprintln(e.stderr)
+	if st.Records > 0 && !anyAligned(rows) {
+		fmt.Fprintln(e.stderr, spanHint(recs, run, *tz, *offset))
+	}
 	errs := p.Errors()
 	for i, err := range errs {
 		if i == 20 {
@@ -144,10 +174,87 @@ UTC); vLLM's have no year and take the run's. --clock-offset is added to every l
 			return err
 		}
 	}
+	if cmdErr != nil {
+		return cmdErr
+	}
 	if st.Records == 0 {
 		return fmt.Errorf("no record in the step log matched the %s format (%d lines read)", f.Name, st.Lines)
 	}
 	return nil
+}
+
+// sameFile reports whether a and b name the same existing file.
+func sameFile(a, b string) (bool, error) {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(sa, sb), nil
+}
+
+// readLogFile parses the log file name into p; a gzip-compressed file (its first two bytes
+// 1f 8b) is refused rather than read as bytes.
+func readLogFile(p *steplog.Parser, name string) error {
+	fl, err := os.Open(name)
+	if err != nil {
+		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("step log: %w", err)) // a missing input, like a missing corpus
+	}
+	defer fl.Close()
+	br := bufio.NewReader(fl)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		return exitcode.Errorf(exitcode.InvalidConfig, "step log %s: gzip-compressed; decompress it, or read it with --cmd 'zcat %s'", name, name)
+	}
+	if err := p.Read(br, name); err != nil {
+		return fmt.Errorf("step log: %w", err)
+	}
+	return nil
+}
+
+// anyAligned reports whether some row has a record of the log.
+func anyAligned(rows []steplogRow) bool {
+	for _, r := range rows {
+		if r.Figures.Records > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// spanHint says, when no record of the log fell in any cell, where the log's records lie
+// against the run's cells (recs sorted by time, offset already applied), and what could be
+// wrong: another server's or run's log, a zone (--tz), a clock offset (--clock-offset).
+func spanHint(recs []steplog.Record, run *report.Run, tz string, offset time.Duration) string {
+	var start, end time.Time
+	for _, c := range run.Cells {
+		if c.Started.IsZero() {
+			continue
+		}
+		if start.IsZero() || c.Started.Before(start) {
+			start = c.Started
+		}
+		if e := c.Started.Add(time.Duration(c.Elapsed)); e.After(end) {
+			end = e
+		}
+	}
+	first, last := recs[0].Time, recs[len(recs)-1].Time
+	f := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000") }
+	var gap string
+	switch {
+	case last.Before(start):
+		gap = fmt.Sprintf("the log ends %v before the run's first cell", start.Sub(last).Round(time.Millisecond))
+	case first.After(end):
+		gap = fmt.Sprintf("the log starts %v after the run's last cell", first.Sub(end).Round(time.Millisecond))
+	default:
+		gap = "the spans overlap but no record falls inside a cell"
+	}
+	return fmt.Sprintf("step log: no record falls in any cell: the log's records span %s – %s UTC, the run's cells %s – %s UTC; %s.\n"+
+		"  A log of another server or run? Timestamps without a zone were read in --tz %s; if the server logs another zone give it (--tz Local, --tz Europe/Berlin),"+
+		" and if its clock differs give --clock-offset (now %v: the server clock's lead over genload's).",
+		f(first), f(last), f(start), f(end), gap, tz, offset)
 }
 
 // orDefault returns a, or b when a is "".
@@ -158,73 +265,139 @@ func orDefault(a, b string) string {
 	return b
 }
 
-// readCommand runs command with sh -c and parses its standard output and error, each line as
-// it comes (the two streams interleave by line; the parser sorts records by time).
-func readCommand(ctx context.Context, p *steplog.Parser, command string) error {
+// readCommand runs command with sh -c and parses its standard output and standard error,
+// each line as it comes (the two interleave by line; the parser sorts records by time):
+// servers log to either (docker logs gives a container's stderr on its stderr). What was read
+// is kept whatever happens. The error is the command's, returned for after the table: a
+// non-zero exit with the last lines of its stderr that held no record (its own complaint),
+// or, on an interrupt (a command that does not end, such as tail -f, stopped by Ctrl-C),
+// Interrupted.
+func readCommand(ctx context.Context, p *steplog.Parser, command string, stderr io.Writer) error {
 	c := exec.CommandContext(ctx, "sh", "-c", command)
-	var stderr bytes.Buffer
-	stdout, err := c.StdoutPipe()
+	c.WaitDelay = time.Second // a child left holding the pipes after sh is killed
+	outPipe, err := c.StdoutPipe()
 	if err != nil {
 		return err
 	}
-	c.Stderr = &stderr
+	errPipe, err := c.StderrPipe()
+	if err != nil {
+		return err
+	}
 	if err := c.Start(); err != nil {
 		return fmt.Errorf("step log --cmd %q: %w", command, err)
 	}
-	rerr := p.Read(stdout, "cmd stdout")
-	werr := c.Wait()
-	if err := p.Read(&stderr, "cmd stderr"); err != nil {
-		return err
+	// One goroutine per stream, each handing whole lines to the parser under one lock; the
+	// stderr lines that hold no record are kept (the last few) to show on failure.
+	var mu sync.Mutex
+	var tail []string
+	read := func(r io.Reader, name string, keep bool) error {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		n := 0
+		for sc.Scan() {
+			n++
+			mu.Lock()
+			before := p.Stats()
+			p.Line(fmt.Sprintf("%s:%d", name, n), strings.TrimRight(sc.Text(), "\r"))
+			if keep && p.Stats().Other > before.Other {
+				tail = append(tail, sc.Text())
+				if len(tail) > 5 {
+					tail = tail[1:]
+				}
+			}
+			mu.Unlock()
+		}
+		return sc.Err()
 	}
-	if rerr != nil {
-		return fmt.Errorf("step log --cmd %q: %w", command, rerr)
+	errc := make(chan error, 1)
+	exitcode.Go(func() { errc <- read(errPipe, "cmd stderr", true) })
+	rerr := read(outPipe, "cmd stdout", false)
+	eerr := <-errc
+	werr := c.Wait()
+	if ctx.Err() != nil {
+		return &exitcode.Error{Code: exitcode.Interrupted, Err: fmt.Errorf("step log --cmd %q: interrupted; the table holds what it wrote until then", command)}
 	}
 	if werr != nil {
-		return fmt.Errorf("step log --cmd %q: %w", command, werr)
+		msg := fmt.Sprintf("step log --cmd %q: %v; the table holds what it wrote before", command, werr)
+		if len(tail) > 0 {
+			msg += "; its stderr ended with:\n  " + strings.Join(tail, "\n  ")
+		}
+		return errors.New(msg)
+	}
+	if err := errors.Join(rerr, eerr); err != nil {
+		return fmt.Errorf("step log --cmd %q: %w", command, err)
 	}
 	return nil
 }
 
-// steplogRow is one cell's row: its key, status and step-log figures.
+// steplogRow is one cell's row: its key, repeat (a run with repeats has a record per
+// (cell, repeat); 0 otherwise), status, step-log figures and the format's notes on them.
 type steplogRow struct {
 	Key     string          `json:"cell"`
 	SeqLen  int             `json:"seq_len"`
 	Batch   int             `json:"batch"`
+	Repeat  int             `json:"repeat,omitempty"`
 	Status  string          `json:"status"`
+	Notes   []string        `json:"fwd_notes,omitempty"`
 	Figures steplog.Figures `json:"step_log"`
 	Start   time.Time       `json:"start"`
 	End     time.Time       `json:"end"`
 	at      int             // index in run.Cells, -1 for none
 }
 
-// steplogRows aligns recs to every cell of run that has a start time, in run order.
-func steplogRows(run *report.Run, recs []steplog.Record, hasFwd bool) []steplogRow {
+// steplogRows aligns recs to every cell of run that has a start time, in run order; rows
+// with a forward time carry f's notes on it.
+func steplogRows(run *report.Run, recs []steplog.Record, f steplog.Format) []steplogRow {
+	hasFwd := f.HasFwd()
 	var rows []steplogRow
 	for i, c := range run.Cells {
 		if c.Started.IsZero() {
 			continue
 		}
 		s := steplog.Span{Start: c.Started, End: c.Started.Add(time.Duration(c.Elapsed)), Batch: c.Cell.Batch}
-		rows = append(rows, steplogRow{Key: c.Cell.Key(), SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch, Status: c.Status,
-			Figures: steplog.Attain(recs, s, hasFwd), Start: s.Start, End: s.End, at: i})
+		r := steplogRow{Key: c.Cell.Key(), SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch, Repeat: c.Repeat, Status: c.Status,
+			Figures: steplog.Attain(recs, s, hasFwd), Start: s.Start, End: s.End, at: i}
+		if r.Figures.FwdN > 0 {
+			r.Notes = f.Notes()
+		}
+		rows = append(rows, r)
 	}
 	return rows
 }
 
-// writeSteplogTable prints the per-cell markdown table and the run summary.
+// writeSteplogTable prints the per-cell markdown table (with a repeat column when the run
+// has repeats), the run summary and the format's notes, numbered and referenced from the
+// rows they concern.
 func writeSteplogTable(w io.Writer, rows []steplogRow, f steplog.Format) {
 	unit := "forwards"
 	if f.Sample {
 		unit = "samples"
 	}
-	fmt.Fprintf(w, "| L | B | status | %s | modal active | at B | never above B | fwd at B ms | fwd CV %% | note |\n", unit)
-	fmt.Fprintln(w, "|---:|---:|---|---:|---:|---:|---|---:|---:|---|")
+	reps := slices.ContainsFunc(rows, func(r steplogRow) bool { return r.Repeat > 0 })
+	rep := func(r steplogRow) string {
+		if !reps {
+			return ""
+		}
+		return fmt.Sprintf(" %d |", r.Repeat)
+	}
+	if reps {
+		fmt.Fprintf(w, "| L | B | repeat | status | %s | modal active | at B | never above B | fwd at B ms | fwd CV %% | note |\n", unit)
+		fmt.Fprintln(w, "|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---|")
+	} else {
+		fmt.Fprintf(w, "| L | B | status | %s | modal active | at B | never above B | fwd at B ms | fwd CV %% | note |\n", unit)
+		fmt.Fprintln(w, "|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---|")
+	}
+	notes := f.Notes()
+	refs := ""
+	for i := range notes {
+		refs += fmt.Sprintf("[%d]", i+1)
+	}
 	var modalOK, neverAbove, measured int
 	var shares, cvs []float64
 	for _, r := range rows {
 		g := r.Figures
 		if g.Forwards == 0 {
-			fmt.Fprintf(w, "| %d | %d | %s | 0 | – | – | – | – | – | %s |\n", r.SeqLen, r.Batch, r.Status, g.Reason)
+			fmt.Fprintf(w, "| %d | %d |%s %s | 0 | – | – | – | – | – | %s |\n", r.SeqLen, r.Batch, rep(r), r.Status, g.Reason)
 			continue
 		}
 		measured++
@@ -236,20 +409,30 @@ func writeSteplogTable(w io.Writer, rows []steplogRow, f steplog.Format) {
 		}
 		shares = append(shares, g.AtTargetShare)
 		fwd, cv := "–", "–"
-		if g.FwdN > 0 {
-			fwd, cv = fmt.Sprintf("%.3f", g.FwdMeanMs), fmt.Sprintf("%.2f", 100*g.FwdCV)
-			cvs = append(cvs, g.FwdCV)
+		var note []string
+		if g.Reason != "" {
+			note = append(note, g.Reason)
 		}
-		note := g.Reason
-		if g.FwdN == 0 && g.FwdReason != "" && note == "" {
-			note = g.FwdReason
+		if g.FwdN > 0 {
+			fwd = fmt.Sprintf("%.3f", g.FwdMeanMs)
+			if g.FwdCV != nil {
+				cv = fmt.Sprintf("%.2f", 100**g.FwdCV)
+				cvs = append(cvs, *g.FwdCV)
+			} else {
+				note = append(note, g.FwdCVReason)
+			}
+			if refs != "" {
+				note = append(note, "fwd: see "+refs)
+			}
+		} else if g.FwdReason != "" && g.Reason == "" {
+			note = append(note, g.FwdReason)
 		}
 		above := "yes"
 		if !g.NeverAbove {
 			above = fmt.Sprintf("no (%d, max %d)", g.Above, g.MaxActive)
 		}
-		fmt.Fprintf(w, "| %d | %d | %s | %d | %d (%.1f %%) | %.2f %% | %s | %s | %s | %s |\n",
-			r.SeqLen, r.Batch, r.Status, g.Forwards, g.Modal, 100*g.ModalShare, 100*g.AtTargetShare, above, fwd, cv, note)
+		fmt.Fprintf(w, "| %d | %d |%s %s | %d | %d (%.1f %%) | %.2f %% | %s | %s | %s | %s |\n",
+			r.SeqLen, r.Batch, rep(r), r.Status, g.Forwards, g.Modal, 100*g.ModalShare, 100*g.AtTargetShare, above, fwd, cv, strings.Join(note, "; "))
 	}
 	fmt.Fprintf(w, "\n%d of %d cells have step-log records: B is the modal occupancy in %d, never exceeded in %d", measured, len(rows), modalOK, neverAbove)
 	if len(shares) > 0 {
@@ -259,6 +442,9 @@ func writeSteplogTable(w io.Writer, rows []steplogRow, f steplog.Format) {
 		fmt.Fprintf(w, "; fwd CV at B: median %.2f %%, max %.2f %%", 100*medianOf(cvs), 100*slices.Max(cvs))
 	}
 	fmt.Fprintln(w, ".")
+	for i, n := range notes {
+		fmt.Fprintf(w, "[%d] %s.\n", i+1, n)
+	}
 }
 
 // medianOf returns the median of xs (the mean of the middle two for an even count).

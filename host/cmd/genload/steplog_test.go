@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ batch_sizes = [1, 4]
 	// --json gives the same figures
 	code, js, _ := cli(t, context.Background(), "steplog", "--json", runPath, logPath)
 	var rows []steplogRow
-	if err := json.Unmarshal([]byte(js), &rows); code != exitcode.OK || err != nil || len(rows) != 2 || rows[1].Figures != *run.Cells[1].StepLog {
+	if err := json.Unmarshal([]byte(js), &rows); code != exitcode.OK || err != nil || len(rows) != 2 || !reflect.DeepEqual(rows[1].Figures, *run.Cells[1].StepLog) {
 		t.Errorf("--json: exit %d, %v, %+v", code, err, rows)
 	}
 }
@@ -136,5 +137,126 @@ func TestGPUTimeCommand(t *testing.T) {
 	}
 	if code, _, stderr := cli(t, context.Background(), "gpu-time"); code != exitcode.Usage || !strings.Contains(stderr, "want one or more results files") {
 		t.Errorf("no file: exit %d, %q", code, stderr)
+	}
+}
+
+// synthRun writes a run of two cells — L=1000,B=2 repeat 1 then repeat 2, 100 ms each from t0
+// — and a genload-preset log of 10 decode steps at B = 2 in each (fwd 5, 6, …, 14 ms wall; in
+// the second cell only one step at B, the others at 1), and returns the two paths.
+func synthRun(t *testing.T, t0 time.Time) (runPath, logPath string) {
+	t.Helper()
+	dir := t.TempDir()
+	run := &report.Run{Header: report.Header{Type: "header", Started: t0}}
+	for k := range 2 {
+		run.Cells = append(run.Cells, report.Cell{Type: "cell", Cell: matrix.Cell{SeqLen: 1000, Batch: 2}, Status: report.StatusOK,
+			Started: t0.Add(time.Duration(k) * 100 * time.Millisecond), Elapsed: report.Millis(100 * time.Millisecond), Repeat: k + 1})
+	}
+	runPath = filepath.Join(dir, "run.json")
+	if err := report.WriteJSON(runPath, run); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for k := range 2 {
+		for i := range 10 {
+			active := 2
+			if k == 1 && i > 0 {
+				active = 1
+			}
+			ts := t0.Add(time.Duration(k)*100*time.Millisecond + time.Duration(i+1)*9*time.Millisecond).Format("2006-01-02T15:04:05.000000Z07:00")
+			fmt.Fprintf(&b, "time=%s step=%d active=%d decode=%d decoding=%d prefill_tokens=0 spec_tokens=0 waiting=0 kv_blocks=1 experts=0 fwd_ms=5.000 wall_ms=%d.000\n",
+				ts, 10*k+i, active, active, active, 5+i)
+		}
+	}
+	logPath = filepath.Join(dir, "steps.log")
+	if err := os.WriteFile(logPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return runPath, logPath
+}
+
+func TestSteplogDuplicatesRepeatsAndOneStepCV(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	runPath, logPath := synthRun(t, t0)
+	_, once, _ := cli(t, context.Background(), "steplog", runPath, logPath)
+	code, twice, stderr := cli(t, context.Background(), "steplog", runPath, logPath, logPath)
+	// fwd at B of repeat 1: 5 … 14 ms → mean 9.5, SD sqrt(110/12) = 3.0277 → CV 31.87 %
+	for _, want := range []string{
+		"| 1000 | 2 | 1 | ok | 10 | 2 (100.0 %) | 100.00 % | yes | 9.500 | 31.87 | fwd: see [1] |",
+		"| 1000 | 2 | 2 | ok | 10 | 1 (90.0 %) | 10.00 % | yes | 5.000 | – | one forward pass at exactly B = 2: a CV needs two; fwd: see [1] |",
+		"[1] fwd is each step's measured wall time on the engine's host (wall_ms)",
+	} {
+		if !strings.Contains(twice, want) {
+			t.Errorf("table lacks %q:\n%s", want, twice)
+		}
+	}
+	if code != exitcode.OK || twice != once || !strings.Contains(stderr, "40 lines, 20 records, 0 malformed, 0 other lines; 20 duplicate records counted once") ||
+		!strings.Contains(stderr, logPath+":1 repeats "+logPath+":1") {
+		t.Errorf("the log given twice: exit %d, stderr %q; table twice == once: %v", code, stderr, twice == once)
+	}
+	code, js, _ := cli(t, context.Background(), "steplog", "--json", runPath, logPath)
+	var rows []steplogRow
+	if err := json.Unmarshal([]byte(js), &rows); code != exitcode.OK || err != nil || len(rows) != 2 || rows[0].Repeat != 1 || rows[1].Repeat != 2 ||
+		rows[1].Figures.FwdCV != nil || rows[1].Figures.FwdCVReason == "" || strings.Contains(js, `"fwd_cv": 0,`) || len(rows[0].Notes) != 1 {
+		t.Errorf("--json: exit %d, %v:\n%s", code, err, js)
+	}
+}
+
+func TestSteplogHintsAndRefusals(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	runPath, logPath := synthRun(t, t0)
+	// the log two hours ahead (a server logging UTC+2 without a zone)
+	code, stdout, stderr := cli(t, context.Background(), "steplog", "--clock-offset", "-2h", runPath, logPath)
+	if code != exitcode.OK || !strings.Contains(stdout, "0 of 2 cells have step-log records") ||
+		!strings.Contains(stderr, "the log's records span 2026-12-01 12:00:00.009 – 2026-12-01 12:00:00.190 UTC, the run's cells 2026-12-01 10:00:00.000 – 2026-12-01 10:00:00.200 UTC; the log starts 1h59m59.809s after the run's last cell") ||
+		!strings.Contains(stderr, "--tz UTC") || !strings.Contains(stderr, "--clock-offset (now -2h0m0s") {
+		t.Errorf("no record in any cell: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// a gzip-compressed log
+	gz := filepath.Join(t.TempDir(), "steps.log.gz")
+	os.WriteFile(gz, []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0}, 0o644)
+	if code, _, stderr := cli(t, context.Background(), "steplog", runPath, gz); code != exitcode.InvalidConfig || !strings.Contains(stderr, "gzip-compressed; decompress it, or read it with --cmd 'zcat") {
+		t.Errorf(".gz: exit %d, %q", code, stderr)
+	}
+	// --out onto the run itself, or to a .jsonl name
+	for _, out := range []string{runPath, strings.TrimSuffix(runPath, ".json") + ".jsonl"} {
+		if code, _, stderr := cli(t, context.Background(), "steplog", "--out", out, runPath, logPath); code != exitcode.Usage || !strings.Contains(stderr, "--out "+out) {
+			t.Errorf("--out %s: exit %d, %q", out, code, stderr)
+		}
+	}
+}
+
+func TestSteplogCmdKeepsWhatWasRead(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	runPath, logPath := synthRun(t, t0)
+	_, want, _ := cli(t, context.Background(), "steplog", runPath, logPath)
+	// a command that fails after writing the log: the table, then the exit and its stderr
+	code, stdout, stderr := cli(t, context.Background(), "steplog", "--cmd", "cat '"+logPath+"'; echo 'disk on fire' >&2; exit 3", runPath)
+	if code != exitcode.Failure || stdout != want || !strings.Contains(stderr, "exit status 3; the table holds what it wrote before; its stderr ended with:\n  disk on fire") {
+		t.Errorf("cat; exit 3: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// the command's own complaint is shown, not swallowed as a log line
+	code, _, stderr = cli(t, context.Background(), "steplog", "--cmd", "cat '"+logPath+".missing'", runPath)
+	if code == exitcode.OK || !strings.Contains(stderr, "No such file or directory") {
+		t.Errorf("cat missing: exit %d, %q", code, stderr)
+	}
+	// a command that does not end (tail -f): Ctrl-C once it has written the log keeps the table
+	mark := filepath.Join(t.TempDir(), "written")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if _, err := os.Stat(mark); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	code, stdout, stderr = cli(t, ctx, "steplog", "--cmd", "cat '"+logPath+"'; touch '"+mark+"'; exec sleep 60", runPath)
+	<-done
+	if code != exitcode.Interrupted || stdout != want || !strings.Contains(stderr, "interrupted; the table holds what it wrote until then") {
+		t.Errorf("interrupted: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
