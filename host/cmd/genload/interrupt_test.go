@@ -38,3 +38,24 @@ func TestInterruptBeforeTheFirstCellExits130(t *testing.T) {
 		t.Errorf("/v1/models asked %d times, want ≥ 3", n)
 	}
 }
+
+// The stopping rule's flags without --until-cv, and a negative --until-cv, are usage errors
+// naming the flag, not settings silently ignored by a run that measures each cell once.
+func TestUntilCVSettingsWithoutUntilCV(t *testing.T) {
+	cfg := writeConfig(t, "max_tokens = 8\n[matrix]\nseq_lens = [256]\nbatch_sizes = [1]\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--min-repeats", "3"}, "--min-repeats is a setting of --until-cv, which is not given"},
+		{[]string{"--max-repeats", "4"}, "--max-repeats is a setting of --until-cv, which is not given"},
+		{[]string{"--cv-confidence", "0.8"}, "--cv-confidence is a setting of --until-cv, which is not given"},
+		{[]string{"--until-cv", "0", "--max-repeats", "4"}, "--max-repeats is a setting of --until-cv"},
+		{[]string{"--until-cv", "-1"}, "--until-cv -1: want a CV target in percent > 0 (0 = off)"},
+	} {
+		code, _, stderr := cli(t, context.Background(), append([]string{"run", "-c", cfg}, c.args...)...)
+		if code != exitcode.Usage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, exitcode.Usage, c.want)
+		}
+	}
+}

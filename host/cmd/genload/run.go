@@ -71,7 +71,7 @@ it exists, else the defaults.`,
 	f.resume = fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
 	f.wide = wideFlag(fs)
 	f.repeats = fs.Int("repeat", 1, "run the whole matrix N times (run ids <id>-r1 … <id>-rN, same config and seed), then print their consistency (see 'genload consistency --help')")
-	f.untilCV = fs.Float64("until-cv", 0, "repeat each cell, in interleaved rounds, until the --cv-confidence upper confidence bound of its per-forward CV is within PCT percent; cells that reach --max-repeats first are flagged (one results file, a record per repeat)")
+	f.untilCV = fs.Float64("until-cv", 0, "repeat each cell, in interleaved rounds, until the --cv-confidence upper confidence bound of its per-forward CV is within PCT percent; cells that reach --max-repeats first are flagged (one results file, a record per repeat); 0 = off (each cell once)")
 	f.minRepeats = fs.Int("min-repeats", 2, "with --until-cv: the fewest repeats of every cell (≥ 2)")
 	f.maxRepeats = fs.Int("max-repeats", 8, "with --until-cv: the most repeats of any cell")
 	f.cvConfidence = fs.Float64("cv-confidence", 0.9, "with --until-cv: the one-sided confidence of the CV's upper bound, in (0, 1); lower stops quiet cells sooner and lets more noisy cells pass as stable")
@@ -94,6 +94,20 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	}
 	if err := checkCVFlags(*maxCV, *cvStat, "run"); err != nil {
 		return err
+	}
+	if *untilCV < 0 {
+		return exitcode.Errorf(exitcode.Usage, "--until-cv %g: want a CV target in percent > 0 (0 = off)", *untilCV)
+	}
+	if *untilCV == 0 {
+		// The stopping rule's settings mean nothing without the rule: refuse them rather than
+		// run each cell once as if they had been taken.
+		given := map[string]bool{}
+		fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+		for _, name := range []string{"min-repeats", "max-repeats", "cv-confidence"} {
+			if given[name] {
+				return exitcode.Errorf(exitcode.Usage, "--%s is a setting of --until-cv, which is not given (see 'genload run --help')", name)
+			}
+		}
 	}
 	var rule *repeat.Rule
 	if *untilCV != 0 {
