@@ -21,6 +21,11 @@ import (
 
 // Cell is one cell's accounting (wall times; multiply by GPUs for GPU time).
 type Cell struct {
+	// RunID is the run the record is of (its header's run id); Repeat the record's repeat
+	// in a run with repeats (0, absent, otherwise): with several runs or repeats, the rows
+	// of one cell are told apart by them.
+	RunID  string `json:"run_id"`
+	Repeat int    `json:"repeat,omitempty"`
 	// Key is the cell's "L=…,B=…"; Status its record's status.
 	Key    string `json:"cell"`
 	Status string `json:"status"`
@@ -70,7 +75,7 @@ func Of(runs []*report.Run, gpus int, source string) Account {
 	for _, r := range runs {
 		var cells time.Duration
 		for _, c := range r.Cells {
-			row := Cell{Key: c.Cell.Key(), Status: c.Status, Wall: time.Duration(c.Elapsed),
+			row := Cell{RunID: r.Header.RunID, Repeat: c.Repeat, Key: c.Cell.Key(), Status: c.Status, Wall: time.Duration(c.Elapsed),
 				Warmup: time.Duration(c.WarmupElapsed), Measured: time.Duration(c.MeasuredElapsed)}
 			a.Cells = append(a.Cells, row)
 			cells += row.Wall
@@ -148,7 +153,10 @@ func (a Account) WriteSummary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "GPU time %s: %s %s wall = %.4f GPU-h; cells %s = %.4f GPU-h\n",
 		per, runs, a.RunWall.Round(time.Millisecond), a.GPUHours(a.RunWall), a.CellWall.Round(time.Millisecond), a.GPUHours(a.CellWall))
-	if a.TimeScale > 0 {
+	switch {
+	case a.TimeScale == 1:
+		fmt.Fprintln(w, "(the built-in engine at time scale 1: its wall-clock times are the simulated GPU time)")
+	case a.TimeScale > 0:
 		fmt.Fprintf(w, "(the built-in engine at time scale %g: these are wall-clock; ×%g gives the simulated GPU time, %.4f GPU-h for the run)\n",
 			a.TimeScale, 1/a.TimeScale, a.GPUHours(a.RunWall)/a.TimeScale)
 	}

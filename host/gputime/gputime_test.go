@@ -102,3 +102,26 @@ func TestBuiltinRunsSayTheirTimeScale(t *testing.T) {
 		t.Errorf("summary lacks the simulated GPU time:\n%s", b.String())
 	}
 }
+
+// Each row names its run and repeat, so that the rows of one cell can be told apart; at time
+// scale 1 the summary says the wall-clock time is the simulated GPU time instead of "×1".
+func TestRowsNameRunAndRepeatAndTimeScaleOne(t *testing.T) {
+	c1, c2 := cell(1000, 1, report.StatusOK, 3*time.Second, time.Second, 2*time.Second), cell(1000, 1, report.StatusOK, 3*time.Second, time.Second, 2*time.Second)
+	c1.Repeat, c2.Repeat = 1, 2
+	r := &report.Run{Header: report.Header{RunID: "ucv", TargetKind: "builtin", Engine: map[string]any{"time_scale": 1.0}}, Cells: []report.Cell{c1, c2}}
+	acc := Of([]*report.Run{r}, 0, "")
+	if len(acc.Cells) != 2 || acc.Cells[0].RunID != "ucv" || acc.Cells[0].Repeat != 1 || acc.Cells[1].Repeat != 2 {
+		t.Errorf("rows %+v", acc.Cells)
+	}
+	var sb strings.Builder
+	acc.WriteSummary(&sb)
+	if !strings.Contains(sb.String(), "(the built-in engine at time scale 1: its wall-clock times are the simulated GPU time)") || strings.Contains(sb.String(), "×1 gives") {
+		t.Errorf("summary at time scale 1:\n%s", sb.String())
+	}
+	r.Header.Engine["time_scale"] = 0.05
+	sb.Reset()
+	Of([]*report.Run{r}, 0, "").WriteSummary(&sb)
+	if !strings.Contains(sb.String(), "time scale 0.05: these are wall-clock; ×20 gives the simulated GPU time") {
+		t.Errorf("summary at time scale 0.05:\n%s", sb.String())
+	}
+}

@@ -135,6 +135,9 @@ func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer, start string) (*
 	info := map[string]any{"profile": ecfg.Profile, "time_scale": ecfg.TimeScale, "quirks": q.String(),
 		"max_model_len": ecfg.MaxModelLen, "model": ecfg.ModelName,
 		"note": "figures are wall-clock at this time scale: divide by time_scale for the simulated GPU time"}
+	if ecfg.TimeScale == 1 {
+		info["note"] = "figures are wall-clock at time scale 1: they are the simulated GPU time"
+	}
 	if n := ecfg.Noise.String(); n != "" {
 		info["noise"] = n // the step-time noise injected, so that a run's CV can be read against it
 		if start != "" {
