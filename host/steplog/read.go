@@ -39,6 +39,10 @@ type LineError struct {
 	Src  string
 	Text string
 	Err  error
+	// at is how many records had been read when the line was (its place among them), file
+	// the source without its line number: Parser.Lost brackets the lost record's time.
+	at   int
+	file string
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("%s: %v: %q", e.Src, e.Err, e.Text) }
@@ -200,7 +204,7 @@ func (p *Parser) fail(src, line string, err error) {
 	if len(line) > 200 {
 		line = line[:200] + "…"
 	}
-	p.errs = append(p.errs, &LineError{Src: src, Text: line, Err: err})
+	p.errs = append(p.errs, &LineError{Src: src, Text: line, Err: err, at: len(p.recs), file: srcFile(src)})
 	p.st.Malformed++
 }
 
@@ -243,6 +247,42 @@ func (p *Parser) Records() []Record {
 // Duplicates returns where the first repeated lines were read (at most 5), each "src repeats
 // first-src"; Stats.DuplicateLines counts them all.
 func (p *Parser) Duplicates() []string { return p.dups }
+
+// Lost is a record lost to a malformed line: where (Src, "file:line"), and the bracket of its
+// time, [From, To], the times of the records read just before and after it from the same
+// file (a log is written in time order); a zero bound is unknown (no such record).
+type Lost struct {
+	Src      string
+	From, To time.Time
+}
+
+// Lost returns every malformed record with the bracket of its time, in reading order.
+func (p *Parser) Lost() []Lost {
+	out := make([]Lost, 0, len(p.errs))
+	for _, e := range p.errs {
+		le, ok := e.(*LineError)
+		if !ok {
+			continue
+		}
+		l := Lost{Src: le.Src}
+		if k := le.at - 1; k >= 0 && k < len(p.recs) && srcFile(p.recs[k].Src) == le.file {
+			l.From = p.recs[k].Time
+		}
+		if k := le.at; k < len(p.recs) && srcFile(p.recs[k].Src) == le.file {
+			l.To = p.recs[k].Time
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// srcFile is src ("file:line") without its line number.
+func srcFile(src string) string {
+	if i := strings.LastIndexByte(src, ':'); i > 0 {
+		return src[:i]
+	}
+	return src
+}
 
 // Errors returns every LineError so far, in reading order.
 func (p *Parser) Errors() []error { return p.errs }

@@ -129,7 +129,16 @@ has no fwd CV, with that reason.`,
 	for i := range recs {
 		recs[i].Time = recs[i].Time.Add(-*offset)
 	}
+	lost := p.Lost()
+	for i := range lost {
+		for _, t := range []*time.Time{&lost[i].From, &lost[i].To} {
+			if !t.IsZero() {
+				*t = t.Add(-*offset)
+			}
+		}
+	}
 	rows := steplogRows(run, recs, f)
+	markLost(rows, lost)
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -333,16 +342,21 @@ func readCommand(ctx context.Context, p *steplog.Parser, command string, stderr 
 // steplogRow is one cell's row: its key, repeat (a run with repeats has a record per
 // (cell, repeat); 0 otherwise), status, step-log figures and the format's notes on them.
 type steplogRow struct {
-	Key     string          `json:"cell"`
-	SeqLen  int             `json:"seq_len"`
-	Batch   int             `json:"batch"`
-	Repeat  int             `json:"repeat,omitempty"`
-	Status  string          `json:"status"`
-	Notes   []string        `json:"fwd_notes,omitempty"`
-	Figures steplog.Figures `json:"step_log"`
-	Start   time.Time       `json:"start"`
-	End     time.Time       `json:"end"`
-	at      int             // index in run.Cells, -1 for none
+	Key    string   `json:"cell"`
+	SeqLen int      `json:"seq_len"`
+	Batch  int      `json:"batch"`
+	Repeat int      `json:"repeat,omitempty"`
+	Status string   `json:"status"`
+	Notes  []string `json:"fwd_notes,omitempty"`
+	// Lost are the malformed lines ("file:line") whose record lay in the cell (the records
+	// read before and after it both in the span), MaybeLost those whose bracket only
+	// overlaps it: the figures may miss a forward pass.
+	Lost      []string        `json:"lost_records,omitempty"`
+	MaybeLost []string        `json:"maybe_lost_records,omitempty"`
+	Figures   steplog.Figures `json:"step_log"`
+	Start     time.Time       `json:"start"`
+	End       time.Time       `json:"end"`
+	at        int             // index in run.Cells, -1 for none
 }
 
 // steplogRows aligns recs to every cell of run that has a start time, in run order; rows
@@ -363,6 +377,40 @@ func steplogRows(run *report.Run, recs []steplog.Record, f steplog.Format) []ste
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// markLost records in each row the malformed records whose time bracket lies in (Lost) or
+// overlaps (MaybeLost) its span; a record whose bracket is open on one side overlaps every
+// span on that side of its known bound.
+func markLost(rows []steplogRow, lost []steplog.Lost) {
+	for i := range rows {
+		r := &rows[i]
+		for _, l := range lost {
+			if l.From.IsZero() && l.To.IsZero() {
+				continue // nothing known: counted in the summary's malformed records
+			}
+			inside := !l.From.IsZero() && !l.To.IsZero() && !l.From.Before(r.Start) && l.To.Before(r.End)
+			overlaps := (l.From.IsZero() || l.From.Before(r.End)) && (l.To.IsZero() || !l.To.Before(r.Start))
+			switch {
+			case inside:
+				r.Lost = append(r.Lost, l.Src)
+			case overlaps:
+				r.MaybeLost = append(r.MaybeLost, l.Src)
+			}
+		}
+	}
+}
+
+// lostNote is a row's note on its lost records, "" when none.
+func lostNote(r steplogRow) string {
+	var n []string
+	if len(r.Lost) > 0 {
+		n = append(n, fmt.Sprintf("%d record(s) lost to malformed lines (%s)", len(r.Lost), strings.Join(r.Lost, ", ")))
+	}
+	if len(r.MaybeLost) > 0 {
+		n = append(n, fmt.Sprintf("may have lost %d record(s) to malformed lines at its edges (%s)", len(r.MaybeLost), strings.Join(r.MaybeLost, ", ")))
+	}
+	return strings.Join(n, "; ")
 }
 
 // writeSteplogTable prints the per-cell markdown table (with a repeat column when the run
@@ -397,7 +445,11 @@ func writeSteplogTable(w io.Writer, rows []steplogRow, f steplog.Format) {
 	for _, r := range rows {
 		g := r.Figures
 		if g.Forwards == 0 {
-			fmt.Fprintf(w, "| %d | %d |%s %s | 0 | – | – | – | – | – | %s |\n", r.SeqLen, r.Batch, rep(r), r.Status, g.Reason)
+			note := g.Reason
+			if ln := lostNote(r); ln != "" {
+				note += "; " + ln
+			}
+			fmt.Fprintf(w, "| %d | %d |%s %s | 0 | – | – | – | – | – | %s |\n", r.SeqLen, r.Batch, rep(r), r.Status, note)
 			continue
 		}
 		measured++
@@ -426,6 +478,9 @@ func writeSteplogTable(w io.Writer, rows []steplogRow, f steplog.Format) {
 			}
 		} else if g.FwdReason != "" && g.Reason == "" {
 			note = append(note, g.FwdReason)
+		}
+		if ln := lostNote(r); ln != "" {
+			note = append(note, ln)
 		}
 		above := "yes"
 		if !g.NeverAbove {

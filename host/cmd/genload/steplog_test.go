@@ -260,3 +260,30 @@ func TestSteplogCmdKeepsWhatWasRead(t *testing.T) {
 		t.Errorf("interrupted: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// A record lost to a malformed line is noted in the cell whose span holds the records read
+// before and after it, and as possibly lost in both cells when they straddle two.
+func TestSteplogNotesLostRecords(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	runPath, logPath := synthRun(t, t0)
+	b, _ := os.ReadFile(logPath)
+	lines := strings.Split(string(b), "\n")
+	lines[4] = strings.Replace(lines[4], "active=2", "active=?", 1) // cell 1's 5th step
+	lines[9] = strings.Replace(lines[9], "active=2", "active=?", 1) // cell 1's last step, before cell 2's first
+	os.WriteFile(logPath, []byte(strings.Join(lines, "\n")), 0o644)
+	code, stdout, stderr := cli(t, context.Background(), "steplog", runPath, logPath)
+	for _, want := range []string{
+		"| 1000 | 2 | 1 | ok | 8 |",
+		"1 record(s) lost to malformed lines (" + logPath + ":5); may have lost 1 record(s) to malformed lines at its edges (" + logPath + ":10) |",
+		"| 1000 | 2 | 2 | ok | 10 |",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	row2 := stdout[strings.Index(stdout, "| 1000 | 2 | 2 |"):]
+	if code != exitcode.OK || !strings.Contains(row2[:strings.Index(row2, "\n")], "may have lost 1 record(s) to malformed lines at its edges ("+logPath+":10)") ||
+		!strings.Contains(stderr, "2 malformed") {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
