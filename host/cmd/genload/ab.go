@@ -247,6 +247,9 @@ func noFigure(rec report.Cell) string {
 func abMeasure(ctx context.Context, sides []abSide, c matrix.Cell, pairs int, conf float64) (abCell, error) {
 	row := abCell{Cell: c, PairList: []abPair{}}
 	plan, err := sides[0].Plan(ctx, c)
+	if ctx.Err() != nil {
+		return row, &exitcode.Error{Code: exitcode.Interrupted, Err: fmt.Errorf("interrupted while planning cell %s", c.Key())}
+	}
 	if err != nil {
 		return row, fmt.Errorf("cell %s: side A's plan: %w", c.Key(), err)
 	}

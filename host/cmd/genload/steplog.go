@@ -316,7 +316,11 @@ func readCommand(ctx context.Context, p *steplog.Parser, command string, stderr 
 			}
 			mu.Unlock()
 		}
-		return sc.Err()
+		if err := sc.Err(); err != nil {
+			io.Copy(io.Discard, r) // keep the command from blocking on a full pipe
+			return fmt.Errorf("%s line %d: %w", name, n+1, err)
+		}
+		return nil
 	}
 	errc := make(chan error, 1)
 	exitcode.Go(func() { errc <- read(errPipe, "cmd stderr", true) })
