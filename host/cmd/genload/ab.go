@@ -181,14 +181,19 @@ type abDoc struct {
 // abPair is one measured pair: its 1-based index, the order the sides were measured in ("AB"
 // or "BA"), each side's mean per-forward latency in ms (0 when that side has none) and
 // d = fwd_B / fwd_A − 1; or, when the pair is left out of the cell's interval, Skipped with
-// the side's record's reason.
+// the side's record's reason. TruthAms and TruthBms are, for a side that is a built-in
+// engine, its own mean decode step time over the measured request (from its /metrics: the
+// steps' wall-clock durations as the engine measured them, injected noise included; without
+// the client's timing), 0 otherwise.
 type abPair struct {
-	Pair    int      `json:"pair"`
-	Order   string   `json:"order"`
-	FwdAms  float64  `json:"fwd_a_ms,omitempty"`
-	FwdBms  float64  `json:"fwd_b_ms,omitempty"`
-	D       *float64 `json:"d,omitempty"`
-	Skipped string   `json:"skipped,omitempty"`
+	Pair     int      `json:"pair"`
+	Order    string   `json:"order"`
+	FwdAms   float64  `json:"fwd_a_ms,omitempty"`
+	FwdBms   float64  `json:"fwd_b_ms,omitempty"`
+	TruthAms float64  `json:"truth_a_ms,omitempty"`
+	TruthBms float64  `json:"truth_b_ms,omitempty"`
+	D        *float64 `json:"d,omitempty"`
+	Skipped  string   `json:"skipped,omitempty"`
 }
 
 // abCell is one cell's paired comparison: every pair, the N pairs with a difference D
@@ -269,6 +274,14 @@ func abMeasure(ctx context.Context, sides []abSide, c matrix.Cell, pairs int, co
 			}
 			if err != nil {
 				return row, fmt.Errorf("cell %s, pair %d, side %c: %w", c.Key(), i+1, 'A'+side, err)
+			}
+			if m := rec.Server; m != nil && m.Steps.HasTruthDecode {
+				truth := float64(m.Steps.TruthDecodeStepTime) / 1e6
+				if side == 0 {
+					p.TruthAms = truth
+				} else {
+					p.TruthBms = truth
+				}
 			}
 			if why := noFigure(rec); why != "" {
 				skip = append(skip, fmt.Sprintf("side %c: %s", 'A'+side, why))

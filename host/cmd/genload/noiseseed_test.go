@@ -18,10 +18,15 @@ import (
 // --repeat 3 against the built-in engine with a per-request ("burst") noise of CV 5 %: each
 // repeat starts its own engine, and each must draw its own noise (a seed derived from the
 // configured one and the repeat, recorded in the header), so that the repeats' per-cell CV
-// is the injected 5 % — not the host's sub-per-cent jitter, as when every engine replayed the
-// same draws. The pooled CV, the root mean square of the 6 cells' CVs (12 degrees of freedom:
-// its ratio to the true CV lies in [0.61, 1.39] with 95 % probability), must lie in
-// [2.5 %, 10 %]; replayed draws gave a pooled CV of a few tenths of a per cent.
+// is the injected 5 % — not about 0, as when every engine replayed the same draws (then 0.5 %
+// of the engine's truth, 0.6 % of the client's figures here). Both the engine's truth (its
+// decode step time from /metrics) and the client's per-forward figure carry the noise, and
+// this host's jitter on top: the pooled CV of each, the root mean square of the 6 cells' CVs
+// (12 degrees of freedom: its ratio to the true CV lies in [0.61, 1.39] with 95 %
+// probability, and the seeds are fixed), must be at least 2.5 %. Jitter only adds, and on a
+// loaded 2-core host one cell's wall-clock figures can jump by 20 %, so the upper check is on
+// the median cell's CV of the truth, at most 15 % (3 × the injected CV). The draws' exact size
+// is held by the engine's own tests.
 func TestRepeatDrawsIndependentNoisePerEngine(t *testing.T) {
 	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	out := t.TempDir()
@@ -40,7 +45,7 @@ noise = "burst-cv=0.05,seed=1"
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	conf := engine.Noise{BurstCV: 0.05, SlowFactor: 1, Seed: 1}
-	byCell := map[string][]float64{}
+	byCell, truth := map[string][]float64{}, map[string][]float64{}
 	for k := 1; k <= 3; k++ {
 		r, err := report.ReadFile(filepath.Join(out, fmt.Sprintf("bn-r%d.json", k)))
 		if err != nil {
@@ -57,25 +62,40 @@ noise = "burst-cv=0.05,seed=1"
 			if c.Figures != nil && c.Figures.PerForward.N > 0 {
 				byCell[c.Cell.Key()] = append(byCell[c.Cell.Key()], float64(c.Figures.PerForward.Mean))
 			}
+			if c.Server == nil || !c.Server.Steps.HasTruthDecode {
+				t.Fatalf("repeat %d, %s: no engine truth in the record", k, c.Cell.Key())
+			}
+			truth[c.Cell.Key()] = append(truth[c.Cell.Key()], float64(c.Server.Steps.TruthDecodeStepTime))
 		}
 	}
+	pt, nt, med := pooledCV(t, "engine truth", truth)
+	if nt != 6 || pt < 0.025 || med > 0.15 {
+		t.Errorf("engine truth: pooled per-cell CV %.2f %%, median %.2f %% over %d cells; want the injected 5 %% (pooled ≥ 2.5 %%, median ≤ 15 %%) over 6", 100*pt, 100*med, nt)
+	}
+	pc, nc, _ := pooledCV(t, "client", byCell)
+	if nc < 5 || pc < 0.025 {
+		t.Errorf("client: pooled per-cell CV %.2f %% over %d cells, want ≥ 2.5 %% (the injected 5 %% plus jitter) over ≥ 5", 100*pc, nc)
+	}
+}
+
+// pooledCV returns the root mean square of the CVs of the cells with ≥ 2 values, their count
+// and the median cell's CV, logging each.
+func pooledCV(t *testing.T, what string, byCell map[string][]float64) (pooled float64, n int, median float64) {
 	var ss float64
-	n := 0
+	var cvs []float64
 	for key, xs := range byCell {
 		if len(xs) < 2 {
 			continue
 		}
 		m, sd := stat.MeanStdDev(xs, nil)
-		t.Logf("%s: CV %.2f %% over %d repeats", key, 100*sd/m, len(xs))
+		t.Logf("%s %s: CV %.2f %% over %d repeats", what, key, 100*sd/m, len(xs))
 		ss += (sd / m) * (sd / m)
-		n++
+		cvs = append(cvs, sd/m)
 	}
-	if n < 5 {
-		t.Fatalf("%d cells with ≥ 2 timed repeats, want ≥ 5 of 6", n)
+	if len(cvs) == 0 {
+		return 0, 0, 0
 	}
-	pooled := math.Sqrt(ss / float64(n))
-	t.Logf("pooled CV %.2f %% over %d cells (5 %% injected)", 100*pooled, n)
-	if pooled < 0.025 || pooled > 0.10 {
-		t.Errorf("pooled per-cell CV %.2f %%, want the injected 5 %% (within [2.5, 10] %%)", 100*pooled)
-	}
+	pooled, median = math.Sqrt(ss/float64(len(cvs))), medianOf(cvs)
+	t.Logf("%s: pooled CV %.2f %%, median %.2f %% over %d cells (5 %% injected)", what, 100*pooled, 100*median, len(cvs))
+	return pooled, len(cvs), median
 }
