@@ -20,39 +20,51 @@ import (
 	"github.com/genload/genload/host/tokenizer"
 )
 
-var untilCVSeed = flag.Uint64("untilcv-seed", 1, "BenchmarkPerfUntilCV: the engine's noise seed")
+var (
+	untilCVSeed = flag.Uint64("untilcv-seed", 1, "BenchmarkPerfUntilCV: the engine's noise seed")
+	untilCVOnly = flag.String("untilcv-only", "", "BenchmarkPerfUntilCV: measure only this adaptive protocol (e.g. untilcv10c80) beside the fixed repeats")
+)
 
-// BenchmarkPerfUntilCV compares the repeat protocols side by side on one matrix against one
-// long-lived built-in engine with known noise, so that all face the same noise process (an
-// engine started per run would replay the same seeded noise in each of five fixed repeats):
-// five fixed repeats (genload run --repeat 5) and runs with --until-cv (2 to 8 repeats per
-// cell, the 90 % upper bound of the CV; the defaults). Per protocol P it reports
+// BenchmarkPerfUntilCV compares the repeat protocols side by side on one matrix: five fixed
+// repeats (genload run --repeat 5) and runs with --until-cv (2 to 8 repeats per cell, stable
+// when the upper confidence bound of the cell's CV is within the target). Each protocol runs
+// against its own built-in engine with known noise (its own seed: one engine for all would
+// let a later protocol find the prefix cache warmed by an earlier one's prompts, and an
+// engine per fixed repeat would replay the same noise in each) and with the prefix cache off,
+// so that every repeat of a cell costs the same in every protocol: a warmup and a measured
+// request, each prefilling cold, as when the matrix does not fit in the KV cache between two
+// visits of a cell. Per protocol P it reports
 //
 //	P-median-cv-%, P-max-cv-%     median and max per-cell CV of the mean per-forward latency
 //	P-gpu-s                       GPU time per GPU: the sum of the cells' wall times (s; run
 //	                              setup excluded, which would favour one adaptive run over five)
+//	P-busy-s                      the engine's busy time: the sum of its steps' simulated
+//	                              durations (s), which a loaded machine cannot inflate
 //	P-repeats/cell                measured records per cell
 //	P-median-err-%, P-max-err-%   median and max over the cells of |cell mean / truth − 1|,
 //	                              the truth being the same matrix on a noise-free engine × the
 //	                              noise's mean factor 1 + slow-prob · (slow-factor − 1)
 //
-// with P one of fixed5, untilcv10, untilcv5. The CVs are what genload consistency prints;
-// the errors say what the CVs do not — how far each protocol's cell means are from the value
-// the noise was injected around.
+// with P one of fixed5, untilcv10, untilcv5, untilcv10c80 (--cv-confidence 0.8). The CVs are
+// what genload consistency prints; the errors say what the CVs do not — how far each
+// protocol's cell means are from the value the noise was injected around.
 //
 // Sub-benchmarks:
 //
-//	field      64 cells (L 250…4000 × B 1…8, 32 tokens, steps of 2–13 ms) and noise fitted to
-//	           a field measurement of five fixed repeats over 98 cells (median CV 0.87 %, P90
-//	           4.83 %, max 18.2 %): 0.8 % per request, 2 % per step, and one step in 2,200
-//	           15× slow — most cells quiet, a few hit by a slow step (a stall, a preemption).
-//	           Simulated with 33 steps per request, five fixed repeats of this noise over 98
-//	           cells give a median CV of 0.82 %, P90 4.46 %, max 19.6 % (mean of 50 matrices).
+//	field      48 cells (L 250…4000 × B 1…8, 32 tokens, steps of 2–13 ms at time scale 1)
+//	           and noise fitted to a field measurement of five fixed repeats over 98 cells
+//	           (median CV 0.87 %, P90 4.83 %, max 18.2 %): 0.8 % per request, 2 % per step,
+//	           and one step in 2,200 15× slow — most cells quiet, a few hit by a slow step (a
+//	           stall, a preemption). Simulated with 33 steps per request, five fixed repeats
+//	           of this noise over 98 cells give a median CV of 0.82 %, P90 4.46 %, max 19.6 %
+//	           (mean of 50 matrices).
 //	uniform3   16 cells, 3 % per request on every cell and no slow steps: no quiet cells whose
 //	           saved repeats could pay for the noisy ones, the case the adaptive rule helps least.
 //
-// The engine's noise seed is 1, or -untilcv-seed N (go test … -args -untilcv-seed N) to see
-// how much the comparison owes to one draw of the noise.
+// The CVs measure the machine's timing jitter too: run it on an idle machine. The engine's
+// noise seed is 1, or -untilcv-seed N (go test … -args -untilcv-seed N) to see how much the
+// comparison owes to one draw of the noise; -untilcv-only P measures only protocol P beside
+// the fixed repeats.
 func BenchmarkPerfUntilCV(b *testing.B) {
 	b.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(b))
 	tok, err := tokenizer.Default()
@@ -64,8 +76,8 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 		adaptive                      [][]string // name, then genload run's flags
 	}{
 		{"field", "step-cv=0.02,burst-cv=0.008,slow-prob=0.00045,slow-factor=15,seed=%d", "[250, 500, 1000, 2000, 3000, 4000]", "[1, 2, 3, 4, 5, 6, 7, 8]", [][]string{
-			{"untilcv10", "--until-cv", "10"}, {"untilcv5", "--until-cv", "5"}, {"untilcv10c80", "--until-cv", "10", "--cv-confidence", "0.8"}}},
-		{"uniform3", "step-cv=0.02,burst-cv=0.03,seed=%d", "[500, 1000, 2000, 4000]", "[1, 2, 4, 8]", [][]string{{"untilcv10", "--until-cv", "10"}}},
+			{"untilcv10", "--until-cv", "10", "--cv-confidence", "0.9"}, {"untilcv5", "--until-cv", "5", "--cv-confidence", "0.9"}, {"untilcv10c80", "--until-cv", "10", "--cv-confidence", "0.8"}}},
+		{"uniform3", "step-cv=0.02,burst-cv=0.03,seed=%d", "[500, 1000, 2000, 4000]", "[1, 2, 4, 8]", [][]string{{"untilcv10", "--until-cv", "10", "--cv-confidence", "0.9"}}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			noise, err := engine.ParseNoise(fmt.Sprintf(v.noise, *untilCVSeed))
@@ -154,6 +166,9 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 				}
 				metrics("fixed5", fc, fixed, fixedBusy)
 				for k, a := range v.adaptive {
+					if *untilCVOnly != "" && a[0] != *untilCVOnly {
+						continue
+					}
 					name := id + "-" + a[0]
 					busy := new(busyTime)
 					runCLI(start(noise, noise.Seed+uint64(k+1), busy), name, a[1:]...)
