@@ -32,15 +32,7 @@ func TestKeepGoing(t *testing.T) {
 			ecfg := engine.DefaultConfig()
 			ecfg.TimeScale = 0.05
 			ecfg.Faults.Status, ecfg.Faults.Every = 503, 2
-			eng, err := engine.New(ecfg, tok)
-			if err != nil {
-				t.Fatal(err)
-			}
-			url, err := eng.Start("127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer eng.Close()
+			url := serveEngine(t, ecfg, tok)
 			out := t.TempDir()
 			cfg := writeConfig(t, fmt.Sprintf("max_tokens = 6\nmetrics = \"off\"\ntoken_counts = \"usage\"\nout = %q\n[run]\non_error = \"continue\"\n"+
 				"[warmup]\ndisabled = true\nretries = 0\n[matrix]\nseq_lens = [300, 600]\nbatch_sizes = [1, 2]\n", out))

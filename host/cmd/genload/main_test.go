@@ -55,6 +55,22 @@ func writeConfig(t testing.TB, body string) string {
 	return p
 }
 
+// serveEngine starts the built-in engine with ecfg and tok (nil: the engine's own) on a free
+// loopback port, closes it when the test ends, and returns its base URL.
+func serveEngine(t testing.TB, ecfg engine.Config, tok engine.Tokenizer) string {
+	t.Helper()
+	eng, err := engine.New(ecfg, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	url, err := eng.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url
+}
+
 func TestRunOnTheBuiltinEngine(t *testing.T) {
 	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	out := t.TempDir()

@@ -69,15 +69,7 @@ func TestUntilCVKeepGoingFromTheFile(t *testing.T) {
 	if ecfg.Noise, err = engine.ParseNoise("burst-cv=0.3,seed=3"); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(ecfg, tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := eng.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	url := serveEngine(t, ecfg, tok)
 	out := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf("max_tokens = 12\nmetrics = \"off\"\ntoken_counts = \"usage\"\nout = %q\n"+
 		"[warmup]\ndisabled = true\nretries = 0\n[matrix]\nseq_lens = [300, 600]\nbatch_sizes = [1, 2]\n", out))

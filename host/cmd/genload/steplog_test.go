@@ -30,15 +30,7 @@ func TestSteplogOnARunOfTheBuiltinEngine(t *testing.T) {
 	ecfg.TimeScale = 0.2
 	ecfg.StepLogFile = logPath
 	ecfg.Noise = engine.Noise{StepCV: 0.05, SlowFactor: 1, Seed: 3}
-	eng, err := engine.New(ecfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := eng.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	url := serveEngine(t, ecfg, nil)
 	cfg := writeConfig(t, fmt.Sprintf(`
 max_tokens = 20
 out = %q

@@ -99,15 +99,7 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 				ecfg.TimeScale, ecfg.Noise, ecfg.DisablePrefixCaching = 1, n, true
 				ecfg.Noise.Seed = seed
 				ecfg.VocabSize = max(ecfg.VocabSize, tok.VocabSize())
-				eng, err := engine.New(ecfg, tok)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { eng.Close() })
-				url, err := eng.Start("127.0.0.1:0")
-				if err != nil {
-					b.Fatal(err)
-				}
+				url := serveEngine(b, ecfg, tok)
 				return writeConfig(b, fmt.Sprintf("target = %q\nmax_tokens = 32\nout = %q\n[matrix]\nseq_lens = %s\nbatch_sizes = %s\n", url, out, v.seqLens, v.batches))
 			}
 			for i := 0; b.Loop(); i++ {
