@@ -113,7 +113,10 @@ func verdictOf(lo, hi float64) string {
 //	ν = (u_a + u_b)² / (u_a²/(n_a − 1) + u_b²/(n_b − 1)),
 //
 // so d ± t(1 − (1 − conf)/2; ν) · √Var(R). With no spread on either side the interval is the
-// point itself. ok is false for fewer than two values on a side or a mean ≤ 0.
+// point itself. ok is false for fewer than two values on a side or a mean ≤ 0. Its coverage
+// at 95 % is 95 % for 4 or more values a side (CV 5 %, simulated); with the few repeats of
+// an --until-cv run on the noisier side it drifts: about 98 % for 2 against 2, 93 % for 3
+// against 8 when the 3 are four times noisier (ν estimated from so few is itself noisy).
 func RatioInterval(a, b []float64, conf float64) (d, lo, hi float64, ok bool) {
 	if len(a) < 2 || len(b) < 2 {
 		return math.NaN(), math.NaN(), math.NaN(), false
