@@ -135,6 +135,24 @@ func TestReportOfOneRun(t *testing.T) {
 	if n := strings.Count(run, `<figure data-cell=`); n != 6 || !strings.Contains(run, "repeat(3, minmax(0, 1fr))") {
 		t.Errorf("%d histograms, want 6 in a grid of 3 columns", n)
 	}
+	// 2 panels side by side: a legend row and one row of panels (30 + 250 pt)
+	if !strings.Contains(lat, `viewBox="0 0 1000 280"`) {
+		t.Errorf("the latency figure is not one row of 2 panels: %.300s", lat)
+	}
+	// 7 panels: 3 per row, 3 rows (30 + 3·250 pt)
+	seven := render(t, []*report.Run{runOf("d", 1, defaultLs, []int{1, 8})}, Options{})
+	if !strings.Contains(seven, `viewBox="0 0 1000 780"`) || strings.Count(seven, " tokens</text>") != 7 {
+		t.Error("the latency figure of 7 sequence lengths is not 3 rows of panels, one per L")
+	}
+	// a run whose first L lacks a batch size: the grid's columns still ascend, an empty slot
+	// where an L has no cell
+	gap := testRun("g", 1)
+	gap.Cells = append(gap.Cells[:1:1], gap.Cells[2:]...) // drop L=1000,B=8
+	grid := section(render(t, []*report.Run{gap}, Options{}), "run-0")
+	if !strings.Contains(grid, `<div class="colhead">B=1</div><div class="colhead">B=8</div><div class="colhead">B=32</div>`) ||
+		!strings.Contains(grid, `<div class="lab">L=1000</div><figure data-cell="L=1000,B=1">`) || strings.Count(grid, "<figure data-cell=") != 5 {
+		t.Errorf("the grid's columns are not B=1, 8, 32 with a slot for the missing cell:\n%s", grid)
+	}
 	for _, bad := range []*regexp.Regexp{regexp.MustCompile(`(?i)\s(src|href)\s*=\s*"?(https?:)?//`), regexp.MustCompile(`(?i)<link\b`), regexp.MustCompile(`(?i)url\(`), regexp.MustCompile(`(?i)@import`), regexp.MustCompile(`<\?xml`)} {
 		if m := bad.FindString(html); m != "" {
 			t.Errorf("report reaches out of the file, or embeds a document: %q", m)

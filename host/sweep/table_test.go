@@ -28,7 +28,8 @@ func tablePoint(i int, name, profile string, spec int, dir string) PointResult {
 // markdown: the four points of sweep.toml (long names: an index column, the names under it;
 // the varying labels as columns, the shared one under the table); a sweep with short names
 // and a failed point (its error on a line of its own, wrapped); and one whose labels do not
-// fit as columns (a line per point). `go test ./host/sweep -run TableGolden -update`
+// fit as columns (a line per point); one whose names alone are too long (an index column).
+// `go test ./host/sweep -run TableGolden -update`
 // rewrites the files.
 func TestTableGolden(t *testing.T) {
 	dir := "/home/user/bench/results/sweep-profiles/"
@@ -48,7 +49,11 @@ func TestTableGolden(t *testing.T) {
 	}}
 	wide.Points[0].Labels["serve"] = "vllm serve --tensor-parallel-size 8 --kv-cache-dtype fp8"
 	wide.Points[1].Labels["serve"] = "python -m sglang.launch_server --tp 4 --kv-cache-dtype fp8_e5m2"
-	for name, s := range map[string]*Summary{"profiles.md": profiles, "failed.md": failed, "wide-labels.md": wide} {
+	long := &Summary{Sweep: "long", Points: []PointResult{
+		tablePoint(0, "00_vllm-0.11.2-h100-80gb-sxm5-tp8-pp1-fp8-kv-cache-eagle3-draft-3-chunked-prefill-8192", "dense-8b", 0, dir),
+		tablePoint(1, "01_vllm-0.11.2-h100-80gb-sxm5-tp8-pp1-fp8-kv-cache-eagle3-draft-3-chunked-prefill-4096", "dense-8b", 0, dir),
+	}}
+	for name, s := range map[string]*Summary{"profiles.md": profiles, "failed.md": failed, "wide-labels.md": wide, "long-names.md": long} {
 		var b bytes.Buffer
 		Table(&b, s)
 		got := b.String()
