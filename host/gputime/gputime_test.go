@@ -2,7 +2,6 @@ package gputime
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -152,22 +151,7 @@ func TestSummaryGolden(t *testing.T) {
 	Of([]*report.Run{builtin}, 0, "").WriteSummary(&b)
 	Of(runs, 8, "labels gpu_count").WriteSummary(&b)
 	Of([]*report.Run{{Cells: old}}, 8, "flag").WriteSummary(&b)
-	path := filepath.Join("testdata", "golden", "summary.txt")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if b.String() != string(want) {
-		t.Errorf("summary differs from %s (go test ./host/gputime -run Golden -update rewrites it):\n got:\n%s\nwant:\n%s", path, b.String(), want)
-	}
+	textcheck.Golden(t, filepath.Join("testdata", "golden", "summary.txt"), []byte(b.String()), *update)
 	if w := textcheck.Wider(b.String(), 120); len(w) > 0 {
 		t.Errorf("lines wider than 120 columns: %q", w)
 	}

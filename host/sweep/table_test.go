@@ -3,7 +3,6 @@ package sweep
 import (
 	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,21 +67,6 @@ func TestTableGolden(t *testing.T) {
 				t.Errorf("%s: point %s not named", name, p.Name)
 			}
 		}
-		path := filepath.Join("testdata", "golden", name)
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create it)", err)
-		}
-		if got != string(want) {
-			t.Errorf("%s differs from %s (go test ./host/sweep -run TableGolden -update rewrites it):\n got:\n%s\nwant:\n%s", name, path, got, want)
-		}
+		textcheck.Golden(t, filepath.Join("testdata", "golden", name), []byte(got), *update)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,22 +28,7 @@ func golden(t *testing.T, name, got string, tables int) {
 	if w := textcheck.Wider(got, report.NarrowWidth); len(w) > 0 {
 		t.Errorf("%s: lines wider than %d columns: %q", name, report.NarrowWidth, w)
 	}
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./host/cmd/genload -run Golden -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from %s (if the change is meant, go test ./host/cmd/genload -run Golden -update rewrites it):\n got:\n%s\nwant:\n%s", name, path, got, want)
-	}
+	textcheck.Golden(t, filepath.Join("testdata", "golden", name), []byte(got), *update)
 }
 
 // goldenRun writes results/<id>.json of a 2 × 2 run of the built-in engine at time scale

@@ -1,11 +1,15 @@
 // Package textcheck holds the checks the tests make on genload's text output: that every
-// markdown table is well formed, and that lines keep within a width.
+// markdown table is well formed, that lines keep within a width, and that output matches its
+// golden file.
 package textcheck
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"testing"
 )
 
 var delimiter = regexp.MustCompile(`^:?-+:?$`)
@@ -87,4 +91,36 @@ func Wider(text string, width int) []string {
 		}
 	}
 	return out
+}
+
+// Golden compares got with the golden file at path, failing t with the first differing line
+// and how to rewrite the file; with update it first writes got there (creating its folder),
+// as the tests' -update flag asks.
+func Golden(t testing.TB, path string, got []byte, update bool) {
+	t.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to create it)", err)
+	}
+	if string(got) == string(want) {
+		return
+	}
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	line := 0
+	for line < len(g) && line < len(w) && g[line] == w[line] {
+		line++
+	}
+	first := "(got is shorter)"
+	if line < len(g) {
+		first = g[line]
+	}
+	t.Errorf("%s differs from the output at line %d: %q; if the change is meant, run the test with -update and review the diff\n got:\n%s", path, line+1, first, got)
 }
