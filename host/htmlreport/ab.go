@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -164,7 +165,9 @@ func repeatValues(r *report.Run) map[report.CellKey][]float64 {
 // repeats by its cells' means over their measured repeats). When both runs have repeats,
 // each cell with two or more measured repeats on both sides gets its [ABConfidence]
 // interval ([RatioInterval]) and a verdict; otherwise the rows have no interval and the
-// note says why.
+// note says why. A verdict from a side of a run with a stopping rule (--until-cv) that
+// stopped after 2 repeats is marked †: the rule stops a cell when its repeats agree, so the
+// spread of the repeats it kept understates the noise.
 func abOfRuns(before, after *report.Run) *abView {
 	v := &abView{Title: fmt.Sprintf("A/B: %s (A) → %s (B)", runName(before, 0), runName(after, 1)), confidence: ABConfidence}
 	d, err := report.Compare(before, after)
@@ -182,6 +185,7 @@ func abOfRuns(before, after *report.Run) *abView {
 		v.Source = "no intervals: each run measured each cell once, so the change cannot be told from noise (measure both with genload run --until-cv, or compare with genload ab, which pairs the sides on identical prompts)"
 	}
 	v.Warnings = append(slices.Clone(d.Pooled), d.Warnings...)
+	few := false
 	for _, c := range d.Cells {
 		row := abRow{key: c.CellKey, fwdA: measure.Ms(c.Before), fwdB: measure.Ms(c.After), change: c.Change, lo: math.NaN(), hi: math.NaN(),
 			ttftA: measure.Ms(c.TTFTBefore), ttftB: measure.Ms(c.TTFTAfter), ttftChange: c.TTFTChange, hasTTFT: true}
@@ -189,11 +193,18 @@ func abOfRuns(before, after *report.Run) *abView {
 			row.fromRep, row.repA, row.repB = true, len(ra[c.CellKey]), len(rb[c.CellKey])
 			if dd, lo, hi, ok := RatioInterval(ra[c.CellKey], rb[c.CellKey], ABConfidence); ok {
 				row.change, row.lo, row.hi, row.verdict = dd, lo, hi, verdictOf(lo, hi)
+				if stopped := before.Header.UntilCV != nil && row.repA < 3 || after.Header.UntilCV != nil && row.repB < 3; stopped {
+					row.verdict += " †"
+					few = true
+				}
 			} else {
 				row.verdict = "no interval: fewer than 2 measured repeats on a side"
 			}
 		}
 		v.rows = append(v.rows, row)
+	}
+	if few {
+		v.Source += "; † a side of the cell stopped after 2 repeats under its --until-cv rule, which stops a cell when its repeats agree: their spread understates the noise, so the interval may be too narrow"
 	}
 	v.Warnings = append(v.Warnings, leftOut(d.LeftOut)...)
 	v.build()
@@ -252,9 +263,9 @@ func (v *abView) build() {
 		switch {
 		case math.IsNaN(r.lo):
 			none++
-		case r.verdict == "B slower":
+		case strings.HasPrefix(r.verdict, "B slower"):
 			slower++
-		case r.verdict == "B faster":
+		case strings.HasPrefix(r.verdict, "B faster"):
 			faster++
 		default:
 			same++

@@ -239,6 +239,12 @@ func TestReportABOfRepeats(t *testing.T) {
 	if n := strings.Count(run, `<figure data-cell=`); n != 6 {
 		t.Errorf("%d histograms, want 6", n)
 	}
+	// a side of a cell that its rule stopped after 2 repeats: the verdict marked, the note says why
+	two := withRepeats("two", 1.1, 2)
+	if ab := section(render(t, []*report.Run{a, two}, Options{}), "ab"); strings.Count(ab, "<td>B slower †</td>") != 6 ||
+		!strings.Contains(ab, "† a side of the cell stopped after 2 repeats under its --until-cv rule") || !strings.Contains(ab, "at 95 %: 6 B slower") {
+		t.Errorf("verdicts from 2 repeats are not marked:\n%s", ab)
+	}
 	// against itself: no significant difference in any cell; against a run 10 % faster: faster
 	for _, c := range []struct {
 		b    *report.Run
