@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/report"
 )
 
 // errHelp reports that --help was shown (exit 0).
@@ -95,4 +96,13 @@ func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 // warnings grouped by kind).
 func wideFlag(fs *flag.FlagSet) *bool {
 	return fs.Bool("wide", false, "print every column of the result table and one line per warning (default: the figures a latency model needs, within 120 characters, warnings grouped by kind)")
+}
+
+// legendFlag adds --no-legend to fs and returns the command's one report.Legends: the
+// legend of the table's columns is printed once per command (under its first table; a later
+// table adds only a column whose meaning differs in its run), and not at all with the flag.
+func legendFlag(fs *flag.FlagSet) *report.Legends {
+	ls := &report.Legends{}
+	fs.BoolVar(&ls.Off, "no-legend", false, "leave out the legend of the table's columns (printed once per command, under the first table)")
+	return ls
 }
