@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,16 +66,14 @@ func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]a
 		r.Steps = append(r.Steps, Step{Name: name, Detail: err.Error()})
 		return r, err
 	}
-	path, err := Find(nameOrPath, h.opts.Dir)
+	src, err := Locate(nameOrPath, h.opts.Dir)
 	if err != nil {
 		return fail("file", err)
 	}
-	r.Path = path
-	if st, err := os.Stat(path); err == nil {
-		r.Size = int(st.Size())
-	}
+	path := src.Path
+	r.Path, r.Size = path, len(src.Wasm)
 	t0 := time.Now()
-	m, err := h.open(ctx, path, "")
+	m, err := h.openSource(ctx, src, "")
 	r.Compile = time.Since(t0)
 	if m != nil {
 		r.Imports, r.Exports = m.imports, m.exports

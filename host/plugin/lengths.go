@@ -21,7 +21,7 @@ type LengthsPlugin struct {
 // lengthsKey identifies a call of a pure plugin.
 type lengthsKey struct{ n, mean, min, max int }
 
-// LoadLengths loads a length distribution by name (searched as in Find) or path, and initialises
+// LoadLengths loads a length distribution by name (searched as in Locate) or path, and initialises
 // it with config: the plugin's bench.toml table without genload's own keys such as `plugin`
 // (nil for none; keys the plugin does not know are rejected by it, so a typo fails here).
 // Errors are *Error values naming the plugin and the failing export.
