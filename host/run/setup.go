@@ -70,9 +70,10 @@ type setup struct {
 // still unset: the watcher's lines come after the run's first line). The error carries its
 // exit code.
 func (s *setup) run(ctx context.Context) (*cellRunner, error) {
-	// The length plugin is compiled, loaded and asked for the lengths of every configured cell
-	// while the corpus is tokenized: its cost overlaps prompt building, and a plugin that fails
-	// on any cell fails the run before any request is sent.
+	// The length plugin is compiled and loaded while the corpus is tokenized (its cost overlaps
+	// prompt building); once the range of lengths is known, a pure plugin is asked for every
+	// cell and held to the ABI (checkLengths), so that one failing on any cell fails the run
+	// before the first cell.
 	s.plugReady = make(chan loadedPlugins, 1)
 	cfg := s.cfg
 	exitcode.Go(func() { s.plugReady <- loadPlugins(ctx, cfg) })
@@ -355,6 +356,9 @@ func (s *setup) loadPlugins(ctx context.Context) error {
 	if cfg.Mode == config.ModeN {
 		s.stages.Lengths.Source = nil // the legacy shape: B sequences of one prompt of length L
 		fmt.Fprintf(s.opt.Stderr, "mode \"n\": each cell sends one prompt of length L with n = B — B identical sequences, the shape older benchmarks used; the length plugin %s is not used, and fwd reads lower than for a ragged batch of distinct prompts (shared prefix, and a mixture-of-experts model routes identical tokens to the same experts)\n", lp.Info().Name)
+	}
+	if err := checkLengths(ctx, lp, s.stages.Lengths, s.cells); err != nil {
+		return err
 	}
 	if cfg.Mode == config.ModeRouted {
 		rp, err := s.plugins.host.LoadRouter(ctx, cfg.Router.Plugin, cfg.Router.Config)
