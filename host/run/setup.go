@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -322,7 +323,11 @@ func (s *setup) matrix(context.Context) error {
 	var err error
 	s.cells, s.dropped, err = matrix.Build(matrixSpec(cfg, s.modelCtx, len(s.rows)))
 	if err != nil {
-		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", cfg.Where("matrix"), err))
+		key := "matrix"
+		if ke := (*matrix.KeyError)(nil); errors.As(err, &ke) {
+			key = ke.Key // the key at fault: the flag that set it, not another [matrix] flag
+		}
+		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", cfg.Where(key), err))
 	}
 	s.matrixCells = len(s.cells)
 	s.cells = s.opt.Shard.Cells(s.cells) // every cell keeps its whole-matrix Index (and so its prompts)
