@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -29,7 +28,7 @@ func TestCopiedBinaryRunsFromAnEmptyDirectory(t *testing.T) {
 		t.Fatalf("the plugins are not in place to be built into genload (run `make plugins`): %v", err)
 	}
 	built := filepath.Join(t.TempDir(), "genload")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", built, "./host/cmd/genload")
+	cmd := exec.Command("go", "build", "-o", built, "./host/cmd/genload")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
