@@ -55,6 +55,8 @@ func TestErrorsInTheUsersTerms(t *testing.T) {
 				strings.Join(builtIn, ", "), filepath.Join(pdir, "gama.wasm"))},
 		{"batch size blamed on its flag", "", []string{"--seq-lens", "300", "--batch-sizes", "5000"}, exitcode.InvalidConfig,
 			"genload run: flag --batch-sizes: matrix: batch size above the 256 corpus rows in L=300,B=5000: the prompts of a cell must be distinct (add rows to the corpus or lower the batch size)"},
+		{"no cell left blamed on its flag", "", []string{"--seq-lens", "200000", "--batch-sizes", "1"}, exitcode.InvalidConfig,
+			"genload run: flag --seq-lens: matrix: no cells left (1 dropped: L + max_tokens = 200100 exceeds the model context 131072)"},
 		{"not an OpenAI-compatible server", "", []string{"--target", html.URL}, exitcode.TargetFailed,
 			"genload run: GET " + html.URL + `/v1/models answered HTTP 404 with an HTML page titled "Error response": this is not an OpenAI-compatible server (check the target: the base URL of a vLLM, SGLang, llama.cpp or TGI server, such as http://127.0.0.1:8000)`},
 	}
