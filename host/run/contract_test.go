@@ -28,19 +28,24 @@ func TestRunEnforcesThePluginContract(t *testing.T) {
 	defer host.Close(context.Background())
 	cases := []struct {
 		name, path, config string
+		cell               string // the first cell at fault
 		run, check         string // the fault as the run and plugin check word it
 	}{
 		// The range asked for is [min_len, context − max_tokens] = [64, 131072 − 4]: 131,072 is
 		// the built-in engine's context.
-		{"out of range", unclamped, "scale = 500",
+		{"out of range", unclamped, "scale = 500", "L=1000,B=2",
 			"length 500000 at index 0 is outside [64, 131068] (n=2, mean=1000); the plugin must clamp every length to [min, max]; this is a bug in the plugin",
 			"length 500000 at index 0 is outside [1, 32768] (n=64, mean=1000); the plugin must clamp every length to [min, max]; this is a bug in the plugin"},
-		{"wrong count", unclamped, "extra = 1",
+		// Only the second cell is at fault: every cell is asked before the first is measured.
+		{"out of range at the second cell", unclamped, "scale = 500\nmin_n = 4", "L=1000,B=4",
+			"length 500000 at index 0 is outside [64, 131068] (n=4, mean=1000); the plugin must clamp every length to [min, max]; this is a bug in the plugin",
+			"length 500000 at index 0 is outside [1, 32768] (n=64, mean=1000); the plugin must clamp every length to [min, max]; this is a bug in the plugin"},
+		{"wrong count", unclamped, "extra = 1", "L=1000,B=2",
 			"returned 3 lengths, want 2; this is a bug in the plugin",
 			"returned 65 lengths, want 64; this is a bug in the plugin"},
 		// liar adds the number of its earlier calls to every length: the run's first call
 		// gives 1000 (cached), the two calls past the cache 1001 and 1002.
-		{"not pure", liar, "",
+		{"not pure", liar, "", "L=1000,B=2",
 			`declares capability "pure" but genload_lengths(n=2, mean=1000, min=64, max=131068) changed between calls: on a second call length 0 is 1002, on the first call 1001 (first call [1001 1001], this call [1002 1002]); ` + pureHint,
 			`declares capability "pure" but genload_lengths(n=64, mean=1000, min=1, max=32768) changed between calls: on the first instance, after the edge calls length 0 is 1003, on the first call 1000 (first call [1000 1000 1000 1000 1000 1000 1000 1000 … 64 values], this call [1003 1003 1003 1003 1003 1003 1003 1003 … 64 values]); ` + pureHint},
 	}
@@ -58,8 +63,8 @@ func TestRunEnforcesThePluginContract(t *testing.T) {
 				t.Fatalf("err %v is not the plugin's", err)
 			}
 			prefix := fmt.Sprintf("plugin %s (%s) [genload_lengths]: ", pe.Plugin, c.path)
-			if got := err.Error(); got != "cell L=1000,B=2: "+prefix+c.run {
-				t.Errorf("run:\n got %s\nwant %s", got, "cell L=1000,B=2: "+prefix+c.run)
+			if got, want := err.Error(), "cell "+c.cell+": "+prefix+c.run; got != want {
+				t.Errorf("run:\n got %s\nwant %s", got, want)
 			}
 			_, cerr := host.Check(context.Background(), c.path, cfg.Lengths.Config)
 			if cerr == nil || cerr.Error() != prefix+c.check {
