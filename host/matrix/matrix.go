@@ -60,14 +60,14 @@ func Build(s Spec) ([]Cell, []Dropped, error) {
 	lens := append([]int(nil), s.SeqLens...)
 	if s.AutoSeqLens {
 		if s.Context <= 0 {
-			return nil, nil, fmt.Errorf("matrix: [matrix.auto_seq_lens] needs the model context, which is unknown (set [context])")
+			return nil, nil, &KeyError{"matrix.auto_seq_lens", fmt.Errorf("matrix: [matrix.auto_seq_lens] needs the model context, which is unknown (set [context])")}
 		}
 		lens = lens[:0]
 		for l := s.MinSeqLen; l+s.MaxTokens <= s.Context; l *= 2 {
 			lens = append(lens, l)
 		}
 		if len(lens) == 0 {
-			return nil, nil, fmt.Errorf("matrix: [matrix.min_seq_len] %d + max_tokens %d exceeds the context %d", s.MinSeqLen, s.MaxTokens, s.Context)
+			return nil, nil, &KeyError{"matrix.min_seq_len", fmt.Errorf("matrix: [matrix.min_seq_len] %d + max_tokens %d exceeds the context %d", s.MinSeqLen, s.MaxTokens, s.Context)}
 		}
 	}
 	sort.Ints(lens)
@@ -115,12 +115,28 @@ func Build(s Spec) ([]Cell, []Dropped, error) {
 			}
 		}
 		if len(big) > 0 {
-			return nil, dropped, fmt.Errorf("matrix: batch size above the %d corpus rows in %s: the prompts of a cell must be distinct (add rows to the corpus or lower the batch size)",
-				s.CorpusRows, strings.Join(big, " "))
+			return nil, dropped, &KeyError{"matrix.batch_sizes", fmt.Errorf("matrix: batch size above the %d corpus rows in %s: the prompts of a cell must be distinct (add rows to the corpus or lower the batch size)",
+				s.CorpusRows, strings.Join(big, " "))}
 		}
 	}
 	if len(cells) == 0 {
-		return nil, dropped, fmt.Errorf("matrix: no cells left (%d dropped: %s)", len(dropped), dropped[0].Reason)
+		key := "matrix.seq_lens"
+		if strings.Contains(dropped[0].Reason, "max_kv_cache_entries") {
+			key = "matrix.max_kv_cache_entries"
+		}
+		return nil, dropped, &KeyError{key, fmt.Errorf("matrix: no cells left (%d dropped: %s)", len(dropped), dropped[0].Reason)}
 	}
 	return cells, dropped, nil
 }
+
+// KeyError is an error of Build caused by one bench.toml key (dotted, such as
+// "matrix.batch_sizes"), so that the message can name the key's line or the flag that set it.
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error without its key.
+func (e *KeyError) Unwrap() error { return e.Err }
