@@ -12,6 +12,15 @@
 // results/<run-id>.json is {"header": Header, "cells": [Cell…], "footer": Footer} and
 // results/<run-id>.csv has one row per cell (columns in [CSVHeader]). Durations are in
 // milliseconds (float64) in JSON and CSV; lengths in tokens.
+//
+// # Warnings
+//
+// A cell's "warnings" are texts; its "warning_names" give each its kind's stable name from
+// the catalogue of package warning ("late-first-chunks", "batch-not-reached", …), in the
+// same order. Group, filter and write a CSV column by name, never by text: [Cell.NamedWarnings]
+// returns the (name, text) pairs — naming from the catalogue the texts of a file written
+// before names existed, which load unchanged — and [GroupWarnings] heads each group with its
+// kind's sentence (warning.Kind.Headline). Add warnings with [Cell.Warn].
 package report
 
 import (
@@ -22,6 +31,7 @@ import (
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/scrape/scraped"
 	"github.com/genload/genload/host/steplog"
+	"github.com/genload/genload/host/warning"
 )
 
 // Schema names the results format; it changes when a field changes meaning.
@@ -145,14 +155,21 @@ type Lengths struct {
 
 // Cell is one cell's result line.
 type Cell struct {
-	Type     string      `json:"type"` // "cell"
-	Cell     matrix.Cell `json:"cell"`
-	Status   string      `json:"status"`
-	Error    string      `json:"error,omitempty"`
-	Started  time.Time   `json:"started"`
-	Elapsed  Millis      `json:"elapsed_ms"`
-	Lengths  Lengths     `json:"lengths"`
-	Warnings []string    `json:"warnings,omitempty"`
+	Type    string      `json:"type"` // "cell"
+	Cell    matrix.Cell `json:"cell"`
+	Status  string      `json:"status"`
+	Error   string      `json:"error,omitempty"`
+	Started time.Time   `json:"started"`
+	Elapsed Millis      `json:"elapsed_ms"`
+	Lengths Lengths     `json:"lengths"`
+	// Warnings are the cell's warnings, each a sentence or more with its figures and cause;
+	// WarningNames[i] is the catalogue name of Warnings[i] (package warning: a stable name
+	// per kind, for grouping, filtering and the CSV). Records written before names existed
+	// have no warning_names: read the pairs with [Cell.NamedWarnings], which names such
+	// texts from the catalogue, and add warnings with [Cell.Warn], which keeps the two
+	// lists in step.
+	Warnings     []string       `json:"warnings,omitempty"`
+	WarningNames []warning.Name `json:"warning_names,omitempty"`
 	// Workers is, in routed mode, the worker index of each prompt (prompt order).
 	Workers []int `json:"workers,omitempty"`
 	// Figures are the measured figures (nil when the cell failed before measuring).
@@ -224,4 +241,42 @@ func (m *Millis) UnmarshalJSON(b []byte) error {
 	d, err := parseMs(b)
 	*m = Millis(d)
 	return err
+}
+
+// Warn adds warnings to the cell: their texts to Warnings, their names to WarningNames.
+func (c *Cell) Warn(ws ...warning.Warning) {
+	c.alignNames()
+	for _, w := range ws {
+		c.Warnings = append(c.Warnings, w.Text)
+		c.WarningNames = append(c.WarningNames, w.Name)
+	}
+}
+
+// alignNames makes WarningNames as long as Warnings, naming from the catalogue the texts
+// added without a name (warning.Classify).
+func (c *Cell) alignNames() {
+	if len(c.WarningNames) > len(c.Warnings) {
+		c.WarningNames = c.WarningNames[:len(c.Warnings)]
+	}
+	for i := len(c.WarningNames); i < len(c.Warnings); i++ {
+		c.WarningNames = append(c.WarningNames, warning.Classify(c.Warnings[i]))
+	}
+}
+
+// NamedWarnings returns the cell's warnings with their names: WarningNames[i] where the
+// record has it, else the catalogue's name of the text (warning.Classify; a record written
+// before names existed, or a text appended to Warnings alone).
+func (c *Cell) NamedWarnings() []warning.Warning {
+	out := make([]warning.Warning, len(c.Warnings))
+	for i, t := range c.Warnings {
+		n := warning.Name("")
+		if i < len(c.WarningNames) {
+			n = c.WarningNames[i]
+		}
+		if n == "" {
+			n = warning.Classify(t)
+		}
+		out[i] = warning.Warning{Name: n, Text: t}
+	}
+	return out
 }
