@@ -18,6 +18,7 @@ import (
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/scrape"
+	"github.com/genload/genload/host/warning"
 )
 
 // Dispatcher sends a cell's plan and returns its recording: the error only when nothing could
@@ -89,7 +90,7 @@ type planned struct {
 // and lengths, a new start time.
 func (p planned) again() planned {
 	p.rec.Started, p.t0 = time.Now().UTC(), time.Now()
-	p.rec.Warnings = slices.Clone(p.rec.Warnings)
+	p.rec.Warnings, p.rec.WarningNames = slices.Clone(p.rec.Warnings), slices.Clone(p.rec.WarningNames)
 	return p
 }
 
@@ -101,7 +102,7 @@ func (r *cellRunner) plan(ctx context.Context, c matrix.Cell) (planned, error) {
 	if plan != nil && plan.Lengths.Each != nil {
 		p.rec.Lengths = reportLengths(plan.Lengths)
 		if w := plan.Lengths.Warning(); w != "" {
-			p.rec.Warnings = append(p.rec.Warnings, w)
+			p.rec.Warn(warning.New(warning.LengthsOffTarget, w))
 		}
 	}
 	if err != nil {
@@ -145,7 +146,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 
 	if r.watcher != nil {
 		if err := r.watcher.Begin(ctx); err != nil {
-			rec.Warnings = append(rec.Warnings, "metrics: "+err.Error())
+			rec.Warn(warning.New(warning.MetricsFailed, "metrics: "+err.Error()))
 		}
 	}
 	tm := time.Now()
@@ -154,7 +155,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	if r.watcher != nil {
 		m, werr := r.watcher.EndRouted(ctx, c.Batch, rec.Workers)
 		if werr != nil {
-			rec.Warnings = append(rec.Warnings, "metrics: "+werr.Error())
+			rec.Warn(warning.New(warning.MetricsFailed, "metrics: "+werr.Error()))
 		}
 		if werr == nil || len(m.Servers) > 0 { // one failed server keeps the others' figures
 			rec.Server = &m
@@ -187,7 +188,11 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	if fig.Prompts != nil {
 		rec.PromptTokenDeviation = fig.Prompts.Sum
 	}
-	rec.Warnings = append(rec.Warnings, cellWarnings(cfg, c, &rec)...)
+	ws, notReached := cellWarnings(cfg, c, &rec)
+	rec.Warn(ws...)
+	if notReached {
+		rec.Status = report.StatusPartial
+	}
 	if fig.Prompts != nil && fig.Prompts.TruncationError != "" {
 		// The figures stay in the record; the cell is an error because the server did not
 		// process the prompts genload sent.

@@ -14,59 +14,64 @@ import (
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/scrape"
+	"github.com/genload/genload/host/scrape/scraped"
+	"github.com/genload/genload/host/warning"
 )
 
 // cellWarnings flags cells whose measurement missed its target, and gives the reason of every
-// absent figure (the table shows – for it).
-func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []string {
-	var ws []string
+// absent figure (the table shows – for it); notReached reports that the B sequences
+// certainly did not run as one batch (attainmentWarnings), which makes the cell partial.
+func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) (ws []warning.Warning, notReached bool) {
 	f := rec.Figures
 	if len(f.Errors) > 0 {
-		ws = append(ws, fmt.Sprintf("%d request errors: %s", len(f.Errors), f.Errors[0]))
+		ws = append(ws, warning.Newf(warning.RequestFailed, "%d request errors: %s", len(f.Errors), f.Errors[0]))
 	}
 	if rt := rec.Retries; rt != nil && rt.Warmup+rt.Measured > 0 { // Free resends (a closed keep-alive connection) cost nothing worth saying
-		ws = append(ws, fmt.Sprintf("requests resent: %d warmup, %d measured (%s): the figures are the last attempt's; the cell's wall and GPU time include the failed ones",
+		ws = append(ws, warning.Newf(warning.RequestsResent, "requests resent: %d warmup, %d measured (%s): the figures are the last attempt's; the cell's wall and GPU time include the failed ones",
 			rt.Warmup, rt.Measured, retryReasons(rt.Reasons)))
 	}
 	if p := f.Prompts; p != nil && p.TruncationError == "" {
 		if m := p.Message(); m != "" {
-			ws = append(ws, m)
+			ws = append(ws, warning.Of(m))
 		}
 	}
 	if f.ITL.N > 0 && f.ITL.P50 == 0 {
-		ws = append(ws, "over half of the chunk intervals are 0: chunks arrived together in one read (the client fell behind, or the server or network coalesced them); per-forward figures are unreliable")
+		ws = append(ws, warning.New(warning.ChunksTogether, "over half of the chunk intervals are 0: chunks arrived together in one read (the client fell behind, or the server or network coalesced them); per-forward figures are unreliable"))
 	}
 	switch {
 	case f.PerForward.N == 0:
-		ws = append(ws, "no per-forward figure: "+f.PerForwardReason)
+		ws = append(ws, warning.New(warning.FwdAbsent, "no per-forward figure: "+f.PerForwardReason))
 	case f.PerForwardReason != "":
-		ws = append(ws, fmt.Sprintf("fwd over %d of %d sequences: %s", f.PerForward.N, f.Sequences, f.PerForwardReason))
+		ws = append(ws, warning.Newf(warning.FwdSubset, "fwd over %d of %d sequences: %s", f.PerForward.N, f.Sequences, f.PerForwardReason))
 	}
 	if i := f.ITL; f.PerForward.N > 0 && i.P50 > 0 && i.P99 > 10*i.P50 && f.PerForward.Mean > 3*i.P50/2 {
-		ws = append(ws, fmt.Sprintf("fwd %.3f ms is %.1f× the median chunk interval %.3f ms, and ITL p99 is %.1f ms: a few very slow forward passes (host stalls, preemption, a loaded server) weigh on the mean; fwd fit and a repeat tell whether they are the server's",
+		ws = append(ws, warning.Newf(warning.SlowForwards, "fwd %.3f ms is %.1f× the median chunk interval %.3f ms, and ITL p99 is %.1f ms: a few very slow forward passes (host stalls, preemption, a loaded server) weigh on the mean; fwd fit and a repeat tell whether they are the server's",
 			measure.Ms(f.PerForward.Mean), float64(f.PerForward.Mean)/float64(i.P50), measure.Ms(i.P50), measure.Ms(i.P99)))
 	}
 	if f.PerForward.N > 0 && f.TokensUnverified > 0 {
-		ws = append(ws, fmt.Sprintf("%d of %d sequences' token counts are unverified (counted from chunks: the server sent no usable usage); the table shows them as a lower bound", f.TokensUnverified, f.Sequences))
+		ws = append(ws, warning.Newf(warning.TokensUnverified, "%d of %d sequences' token counts are unverified (counted from chunks: the server sent no usable usage); the table shows them as a lower bound", f.TokensUnverified, f.Sequences))
 	}
 	if f.TokensPerChunk > 1.05 && cfg.DraftTokens == 0 && f.PerForward.N > 0 {
-		ws = append(ws, fmt.Sprintf("chunks carry %.2f tokens on average: fwd counts one forward pass per token, which is right for a server that coalesces chunks (stream_interval) and wrong for one that speculates — then set draft_tokens = k to count forward passes",
+		ws = append(ws, warning.Newf(warning.TokensPerChunk, "chunks carry %.2f tokens on average: fwd counts one forward pass per token, which is right for a server that coalesces chunks (stream_interval) and wrong for one that speculates — then set draft_tokens = k to count forward passes",
 			f.TokensPerChunk))
 	}
 	for _, n := range sortedKeys(f.TokenNotes) {
-		ws = append(ws, fmt.Sprintf("token counts of %d of %d sequences: %s", f.TokenNotes[n], f.Sequences, n))
+		ws = append(ws, warning.Newf(warning.TokenCountSource, "token counts of %d of %d sequences: %s", f.TokenNotes[n], f.Sequences, n))
 	}
-	ws = append(ws, f.Checks...)
+	for _, c := range f.Checks {
+		ws = append(ws, warning.Of(c))
+	}
 	ws = append(ws, estimateWarnings(f, rec.Server, cfg.DraftTokens > 0)...)
 	if h := f.Header; h != nil && h.PerForward.N == 0 && h.Reason != "" {
-		ws = append(ws, "hdr fwd absent: "+h.Reason)
+		ws = append(ws, warning.New(warning.HeaderFwdAbsent, "hdr fwd absent: "+h.Reason))
 	}
 	if rec.Server != nil {
 		ws = append(ws, rec.Server.Notes()...)
 	}
-	ws = append(ws, attainmentWarnings(cfg, cell, rec)...)
+	att, notReached := attainmentWarnings(cfg, cell, rec)
+	ws = append(ws, att...)
 	if !f.Window.Valid && f.Window.Reason != "" {
-		ws = append(ws, "no full-batch figure: "+f.Window.Reason)
+		ws = append(ws, warning.New(warning.FullBatchAbsent, "no full-batch figure: "+f.Window.Reason))
 	}
 	if cfg.Mode == config.ModeRouted && rec.Workers != nil {
 		used := map[int]bool{}
@@ -74,33 +79,39 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 			used[w] = true
 		}
 		if len(used) > 1 {
-			ws = append(ws, fmt.Sprintf("routed over %d workers: B = %d is the total; each worker ran about %s", len(used), cell.Batch, plural((cell.Batch+len(used)-1)/len(used), "sequence")))
+			ws = append(ws, warning.Newf(warning.RoutedSplit, "routed over %d workers: B = %d is the total; each worker ran about %s", len(used), cell.Batch, plural((cell.Batch+len(used)-1)/len(used), "sequence")))
 		}
 	}
-	return ws
+	return ws, notReached
 }
 
-// attainmentWarnings says whether the cell's B sequences ran as one batch. The server's
-// running gauge decides where it was sampled (≥ 3 samples, every 20 ms; per server when
-// routed over several, in Notes); otherwise the client's marks (measure.Attain) — and a cell
-// whose attainment nobody can tell says so, since its figures may be for a smaller batch.
-func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []string {
+// attainmentWarnings says whether the cell's B sequences ran as one batch; notReached
+// reports that they certainly did not (the cell is then partial, its figures kept). The
+// server's running gauge decides where it was sampled (≥ scraped.MinSamples samples, every
+// 20 ms), by its distribution (scraped.Occupancy.Judge: at most Max < B running is not
+// reached; per server when routed over several, in Notes); otherwise the client's marks
+// (measure.Attain), whose "at most k < B sequences decoding at once" is as certain — and a
+// cell whose attainment nobody can tell says so, since its figures may be for a smaller
+// batch.
+func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) (ws []warning.Warning, notReached bool) {
 	if m := rec.Server; m != nil && len(m.Servers) > 1 {
-		return nil // each server against its share of B: rec.Server.Notes
+		return nil, m.NotReached() // each server against its share of B: rec.Server.Notes
 	}
-	if m := rec.Server; m != nil && m.Occupancy.Samples >= 3 {
+	if m := rec.Server; m != nil && m.Occupancy.Samples >= scraped.MinSamples {
 		o := m.Occupancy
-		switch {
-		case o.Max > cell.Batch:
-			return []string{fmt.Sprintf("the server ran up to %d requests at once, more than B = %d: other load shares it", o.Max, cell.Batch)}
-		case cfg.Mode != config.ModeN && o.Mode < cell.Batch:
-			return []string{fmt.Sprintf("batch attainment: the server mostly ran %s at once, not B = %d (%.0f %% of samples at B)", plural(o.Mode, "sequence"), cell.Batch, 100*o.AtTarget)}
+		o.Target = cell.Batch
+		if cfg.Mode == config.ModeN && o.Max <= cell.Batch {
+			return nil, false // one request of n = B: a gauge of requests counts it once
 		}
-		return nil
+		w, ok := o.Judge("the server", fmt.Sprintf("B = %d", cell.Batch))
+		if !ok {
+			return nil, false
+		}
+		return []warning.Warning{w}, w.Name == warning.BatchNotReached
 	}
 	a := rec.Figures.Attainment
 	if a == nil {
-		return nil
+		return nil, false
 	}
 	src := "no running-requests gauge from /metrics"
 	if rec.Server != nil {
@@ -108,18 +119,25 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) 
 	}
 	switch a.State {
 	case measure.AttainmentProbablyNotReached:
-		return []string{fmt.Sprintf("batch probably not reached (%s; the client's marks): %s", src, a.Reason)}
+		if counted := rec.Figures.Sequences - len(rec.Figures.LeftOut); a.Concurrency < cell.Batch && a.Concurrency < counted {
+			// The streams' [first, last mark] spans overlap at most k < B at a time: some
+			// sequences decoded after others had finished.
+			return []warning.Warning{warning.Newf(warning.BatchNotReached, "batch not reached (%s; the client's marks): %s; the figures are kept, for a batch of at most %d",
+				src, a.Reason, a.Concurrency)}, true
+		}
+		return []warning.Warning{warning.Newf(warning.BatchNotReached, "batch probably not reached (%s; the client's marks): %s", src, a.Reason)}, false
 	case measure.AttainmentUnknown:
-		return []string{fmt.Sprintf("batch attainment unknown (%s; the client's marks cannot tell: %s)", src, a.Reason)}
+		return []warning.Warning{warning.Newf(warning.AttainmentUnknown, "batch attainment unknown (%s; the client's marks cannot tell: %s)", src, a.Reason)}, false
 	}
 	if rec.Server != nil {
 		// The gauge exists but the cell was too short to sample it ≥ 3 times; the client's
 		// marks agree with one batch of B.
-		return nil
+		return nil, false
 	}
 	// The client's marks agree with one batch of B, but only the server can confirm it (and
 	// only it can show other load sharing the batch).
-	return []string{fmt.Sprintf("batch attainment unknown (%s): the client saw %s decoding together, consistent with B = %d", src, plural(a.Concurrency, "sequence"), cell.Batch)}
+	return []warning.Warning{warning.Newf(warning.AttainmentUnknown, "batch attainment unknown (%s): the client saw %s decoding together, consistent with B = %d",
+		src, plural(a.Concurrency, "sequence"), cell.Batch)}, false
 }
 
 // sortedKeys returns m's keys in ascending order (so that warnings come out the same in
@@ -138,7 +156,7 @@ func sortedKeys(m map[string]int) []string {
 // flags a gap above 5 %. The reference is the built-in engine's own decode step time when it
 // is known, else the client's figure. /metrics on vLLM and SGLang is an inter-token latency:
 // per token, not per forward pass, when chunks carry several tokens (speculative decoding).
-func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards bool) []string {
+func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards bool) []warning.Warning {
 	if f.PerForward.N == 0 {
 		return nil
 	}
@@ -158,7 +176,7 @@ func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards b
 	if m != nil && m.Steps.HasStepTime && m.Steps.StepTime > 0 {
 		others = append(others, est{"metrics fwd (/metrics)", m.Steps.StepTime})
 	}
-	var ws []string
+	var ws []warning.Warning
 	for _, e := range others {
 		dev := float64(e.d)/float64(ref.d) - 1
 		if math.Abs(dev) <= 0.05 {
@@ -173,7 +191,7 @@ func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards b
 		case strings.HasPrefix(e.name, "hdr"):
 			why = "the header's generation time or acceptance does not match the forward passes seen (check draft_tokens)"
 		}
-		ws = append(ws, fmt.Sprintf("per-forward estimates disagree: %s %.3f ms is %+.0f %% of %s %.3f ms (%s)",
+		ws = append(ws, warning.Newf(warning.EstimatesDisagree, "per-forward estimates disagree: %s %.3f ms is %+.0f %% of %s %.3f ms (%s)",
 			e.name, float64(e.d)/1e6, 100*dev, ref.name, float64(ref.d)/1e6, why))
 	}
 	return ws
