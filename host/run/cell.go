@@ -167,7 +167,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	if err == nil && r.router != nil {
 		err = r.router.Complete(ctx, completions(res, plan.Lengths.Each))
 	}
-	if err == nil {
+	if err == nil && !keepsOthers(ctx, cfg, res) {
 		err = res.Err()
 	}
 	if err != nil {
@@ -189,6 +189,9 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 		rec.PromptTokenDeviation = fig.Prompts.Sum
 	}
 	ws, notReached := cellWarnings(cfg, c, &rec)
+	if late := resentAfterBatch(res); len(late) > 0 {
+		ws, notReached = append(ws, late...), true
+	}
 	rec.Warn(ws...)
 	if notReached {
 		rec.Status = report.StatusPartial
@@ -200,6 +203,26 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 		return fail(exitcode.TargetFailed, errors.New(fig.Prompts.TruncationError))
 	}
 	return rec, nil
+}
+
+// keepsOthers reports whether a routed cell some of whose requests failed is measured over
+// the others (partial: the failed requests' sequences are left out, measure.ClassFailed)
+// rather than failed: at least one request succeeded and none was cut by the run ending.
+func keepsOthers(ctx context.Context, cfg *config.Config, res *recording.Result) bool {
+	if cfg.Mode != config.ModeRouted || ctx.Err() != nil {
+		return false
+	}
+	ok := false
+	for i := range res.Requests {
+		var re *recording.RequestError
+		switch err := res.Requests[i].Err; {
+		case err == nil:
+			ok = true
+		case errors.As(err, &re) && re.Kind == recording.KindCanceled:
+			return false
+		}
+	}
+	return ok
 }
 
 // figures computes the cell's figures from its recording (host/measure) with the run's

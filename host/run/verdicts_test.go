@@ -125,3 +125,43 @@ func TestAttainmentReadsTheGaugesDistribution(t *testing.T) {
 		t.Errorf("not reached %v, warnings:\n%s", notReached, got)
 	}
 }
+
+// routedFaulty is the bench.toml of a routed cell of B = 4 over one built-in engine that
+// answers its 4th completion request with 503 (no warmup, no token-count probe: the measured
+// requests are the engine's first four, sent together), with retries retries.
+func routedFaulty(t *testing.T, retries int) string {
+	url := verdictEngine(t, func(c *engine.Config) { c.Faults.Status, c.Faults.Every = 503, 4 })
+	return fmt.Sprintf("target = %q\nmode = \"routed\"\nmax_tokens = 32\ntoken_counts = \"usage\"\n[warmup]\ndisabled = true\nretries = %d\n[matrix]\nseq_lens = [200]\nbatch_sizes = [4]\n", url, retries)
+}
+
+// Routed, one of the B requests fails: the cell was an error, its three measured sequences
+// lost; it is partial now, the failed request's sequence left out and the others kept.
+func TestRoutedFailedRequestKeepsTheOthers(t *testing.T) {
+	res, stderr := runToml(t, routedFaulty(t, 0), false)
+	c := res.Run.Cells[0]
+	f := c.Figures
+	t.Logf("%s: %s %q, warnings %q", c.Cell.Key(), c.Status, c.Error, c.Warnings)
+	if c.Status != report.StatusPartial || f == nil || f.Counted != 3 || f.Failed != 1 || f.PerForward.N != 3 {
+		t.Fatalf("status %s, error %q, figures %+v\n%s", c.Status, c.Error, f, stderr)
+	}
+	if w := named(&c, warning.RequestFailed); len(w) != 1 || !strings.HasPrefix(w[0], "1 of 4 requests failed (their sequences are left out, the others kept): ") || !strings.Contains(w[0], "status 503") {
+		t.Errorf("request-failed warnings %q", w)
+	}
+}
+
+// Routed, one request fails and is resent after the 500 ms retry delay: the other three
+// sequences (32 tokens of ~7 ms steps) had finished by then. The cell was "ok", the batch
+// of 4 never reached; it says so and is partial.
+func TestRoutedResendAfterTheBatchIsSaid(t *testing.T) {
+	res, stderr := runToml(t, routedFaulty(t, 1), false)
+	c := res.Run.Cells[0]
+	t.Logf("%s: %s, warnings %q", c.Cell.Key(), c.Status, c.Warnings)
+	w := named(&c, warning.ResentAfterBatch)
+	if c.Status != report.StatusPartial || len(w) != 1 || !strings.Contains(w[0], "when 3 of the other 3 sequences had finished") ||
+		!strings.Contains(w[0], "status 503") {
+		t.Errorf("status %s, resent-after-batch warnings %q\n%s", c.Status, w, stderr)
+	}
+	if c.Figures.Counted != 4 {
+		t.Errorf("counted %d, want the 4 kept", c.Figures.Counted)
+	}
+}

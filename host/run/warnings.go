@@ -12,6 +12,7 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/scrape"
 	"github.com/genload/genload/host/scrape/scraped"
@@ -24,7 +25,8 @@ import (
 func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) (ws []warning.Warning, notReached bool) {
 	f := rec.Figures
 	if len(f.Errors) > 0 {
-		ws = append(ws, warning.Newf(warning.RequestFailed, "%d request errors: %s", len(f.Errors), f.Errors[0]))
+		ws = append(ws, warning.Newf(warning.RequestFailed, "%d of %s failed (their sequences are left out, the others kept): %s",
+			len(f.Errors), plural(requestsOf(cfg, cell), "request"), f.Errors[0]))
 	}
 	if rt := rec.Retries; rt != nil && rt.Warmup+rt.Measured > 0 { // Free resends (a closed keep-alive connection) cost nothing worth saying
 		ws = append(ws, warning.Newf(warning.RequestsResent, "requests resent: %d warmup, %d measured (%s): the figures are the last attempt's; the cell's wall and GPU time include the failed ones",
@@ -83,6 +85,70 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) (ws []
 		}
 	}
 	return ws, notReached
+}
+
+// requestsOf is the number of requests a cell of cfg sends: B routed, else one.
+func requestsOf(cfg *config.Config, cell matrix.Cell) int {
+	if cfg.Mode == config.ModeRouted {
+		return cell.Batch
+	}
+	return 1
+}
+
+// resentAfterBatch names each request of res that was resent (after a failure counted
+// against the retries) and whose last attempt was sent after some of the other requests'
+// sequences had finished (their last chunk, or finish, before it): its sequences never
+// decoded with the whole batch, which was therefore not reached. A request is resent
+// after [warmup] retry_delay (500 ms by default, doubled per attempt), longer than a short
+// cell's decode (48 tokens of 8 ms steps: 384 ms), so in routed mode a resend mostly misses
+// the batch.
+func resentAfterBatch(res *recording.Result) []warning.Warning {
+	if res == nil || len(res.Requests) < 2 {
+		return nil
+	}
+	ends := make([]time.Duration, len(res.Sequences))
+	for i := range res.Sequences {
+		s := &res.Sequences[i]
+		ends[i] = -1
+		if n := s.Marks.Len(); n > 0 && s.Finished {
+			ends[i] = max(s.FinishAt, s.Marks.At(n-1))
+		}
+	}
+	var ws []warning.Warning
+	for qi := range res.Requests {
+		q := &res.Requests[qi]
+		counted := 0
+		for _, rt := range q.Retries {
+			if !rt.Free {
+				counted++
+			}
+		}
+		if counted == 0 || q.Err != nil {
+			continue
+		}
+		others, done := 0, 0
+		var last time.Duration
+		for i := range res.Sequences {
+			if res.Sequences[i].Request == qi {
+				continue
+			}
+			others++
+			if ends[i] >= 0 && ends[i] < q.Sent {
+				done++
+				last = max(last, ends[i])
+			}
+		}
+		if done == 0 {
+			continue
+		}
+		name := q.WorkerName
+		if name == "" {
+			name = fmt.Sprint(q.Worker)
+		}
+		ws = append(ws, warning.Newf(warning.ResentAfterBatch, "resent after the batch: request %d (worker %s) was resent after %s (%s) and sent at %.0f ms, when %d of the other %d sequences had finished (the last at %.0f ms): its sequences never decoded with the whole batch; a shorter [warmup] retry_delay lets a resend join it",
+			qi, name, plural(counted, "failure"), q.Retries[len(q.Retries)-1].Reason, measure.Ms(q.Sent), done, others, measure.Ms(last)))
+	}
+	return ws
 }
 
 // attainmentWarnings says whether the cell's B sequences ran as one batch; notReached

@@ -90,7 +90,7 @@ type Kind struct {
 
 // catalogue lists every kind, the more specific prefixes before the general ones.
 var catalogue = []Kind{
-	{RequestFailed, "Requests failed", []string{`^\d+ request errors: `, `^\d+ of \d+ requests failed`}},
+	{RequestFailed, "Requests failed", []string{`^\d+ request errors: `, `^\d+ of \d+ requests? failed`}},
 	{ResentAfterBatch, "A resent request started after the other sequences had finished", []string{"resent after the batch: "}},
 	{RequestsResent, "Requests were sent again after a failure", []string{"requests resent: "}},
 	{PromptsTruncated, "The server truncated prompts", []string{"prompts truncated by the server: "}},
