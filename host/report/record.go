@@ -174,6 +174,9 @@ type Cell struct {
 	Workers []int `json:"workers,omitempty"`
 	// Figures are the measured figures (nil when the cell failed before measuring).
 	Figures *measure.Figures `json:"figures,omitempty"`
+	// PerServer holds, in a cell routed over several servers, each server's own figures
+	// over the sequences routed to it (Figures mixes them); nil otherwise.
+	PerServer []ServerFigures `json:"per_server,omitempty"`
 	// PromptTokenDeviation is the server-counted prompt tokens minus the tokens genload
 	// built: 0 with token-id prompts; the re-tokenization drift with text prompts.
 	PromptTokenDeviation int `json:"prompt_token_deviation"`
@@ -196,6 +199,30 @@ type Cell struct {
 	// (genload run --until-cv): the file then holds one record per (cell, repeat). 0
 	// (absent) in a run that measures each cell once.
 	Repeat int `json:"repeat,omitempty"`
+}
+
+// ServerFigures are one server's figures in a cell routed over several servers, computed as
+// a cell's figures are (measure.Compute) over the sequences routed to it.
+type ServerFigures struct {
+	// Server names it: its base URL (with the server header's value for a worker grid
+	// behind one URL); Workers are the workers on it, Sequences the B routed to it and
+	// MeanPromptLen their prompts' mean length in tokens.
+	Server        string   `json:"server"`
+	Workers       []string `json:"workers"`
+	Sequences     int      `json:"sequences"`
+	MeanPromptLen float64  `json:"mean_prompt_len"`
+	// Counted, PerForward and PerForwardReason are its share's per-forward figures (see
+	// measure.Figures).
+	Counted          int             `json:"counted"`
+	PerForward       measure.Summary `json:"per_forward"`
+	PerForwardReason string          `json:"per_forward_reason,omitempty"`
+	// Window is the full-batch figure of its share: valid only where it ran every sequence
+	// routed to it together (its gauge or the client's marks say so).
+	Window measure.Window `json:"window"`
+	// Attainment is whether its share decoded as one batch as the client's marks show it;
+	// Occupancy its running gauge during the cell against its share (nil without one).
+	Attainment measure.Attainment `json:"attainment"`
+	Occupancy  *scraped.Occupancy `json:"occupancy,omitempty"`
 }
 
 // Retries counts a cell's resends: Warmup and Measured those counted against [warmup]

@@ -60,6 +60,9 @@ type cellRunner struct {
 	client  Dispatcher
 	router  Completer // nil unless routed with a router
 	watcher Watcher   // nil when the servers have no /metrics
+	// servers is the server of each routing worker (serverKeys) when they reach several,
+	// workerNames the workers' names: each server's share gets figures of its own.
+	servers, workerNames []string
 }
 
 // replay repeats the routing call of a cell that the run being resumed measured already.
@@ -180,6 +183,10 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	}
 	fig := figures(cfg, plan, res, routedOver)
 	rec.Figures = &fig
+	rec.PerServer = perServer(cfg, plan, res, r.servers, r.workerNames, rec.Server)
+	if len(rec.PerServer) > 0 && !fig.Window.Valid {
+		fig.Window.Reason += "; each server's full-batch fwd over its share is in --wide, the CSV and the JSON"
+	}
 	rec.Status = report.StatusOK
 	if fig.Partial() {
 		rec.Status = report.StatusPartial

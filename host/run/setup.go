@@ -99,6 +99,12 @@ func (s *setup) run(ctx context.Context) (*cellRunner, error) {
 	if s.completer != nil {
 		cr.router = s.completer
 	}
+	if s.cfg.Mode == config.ModeRouted {
+		cr.servers = serverKeys(s.cfg, s.workers)
+		for _, w := range s.workers {
+			cr.workerNames = append(cr.workerNames, w.Name)
+		}
+	}
 	return cr, nil
 }
 

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,5 +167,91 @@ func TestRoutedResendAfterTheBatchIsSaid(t *testing.T) {
 	}
 	if c.Figures.Counted != 4 {
 		t.Errorf("counted %d, want the 4 kept", c.Figures.Counted)
+	}
+}
+
+// seqTruth collects the built-in engine's per-sequence truth (Config.SeqLog): each finished
+// sequence of maxTokens tokens, its true time per decode forward pass in ms.
+type seqTruth struct {
+	mu        sync.Mutex
+	maxTokens int
+	fwd       []float64
+}
+
+func (s *seqTruth) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, line := range strings.Split(strings.TrimSpace(string(p)), "\n") {
+		kv := map[string]float64{}
+		for _, f := range strings.Fields(line) {
+			if k, v, ok := strings.Cut(f, "="); ok {
+				if x, err := strconv.ParseFloat(v, 64); err == nil {
+					kv[k] = x
+				}
+			}
+		}
+		if int(kv["tokens"]) == s.maxTokens && int(kv["max_tokens"]) == s.maxTokens && kv["last_step"] > kv["first_step"] {
+			s.fwd = append(s.fwd, (kv["last_ms"]-kv["first_ms"])/(kv["last_step"]-kv["first_step"]))
+		}
+	}
+	return len(p), nil
+}
+
+// mean is the truth's mean over the sequences logged.
+func (s *seqTruth) mean() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum := 0.0
+	for _, v := range s.fwd {
+		sum += v
+	}
+	return sum / float64(len(s.fwd))
+}
+
+// Routed over two built-in engines of one profile, the second at twice the time scale
+// (decode steps of ~7 and ~14 ms): the cell's fwd is one mean over both servers' sequences,
+// a blend of neither (≈ 10.6 ms), and nothing said so. Each server now has its own fwd and
+// full-batch fwd, within 1 % of its own engine's truth (the mean over its sequences of
+// (last − first token) / forward passes, from its sequence log), and the gap is a warning
+// naming both.
+func TestRoutedOverUnequalServersHasPerServerFigures(t *testing.T) {
+	const maxTokens = 48
+	truths := []*seqTruth{{maxTokens: maxTokens}, {maxTokens: maxTokens}}
+	var urls []string
+	for i, scale := range []float64{1, 2} {
+		urls = append(urls, verdictEngine(t, func(c *engine.Config) { c.TimeScale, c.SeqLog = scale, truths[i] }))
+	}
+	res, stderr := runToml(t, fmt.Sprintf("mode = \"routed\"\nmax_tokens = %d\n[matrix]\nseq_lens = [1000]\nbatch_sizes = [8]\n[[workers]]\nurl = %q\n[[workers]]\nurl = %q\n",
+		maxTokens, urls[0], urls[1]), false)
+	c := res.Run.Cells[0]
+	t.Logf("%s: %s, fwd %.3f ms, warnings %q", c.Cell.Key(), c.Status, float64(c.Figures.PerForward.Mean)/1e6, c.Warnings)
+	if len(c.PerServer) != 2 {
+		t.Fatalf("%d per-server figures, want 2\n%s", len(c.PerServer), stderr)
+	}
+	for i, s := range c.PerServer {
+		truth := truths[i].mean()
+		fwd, win := float64(s.PerForward.Mean)/1e6, float64(s.Window.PerStep)/1e6
+		t.Logf("server %s: fwd %.3f ms over %d, full-batch %.3f ms (valid %v %q), truth %.3f ms over %d sequences", s.Server, fwd, s.PerForward.N, win, s.Window.Valid, s.Window.Reason, truth, len(truths[i].fwd))
+		if s.Server != urls[i] || s.Sequences != 4 || s.PerForward.N != 4 {
+			t.Errorf("server %d: %s with %d sequences, fwd over %d; want %s, 4", i, s.Server, s.Sequences, s.PerForward.N, urls[i])
+		}
+		if math.Abs(fwd/truth-1) > 0.01 {
+			t.Errorf("server %s: fwd %.3f ms is %+.2f %% off its truth %.3f ms", s.Server, fwd, 100*(fwd/truth-1), truth)
+		}
+		if !s.Window.Valid || math.Abs(win/truth-1) > 0.01 {
+			t.Errorf("server %s: full-batch fwd %.3f ms (valid %v: %s), truth %.3f ms", s.Server, win, s.Window.Valid, s.Window.Reason, truth)
+		}
+	}
+	w := named(&c, warning.ServersDiffer)
+	if len(w) != 1 || !strings.Contains(w[0], urls[0]) || !strings.Contains(w[0], urls[1]) {
+		t.Errorf("servers-differ warnings %q", w)
+	}
+	// The CSV has each server's figure.
+	var csvText bytes.Buffer
+	if b, err := os.ReadFile(res.CSV); err == nil {
+		csvText.Write(b)
+	}
+	if !strings.Contains(csvText.String(), "per_server_per_forward_mean_ms") || !strings.Contains(csvText.String(), urls[0]+";"+urls[1]) {
+		t.Errorf("CSV lacks the per-server columns:\n%s", csvText.String())
 	}
 }

@@ -72,6 +72,8 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) (ws []
 	}
 	att, notReached := attainmentWarnings(cfg, cell, rec)
 	ws = append(ws, att...)
+	sw, swNotReached := serverWarnings(rec.PerServer, f.PerForward)
+	ws, notReached = append(ws, sw...), notReached || swNotReached
 	if !f.Window.Valid && f.Window.Reason != "" {
 		ws = append(ws, warning.New(warning.FullBatchAbsent, "no full-batch figure: "+f.Window.Reason))
 	}
@@ -162,6 +164,9 @@ func resentAfterBatch(res *recording.Result) []warning.Warning {
 func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) (ws []warning.Warning, notReached bool) {
 	if m := rec.Server; m != nil && len(m.Servers) > 1 {
 		return nil, m.NotReached() // each server against its share of B: rec.Server.Notes
+	}
+	if len(rec.PerServer) > 1 {
+		return nil, false // each server's share by the client's marks: serverWarnings
 	}
 	if m := rec.Server; m != nil && m.Occupancy.Samples >= scraped.MinSamples {
 		o := m.Occupancy
