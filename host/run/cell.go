@@ -63,6 +63,9 @@ type cellRunner struct {
 	// servers is the server of each routing worker (serverKeys) when they reach several,
 	// workerNames the workers' names: each server's share gets figures of its own.
 	servers, workerNames []string
+	// capacity is what each worker's server can hold at once (capacities; nil or zero
+	// entries: unknown), held against every cell before it is sent.
+	capacity []scrape.Capacity
 }
 
 // replay repeats the routing call of a cell that the run being resumed measured already.
@@ -131,6 +134,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 		return rec, exitcode.With(code, err)
 	}
 	rec.Workers = plan.Workers
+	short := r.capacityWarnings(plan) // said for the matrix before the first cell: announceCapacity
 
 	if !cfg.Warmup.Disabled {
 		tw := time.Now()
@@ -196,6 +200,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 		rec.PromptTokenDeviation = fig.Prompts.Sum
 	}
 	ws, notReached := cellWarnings(cfg, c, &rec)
+	ws, notReached = append(short, ws...), notReached || len(short) > 0
 	if late := resentAfterBatch(res); len(late) > 0 {
 		ws, notReached = append(ws, late...), true
 	}

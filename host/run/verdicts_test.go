@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -253,5 +254,59 @@ func TestRoutedOverUnequalServersHasPerServerFigures(t *testing.T) {
 	}
 	if !strings.Contains(csvText.String(), "per_server_per_forward_mean_ms") || !strings.Contains(csvText.String(), urls[0]+";"+urls[1]) {
 		t.Errorf("CSV lacks the per-server columns:\n%s", csvText.String())
+	}
+}
+
+// A server whose KV cache holds 4,096 tokens, asked for 8 prompts of ~1,000 tokens with 32
+// tokens each: at most 3 fit at once (the scheduler preempts and recomputes the others). The
+// cell was "ok"; the run now says so before sending anything, from the server's /metrics
+// (vllm:cache_config_info), and the cell is partial with its figures kept.
+func TestCellBeyondTheKVCacheIsSaidBeforeItIsSent(t *testing.T) {
+	url := verdictEngine(t, func(c *engine.Config) { c.KVCacheTokens = 4096 })
+	res, stderr := runToml(t, fmt.Sprintf("target = %q\nmax_tokens = 32\n[lengths]\nplugin = \"uniform\"\n[matrix]\nseq_lens = [200, 1000]\nbatch_sizes = [8]\n", url), false)
+	first := strings.Index(stderr, "server capacity: ")
+	if first < 0 || !strings.Contains(stderr[first:], "4,096 KV-cache tokens (vllm:cache_config_info num_gpu_blocks × block_size) cannot hold all B sequences of L=1000 B=8 at once") {
+		t.Errorf("no announcement of the cell beyond the KV cache:\n%s", stderr)
+	}
+	if strings.Contains(stderr[:max(first, 0)], "L=1000,B=8") {
+		t.Errorf("the announcement comes after the cell:\n%s", stderr)
+	}
+	for _, c := range res.Run.Cells {
+		w := named(&c, warning.CapacityShort)
+		t.Logf("%s: %s, fwd %.3f ms, warnings %q", c.Cell.Key(), c.Status, float64(c.Figures.PerForward.Mean)/1e6, c.Warnings)
+		switch c.Cell.SeqLen {
+		case 200:
+			if len(w) > 0 || c.Status != report.StatusOK {
+				t.Errorf("%s fits (8 × 232 tokens): status %s, %q", c.Cell.Key(), c.Status, w)
+			}
+		case 1000:
+			if c.Status != report.StatusPartial || len(w) != 1 || !strings.Contains(w[0], "at most 3 of them run at once") || c.Figures.PerForward.N == 0 {
+				t.Errorf("%s: status %s, capacity warnings %q, fwd over %d", c.Cell.Key(), c.Status, w, c.Figures.PerForward.N)
+			}
+		}
+	}
+}
+
+// The built-in engine's defaults (8,388,608 KV-cache tokens, 256 sequences) asked for
+// L = 128,000 and B = 256 (the cell that ran 4 minutes at a few sequences at a time and came
+// out "ok ⚠" with a 37.7 ms fwd): the run says before sending anything that 65 of the 256 fit.
+func TestBuiltinEngineCapacityIsAnnounced(t *testing.T) {
+	eng, err := engine.New(engine.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	cfg := config.Default()
+	cfg.MaxTokens = 100
+	cr := &cellRunner{cfg: cfg, capacity: capacities(cfg, eng, "http://builtin", nil, nil)}
+	var out bytes.Buffer
+	cr.announceCapacity(&out, []matrix.Cell{{Index: 0, SeqLen: 128000, Batch: 256}, {Index: 1, SeqLen: 128000, Batch: 64}, {Index: 2, SeqLen: 1000, Batch: 256}})
+	want := "server capacity: 8,388,608 KV-cache tokens, 256 sequences at once (the built-in engine's kv_cache_tokens and max_num_seqs) cannot hold all B sequences of L=128000 B=256 at once"
+	if !strings.HasPrefix(out.String(), want) || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("announcement:\n%s\nwant one line starting %q", out.String(), want)
+	}
+	w, ok := capacityWarning(cr.capacity[0], slices.Repeat([]int{128000}, 256), 100, false, "")
+	if !ok || !strings.Contains(w.Text, "at most 65 of them run at once") {
+		t.Errorf("cell warning %v %q", ok, w.Text)
 	}
 }

@@ -17,6 +17,7 @@ package warning
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -70,7 +71,7 @@ const (
 	OtherLoad         Name = "other-load"
 	BatchNotReached   Name = "batch-not-reached"
 	BatchBrief        Name = "batch-brief"
-	KVCacheShort      Name = "kv-cache-short"
+	CapacityShort     Name = "server-capacity-short"
 	AttainmentUnknown Name = "attainment-unknown"
 	FullBatchAbsent   Name = "full-batch-absent"
 	RoutedSplit       Name = "routed-split"
@@ -111,7 +112,7 @@ var catalogue = []Kind{
 	{MetricsFwdAbsent, "/metrics gives no per-forward figure", []string{"metrics fwd absent: ", `^server \S+: metrics fwd absent: `}},
 	{MetricsFailed, "Scraping /metrics failed", []string{"metrics: ", `^server \S+: `}},
 	{OtherLoad, "Other load shared the server", []string{`^the server ran up to \d+ requests at once, more than`, `^server \S+ ran up to \d+ requests at once`}},
-	{KVCacheShort, "The prompts do not fit the server's KV cache at once", []string{"KV cache too small: "}},
+	{CapacityShort, "The server cannot hold all B sequences at once", []string{"server capacity too small: ", `^server \S+ capacity too small: `}},
 	{BatchNotReached, "The batch of B sequences was not reached", []string{"batch not reached: ", "batch attainment: ", "batch probably not reached"}},
 	{BatchBrief, "The batch of B sequences ran for less than half of the cell", []string{"batch reached briefly: "}},
 	{AttainmentUnknown, "Whether the batch of B sequences was reached is unknown", []string{"batch attainment unknown"}},
@@ -162,4 +163,19 @@ func Classify(text string) Name {
 		}
 	}
 	return Other
+}
+
+// Thousands writes n with a comma between groups of three digits (1,020; -8,388,608), as
+// warning texts write counts of tokens and sequences.
+func Thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
 }

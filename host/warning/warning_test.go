@@ -9,7 +9,8 @@ import (
 // One text of every kind as genload writes it (most of them taken from runs against the
 // built-in engine), and the texts of results written before names existed.
 var samples = map[Name][]string{
-	RequestFailed:    {"1 request errors: POST http://127.0.0.1:8000/v1/completions: status 503: busy"},
+	RequestFailed: {"1 request errors: POST http://127.0.0.1:8000/v1/completions: status 503: busy",
+		"1 of 4 requests failed (their sequences are left out, the others kept): POST http://127.0.0.1:8000/v1/completions: status 503"},
 	ResentAfterBatch: {"resent after the batch: request 3 (worker w1) was sent again 1.2 s after the first, when 7 of the other 7 sequences had finished"},
 	RequestsResent:   {"requests resent: 0 warmup, 2 measured (status 500: Internal Server Error ×2): the figures are the last attempt's"},
 	PromptsTruncated: {"prompts truncated by the server: 1 of 1 requests counted fewer prompt tokens than sent (worst: request 0, the server counted 4,096 of the 6,000 prompt tokens sent); its context is smaller than genload's — set context to the server's"},
@@ -37,7 +38,8 @@ var samples = map[Name][]string{
 		"the server ran up to 12 requests at once, more than B = 8: other load shares it",
 		"server http://a/metrics ran up to 3 requests at once, more than the 2 routed to it: other load shares it",
 	},
-	KVCacheShort: {"KV cache too small: the 256 prompts need 33,570,816 tokens of KV cache, the server holds 8,388,608"},
+	CapacityShort: {"server capacity too small: the 256 prompts need 33,570,816 tokens of KV cache at once, the server holds 8,388,608",
+		"server http://a capacity too small: the 4 prompts routed to it need 8,448 tokens of KV cache at once"},
 	BatchNotReached: {
 		"batch not reached: the server ran at most 8 sequences at once, not B = 16 (gauge: median 8, mean 8.0, p10–p90 8–8, max 8 over 23 samples, 0 % at 16)",
 		"batch attainment: the server mostly ran 8 sequences at once, not B = 16 (0 % of samples at B)",

@@ -11,7 +11,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/genload/genload/host/internal/quantile"
@@ -171,10 +170,10 @@ func Occupy(samples []int, b int) Occupancy {
 func (o Occupancy) Distribution() string {
 	if o.P50 == 0 && o.Samples > 0 && o.Max > 0 {
 		return fmt.Sprintf("mean %s, max %s, mostly %s over %d samples, %.0f %% at %s",
-			count(o.Mean), thousands(o.Max), thousands(o.Mode), o.Samples, 100*o.AtTarget, thousands(o.Target))
+			count(o.Mean), warning.Thousands(o.Max), warning.Thousands(o.Mode), o.Samples, 100*o.AtTarget, warning.Thousands(o.Target))
 	}
 	return fmt.Sprintf("median %s, mean %s, p10–p90 %s–%s, max %s over %d samples, %.0f %% at %s",
-		thousands(o.P50), count(o.Mean), thousands(o.P10), thousands(o.P90), thousands(o.Max), o.Samples, 100*o.AtTarget, thousands(o.Target))
+		warning.Thousands(o.P50), count(o.Mean), warning.Thousands(o.P10), warning.Thousands(o.P90), warning.Thousands(o.Max), o.Samples, 100*o.AtTarget, warning.Thousands(o.Target))
 }
 
 // MinSamples is the fewest gauge samples (one every 20 ms) on which Judge gives a verdict.
@@ -201,10 +200,10 @@ func (o Occupancy) Judge(who, what string) (w warning.Warning, ok bool) {
 	switch {
 	case o.Max > o.Target:
 		return warning.Newf(warning.OtherLoad, "%s ran up to %s requests at once, more than %s: other load shares it (gauge: %s)",
-			who, thousands(o.Max), what, o.Distribution()), true
+			who, warning.Thousands(o.Max), what, o.Distribution()), true
 	case o.Max < o.Target:
 		return warning.Newf(warning.BatchNotReached, "batch not reached: %s ran at most %s sequences at once, not %s (gauge: %s); the figures are kept, for a batch of at most %s",
-			who, thousands(o.Max), what, o.Distribution(), thousands(o.Max)), true
+			who, warning.Thousands(o.Max), what, o.Distribution(), warning.Thousands(o.Max)), true
 	case o.AtTarget < BriefShare:
 		return warning.Newf(warning.BatchBrief, "batch reached briefly: %s ran %s in %.0f %% of the samples only (gauge: %s)",
 			who, what, 100*o.AtTarget, o.Distribution()), true
@@ -212,26 +211,12 @@ func (o Occupancy) Judge(who, what string) (w warning.Warning, ok bool) {
 	return w, false
 }
 
-// thousands writes n with a comma between groups of three digits: 1,020.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
-}
-
 // count writes a mean number of sequences: one decimal below 10, else rounded (358).
 func count(v float64) string {
 	if v < 10 {
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	}
-	return thousands(int(math.Round(v)))
+	return warning.Thousands(int(math.Round(v)))
 }
 
 // CellMetrics are the server-side figures of one cell. For a cell routed over several
