@@ -90,7 +90,7 @@ func New(cfg Config, tok Tokenizer) (*Engine, error) {
 	}
 	e.stepFile = stepFile
 	e.metrics.kvBlocks, e.metrics.blockSize, e.metrics.maxSeqs = cfg.KVCacheTokens/cfg.BlockSize, cfg.BlockSize, cfg.MaxNumSeqs
-	e.metrics.prefixCaching = !cfg.DisablePrefixCaching
+	e.metrics.prefixCaching, e.metrics.constantITL = !cfg.DisablePrefixCaching, cfg.Quirks.ConstantITL
 	e.sched = newScheduler(e)
 	go func() {
 		defer close(e.done)

@@ -86,6 +86,7 @@ type metrics struct {
 	// vLLM's cache_config_info, SGLang's max_total_num_tokens and max_running_requests.
 	kvBlocks, blockSize, maxSeqs int
 	prefixCaching                bool
+	constantITL                  time.Duration // Quirks.ConstantITL: observed for every token
 	iterTok                      *histogram
 	ttft                         *histogram
 	e2e                          *histogram
@@ -186,7 +187,11 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 		m.ttft.observe(ttft)
 		m.promptS += ttft
 	} else if !q.lastEmit.IsZero() {
-		m.itl.observe(now.Sub(q.lastEmit).Seconds())
+		itl := now.Sub(q.lastEmit)
+		if m.constantITL > 0 {
+			itl = m.constantITL
+		}
+		m.itl.observe(itl.Seconds())
 	}
 	q.lastEmit = now
 	if finished {

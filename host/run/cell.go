@@ -66,6 +66,8 @@ type cellRunner struct {
 	// capacity is what each worker's server can hold at once (capacities; nil or zero
 	// entries: unknown), held against every cell before it is sent.
 	capacity []scrape.Capacity
+	// metrics is the run's /metrics step times so far (nil: not kept).
+	metrics *metricHistory
 }
 
 // replay repeats the routing call of a cell that the run being resumed measured already.
@@ -199,7 +201,11 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	if fig.Prompts != nil {
 		rec.PromptTokenDeviation = fig.Prompts.Sum
 	}
-	ws, notReached := cellWarnings(cfg, c, &rec)
+	fixed, metricsFixed := r.metrics.observe(c.Key(), &fig, rec.Server)
+	ws, notReached := cellWarnings(cfg, c, &rec, metricsFixed)
+	if metricsFixed {
+		ws = append(ws, fixed)
+	}
 	ws, notReached = append(short, ws...), notReached || len(short) > 0
 	if late := resentAfterBatch(res); len(late) > 0 {
 		ws, notReached = append(ws, late...), true

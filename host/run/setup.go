@@ -95,7 +95,7 @@ func (s *setup) run(ctx context.Context) (*cellRunner, error) {
 		}
 	}
 	s.header = s.makeHeader()
-	cr := &cellRunner{cfg: s.cfg, stages: s.stages, client: s.client}
+	cr := &cellRunner{cfg: s.cfg, stages: s.stages, client: s.client, metrics: &metricHistory{}}
 	if s.completer != nil {
 		cr.router = s.completer
 	}

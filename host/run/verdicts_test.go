@@ -310,3 +310,33 @@ func TestBuiltinEngineCapacityIsAnnounced(t *testing.T) {
 		t.Errorf("cell warning %v %q", ok, w.Text)
 	}
 }
+
+// A server whose /metrics inter-token latency echoes a configured 10 ms whatever the load
+// (quirk constant-itl), its truth hidden as on any other server: every cell said "per-forward
+// estimates disagree … (a late first token or a stall shortens or lengthens the client's
+// decode window)", blaming the client. From the second cell on, with the metric at the same
+// value while the client's fwd moved by more than 10 %, the cell names the metric as not
+// varying with load and compares it no more.
+func TestMetricThatDoesNotVaryWithLoadIsNamed(t *testing.T) {
+	url := verdictEngine(t, func(c *engine.Config) {
+		c.TimeScale = 0.5
+		c.Quirks.ConstantITL, c.Quirks.HideTruth = 10*time.Millisecond, true
+	})
+	res, stderr := runToml(t, fmt.Sprintf("target = %q\nmax_tokens = 32\n[matrix]\nseq_lens = [200]\nbatch_sizes = [1]\npairs = [[8000, 32]]\n", url), false)
+	if len(res.Run.Cells) != 2 {
+		t.Fatalf("%d cells\n%s", len(res.Run.Cells), stderr)
+	}
+	for i, c := range res.Run.Cells {
+		fixed, disagree := named(&c, warning.MetricConstant), named(&c, warning.EstimatesDisagree)
+		t.Logf("%s: fwd %.3f ms, metrics %.3f ms, warnings %q", c.Cell.Key(), float64(c.Figures.PerForward.Mean)/1e6, float64(c.Server.Steps.StepTime)/1e6, c.Warnings)
+		for _, d := range disagree {
+			if strings.Contains(d, "metrics fwd") && strings.Contains(d, "shortens or lengthens the client's decode window") {
+				t.Errorf("%s blames the client for the server's fixed metric: %q", c.Cell.Key(), d)
+			}
+		}
+		if i == 1 && (len(fixed) != 1 || !strings.Contains(fixed[0], "reads 10.000 ms in 2 cells (L=200,B=1; L=8000,B=32)") ||
+			slices.ContainsFunc(disagree, func(d string) bool { return strings.Contains(d, "metrics fwd") })) {
+			t.Errorf("%s: metric-constant %q, estimates-disagree %q", c.Cell.Key(), fixed, disagree)
+		}
+	}
+}

@@ -22,7 +22,9 @@ import (
 // cellWarnings flags cells whose measurement missed its target, and gives the reason of every
 // absent figure (the table shows – for it); notReached reports that the B sequences
 // certainly did not run as one batch (attainmentWarnings), which makes the cell partial.
-func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) (ws []warning.Warning, notReached bool) {
+// metricsFixed reports that the server's /metrics step time does not vary with load
+// (metricHistory): it is then not compared with the other estimates.
+func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell, metricsFixed bool) (ws []warning.Warning, notReached bool) {
 	f := rec.Figures
 	if len(f.Errors) > 0 {
 		ws = append(ws, warning.Newf(warning.RequestFailed, "%d of %s failed (their sequences are left out, the others kept): %s",
@@ -63,7 +65,7 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) (ws []
 	for _, c := range f.Checks {
 		ws = append(ws, warning.Of(c))
 	}
-	ws = append(ws, estimateWarnings(f, rec.Server, cfg.DraftTokens > 0)...)
+	ws = append(ws, estimateWarnings(f, rec.Server, cfg.DraftTokens > 0, metricsFixed)...)
 	if h := f.Header; h != nil && h.PerForward.N == 0 && h.Reason != "" {
 		ws = append(ws, warning.New(warning.HeaderFwdAbsent, "hdr fwd absent: "+h.Reason))
 	}
@@ -227,7 +229,7 @@ func sortedKeys(m map[string]int) []string {
 // flags a gap above 5 %. The reference is the built-in engine's own decode step time when it
 // is known, else the client's figure. /metrics on vLLM and SGLang is an inter-token latency:
 // per token, not per forward pass, when chunks carry several tokens (speculative decoding).
-func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards bool) []warning.Warning {
+func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards, metricsFixed bool) []warning.Warning {
 	if f.PerForward.N == 0 {
 		return nil
 	}
@@ -244,7 +246,7 @@ func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards b
 	if d := headerMean(f); d > 0 {
 		others = append(others, est{"hdr fwd (timing headers)", d})
 	}
-	if m != nil && m.Steps.HasStepTime && m.Steps.StepTime > 0 {
+	if m != nil && m.Steps.HasStepTime && m.Steps.StepTime > 0 && !metricsFixed {
 		others = append(others, est{"metrics fwd (/metrics)", m.Steps.StepTime})
 	}
 	var ws []warning.Warning
@@ -261,6 +263,8 @@ func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards b
 			why = "speculative decoding: see draft_tokens"
 		case strings.HasPrefix(e.name, "hdr"):
 			why = "the header's generation time or acceptance does not match the forward passes seen (check draft_tokens)"
+		case strings.HasPrefix(e.name, "metrics"):
+			why = "the server's metric may not be its step time — a fixed or configured value, which the next cells tell by whether it follows the load — or a late first token or a stall moved the client's decode window"
 		}
 		ws = append(ws, warning.Newf(warning.EstimatesDisagree, "per-forward estimates disagree: %s %.3f ms is %+.0f %% of %s %.3f ms (%s)",
 			e.name, float64(e.d)/1e6, 100*dev, ref.name, float64(ref.d)/1e6, why))
@@ -316,4 +320,57 @@ func retryReasons(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s ×%d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// metricHistory holds, over a run's cells so far, the server's /metrics step time beside the
+// reference figure of each cell (the engine's truth where known, else the client's fwd): a
+// metric that stays put while the reference moves does not vary with load.
+type metricHistory struct {
+	points []metricPoint
+}
+
+// metricPoint is one cell's /metrics step time and reference figure.
+type metricPoint struct {
+	cell         string
+	metrics, ref time.Duration
+	refName      string
+}
+
+// Fixed-metric thresholds: a cell's /metrics step time within MetricSame of another's while
+// their references differ by more than MetricMoved.
+const (
+	MetricSame  = 0.005
+	MetricMoved = 0.10
+)
+
+// observe adds the cell's figures to h and returns the warning that the server's /metrics
+// step time does not vary with load, when it reads within MetricSame of the same value in
+// this and an earlier cell whose reference figures are more than MetricMoved apart
+// (ok false otherwise, and for a cell without both figures).
+func (h *metricHistory) observe(key string, f *measure.Figures, m *scrape.CellMetrics) (w warning.Warning, ok bool) {
+	if h == nil || f == nil || m == nil || !m.Steps.HasStepTime || m.Steps.StepTime <= 0 || f.PerForward.N == 0 {
+		return w, false
+	}
+	p := metricPoint{cell: key, metrics: m.Steps.StepTime, ref: f.PerForward.Mean, refName: "client fwd"}
+	if m.Steps.HasTruthDecode && m.Steps.TruthDecodeStepTime > 0 {
+		p.ref, p.refName = m.Steps.TruthDecodeStepTime, "engine's own decode step time"
+	}
+	h.points = append(h.points, p)
+	var same []metricPoint
+	lo, hi := p.ref, p.ref
+	for _, q := range h.points {
+		if math.Abs(float64(q.metrics)/float64(p.metrics)-1) <= MetricSame {
+			same = append(same, q)
+			lo, hi = min(lo, q.ref), max(hi, q.ref)
+		}
+	}
+	if len(same) < 2 || float64(hi)/float64(lo)-1 <= MetricMoved {
+		return w, false
+	}
+	cells := make([]string, len(same))
+	for i, q := range same {
+		cells[i] = q.cell
+	}
+	return warning.Newf(warning.MetricConstant, "server metric does not vary with load: metrics fwd (/metrics) reads %.3f ms in %d cells (%s) whose %s spans %.3f–%.3f ms: the server reports a fixed or configured value, not its step time, and it is not compared with the other figures",
+		measure.Ms(p.metrics), len(same), strings.Join(cells, "; "), p.refName, measure.Ms(lo), measure.Ms(hi)), true
 }
