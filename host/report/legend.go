@@ -60,6 +60,13 @@ func legendFor(head string, run *Run, wide bool) string {
 			return "latency per decode forward pass: a sequence's decode time / (completion tokens − 1), from its first on-time chunk (a held-back first chunk is skipped); mean over the counted sequences (--wide adds p50, p90, the robust fit, ITL, E2E, tokens and the server's own figures)"
 		}
 	case "TTFT p50":
+		if note := cacheNote(run); note != "" {
+			// An earlier run, repeat or cell had sent these prompts: say so where TTFT is read.
+			if !warm {
+				return "time to first token (ms), with no warmup: a cold prefill except where the prompts were already cached — " + note
+			}
+			return "time to first token (ms), after the warmup: mostly served from the prefix cache (cached %), so not a cold prefill; " + note
+		}
 		switch {
 		case !warm:
 			return "time to first token (ms), with no warmup: a cold prefill"

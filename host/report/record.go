@@ -184,6 +184,10 @@ type Cell struct {
 	// step time, tokens per step, the engine's truth (built-in engine), and batch
 	// occupancy sampled during the cell. Nil when /metrics was not used.
 	Server *scraped.CellMetrics `json:"server,omitempty"`
+	// CacheBefore is how much of the cell's prompts the server already held in its prefix
+	// cache when genload first sent them in this cell (the warmup's usage, or the measured
+	// requests' without a warmup); nil when its usage did not count cached tokens.
+	CacheBefore *PromptCache `json:"cache_before,omitempty"`
 	// Retries are the resends of the cell's requests; nil when none was resent.
 	Retries *Retries `json:"retries,omitempty"`
 	// StepLog holds the figures of the server's step log during the cell (attainment and
@@ -199,6 +203,29 @@ type Cell struct {
 	// (genload run --until-cv): the file then holds one record per (cell, repeat). 0
 	// (absent) in a run that measures each cell once.
 	Repeat int `json:"repeat,omitempty"`
+}
+
+// PromptCache counts the prompt tokens of a cell's first requests (Warmup: its warmup's, else
+// its measured requests') and, of them, those the server served from its prefix cache (its
+// usage's prompt_tokens_details.cached_tokens): tokens an earlier run, repeat or cell had
+// sent, since the cell itself had sent none yet.
+type PromptCache struct {
+	Cached int  `json:"cached_tokens"`
+	Prompt int  `json:"prompt_tokens"`
+	Warmup bool `json:"warmup"`
+}
+
+// PrecachedShare is the share of a cell's prompt tokens found in the server's prefix cache
+// before the cell sent them above which its prompts count as already cached ([Cell.WasCached]):
+// well above the chat template every prompt shares.
+const PrecachedShare = 0.5
+
+// WasCached reports whether the cell's prompts were already in the server's prefix cache
+// before the cell sent them (CacheBefore above PrecachedShare): its warmup (or, without one,
+// its measured requests) found them there, sent by an earlier run, repeat or cell.
+func (c *Cell) WasCached() bool {
+	p := c.CacheBefore
+	return p != nil && p.Prompt > 0 && float64(p.Cached) > PrecachedShare*float64(p.Prompt)
 }
 
 // ServerFigures are one server's figures in a cell routed over several servers, computed as

@@ -73,3 +73,27 @@ func names(ws []warning.Warning) []warning.Name {
 	}
 	return out
 }
+
+// Repeats of one run: repeat 1's warmups sent the prompts to a cold cache (the counts of the
+// second run of the live test, 0 of 600), repeats 2 and 3 found them there (576 of 600): the
+// note names the repeats; a run whose server counted no cached tokens gets none.
+func TestCacheNotesNameTheRepeats(t *testing.T) {
+	r := &Run{Header: Header{RunID: "r"}}
+	for rep := 1; rep <= 3; rep++ {
+		cached := 0
+		if rep > 1 {
+			cached = 576
+		}
+		r.Cells = append(r.Cells, Cell{Cell: matrix.Cell{SeqLen: 300, Batch: 2}, Repeat: rep, CacheBefore: &PromptCache{Cached: cached, Prompt: 600, Warmup: true}})
+	}
+	want := []string{"prompts already cached: r: 2 of 3 cell records (repeat 2, 3) found their prompts in the server's prefix cache before sending them (an earlier run, repeat or cell had sent the same prompts): their warmup found them there, so the measured requests are warm as in any run"}
+	if got := CacheNotes([]*Run{r}); !slices.Equal(got, want) {
+		t.Errorf("notes %q,\nwant %q", got, want)
+	}
+	for i := range r.Cells {
+		r.Cells[i].CacheBefore = nil
+	}
+	if got := CacheNotes([]*Run{r}); len(got) != 0 {
+		t.Errorf("a server without cached-token counts: %q", got)
+	}
+}

@@ -147,6 +147,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 		}
 		if wres != nil {
 			addRetries(&rec, wres.Retried(), true)
+			rec.CacheBefore = cacheBefore(wres, true)
 		}
 		if err != nil {
 			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", summarize(err)))
@@ -172,6 +173,9 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	}
 	if res != nil {
 		addRetries(&rec, res.Retried(), false)
+		if cfg.Warmup.Disabled {
+			rec.CacheBefore = cacheBefore(res, false)
+		}
 	}
 	if err == nil && r.router != nil {
 		err = r.router.Complete(ctx, completions(res, plan.Lengths.Each))
@@ -275,6 +279,25 @@ func completions(res *recording.Result, lens []int) []plugin.Completion {
 		done = append(done, c)
 	}
 	return done
+}
+
+// cacheBefore sums the prompt and cached tokens of res's succeeded requests whose usage
+// counted cached tokens (nil when none did): what the server already held of the prompts
+// when they were first sent in the cell (warmup tells whose requests they were).
+func cacheBefore(res *recording.Result, warmup bool) *report.PromptCache {
+	var p *report.PromptCache
+	for i := range res.Requests {
+		q := &res.Requests[i]
+		if q.Err != nil || !q.HasUsage || !q.Usage.HasCached {
+			continue
+		}
+		if p == nil {
+			p = &report.PromptCache{Warmup: warmup}
+		}
+		p.Cached += q.Usage.CachedTokens
+		p.Prompt += q.Usage.PromptTokens
+	}
+	return p
 }
 
 // reportLengths is the results record of a cell's realised lengths.

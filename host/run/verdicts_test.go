@@ -340,3 +340,47 @@ func TestMetricThatDoesNotVaryWithLoadIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// The same matrix run twice against one server: the second run's prompts were already in
+// its prefix cache when its warmups sent them (the first run had), which nothing said. The
+// second run's cells now say so, as do its table's legend, consistency and diff of the two
+// runs; the first run's say nothing of it.
+func TestPromptsAlreadyCachedAreSaid(t *testing.T) {
+	url := verdictEngine(t, func(c *engine.Config) { c.TimeScale = 0.2 })
+	src := fmt.Sprintf("target = %q\nmax_tokens = 16\n[matrix]\nseq_lens = [300, 1000]\nbatch_sizes = [2, 4]\n", url)
+	first, _ := runToml(t, src, false)
+	second, _ := runToml(t, src, false)
+	for i, r := range []*Result{first, second} {
+		for _, c := range r.Run.Cells {
+			w := named(&c, warning.PromptsCached)
+			t.Logf("run %d %s: cache before %+v, warnings %q", i+1, c.Cell.Key(), c.CacheBefore, w)
+			if got, want := len(w) == 1, i == 1; got != want || c.WasCached() != want {
+				t.Errorf("run %d %s: already-cached warnings %q, WasCached %v", i+1, c.Cell.Key(), w, c.WasCached())
+			}
+		}
+	}
+	runs := []*report.Run{first.Run, second.Run}
+	cons, err := report.Consistent(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff, err := report.Compare(first.Run, second.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table, cb, db bytes.Buffer
+	report.Table(&table, second.Run)
+	cons.WriteMarkdown(&cb)
+	diff.WriteMarkdown(&db)
+	note := "4 of 4 cell records found their prompts in the server's prefix cache before sending them"
+	for name, out := range map[string]string{"legend": table.String(), "consistency": cb.String(), "diff": db.String()} {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), note) {
+			t.Errorf("%s lacks %q:\n%s", name, note, out)
+		}
+	}
+	var firstTable bytes.Buffer
+	report.Table(&firstTable, first.Run)
+	if strings.Contains(firstTable.String(), "prefix cache before sending them") {
+		t.Errorf("the first run's legend says its prompts were cached:\n%s", firstTable.String())
+	}
+}

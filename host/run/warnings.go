@@ -34,6 +34,14 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell, metric
 		ws = append(ws, warning.Newf(warning.RequestsResent, "requests resent: %d warmup, %d measured (%s): the figures are the last attempt's; the cell's wall and GPU time include the failed ones",
 			rt.Warmup, rt.Measured, retryReasons(rt.Reasons)))
 	}
+	if p := rec.CacheBefore; rec.WasCached() {
+		first := "its warmup"
+		if !p.Warmup {
+			first = "its measured requests (no warmup: TTFT is not a cold prefill's)"
+		}
+		ws = append(ws, warning.Newf(warning.PromptsCached, "prompts already cached: %s found %.1f %% of the prompt tokens (%s of %s) in the server's prefix cache before the cell had sent them — an earlier run, repeat or cell sent the same prompts",
+			first, 100*float64(p.Cached)/float64(p.Prompt), warning.Thousands(p.Cached), warning.Thousands(p.Prompt)))
+	}
 	if p := f.Prompts; p != nil && p.TruncationError == "" {
 		if m := p.Message(); m != "" {
 			ws = append(ws, warning.Of(m))
