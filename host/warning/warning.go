@@ -96,7 +96,7 @@ var catalogue = []Kind{
 	{RequestsResent, "Requests were sent again after a failure", []string{"requests resent: "}},
 	{PromptsTruncated, "The server truncated prompts", []string{"prompts truncated by the server: "}},
 	{PromptTokens, "The server counted other prompt tokens than were sent", []string{"prompt tokens deviate on "}},
-	{PromptsCached, "The prompts were already in the server's prefix cache before the warmup", []string{"prompts already cached: "}},
+	{PromptsCached, "The prompts were already in the server's prefix cache", []string{"prompts already cached: "}},
 	{LengthsOffTarget, "Realised mean prompt lengths are off their target L", []string{"realised mean length "}},
 	{ChunksTogether, "Chunks arrived together in one read", []string{"over half of the chunk intervals are 0"}},
 	{FwdAbsent, "There is no per-forward figure", []string{"no per-forward figure: "}},
