@@ -32,10 +32,16 @@ func TestCapacityOf(t *testing.T) {
 
 // 8 prompts of 1,000 tokens + 32 each in blocks of 16 (1,040 tokens a sequence): 4,096 tokens
 // hold 3 of them; a server of 2 sequences holds 2; n = 8 of one prompt holds the prompt once.
+// At counts the most that can be held together: the smallest first.
 func TestCapacityCheck(t *testing.T) {
 	lens := []int{1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000}
 	if f := (Capacity{KVTokens: 4096, BlockSize: 16}).Check(lens, 32, false); f.Need != 8320 || f.At != 3 || f.Fits {
 		t.Errorf("KV cache of 4,096: %+v", f)
+	}
+	// Ragged: one long prompt of 3,000 and three of 500 (3,040 and 544 tokens with their 32):
+	// the three short ones fit together, the long one with at most one other.
+	if f := (Capacity{KVTokens: 4096, BlockSize: 16}).Check([]int{3000, 500, 500, 500}, 32, false); f.Need != 4672 || f.At != 3 || f.Fits {
+		t.Errorf("ragged: %+v", f)
 	}
 	if f := (Capacity{MaxSeqs: 2}).Check(lens, 32, false); f.At != 2 || f.Fits {
 		t.Errorf("2 sequences at once: %+v", f)
