@@ -76,34 +76,40 @@ var (
 
 // metrics is the engine's Prometheus state; /metrics renders it in the dialect's names.
 type metrics struct {
-	mu        sync.Mutex
-	running   int
-	waiting   int
-	kvUsed    float64
-	kvTokens  int
-	iterTok   *histogram
-	ttft      *histogram
-	e2e       *histogram
-	queue     *histogram
-	itl       *histogram
-	tpot      *histogram // per finished sequence: (last − first token) / (tokens − 1)
-	stepWall  *histogram // every step
-	stepSim   *histogram
-	decWall   *histogram // steps without prefill
-	preWall   *histogram // steps with prefill
-	batchSize *histogram
-	steps     uint64
-	decSteps  uint64
-	stepSimS  float64
-	stepWallS float64
-	decWallS  float64
-	busySeqs  uint64 // Σ sequences over steps
-	maxTokens int64  // most tokens in one step
-	promptTok uint64
-	genTok    uint64
-	promptS   float64 // Σ per sequence arrival → first token
-	genS      float64 // Σ per finished sequence first → last token
-	success   map[string]uint64
+	mu       sync.Mutex
+	running  int
+	waiting  int
+	kvUsed   float64
+	kvTokens int
+	// kvBlocks, blockSize and maxSeqs are the engine's capacity (Config.KVCacheTokens in
+	// blocks, Config.BlockSize, Config.MaxNumSeqs), exposed as real servers expose theirs:
+	// vLLM's cache_config_info, SGLang's max_total_num_tokens and max_running_requests.
+	kvBlocks, blockSize, maxSeqs int
+	prefixCaching                bool
+	constantITL                  time.Duration // Quirks.ConstantITL: observed for every token
+	iterTok                      *histogram
+	ttft                         *histogram
+	e2e                          *histogram
+	queue                        *histogram
+	itl                          *histogram
+	tpot                         *histogram // per finished sequence: (last − first token) / (tokens − 1)
+	stepWall                     *histogram // every step
+	stepSim                      *histogram
+	decWall                      *histogram // steps without prefill
+	preWall                      *histogram // steps with prefill
+	batchSize                    *histogram
+	steps                        uint64
+	decSteps                     uint64
+	stepSimS                     float64
+	stepWallS                    float64
+	decWallS                     float64
+	busySeqs                     uint64 // Σ sequences over steps
+	maxTokens                    int64  // most tokens in one step
+	promptTok                    uint64
+	genTok                       uint64
+	promptS                      float64 // Σ per sequence arrival → first token
+	genS                         float64 // Σ per finished sequence first → last token
+	success                      map[string]uint64
 
 	preemptions   atomic.Int64
 	prefixQueries atomic.Int64
@@ -181,7 +187,11 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 		m.ttft.observe(ttft)
 		m.promptS += ttft
 	} else if !q.lastEmit.IsZero() {
-		m.itl.observe(now.Sub(q.lastEmit).Seconds())
+		itl := now.Sub(q.lastEmit)
+		if m.constantITL > 0 {
+			itl = m.constantITL
+		}
+		m.itl.observe(itl.Seconds())
 	}
 	q.lastEmit = now
 	if finished {

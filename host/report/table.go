@@ -39,6 +39,11 @@ type Grid struct {
 func TableGrid(run *Run, opt TableOptions) Grid {
 	h, s, t := present(run)
 	cols := columns(h, s, t, opt.Wide)
+	if !hasPerServer(run) {
+		cols = slices.DeleteFunc(cols, func(c column) bool { return c.perServer })
+	} else {
+		cols = slices.DeleteFunc(cols, func(c column) bool { return c.get == nil }) // the CSV's list of servers: the header line names them
+	}
 	if run.HasRepeats() {
 		rep := textCol("repeat", "", func(c *Cell) string { return strconv.Itoa(c.Repeat) })
 		cols = append(cols[:2:2], append([]column{rep}, cols[2:]...)...)

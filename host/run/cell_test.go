@@ -262,14 +262,17 @@ type memWriter struct{ cells []report.Cell }
 
 func (w *memWriter) Cell(c report.Cell) error { w.cells = append(w.cells, c); return nil }
 
-// failOn is a dispatcher whose measured requests fail with HTTP 500 in the cells of length L
-// in bad, and succeed in lockstep elsewhere.
+// failOn is a dispatcher whose measured requests (every one of them: a routed cell with one
+// failed request is measured over the others) fail with HTTP 500 in the cells of length L in
+// bad, and succeed in lockstep elsewhere.
 func failOn(bad ...int) *canned {
 	return &canned{rec: func(p *cell.Plan) *recording.Result {
 		r := lockstep(p, 20*time.Millisecond, 2*time.Millisecond)
 		if !p.Warmup && slices.Contains(bad, p.Cell.SeqLen) {
 			re := &recording.RequestError{Kind: recording.KindHTTP, URL: "http://x/v1/completions", Status: 500, Message: "boom"}
-			r.Requests[0].Err, r.Requests[0].Error = re, re.Error()
+			for i := range r.Requests {
+				r.Requests[i].Err, r.Requests[i].Error = re, re.Error()
+			}
 		}
 		return r
 	}}

@@ -158,6 +158,8 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		fmt.Fprintf(opt.Stderr, "dropped L=%d B=%d: %s\n", d.SeqLen, d.Batch, d.Reason)
 	}
 	cr.watcher = s.watcher(ctx)
+	cr.capacity = capacities(s.cfg, s.eng, s.target, s.workers, cr.watcher)
+	cr.announceCapacity(opt.Stderr, s.cells)
 
 	keepGoing := s.cfg.Run.OnError == config.OnErrorContinue
 	var runErr error

@@ -95,9 +95,15 @@ func (s *setup) run(ctx context.Context) (*cellRunner, error) {
 		}
 	}
 	s.header = s.makeHeader()
-	cr := &cellRunner{cfg: s.cfg, stages: s.stages, client: s.client}
+	cr := &cellRunner{cfg: s.cfg, stages: s.stages, client: s.client, metrics: &metricHistory{}}
 	if s.completer != nil {
 		cr.router = s.completer
+	}
+	if s.cfg.Mode == config.ModeRouted {
+		cr.servers = serverKeys(s.cfg, s.workers)
+		for _, w := range s.workers {
+			cr.workerNames = append(cr.workerNames, w.Name)
+		}
 	}
 	return cr, nil
 }

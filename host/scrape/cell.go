@@ -273,11 +273,12 @@ type Watcher struct {
 
 // watched is one server of a Watcher.
 type watched struct {
-	url     string
-	workers []string
-	names   Names
-	scraper *Scraper
-	before  Snapshot
+	url      string
+	workers  []string
+	names    Names
+	scraper  *Scraper
+	before   Snapshot
+	capacity Capacity // from its first scrape (CapacityOf); zero when it says none
 }
 
 // NewWatcher scrapes metricsURL once and detects the server family from its running
@@ -317,7 +318,8 @@ func NewRoutedWatcher(ctx context.Context, workers []Worker, apiKey string, inte
 			}
 			k = len(w.servers)
 			byURL[wk.MetricsURL] = k
-			w.servers = append(w.servers, &watched{url: wk.MetricsURL, names: n, scraper: sc, before: snap})
+			c, _ := CapacityOf(snap)
+			w.servers = append(w.servers, &watched{url: wk.MetricsURL, names: n, scraper: sc, before: snap, capacity: c})
 		}
 		w.servers[k].workers = append(w.servers[k].workers, wk.Name)
 		w.worker[i] = k
@@ -329,6 +331,17 @@ func NewRoutedWatcher(ctx context.Context, workers []Worker, apiKey string, inte
 	}
 	w.sampler = newSampler(scs, names, interval)
 	return w, nil
+}
+
+// Capacity returns the capacity that the server of worker (an index into the workers given
+// to NewRoutedWatcher; 0 for NewWatcher's) reported in its /metrics when the watcher was made
+// (CapacityOf); ok is false when it reported none.
+func (w *Watcher) Capacity(worker int) (c Capacity, ok bool) {
+	if worker < 0 || worker >= len(w.worker) {
+		return c, false
+	}
+	c = w.servers[w.worker[worker]].capacity
+	return c, c.Known()
 }
 
 // Servers returns the number of distinct servers watched.
