@@ -93,9 +93,9 @@ func (f *Fit) Param(name string) Param {
 // Summary describes the sample. Lengths are in tokens; CV is the standard deviation (1/n)
 // over the mean; percentiles are nearest-rank.
 type Summary struct {
-	N                        int
-	Mean, CV                 float64
-	Min, P50, P90, P99, Max  float64
+	N                       int
+	Mean, CV                float64
+	Min, P50, P90, P99, Max float64
 }
 
 // Result is every fit of one sample, best (lowest AIC) first.
