@@ -5,7 +5,6 @@ package matrix
 import (
 	"fmt"
 	"sort"
-	"strings"
 )
 
 // Cell is one measurement: B sequences whose prompt lengths have target mean SeqLen tokens.
@@ -37,10 +36,9 @@ type Spec struct {
 	MinSeqLen   int  // tokens
 	Context     int  // model context, tokens (needed by AutoSeqLens; 0 = unknown)
 	MaxTokens   int  // tokens generated per sequence
-	CorpusRows  int  // rows available (for FirstRow); must be ≥ 1
-	// Distinct requires B ≤ CorpusRows for every cell, so that the B prompts of a cell come
-	// from B different rows (all modes but the legacy n = B shape).
-	Distinct bool
+	// CorpusRows is the rows available (for FirstRow); must be ≥ 1. A cell may have more
+	// prompts than rows: host/prompt builds the ones beyond from rotations of the rows.
+	CorpusRows int
 }
 
 // Dropped is a cell left out of the run, with the reason.
@@ -106,18 +104,6 @@ func Build(s Spec) ([]Cell, []Dropped, error) {
 		}
 		cells = append(cells, Cell{Index: len(cells), SeqLen: k.l, Batch: k.b, FirstRow: row})
 		row = (row + k.b) % s.CorpusRows
-	}
-	if s.Distinct {
-		var big []string
-		for _, c := range cells {
-			if c.Batch > s.CorpusRows {
-				big = append(big, c.Key())
-			}
-		}
-		if len(big) > 0 {
-			return nil, dropped, fmt.Errorf("matrix: batch size above the %d corpus rows in %s: the prompts of a cell must be distinct (add rows to the corpus or lower the batch size)",
-				s.CorpusRows, strings.Join(big, " "))
-		}
 	}
 	if len(cells) == 0 {
 		return nil, dropped, fmt.Errorf("matrix: no cells left (%d dropped: %s)", len(dropped), dropped[0].Reason)
