@@ -64,7 +64,8 @@ func commands() []command {
 	return []command{
 		{"run", "run a benchmark matrix (bench.toml) and write results", cmdRun},
 		{"serve", "start the built-in serving engine (OpenAI-compatible) on a loopback port", cmdServe},
-		{"lengths", "print the prompt lengths a length plugin gives for one cell", cmdLengths},
+		{"lengths", "print the prompt lengths a length plugin gives for one cell; 'lengths fit' fits request logs", cmdLengths},
+		{"replay", "replay a request log open loop at its timestamps; per-request records and a summary", cmdReplay},
 		{"consistency", "per-cell CV of per-forward latency across repeated runs of a matrix", cmdConsistency},
 		{"ab", "paired A/B of two configs on identical prompts, AB/BA per cell, a verdict per cell (exit 6)", cmdAB},
 		{"diff", "per-cell change in % of per-forward latency and TTFT from one run to another", cmdDiff},
