@@ -16,8 +16,8 @@ import (
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/prompt"
-	"github.com/genload/genload/host/records"
 	"github.com/genload/genload/host/recording"
+	"github.com/genload/genload/host/records"
 	"github.com/genload/genload/host/tokenizer"
 	"github.com/genload/genload/host/trace"
 )
@@ -88,7 +88,7 @@ func TestPromptsShareTheLoggedPrefixBlocks(t *testing.T) {
 		{Src: "a", Input: 1300, Output: 4, Hashes: []int64{7, 8, 9}},
 		{Src: "b", Input: 1100, Output: 4, Hashes: []int64{7, 8, 10}},
 		{Src: "c", Input: 700, Output: 4, Hashes: []int64{11, 12}},
-		{Src: "d", Input: 900, Output: 4},                     // no hashes: its own source
+		{Src: "d", Input: 900, Output: 4},                      // no hashes: its own source
 		{Src: "e", Input: 1500, Output: 4, Hashes: []int64{7}}, // fewer hashes than blocks
 	}
 	s, err := NewSchedule(reqs, 0, 0, 1, 0)

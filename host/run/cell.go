@@ -57,8 +57,9 @@ type cellRunner struct {
 	cfg     *config.Config
 	stages  cell.Stages
 	client  Dispatcher
-	router  Completer // nil unless routed with a router
-	watcher Watcher   // nil when the servers have no /metrics
+	router  Completer    // nil unless routed with a router
+	watcher Watcher      // nil when the servers have no /metrics
+	records *cellRecords // nil without --records
 }
 
 // replay repeats the routing call of a cell that the run being resumed measured already.
@@ -137,6 +138,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 		}
 		if wres != nil {
 			addRetries(&rec, wres.Retried(), true)
+			r.records.add(c, "warmup", plan, wres)
 		}
 		if err != nil {
 			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", summarize(err)))
@@ -162,6 +164,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	}
 	if res != nil {
 		addRetries(&rec, res.Retried(), false)
+		r.records.add(c, "measured", plan, res)
 	}
 	if err == nil && r.router != nil {
 		err = r.router.Complete(ctx, completions(res, plan.Lengths.Each))
