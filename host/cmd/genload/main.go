@@ -78,6 +78,7 @@ func commands() []command {
 		{"report", "one self-contained HTML report of runs (tables, warnings, plots, consistency, A/B)", cmdReport},
 		{"fit", "fit a latency model (per-forward latency vs mean length and batch size) to runs", cmdFit},
 		{"predict", "per-forward latency from a fitted model at a length and batch size, or a grid", cmdPredict},
+		{"gap", "a replay's forward passes (server step log) against a fitted matrix model, per batch occupancy", cmdGap},
 		{"gate", "latency regression check of a run against a baseline model or run (exit 6)", cmdGate},
 		{"plugin", "check a WebAssembly plugin: genload plugin check FILE.wasm", cmdPlugin},
 		{"version", "print genload's version", cmdVersion},
