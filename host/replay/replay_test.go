@@ -183,16 +183,21 @@ func TestReplayAgainstTheBuiltinEngine(t *testing.T) {
 	}
 }
 
-// fakeSender holds every request until its context ends (a server that never answers), and
-// counts what it was sent.
+// fakeSender holds every request until its context ends (a server that never answers), counts
+// what it was sent, and calls cancel (Ctrl-C) when the count reaches cancelAt.
 type fakeSender struct {
-	mu   sync.Mutex
-	sent int
+	mu       sync.Mutex
+	sent     int
+	cancelAt int
+	cancel   func()
 }
 
 func (f *fakeSender) Do(ctx context.Context, p *cell.Plan) (*recording.Result, error) {
 	f.mu.Lock()
 	f.sent++
+	if f.sent == f.cancelAt {
+		f.cancel()
+	}
 	f.mu.Unlock()
 	<-ctx.Done()
 	res := &recording.Result{Start: time.Now(), MaxTokens: p.MaxTokens, Sequences: []recording.Sequence{{}},
@@ -210,8 +215,8 @@ func TestInterruptKeepsTheRecords(t *testing.T) {
 	}
 	s, _ := NewSchedule(reqs, 0, 0, 1, 0)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(450*time.Millisecond, cancel) // the lead (200 ms) and about 25 sends
-	fs := &fakeSender{}
+	defer cancel()
+	fs := &fakeSender{cancelAt: 25, cancel: cancel}
 	path := filepath.Join(t.TempDir(), "r.jsonl")
 	sum, err := Run(ctx, Options{Schedule: s, Blocks: b, Sender: fs, Records: path})
 	if err != nil {
