@@ -341,7 +341,7 @@ func (s *sample) weibull() (Fit, error) {
 	c0 := math.Pi / math.Sqrt(6) / math.Max(math.Sqrt(ss/s.n), 1e-6)
 	u, err := minimize1(prob, math.Log(c0))
 	if err != nil {
-		return Fit{}, fmt.Errorf("Weibull fit: %w", err)
+		return Fit{}, fmt.Errorf("weibull fit: %w", err)
 	}
 	c := math.Exp(u)
 	m0, _ := moments(c)
