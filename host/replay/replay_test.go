@@ -18,6 +18,7 @@ import (
 	"github.com/genload/genload/host/prompt"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/records"
+	"github.com/genload/genload/host/sse"
 	"github.com/genload/genload/host/tokenizer"
 	"github.com/genload/genload/host/trace"
 )
@@ -240,4 +241,50 @@ func TestInterruptKeepsTheRecords(t *testing.T) {
 		}
 	}
 	_ = os.Remove(path)
+}
+
+// slowSender sends at the plan's SendAt as dispatch does, answers every request d later, and
+// tracks the most requests in flight at once.
+type slowSender struct {
+	d         time.Duration
+	mu        sync.Mutex
+	now, most int
+}
+
+func (s *slowSender) Do(ctx context.Context, p *cell.Plan) (*recording.Result, error) {
+	s.mu.Lock()
+	s.now++
+	s.most = max(s.most, s.now)
+	s.mu.Unlock()
+	time.Sleep(time.Until(p.SendAt))
+	start := time.Now()
+	time.Sleep(s.d)
+	s.mu.Lock()
+	s.now--
+	s.mu.Unlock()
+	var q recording.Sequence
+	q.Marks.Append(sse.Mark{At: s.d, Tokens: 1})
+	q.CompletionTokens = 1
+	return &recording.Result{Start: start, MaxTokens: 1, Sequences: []recording.Sequence{q},
+		Requests: []recording.Request{{Status: 200, End: s.d}}}, nil
+}
+
+// --max-concurrency 2 with 10 requests due at once and a server taking 40 ms each: never more
+// than 2 in flight, and the held requests are late by the waits they made — the lag shows it.
+func TestMaxConcurrencyShowsAsLag(t *testing.T) {
+	b, _ := builder(t)
+	var reqs []trace.Request
+	for i := range 10 {
+		reqs = append(reqs, trace.Request{Src: fmt.Sprint(i), Input: 20, Output: 1})
+	}
+	s, _ := NewSchedule(reqs, 0, 0, 1, 0)
+	ss := &slowSender{d: 40 * time.Millisecond}
+	sum, err := Run(context.Background(), Options{Schedule: s, Blocks: b, Sender: ss, MaxConcurrency: 2, Records: filepath.Join(t.TempDir(), "r.jsonl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last two wait for four rounds of two: 160 ms late at least.
+	if ss.most != 2 || sum.OK != 10 || sum.Lag.Max < 160 || sum.TTFTSched.Max < sum.TTFT.Max+160 {
+		t.Errorf("most in flight %d, ok %d, lag %+v, TTFT %+v from schedule %+v", ss.most, sum.OK, sum.Lag, sum.TTFT, sum.TTFTSched)
+	}
 }
