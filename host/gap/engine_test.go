@@ -19,10 +19,12 @@ import (
 	"github.com/genload/genload/host/trace"
 )
 
-// The contexts rebuilt from a replay's records are the engine's own: a replay of 40 requests
+// The contexts rebuilt from a replay's records are the engine's own: a replay of 24 requests
 // against the built-in engine, its step log read back, and for each decode step the sequences
 // in flight by the records (B) and their mean and longest context against the log's B, sum_ctx
 // and max_ctx. At least 95 % of the steps agree on B exactly and on the mean context to 1 %.
+// The rule needs each chunk delivered before the next step ends: at time scale 0.5 a step
+// lasts milliseconds, longer than a loaded host (or the race detector) delays a chunk.
 func TestRebuiltContextsAreTheEngines(t *testing.T) {
 	tok, err := tokenizer.Default()
 	if err != nil {
@@ -39,7 +41,7 @@ func TestRebuiltContextsAreTheEngines(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ecfg := engine.DefaultConfig()
-	ecfg.TimeScale = 0.02
+	ecfg.TimeScale = 0.5
 	ecfg.StepLogFile = filepath.Join(dir, "r.steps.log")
 	eng, err := engine.New(ecfg, tok)
 	if err != nil {
@@ -50,8 +52,8 @@ func TestRebuiltContextsAreTheEngines(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reqs []trace.Request
-	for i := range 40 {
-		reqs = append(reqs, trace.Request{Src: fmt.Sprint(i), Arrival: time.Duration(i) * 15 * time.Millisecond, Input: 300 + 97*i, Output: 20 + i%30})
+	for i := range 24 {
+		reqs = append(reqs, trace.Request{Src: fmt.Sprint(i), Arrival: time.Duration(i) * 40 * time.Millisecond, Input: 300 + 97*i, Output: 10 + i%20})
 	}
 	s, _ := replay.NewSchedule(reqs, 0, 0, 1, 0)
 	client, _ := dispatch.New(dispatch.Options{Target: url, Model: ecfg.ModelName, ContinuousUsage: true})
@@ -59,7 +61,7 @@ func TestRebuiltContextsAreTheEngines(t *testing.T) {
 		Records: filepath.Join(dir, "r.records.jsonl"), Header: records.Header{ID: "t"}})
 	client.Close()
 	eng.Close()
-	if err != nil || sum.OK != 40 {
+	if err != nil || sum.OK != 24 {
 		t.Fatalf("replay: %v, %+v", err, sum)
 	}
 	recs, err := records.Read(filepath.Join(dir, "r.records.jsonl"))
@@ -89,7 +91,7 @@ func TestRebuiltContextsAreTheEngines(t *testing.T) {
 		}
 	}
 	t.Logf("%d decode steps: B agrees on %d, mean context within 1 %% on %d", n, sameB, closeCtx)
-	if n < 200 || float64(sameB) < 0.95*float64(n) || float64(closeCtx) < 0.95*float64(n) {
+	if n < 50 || float64(sameB) < 0.95*float64(n) || float64(closeCtx) < 0.95*float64(n) {
 		t.Errorf("%d decode steps: B agrees on %d, mean context on %d; want ≥ 95 %% each", n, sameB, closeCtx)
 	}
 }
