@@ -9,24 +9,34 @@ WASM    := $(PLUGINS:%=$(BUILD)/plugins/%.wasm)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 CONFIG  ?= bench.toml
 
-# Tests and the binary find plugins here by name.
+# The built plugins are copied here, with their SHA-256 digests in SHA256SUMS, and embedded
+# into genload by go:embed (host/plugin/bundled): the binary needs no plugin file. Everything
+# in it but README.md is ignored by git.
+BUNDLE  := host/plugin/bundled/wasm
+
+# Tests find plugins here by name (searched before the ones built into genload).
 export GENLOAD_PLUGIN_DIR := $(CURDIR)/$(BUILD)/plugins
 
 .PHONY: all build plugins bench sweep test lint race perf clean FORCE
 all: build
 
-build: $(BUILD)/genload plugins
+# genload after the plugins: it embeds them.
+build: $(BUILD)/genload
 
 # A first build (empty Go caches) downloads the modules and compiles a few hundred packages for
 # minutes on 2 cores (README); -v names each package as it is compiled, so the build is seen to
 # advance. Later builds are cached and print only what changed.
 FIRST = @[ -e $@ ] || echo "make: first build of $@: downloading modules, then compiling (each package is named as it compiles; minutes on a cold cache)"
 
-$(BUILD)/genload: FORCE
+$(BUILD)/genload: plugins FORCE
 	$(FIRST)
 	$(GO) build -v -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./host/cmd/genload
 
+# The plugins, then their copies to embed (a go build or go install run afterwards, here or by
+# the Dockerfile, embeds them too).
 plugins: $(WASM)
+	cp $(WASM) $(BUNDLE)/
+	cd $(BUNDLE) && sha256sum $(PLUGINS:%=%.wasm) > SHA256SUMS
 
 # Plugins are Go built for wasip1 as reactors (c-shared) exporting functions with //go:wasmexport.
 $(BUILD)/plugins/%.wasm: FORCE
@@ -93,5 +103,6 @@ perf: plugins
 
 clean:
 	rm -rf $(BUILD)
+	rm -f $(BUNDLE)/*.wasm $(BUNDLE)/SHA256SUMS
 
 FORCE:

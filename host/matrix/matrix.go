@@ -5,6 +5,7 @@ package matrix
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Cell is one measurement: B sequences whose prompt lengths have target mean SeqLen tokens.
@@ -58,14 +59,14 @@ func Build(s Spec) ([]Cell, []Dropped, error) {
 	lens := append([]int(nil), s.SeqLens...)
 	if s.AutoSeqLens {
 		if s.Context <= 0 {
-			return nil, nil, fmt.Errorf("matrix: [matrix.auto_seq_lens] needs the model context, which is unknown (set [context])")
+			return nil, nil, &KeyError{"matrix.auto_seq_lens", fmt.Errorf("matrix: [matrix.auto_seq_lens] needs the model context, which is unknown (set [context])")}
 		}
 		lens = lens[:0]
 		for l := s.MinSeqLen; l+s.MaxTokens <= s.Context; l *= 2 {
 			lens = append(lens, l)
 		}
 		if len(lens) == 0 {
-			return nil, nil, fmt.Errorf("matrix: [matrix.min_seq_len] %d + max_tokens %d exceeds the context %d", s.MinSeqLen, s.MaxTokens, s.Context)
+			return nil, nil, &KeyError{"matrix.min_seq_len", fmt.Errorf("matrix: [matrix.min_seq_len] %d + max_tokens %d exceeds the context %d", s.MinSeqLen, s.MaxTokens, s.Context)}
 		}
 	}
 	sort.Ints(lens)
@@ -106,7 +107,23 @@ func Build(s Spec) ([]Cell, []Dropped, error) {
 		row = (row + k.b) % s.CorpusRows
 	}
 	if len(cells) == 0 {
-		return nil, dropped, fmt.Errorf("matrix: no cells left (%d dropped: %s)", len(dropped), dropped[0].Reason)
+		key := "matrix.seq_lens"
+		if strings.Contains(dropped[0].Reason, "max_kv_cache_entries") {
+			key = "matrix.max_kv_cache_entries"
+		}
+		return nil, dropped, &KeyError{key, fmt.Errorf("matrix: no cells left (%d dropped: %s)", len(dropped), dropped[0].Reason)}
 	}
 	return cells, dropped, nil
 }
+
+// KeyError is an error of Build caused by one bench.toml key (dotted, such as
+// "matrix.seq_lens"), so that the message can name the key's line or the flag that set it.
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error without its key.
+func (e *KeyError) Unwrap() error { return e.Err }

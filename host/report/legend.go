@@ -69,3 +69,36 @@ func legendFor(head string, run *Run, wide bool) string {
 	}
 	return legend[head]
 }
+
+// Legends keeps the legend of the columns to once per command: the tables of a command
+// (every repeat of genload run --repeat, every point of a sweep, every file of genload
+// report) written with one *Legends print under them only the legend lines no earlier table
+// printed — the first table the whole legend, a later one only a column it adds or whose
+// meaning differs in its run (cached %, TTFT p50) — and none when Off (--no-legend). The zero
+// value prints each line once; a nil *Legends prints every table's whole legend.
+type Legends struct {
+	// Off leaves every legend out.
+	Off     bool
+	printed map[[2]string]bool
+}
+
+// take returns the lines of legend to print and records them as printed.
+func (l *Legends) take(legend [][2]string) [][2]string {
+	if l == nil {
+		return legend
+	}
+	if l.Off {
+		return nil
+	}
+	if l.printed == nil {
+		l.printed = map[[2]string]bool{}
+	}
+	var out [][2]string
+	for _, e := range legend {
+		if !l.printed[e] {
+			l.printed[e] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}

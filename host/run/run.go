@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/genload/genload/host/config"
@@ -59,6 +61,9 @@ type Options struct {
 	// Wide prints the result table with every column and one line per warning
 	// (report.TableOptions).
 	Wide bool
+	// Legends is the command's legend of the table's columns, shared by its runs so that it
+	// is printed once (report.TableOptions.Legends); nil prints it under every table.
+	Legends *report.Legends
 	// UntilCV, when set, measures every cell repeatedly until its CV is within the rule's
 	// target or it reaches the rule's maximum (genload run --until-cv; see runRepeats and
 	// package repeat): one results file with a record per (cell, repeat). Not with Resume.
@@ -205,7 +210,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 			res.Measured++
 		}
 	}
-	report.WriteTable(opt.Stdout, res.Run, report.TableOptions{Wide: opt.Wide})
+	report.WriteTable(opt.Stdout, res.Run, report.TableOptions{Wide: opt.Wide, Legends: opt.Legends})
 	gpus, src := 0, "" // unknown: the summary is per GPU
 	if n, ok := gputime.GPUCount(res.Run.Header.Labels); ok {
 		gpus, src = n, "labels gpu_count"
@@ -225,10 +230,21 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	fmt.Fprintf(opt.Stderr, " in %s; results: %s", time.Since(start).Round(100*time.Millisecond), res.JSONL)
 	if jsonPath != "" {
-		fmt.Fprintf(opt.Stderr, ", %s, %s", jsonPath, csvPath)
+		fmt.Fprintf(opt.Stderr, ", %s, %s", sibling(res.JSONL, jsonPath), sibling(res.JSONL, csvPath))
 	}
 	fmt.Fprintln(opt.Stderr)
 	return res, errors.Join(runErr, ferr)
+}
+
+// sibling is path as the closing line names it beside first: its extension alone (".json")
+// when it is first's file with another extension, so that the line keeps within 120 columns
+// for a long results path; else path.
+func sibling(first, path string) string {
+	base := strings.TrimSuffix(first, filepath.Ext(first))
+	if ext := filepath.Ext(path); base+ext == path {
+		return ext
+	}
+	return path
 }
 
 // resumable refuses to resume a run with repeats (a header with until_cv, or records with a

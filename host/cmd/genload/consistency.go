@@ -10,7 +10,6 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/gputime"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 )
@@ -169,8 +168,9 @@ func runRepeats(ctx context.Context, cfg *config.Config, opt run.Options, n int,
 
 // runUntilCV runs cfg with opt.UntilCV set (one results file, a record per repeat), then
 // prints the repeats' consistency as read back from its results file (the table 'genload
-// consistency' prints for it, with each cell's repeat count), how each cell's repeats ended
-// and the GPU time, and applies the --max-cv threshold. Flagged cells are listed, not an
+// consistency' prints for it, with each cell's repeat count) and how each cell's repeats
+// ended, and applies the --max-cv threshold. The GPU time of the run is printed once, by
+// run.Run with its other closing lines (stderr). Flagged cells are listed, not an
 // error. A run that failed or was interrupted prints the same from what its file holds (the
 // consistency when a cell has two measured repeats), and returns the run's error.
 func runUntilCV(ctx context.Context, cfg *config.Config, opt run.Options, maxCV float64, cvStat string, e *env) error {
@@ -193,12 +193,6 @@ func runUntilCV(ctx context.Context, cfg *config.Config, opt run.Options, maxCV 
 		return cerr
 	}
 	run.WriteRepeats(e.stdout, res.Repeats, *opt.UntilCV)
-	gpus, src := 0, ""
-	if n, ok := gputime.GPUCount(r.Header.Labels); ok {
-		gpus, src = n, "labels gpu_count"
-	}
-	fmt.Fprintln(e.stdout)
-	gputime.Of([]*report.Run{r}, gpus, src).WriteSummary(e.stdout)
 	if runErr != nil {
 		return runErr
 	}

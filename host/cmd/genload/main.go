@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -90,7 +91,7 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "\nRun 'genload <command> --help' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'genload <command> --help' for a command's flags, 'genload --version' for the version.\n")
 }
 
 // doMain runs one command line and returns the exit code. Errors are printed once, here; a panic
@@ -103,6 +104,9 @@ func doMain(ctx context.Context, args []string, e *env) (code exitcode.Code) {
 			code = exitcode.Panic
 		}
 	}()
+	if args = slices.Clone(args); len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args[0] = "version"
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(e.stdout)
 		if len(args) == 0 {

@@ -28,6 +28,7 @@ type runFlags struct {
 	seed                                       *uint64
 	timeScale, untilCV, cvConfidence, maxCV    *float64
 	keepGoing, wide                            *bool
+	legends                                    *report.Legends
 }
 
 // newRunFlags returns genload run's flag set and its flags: one definition for genload run and
@@ -71,6 +72,7 @@ it exists, else the defaults.`,
 	f.runID = fs.String("run-id", "", "name of the results files (default: UTC start time)")
 	f.resume = fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
 	f.wide = wideFlag(fs)
+	f.legends = legendFlag(fs)
 	f.repeats = fs.Int("repeat", 1, "run the whole matrix N times (run ids <id>-r1 … <id>-rN, same config and seed; a built-in engine with [engine] noise draws it with a seed per repeat, derived from the configured one), then print their consistency (see 'genload consistency --help')")
 	f.untilCV = fs.Float64("until-cv", 0, "repeat each cell, in interleaved rounds, until the --cv-confidence upper confidence bound of its per-forward CV is within PCT percent; cells that reach --max-repeats first are flagged (one results file, a record per repeat); 0 = off (each cell once)")
 	f.minRepeats = fs.Int("min-repeats", 2, "with --until-cv: the fewest repeats of every cell (≥ 2)")
@@ -208,7 +210,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	opt := run.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
-		RunID: *runID, Getenv: e.getenv, Resume: *resume, Wide: *wide, Records: *f.records}
+		RunID: *runID, Getenv: e.getenv, Resume: *resume, Wide: *wide, Legends: f.legends, Records: *f.records}
 	if err := shardOptions(*shardSpec, e, &opt); err != nil {
 		return err
 	}
