@@ -83,7 +83,7 @@ test: plugins lint $(TESTSUM)
 # The packages that run goroutines of their own (clients, servers, scrapers, the CLI that drives
 # them), tested again under the race detector. The client-against-engine checks compare timings
 # within 10 %, so they run alone, not beside the other race-instrumented test binaries.
-RACE_PKGS := ./host/dispatch ./host/run ./host/sse ./host/engine ./host/scrape ./host/sweep ./host/cmd/genload
+RACE_PKGS := ./host/dispatch ./host/run ./host/sse ./host/engine ./host/scrape ./host/sweep ./host/cmd/genload ./host/replay
 race: $(TESTSUM)
 	$(GOTEST) -race $(RACE_PKGS) | $(TESTSUM) -record $(OUTCOMES)
 	$(GOTEST) -race ./host/internal/clientcheck | $(TESTSUM) -record $(OUTCOMES)

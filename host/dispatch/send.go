@@ -87,6 +87,9 @@ func (c *Client) Do(ctx context.Context, p *cell.Plan) (*Result, error) {
 	})
 	defer stop()
 
+	if !p.SendAt.IsZero() {
+		waitUntil(ctx, p.SendAt)
+	}
 	res.Start = time.Now()
 	var wg sync.WaitGroup
 	for i := range ps {

@@ -18,9 +18,9 @@ func (s *scheduler) logStep(end time.Time, batch []*seq, shape StepShape, sim, a
 	buf := make([]byte, 0, 256)
 	buf = append(buf, "time="...)
 	buf = end.UTC().AppendFormat(buf, "2006-01-02T15:04:05.000000Z07:00")
-	buf = fmt.Appendf(buf, " step=%d active=%d decode=%d decoding=%d prefill_tokens=%d spec_tokens=%d waiting=%d kv_blocks=%d experts=%d fwd_ms=%.3f wall_ms=%.3f",
+	buf = fmt.Appendf(buf, " step=%d active=%d decode=%d decoding=%d prefill_tokens=%d spec_tokens=%d waiting=%d kv_blocks=%d experts=%d sum_ctx=%d max_ctx=%d fwd_ms=%.3f wall_ms=%.3f",
 		s.step, len(batch), shape.DecodeSeqs, decoding, shape.PrefillTokens, shape.SpecTokens, len(s.waiting), s.kv.used, shape.Experts,
-		float64(sim)/1e6, float64(actual)/1e6)
+		shape.SumCtx, shape.MaxCtx, float64(sim)/1e6, float64(actual)/1e6)
 	if s.noise != nil {
 		buf = fmt.Appendf(buf, " noise=%.6f", noise)
 	}

@@ -37,10 +37,9 @@ type Spec struct {
 	MinSeqLen   int  // tokens
 	Context     int  // model context, tokens (needed by AutoSeqLens; 0 = unknown)
 	MaxTokens   int  // tokens generated per sequence
-	CorpusRows  int  // rows available (for FirstRow); must be ≥ 1
-	// Distinct requires B ≤ CorpusRows for every cell, so that the B prompts of a cell come
-	// from B different rows (all modes but the legacy n = B shape).
-	Distinct bool
+	// CorpusRows is the rows available (for FirstRow); must be ≥ 1. A cell may have more
+	// prompts than rows: host/prompt builds the ones beyond from rotations of the rows.
+	CorpusRows int
 }
 
 // Dropped is a cell left out of the run, with the reason.
@@ -107,18 +106,6 @@ func Build(s Spec) ([]Cell, []Dropped, error) {
 		cells = append(cells, Cell{Index: len(cells), SeqLen: k.l, Batch: k.b, FirstRow: row})
 		row = (row + k.b) % s.CorpusRows
 	}
-	if s.Distinct {
-		var big []string
-		for _, c := range cells {
-			if c.Batch > s.CorpusRows {
-				big = append(big, c.Key())
-			}
-		}
-		if len(big) > 0 {
-			return nil, dropped, &KeyError{"matrix.batch_sizes", fmt.Errorf("matrix: batch size above the %d corpus rows in %s: the prompts of a cell must be distinct (add rows to the corpus or lower the batch size)",
-				s.CorpusRows, strings.Join(big, " "))}
-		}
-	}
 	if len(cells) == 0 {
 		key := "matrix.seq_lens"
 		if strings.Contains(dropped[0].Reason, "max_kv_cache_entries") {
@@ -130,7 +117,7 @@ func Build(s Spec) ([]Cell, []Dropped, error) {
 }
 
 // KeyError is an error of Build caused by one bench.toml key (dotted, such as
-// "matrix.batch_sizes"), so that the message can name the key's line or the flag that set it.
+// "matrix.seq_lens"), so that the message can name the key's line or the flag that set it.
 type KeyError struct {
 	Key string
 	Err error

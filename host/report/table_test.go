@@ -24,7 +24,7 @@ func defaultMatrixRun(t *testing.T) *Run {
 	t.Helper()
 	cfg := config.Default()
 	cells, _, err := matrix.Build(matrix.Spec{SeqLens: cfg.Matrix.SeqLens, BatchSizes: cfg.Matrix.BatchSizes,
-		MaxTokens: cfg.MaxTokens, Context: 131072, CorpusRows: 256, Distinct: true})
+		MaxTokens: cfg.MaxTokens, Context: 131072, CorpusRows: 256})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,7 @@ type cellRunner struct {
 	capacity []scrape.Capacity
 	// metrics is the run's /metrics step times so far (nil: not kept).
 	metrics *metricHistory
+	records *cellRecords // nil without --records
 }
 
 // replay repeats the routing call of a cell that the run being resumed measured already.
@@ -148,6 +149,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 		if wres != nil {
 			addRetries(&rec, wres.Retried(), true)
 			rec.CacheBefore = cacheBefore(wres, true)
+			r.records.add(c, "warmup", plan, wres)
 		}
 		if err != nil {
 			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", summarize(err)))
@@ -176,6 +178,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 		if cfg.Warmup.Disabled {
 			rec.CacheBefore = cacheBefore(res, false)
 		}
+		r.records.add(c, "measured", plan, res)
 	}
 	if err == nil && r.router != nil {
 		err = r.router.Complete(ctx, completions(res, plan.Lengths.Each))

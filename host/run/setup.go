@@ -347,7 +347,6 @@ func matrixSpec(cfg *config.Config, modelCtx, rows int) matrix.Spec {
 		SeqLens: cfg.Matrix.SeqLens, BatchSizes: cfg.Matrix.BatchSizes, Pairs: cfg.Matrix.Pairs,
 		MaxKVCacheEntries: cfg.Matrix.MaxKVCacheEntries, AutoSeqLens: cfg.Matrix.AutoSeqLens,
 		MinSeqLen: cfg.Matrix.MinSeqLen, Context: modelCtx, MaxTokens: cfg.MaxTokens, CorpusRows: rows,
-		Distinct: cfg.Mode != config.ModeN,
 	}
 }
 

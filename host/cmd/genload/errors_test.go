@@ -53,8 +53,6 @@ func TestErrorsInTheUsersTerms(t *testing.T) {
 		{"plugin name", "[lengths]\nplugin = \"gama\"\n", nil, exitcode.PluginRejected,
 			fmt.Sprintf(`genload run: BENCH:2: [lengths.plugin]: plugin "gama" not found: it is not built into genload (built in: %s); searched %s; did you mean "gamma"? (a plugin of your own: give its .wasm path, or set GENLOAD_PLUGIN_DIR to its directory)`,
 				strings.Join(builtIn, ", "), filepath.Join(pdir, "gama.wasm"))},
-		{"batch size blamed on its flag", "", []string{"--seq-lens", "300", "--batch-sizes", "5000"}, exitcode.InvalidConfig,
-			"genload run: flag --batch-sizes: matrix: batch size above the 256 corpus rows in L=300,B=5000: the prompts of a cell must be distinct (add rows to the corpus or lower the batch size)"},
 		{"no cell left blamed on its flag", "", []string{"--seq-lens", "200000", "--batch-sizes", "1"}, exitcode.InvalidConfig,
 			"genload run: flag --seq-lens: matrix: no cells left (1 dropped: L + max_tokens = 200100 exceeds the model context 131072)"},
 		{"not an OpenAI-compatible server", "", []string{"--target", html.URL}, exitcode.TargetFailed,

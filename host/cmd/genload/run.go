@@ -21,6 +21,7 @@ import (
 type runFlags struct {
 	cfgPath, target, model, out, mode, lengths *string
 	runID, resume, shardSpec, cvStat           *string
+	records                                    *string
 	sets                                       setFlags
 	seqLens, batches                           intList
 	maxTokens, repeats, minRepeats, maxRepeats *int
@@ -78,6 +79,7 @@ it exists, else the defaults.`,
 	f.maxRepeats = fs.Int("max-repeats", 8, "with --until-cv: the most repeats of any cell")
 	f.cvConfidence = fs.Float64("cv-confidence", 0.9, "with --until-cv: the one-sided confidence of the CV's upper bound, in (0, 1); lower stops quiet cells sooner and lets more noisy cells pass as stable")
 	f.maxCV, f.cvStat = cvFlags(fs)
+	f.records = fs.String("records", "", "also write every request's record (send time, chunk times and token counts; schema genload.records/v1) to this new JSON Lines file")
 	f.shardSpec = fs.String("shard", "", "measure shard I/N of the matrix: I 0-based, or JOB_COMPLETION_INDEX/N in a Kubernetes Indexed Job; run id <id>-shard-I-of-N (join the shards with genload merge)")
 	return fs, f
 }
@@ -208,9 +210,12 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	opt := run.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
-		RunID: *runID, Getenv: e.getenv, Resume: *resume, Wide: *wide, Legends: f.legends}
+		RunID: *runID, Getenv: e.getenv, Resume: *resume, Wide: *wide, Legends: f.legends, Records: *f.records}
 	if err := shardOptions(*shardSpec, e, &opt); err != nil {
 		return err
+	}
+	if *repeats > 1 && opt.Records != "" {
+		return exitcode.Errorf(exitcode.Usage, "--records with --repeat %d: a records file holds one run (use --until-cv for repeats in one run)", *repeats)
 	}
 	if *repeats > 1 {
 		return runRepeats(ctx, cfg, opt, *repeats, *maxCV, *cvStat, e)
