@@ -364,7 +364,7 @@ func (s *setup) loadPlugins(ctx context.Context) error {
 	s.stages = cell.Stages{Shape: recording.Mode(cfg.Mode), Lengths: lengths.Stage{Source: lp, Lo: s.minLen, Hi: s.maxLen},
 		Workers: len(s.workers), MaxTokens: cfg.MaxTokens}
 	if cfg.Mode == config.ModeN {
-		s.stages.Lengths.Source = nil // the legacy shape: B sequences of one prompt of length L
+		s.stages.Lengths.Source = nil   // the legacy shape: B sequences of one prompt of length L
 		delete(s.pluginInfo, "lengths") // not used: the header does not name it
 		fmt.Fprintf(s.opt.Stderr, "mode \"n\": each cell sends one prompt of length L with n = B — B identical sequences, the shape older benchmarks used; the length plugin %s is ignored, and fwd reads lower than for a ragged batch of distinct prompts (shared prefix, and a mixture-of-experts model routes identical tokens to the same experts)\n", lp.Info().Name)
 	}
