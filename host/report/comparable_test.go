@@ -14,7 +14,9 @@ func header(id, model string, maxTokens int, labels map[string]any, engine map[s
 }
 
 func TestCheckComparable(t *testing.T) {
-	eng := func(p, h string) map[string]any { return map[string]any{"profile": p, "profile_hash": h, "time_scale": 0.05} }
+	eng := func(p, h string) map[string]any {
+		return map[string]any{"profile": p, "profile_hash": h, "time_scale": 0.05}
+	}
 	a := IdentityOf("a.json", header("a", "m", 100, map[string]any{"gpu_count": int64(8)}, eng("moe-30b-a3b", "sha256:1111")))
 	// The same label read back from JSON is a float64: still the same.
 	b := IdentityOf("", header("b", "m", 100, map[string]any{"gpu_count": float64(8)}, eng("moe-30b-a3b", "sha256:1111")))
