@@ -445,12 +445,12 @@ func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrap
 			g.Max, g.MaxAt = p.Change.Est, p.GridPoint
 		}
 	}
-	g.verdict(lb.Runs, ln.Runs)
+	g.verdict()
 	return g, nil
 }
 
 // verdict sets Verdict, Failed, Undecided and Decide from the intervals.
-func (g *GateResult) verdict(baseRuns, newRuns int) {
+func (g *GateResult) verdict() {
 	th := g.Thresholds
 	if g.Mean.Lo > th.MeanIncrease {
 		g.Failed = append(g.Failed, fmt.Sprintf("mean change %+.1f %% over %d points, at least %+.1f %% (one-sided %g %%), exceeds +%g %%",
@@ -499,49 +499,50 @@ func (g *GateResult) verdict(baseRuns, newRuns int) {
 			iv, limit, what = p.Change, th.PointIncrease, "the change at "+p.GridPoint.String()
 		}
 	}
-	g.Decide = decide(iv, limit, what, g.BaseLevel, g.NewLevel, baseRuns, newRuns)
+	g.Decide = decide(iv, limit, what, g.BaseLevel, g.NewLevel, g.BaseFit.Cells, g.NewFit.Cells)
 }
 
-// decide says how many repeats of which side would decide iv against limit, if the estimate
-// stayed where it is:
-//
-//   - a side of one run has its level assumed as uncertain as its cells scatter: repeats
-//     measure it instead. Assuming they find the runs' levels as close as the coefficients
-//     already allow (the level part gone), the bound would shrink to the coefficient part
-//     alone, which more repeats shrink further (∝ 1/√runs); the advice is the smallest
-//     number of runs per side that decides it then;
-//   - sides of two or more runs: every part shrinks about as 1/√runs (the cells' σ, hence
-//     the covariances, and the standard error of the mean level), so runs × (half-width /
-//     gap)² decide it.
-func decide(iv Interval, limit float64, what string, lb, ln Level, baseRuns, newRuns int) string {
+// decide says how many runs of each side would decide iv against limit, if the estimate
+// stayed where it is: the smallest k ≤ 50 whose predicted bound clears the gap. With k runs
+// per side the coefficient variance shrinks as (runs today)/k (the cells' σ are means over
+// the runs), and each side's level is measured from the spread of its k runs' levels, with
+// k − 1 degrees of freedom: when measured today, its variance shrinks as (runs today)/k;
+// when assumed from one run's cell scatter u, the runs are taken to differ by no more than
+// their cells' noise allows, u²/(cells·k). The bound is Student t of the Welch–Satterthwaite
+// degrees of freedom of those parts, at the confidence iv was made at (recovered from it).
+func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, newCells int) string {
 	gap := math.Abs(iv.Est - limit)
-	hw := math.Max(iv.Hi-iv.Est, 1e-12)
 	if gap < 1e-9 {
 		return fmt.Sprintf("%s is at the threshold itself: no number of repeats decides it", what)
 	}
-	runs := max(baseRuns, newRuns)
-	// A side is worth repeating when its assumed level is a noticeable part (≥ 1 %) of the
-	// level variance.
-	lv := lb.SD*lb.SD + ln.SD*ln.SD
-	var sides, levels []string
-	if !lb.Measured() && lb.SD*lb.SD >= 0.01*lv && lv > 0 {
-		sides, levels = append(sides, "the baseline"), append(levels, fmt.Sprintf("the baseline's ±%.1f %%", 100*lb.SD))
+	t0 := (iv.Hi - iv.Est) / math.Max(iv.SE, 1e-300)
+	q := distuv.UnitNormal.CDF(t0) // the normal level of today's quantile: an upper bound on q
+	if iv.DoF < 1e6 {
+		q = distuv.StudentsT{Mu: 0, Sigma: 1, Nu: max(iv.DoF, 1)}.CDF(t0)
 	}
-	if !ln.Measured() && ln.SD*ln.SD >= 0.01*lv && lv > 0 {
-		sides, levels = append(sides, "the new run"), append(levels, fmt.Sprintf("the new run's ±%.1f %%", 100*ln.SD))
-	}
-	if len(sides) > 0 {
-		coef := math.Sqrt(math.Max(iv.SE*iv.SE-iv.LevelSE*iv.LevelSE, 0))
-		k := 2
-		if ch := hw / math.Max(iv.SE, 1e-12) * coef; ch >= gap {
-			k = max(2, int(math.Ceil(float64(runs)*(ch/gap)*(ch/gap))))
+	coef := math.Max(iv.SE*iv.SE-iv.LevelSE*iv.LevelSE, 0)
+	lv := iv.LevelSE * iv.LevelSE / math.Max(lb.SD*lb.SD+ln.SD*ln.SD, 1e-300) // (1 + c)²
+	runs := max(lb.Runs, ln.Runs)
+	for k := runs + 1; k <= 50; k++ {
+		cs := []component{{coef * float64(runs) / float64(k), math.Inf(1)}}
+		for _, side := range []struct {
+			l     Level
+			cells int
+		}{{lb, baseCells}, {ln, newCells}} {
+			v := lv * side.l.SD * side.l.SD * float64(side.l.Runs) / float64(k)
+			if !side.l.Measured() {
+				v = lv * side.l.SD * side.l.SD / float64(max(side.cells, 1)*k)
+			}
+			cs = append(cs, component{v, float64(k - 1)})
 		}
-		return fmt.Sprintf("a single run's level is taken as uncertain as its cells scatter (%s); repeats measure it instead: "+
-			"measure %s %d times (genload run --repeat %d) and gate the repeats together (a comma-separated list per side); "+
-			"that decides %s if the estimate %+.1f %% holds and the runs' levels agree as closely as their cells allow",
-			strings.Join(levels, ", "), strings.Join(sides, " and "), k, k, what, 100*iv.Est)
+		se, dof := combine(cs...)
+		if hw := tQuantile(q, dof) * se; hw < gap {
+			s := fmt.Sprintf("about %d runs of each side would decide %s if its estimate %+.1f %% held (genload run --repeat %d; gate each side's files together, comma-separated)", k, what, 100*iv.Est, k)
+			if !lb.Measured() || !ln.Measured() {
+				s += ". A single run's level is taken as uncertain as its cells scatter; repeats measure it (this assumes they find the runs' levels as close as their cells' noise allows)"
+			}
+			return s
+		}
 	}
-	need := (gap / hw) * (gap / hw) // the variance must shrink to need × today's
-	k := int(math.Ceil(float64(runs) / need))
-	return fmt.Sprintf("about %d runs of each side (genload run --repeat %d, gated as repeats) would decide %s if its estimate %+.1f %% held", k, k, what, 100*iv.Est)
+	return fmt.Sprintf("%s is %.1f %% from the threshold: even 50 runs of each side would not decide it", what, 100*gap)
 }

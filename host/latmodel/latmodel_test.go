@@ -630,6 +630,18 @@ func TestFromRunsTargetsAndBadFigures(t *testing.T) {
 	if _, _, err := FromRuns([]*report.Run{a, b}, names, false); err != nil {
 		t.Errorf("same engine, other port: %v", err)
 	}
+	// Repeats of one noise model draw their own seeds (run --repeat): still repeats; another
+	// size of noise is not.
+	eng := func(noise string) map[string]any {
+		return map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05, "quirks": "", "noise": noise}
+	}
+	a.Header.Engine, b.Header.Engine = eng("step-cv=0.02,burst-cv=0.05,seed=11"), eng("step-cv=0.02,burst-cv=0.05,seed=12")
+	if _, _, err := FromRuns([]*report.Run{a, b}, names, false); err != nil {
+		t.Errorf("repeats with their own noise seeds: %v", err)
+	}
+	b.Header.Engine = eng("step-cv=0.02,burst-cv=0.10,seed=12")
+	_, _, err = FromRuns([]*report.Run{a, b}, names, false)
+	wantCode(t, err, exitcode.InvalidConfig, `engine noise differs: res/a.json (run a) "step-cv=0.02,burst-cv=0.05" / res/b.json (run b) "step-cv=0.02,burst-cv=0.10"`)
 	a.Header.Engine, b.Header.Engine = nil, nil
 	a.Header.TargetKind, b.Header.TargetKind = "external", "external"
 	_, _, err = FromRuns([]*report.Run{a, b}, names, false)

@@ -3,6 +3,7 @@ package latmodel
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,79 @@ func TestNotFittedCellsCountedListedAndDrawn(t *testing.T) {
 	}
 	if last := ch.Labels[len(ch.Labels)-1]; last != "hollow: not fitted (1 outlier, 1 partial/failed)" {
 		t.Errorf("legend %v", ch.Labels)
+	}
+}
+
+// With σ wrong cell by cell (each off by a random factor in e^±1.5, as one-degree-of-freedom
+// repeat spreads make them), the model-based covariance is wrong; the prediction's standard
+// error, the larger of it and HC3, still covers the truth at a point in ≥ 90 % of 200
+// replicas of its 95 % interval.
+func TestPredictionSEHoldsWithWrongSigmas(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	in := Input{MeanLen: 16000, MaxLen: 16000 * ratio(8), Batch: 8}
+	probe := &Model{MaxTokens: maxTokens, Experts: moe}
+	var want float64
+	const form = "fixed+kv_read+kv_tail+moe"
+	for _, term := range formTerms(form) {
+		want += truth[term] * probe.x(term, in)
+	}
+	covered, n := 0, 200
+	for range n {
+		obs := synthetic(form, 0.02, rng)
+		for i := range obs {
+			obs[i].SigmaMs *= math.Exp(3 * (rng.Float64() - 0.5))
+		}
+		m, err := Fit(obs, FitOptions{MaxTokens: maxTokens, Experts: moe, Forms: []string{form}, KeepOutliers: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := m.PredictAt(in)
+		if math.Abs(p.Ms-want) <= 1.99*p.SEMs {
+			covered++
+		}
+	}
+	if covered < n*90/100 {
+		t.Errorf("prediction intervals with wrong σ cover the truth in %d of %d replicas, want ≥ 90 %%", covered, n)
+	}
+	t.Logf("covered %d of %d", covered, n)
+}
+
+// A point's change decides the gate only with its bounds: +55 % whose lower bound is below
+// +50 % is not a regression there (cannot tell), nor is +30 % whose upper bound reaches past
+// +50 % a pass; +60 % with a lower bound above +50 % fails.
+func TestPointBoundsDecide(t *testing.T) {
+	base, err := Fit(synthetic(fullForm, 0, nil), FitOptions{MaxTokens: maxTokens, Experts: moe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.Runs = []string{"base"}
+	big := GridPoint{SeqLen: 64000, MeanLen: 64000, Batch: 64}
+	grid := []GridPoint{{SeqLen: 1000, MeanLen: 1000, Batch: 1}, big}
+	in := base.PredictAt(Input{MeanLen: big.MeanLen, Batch: big.Batch})
+	k := slices.IndexFunc(base.Terms, func(t Term) bool { return t.Name == TermKVRead })
+	xk := base.x(TermKVRead, in.Input)
+	share := base.Terms[k].Coef * xk / in.Ms
+	th := Thresholds{MeanIncrease: 10, PointIncrease: 0.5}
+	for _, c := range []struct {
+		change, se float64
+		verdict    string
+		over       bool
+	}{{0.55, 0.06, VerdictCannotTell, false}, {0.30, 0.10, VerdictCannotTell, false}, {0.60, 0.02, VerdictFail, true}, {0.30, 0.02, VerdictPass, false}} {
+		next := scaled(base, 1, "new")
+		next.Terms[k].Coef *= 1 + c.change/share
+		next.Cov = make([][]float64, len(base.Terms))
+		for i := range next.Cov {
+			next.Cov[i] = make([]float64, len(base.Terms))
+		}
+		sd := c.se * in.Ms / xk // the change's standard error at the big point: SE(coef)·x/ŷ_base
+		next.Cov[k][k], next.CovHC3 = sd*sd, nil
+		g, err := Gate(base, next, grid, th, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := g.Points[1]
+		if g.Verdict != c.verdict || p.Over != c.over || math.Abs(p.Change.Est-c.change) > 1e-6 {
+			t.Errorf("+%.0f %% ± %.0f %%: %s, over %v, bounds [%.3f, %.3f]; want %s, over %v", 100*c.change, 100*c.se, g.Verdict, p.Over, p.Change.Lo, p.Change.Hi, c.verdict, c.over)
+		}
 	}
 }

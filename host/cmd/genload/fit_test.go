@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,9 +149,9 @@ func TestFitPredictGateCommands(t *testing.T) {
 // The gate against the built-in engine: a small matrix measured with the shipped MoE profile,
 // then with copies of it whose every cost coefficient is 20 % and 5 % larger. Through the
 // fitted models every point of the first is ≈ +20 % (the mean crosses 15 %: exit 6) and of
-// the second ≈ +5 % (pass). The bounds on the mean change allow the run-to-run noise of a
-// loaded 2-core machine: one run of three measured 5 % slow in all its cells here once. Under
-// the race detector only the pipeline is checked (see raceEnabled).
+// the second ≈ +5 % (pass, or cannot tell: see below). The bounds on the mean change allow the
+// run-to-run noise of a loaded 2-core machine: one run of three measured 5 % slow in all its
+// cells here once. Under the race detector only the pipeline is checked (see raceEnabled).
 func TestGateOnTheBuiltinEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the engine three times")
@@ -206,31 +207,54 @@ deployment = "sim"
 	if r.Header.Labels["deployment"] != "sim" {
 		t.Errorf("header labels %v, want deployment = sim", r.Header.Labels)
 	}
-	moe := []string{"--experts", "128", "--active", "8"}
+	// No --experts: the runs record the profile's mixture of experts. Single runs on a shared
+	// host: each one's level is taken as uncertain as its cells scatter, so a verdict may be
+	// "cannot tell" (exit 8) — but a +20 % engine never passes and a +5 % one never fails. A
+	// decisive verdict must rest on a mean change measured within [lo, hi]; a cannot tell
+	// must have bounds that hold the engine's change (a loaded host that slowed one run as a
+	// whole moves the estimate, and the gate must have seen it). --max-baseline-noise 0 and
+	// --max-fit-error 0 keep runs measured under load from being refused, so that there is a
+	// verdict to check.
 	for _, tc := range []struct {
 		id     string
-		code   exitcode.Code
+		codes  []exitcode.Code
 		lo, hi float64 // the mean change, a fraction
-	}{{"slow20", exitcode.ThresholdsFailed, 0.15, 0.28}, {"slow05", exitcode.OK, -0.05, 0.12}} {
-		code, stdout, stderr := cli(t, ctx, append(append([]string{"gate", "--json"}, moe...), runs["base"], runs[tc.id])...)
+		change float64 // the engine's
+	}{{"slow20", []exitcode.Code{exitcode.ThresholdsFailed, exitcode.Inconclusive}, 0.15, 0.28, 0.20}, {"slow05", []exitcode.Code{exitcode.OK, exitcode.Inconclusive}, -0.05, 0.12, 0.05}} {
+		code, stdout, stderr := cli(t, ctx, "gate", "--json", "--max-baseline-noise", "0", "--max-fit-error", "0", runs["base"], runs[tc.id])
 		var g struct {
-			Mean   float64 `json:"mean_change"`
-			Points []latmodel.GatePoint
+			Comparable string `json:"comparable"`
+			Mean       struct {
+				Est float64 `json:"est"`
+				Lo  float64 `json:"lo"`
+				Hi  float64 `json:"hi"`
+			} `json:"mean_change"`
+			Points  []latmodel.GatePoint
+			Verdict string `json:"verdict"`
+			Decide  string `json:"decide"`
 		}
 		if err := json.Unmarshal([]byte(stdout), &g); err != nil {
 			t.Fatalf("gate %s: %v\n%s\n%s", tc.id, err, stdout, stderr)
 		}
+		if !strings.HasPrefix(g.Comparable, "comparable: 2 runs of model") || !strings.Contains(g.Comparable, "compared across engine profile") {
+			t.Errorf("gate %s: first line %q", tc.id, g.Comparable)
+		}
 		if raceEnabled {
 			// The client under the race detector falls behind the engine's chunks (its runs
 			// warn so): the figures are not a measurement, only the pipeline is checked.
-			if (code != exitcode.OK && code != exitcode.ThresholdsFailed) || len(g.Points) != 10 {
+			if (code != exitcode.OK && code != exitcode.ThresholdsFailed && code != exitcode.Inconclusive) || len(g.Points) != 10 {
 				t.Errorf("gate %s under -race: exit %d, %d points\n%s", tc.id, code, len(g.Points), stderr)
 			}
 			continue
 		}
-		if code != tc.code || g.Mean < tc.lo || g.Mean > tc.hi || len(g.Points) != 10 {
-			_, table, _ := cli(t, ctx, append(append([]string{"gate"}, moe...), runs["base"], runs[tc.id])...)
-			t.Errorf("gate %s: exit %d (want %d), mean change %.4f (want in [%g, %g]), %d points\n%s\n%s", tc.id, code, tc.code, g.Mean, tc.lo, tc.hi, len(g.Points), table, stderr)
+		measured := g.Mean.Est >= tc.lo && g.Mean.Est <= tc.hi
+		if code == exitcode.Inconclusive {
+			measured = g.Mean.Lo <= tc.change && tc.change <= g.Mean.Hi && strings.Contains(g.Decide, "runs of each side")
+		}
+		if !slices.Contains(tc.codes, code) || !measured || len(g.Points) != 10 {
+			_, table, _ := cli(t, ctx, "gate", "--max-baseline-noise", "0", "--max-fit-error", "0", runs["base"], runs[tc.id])
+			t.Errorf("gate %s: exit %d (want one of %v), mean change %.4f [%.4f, %.4f] (want in [%g, %g], or bounds holding %g for cannot tell), %d points\n%s\n%s",
+				tc.id, code, tc.codes, g.Mean.Est, g.Mean.Lo, g.Mean.Hi, tc.lo, tc.hi, tc.change, len(g.Points), table, stderr)
 		}
 	}
 }
@@ -282,7 +306,7 @@ func TestFitGateQualityAndInputErrors(t *testing.T) {
 	}
 	// Without either limit, a +20 % new run cannot be told from that baseline's noise.
 	code, stdout, stderr = cli(t, ctx, "gate", "--max-fit-error", "0", "--max-baseline-noise", "0", poor, slow20)
-	if code != exitcode.Inconclusive || !strings.Contains(stdout, "gate: CANNOT TELL: mean change") || !strings.Contains(stdout, "measure the baseline 2 times (genload run --repeat 2) and gate the repeats together") {
+	if code != exitcode.Inconclusive || !strings.Contains(stdout, "gate: CANNOT TELL: mean change") || !strings.Contains(stdout, "runs of each side would decide the mean change over 20 points if its estimate") {
 		t.Errorf("gate without limits: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	code, _, stderr = cli(t, ctx, "fit", poor)
