@@ -105,7 +105,11 @@ func (c Comparability) Line(compared ...string) string {
 	}
 	var s string
 	if len(bad) == 0 {
-		s = fmt.Sprintf("comparable: %d runs of %s", c.Runs, strings.Join(c.Same, ", "))
+		runs := fmt.Sprintf("%d runs", c.Runs)
+		if c.Runs == 1 {
+			runs = "1 run (its repeats)"
+		}
+		s = fmt.Sprintf("comparable: %s of %s", runs, strings.Join(c.Same, ", "))
 	} else {
 		s = "NOT comparable: " + strings.Join(bad, "; ")
 		if len(c.Same) > 0 {

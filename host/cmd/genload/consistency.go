@@ -74,6 +74,7 @@ func repeatsConsistency(r *report.Run, file string, maxCV float64, cvStat string
 	if err != nil {
 		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", file, err))
 	}
+	fmt.Fprintln(e.stdout, report.RunsComparability([]*report.Run{r}, nil).Line())
 	c.WriteMarkdown(e.stdout)
 	if r.Header.UntilCV != nil {
 		cells, rule, err := run.RepeatsOf(r)
