@@ -23,6 +23,8 @@ type GridPoint struct {
 	Batch   int     `json:"batch"`
 }
 
+// String writes the point as messages name it: "L=4000,B=8 (L̄ 3996)", or "L̄=3000,B=8"
+// for a point given by its mean length only.
 func (p GridPoint) String() string {
 	if p.SeqLen > 0 {
 		return fmt.Sprintf("L=%d,B=%d (L̄ %.0f)", p.SeqLen, p.Batch, p.MeanLen)

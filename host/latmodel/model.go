@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/report"
 )
 
 // Schema names the model file format; it changes when a field changes meaning.
@@ -342,25 +343,9 @@ func GroupKey(model string, labels map[string]any, maxTokens int) string {
 	return fmt.Sprintf("model %q, labels {%s}, max_tokens %d", model, LabelString(labels), maxTokens)
 }
 
-// LabelString writes labels sorted by key as "k=v, k=v" (strings quoted); "" for none.
-// Numbers read back from JSON (float64) print as the integers they were written as.
-func LabelString(labels map[string]any) string {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		switch v := labels[k].(type) {
-		case string:
-			parts[i] = fmt.Sprintf("%s=%q", k, v)
-		default:
-			parts[i] = fmt.Sprintf("%s=%v", k, v)
-		}
-	}
-	return strings.Join(parts, ", ")
-}
+// LabelString writes labels sorted by key as "k=v, k=v" (strings quoted); "" for none
+// ([report.LabelText]).
+func LabelString(labels map[string]any) string { return report.LabelText(labels) }
 
 // Key is the model's GroupKey.
 func (m *Model) Key() string { return GroupKey(m.Model, m.Labels, m.MaxTokens) }

@@ -40,9 +40,10 @@ func IdentityOf(name string, h Header) Identity {
 	return id
 }
 
-// labelText writes labels sorted by key as "k=v, k=v" (strings quoted), "" for none. JSON
-// writes a number the same whether it was read as an int64 from TOML or a float64 from JSON.
-func labelText(labels map[string]any) string {
+// LabelText writes labels sorted by key as "k=v, k=v" (values as JSON: strings quoted), ""
+// for none. JSON writes a number the same whether it was read as an int64 from TOML or a
+// float64 from JSON, so a run's labels read back compare equal to the config's.
+func LabelText(labels map[string]any) string {
 	keys := make([]string, 0, len(labels))
 	for k := range labels {
 		keys = append(keys, k)
@@ -150,7 +151,7 @@ func CheckComparable(ids []Identity) Comparability {
 	}{
 		{FieldModel, func(id Identity) string { return strconv.Quote(id.Model) }},
 		{FieldMaxTokens, func(id Identity) string { return strconv.Itoa(id.MaxTokens) }},
-		{FieldLabels, func(id Identity) string { return "{" + labelText(id.Labels) + "}" }},
+		{FieldLabels, func(id Identity) string { return "{" + LabelText(id.Labels) + "}" }},
 		{FieldProfile, func(id Identity) string {
 			switch {
 			case !id.Builtin:
