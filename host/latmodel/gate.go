@@ -504,47 +504,83 @@ func (g *GateResult) verdict() {
 	g.Decide = decide(iv, limit, what, g.BaseLevel, g.NewLevel, g.BaseFit.Cells, g.NewFit.Cells)
 }
 
-// decide says how many runs of each side would decide iv against limit, if the estimate
-// stayed where it is: the smallest k ≤ 50 whose predicted bound clears the gap. With k runs
-// per side the coefficient variance shrinks as (runs today)/k (the cells' σ are means over
-// the runs), and each side's level is measured from the spread of its k runs' levels, with
-// k − 1 degrees of freedom: when measured today, its variance shrinks as (runs today)/k;
-// when assumed from one run's cell scatter u, the runs are taken to differ by no more than
-// their cells' noise allows, u²/(cells·k). The bound is Student t of the Welch–Satterthwaite
-// degrees of freedom of those parts, at the confidence iv was made at (recovered from it).
+// decide says how many runs of which side would decide iv against limit, if the estimate
+// stayed where it is: for both sides repeated alike, and for each side repeated alone, the
+// smallest number of runs ≤ 50 whose predicted bound clears the gap. With k runs of a side, the
+// coefficient variance shrinks as (runs today)/k (the cells' σ are means over the runs; the
+// coefficient part is split between the sides as their levels are), and the side's level is
+// measured from the spread of its k runs' levels, with k − 1 degrees of freedom: when
+// measured today its variance shrinks as (runs today)/k; when assumed from one run's cell
+// scatter u, the runs are taken to differ by no more than their cells' noise allows,
+// u²/(cells·k). The bound is Student t of the Welch–Satterthwaite degrees of freedom of the
+// parts, at the confidence iv was made at (recovered from it).
 func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, newCells int) string {
 	gap := math.Abs(iv.Est - limit)
 	if gap < 1e-9 {
 		return fmt.Sprintf("%s is at the threshold itself: no number of repeats decides it", what)
 	}
 	t0 := (iv.Hi - iv.Est) / math.Max(iv.SE, 1e-300)
-	q := distuv.UnitNormal.CDF(t0) // the normal level of today's quantile: an upper bound on q
+	q := distuv.UnitNormal.CDF(t0)
 	if iv.DoF < 1e6 {
 		q = distuv.StudentsT{Mu: 0, Sigma: 1, Nu: max(iv.DoF, 1)}.CDF(t0)
 	}
 	coef := math.Max(iv.SE*iv.SE-iv.LevelSE*iv.LevelSE, 0)
-	lv := iv.LevelSE * iv.LevelSE / math.Max(lb.SD*lb.SD+ln.SD*ln.SD, 1e-300) // (1 + c)²
-	runs := max(lb.Runs, ln.Runs)
-	for k := runs + 1; k <= 50; k++ {
-		cs := []component{{coef * float64(runs) / float64(k), math.Inf(1)}}
-		for _, side := range []struct {
-			l     Level
-			cells int
-		}{{lb, baseCells}, {ln, newCells}} {
-			v := lv * side.l.SD * side.l.SD * float64(side.l.Runs) / float64(k)
-			if !side.l.Measured() {
-				v = lv * side.l.SD * side.l.SD / float64(max(side.cells, 1)*k)
+	ll := lb.SD*lb.SD + ln.SD*ln.SD
+	lv := iv.LevelSE * iv.LevelSE / math.Max(ll, 1e-300) // (1 + c)²
+	wb := 0.5                                            // the baseline's share of the coefficient variance
+	if ll > 0 {
+		wb = lb.SD * lb.SD / ll
+	}
+	type side struct {
+		l     Level
+		cells int
+		share float64
+	}
+	sides := []side{{lb, baseCells, wb}, {ln, newCells, 1 - wb}}
+	// hw is the predicted half-width with kb runs of the baseline and kn of the new side.
+	hw := func(kb, kn int) float64 {
+		var cs []component
+		for i, k := range []int{kb, kn} {
+			sd := sides[i]
+			f := float64(sd.l.Runs) / float64(k)
+			cs = append(cs, component{coef * sd.share * f, math.Inf(1)})
+			v, dof := lv*sd.l.SD*sd.l.SD*f, math.Max(float64(k-1), 1)
+			if !sd.l.Measured() {
+				if k == 1 {
+					v, dof = lv*sd.l.SD*sd.l.SD, sd.l.DoF
+				} else {
+					v = lv * sd.l.SD * sd.l.SD / float64(max(sd.cells, 1)*k)
+				}
 			}
-			cs = append(cs, component{v, float64(k - 1)})
+			cs = append(cs, component{v, dof})
 		}
 		se, dof := combine(cs...)
-		if hw := tQuantile(q, dof) * se; hw < gap {
-			s := fmt.Sprintf("about %d runs of each side would decide %s if its estimate %+.1f %% held (genload run --repeat %d; gate each side's files together, comma-separated)", k, what, 100*iv.Est, k)
-			if !lb.Measured() || !ln.Measured() {
-				s += ". A single run's level is taken as uncertain as its cells scatter; repeats measure it (this assumes they find the runs' levels as close as their cells' noise allows)"
-			}
-			return s
-		}
+		return tQuantile(q, dof) * se
 	}
-	return fmt.Sprintf("%s is %.1f %% from the threshold: even 50 runs of each side would not decide it", what, 100*gap)
+	least := func(f func(k int) (int, int)) int {
+		for k := 2; k <= 50; k++ {
+			if kb, kn := f(k); (kb > lb.Runs || kn > ln.Runs) && hw(kb, kn) < gap {
+				return k
+			}
+		}
+		return 0
+	}
+	var opts []string
+	if k := least(func(k int) (int, int) { return max(k, lb.Runs), max(k, ln.Runs) }); k > 0 {
+		opts = append(opts, fmt.Sprintf("about %d runs of each side", k))
+	}
+	if k := least(func(k int) (int, int) { return lb.Runs, max(k, ln.Runs) }); k > 0 {
+		opts = append(opts, fmt.Sprintf("%d of the new side alone", k))
+	}
+	if k := least(func(k int) (int, int) { return max(k, lb.Runs), ln.Runs }); k > 0 {
+		opts = append(opts, fmt.Sprintf("%d of the baseline alone", k))
+	}
+	if len(opts) == 0 {
+		return fmt.Sprintf("%s is %.1f %% from the threshold: even 50 runs of each side would not decide it", what, 100*gap)
+	}
+	s := fmt.Sprintf("%s would decide %s if its estimate %+.1f %% held (genload run --repeat N; gate each side's files together, comma-separated)", strings.Join(opts, ", or "), what, 100*iv.Est)
+	if !lb.Measured() || !ln.Measured() {
+		s += ". A single run's level is taken as uncertain as its cells scatter; repeats measure it (this assumes they find the runs' levels as close as their cells' noise allows)"
+	}
+	return s
 }
