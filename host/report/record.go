@@ -102,6 +102,29 @@ type Header struct {
 	// UntilCV is the stopping rule of a run that repeated its cells until stable (genload run
 	// --until-cv); nil for a run that measured each cell once.
 	UntilCV *StoppingRule `json:"until_cv,omitempty"`
+	// Structure is what genload knew of the served model's architecture when it ran — a
+	// mixture of experts or dense, and where that was read — for the latency model's terms
+	// (genload fit adds the expert term for a mixture of experts without flags); nil when
+	// nothing was known.
+	Structure *ModelStructure `json:"model_structure,omitempty"`
+}
+
+// Model structure kinds (ModelStructure.Kind).
+const (
+	StructureMoE   = "moe"
+	StructureDense = "dense"
+)
+
+// ModelStructure is the architecture of the served model as far as the latency model needs
+// it: a mixture of experts with Experts routed experts per layer (E), Active of them per token
+// (k), or a dense model (Experts and Active 0). Source says where it was read, e.g. "built-in
+// engine profile moe-30b-a3b (moe_experts = 128, moe_top_k = 8)" or "/models/q/config.json
+// [num_experts = 128, num_experts_per_tok = 8]".
+type ModelStructure struct {
+	Kind    string `json:"kind"`
+	Experts int    `json:"experts,omitempty"`
+	Active  int    `json:"active,omitempty"`
+	Source  string `json:"source"`
 }
 
 // StoppingRule is the rule a run with repeats stopped each cell by (see package repeat): a

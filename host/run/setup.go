@@ -426,6 +426,11 @@ func (s *setup) makeHeader() report.Header {
 		Corpus: s.corpusName, CorpusRows: len(s.rows), PromptOverhead: s.builder.Overhead(), MinLen: s.minLen, MaxLen: s.maxLen,
 		Plugins: s.pluginInfo, Engine: s.engineInfo, Cells: s.cells, Dropped: s.dropped, Config: cfg,
 	}
+	if st, err := modelStructure(cfg, s.engineInfo); err != nil {
+		fmt.Fprintf(s.opt.Stderr, "model structure not recorded (genload fit will need --experts E --active k for a mixture of experts): %v\n", err)
+	} else {
+		h.Structure = st
+	}
 	if r := s.opt.UntilCV; r != nil {
 		d := r.WithDefaults()
 		h.UntilCV = &report.StoppingRule{TargetCV: d.TargetCV, MinRepeats: d.MinRepeats, MaxRepeats: d.MaxRepeats, Confidence: d.Confidence}

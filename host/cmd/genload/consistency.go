@@ -73,6 +73,7 @@ func repeatsConsistency(r *report.Run, file string, maxCV float64, cvStat string
 	if err != nil {
 		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", file, err))
 	}
+	fmt.Fprintln(e.stdout, report.RunsComparability([]*report.Run{r}, nil).Line())
 	c.WriteMarkdown(e.stdout)
 	if r.Header.UntilCV != nil {
 		cells, rule, err := run.RepeatsOf(r)
@@ -103,13 +104,17 @@ func checkCVFlags(maxCV float64, cvStat, cmd string) error {
 	return exitcode.Errorf(exitcode.Usage, "--cv-stat %q: want max, p90 or median (see 'genload %s --help')", cvStat, cmd)
 }
 
-// consistency prints the consistency table and summary of runs and holds the --cv-stat
+// consistency prints whether runs are comparable, then their consistency table
+// and summary, and holds the --cv-stat
 // statistic against maxCV percent (0 = no threshold): crossing it is a ThresholdsFailed error.
 func consistency(runs []*report.Run, maxCV float64, cvStat string, e *env) error {
 	c, err := report.Consistent(runs)
 	if err != nil {
 		return err
 	}
+	// Repeats of one matrix: every field must agree; the first line says whether they do.
+	// Runs are called by their run ids: the same line whichever file of a run is read.
+	fmt.Fprintln(e.stdout, report.RunsComparability(runs, nil).Line())
 	c.WriteMarkdown(e.stdout)
 	return threshold(c, maxCV, cvStat, e)
 }
