@@ -5,15 +5,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
-	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/quantile"
+	"github.com/genload/genload/host/stats"
 )
 
 // FitOptions configure [Fit].
@@ -373,7 +371,7 @@ func (m *Model) fit(obs []Obs, terms []string) (*fitted, error) {
 	var tmp, hc3 mat.Dense
 	tmp.Mul(&inv, meat)
 	hc3.Mul(&tmp, &inv)
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(dof)}.Quantile(0.975)
+	t := stats.TQuantile(0.975, float64(dof))
 	f.cov, f.hc3 = make([][]float64, p), make([][]float64, p)
 	f.se, f.lo, f.hi = make([]float64, p), make([]float64, p), make([]float64, p)
 	for i := 0; i < p; i++ {
@@ -422,9 +420,7 @@ func (m *Model) loo(obs []Obs, terms []string, f *fitted) error {
 		rel[i] = math.Abs(e) / o.FwdMs
 	}
 	f.looRMS = math.Sqrt(num / den)
-	sort.Float64s(rel)
-	f.looMed = quantile.Median(rel)
-	f.looMax = rel[n-1]
+	f.looMed, f.looMax = stats.Median(rel), slices.Max(rel)
 	return nil
 }
 
@@ -440,8 +436,7 @@ func rangeOf(obs []Obs) (Range, []RatioPoint) {
 	}
 	var ratios []RatioPoint
 	for b, rs := range by {
-		sort.Float64s(rs)
-		ratios = append(ratios, RatioPoint{Batch: b, Ratio: quantile.Median(rs)})
+		ratios = append(ratios, RatioPoint{Batch: b, Ratio: stats.Median(rs)})
 	}
 	slices.SortFunc(ratios, func(a, b RatioPoint) int { return a.Batch - b.Batch })
 	return r, ratios

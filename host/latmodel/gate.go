@@ -8,10 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/stats"
 )
 
 // GridPoint is one point a gate evaluates both models at: SeqLen is the target L it stands
@@ -256,19 +255,10 @@ func combine(cs ...component) (se, dof float64) {
 	return math.Sqrt(v), v * v / d
 }
 
-// tQuantile is the q quantile of Student's t with dof degrees of freedom (the normal one for
-// infinite dof).
-func tQuantile(q, dof float64) float64 {
-	if math.IsInf(dof, 1) || dof > 1e6 {
-		return distuv.UnitNormal.Quantile(q)
-	}
-	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: max(dof, 1)}.Quantile(q)
-}
-
 // interval returns est with its one-sided q bounds.
 func interval(est float64, q float64, cs ...component) Interval {
 	se, dof := combine(cs...)
-	t := tQuantile(q, dof)
+	t := stats.TQuantile(q, dof)
 	return Interval{Est: est, SE: se, DoF: dof, Lo: est - t*se, Hi: est + t*se}
 }
 
@@ -281,7 +271,7 @@ func pointInterval(est, q float64, n int, coef, level []component) Interval {
 	cse, cdof := combine(coef...)
 	lse, ldof := combine(level...)
 	se, dof := combine(append(slices.Clone(coef), level...)...)
-	hw := tQuantile(1-(1-q)/2, ldof)*lse + tQuantile(1-(1-q)/(2*float64(n)), cdof)*cse
+	hw := stats.TQuantile(1-(1-q)/2, ldof)*lse + stats.TQuantile(1-(1-q)/(2*float64(n)), cdof)*cse
 	return Interval{Est: est, SE: se, DoF: dof, Lo: est - hw, Hi: est + hw, LevelSE: lse}
 }
 
@@ -431,7 +421,7 @@ func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrap
 	// The baseline's own level over the grid: the mean of its predictions, relative.
 	bMean := sumB / n
 	bse, bdof := combine(component{base.quad(xbar) / (bMean * bMean), float64(max(base.DoF, 1))}, component{lb.SD * lb.SD, lb.DoF})
-	g.BaseNoise = tQuantile(q, bdof) * bse
+	g.BaseNoise = stats.TQuantile(q, bdof) * bse
 	if lim := g.Thresholds.maxBaselineNoise() * th.MeanIncrease; g.Thresholds.maxBaselineNoise() > 0 && g.BaseNoise > lim {
 		remedy := "measure the baseline at least twice (genload run --repeat 2) and fit the repeats together: repeats measure its level instead of taking it as uncertain as its cells scatter"
 		if lb.Measured() {
@@ -520,10 +510,7 @@ func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, ne
 		return fmt.Sprintf("%s is at the threshold itself: no number of repeats decides it", what)
 	}
 	t0 := (iv.Hi - iv.Est) / math.Max(iv.SE, 1e-300)
-	q := distuv.UnitNormal.CDF(t0)
-	if iv.DoF < 1e6 {
-		q = distuv.StudentsT{Mu: 0, Sigma: 1, Nu: max(iv.DoF, 1)}.CDF(t0)
-	}
+	q := stats.TCDF(t0, iv.DoF)
 	coef := math.Max(iv.SE*iv.SE-iv.LevelSE*iv.LevelSE, 0)
 	ll := lb.SD*lb.SD + ln.SD*ln.SD
 	lv := iv.LevelSE * iv.LevelSE / math.Max(ll, 1e-300) // (1 + c)²
@@ -555,7 +542,7 @@ func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, ne
 			cs = append(cs, component{v, dof})
 		}
 		se, dof := combine(cs...)
-		return tQuantile(q, dof) * se
+		return stats.TQuantile(q, dof) * se
 	}
 	least := func(f func(k int) (int, int)) int {
 		for k := 2; k <= 50; k++ {

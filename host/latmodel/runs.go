@@ -12,9 +12,9 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/quantile"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/stats"
 )
 
 // ErrMixed is wrapped by FromRuns's error when runs of different groups (served model,
@@ -187,7 +187,7 @@ func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Sour
 	}
 	obs := make([]Obs, 0, len(cells))
 	for _, a := range cells {
-		fwd, rep := repeats(a.fwd)
+		fwd, rep := stats.Pool(a.fwd)
 		est := stat.Mean(a.est, nil)
 		floor := 0.005 * fwd
 		obs = append(obs, Obs{SeqLen: a.key.SeqLen, Batch: a.key.Batch, MeanLen: stat.Mean(a.meanLen, nil), MaxLen: stat.Mean(a.maxLn, nil),
@@ -202,30 +202,6 @@ func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Sour
 		return a.Batch - b.Batch
 	})
 	return obs, src, nil
-}
-
-// repeats returns a cell's figure over its runs' values xs and its standard error: one value
-// is itself (error 0); two, their mean and SD/√2; three or more, their median and
-// 1.2533·1.4826·MAD/√n — the median so that one run disturbed by a loaded machine (a
-// cell 10× slow) does not move the cell, the scaled median absolute deviation as the robust
-// SD, and 1.2533 = √(π/2) the standard error of a median relative to a mean's.
-func repeats(xs []float64) (fig, se float64) {
-	n := len(xs)
-	switch n {
-	case 1:
-		return xs[0], 0
-	case 2:
-		return stat.Mean(xs, nil), stat.StdDev(xs, nil) / math.Sqrt2
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	med := quantile.Median(s)
-	dev := make([]float64, n)
-	for i, x := range s {
-		dev[i] = math.Abs(x - med)
-	}
-	slices.Sort(dev)
-	return med, math.Sqrt(math.Pi/2) * 1.4826 * quantile.Median(dev) / math.Sqrt(float64(n))
 }
 
 // sortObs orders observations by L, then B.

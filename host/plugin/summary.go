@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/genload/genload/host/internal/quantile"
+	"github.com/genload/genload/host/stats"
 )
 
 // Summary describes a set of prompt lengths (tokens).
@@ -31,8 +31,7 @@ func Summarize(ls []int) Summary {
 	for _, v := range s {
 		sum += v
 	}
-	rank := func(p float64) int { return s[quantile.NearestRank(len(s), p)] }
-	return Summary{N: len(s), Min: s[0], P50: rank(0.5), P90: rank(0.9), Max: s[len(s)-1], Mean: float64(sum) / float64(len(s))}
+	return Summary{N: len(s), Min: s[0], P50: stats.Quantile(s, 0.5), P90: stats.Quantile(s, 0.9), Max: s[len(s)-1], Mean: float64(sum) / float64(len(s))}
 }
 
 // String renders "n=4 mean=1000.0 min=122 p50=481 p90=2339 max=2339".

@@ -23,6 +23,7 @@ import (
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 	"github.com/genload/genload/host/shard"
+	"github.com/genload/genload/host/stats"
 )
 
 // Point status values in the summary.
@@ -103,8 +104,8 @@ type PointResult struct {
 	TTFT       *report.Millis `json:"ttft_p50_median_ms,omitempty"`
 }
 
-// Spread is the smallest, median (nearest rank, the lower middle for an even count) and
-// largest of a set of durations.
+// Spread is the smallest, median (stats.MedianDuration: the mean of the two middle values for
+// an even count) and largest of a set of durations.
 type Spread struct {
 	Min    report.Millis `json:"min"`
 	Median report.Millis `json:"median"`
@@ -425,13 +426,11 @@ func spreads(r *report.Run) (*Spread, *report.Millis) {
 	}
 	var s *Spread
 	if len(fwd) > 0 {
-		slices.Sort(fwd)
-		s = &Spread{Min: report.Millis(fwd[0]), Median: report.Millis(fwd[(len(fwd)-1)/2]), Max: report.Millis(fwd[len(fwd)-1])}
+		s = &Spread{Min: report.Millis(slices.Min(fwd)), Median: report.Millis(stats.MedianDuration(fwd)), Max: report.Millis(slices.Max(fwd))}
 	}
 	var t *report.Millis
 	if len(ttft) > 0 {
-		slices.Sort(ttft)
-		m := report.Millis(ttft[(len(ttft)-1)/2])
+		m := report.Millis(stats.MedianDuration(ttft))
 		t = &m
 	}
 	return s, t
