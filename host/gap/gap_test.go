@@ -100,6 +100,14 @@ func TestGapPricesEachLoggedStep(t *testing.T) {
 	if b := r.Bands[0]; math.Abs(b.MedianRel-(hi+lo)/2) > 1e-9 || math.Abs(b.P90AbsRel-hi) > 1e-9 {
 		t.Errorf("band 1: median %v (want %v), P90 %v (want %v)", b.MedianRel, (hi+lo)/2, b.P90AbsRel, hi)
 	}
+	// All five: the nearest-rank P90 of |error| is the ⌈0.9·5⌉ = 5th, the largest.
+	largest := 0.0
+	for _, f := range r.Forwards {
+		largest = max(largest, math.Abs(f.Rel))
+	}
+	if r.All.P90AbsRel != largest {
+		t.Errorf("all: P90 |error| %v, want the largest, %v", r.All.P90AbsRel, largest)
+	}
 	// Without the log's contexts (another format), the records give the same ones.
 	noCtx := strings.NewReplacer(" sum_ctx=", " x_sum=", " max_ctx=", " x_max=").Replace(log)
 	os.WriteFile(filepath.Join(dir, "r.steps.log"), []byte(noCtx), 0o644)

@@ -160,6 +160,20 @@ func TestReportOfOneRun(t *testing.T) {
 	}
 }
 
+// The A/B headline's median over an even number of cells is the mean of the two middle
+// changes: B at +0, +10, … +50 % on the 6 cells gives +25.0 %, not the lower middle +20 %.
+func TestABHeadlineMedian(t *testing.T) {
+	a, b := testRun("a", 1), testRun("b", 1)
+	for i := range b.Cells {
+		f := *b.Cells[i].Figures
+		f.PerForward.Mean = time.Duration(float64(f.PerForward.Mean) * (1 + 0.1*float64(i)))
+		b.Cells[i].Figures = &f
+	}
+	if ab := section(render(t, []*report.Run{a, b}, Options{}), "ab"); !strings.Contains(ab, "median +25.0 % (range 0.0 … +50.0 %) over 6 cells") {
+		t.Errorf("A/B headline:\n%.600s", ab)
+	}
+}
+
 // Two runs: the A/B comes first (right after the summary), per cell with B/A − 1; two runs
 // of one configuration add their consistency after the runs, two of different ones do not
 // and the summary says why.
