@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/chart"
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
@@ -557,9 +558,9 @@ func TestReportInHeadlessChromium(t *testing.T) {
 }
 
 // pixels counts img's distinct colours, its pixels that are not near-white, and those of the
-// first series' colour (report.Colour(0), within 8 per channel).
+// first series' colour (chart.Colour(0), within 8 per channel).
 func pixels(img image.Image) (colours, ink, series int) {
-	cr, cg, cb, _ := report.Colour(0).RGBA()
+	cr, cg, cb, _ := chart.Colour(0).RGBA()
 	seen := map[[3]uint32]bool{}
 	b := img.Bounds()
 	near := func(v, want uint32) bool { d := int(v>>8) - int(want>>8); return d > -8 && d < 8 }
