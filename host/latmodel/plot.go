@@ -195,16 +195,5 @@ func fittedCurve(m *Model, obs []Obs) (plotter.XYs, error) {
 // meanLenAt interpolates the realised mean length of obs (ascending B) at batch size b,
 // linearly in log B; the nearest cell's outside.
 func meanLenAt(obs []Obs, b int) float64 {
-	i, found := slices.BinarySearchFunc(obs, b, func(o Obs, b int) int { return o.Batch - b })
-	switch {
-	case found:
-		return obs[i].MeanLen
-	case i == 0:
-		return obs[0].MeanLen
-	case i == len(obs):
-		return obs[len(obs)-1].MeanLen
-	}
-	a, c := obs[i-1], obs[i]
-	t := (math.Log(float64(b)) - math.Log(float64(a.Batch))) / (math.Log(float64(c.Batch)) - math.Log(float64(a.Batch)))
-	return a.MeanLen + t*(c.MeanLen-a.MeanLen)
+	return interpLogB(obs, b, func(o Obs) int { return o.Batch }, func(o Obs) float64 { return o.MeanLen })
 }
