@@ -659,3 +659,21 @@ func TestFromRunsTargetsAndBadFigures(t *testing.T) {
 	wantCode(t, err, exitcode.InvalidConfig, "null.json (run base03): cell L=1000,B=1: per-forward mean (fwd) is 0 ms")
 	wantCode(t, err, exitcode.InvalidConfig, "null.json (run base03): cell L=1000,B=2: per-forward mean (fwd) is beyond ±9.2e12 ms (the figure overflowed")
 }
+
+// The L_max/L̄ ratio and a length's mean length between measured batch sizes: linear in
+// log B (B = 4 is halfway from 2 to 8), the nearest point's outside.
+func TestInterpolationInLogB(t *testing.T) {
+	m := &Model{TailRatio: []RatioPoint{{Batch: 2, Ratio: 1}, {Batch: 8, Ratio: 3}}}
+	for b, want := range map[int]float64{1: 1, 2: 1, 4: 2, 8: 3, 16: 3} {
+		if got := m.maxLenRatio(b); math.Abs(got-want) > 1e-12 {
+			t.Errorf("ratio at B=%d: %v, want %v", b, got, want)
+		}
+	}
+	obs := []Obs{{Batch: 1, MeanLen: 1000}, {Batch: 16, MeanLen: 2000}}
+	if got := meanLenAt(obs, 4); math.Abs(got-1500) > 1e-9 {
+		t.Errorf("mean length at B=4: %v, want 1500 (log₂ 4 is halfway to log₂ 16)", got)
+	}
+	if got := (&Model{}).maxLenRatio(4); got != 1 {
+		t.Errorf("no ratio measured: %v, want 1", got)
+	}
+}
