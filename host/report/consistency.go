@@ -157,14 +157,8 @@ func common(runs []*Run) ([]CellKey, []map[CellKey]*Cell, []LeftOut, []string) {
 			left = append(left, LeftOut{k, reason})
 		}
 	}
-	cmp := func(a, b CellKey) int {
-		if a.SeqLen != b.SeqLen {
-			return a.SeqLen - b.SeqLen
-		}
-		return a.Batch - b.Batch
-	}
-	slices.SortFunc(keys, cmp)
-	slices.SortFunc(left, func(a, b LeftOut) int { return cmp(a.CellKey, b.CellKey) })
+	slices.SortFunc(keys, cmpKey)
+	slices.SortFunc(left, func(a, b LeftOut) int { return cmpKey(a.CellKey, b.CellKey) })
 	return keys, by, left, notes
 }
 
@@ -381,6 +375,7 @@ func ConsistentRepeats(r *Run) (*Consistency, error) {
 	return c, nil
 }
 
+// cmpKey orders cell keys by L, then B.
 func cmpKey(a, b CellKey) int {
 	if a.SeqLen != b.SeqLen {
 		return a.SeqLen - b.SeqLen

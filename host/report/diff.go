@@ -102,15 +102,7 @@ func (d *Diff) WriteMarkdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, ": median %s %%, range %s … %s %%\n", plus(d.Median), plus(d.Min), plus(d.Max))
 	fmt.Fprintf(w, "TTFT p50 change: median %s %%, range %s … %s %%\n", plus(d.TTFTMedian), plus(d.TTFTMin), plus(d.TTFTMax))
-	for _, p := range d.Pooled {
-		fmt.Fprintf(w, "pooled %s\n", p)
-	}
-	for _, l := range d.LeftOut {
-		fmt.Fprintf(w, "left out %s: %s\n", l.CellKey, l.Reason)
-	}
-	for _, warn := range d.Warnings {
-		fmt.Fprintf(w, "⚠ %s\n", warn)
-	}
+	writeNotes(w, d.Pooled, d.LeftOut, d.Warnings)
 }
 
 // plus formats a fraction as a percentage with an explicit sign ("+12.34", "-0.50", "–" for
@@ -124,4 +116,18 @@ func plus(f float64) string {
 		s = "+" + s
 	}
 	return s
+}
+
+// writeNotes writes the lines under a consistency or diff summary: how runs with repeats were
+// pooled, the cells left out with their reasons, and the warnings (⚠).
+func writeNotes(w io.Writer, pooled []string, left []LeftOut, warnings []string) {
+	for _, p := range pooled {
+		fmt.Fprintf(w, "pooled %s\n", p)
+	}
+	for _, l := range left {
+		fmt.Fprintf(w, "left out %s: %s\n", l.CellKey, l.Reason)
+	}
+	for _, warn := range warnings {
+		fmt.Fprintf(w, "⚠ %s\n", warn)
+	}
 }
