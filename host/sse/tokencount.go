@@ -250,6 +250,14 @@ func (d *Demux) settle(s *Sequence, reqWhy why, reqA, reqB int) {
 		s.Marks.clearTokens()
 		s.lpMarks, s.usageMarks, s.deltaSum = 0, 0, 0
 	}
+	switch {
+	case s.lpMarks > 0:
+		s.Deltas = TokensLogprobs
+	case s.usageMarks > 0:
+		s.Deltas = TokensChoiceUsage
+	default:
+		s.Deltas = ""
+	}
 	if s.TokenSource == TokensChunks {
 		// Σ over marks of (Tokens if known, else 1)
 		s.CompletionTokens = s.deltaSum + n - s.lpMarks - s.usageMarks
