@@ -50,6 +50,17 @@ type Quirks struct {
 	// TCP_NODELAY, or a server that flushes its first chunk late). Wall time. 0 = off
 	// (default). The fault --fault-first-token-delay holds the whole stream instead.
 	LateFirstChunk time.Duration
+	// LateFirstSteps ("late-first-steps=F"): like LateFirstChunk, by F decode steps — F times
+	// the wall duration of the engine's last decode step without prefill (of its last step
+	// when none has run yet) when the first chunk is produced — so that a client can be
+	// checked on a first chunk late by a fraction of a step (Nagle's algorithm with a delayed
+	// ACK on slow steps). Steps ≥ 0. 0 = off (default).
+	LateFirstSteps float64
+	// BunchFirst ("bunch-first=K"): each sequence's first K chunks are held and written
+	// together with the K-th (a late first flush, a proxy that buffers the start of a
+	// stream); later chunks are on time. A sequence that finishes first releases them with
+	// its last. Chunks ≥ 0. 0 = off (default).
+	BunchFirst int
 	// ZeroToken ("zero-token=F"): a fraction F in [0, 1] of sequences finish with
 	// finish_reason "stop", empty text and no token (completion_tokens 0): sequence k
 	// (1-based) when ⌊k·F⌋ > ⌊(k−1)·F⌋. 0 = off (default).
@@ -139,6 +150,8 @@ func (q *Quirks) fields() []quirkField {
 		{"tokens-per-chunk", "N tokens", &q.TokensPerChunk},
 		{"coalesce", "P probability", &q.Coalesce},
 		{"late-first-chunk", "D duration", &q.LateFirstChunk},
+		{"late-first-steps", "F steps", &q.LateFirstSteps},
+		{"bunch-first", "K chunks", &q.BunchFirst},
 		{"zero-token", "F fraction", &q.ZeroToken},
 		{"early-stop", "K tokens", &q.EarlyStop},
 		{"early-stop-every", "M requests", &q.EarlyStopEvery},
@@ -278,6 +291,15 @@ func (q Quirks) validate() error {
 	}
 	if q.LateFirstChunk < 0 {
 		bad("late-first-chunk", "must be >= 0, got %v", q.LateFirstChunk)
+	}
+	if !(q.LateFirstSteps >= 0) || math.IsInf(q.LateFirstSteps, 1) {
+		bad("late-first-steps", "must be a finite number of steps >= 0, got %v", q.LateFirstSteps)
+	}
+	if q.BunchFirst < 0 {
+		bad("bunch-first", "must be >= 0 chunks, got %d", q.BunchFirst)
+	}
+	if q.BunchFirst > 0 && (q.LateFirstChunk > 0 || q.LateFirstSteps > 0) {
+		bad("bunch-first", "and late-first-chunk / late-first-steps exclude each other")
 	}
 	if !(q.ZeroToken >= 0 && q.ZeroToken <= 1) {
 		bad("zero-token", "must be in [0, 1], got %v", q.ZeroToken)
