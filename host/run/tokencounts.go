@@ -123,10 +123,15 @@ func tryServer(ctx context.Context, cfg *config.Config, opts dispatch.Options, t
 		if !s.TokenSource.Exact() || !perChunk {
 			return false, s.TokenNote, nil
 		}
-		if s.TokenSource == sse.TokensEvenSplit {
+		switch s.TokenSource {
+		case sse.TokensEvenSplit:
 			// Exact only while every sequence runs max_tokens: one early stop in a cell
 			// would leave the whole request's counts unverified.
 			return false, "only the request's usage, split evenly over its sequences", nil
+		case sse.TokensUsageChunks:
+			// Exact only while every chunk carries one token: one coalesced chunk in a
+			// cell would leave the whole request's counts unverified.
+			return false, "only the request's usage, equal to its chunks with text", nil
 		}
 	}
 	return true, "", nil
