@@ -39,6 +39,10 @@ type Options struct {
 	// TextPrompts reports that the prompts were sent as text: a server count that differs
 	// is drift, never truncation.
 	TextPrompts bool
+	// Tokenizer, when not nil, is the model's tokenizer: a full sequence with an exact count
+	// but no per-chunk counts gets them from re-encoding its text (Sequence.Text, kept by the
+	// client; see chunkTokensByTokenizer), accepted only where they sum to the server's count.
+	Tokenizer TokenEnder
 	// TruncationWarns downgrades server-side truncation of token-id prompts from a cell
 	// error (PromptCheck.TruncationError) to a deviation the caller warns about.
 	TruncationWarns bool
@@ -107,6 +111,9 @@ type Figures struct {
 	// rest on (the Counts constants: continuous usage, logprobs, the tokenizer, one token per
 	// chunk, chunks as forward passes).
 	PerForwardCounts map[string]int `json:"per_forward_counts,omitempty"`
+	// Retokenized counts the full sequences whose per-chunk counts were sought by re-encoding
+	// their text with Options.Tokenizer, by outcome (the Retokenized constants).
+	Retokenized map[string]int `json:"retokenized,omitempty"`
 	// Jitter is the cell's arrival jitter: 1.4826 × the median absolute deviation of the
 	// consistent marks' residuals from the marks after them (see scan); the anchors'
 	// tolerance is anchorK times it, within a fraction of a forward pass.
@@ -299,8 +306,14 @@ func Compute(res *recording.Result, o Options) Figures {
 			continue
 		}
 		if class == ClassFull {
-			fwd, counts := forwardIndex(s, o.ChunkForwards)
+			fwd, counts, why := forwardIndexTok(s, o.ChunkForwards, o.Tokenizer)
 			fulls = append(fulls, fullSeq{idx: i, s: s, fwd: fwd, counts: counts})
+			if why != "" {
+				if f.Retokenized == nil {
+					f.Retokenized = map[string]int{}
+				}
+				f.Retokenized[why]++
+			}
 		}
 		sent := res.Requests[s.Request].Sent
 		first, last := s.Marks.At(0), s.Marks.At(n-1)

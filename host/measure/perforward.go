@@ -34,6 +34,15 @@ const (
 // to an exact count, if there is one); else the mark index when an exact count equals the
 // number of marks (one token per chunk).
 func forwardIndex(s *recording.Sequence, chunkForwards bool) ([]float64, string) {
+	f, ev, _ := forwardIndexTok(s, chunkForwards, nil)
+	return f, ev
+}
+
+// forwardIndexTok is forwardIndex, with the model's tokenizer as the last resort: an exact
+// count over chunks of unknown counts gets its per-chunk counts from re-encoding the text
+// (chunkTokensByTokenizer) when tok is not nil; why is that attempt's outcome ("" when not
+// tried).
+func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder) (fwd []float64, evidence, why string) {
 	n := s.Marks.Len()
 	idx := func() []float64 {
 		f := make([]float64, n)
@@ -43,7 +52,7 @@ func forwardIndex(s *recording.Sequence, chunkForwards bool) ([]float64, string)
 		return f
 	}
 	if chunkForwards {
-		return idx(), CountsChunkForwards
+		return idx(), CountsChunkForwards, ""
 	}
 	f := make([]float64, n)
 	cum, known := 0, true
@@ -63,19 +72,29 @@ func forwardIndex(s *recording.Sequence, chunkForwards bool) ([]float64, string)
 		for i := range f {
 			f[i] -= f0
 		}
-		return f, deltaEvidence(s)
+		return f, deltaEvidence(s), ""
 	}
 	if exact && s.CompletionTokens == n {
-		return idx(), CountsOnePerChunk
+		return idx(), CountsOnePerChunk, ""
 	}
-	return nil, ""
+	if exact && tok != nil && n >= 2 {
+		counts, why := chunkTokensByTokenizer(s, tok)
+		if counts == nil {
+			return nil, "", why
+		}
+		cum := 0
+		for i, c := range counts {
+			cum += int(c)
+			f[i] = float64(cum - int(counts[0]))
+		}
+		return f, CountsTokenizer, why
+	}
+	return nil, "", ""
 }
 
 // deltaEvidence names where s's per-chunk deltas came from.
 func deltaEvidence(s *recording.Sequence) string {
 	switch {
-	case s.ChunkCounts == recording.ChunkCountsTokenizer:
-		return CountsTokenizer
 	case s.Deltas == sse.TokensLogprobs || (s.Deltas == "" && s.TokenSource == sse.TokensLogprobs):
 		return CountsLogprobs
 	}
@@ -303,7 +322,17 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int, jit jitter) {
 		parts = append(parts, fmt.Sprintf("token counts unverified: no usable usage (absent, or contradicting the stream) and chunks may carry several tokens (%d of %d full sequences; continuous usage or logprobs give exact counts)", unverified, len(fulls)))
 	}
 	if perChunkUnknown > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks carry several tokens (%.2f on average) and the server gives no per-chunk counts: how many tokens the first chunk carried is unknown, so decode time / (tokens − 1) would be a guess (continuous usage or logprobs give per-chunk counts)", perChunkUnknown, len(fulls), f.TokensPerChunk))
+		tk := ""
+		var fails []string
+		for _, k := range []string{RetokenizedCount, RetokenizedBoundary, RetokenizedText} {
+			if n := f.Retokenized[k]; n > 0 {
+				fails = append(fails, fmt.Sprintf("%d %s", n, k))
+			}
+		}
+		if len(fails) > 0 {
+			tk = "; re-encoding their text with the model's tokenizer did not give them (" + strings.Join(fails, ", ") + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks carry several tokens (%.2f on average) and the server gives no per-chunk counts: how many tokens the first chunk carried is unknown, so decode time / (tokens − 1) would be a guess (continuous usage or logprobs give per-chunk counts)%s", perChunkUnknown, len(fulls), f.TokensPerChunk, tk))
 	}
 	if bunchedSeqs > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks arrived mostly together (over half of their intervals under a tenth of the mean forward pass: the client fell behind, or the stream stalled and then burst): the client cannot time their forward passes", bunchedSeqs, len(fulls)))

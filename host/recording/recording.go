@@ -65,14 +65,7 @@ type Sequence struct {
 	// Result.Requests of the request that carried it.
 	Prompt  int `json:"prompt"`
 	Request int `json:"request"`
-	// ChunkCounts is ChunkCountsTokenizer when the marks' token deltas were derived from
-	// the model's tokenizer (the generated text re-encoded and aligned with the chunks,
-	// summing to the server's count), "" when they are the stream's own (sse.Mark.Tokens).
-	ChunkCounts string `json:"chunk_counts,omitempty"`
 }
-
-// ChunkCountsTokenizer is Sequence.ChunkCounts for per-chunk counts from the tokenizer.
-const ChunkCountsTokenizer = "tokenizer"
 
 // Request is one HTTP request of a plan. Durations are offsets from Result.Start.
 type Request struct {

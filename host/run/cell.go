@@ -59,6 +59,9 @@ type cellRunner struct {
 	client  Dispatcher
 	router  Completer // nil unless routed with a router
 	watcher Watcher   // nil when the servers have no /metrics
+	// tok, when not nil, derives per-chunk token counts from the kept text (see
+	// ChunkCountsKey).
+	tok measure.TokenEnder
 }
 
 // replay repeats the routing call of a cell that the run being resumed measured already.
@@ -177,7 +180,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	if r.stages.Router != nil {
 		routedOver = r.stages.Workers
 	}
-	fig := figures(cfg, plan, res, routedOver)
+	fig := figures(cfg, plan, res, routedOver, r.tok)
 	rec.Figures = &fig
 	rec.Status = report.StatusOK
 	if fig.Partial() {
@@ -198,10 +201,10 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 }
 
 // figures computes the cell's figures from its recording (host/measure) with the run's
-// settings. Sequences routed over routedOver > 1 workers share no batch: the full-batch window
-// is then invalid, with that reason.
-func figures(cfg *config.Config, plan *cell.Plan, res *recording.Result, routedOver int) measure.Figures {
-	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0,
+// settings (tok: see cellRunner). Sequences routed over routedOver > 1 workers share no batch:
+// the full-batch window is then invalid, with that reason.
+func figures(cfg *config.Config, plan *cell.Plan, res *recording.Result, routedOver int, tok measure.TokenEnder) measure.Figures {
+	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0, Tokenizer: tok,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
 		PromptLengths: plan.Built, TextPrompts: plan.Texts != nil, TruncationWarns: cfg.Truncation == "warn"})
 	if routedOver > 1 && fig.Window.Valid {
