@@ -25,6 +25,10 @@ type Quirks struct {
 	// stream_options say (OpenAI layers derived from llama.cpp's server do this).
 	// Continuous usage is never sent. Default false.
 	ZeroUsage bool
+	// UsageTotalOnly ("usage-total-only"): continuous_usage_stats and logprobs are ignored,
+	// so that a stream's only count is its usage chunk (the request's total, over all its
+	// choices in one request of several prompts). Default false.
+	UsageTotalOnly bool
 	// NoUsage ("no-usage"): no usage anywhere — no usage chunk, no per-chunk usage, none on
 	// the finish chunk (llama.cpp, TGI dialects) nor in non-streaming responses — whatever
 	// stream_options say. Default false.
@@ -146,6 +150,7 @@ func (q *Quirks) fields() []quirkField {
 	return []quirkField{
 		{"zero-usage", "", &q.ZeroUsage},
 		{"no-usage", "", &q.NoUsage},
+		{"usage-total-only", "", &q.UsageTotalOnly},
 		{"usage-every-chunk", "", &q.UsageEveryChunk},
 		{"tokens-per-chunk", "N tokens", &q.TokensPerChunk},
 		{"coalesce", "P probability", &q.Coalesce},

@@ -352,6 +352,9 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 			if c.fin == finNone && (c.pending < spec.streamInterval || sameStepNext) {
 				continue
 			}
+			if c.fin == finNone && e.wire.chunkMix && c.pending < chunkMixTarget(&spec, ev.choice, c.tokens-c.pending) {
+				continue
+			}
 			if c.fin == finNone && q.Coalesce > 0 &&
 				float64(mix64(spec.hash^uint64(ev.choice)<<32^uint64(c.tokens))>>11)/(1<<53) < q.Coalesce {
 				continue // merged with the choice's next chunk
