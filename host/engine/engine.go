@@ -84,7 +84,7 @@ func New(cfg Config, tok Tokenizer) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg: cfg, wire: wireFor(cfg), profile: prof, tok: tok, vocab: buildVocab(tok),
-		metrics: newMetrics(),
+		metrics: newMetrics(cfg.Quirks.MetricConstant),
 		created: time.Now().Unix(), startedAt: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}

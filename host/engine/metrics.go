@@ -115,12 +115,17 @@ type metrics struct {
 	// lastStep and lastDecode are the wall durations (ns) of the last step and of the last
 	// step without prefill, read without mu (Quirks.LateFirstSteps).
 	lastStep, lastDecode atomic.Int64
+	// constant > 0 is what the ITL and TPOT histograms observe instead of the measured
+	// values (Quirks.MetricConstant), in seconds.
+	constant float64
 }
 
 var batchBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
 
-func newMetrics() *metrics {
+// newMetrics returns empty metrics; a constant > 0 is Quirks.MetricConstant.
+func newMetrics(constant time.Duration) *metrics {
 	return &metrics{
+		constant:  constant.Seconds(),
 		iterTok:   newHistogram(tokenBuckets),
 		ttft:      newHistogram(latencyBuckets),
 		e2e:       newHistogram(latencyBuckets),
@@ -169,6 +174,14 @@ func (m *metrics) observeStep(sh StepShape, sim, wall time.Duration) {
 	m.mu.Unlock()
 }
 
+// echo is the per-token latency v as /metrics observes it: the constant, when set.
+func (m *metrics) echo(v float64) float64 {
+	if m.constant > 0 {
+		return m.constant
+	}
+	return v
+}
+
 // lastDecodeStep is the wall duration of the last step without prefill, else of the last
 // step (0 before any; Quirks.LateFirstSteps).
 func (m *metrics) lastDecodeStep() time.Duration {
@@ -196,7 +209,7 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 		m.ttft.observe(ttft)
 		m.promptS += ttft
 	} else if !q.lastEmit.IsZero() {
-		m.itl.observe(now.Sub(q.lastEmit).Seconds())
+		m.itl.observe(m.echo(now.Sub(q.lastEmit).Seconds()))
 	}
 	q.lastEmit = now
 	if finished {
@@ -204,7 +217,7 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 		gen := now.Sub(q.firstEmit).Seconds()
 		m.genS += gen
 		if q.generated > 1 {
-			m.tpot.observe(gen / float64(q.generated-1))
+			m.tpot.observe(m.echo(gen / float64(q.generated-1)))
 		}
 		switch q.fin {
 		case finStop:

@@ -198,3 +198,53 @@ func (j jitter) tol(s float64) float64 { return j.offset + j.beyond(s) }
 // ref is the bound of the predicting marks of the second scan: offset + max(anchorRefMin·s,
 // 2·anchorK·σ).
 func (j jitter) ref(s float64) float64 { return j.offset + max(anchorRefMin*s, 2*anchorK*j.sigma) }
+
+// Where a sequence's per-forward timing ends: its last chunk, unless the chunks at its end
+// arrived later than the chunks before them imply.
+//
+// The chunks that arrived together at the end (each within anchorTolMax of a forward pass of
+// the next, per forward pass: one late read, or a final flush that released them at once) are
+// one group; its first chunk is predicted from each of the anchorNear chunks before the group,
+// carried forward at the local forward pass (the median of the last anchorSlopeW intervals
+// before the group, allowed to have been anchorSlack longer), and the latest prediction
+// counts — a chunk read late before the group, or a slower step, makes a prediction early,
+// never late. When the group's first chunk is later than every prediction by more than the
+// strict tolerance, the timing ends at the chunk before the group. Only the end group is
+// judged: a slower step in the middle shifts every chunk after it and stays in the figure.
+// Limit: a slow last step looks like a late last chunk and is left out (the figure then
+// reads low by its excess over the mean forward pass, divided by the passes timed).
+
+// scanEnd returns the index of the last consistent mark of ps (arrival t, forward index f
+// strictly increasing) after from, under jitter j.
+func scanEnd(ps []point, from int, j jitter) int {
+	n := len(ps)
+	last := n - 1
+	if n-from < anchorNear+2 {
+		return last
+	}
+	var rates []float64
+	for i := last; i > from && len(rates) < anchorSlopeW; i-- {
+		if df := ps[i].f - ps[i-1].f; df > 0 {
+			rates = append(rates, (ps[i].t-ps[i-1].t)/df)
+		}
+	}
+	s := median(rates)
+	if s <= 0 {
+		return last
+	}
+	g := last
+	for g-1 > from && ps[g].t-ps[g-1].t < anchorTolMax*s*(ps[g].f-ps[g-1].f) {
+		g--
+	}
+	if g-anchorNear <= from {
+		return last
+	}
+	pred := math.Inf(-1)
+	for k := g - 1; k >= g-anchorNear; k-- {
+		pred = max(pred, ps[k].t+(1+anchorSlack)*s*(ps[g].f-ps[k].f))
+	}
+	if ps[g].t-pred > j.beyond(s) {
+		return g - 1
+	}
+	return last
+}

@@ -107,6 +107,9 @@ type Figures struct {
 	// decode forward passes its PerForward sample times: from its anchor to its last token
 	// (0 for a sequence without a sample); nil when no sequence has one.
 	PerForwardPasses []int `json:"per_forward_passes,omitempty"`
+	// PerForwardTrail is, per sequence, the forward passes after the last mark its sample
+	// times (chunks at its end that arrived late: see scanEnd); nil when none.
+	PerForwardTrail []int `json:"per_forward_trail,omitempty"`
 	// PerForwardCounts counts the sequences of PerForward by what their forward indices
 	// rest on (the Counts constants: continuous usage, logprobs, the tokenizer, one token per
 	// chunk, chunks as forward passes).
@@ -210,9 +213,11 @@ type Window struct {
 	Start  time.Duration `json:"-"`
 	End    time.Duration `json:"-"`
 	// Ref is the reference sequence's index in Result.Sequences; Steps the forward passes
-	// PerStep times on it, ending with its last token.
+	// PerStep times on it, ending Trail forward passes before its last token (at its last
+	// consistent mark; Trail is 0 unless its last chunks arrived late).
 	Ref       int           `json:"-"`
 	Steps     int           `json:"steps"`
+	Trail     int           `json:"-"`
 	PerStep   time.Duration `json:"-"`
 	Endpoints time.Duration `json:"-"`
 	Fit       time.Duration `json:"-"`
@@ -225,6 +230,7 @@ type windowJSON struct {
 	EndMs       float64 `json:"end_ms"`
 	Ref         int     `json:"ref_sequence,omitempty"`
 	Steps       int     `json:"steps"`
+	Trail       int     `json:"trail_steps,omitempty"`
 	PerStepMs   float64 `json:"per_step_ms"`
 	EndpointsMs float64 `json:"endpoints_per_step_ms"`
 	FitMs       float64 `json:"fit_per_step_ms"`
@@ -233,7 +239,7 @@ type windowJSON struct {
 // MarshalJSON writes start_ms, end_ms, per_step_ms, endpoints_per_step_ms and
 // fit_per_step_ms in milliseconds.
 func (w Window) MarshalJSON() ([]byte, error) {
-	return json.Marshal(windowJSON{w.Valid, w.Reason, Ms(w.Start), Ms(w.End), w.Ref, w.Steps, Ms(w.PerStep), Ms(w.Endpoints), Ms(w.Fit)})
+	return json.Marshal(windowJSON{w.Valid, w.Reason, Ms(w.Start), Ms(w.End), w.Ref, w.Steps, w.Trail, Ms(w.PerStep), Ms(w.Endpoints), Ms(w.Fit)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -242,7 +248,7 @@ func (w *Window) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*w = Window{j.Valid, j.Reason, fromMs(j.StartMs), fromMs(j.EndMs), j.Ref, j.Steps, fromMs(j.PerStepMs), fromMs(j.EndpointsMs), fromMs(j.FitMs)}
+	*w = Window{j.Valid, j.Reason, fromMs(j.StartMs), fromMs(j.EndMs), j.Ref, j.Steps, j.Trail, fromMs(j.PerStepMs), fromMs(j.EndpointsMs), fromMs(j.FitMs)}
 	return nil
 }
 

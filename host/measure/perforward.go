@@ -115,7 +115,8 @@ func (f *Figures) countEvidence(q fullSeq) {
 // seqFigures are one full sequence's per-forward figures (0 when absent).
 type seqFigures struct {
 	headline, ends, fit time.Duration
-	passes              int     // forward passes the headline times: from the first consistent mark to the last
+	passes              int     // forward passes the headline times: from the first consistent mark to the last consistent one
+	trail               int     // forward passes after the last consistent mark (late chunks at the end)
 	skipped             int     // leading marks before the first consistent one
 	firstGap            float64 // first interval (from the first consistent mark) per forward / the fit's slope (0: no fit)
 	lastGap             float64 // last interval per forward / the fit's slope
@@ -166,8 +167,9 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	if a >= n-1 || bunched(s.Marks, q.fwd, a) {
 		return sf, "bunched"
 	}
-	sf.passes = int(math.Round(ps[n-1].f - ps[a].f))
-	sf.headline = time.Duration(math.Round((ps[n-1].t - ps[a].t) / (ps[n-1].f - ps[a].f)))
+	e := q.end
+	sf.passes, sf.trail = int(math.Round(ps[e].f-ps[a].f)), int(math.Round(ps[n-1].f-ps[e].f))
+	sf.headline = time.Duration(math.Round((ps[e].t - ps[a].t) / (ps[e].f - ps[a].f)))
 	// the robust fit over the marks the headline times
 	line, icpt, fitted := theilSen(ps[a:])
 	if n-a >= 3 && fitted && line > 0 {
@@ -195,6 +197,7 @@ func scanAll(fulls []fullSeq) jitter {
 	for i := range fulls {
 		if q := &fulls[i]; q.ps != nil {
 			q.con = scan(q.ps, j.tol, j.ref, nil)
+			q.end = scanEnd(q.ps, q.con.first, j)
 		}
 	}
 	return j
@@ -238,7 +241,8 @@ const lateSaid = 0.005
 func perForward(f *Figures, fulls []fullSeq, maxTok int, jit jitter) {
 	var heads, ends, fits []time.Duration
 	var firstRes, lastRes, lateness []float64
-	var skippedMarks []int
+	var skippedMarks, trailed []int
+	lateEnds := 0
 	oneChunk, oneToken, unverified, perChunkUnknown, bunchedSeqs, slowFirst, slowLast := 0, 0, 0, 0, 0, 0, 0
 	var endsOfSkipped, headsOfSkipped time.Duration
 	for _, q := range fulls {
@@ -267,6 +271,16 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int, jit jitter) {
 		}
 		if q.idx < len(f.PerForwardPasses) {
 			f.PerForwardPasses[q.idx] = sf.passes
+		}
+		if sf.trail > 0 {
+			if f.PerForwardTrail == nil {
+				f.PerForwardTrail = make([]int, f.Sequences)
+			}
+			if q.idx < len(f.PerForwardTrail) {
+				f.PerForwardTrail[q.idx] = sf.trail
+			}
+			lateEnds++
+			trailed = append(trailed, sf.trail)
 		}
 		f.countEvidence(q)
 		if sf.skipped > 0 {
@@ -305,6 +319,11 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int, jit jitter) {
 		f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late: their first chunk %+.1f ms (median) later than the chunks after it imply, beyond the cell's jitter (tolerance %.2f ms: %d × its robust deviation %.3f ms, within [%.0f %%, %.0f %%] of a forward pass) — held back (Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, a late first flush, a buffering proxy) or read late by the client; or forward passes that were faster before them: fwd is timed from each one's first consistent chunk (chunk %d, median), its forward passes counted from there; decode time / (tokens − 1) would read %+.1f %%",
 			len(skippedMarks), len(heads), (late-jit.offset)/1e6, jit.beyond(step)/1e6,
 			anchorK, jit.sigma/1e6, 100*anchorTolMin, 100*anchorTolMax, skippedMarks[len(skippedMarks)/2], 100*gap))
+	}
+	if lateEnds > 0 {
+		slices.Sort(trailed)
+		f.Checks = append(f.Checks, fmt.Sprintf("the last chunks of %d of %d sequences arrived late: later than the chunks before them imply, beyond the cell's jitter (read late by the client, or a delayed final flush; or a slower last step, which the client cannot tell apart): fwd ends at each one's last consistent chunk, %d forward pass(es) before its last token (median)",
+			lateEnds, len(heads), trailed[len(trailed)/2]))
 	}
 	if len(heads) > 0 && len(fits) == len(heads) {
 		fitCheck(f, slowFirst, slowLast)

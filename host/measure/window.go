@@ -19,6 +19,7 @@ type fullSeq struct {
 	counts string
 	ps     []point
 	con    consistency
+	end    int // the last consistent mark (scanEnd)
 }
 
 // span is the full-occupancy span of seqs (each with ≥ 1 mark): from the latest first mark
@@ -81,7 +82,8 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 	for k2 < n-1 && !ref.con.member[k2] {
 		k2++
 	}
-	w.Steps = int(math.Round(ref.fwd[n-1] - ref.fwd[k2]))
+	e := max(ref.end, k2)
+	w.Steps, w.Trail = int(math.Round(ref.fwd[e]-ref.fwd[k2])), int(math.Round(ref.fwd[n-1]-ref.fwd[e]))
 	if w.Steps == 0 {
 		w.Reason = "no forward pass inside the window"
 		return w
@@ -98,7 +100,7 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 		return w
 	}
 	w.Valid = true
-	w.PerStep = time.Duration(math.Round((ps[n-1].t - ps[k2].t) / (ps[n-1].f - ps[k2].f)))
+	w.PerStep = time.Duration(math.Round((ps[e].t - ps[k2].t) / (ps[e].f - ps[k2].f)))
 	pts := make([][]point, 0, len(seqs))
 	for _, s := range seqs {
 		var in []point
