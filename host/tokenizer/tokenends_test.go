@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -40,5 +41,34 @@ func TestTokenEnds(t *testing.T) {
 		if boundaries < len(ids)/2 {
 			t.Errorf("%q: only %d of %d token ends on a character boundary", text, boundaries, len(ids))
 		}
+	}
+}
+
+// A chat template that writes BOS, under a tokenizer whose encoding adds none: TemplateBOS is
+// its text and ApplyChatTemplateNoBOS leaves it out; when the tokenizer adds BOS itself
+// (TextSpecials), ApplyChatTemplateText already does and TemplateBOS is "".
+func TestTemplateBOS(t *testing.T) {
+	noPost := strings.Replace(tinyJSON, `"post_processor": {"type": "TemplateProcessing"`, `"post_processor": null, "unused": {"type": "TemplateProcessing"`, 1)
+	cfg := `{"bos_token": "<s>", "chat_template": "{{ bos_token }}{% for m in messages %}[{{ m['content'] }}]{% endfor %}"}`
+	tk, err := Load(writeTiny(t, map[string]string{"tokenizer.json": noPost, "tokenizer_config.json": cfg}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []Message{{Role: "user", Content: "abc"}}
+	if bos := tk.TemplateBOS(); bos != "<s>" {
+		t.Errorf("TemplateBOS %q, want <s>", bos)
+	}
+	if s, err := tk.ApplyChatTemplateNoBOS(msgs, true); err != nil || s != "[abc]" {
+		t.Errorf("without BOS: %q %v", s, err)
+	}
+	if s, _ := tk.ApplyChatTemplateText(msgs, true); s != "<s>[abc]" {
+		t.Errorf("text: %q", s)
+	}
+	withPost, err := Load(writeTiny(t, map[string]string{"tokenizer.json": tinyJSON, "tokenizer_config.json": cfg}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bos := withPost.TemplateBOS(); bos != "" {
+		t.Errorf("a tokenizer that adds BOS itself: TemplateBOS %q, want \"\"", bos)
 	}
 }
