@@ -171,6 +171,9 @@ type Figures struct {
 	// recording.ErrorKind (timeouts as "timeout:<which>").
 	Errors     []string       `json:"errors,omitempty"`
 	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
+	// ServerTimings is the server's own per-forward figure where it times each sequence in
+	// the stream (llama.cpp's "timings"); nil when no full sequence has them.
+	ServerTimings *ServerTimings `json:"server_timings,omitempty"`
 	// Header is the server-header figure; nil when the headers were absent.
 	Header *HeaderFigure `json:"header,omitempty"`
 	// Attainment is whether the B sequences decoded as one batch as the client's marks show
@@ -184,6 +187,49 @@ type Figures struct {
 	Hist *Histograms `json:"hist,omitempty"`
 
 	fitFlagged bool // a per-sequence check failed (the window's would repeat it)
+}
+
+// ServerTimings is the server's own timing of the full sequences, beside the client's
+// figures: per sequence, predicted_ms / (predicted_n − 1) — llama.cpp times from the first
+// token's sampling to the last's and counts every token decoded, the first included, so its
+// span holds predicted_n − 1 forward passes (its predicted_per_token_ms, over predicted_n,
+// reads (n − 1)/n low). Without speculative decoding only: with it, tokens are not forward
+// passes (Reason says so and PerForward is empty).
+type ServerTimings struct {
+	// Source names the server field ("llama.cpp timings").
+	Source string `json:"source"`
+	// PerForward has one sample per full sequence with timings of at least 2 tokens.
+	PerForward Summary `json:"per_forward"`
+	Reason     string  `json:"reason,omitempty"`
+}
+
+// serverTimings returns the ServerTimings of the full sequences, nil when none has timings.
+func serverTimings(fulls []fullSeq, chunkForwards bool) *ServerTimings {
+	var per []time.Duration
+	seen := false
+	for _, q := range fulls {
+		t := q.s.Timings
+		if !q.s.HasTimings {
+			continue
+		}
+		seen = true
+		if t.PredictedN >= 2 && t.PredictedMs > 0 {
+			per = append(per, time.Duration(math.Round(t.PredictedMs*1e6/float64(t.PredictedN-1))))
+		}
+	}
+	if !seen {
+		return nil
+	}
+	st := &ServerTimings{Source: "llama.cpp timings"}
+	switch {
+	case chunkForwards:
+		st.Reason = "speculative decoding (draft_tokens set): the server's timings count tokens, not forward passes"
+	case len(per) == 0:
+		st.Reason = "no sequence's timings span two tokens"
+	default:
+		st.PerForward = Summarize(per)
+	}
+	return st
 }
 
 // Partial reports that some of the B sequences were left out of the per-forward figures
@@ -358,6 +404,7 @@ func Compute(res *recording.Result, o Options) Figures {
 	windowCheck(&f)
 	f.Prompts = checkPrompts(res, o)
 	f.Header = headerFigure(res, o)
+	f.ServerTimings = serverTimings(fulls, o.ChunkForwards)
 	att := Attain(res, len(res.Sequences))
 	f.Attainment = &att
 	for i := range res.Sequences {

@@ -104,3 +104,23 @@ func TestComputeWithTheTokenizer(t *testing.T) {
 		t.Errorf("window %+v", with.Window)
 	}
 }
+
+// TestServerTimings: llama.cpp's timings of a sequence of n tokens span its n − 1 forward
+// passes after the first token; the figure divides by them, not by n.
+func TestServerTimings(t *testing.T) {
+	res := stream{B: 2, MaxTokens: 11, Step: 5 * time.Millisecond, Usage: "continuous"}.result()
+	for i := range res.Sequences {
+		res.Sequences[i].Timings, res.Sequences[i].HasTimings = sse.Timings{PredictedN: 11, PredictedMs: 50}, true
+	}
+	f := Compute(res, Options{})
+	if st := f.ServerTimings; st == nil || st.PerForward.N != 2 || st.PerForward.Mean != 5*time.Millisecond || st.Reason != "" {
+		t.Errorf("server timings %+v, want 2 × 5 ms", st)
+	}
+	if st := Compute(res, Options{ChunkForwards: true}).ServerTimings; st == nil || st.PerForward.N != 0 || !strings.Contains(st.Reason, "speculative") {
+		t.Errorf("with chunk forwards: %+v", st)
+	}
+	res.Sequences[0].HasTimings, res.Sequences[1].HasTimings = false, false
+	if st := Compute(res, Options{}).ServerTimings; st != nil {
+		t.Errorf("without timings: %+v", st)
+	}
+}

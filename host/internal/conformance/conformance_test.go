@@ -90,7 +90,7 @@ var one = &[2][]int{{1000}, {8}}
 func rows() []row {
 	rs := []row{
 		{name: "baseline"},
-		{name: "dialect-llamacpp", engine: func(c *engine.Config) { c.Dialect = engine.DialectLlamaCpp }},
+		{name: "dialect-llamacpp", engine: func(c *engine.Config) { c.Dialect = engine.DialectLlamaCpp }, check: serverTimings},
 		{name: "dialect-sglang", engine: func(c *engine.Config) { c.Dialect = engine.DialectSGLang }},
 		{name: "metrics-fwd-vllm", check: metricsFwd},
 		{name: "metrics-fwd-sglang", engine: func(c *engine.Config) { c.Dialect = engine.DialectSGLang }, check: metricsFwd},
@@ -637,6 +637,22 @@ func metricConstant(d time.Duration) func(*testing.T, *report.Cell, *cellTruth) 
 		if !inWarnings(c, "metrics fwd") {
 			t.Errorf("%s: metrics fwd %.3f ms against a client fwd of %.3f ms, and no warning names it: %q", c.Cell.Key(), ms(c.Server.Steps.StepTime), ms(c.Figures.PerForward.Mean), c.Warnings)
 		}
+	}
+}
+
+// serverTimings: llama.cpp's own timings of each sequence (its final chunk's "timings") give
+// the server's figure, within the tolerance of the engine's truth over all of each
+// sequence's forward passes.
+func serverTimings(t *testing.T, c *report.Cell, tr *cellTruth) {
+	t.Helper()
+	allTokens(t, c, tr)
+	st := c.Figures.ServerTimings
+	if st == nil || st.PerForward.N != tr.normal {
+		t.Errorf("%s: server timings %+v, want one per sequence (%d)", c.Cell.Key(), st, tr.normal)
+		return
+	}
+	if rel := ms(st.PerForward.Mean)/tr.perForward - 1; math.Abs(rel) > tolerance {
+		t.Errorf("%s: the server's timings read %.3f ms per forward pass, %+.2f %% off the engine's %.3f ms", c.Cell.Key(), ms(st.PerForward.Mean), 100*rel, tr.perForward)
 	}
 }
 
