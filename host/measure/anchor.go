@@ -37,10 +37,15 @@ import (
 // N forward passes is then at most the tolerance / N forward passes (0.25 / 47 ≈ 0.5 % at
 // max_tokens 48, at the cap).
 //
-// Limits: the last anchorSlopeW/2 chunks are taken to be on time (a stream whose held-back
-// chunks reach its end has nothing on time to judge them by), and a run of steps that got
-// slower without a slow step between (a batch growing by decode-only joins) makes the chunks
-// before it look late: the figure then starts after them and the warning says so.
+// A leading run of chunks the scan found late is kept when it is a stream of its own — at least
+// three chunks keeping at least half a step's pace among themselves, consistent with the first
+// consistent chunk at that pace (leadingRegime): steps that were faster before (a lighter
+// batch, a host that got busier) look late against the chunks after them; held-back chunks
+// arrive compressed, a fraction of a step apart.
+//
+// Limits: the last anchorNear chunks are taken to be on time (a stream whose held-back chunks
+// reach its end has nothing on time to judge them by), and one or two chunks before a slowdown
+// look late: the figure then starts after them and the warning says so.
 const (
 	// anchorNear is how many of the nearest predicting chunks predict a chunk's arrival
 	// (the earliest counts).
@@ -57,6 +62,10 @@ const (
 	// k × anchorSlack of a step more, while a chunk held back is late by the same amount
 	// whatever the distance.
 	anchorSlack = 0.03
+	// anchorRegime and anchorRegimeMin: a leading run of at least anchorRegime marks the scan
+	// found late is kept when it keeps a pace of its own of at least anchorRegimeMin of the
+	// local forward pass after it (see leadingRegime).
+	anchorRegime, anchorRegimeMin = 3, 0.5
 	// anchorK is the tolerance in robust standard deviations of the residual.
 	anchorK = 3
 	// anchorTolMin and anchorTolMax bound the tolerance, as fractions of the local forward
@@ -133,7 +142,43 @@ func scan(ps []point, tol, refTol func(slope float64) float64, resid *[]float64)
 			c.first = a
 		}
 	}
+	if first, ok := leadingRegime(ps, c.first, tol, refTol); ok {
+		for i := first; i < c.first; i++ {
+			c.member[i] = true
+		}
+		c.first = first
+	}
 	return c
+}
+
+// leadingRegime judges the marks before first, which the scan found late, as a stream of
+// their own: when there are at least anchorRegime of them and they keep a pace (from the first
+// mark to first, per forward pass) of at least anchorRegimeMin of the local forward pass after
+// first, they are
+// scanned again on their own (scan over ps[:first+1], whose local forward passes are then
+// theirs), and the first consistent mark of that scan is returned with ok. Steps that were
+// faster before (a lighter batch, a host that got busier) look late against the chunks after
+// them, but keep a step's pace among themselves; chunks held back arrive compressed, at a
+// fraction of it, and a late first chunk or two have no pace of their own to show.
+func leadingRegime(ps []point, first int, tol, refTol func(float64) float64) (int, bool) {
+	if first < anchorRegime || first+1 >= len(ps) {
+		return 0, false
+	}
+	var after []float64
+	for i := first + 1; i < len(ps) && len(after) < anchorSlopeW; i++ {
+		if df := ps[i].f - ps[i-1].f; df > 0 {
+			after = append(after, (ps[i].t-ps[i-1].t)/df)
+		}
+	}
+	df := ps[first].f - ps[0].f
+	if len(after) == 0 || df <= 0 {
+		return 0, false
+	}
+	// the pace over the whole run, first to last: a read late inside it leaves it as it was
+	if rho, s := (ps[first].t-ps[0].t)/df, median(after); rho <= 0 || rho < anchorRegimeMin*s {
+		return 0, false
+	}
+	return scan(ps[:first+1], tol, refTol, nil).first, true
 }
 
 // localPass returns the median time per forward pass between the pairs of marks idx (indices

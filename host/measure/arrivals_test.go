@@ -28,6 +28,10 @@ type world struct {
 	StallP    float64 // probability of a slow step…
 	StallX    float64 // …that many times its duration
 	Stagger   int     // sequences start up to this many steps apart
+	// RampSteps > 0: the first RampSteps steps are Ramp faster (relative) than the rest — a
+	// batch that grew by joins without prefill, a host that got busier mid-stream.
+	RampSteps int
+	Ramp      float64
 	Chunk3    bool    // chunks of 1–3 tokens (else 1)
 	Routed    bool    // a stream (and a reader) per sequence, else one for all
 	// Holds: BunchK > 0 holds each sequence's first BunchK chunks until the last of them is
@@ -63,6 +67,9 @@ func (w world) build() (*recording.Result, []truth) {
 		d := w.Step * (1 + w.Grow*float64(j)) * (1 + w.CV*rng.NormFloat64())
 		if rng.Float64() < w.StallP {
 			d *= w.StallX
+		}
+		if j < w.RampSteps {
+			d *= 1 - w.Ramp
 		}
 		t += max(d, 0.2*w.Step)
 		clock[j] = t
@@ -179,6 +186,9 @@ func randomWorld(seed uint64) world {
 	if rng.IntN(3) == 0 {
 		w.Stagger = 1 + rng.IntN(10)
 	}
+	if rng.IntN(4) == 0 {
+		w.RampSteps, w.Ramp = 5+rng.IntN(26), []float64{0.1, 0.2, 0.3}[rng.IntN(3)]
+	}
 	w.Chunk3 = rng.IntN(3) == 0
 	w.Routed = rng.IntN(2) == 0
 	switch rng.IntN(4) {
@@ -239,7 +249,9 @@ func (x truth) lateness() (excess []float64, spread float64, held int) {
 //     to see);
 //   - of the cells none of whose first chunks was late by more than anchorTolMin of a step,
 //     at most 0.2 % are said to have started late (step noise of 3 % can make a first step
-//     look that much shorter than those after it).
+//     look that much shorter than those after it) — leaving out those where a sequence has
+//     one to anchorRegime chunks in steps that were faster than the rest, which look late
+//     (the estimator's documented limit).
 func TestEstimatorOnGeneratedArrivals(t *testing.T) {
 	const cells = 600
 	judged, hiddenCells, anchorsOK, anchorsN, falseLate := 0, 0, 0, 0, 0
@@ -248,7 +260,7 @@ func TestEstimatorOnGeneratedArrivals(t *testing.T) {
 		res, tr := w.build()
 		f := Compute(res, Options{})
 		name := fmt.Sprintf("seed %d %+v", seed, w)
-		lastOnTime, firstLate, invisible, timed := true, false, false, 0
+		lastOnTime, firstLate, invisible, ambiguous, timed := true, false, false, false, 0
 		var truthSum float64
 		for i := range w.B {
 			x := tr[i]
@@ -260,6 +272,15 @@ func TestEstimatorOnGeneratedArrivals(t *testing.T) {
 				}
 			}
 			firstLate = firstLate || excess[0] > anchorTolMin*w.Step
+			// one or two chunks before the steps slowed down look like a late start (a limit:
+			// they have no pace of their own to show)
+			inRamp := 0
+			for _, k := range x.last {
+				if x.start+k < w.RampSteps {
+					inRamp++
+				}
+			}
+			ambiguous = ambiguous || inRamp > 0 && inRamp <= anchorRegime
 			k := 0
 			if i < len(f.PerForwardPasses) {
 				k = f.PerForwardPasses[i]
@@ -338,7 +359,7 @@ func TestEstimatorOnGeneratedArrivals(t *testing.T) {
 				}
 			}
 		}
-		if !firstLate && strings.Contains(strings.Join(f.Checks, "|"), "first chunks of") {
+		if !firstLate && !ambiguous && strings.Contains(strings.Join(f.Checks, "|"), "first chunks of") {
 			falseLate++
 			t.Logf("%s: no first chunk late, but %q", name, f.Checks)
 		}

@@ -62,6 +62,12 @@ type row struct {
 	expect func(r row, c *report.Cell, tr *cellTruth) expectation
 	// failing lets cells fail without figures (the row's check says how they fail).
 	failing bool
+	// plain keeps the engine's own chunking: without it every chunk is merged with its
+	// choice's next with probability 0.15 (quirk coalesce, about 1.18 tokens per chunk), so
+	// that every row's figures also depend on counting each chunk's tokens, not its chunks.
+	// Rows whose behaviour is the chunking (tokens per chunk, speculative decoding, one token
+	// per chunk), or that fail before any cell, keep it plain.
+	plain bool
 }
 
 // expectation is what a cell must show of its two headline figures: "" = present (and
@@ -99,11 +105,11 @@ func rows() []row {
 			genload: shape(config.ModeRouted, config.FormatText), check: metricsFwd}, // TGI: strings only, ≤ 4 prompts
 		{name: "zero-usage", quirks: "zero-usage", check: allTokens},
 		{name: "no-usage", quirks: "no-usage", check: allTokens},
-		{name: "no-usage-2-per-chunk", quirks: "no-usage,tokens-per-chunk=2", check: allTokens},
+		{name: "no-usage-2-per-chunk", plain: true, quirks: "no-usage,tokens-per-chunk=2", check: allTokens},
 		{name: "usage-every-chunk", quirks: "usage-every-chunk", check: allTokens},
-		{name: "tokens-per-chunk-2", quirks: "tokens-per-chunk=2", check: allTokens},
-		{name: "stream-interval-3", engine: func(c *engine.Config) { c.StreamInterval = 3 }, check: allTokens},
-		{name: "coalesce-0.2", quirks: "coalesce=0.2", check: allTokens},
+		{name: "tokens-per-chunk-2", plain: true, quirks: "tokens-per-chunk=2", check: allTokens},
+		{name: "stream-interval-3", plain: true, engine: func(c *engine.Config) { c.StreamInterval = 3 }, check: allTokens},
+		{name: "coalesce-0.2", plain: true, quirks: "coalesce=0.2", check: allTokens},
 		{name: "late-first-chunk-40ms", quirks: "late-first-chunk=40ms", check: allTokens},
 		{name: "empty-first-chunk", quirks: "empty-first-chunk", check: allTokens},
 		{name: "separate-finish", quirks: "separate-finish", check: allTokens},
@@ -112,13 +118,13 @@ func rows() []row {
 		{name: "early-stop-5", quirks: "early-stop=5", check: partialWhenAbnormal},
 		{name: "ignore-max-tokens-3", quirks: "ignore-max-tokens=3", check: partialWhenAbnormal},
 		// The token-count probe sends n = 2 before the first cell: the run fails there, naming mode.
-		{name: "ignore-n", quirks: "ignore-n", genload: func(c *config.Config) { c.Mode = config.ModeN }, checkRun: namesSettings("ignore n", "mode")},
+		{name: "ignore-n", plain: true, quirks: "ignore-n", genload: func(c *config.Config) { c.Mode = config.ModeN }, checkRun: namesSettings("ignore n", "mode")},
 		{name: "truncate-600", quirks: "truncate=600", check: truncated(600)},
 		{name: "no-model-len", quirks: "no-model-len", check: allTokens},
 		{name: "add-bos-text", quirks: "add-bos", genload: func(c *config.Config) { c.Prompt.Format = config.FormatText }, check: exactPrompts},
 		{name: "server-template-text", quirks: "server-template", genload: func(c *config.Config) { c.Prompt.Format = config.FormatText }, check: exactPrompts},
-		{name: "strings-only", quirks: "strings-only", genload: shape(config.ModeArray, config.FormatTokens), checkRun: namesSettings("prompt.format", "mode")},
-		{name: "strings-only-routed", quirks: "strings-only", genload: shape(config.ModeRouted, config.FormatTokens), checkRun: namesSettings("prompt.format")},
+		{name: "strings-only", plain: true, quirks: "strings-only", genload: shape(config.ModeArray, config.FormatTokens), checkRun: namesSettings("prompt.format", "mode")},
+		{name: "strings-only-routed", plain: true, quirks: "strings-only", genload: shape(config.ModeRouted, config.FormatTokens), checkRun: namesSettings("prompt.format")},
 		{name: "strings-only-auto", quirks: "strings-only", genload: shape("auto", "auto"), check: allTokens},
 		{name: "no-metrics", quirks: "no-metrics", check: attainmentUnknown},
 		{name: "late-histogram", quirks: "late-histogram", check: metricsFwdOnFirstCell},
@@ -130,7 +136,7 @@ func rows() []row {
 				}
 				return defaultExpect(r, c, tr)
 			}},
-		{name: "spec-decoding-k3", engine: func(c *engine.Config) { c.SpecTokens, c.SpecAcceptance = 3, 0.7 },
+		{name: "spec-decoding-k3", plain: true, engine: func(c *engine.Config) { c.SpecTokens, c.SpecAcceptance = 3, 0.7 },
 			genload: func(c *config.Config) { c.DraftTokens, c.MaxTokens = 3, 96 }}, // ≈ 2 tokens per forward: 96 tokens for ≈ 45 steps
 		{name: "routed-2-servers", servers: 2, check: allTokens},
 		{name: "routed-2-servers-metrics", servers: 2, check: scrapedEach},
@@ -141,9 +147,9 @@ func rows() []row {
 		// whole cell unverified, so the probe asks for logprobs and the 7 others are timed.
 		{name: "zero-usage-early-stop", quirks: "zero-usage,early-stop=5", check: partialWhenAbnormal},
 		{name: "routed-2-servers-one-truncates", servers: 2, lastQuirks: "truncate=600", check: truncatedOn(1, 600)},
-		{name: "hdr-fwd-spec-decoding-k3", engine: func(c *engine.Config) { c.SpecTokens, c.SpecAcceptance = 3, 0.7 },
+		{name: "hdr-fwd-spec-decoding-k3", plain: true, engine: func(c *engine.Config) { c.SpecTokens, c.SpecAcceptance = 3, 0.7 },
 			genload: func(c *config.Config) { c.DraftTokens, c.MaxTokens = 3, 96 }, check: headerFwd},
-		{name: "stall-20", quirks: "stall=20", checkRun: stallDetected, check: stallCell, timeout: 20 * time.Second, failing: true,
+		{name: "stall-20", plain: true, quirks: "stall=20", checkRun: stallDetected, check: stallCell, timeout: 20 * time.Second, failing: true,
 			genload: func(c *config.Config) { c.Timeouts.StallMin.Duration = time.Second }},
 		{name: "body-limit-20000", quirks: "body-limit=20000", check: bodyLimit(20000), failing: true},
 	}
@@ -165,13 +171,16 @@ func rows() []row {
 		// Usage only as the request's total (no continuous usage, no logprobs): 3 of 8
 		// sequences finish with no token, or one stops after 3, and the chunks with text
 		// equal the total — one token each, so the others are counted exactly.
-		row{name: "usage-total-only-zero-token", quirks: "usage-total-only,zero-token=0.375", cells: one, check: countedBy(measure.CountsOnePerChunk)},
-		row{name: "usage-total-only-early-stop", quirks: "usage-total-only,early-stop=3", cells: one, check: countedBy(measure.CountsOnePerChunk)},
+		row{name: "usage-total-only-zero-token", plain: true, quirks: "usage-total-only,zero-token=0.375", cells: one, check: countedBy(measure.CountsOnePerChunk)},
+		row{name: "usage-total-only-early-stop", plain: true, quirks: "usage-total-only,early-stop=3", cells: one, check: countedBy(measure.CountsOnePerChunk)},
 		// ollama 0.6.8's OpenAI layer: text prompts, routed, 1–3 tokens per chunk, the total
 		// only at the end: the per-chunk counts come from re-encoding the text with the model's
 		// tokenizer.
-		row{name: "ollama-tokenizer", engine: func(c *engine.Config) { c.Dialect = engine.DialectOllama },
+		row{name: "ollama-tokenizer", plain: true, engine: func(c *engine.Config) { c.Dialect = engine.DialectOllama },
 			genload: shape(config.ModeRouted, config.FormatText), check: countedBy(measure.CountsTokenizer)},
+		// Chunked prefill: eight prompts of 1,000 tokens in steps of 2,048, the first tokens
+		// staggered over four steps each carrying another prefill chunk: not a late start.
+		row{name: "chunked-prefill", engine: func(c *engine.Config) { c.MaxNumBatchedTokens = 2048 }, cells: one, check: notLate},
 		// A server metric that echoes a constant: the client's figures hold, the metric
 		// reads the constant.
 		row{name: "metric-constant-10ms", quirks: "metric-constant=10ms", cells: one, check: metricConstant(10 * time.Millisecond)},
@@ -240,6 +249,9 @@ func runRow(t *testing.T, r row, tok *tokenizer.Tokenizer) (*run.Result, string,
 		ecfg.Seed = 42
 		ecfg.VocabSize = max(ecfg.VocabSize, tok.VocabSize())
 		list := "hide-truth," + r.quirks
+		if !r.plain {
+			list += ",coalesce=0.15"
+		}
 		if i == max(r.servers, 1)-1 && r.lastQuirks != "" {
 			list += "," + r.lastQuirks
 		}
@@ -653,6 +665,15 @@ func serverTimings(t *testing.T, c *report.Cell, tr *cellTruth) {
 	}
 	if rel := ms(st.PerForward.Mean)/tr.perForward - 1; math.Abs(rel) > tolerance {
 		t.Errorf("%s: the server's timings read %.3f ms per forward pass, %+.2f %% off the engine's %.3f ms", c.Cell.Key(), ms(st.PerForward.Mean), 100*rel, tr.perForward)
+	}
+}
+
+// notLate: allTokens, and no warning that the first chunks arrived late.
+func notLate(t *testing.T, c *report.Cell, tr *cellTruth) {
+	t.Helper()
+	allTokens(t, c, tr)
+	if inWarnings(c, "first chunks of") {
+		t.Errorf("%s: a staggered start called late: %q", c.Cell.Key(), c.Warnings)
 	}
 }
 
