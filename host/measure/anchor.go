@@ -37,6 +37,10 @@ import (
 // N forward passes is then at most the tolerance / N forward passes (0.25 / 47 ≈ 0.5 % at
 // max_tokens 48, at the cap).
 //
+// The first consistent chunk is moved past the chunks read together with it (within a quarter
+// of a forward pass of the next): a read takes whatever has arrived, so the first of a read
+// was read the latest, and the last of it is the least late.
+//
 // A leading run of chunks the scan found late is kept when it is a stream of its own — at least
 // three chunks keeping at least half a step's pace among themselves, consistent with the first
 // consistent chunk at that pace (leadingRegime): steps that were faster before (a lighter
@@ -147,6 +151,15 @@ func scan(ps []point, tol, refTol func(slope float64) float64, resid *[]float64)
 			c.member[i] = true
 		}
 		c.first = first
+	}
+	// a first chunk read together with the next (within a quarter of a forward pass) was
+	// read late, as a read takes whatever has arrived: the timing starts at the last chunk of
+	// that read, the least late of it
+	if s := medianPass(ps[c.first:min(c.first+anchorSlopeW+1, n)]); s > 0 {
+		for c.first+1 < n-anchorNear && ps[c.first+1].t-ps[c.first].t < anchorTolMax*s*(ps[c.first+1].f-ps[c.first].f) {
+			c.first++
+			c.member[c.first] = true
+		}
 	}
 	return c
 }
