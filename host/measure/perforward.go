@@ -28,20 +28,13 @@ const (
 	CountsOnePerChunk = "one_per_chunk"
 )
 
-// forwardIndex returns each mark's forward index (see Figures) and the evidence it rests on
+// forwardIndexTok returns each mark's forward index (see Figures) and the evidence it rests on
 // (a Counts constant), nil and "" when unknown: with chunkForwards the mark index; else the
 // cumulative exact token deltas minus the first mark's, when every mark has one (and they sum
 // to an exact count, if there is one); else the mark index when an exact count equals the
-// number of marks (one token per chunk).
-func forwardIndex(s *recording.Sequence, chunkForwards bool) ([]float64, string) {
-	f, ev, _ := forwardIndexTok(s, chunkForwards, nil)
-	return f, ev
-}
-
-// forwardIndexTok is forwardIndex, with the model's tokenizer as the last resort: an exact
-// count over chunks of unknown counts gets its per-chunk counts from re-encoding the text
-// (chunkTokensByTokenizer) when tok is not nil; why is that attempt's outcome ("" when not
-// tried).
+// number of marks (one token per chunk); else, as the last resort when tok is not nil, the
+// per-chunk counts of re-encoding the text with the model's tokenizer under an exact count
+// (chunkTokensByTokenizer), why being that attempt's outcome ("" when not tried).
 func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder) (fwd []float64, evidence, why string) {
 	n := s.Marks.Len()
 	idx := func() []float64 {
