@@ -88,24 +88,6 @@ func (m *Marks) clearTokens() {
 	}
 }
 
-// SetTokens sets mark k's Tokens to t (−1 ≤ t; a value that does not fit a word moves the
-// mark to the side list), for a caller that derived the chunk's token delta itself.
-func (m *Marks) SetTokens(k int, t int32) {
-	mk := m.Get(k)
-	mk.Tokens = t
-	if w := m.w[k]; w>>textShift&textMask == textMask {
-		m.x[w&atMask] = mk
-		return
-	}
-	at, text := int64(mk.At), mk.Text
-	if t >= -1 && t < 254 {
-		m.w[k] = uint64(at) | uint64(text)<<textShift | uint64(t+1)<<tokShift
-		return
-	}
-	m.w[k] = uint64(len(m.x)) | textMask<<textShift | 255<<tokShift
-	m.x = append(m.x, mk)
-}
-
 // Len returns the number of marks.
 func (m Marks) Len() int { return len(m.w) }
 
