@@ -121,7 +121,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	// The phases are separate functions, the rare paths kept out of line, so that the frames
 	// under a blocked read stay small: with them one goroutine per stream fits a 4 KiB stack
 	// instead of 8 KiB (2 MB less at 512 streams).
-	out.Err, out.Status, out.Done, out.HasUsage, out.Usage, out.Headers = nil, 0, false, false, sse.Usage{}, nil
+	out.Err, out.Status, out.Done, out.HasUsage, out.Usage, out.Headers, out.Write = nil, 0, false, false, sse.Usage{}, nil, 0
 	ab.reset()
 	if ctx.Err() != nil {
 		out.Err = &RequestError{Kind: KindCanceled, URL: out.URL, Err: ctx.Err()}
@@ -137,6 +137,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	}
 	out.Header = time.Since(start)
 	out.End = out.Header
+	out.Write = c.writeTime(resp, sent)
 	out.Status = resp.StatusCode()
 	body := resp.BodyStream()
 	defer resp.CloseBodyStream()
@@ -161,6 +162,21 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 		notUnderstood(resp, d, ab, out)
 	}
 	return seqs, retry, 0
+}
+
+// writeTime returns how long the request sent at sent took to write: until the last write of
+// the connection resp came on returned (0 when the connection is not known).
+//
+//go:noinline
+func (c *Client) writeTime(resp *fasthttp.Response, sent time.Time) time.Duration {
+	tc, ok := c.conns.get(resp.LocalAddr()).(*trackedConn)
+	if !ok {
+		return 0
+	}
+	if at := tc.wroteAt(); at.After(sent) {
+		return at.Sub(sent)
+	}
+	return 0
 }
 
 // roundTrip sends req and reads the response headers under the header-phase deadline: the

@@ -3,6 +3,8 @@ package dispatch
 import (
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // request's connection can get its read deadline replaced and so that a canceled
@@ -17,6 +19,27 @@ type trackedConn struct {
 	set  *connSet
 	key  net.Addr
 	once sync.Once
+	// wrote is when the last Write returned, as an offset from writeBase (ns); read after a
+	// request's round trip for its Request.Write.
+	wrote atomic.Int64
+}
+
+// writeBase is the origin of trackedConn.wrote (monotonic).
+var writeBase = time.Now()
+
+// Write writes to the connection and records when it returned.
+func (t *trackedConn) Write(b []byte) (int, error) {
+	n, err := t.Conn.Write(b)
+	t.wrote.Store(int64(time.Since(writeBase)))
+	return n, err
+}
+
+// wroteAt returns when the last Write returned (the zero Time before any).
+func (t *trackedConn) wroteAt() time.Time {
+	if w := t.wrote.Load(); w > 0 {
+		return writeBase.Add(time.Duration(w))
+	}
+	return time.Time{}
 }
 
 func (t *trackedConn) Close() error {

@@ -34,14 +34,21 @@ func (p *call) want() int { return len(p.prompts) * p.n }
 // (Options.Retries, RetryDelay); a warmup plan (p.Warmup) also retries an in-stream error with
 // code 429 or ≥ 500.
 //
+// Result.Client records the client's own load: the time to build the bodies, each request's
+// write time (Request.Write) against its TTFT, the process's CPU share and the scheduler's
+// latency while the streams ran (recording.ClientLoad.Bottleneck says when they limited the
+// figures).
+//
 // Canceling ctx aborts the streams at once (Kind KindCanceled) and closes every
 // connection of the Client, including idle ones. After [DONE] a stream is read to its
 // end so that its connection can be reused; TotalTimeout bounds that too.
 func (c *Client) Do(ctx context.Context, p *cell.Plan) (*Result, error) {
+	tb := time.Now()
 	ps, err := c.calls(p)
 	if err != nil {
 		return nil, err
 	}
+	build := time.Since(tb)
 	defer c.putBufs(ps)
 	mode := p.Shape
 	if mode == "" {
@@ -87,6 +94,7 @@ func (c *Client) Do(ctx context.Context, p *cell.Plan) (*Result, error) {
 	})
 	defer stop()
 
+	load := startLoad()
 	res.Start = time.Now()
 	var wg sync.WaitGroup
 	for i := range ps {
@@ -97,6 +105,7 @@ func (c *Client) Do(ctx context.Context, p *cell.Plan) (*Result, error) {
 		}()
 	}
 	wg.Wait()
+	load.finish(res, build)
 	for i := range aborts {
 		if aborts[i].stall != nil {
 			stallPool.Put(aborts[i].stall)

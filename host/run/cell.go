@@ -162,6 +162,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	}
 	if res != nil {
 		addRetries(&rec, res.Retried(), false)
+		rec.Client = &res.Client
 	}
 	if err == nil && r.router != nil {
 		err = r.router.Complete(ctx, completions(res, plan.Lengths.Each))

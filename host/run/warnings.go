@@ -65,6 +65,9 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 		ws = append(ws, rec.Server.Notes()...)
 	}
 	ws = append(ws, attainmentWarnings(cfg, cell, rec)...)
+	if w := rec.Client.Bottleneck(f.ITL.P50); w != "" { // first: the figures and warnings above are then the client's
+		ws = append([]string{w}, ws...)
+	}
 	if !f.Window.Valid && f.Window.Reason != "" {
 		ws = append(ws, "no full-batch figure: "+f.Window.Reason)
 	}
