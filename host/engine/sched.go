@@ -162,9 +162,9 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		s.step++
 		prevEnd = time.Now()
 		actual := prevEnd.Sub(stepStart) // the measured wall duration (≈ wall on average)
-		s.e.metrics.observeStep(shape, sim, actual)
+		s.e.metrics.observeStep(shape, sim, wall, actual)
 		if s.cfg.StepLog != nil {
-			s.logStep(prevEnd, batch, shape, sim, actual, noise)
+			s.logStep(prevEnd, batch, shape, sim, wall, actual, noise)
 		}
 		s.commit(batch, prevEnd)
 		s.e.metrics.setQueue(len(s.running), len(s.waiting), s.kv, s.cfg.BlockSize)

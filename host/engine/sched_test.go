@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +177,71 @@ func TestStartAndClose(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Errorf("second close: %v", err)
 	}
+}
+
+// The engine records how far each step ran past its plan: the step log's planned_ms is
+// fwd_ms × the time scale, /metrics sums the planned time and the overruns (max(0, wall −
+// planned), the same steps as the log), and the ratio histogram counts every step. A
+// non-sleeping engine plans nothing and records no overrun.
+func TestStepOverrunRecord(t *testing.T) {
+	log := &logtest.LockedBuffer{}
+	_, srv := newTestEngine(t, func(c *Config) { c.StepLog = log; c.TimeScale = 0.1 })
+	post(t, srv.URL+"/v1/completions", `{"prompt":[1,2,3],"max_tokens":8,"ignore_eos":true}`)
+	var planned, over float64
+	lines := logtest.Lines(log.String())
+	for _, l := range lines {
+		p, fwd, wall := l.Float(t, "planned_ms"), l.Float(t, "fwd_ms"), l.Float(t, "wall_ms")
+		if math.Abs(p-fwd*0.1) > 0.0015 {
+			t.Errorf("planned_ms %.3f, want fwd_ms %.3f × 0.1", p, fwd)
+		}
+		planned += p / 1e3
+		over += max(0, wall-p) / 1e3
+	}
+	m := metricsText(t, srv.URL)
+	gotP, gotO := metricValue(t, m, "genload_engine_step_planned_seconds_total"), metricValue(t, m, "genload_engine_step_overrun_seconds_total")
+	// the log rounds each step to 1 µs
+	if tol := 2e-6 * float64(len(lines)); math.Abs(gotP-planned) > tol || math.Abs(gotO-over) > tol {
+		t.Fatalf("metrics planned %.6f s, overrun %.6f s; the log's %d steps: %.6f s, %.6f s", gotP, gotO, len(lines), planned, over)
+	}
+	if c := metricValue(t, m, "genload_engine_step_overrun_ratio_count"); int(c) != len(lines) || len(lines) != 8 {
+		t.Fatalf("overrun histogram counts %v steps, the log has %d (want 8)", c, len(lines))
+	}
+
+	log0 := &logtest.LockedBuffer{}
+	_, fast := newTestEngine(t, func(c *Config) { c.StepLog = log0 })
+	post(t, fast.URL+"/v1/completions", `{"prompt":[1,2,3],"max_tokens":4,"ignore_eos":true}`)
+	if strings.Contains(log0.String(), "planned_ms") {
+		t.Errorf("time scale 0: the step log plans steps:\n%s", log0.String())
+	}
+	m = metricsText(t, fast.URL)
+	if v := metricValue(t, m, "genload_engine_step_planned_seconds_total"); v != 0 {
+		t.Errorf("time scale 0: planned %v s, want 0", v)
+	}
+}
+
+func metricsText(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// metricValue returns the value of the unlabelled series name in a metrics text.
+func metricValue(t *testing.T, text, name string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("metrics lack %s", name)
+	return 0
 }
