@@ -137,7 +137,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	}
 	out.Header = time.Since(start)
 	out.End = out.Header
-	out.Write = c.writeTime(resp, sent)
+	out.Write = c.writeTime(resp)
 	out.Status = resp.StatusCode()
 	body := resp.BodyStream()
 	defer resp.CloseBodyStream()
@@ -164,19 +164,17 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	return seqs, retry, 0
 }
 
-// writeTime returns how long the request sent at sent took to write: until the last write of
-// the connection resp came on returned (0 when the connection is not known).
+// writeTime returns how long the request just sent took to write on the connection resp came
+// on: from the start of its first write to the return of its last (connecting, before it, is
+// left out); 0 when the connection is not known.
 //
 //go:noinline
-func (c *Client) writeTime(resp *fasthttp.Response, sent time.Time) time.Duration {
+func (c *Client) writeTime(resp *fasthttp.Response) time.Duration {
 	tc, ok := c.conns.get(resp.LocalAddr()).(*trackedConn)
 	if !ok {
 		return 0
 	}
-	if at := tc.wroteAt(); at.After(sent) {
-		return at.Sub(sent)
-	}
-	return 0
+	return tc.writeSpan()
 }
 
 // roundTrip sends req and reads the response headers under the header-phase deadline: the

@@ -59,6 +59,9 @@ func (p *loadProbe) finish(res *Result, build time.Duration) {
 		}
 	}
 	l.WriteShare, l.WriteRequest = writeShare(res)
+	if l.WriteRequest >= 0 {
+		l.Write = res.Requests[l.WriteRequest].Write
+	}
 }
 
 // histQuantile returns the upper bound of the bucket holding the q-quantile of counts

@@ -16,8 +16,9 @@ type ClientLoad struct {
 	// WriteShare is the largest, over the requests that streamed a token, of Request.Write
 	// divided by the request's time to its first token (first mark − Sent); WriteRequest is
 	// that request's index (−1 when no request streamed a token).
-	WriteShare   float64 `json:"write_share"`
-	WriteRequest int     `json:"write_request"`
+	WriteShare   float64       `json:"write_share"`
+	WriteRequest int           `json:"write_request"`
+	Write        time.Duration `json:"write_ns"` // that request's Request.Write
 	// CPU is the user+system CPU of the whole process (getrusage RUSAGE_SELF) from
 	// Result.Start to the end of the last stream, Wall that span, and Cores the cores it could
 	// use (min(GOMAXPROCS, CPUs)); CPUShare = CPU / (Wall × Cores).
@@ -34,8 +35,10 @@ type ClientLoad struct {
 
 // Thresholds of ClientLoad.Bottleneck.
 const (
-	// BottleneckWriteShare: writing a request's body took more than 1 % of its TTFT.
+	// BottleneckWriteShare: writing a request's body took more than 1 % of its TTFT, and at
+	// least BottleneckWrite (a shorter write is the system call itself, whatever the TTFT).
 	BottleneckWriteShare = 0.01
+	BottleneckWrite      = 100 * time.Microsecond
 	// BottleneckCPUShare: the process used at least 90 % of the cores it could use.
 	BottleneckCPUShare = 0.9
 	// BottleneckSched: the p99 wait of a runnable goroutine was at least 1 ms (and at least a
@@ -44,7 +47,8 @@ const (
 )
 
 // Bottleneck says, when the client limited the cell's figures, how: a request body whose write
-// took more than BottleneckWriteShare of its TTFT (the TTFT then holds the client's send), a
+// took more than BottleneckWriteShare of its TTFT and at least BottleneckWrite (the TTFT then
+// holds the client's send), a
 // process that used at least BottleneckCPUShare of its cores, or runnable goroutines that
 // waited at least BottleneckSched at p99 and a tenth of itl, the median inter-chunk interval
 // (0 = unknown: the floor alone applies), so that reads fell behind the streams. It returns ""
@@ -54,9 +58,9 @@ func (l *ClientLoad) Bottleneck(itl time.Duration) string {
 		return ""
 	}
 	var why []string
-	if l.WriteShare > BottleneckWriteShare {
-		why = append(why, fmt.Sprintf("writing the body of request %d took %.1f %% of its time to first token (building every body took %s)",
-			l.WriteRequest, 100*l.WriteShare, ms(l.Build)))
+	if l.WriteShare > BottleneckWriteShare && l.Write >= BottleneckWrite {
+		why = append(why, fmt.Sprintf("writing the body of request %d took %s, %.1f %% of its time to first token (building every body took %s)",
+			l.WriteRequest, ms(l.Write), 100*l.WriteShare, ms(l.Build)))
 	}
 	if l.CPUShare >= BottleneckCPUShare {
 		why = append(why, fmt.Sprintf("genload's process used %.0f %% of its %d cores (%s of CPU in %s)", 100*l.CPUShare, l.Cores, ms(l.CPU), ms(l.Wall)))

@@ -89,8 +89,8 @@ type Request struct {
 	Header time.Duration `json:"header_ns"`
 	End    time.Duration `json:"end_ns"`
 	// Write is how long the last attempt took to write its request (headers and body) to
-	// the connection: from Sent to the return of its last write, the body then being in the
-	// kernel's send buffer (0 when it was not measured).
+	// the connection: from the start of its first write (after connecting) to the return of
+	// its last, the body then being in the kernel's send buffer (0 when not measured).
 	Write time.Duration `json:"write_ns,omitempty"`
 	// Status is the HTTP status of the last attempt (0 when none arrived).
 	Status int `json:"status"`
