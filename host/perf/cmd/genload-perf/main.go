@@ -31,6 +31,8 @@ func main() {
 			"serve":        func([]string) error { return serve() },
 			"paced-serve":  pacedServe,
 			"paced-client": pacedClient,
+			"busy-bench":   busyBench,
+			"spin":         spin,
 		}
 		if f, ok := sub[os.Args[1]]; ok {
 			if err := f(os.Args[2:]); err != nil {
