@@ -245,3 +245,58 @@ func metricValue(t *testing.T, text, name string) float64 {
 	t.Fatalf("metrics lack %s", name)
 	return 0
 }
+
+// The step clock: on time, a step ends one planned duration after the previous one; a delay
+// of a few ms is repaid by the next steps, none shorter than half its plan, so that the mean
+// step keeps its planned duration; a delay longer than maxDebt (and than a step) is forgiven;
+// after idle the clock restarts.
+func TestNextDeadline(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	wall := 300 * time.Microsecond
+	cases := []struct {
+		name      string
+		idle      bool
+		late      time.Duration // now − the previous step's planned end
+		plan, end time.Duration // the returned plan and end − the previous planned end
+	}{
+		{"on time", false, 0, wall, wall},
+		{"a little late: the plan holds", false, 100 * time.Microsecond, wall, wall},
+		{"late by more than half a step: at least half a step", false, 250 * time.Microsecond, wall, 250*time.Microsecond + wall/2},
+		{"late by 5 ms: half a step, the plan kept to repay", false, 5 * time.Millisecond, wall, 5*time.Millisecond + wall/2},
+		{"late by 25 ms: forgiven", false, 25 * time.Millisecond, 25*time.Millisecond + wall, 25*time.Millisecond + wall},
+		{"after idle", true, 0, wall, wall},
+	}
+	for _, tc := range cases {
+		plan, end := nextDeadline(tc.idle, t0.Add(tc.late), t0, wall)
+		if plan.Sub(t0) != tc.plan || end.Sub(t0) != tc.end {
+			t.Errorf("%s: plan %v, end %v after the previous plan; want %v, %v", tc.name, plan.Sub(t0), end.Sub(t0), tc.plan, tc.end)
+		}
+	}
+	// 200 steps with one 3 ms delay (ten steps) at step 10: the steps' total wall time is still
+	// 200 planned steps, the delay repaid within the next 20 steps, none shorter than half a
+	// step; a 30 ms delay is forgiven instead.
+	for _, delay := range []time.Duration{3 * time.Millisecond, 30 * time.Millisecond} {
+		now, plan := t0, t0
+		var total, shortest time.Duration = 0, time.Hour
+		for k := range 200 {
+			start := now
+			if k == 10 {
+				now = now.Add(delay)
+			}
+			var end time.Time
+			plan, end = nextDeadline(k == 0, now, plan, wall)
+			now = end // the step ends when asked (a perfect sleep)
+			total += now.Sub(start)
+			if k != 10 {
+				shortest = min(shortest, now.Sub(start))
+			}
+		}
+		want := 200 * wall
+		if delay > maxDebt {
+			want += delay // forgiven: the steps after it keep their durations
+		}
+		if total != want || shortest < wall/2 {
+			t.Fatalf("delay %v: 200 steps took %v, want %v; shortest step %v, want ≥ %v", delay, total, want, shortest, wall/2)
+		}
+	}
+}

@@ -79,7 +79,10 @@ func Delta(n Names, before, after Snapshot, finished int) Steps {
 	}
 	if dp, why := dVal(TruthPlannedSeconds); why == "" && dp > 0 {
 		do, _ := dVal(TruthOverrunSeconds)
-		o := &scraped.Overrun{Share: do / dp}
+		o := &scraped.Overrun{Late: do / dp}
+		if _, dw, w := dHist(TruthStepDuration); w == "" {
+			o.Share = max(0, dw-dp) / dp
+		}
 		o.Steps, o.P50, o.P99 = histDeltaQuantiles(before, after, TruthOverrunRatio, 0.5, 0.99)
 		st.Overrun = o
 	}

@@ -198,13 +198,17 @@ func TestDeltaSGLangSpeculation(t *testing.T) {
 
 // engineOverrunText is the built-in engine's overrun record after the given steps: planned and
 // overrun seconds and a ratio histogram with counts per bucket (le 0.01, 0.1, 1, +Inf).
-func engineOverrunText(planned, overrun float64, counts [4]int) string {
+func engineOverrunText(planned, overrun, measured float64, counts [4]int) string {
 	cum, total := [4]int{}, 0
 	for i, c := range counts {
 		total += c
 		cum[i] = total
 	}
-	return fmt.Sprintf(`# TYPE vllm:num_requests_running gauge
+	return fmt.Sprintf(`# TYPE genload_engine_step_duration_seconds histogram
+genload_engine_step_duration_seconds_bucket{le="+Inf"} %d
+genload_engine_step_duration_seconds_sum %g
+genload_engine_step_duration_seconds_count %d
+# TYPE vllm:num_requests_running gauge
 vllm:num_requests_running{engine="0",model_name="m"} 1
 # TYPE genload_engine_step_planned_seconds_total counter
 genload_engine_step_planned_seconds_total %g
@@ -217,27 +221,30 @@ genload_engine_step_overrun_ratio_bucket{le="1"} %d
 genload_engine_step_overrun_ratio_bucket{le="+Inf"} %d
 genload_engine_step_overrun_ratio_sum 0
 genload_engine_step_overrun_ratio_count %d
-`, planned, overrun, cum[0], cum[1], cum[2], cum[3], total)
+`, total, measured, total, planned, overrun, cum[0], cum[1], cum[2], cum[3], total)
 }
 
-// The cell's engine overrun is the delta of the engine's record: Σ overrun / Σ planned, and
-// the quantiles of the steps' ratios in the cell; above 2 % a note says the host was busy.
+// The cell's engine overrun is the delta of the engine's record: the steps' measured time
+// beyond the planned, net (Share) and before repayment (Late), and the quantiles of the steps'
+// delays in the cell; above 2 % net a note says the host was busy.
 func TestDeltaEngineOverrun(t *testing.T) {
 	n := Names{Dialect: "vllm"}
-	before := snap(t, engineOverrunText(1.0, 0.5, [4]int{10, 0, 0, 5}))
-	// in the cell: 100 steps, 2 s planned, 0.1 s over (5 %): 90 under 1 %, 9 under 10 %, 1 under 100 %
-	after := snap(t, engineOverrunText(3.0, 0.6, [4]int{100, 9, 1, 5}))
+	before := snap(t, engineOverrunText(1.0, 0.5, 1.2, [4]int{10, 0, 0, 5}))
+	// in the cell: 100 steps, 2 s planned, 2.1 s measured (5 % net), 0.3 s of delays (15 %):
+	// 90 under 1 %, 9 under 10 %, 1 under 100 %
+	after := snap(t, engineOverrunText(3.0, 0.8, 3.3, [4]int{100, 9, 1, 5}))
 	o := Delta(n, before, after, 0).Overrun
-	if o == nil || o.Steps != 100 || math.Abs(o.Share-0.05) > 1e-12 || o.P50 != 0.01 || o.P99 != 0.1 {
-		t.Fatalf("overrun %+v: want 100 steps, share 0.05, p50 ≤ 1 %%, p99 ≤ 10 %%", o)
+	if o == nil || o.Steps != 100 || math.Abs(o.Share-0.05) > 1e-9 || math.Abs(o.Late-0.15) > 1e-9 || o.P50 != 0.01 || o.P99 != 0.1 {
+		t.Fatalf("overrun %+v: want 100 steps, share 0.05, late 0.15, p50 ≤ 1 %%, p99 ≤ 10 %%", o)
 	}
 	note := (&CellMetrics{Steps: Steps{Overrun: o}}).Notes()
-	if len(note) != 1 || !strings.Contains(note[0], "ran 5.0 % over their planned wall time (one step's overrun p50 1.0 %, p99 10 %") {
+	if len(note) != 1 || !strings.Contains(note[0], "ran 5.0 % over their planned wall time in all (one step's delay p50 1.0 %, p99 10 %") {
 		t.Fatalf("notes %q", note)
 	}
-	quiet := snap(t, engineOverrunText(3.0, 0.52, [4]int{100, 9, 1, 5})) // 0.02 s over 2 s: 1 %
-	if o := Delta(n, before, quiet, 0).Overrun; o == nil || len((&CellMetrics{Steps: Steps{Overrun: o}}).Notes()) != 0 {
-		t.Fatalf("1 %% overrun %+v: want no note", o)
+	// delays repaid: 0.3 s late, but 2.02 s measured for 2 s planned (1 % net): no note
+	quiet := snap(t, engineOverrunText(3.0, 0.8, 3.22, [4]int{100, 9, 1, 5}))
+	if o := Delta(n, before, quiet, 0).Overrun; o == nil || math.Abs(o.Share-0.01) > 1e-9 || len((&CellMetrics{Steps: Steps{Overrun: o}}).Notes()) != 0 {
+		t.Fatalf("1 %% net overrun %+v: want no note", o)
 	}
 	// no planned time (the engine does not sleep, or another server): no record
 	if o := Delta(n, before, before, 0).Overrun; o != nil {
