@@ -76,21 +76,21 @@ var (
 
 // metrics is the engine's Prometheus state; /metrics renders it in the dialect's names.
 type metrics struct {
-	mu        sync.Mutex
-	running   int
-	waiting   int
-	kvUsed    float64
-	kvTokens  int
-	iterTok   *histogram
-	ttft      *histogram
-	e2e       *histogram
-	queue     *histogram
-	itl       *histogram
-	tpot      *histogram // per finished sequence: (last − first token) / (tokens − 1)
-	stepWall  *histogram // every step
-	stepSim   *histogram
-	decWall   *histogram // steps without prefill
-	preWall   *histogram // steps with prefill
+	mu       sync.Mutex
+	running  int
+	waiting  int
+	kvUsed   float64
+	kvTokens int
+	iterTok  *histogram
+	ttft     *histogram
+	e2e      *histogram
+	queue    *histogram
+	itl      *histogram
+	tpot     *histogram // per finished sequence: (last − first token) / (tokens − 1)
+	stepWall *histogram // every step
+	stepSim  *histogram
+	decWall  *histogram // steps without prefill
+	preWall  *histogram // steps with prefill
 	// overrun observes, per step with a planned wall duration (TimeScale > 0),
 	// max(0, measured − planned) / planned; plannedS and overrunS sum the planned wall
 	// durations and the overruns, in seconds.
