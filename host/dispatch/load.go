@@ -58,6 +58,10 @@ func (p *loadProbe) finish(res *Result, build time.Duration) {
 			l.SchedP50, l.SchedP99 = histQuantile(d, hist.Buckets, 0.5), histQuantile(d, hist.Buckets, 0.99)
 		}
 	}
+	for _, rq := range res.Requests {
+		l.Sent = max(l.Sent, rq.Sent+rq.Write)
+		l.BodyBytes += int64(rq.BodyBytes)
+	}
 	l.WriteShare, l.WriteRequest = writeShare(res)
 	if l.WriteRequest >= 0 {
 		l.Write = res.Requests[l.WriteRequest].Write

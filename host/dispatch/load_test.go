@@ -60,6 +60,9 @@ func TestClientLoadRecordsBodyWrite(t *testing.T) {
 	if l.Build <= 0 || l.CPU <= 0 || l.Cores < 1 || l.Wall <= 0 || l.CPUShare <= 0 || l.CPUShare > 1.5 {
 		t.Fatalf("load %+v: want a build time, CPU, cores, wall and a CPU share in (0, 1.5]", l)
 	}
+	if l.Sent != rq.Sent+rq.Write || l.BodyBytes != int64(rq.BodyBytes) || rq.BodyBytes < 20<<20 {
+		t.Fatalf("sent %v (request sent %v + write %v), body bytes %d (request %d)", l.Sent, rq.Sent, rq.Write, l.BodyBytes, rq.BodyBytes)
+	}
 	if w := l.Bottleneck(0); !strings.Contains(w, "writing the body of request 0 took") {
 		t.Fatalf("bottleneck %q does not name the body's write", w)
 	}

@@ -13,6 +13,11 @@ import (
 type ClientLoad struct {
 	// Build is the time to build every request body of the plan, before Result.Start.
 	Build time.Duration `json:"build_ns"`
+	// Sent is when the last request's body was all written (max over the requests of
+	// Request.Sent + Request.Write, from Result.Start): Build + Sent is the client's time to
+	// put the plan on the wire. BodyBytes sums the requests' bodies.
+	Sent      time.Duration `json:"sent_ns"`
+	BodyBytes int64         `json:"body_bytes"`
 	// WriteShare is the largest, over the requests that streamed a token, of Request.Write
 	// divided by the request's time to its first token (first mark − Sent); WriteRequest is
 	// that request's index (−1 when no request streamed a token).
