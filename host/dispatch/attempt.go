@@ -18,7 +18,7 @@ import (
 // into p.seqs.
 func (c *Client) do(ctx context.Context, start time.Time, p *call, out *Request, ab *abortState, maxTokens int, warm bool) {
 	w := &c.workers[p.worker]
-	out.Worker, out.WorkerName, out.URL, out.Prompts, out.BodyBytes = p.worker, w.name, w.url, p.prompts, len(p.body)
+	out.Worker, out.WorkerName, out.URL, out.Prompts, out.BodyBytes = p.worker, w.name, w.url, p.prompts, p.bodyBytes()
 	req, resp := c.newRequest(w, p)
 	defer releaseRequest(req, resp)
 	d := demuxPool.Get().(*sse.Demux)
@@ -77,7 +77,9 @@ func (c *Client) newRequest(w *endpoint, p *call) (*fasthttp.Request, *fasthttp.
 	for _, h := range w.headers {
 		req.Header.Set(h[0], h[1])
 	}
-	req.SetBodyRaw(p.body)
+	if p.stream == nil {
+		req.SetBodyRaw(p.body)
+	}
 	return req, resp
 }
 
@@ -126,6 +128,10 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	if ctx.Err() != nil {
 		out.Err = &RequestError{Kind: KindCanceled, URL: out.URL, Err: ctx.Err()}
 		return nil, false, 0
+	}
+	if p.stream != nil { // generated as it is written, from its start at every attempt
+		p.stream.rewind()
+		req.SetBodyStream(p.stream, p.stream.size)
 	}
 	sent := time.Now()
 	out.Sent = sent.Sub(start)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,18 @@ type call struct {
 	prompts []int
 	n       int
 	body    []byte
+	// stream, when not nil, replaces body: a large body generated as it is sent.
+	stream *bodyStream
 	// seqs are the request's records in Result.Sequences (set by Do, filled by do).
 	seqs []Sequence
+}
+
+// bodyBytes is the size of the request body.
+func (p *call) bodyBytes() int {
+	if p.stream != nil {
+		return p.stream.size
+	}
+	return len(p.body)
 }
 
 // want is the number of sequences the request yields: n per prompt.
@@ -159,7 +170,12 @@ func (c *Client) calls(p *cell.Plan) ([]call, error) {
 				return nil, fmt.Errorf("dispatch: request %d carries prompt %d of %d", i, k, prompts.Len())
 			}
 		}
-		b := c.getBuf(bodySize(prompts, r.Prompts))
+		size := bodySize(prompts, r.Prompts)
+		if ids, ok := prompts.(idPrompts); ok && size > streamBodyOver {
+			ps[i] = call{worker: r.Worker, prompts: r.Prompts, n: r.N, stream: newBodyStream(c.tmpl, ids, r.Prompts, r.Array, r.N, p.MaxTokens)}
+			continue
+		}
+		b := c.getBuf(size)
 		ps[i] = call{worker: r.Worker, prompts: r.Prompts, n: r.N, body: c.tmpl.appendBody(b, prompts, r.Prompts, r.Array, r.N, p.MaxTokens)}
 	}
 	return ps, nil
@@ -273,6 +289,14 @@ func (c *Client) Body(p *cell.Plan) ([][]byte, error) {
 	defer c.putBufs(ps)
 	out := make([][]byte, len(ps))
 	for i, q := range ps {
+		if q.stream != nil {
+			b, err := io.ReadAll(q.stream)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = b
+			continue
+		}
 		out[i] = append([]byte(nil), q.body...)
 	}
 	return out, nil

@@ -11,7 +11,8 @@ import (
 // bodies, the process's CPU share while the streams ran, and how long its runnable goroutines
 // waited for a CPU (a read that waits so stamps its chunks late).
 type ClientLoad struct {
-	// Build is the time to build every request body of the plan, before Result.Start.
+	// Build is the time to build every request body of the plan, before Result.Start (a
+	// body over 16 MB is generated as it is written: its generation is in its Request.Write).
 	Build time.Duration `json:"build_ns"`
 	// Sent is when the last request's body was all written (max over the requests of
 	// Request.Sent + Request.Write, from Result.Start): Build + Sent is the client's time to
