@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/valyala/fastjson"
+	"github.com/genload/genload/host/internal/jsonscan"
 )
 
 // StepServer is the server of the paced-stream rows: a minimal /v1/completions server that
@@ -166,7 +166,6 @@ func (s *StepServer) serveConn(c net.Conn) {
 	go func() { <-s.stop; c.Close() }()
 	br := bufio.NewReaderSize(c, 16<<10)
 	var body []byte
-	var p fastjson.Parser
 	for {
 		method, path, cl, err := readRequestHead(br)
 		if err != nil {
@@ -181,7 +180,7 @@ func (s *StepServer) serveConn(c net.Conn) {
 		}
 		switch {
 		case method == "POST" && path == "/v1/completions":
-			st, err := parseCompletion(&p, body)
+			st, err := parseCompletion(body)
 			if err != nil {
 				if writeSimple(c, "400 Bad Request", `{"error":{"message":"`+err.Error()+`"}}`) != nil {
 					return
@@ -256,48 +255,48 @@ func readRequestHead(br *bufio.Reader) (method, path string, cl int, err error) 
 	}
 }
 
-// parseCompletion reads a completions body: its prompts (token-id arrays or strings), n and
-// max_tokens (default 16).
-func parseCompletion(p *fastjson.Parser, body []byte) (*pacedStream, error) {
-	v, err := p.ParseBytes(body)
-	if err != nil {
-		return nil, fmt.Errorf("body: %v", err)
+// parseCompletion reads a completions body in place (a body of 33 M token ids is read
+// without building a value per id): its prompts (token-id arrays or strings; a string counts
+// a token per 4 bytes), n and max_tokens (default 16).
+func parseCompletion(body []byte) (*pacedStream, error) {
+	i := jsonscan.SkipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, fmt.Errorf("body is not a JSON object")
 	}
 	st := &pacedStream{tokens: 16}
-	if mt := v.Get("max_tokens"); mt != nil {
-		st.tokens = mt.GetInt()
-	}
-	if st.tokens < 1 {
-		return nil, fmt.Errorf("max_tokens %d, want >= 1", st.tokens)
-	}
 	n := 1
-	if nv := v.Get("n"); nv != nil {
-		n = max(1, nv.GetInt())
-	}
-	pv := v.Get("prompt")
-	if pv == nil {
-		return nil, fmt.Errorf("no prompt")
-	}
 	var lens []int
-	switch pv.Type() {
-	case fastjson.TypeString:
-		lens = []int{len(pv.GetStringBytes()) / 4}
-	case fastjson.TypeArray:
-		arr, _ := pv.Array()
-		if len(arr) > 0 && (arr[0].Type() == fastjson.TypeArray || arr[0].Type() == fastjson.TypeString) {
-			for _, a := range arr {
-				if a.Type() == fastjson.TypeArray {
-					ids, _ := a.Array()
-					lens = append(lens, len(ids))
-				} else {
-					lens = append(lens, len(a.GetStringBytes())/4)
-				}
+	var perr error
+	_, ok := jsonscan.Object(body, i+1, func(key []byte, j int) (int, bool) {
+		switch string(key) {
+		case "max_tokens", "n":
+			v, end, ok := jsonscan.Uint(body, j)
+			if !ok {
+				perr = fmt.Errorf("%s is not a non-negative integer", key)
+				return end, false
 			}
-		} else {
-			lens = []int{len(arr)}
+			if string(key) == "n" {
+				n = max(1, int(v))
+			} else {
+				st.tokens = int(v)
+			}
+			return end, true
+		case "prompt":
+			var end int
+			lens, end, perr = promptLengths(body, j)
+			return end, perr == nil
 		}
-	default:
-		return nil, fmt.Errorf("prompt is neither a string nor an array")
+		return jsonscan.SkipValue(body, j, 1)
+	})
+	switch {
+	case perr != nil:
+		return nil, fmt.Errorf("body: %w", perr)
+	case !ok:
+		return nil, fmt.Errorf("body: malformed JSON")
+	case lens == nil:
+		return nil, fmt.Errorf("no prompt")
+	case st.tokens < 1:
+		return nil, fmt.Errorf("max_tokens %d, want >= 1", st.tokens)
 	}
 	for _, l := range lens {
 		for range n {
@@ -309,6 +308,63 @@ func parseCompletion(p *fastjson.Parser, body []byte) (*pacedStream, error) {
 		return nil, fmt.Errorf("no prompts")
 	}
 	return st, nil
+}
+
+// promptLengths reads the prompt value at b[i]: one prompt (an array of ids or a string) or an
+// array of them; it returns each prompt's length in tokens and the index after the value.
+func promptLengths(b []byte, i int) ([]int, int, error) {
+	one := func(i int) (int, int, error) {
+		switch {
+		case i < len(b) && b[i] == '"':
+			end, ok := jsonscan.StringEnd(b, i+1)
+			if !ok {
+				return 0, end, fmt.Errorf("prompt string not closed")
+			}
+			return (end - i - 2) / 4, end, nil
+		case i < len(b) && b[i] == '[':
+			ids := 0
+			for j := i + 1; j < len(b); j++ {
+				switch c := b[j]; {
+				case c == ']':
+					return ids, j + 1, nil
+				case jsonscan.IsNumByte(c):
+					if j == i+1 || !jsonscan.IsNumByte(b[j-1]) {
+						ids++
+					}
+				case c != ',' && !jsonscan.IsSpace(c):
+					return 0, j, fmt.Errorf("prompt: %q in an array of token ids", c)
+				}
+			}
+			return 0, len(b), fmt.Errorf("prompt array not closed")
+		}
+		return 0, i, fmt.Errorf("prompt is neither a string nor an array")
+	}
+	if i >= len(b) || b[i] != '[' {
+		l, end, err := one(i)
+		return []int{l}, end, err
+	}
+	j := jsonscan.SkipSpace(b, i+1)
+	if j < len(b) && (b[j] == '[' || b[j] == '"') { // an array of prompts
+		var lens []int
+		for {
+			l, end, err := one(j)
+			if err != nil {
+				return nil, end, err
+			}
+			lens = append(lens, l)
+			j = jsonscan.SkipSpace(b, end)
+			if j < len(b) && b[j] == ',' {
+				j = jsonscan.SkipSpace(b, j+1)
+				continue
+			}
+			if j < len(b) && b[j] == ']' {
+				return lens, j + 1, nil
+			}
+			return nil, j, fmt.Errorf("prompt: malformed array of prompts")
+		}
+	}
+	l, end, err := one(i)
+	return []int{l}, end, err
 }
 
 // loop is the step clock: while streams are active it runs one step every s.step, writing

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,5 +166,34 @@ func TestWritePacedTable(t *testing.T) {
 	}
 	if sum != (PacedSummary{Cells: 1, RawMet: 1, AsyncioMet: 1, AsyncioCells: 1, RSSMet: 1, RSSCells: 1, ErrP50NoWorse: 1, ErrBoth: 1}) {
 		t.Errorf("summary %+v", sum)
+	}
+}
+
+// The body is read in place: prompt counts and lengths of each shape, n, max_tokens.
+func TestParseCompletion(t *testing.T) {
+	cases := []struct {
+		body   string
+		tokens int
+		prompt []int
+	}{
+		{`{"prompt":[1,2,3],"max_tokens":5}`, 5, []int{3}},
+		{`{"model":"m","prompt":[[1,2],[3, 4 ,5],[6]],"max_tokens":2,"stream":true}`, 2, []int{2, 3, 1}},
+		{`{"prompt":"abcdefgh","n":2}`, 16, []int{2, 2}},
+		{`{"prompt":["abcd","abcdefghijkl"],"max_tokens":1,"stream_options":{"include_usage":true}}`, 1, []int{1, 3}},
+		{` { "prompt" : [ [ 10 , 20 ] ] , "max_tokens" : 3 } `, 3, []int{2}},
+	}
+	for _, tc := range cases {
+		st, err := parseCompletion([]byte(tc.body))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.body, err)
+		}
+		if st.tokens != tc.tokens || !slices.Equal(st.prompt, tc.prompt) || st.choices != len(tc.prompt) {
+			t.Errorf("%s: tokens %d prompts %v, want %d %v", tc.body, st.tokens, st.prompt, tc.tokens, tc.prompt)
+		}
+	}
+	for _, bad := range []string{`{"max_tokens":3}`, `{"prompt":[1,"a"]}`, `{"prompt":[1,2`, `[1]`, `{"prompt":[1],"max_tokens":-1}`, `{"prompt":[1],"max_tokens":0}`} {
+		if _, err := parseCompletion([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,60 +29,79 @@ func busyBench(args []string) error {
 	cfg := fs.String("c", "bench.toml", "genload config to run")
 	gl := fs.String("genload", "build/genload", "genload binary")
 	out := fs.String("out", "build/busy-bench", "results directory")
-	scale := fs.Float64("time-scale", 0, "built-in engine time scale (0 = the config's, else the engine's default)")
+	scales := fs.String("time-scales", "0", "built-in engine time scales to run, comma-separated, one run each (0 = the config's, else the engine's default)")
 	share := fs.Float64("share", scraped.OverrunShareLimit, "largest engine overrun share a cell may have")
 	check := fs.String("check", "", "only check this results file (.json) instead of running")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	path := *check
-	if path == "" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-		defer stop()
-		self, err := os.Executable()
-		if err != nil {
-			return err
+	if *check != "" {
+		return checkRun(*check, *share)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var spinners []*exec.Cmd
+	defer func() {
+		for _, s := range spinners {
+			_ = s.Process.Kill() // our own children, by pid
+			_ = s.Wait()
 		}
-		var spinners []*exec.Cmd
-		defer func() {
-			for _, s := range spinners {
-				_ = s.Process.Kill() // our own children, by pid
-				_ = s.Wait()
-			}
-		}()
-		for range *busy {
-			s := exec.Command(self, "spin")
-			s.Env = append(os.Environ(), "GOMAXPROCS=1")
-			if err := s.Start(); err != nil {
-				return fmt.Errorf("start a busy process: %w", err)
-			}
-			spinners = append(spinners, s)
+	}()
+	for range *busy {
+		s := exec.Command(self, "spin")
+		s.Env = append(os.Environ(), "GOMAXPROCS=1")
+		if err := s.Start(); err != nil {
+			return fmt.Errorf("start a busy process: %w", err)
+		}
+		spinners = append(spinners, s)
+	}
+	var failed []string
+	for _, f := range strings.Split(*scales, ",") {
+		scale, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || scale < 0 {
+			return fmt.Errorf("-time-scales %q: %q is not a time scale", *scales, f)
 		}
 		runID := "busy-" + time.Now().UTC().Format("20060102-150405")
 		argv := []string{"run", "-c", *cfg, "--out", *out, "--run-id", runID}
-		if *scale > 0 {
-			argv = append(argv, "--time-scale", fmt.Sprint(*scale))
+		label := "the default time scale"
+		if scale > 0 {
+			argv = append(argv, "--time-scale", fmt.Sprint(scale))
+			label = fmt.Sprintf("time scale %g", scale)
 		}
-		fmt.Fprintf(os.Stderr, "busy-bench: %d busy process(es); %s\nbusy-bench: %s %s\n", *busy, uptime(), *gl, strings.Join(argv, " "))
+		fmt.Fprintf(os.Stderr, "busy-bench: %s, %d busy process(es); %s\nbusy-bench: %s %s\n", label, *busy, uptime(), *gl, strings.Join(argv, " "))
 		cmd := exec.CommandContext(ctx, *gl, argv...)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		t0 := time.Now()
 		err = cmd.Run()
-		fmt.Fprintf(os.Stderr, "busy-bench: run took %s; %s\n", time.Since(t0).Round(time.Second), uptime())
+		fmt.Printf("\n%s, %d busy process(es): run took %s; uptime after: %s\n", label, *busy, time.Since(t0).Round(time.Second), uptime())
 		if err != nil {
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "busy-bench: genload run exited %d; checking what it measured\n", ee.ExitCode())
+			fmt.Printf("genload run exited %d; checking what it measured\n", ee.ExitCode())
 		}
-		path = filepath.Join(*out, runID+".json")
+		if err := checkRun(filepath.Join(*out, runID+".json"), *share); err != nil {
+			failed = append(failed, label)
+		}
 	}
+	if len(failed) > 0 {
+		return fmt.Errorf("the busy-host check failed at %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// checkRun checks the results file path (perf.CheckBench) and prints the verdict.
+func checkRun(path string, share float64) error {
 	run, err := report.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	c := perf.CheckBench(run, *share)
+	c := perf.CheckBench(run, share)
 	fmt.Printf("results: %s (%d CPUs)\n", path, runtime.NumCPU())
 	perf.WriteBenchCheck(os.Stdout, c)
 	if !c.OK() {
