@@ -61,7 +61,7 @@ func TestLargeBodyStreamedAndResent(t *testing.T) {
 			t.Errorf("Content-Length %q for a body of %d bytes", r.Header.Get("Content-Length"), len(rec[len(rec)-1].body))
 		}
 		if attempts.Add(1) == 1 {
-			http.Error(w, `{"error":{"message":"busy"}}`, 503)
+			http.Error(w, `{"error":{"message":"busy"}}`, http.StatusServiceUnavailable)
 			return true
 		}
 		return false
