@@ -179,6 +179,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 			rec.CacheBefore = cacheBefore(res, false)
 		}
 		r.records.add(c, "measured", plan, res)
+		rec.Client = &res.Client
 	}
 	if err == nil && r.router != nil {
 		err = r.router.Complete(ctx, completions(res, plan.Lengths.Each))
