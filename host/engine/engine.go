@@ -84,11 +84,13 @@ func New(cfg Config, tok Tokenizer) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg: cfg, wire: wireFor(cfg), profile: prof, tok: tok, vocab: buildVocab(tok),
-		metrics: newMetrics(cfg.Quirks.MetricConstant),
+		metrics: newMetrics(),
 		created: time.Now().Unix(), startedAt: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	e.stepFile = stepFile
+	e.metrics.kvBlocks, e.metrics.blockSize, e.metrics.maxSeqs = cfg.KVCacheTokens/cfg.BlockSize, cfg.BlockSize, cfg.MaxNumSeqs
+	e.metrics.prefixCaching, e.metrics.constantITL = !cfg.DisablePrefixCaching, cfg.Quirks.ConstantITL
 	e.sched = newScheduler(e)
 	go func() {
 		defer close(e.done)

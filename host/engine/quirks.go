@@ -133,11 +133,11 @@ type Quirks struct {
 	// IgnoreN ("ignore-n"): n is ignored: one choice per prompt (TGI does so silently).
 	// Default false.
 	IgnoreN bool
-	// MetricConstant ("metric-constant=D"): the per-token latency histograms of /metrics
-	// (inter-token latency and time per output token) observe D for every token, whatever
-	// the steps took — a server metric that echoes a configured value and does not vary
-	// with load; the genload_engine_* truth is unchanged. Wall time. 0 = off (default).
-	MetricConstant time.Duration
+	// ConstantITL ("constant-itl=D"): the dialect's inter-token latency histogram (vLLM's
+	// and SGLang's inter_token_latency_seconds) observes D for every token instead of the
+	// interval measured, whatever the load — as a simulator that reports its configured
+	// latency does. Wall time. 0 = off (default).
+	ConstantITL time.Duration
 	// HideTruth ("hide-truth"): /metrics leaves out the genload_engine_* truth series, as
 	// every server but this one does, so that a client is checked on what real servers
 	// offer; the step log, Config.SeqLog and Engine.WriteMetrics keep it. Default false.
@@ -179,7 +179,7 @@ func (q *Quirks) fields() []quirkField {
 		{"separate-finish", "", &q.SeparateFinish},
 		{"no-done", "", &q.NoDone},
 		{"ignore-n", "", &q.IgnoreN},
-		{"metric-constant", "D duration", &q.MetricConstant},
+		{"constant-itl", "D duration", &q.ConstantITL},
 		{"hide-truth", "", &q.HideTruth},
 	}
 }
@@ -300,6 +300,9 @@ func (q Quirks) validate() error {
 	if !(q.Coalesce >= 0 && q.Coalesce < 1) {
 		bad("coalesce", "must be in [0, 1), got %v", q.Coalesce)
 	}
+	if q.ConstantITL < 0 {
+		bad("constant-itl", "must be >= 0, got %v", q.ConstantITL)
+	}
 	if q.LateFirstChunk < 0 {
 		bad("late-first-chunk", "must be >= 0, got %v", q.LateFirstChunk)
 	}
@@ -326,9 +329,6 @@ func (q Quirks) validate() error {
 	}
 	if q.Stall < 0 {
 		bad("stall", "must be >= 1 token (0 = off), got %d", q.Stall)
-	}
-	if q.MetricConstant < 0 {
-		bad("metric-constant", "must be >= 0, got %v", q.MetricConstant)
 	}
 	if q.BodyLimit < 0 {
 		bad("body-limit", "must be >= 0 bytes, got %d", q.BodyLimit)

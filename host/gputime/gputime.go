@@ -140,8 +140,10 @@ func GPUCount(labels map[string]any) (n int, ok bool) {
 	return n, n > 0
 }
 
-// WriteSummary writes the run-level accounting in two lines: wall and GPU time of the runs
-// and cells, and the warmup / measured split (or why it is absent).
+// WriteSummary writes the run-level accounting in two or three lines, each within 120
+// columns for runs of up to days: wall and GPU time of the runs and cells, on the built-in
+// engine what its time scale makes of them, and the warmup / measured split (or why it is
+// absent).
 func (a Account) WriteSummary(w io.Writer) {
 	per := fmt.Sprintf("× %d GPUs (%s)", a.GPUs, a.GPUSource)
 	if a.GPUSource == "" {
@@ -151,22 +153,41 @@ func (a Account) WriteSummary(w io.Writer) {
 	if a.Runs == 1 {
 		runs = "1 run"
 	}
-	fmt.Fprintf(w, "GPU time %s: %s %s wall = %.4f GPU-h; cells %s = %.4f GPU-h\n",
-		per, runs, a.RunWall.Round(time.Millisecond), a.GPUHours(a.RunWall), a.CellWall.Round(time.Millisecond), a.GPUHours(a.CellWall))
+	fmt.Fprintf(w, "GPU time %s: %s %s wall = %s GPU-h; cells %s = %s GPU-h\n",
+		per, runs, dur(a.RunWall), a.gpuh(a.RunWall), dur(a.CellWall), a.gpuh(a.CellWall))
 	switch {
 	case a.TimeScale == 1:
 		fmt.Fprintln(w, "(the built-in engine at time scale 1: its wall-clock times are the simulated GPU time)")
 	case a.TimeScale > 0:
-		fmt.Fprintf(w, "(the built-in engine at time scale %g: these are wall-clock; ×%g gives the simulated GPU time, %.4f GPU-h for the run)\n",
-			a.TimeScale, 1/a.TimeScale, a.GPUHours(a.RunWall)/a.TimeScale)
+		fmt.Fprintf(w, "(built-in engine at time scale %g: times are wall-clock; ×%g gives the simulated %s GPU-h of the %s)\n",
+			a.TimeScale, 1/a.TimeScale, hours(a.GPUHours(a.RunWall)/a.TimeScale), map[bool]string{true: "run", false: "runs"}[a.Runs == 1])
 	}
 	if !a.Split {
-		fmt.Fprintf(w, "warmup / measured split: absent: %s\n", a.SplitReason)
+		fmt.Fprintf(w, "no warmup / measured split: %s\n", a.SplitReason)
 		return
 	}
-	fmt.Fprintf(w, "warmups %s = %.4f GPU-h (%.1f %% of cells); measured requests %s = %.4f GPU-h (%.1f %%)\n",
-		a.Warmup.Round(time.Millisecond), a.GPUHours(a.Warmup), pct(a.Warmup, a.CellWall),
-		a.Measured.Round(time.Millisecond), a.GPUHours(a.Measured), pct(a.Measured, a.CellWall))
+	fmt.Fprintf(w, "warmups %s = %s GPU-h (%.1f %% of cells); measured requests %s = %s GPU-h (%.1f %%)\n",
+		dur(a.Warmup), a.gpuh(a.Warmup), pct(a.Warmup, a.CellWall),
+		dur(a.Measured), a.gpuh(a.Measured), pct(a.Measured, a.CellWall))
+}
+
+// dur is d to the millisecond, or to the second from an hour on ("1m9.5s", "500h0m0s").
+func dur(d time.Duration) time.Duration {
+	if d >= time.Hour {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
+}
+
+// gpuh is d's GPU-hours as [hours] writes them.
+func (a Account) gpuh(d time.Duration) string { return hours(a.GPUHours(d)) }
+
+// hours is h with 4 decimals below 100 ("0.0123"), with 1 from 100 on ("4000.0").
+func hours(h float64) string {
+	if h >= 100 {
+		return strconv.FormatFloat(h, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(h, 'f', 4, 64)
 }
 
 func pct(a, b time.Duration) float64 {

@@ -1,10 +1,13 @@
 package gputime
 
 import (
+	"flag"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/report"
 )
@@ -98,7 +101,7 @@ func TestBuiltinRunsSayTheirTimeScale(t *testing.T) {
 	acc := Of([]*report.Run{builtin(0.05)}, 0, "")
 	acc.RunWall = 18 * time.Minute
 	acc.WriteSummary(&b)
-	if !strings.Contains(b.String(), "×20 gives the simulated GPU time, 6.0000 GPU-h") {
+	if !strings.Contains(b.String(), "×20 gives the simulated 6.0000 GPU-h of the run") {
 		t.Errorf("summary lacks the simulated GPU time:\n%s", b.String())
 	}
 }
@@ -121,7 +124,35 @@ func TestRowsNameRunAndRepeatAndTimeScaleOne(t *testing.T) {
 	r.Header.Engine["time_scale"] = 0.05
 	sb.Reset()
 	Of([]*report.Run{r}, 0, "").WriteSummary(&sb)
-	if !strings.Contains(sb.String(), "time scale 0.05: these are wall-clock; ×20 gives the simulated GPU time") {
+	if !strings.Contains(sb.String(), "time scale 0.05: times are wall-clock; ×20 gives the simulated") {
 		t.Errorf("summary at time scale 0.05:\n%s", sb.String())
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/golden from the current WriteSummary")
+
+// The summary's text is pinned by a golden file: one run of the built-in engine at time scale
+// 0.05, per GPU; five runs on 8 GPUs of a server, of days; a run without the split. Every
+// line keeps within 120 columns. `go test ./host/gputime -run Golden -update` rewrites it.
+func TestSummaryGolden(t *testing.T) {
+	builtin := &report.Run{Header: report.Header{TargetKind: "builtin", Engine: map[string]any{"time_scale": 0.05}},
+		Cells:  []report.Cell{cell(1000, 1, report.StatusOK, 30*time.Second, 6*time.Second, 20*time.Second)},
+		Footer: &report.Footer{Elapsed: report.Millis(44371 * time.Millisecond)}}
+	var runs []*report.Run
+	for range 5 {
+		runs = append(runs, &report.Run{Cells: []report.Cell{cell(64000, 64, report.StatusOK, 23*time.Hour+59*time.Minute+59*time.Second+999*time.Millisecond, 9*time.Hour, 14*time.Hour)},
+			Footer: &report.Footer{Elapsed: report.Millis(99*time.Hour + 59*time.Minute + 59*time.Second + 999*time.Millisecond)}})
+	}
+	var old []report.Cell
+	for i := range 1234 {
+		old = append(old, cell(1000, i+1, report.StatusOK, time.Second, 0, 0))
+	}
+	var b strings.Builder
+	Of([]*report.Run{builtin}, 0, "").WriteSummary(&b)
+	Of(runs, 8, "labels gpu_count").WriteSummary(&b)
+	Of([]*report.Run{{Cells: old}}, 8, "flag").WriteSummary(&b)
+	textcheck.Golden(t, filepath.Join("testdata", "golden", "summary.txt"), []byte(b.String()), *update)
+	if w := textcheck.Wider(b.String(), 120); len(w) > 0 {
+		t.Errorf("lines wider than 120 columns: %q", w)
 	}
 }

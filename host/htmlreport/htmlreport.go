@@ -1,9 +1,13 @@
-// Package htmlreport writes genload results as one self-contained HTML file: the result
-// table (the default columns, every column on demand), the warnings grouped by kind, per-forward
-// latency against batch size for each sequence length, the realised prompt lengths of every
-// cell as histograms, and, for several runs of one matrix, their consistency and an A/B
-// comparison. Everything is inline (CSS, SVG, a few lines of JavaScript): the file opens with
-// no network and can be mailed or attached as it is.
+// Package htmlreport writes genload results as one self-contained HTML file to send: a
+// summary at the top (what ran, where, how long, how many cells ok, partial or failed, the GPU
+// time and the headline figures), the A/B comparison first when two runs (or a genload ab
+// file) are given, then per run its result table (the default columns, every column on
+// demand), its warnings grouped by kind, its per-forward latency against batch size in one
+// panel per sequence length, and the realised prompt lengths of every cell as a grid of
+// histograms; last, for repeats of one configuration, their consistency. The plots are
+// gonum/plot's SVG (the helpers of host/report that genload plot uses too). Everything is
+// inline (CSS, SVG, a few lines of JavaScript): the file opens with no network and can be
+// mailed or attached as it is.
 package htmlreport
 
 import (
@@ -16,8 +20,10 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/genload/genload/host/gputime"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/repeat"
@@ -33,6 +39,9 @@ var page = template.Must(template.New("page").Parse(pageText))
 type Options struct {
 	// Title heads the page. Defaults to "genload report" and the run ids.
 	Title string
+	// AB is a paired comparison from genload ab --json ([ReadAB]). When set, the A/B section
+	// shows its per-cell intervals (and comes first) instead of comparing two runs.
+	AB *ABFile
 }
 
 type tableView struct {
@@ -48,22 +57,45 @@ type warnView struct {
 }
 
 type histView struct {
-	Key   string
+	Key   string // "L=…,B=…"
+	B     int
 	Stats []string // lines under the histogram
 	SVG   template.HTML
 }
 
+// histGrid is the lengths of a run's cells as a grid: a row per L, a column per batch size
+// of the run (an empty slot where the L has no such cell), so that no row wraps.
+type histGrid struct {
+	Bs   []int
+	Rows []histRow
+}
+
 type histRow struct {
 	L     int
-	Cells []histView
+	Cells []*histView // one per Bs entry; nil for none
+}
+
+type chartView struct {
+	SVG template.HTML
+}
+
+// factsView is one run's (or comparison's) block of the summary: labelled lines, and its
+// headline figures per sequence length.
+type factsView struct {
+	Name     string
+	Lines    [][2]string
+	Headline tableView
 }
 
 type runView struct {
-	ID, Model, Target, Context, Setup, Engine, Status string
-	Narrow, Wide                                      tableView
-	Warnings                                          []warnView
-	Charts                                            []template.HTML
-	Hists                                             []histRow
+	Index                     int
+	ID, Model                 string
+	Narrow, Wide              tableView
+	Warnings                  []warnView
+	Latency                   template.HTML
+	LatencyNote               string
+	Hists                     histGrid
+	CellCount, HistogramCount int
 }
 
 type compareView struct {
@@ -75,22 +107,26 @@ type compareView struct {
 
 type pageView struct {
 	Title       string
-	Generated   string
+	Summary     []factsView
+	Notes       []string // summary lines about the page itself (a section left out and why)
+	AB          *abView
 	Runs        []runView
 	Consistency *compareView
-	AB          *compareView
 }
 
-// Write writes the HTML report of runs (at least one) to w: one section per run, then, for
-// two or more runs, their consistency ([report.Consistent]: per-cell CV of the mean
-// per-forward latency over the cells all runs measured; a run with repeats by its cells'
-// means over their repeats, see [report.Pool]), and for exactly two, the A/B change of the
-// second against the first ([report.Compare]). One run with repeats (genload run --until-cv)
-// gets the consistency of its repeats instead ([report.ConsistentRepeats]) with each cell's
-// CV upper bound under the run's stopping rule. It fails when runs is empty or w fails;
-// a consistency or comparison that cannot be made is shown with its reason instead.
+// Write writes the HTML report of runs to w. The page opens with a summary of every run
+// ([runFacts]); then, for exactly two runs or with opt.AB, the A/B change of B (the second
+// run) against A per cell, with its interval where repeats ([RatioInterval]) or genload ab
+// give one; then one section per run; then, for two or more runs of one configuration, their
+// consistency ([report.Consistent]: the per-cell CV of the mean per-forward latency over the
+// runs), or for one run with repeats the consistency of its repeats
+// ([report.ConsistentRepeats], with each cell's CV upper bound under its stopping rule).
+// Runs that differ in configuration (model, engine, mode, … as report.Consistent lists
+// them) get no consistency section — their differences are what the A/B shows — and the
+// summary says so. It fails when there is neither a run nor opt.AB, or w fails; a comparison
+// that cannot be made is shown with its reason instead.
 func Write(w io.Writer, runs []*report.Run, opt Options) error {
-	if len(runs) == 0 {
+	if len(runs) == 0 && opt.AB == nil {
 		return fmt.Errorf("html report: no run given")
 	}
 	v := pageView{Title: opt.Title}
@@ -101,21 +137,54 @@ func Write(w io.Writer, runs []*report.Run, opt Options) error {
 			if i > 0 {
 				sep = ", "
 			}
-			v.Title += sep + r.Header.RunID
+			v.Title += sep + runName(r, i)
 		}
+		if len(runs) == 0 {
+			v.Title += " — A/B " + opt.AB.A + " → " + opt.AB.B
+		}
+	}
+	for i, r := range runs {
+		f := runFacts(r)
+		f.Name = "Run " + runName(r, i)
+		if len(runs) == 2 && opt.AB == nil {
+			f.Name = []string{"A", "B"}[i] + ": run " + runName(r, i)
+		}
+		v.Summary = append(v.Summary, f)
+	}
+	switch {
+	case opt.AB != nil:
+		v.AB = abOfFile(opt.AB)
+	case len(runs) == 2:
+		v.AB = abOfRuns(runs[0], runs[1])
+	}
+	if v.AB != nil {
+		v.Summary = append([]factsView{{Name: "A/B", Lines: [][2]string{{"change", v.AB.Headline}, {"intervals", v.AB.Source}}}}, v.Summary...)
 	}
 	for i, r := range runs {
 		v.Runs = append(v.Runs, runSection(r, i))
 	}
-	if len(runs) >= 2 {
-		v.Consistency = consistencySection(runs)
-	} else if runs[0].HasRepeats() {
+	switch {
+	case len(runs) >= 2:
+		if diffs := configDifferences(runs); len(diffs) > 0 {
+			v.Notes = append(v.Notes, "no consistency section: the runs are of different configurations ("+strings.Join(diffs, "; ")+"), so their spread is not noise; the A/B compares them")
+		} else {
+			v.Consistency = consistencySection(runs)
+		}
+	case len(runs) == 1 && runs[0].HasRepeats():
 		v.Consistency = repeatsSection(runs[0])
 	}
-	if len(runs) == 2 {
-		v.AB = abSection(runs[0], runs[1])
-	}
 	return page.Execute(w, v)
+}
+
+// configDifferences lists the settings in which runs differ and so measure different things
+// (report.Consistent's warnings); nil for runs of one configuration or that cannot be
+// compared at all.
+func configDifferences(runs []*report.Run) []string {
+	c, err := report.Consistent(runs)
+	if err != nil {
+		return nil
+	}
+	return c.Warnings
 }
 
 // WriteFile writes the report of runs to path ([Write]); the file is removed when writing
@@ -138,28 +207,260 @@ func WriteFile(path string, runs []*report.Run, opt Options) error {
 
 func grid(g report.Grid) tableView { return tableView{Head: g.Head, Rows: g.Rows, Legend: g.Legend} }
 
+// cellCounts counts a run's cells by status, one per cell (a run with repeats by its pooled
+// record: ok when a repeat was measured), and those with warnings; missing is the cells of
+// the header's matrix with no record (the run stopped before them).
+type cellCounts struct {
+	byStatus map[string]int
+	total    int
+	warned   int
+	missing  int
+}
+
+func countCells(r *report.Run) cellCounts {
+	pooled := report.PooledRun(r)
+	c := cellCounts{byStatus: map[string]int{}}
+	seen := map[int]bool{}
+	for _, cell := range pooled.Cells {
+		c.byStatus[cell.Status]++
+		c.total++
+		seen[cell.Cell.Index] = true
+	}
+	warned := map[int]bool{}
+	for _, cell := range r.Cells {
+		if len(cell.Warnings) > 0 {
+			warned[cell.Cell.Index] = true
+		}
+	}
+	c.warned = len(warned)
+	for _, hc := range r.Header.Cells {
+		if !seen[hc.Index] {
+			c.missing++
+		}
+	}
+	return c
+}
+
+// String is "91 of 91 cells ok" or "91 cells: 88 ok, 2 partial, 1 error", naming only the
+// statuses present, then the cells with warnings and those never measured.
+func (c cellCounts) String() string {
+	var s string
+	if c.byStatus[report.StatusOK] == c.total {
+		s = fmt.Sprintf("%d of %d cells ok", c.total, c.total)
+	} else {
+		var parts []string
+		for _, st := range []string{report.StatusOK, report.StatusPartial, report.StatusError, report.StatusInterrupted} {
+			if n := c.byStatus[st]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, st))
+			}
+		}
+		s = fmt.Sprintf("%d cells: %s", c.total, strings.Join(parts, ", "))
+	}
+	if c.warned > 0 {
+		s += fmt.Sprintf("; %d with warnings", c.warned)
+	}
+	if c.missing > 0 {
+		s += fmt.Sprintf("; %d of the matrix not measured (the run stopped before them)", c.missing)
+	}
+	return s
+}
+
+// distinct returns the distinct values of the cells' L (or B), ascending.
+func distinct(cells []matrix.Cell, of func(matrix.Cell) int) []int {
+	var out []int
+	for _, c := range cells {
+		if v := of(c); !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// runFacts is the summary block of one run: what ran (matrix, model, request shape, length
+// plugin, repeats), where (target, engine, labels, genload version), when and how long, the
+// cells by status, the GPU time (package gputime: wall time × GPUs, every repeat counted)
+// and the headline figures per L.
+func runFacts(r *report.Run) factsView {
+	h := r.Header
+	f := factsView{}
+	cells := h.Cells
+	if len(cells) == 0 {
+		for _, c := range r.Cells {
+			cells = append(cells, c.Cell)
+		}
+	}
+	ls := distinct(cells, func(c matrix.Cell) int { return c.SeqLen })
+	bs := distinct(cells, func(c matrix.Cell) int { return c.Batch })
+	what := fmt.Sprintf("%d cells", len(cells))
+	if len(ls) > 0 {
+		what += fmt.Sprintf(": %d sequence lengths L %s × %d batch sizes B %s", len(ls), rangeText(ls), len(bs), rangeText(bs))
+	}
+	if len(ls)*len(bs) != len(cells) && len(ls) > 0 {
+		what += " (not every pair)"
+	}
+	what += "; model " + h.Model
+	if c := h.Config; c != nil {
+		what += fmt.Sprintf(", max_tokens %d, mode %s, lengths %s", c.MaxTokens, c.Mode, pluginText(h, "lengths"))
+	}
+	if u := h.UntilCV; u != nil {
+		what += fmt.Sprintf("; each cell repeated (%d to %d times) until the %g %% upper confidence bound of its CV was ≤ %g %%: %d records",
+			u.MinRepeats, u.MaxRepeats, 100*u.Confidence, 100*u.TargetCV, len(r.Cells))
+	} else if r.HasRepeats() {
+		what += fmt.Sprintf("; cells repeated: %d records", len(r.Cells))
+	}
+	f.Lines = append(f.Lines, [2]string{"what ran", what})
+
+	where := fmt.Sprintf("%s (%s)", h.Target, h.TargetKind)
+	if ts, ok := h.Engine["time_scale"].(float64); ok && ts > 0 {
+		where = fmt.Sprintf("the built-in engine, profile %v, time scale %g (times are wall-clock; ×%g gives the simulated GPU time), at %s", h.Engine["profile"], ts, 1/ts, h.Target)
+	}
+	if h.Context > 0 {
+		where += fmt.Sprintf("; context %d (%s)", h.Context, h.ContextSource)
+	}
+	if len(h.Labels) > 0 {
+		ks := make([]string, 0, len(h.Labels))
+		for k := range h.Labels {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		for i, k := range ks {
+			ks[i] = fmt.Sprintf("%s=%v", k, h.Labels[k])
+		}
+		where += "; labels " + strings.Join(ks, ", ")
+	}
+	if h.Genload != "" {
+		where += "; genload " + h.Genload
+	}
+	f.Lines = append(f.Lines, [2]string{"where", where})
+
+	when := "started " + h.Started.UTC().Format("2006-01-02 15:04:05 UTC")
+	if ft := r.Footer; ft != nil {
+		when += fmt.Sprintf(", took %s, ended %s", time.Duration(ft.Elapsed).Round(100*time.Millisecond), ft.Status)
+		if ft.Error != "" {
+			when += ": " + ft.Error
+		}
+	} else {
+		when += "; unfinished: the file has no footer (the run was killed, or is still running)"
+	}
+	f.Lines = append(f.Lines, [2]string{"when", when})
+	f.Lines = append(f.Lines, [2]string{"cells", countCells(r).String()})
+	f.Lines = append(f.Lines, [2]string{"GPU time", gpuText(r)})
+	f.Headline = headline(r, bs)
+	return f
+}
+
+// gpuText is the run's GPU time in one line (package gputime): wall time × GPUs (the
+// gpu_count label; without it per GPU), the cells' share in warmups and measured requests,
+// every repeat of a run with repeats counted.
+func gpuText(r *report.Run) string {
+	gpus, src := 0, ""
+	if n, ok := gputime.GPUCount(r.Header.Labels); ok {
+		gpus, src = n, "labels gpu_count"
+	}
+	a := gputime.Of([]*report.Run{r}, gpus, src)
+	per := fmt.Sprintf("× %d GPUs (%s)", a.GPUs, a.GPUSource)
+	if a.GPUSource == "" {
+		per = "per GPU (no gpu_count label)"
+	}
+	s := fmt.Sprintf("%.4f GPU-h %s: run wall time %s, cells %s", a.GPUHours(a.RunWall), per, a.RunWall.Round(time.Millisecond), a.CellWall.Round(time.Millisecond))
+	if r.HasRepeats() {
+		s += fmt.Sprintf(" over %d records (every repeat)", len(a.Cells))
+	}
+	if a.Split && a.CellWall > 0 {
+		s += fmt.Sprintf("; warmups %.1f %%, measured requests %.1f %% of the cells' time",
+			100*float64(a.Warmup)/float64(a.CellWall), 100*float64(a.Measured)/float64(a.CellWall))
+	} else if !a.Split {
+		s += "; warmup / measured split absent: " + a.SplitReason
+	}
+	if a.TimeScale > 0 && a.TimeScale != 1 {
+		s += fmt.Sprintf("; at time scale %g the simulated GPU time is %.4f GPU-h", a.TimeScale, a.GPUHours(a.RunWall)/a.TimeScale)
+	}
+	return s
+}
+
+// headline is per sequence length L the mean per-forward latency and the TTFT p50 at the
+// smallest and the largest batch size measured at that L (a run with repeats: each cell's
+// mean over its measured repeats), and the ratio of the two latencies; a cell not measured is
+// "–" and the batch sizes are named.
+func headline(r *report.Run, bs []int) tableView {
+	if len(bs) == 0 {
+		return tableView{}
+	}
+	type fig struct {
+		b          int
+		fwd, ttft  float64
+		full       float64
+		hasFullWin bool
+	}
+	byL := map[int][]fig{}
+	var ls []int
+	for _, c := range report.PooledRun(r).Cells {
+		if c.Figures == nil || !report.Measured(c.Status) || c.Figures.PerForward.N == 0 {
+			continue
+		}
+		l := c.Cell.SeqLen
+		if _, ok := byL[l]; !ok {
+			ls = append(ls, l)
+		}
+		g := fig{b: c.Cell.Batch, fwd: measure.Ms(c.Figures.PerForward.Mean), ttft: measure.Ms(c.Figures.TTFT.P50)}
+		if c.Figures.Window.Valid {
+			g.full, g.hasFullWin = measure.Ms(c.Figures.Window.PerStep), true
+		}
+		byL[l] = append(byL[l], g)
+	}
+	sort.Ints(ls)
+	t := tableView{Head: []string{"L", "fwd ms at smallest B", "fwd ms at largest B", "largest / smallest", "full-batch fwd ms at largest B", "TTFT p50 ms at smallest B", "TTFT p50 ms at largest B"}}
+	for _, l := range ls {
+		gs := byL[l]
+		slices.SortFunc(gs, func(a, b fig) int { return a.b - b.b })
+		lo, hi := gs[0], gs[len(gs)-1]
+		full := "–"
+		if hi.hasFullWin {
+			full = fmt.Sprintf("%.3f", hi.full)
+		}
+		t.Rows = append(t.Rows, []string{strconv.Itoa(l), fmt.Sprintf("%.3f (B=%d)", lo.fwd, lo.b), fmt.Sprintf("%.3f (B=%d)", hi.fwd, hi.b),
+			fmt.Sprintf("×%.2f", hi.fwd/lo.fwd), full, fmt.Sprintf("%.1f", lo.ttft), fmt.Sprintf("%.1f", hi.ttft)})
+	}
+	return t
+}
+
+// rangeText is "1000" for one value, "1000–64000" for several (ascending).
+func rangeText(xs []int) string {
+	if len(xs) == 1 {
+		return strconv.Itoa(xs[0])
+	}
+	return fmt.Sprintf("%d–%d", xs[0], xs[len(xs)-1])
+}
+
+// pluginText is the plugin's name and version with its config ("gamma 1.0.0 (k = 0.9)").
+func pluginText(h report.Header, kind string) string {
+	p, ok := h.Plugins[kind]
+	if !ok {
+		if h.Config != nil && kind == "lengths" {
+			return h.Config.Lengths.Plugin
+		}
+		return "–"
+	}
+	s := p.Name + " " + p.Version
+	if h.Config != nil && kind == "lengths" && len(h.Config.Lengths.Config) > 0 {
+		ks := make([]string, 0, len(h.Config.Lengths.Config))
+		for k := range h.Config.Lengths.Config {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		for i, k := range ks {
+			ks[i] = fmt.Sprintf("%s = %v", k, h.Config.Lengths.Config[k])
+		}
+		s += " (" + strings.Join(ks, ", ") + ")"
+	}
+	return s
+}
+
 func runSection(r *report.Run, i int) runView {
 	h := r.Header
-	v := runView{ID: h.RunID, Model: h.Model, Target: fmt.Sprintf("%s (%s)", h.Target, h.TargetKind),
+	v := runView{Index: i, ID: runName(r, i), Model: h.Model,
 		Narrow: grid(report.TableGrid(r, report.TableOptions{})), Wide: grid(report.TableGrid(r, report.TableOptions{Wide: true}))}
-	if v.ID == "" {
-		v.ID = fmt.Sprintf("run %d", i+1)
-	}
-	v.Context = "unknown"
-	if h.Context > 0 {
-		v.Context = fmt.Sprintf("%d tokens (%s)", h.Context, h.ContextSource)
-	}
-	if c := h.Config; c != nil {
-		v.Setup = fmt.Sprintf("max_tokens %d, mode %s, lengths %s, seed %d", c.MaxTokens, c.Mode, c.Lengths.Plugin, c.Seed)
-	}
-	if ts, ok := h.Engine["time_scale"].(float64); ok && ts > 0 {
-		v.Engine = fmt.Sprintf("built-in engine, profile %v, time scale %g: times are wall-clock; ×%g gives the simulated GPU time", h.Engine["profile"], ts, 1/ts)
-	}
-	if f := r.Footer; f != nil {
-		v.Status = fmt.Sprintf("%s: %d ok, %d partial, %d failed in %s", f.Status, f.OK, f.Partial, f.Failed, time.Duration(f.Elapsed).Round(100*time.Millisecond))
-	} else {
-		v.Status = fmt.Sprintf("unfinished: %d cells recorded", len(r.Cells))
-	}
 	all := make([]matrix.Cell, len(r.Cells))
 	for j, c := range r.Cells {
 		all[j] = c.Cell
@@ -174,29 +475,89 @@ func runSection(r *report.Run, i int) runView {
 		}
 		v.Warnings = append(v.Warnings, wv)
 	}
-	// A run with repeats: one point per cell, its mean over its measured repeats.
-	pooled, over := report.PooledRun(r), ""
+	v.Latency, v.LatencyNote = latencyFigure(r, i)
+	v.Hists = histograms(r)
+	v.CellCount = len(report.PooledRun(r).Cells)
+	for _, row := range v.Hists.Rows {
+		for _, c := range row.Cells {
+			if c != nil {
+				v.HistogramCount++
+			}
+		}
+	}
+	return v
+}
+
+// latencyFigure is the run's per-forward latency against batch size, one panel per L: the
+// mean per-forward latency (solid), the full-batch figure (dashed) and, on the built-in
+// engine, its own mean decode step (the truth). A run with repeats plots each cell's mean over
+// its measured repeats, with the range of the repeats as bars.
+func latencyFigure(r *report.Run, i int) (template.HTML, string) {
+	fwd := seriesDef{label: "fwd mean (per sequence, per decode forward pass)", style: 0, byL: map[int][]value{}}
+	full := seriesDef{label: "full-batch fwd (all sequences decoding together)", style: 1, dashed: true, byL: map[int][]value{}}
+	truth := seriesDef{label: "engine fwd (the built-in engine's own decode step)", style: 2, dashed: true, byL: map[int][]value{}}
+	ranges := map[report.CellKey][2]float64{}
+	note := ""
 	if r.HasRepeats() {
-		over = " (each cell's mean over its measured repeats)"
+		note = "each point is the cell's mean over its measured repeats; the bars span their smallest to largest"
+		for _, c := range r.Cells {
+			if c.Figures == nil || c.Status != report.StatusOK || c.Figures.PerForward.N == 0 {
+				continue
+			}
+			k := report.CellKey{SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch}
+			ms := measure.Ms(c.Figures.PerForward.Mean)
+			rg, ok := ranges[k]
+			if !ok {
+				rg = [2]float64{ms, ms}
+			}
+			ranges[k] = [2]float64{math.Min(rg[0], ms), math.Max(rg[1], ms)}
+		}
 	}
-	v.Charts = []template.HTML{
-		perLChart(pooled, fmt.Sprintf("fwd-%d", i), "per-forward latency (fwd mean) against batch size"+over, "fwd ms",
-			func(f *measure.Figures) (time.Duration, bool) { return f.PerForward.Mean, f.PerForward.N > 0 }),
-		perLChart(pooled, fmt.Sprintf("full-%d", i), "full-batch fwd (all sequences decoding together) against batch size"+over, "full-batch fwd ms",
-			func(f *measure.Figures) (time.Duration, bool) { return f.Window.PerStep, f.Window.Valid }),
-	}
-	rows := map[int]*histRow{}
-	var order []int
-	seen := map[int]bool{} // a cell's repeats measure one plan: one histogram per cell
-	for _, c := range r.Cells {
-		if seen[c.Cell.Index] {
+	for _, c := range report.PooledRun(r).Cells {
+		if c.Figures == nil || !report.Measured(c.Status) {
 			continue
 		}
-		seen[c.Cell.Index] = true
-		l := c.Cell.SeqLen
-		if rows[l] == nil {
-			rows[l] = &histRow{L: l}
-			order = append(order, l)
+		l, x := c.Cell.SeqLen, float64(c.Cell.Batch)
+		if f := c.Figures; f.PerForward.N > 0 {
+			val := value{x: x, y: measure.Ms(f.PerForward.Mean), lo: math.NaN(), hi: math.NaN()}
+			if rg, ok := ranges[report.CellKey{SeqLen: l, Batch: c.Cell.Batch}]; ok {
+				val.lo, val.hi = rg[0], rg[1]
+			}
+			fwd.byL[l] = append(fwd.byL[l], val)
+		}
+		if f := c.Figures; f.Window.Valid && f.Window.PerStep > 0 {
+			full.byL[l] = append(full.byL[l], value{x: x, y: measure.Ms(f.Window.PerStep), lo: math.NaN(), hi: math.NaN()})
+		}
+		if m := c.Server; m != nil && m.Steps.HasTruthDecode && m.Steps.TruthDecodeStepTime > 0 && !r.HasRepeats() {
+			truth.byL[l] = append(truth.byL[l], value{x: x, y: measure.Ms(m.Steps.TruthDecodeStepTime), lo: math.NaN(), hi: math.NaN()})
+		}
+	}
+	series := []seriesDef{fwd, full}
+	if len(truth.byL) > 0 {
+		series = append(series, truth)
+	}
+	f := panelFigure{id: fmt.Sprintf("latency-%d", i), title: "per-forward latency against batch size, one panel per sequence length L, run " + runName(r, i),
+		yLabel: "ms per forward pass", series: series}
+	return f.svg(), note
+}
+
+// histograms is the grid of the run's realised prompt lengths: a row per L (run order), a
+// column per batch size of the run (ascending), one histogram per cell (a cell's repeats
+// measure one plan: one histogram).
+func histograms(r *report.Run) histGrid {
+	var g histGrid
+	var ls []int
+	byCell := map[[2]int]*histView{}
+	for _, c := range r.Cells {
+		k := [2]int{c.Cell.SeqLen, c.Cell.Batch}
+		if byCell[k] != nil {
+			continue
+		}
+		if !slices.Contains(ls, c.Cell.SeqLen) {
+			ls = append(ls, c.Cell.SeqLen)
+		}
+		if !slices.Contains(g.Bs, c.Cell.Batch) {
+			g.Bs = append(g.Bs, c.Cell.Batch)
 		}
 		stats := []string{"no lengths"}
 		if len(c.Lengths.Each) > 0 {
@@ -205,47 +566,17 @@ func runSection(r *report.Run, i int) runView {
 				stats = append(stats, fmt.Sprintf("%d clamped", c.Lengths.Clamped))
 			}
 		}
-		rows[l].Cells = append(rows[l].Cells, histView{Key: fmt.Sprintf("B=%d", c.Cell.Batch), Stats: stats,
-			SVG: histogram(c.Cell.Key()+" prompt lengths", c.Lengths.Each)})
+		byCell[k] = &histView{Key: c.Cell.Key(), B: c.Cell.Batch, Stats: stats, SVG: histogram(c.Cell.Key(), c.Lengths.Each)}
 	}
-	for _, l := range order {
-		v.Hists = append(v.Hists, *rows[l])
-	}
-	return v
-}
-
-// perLChart is one series per sequence length L of pick's figure (ms) against B, over the
-// measured cells that have it.
-func perLChart(r *report.Run, id, title, yLabel string, pick func(f *measure.Figures) (time.Duration, bool)) template.HTML {
-	byL := map[int][]point{}
-	for _, c := range r.Cells {
-		if c.Figures == nil || !report.Measured(c.Status) {
-			continue
-		}
-		d, ok := pick(c.Figures)
-		if !ok {
-			continue
-		}
-		ms := measure.Ms(d)
-		byL[c.Cell.SeqLen] = append(byL[c.Cell.SeqLen], point{x: float64(c.Cell.Batch), y: ms,
-			tip: fmt.Sprintf("%s: %.3f ms", c.Cell.Key(), ms)})
-	}
-	return chart{id: id, title: title, xLabel: "batch size B (log scale)", yLabel: yLabel, logX: true, series: seriesByL(byL)}.svg()
-}
-
-func seriesByL(byL map[int][]point) []series {
-	ls := make([]int, 0, len(byL))
-	for l := range byL {
-		ls = append(ls, l)
-	}
-	sort.Ints(ls)
-	var out []series
+	slices.Sort(g.Bs)
 	for _, l := range ls {
-		pts := byL[l]
-		sort.Slice(pts, func(i, j int) bool { return pts[i].x < pts[j].x })
-		out = append(out, series{name: "L=" + strconv.Itoa(l), points: pts})
+		row := histRow{L: l, Cells: make([]*histView, len(g.Bs))}
+		for j, b := range g.Bs {
+			row.Cells[j] = byCell[[2]int{l, b}]
+		}
+		g.Rows = append(g.Rows, row)
 	}
-	return out
+	return g
 }
 
 func pct(f float64) string {
@@ -266,13 +597,13 @@ func consistencySection(runs []*report.Run) *compareView {
 		pct(c.MedianCV), pct(c.P90CV), pct(c.MaxCV), c.MaxCell, c.Within5, len(c.Cells))
 	v.Warnings = append(slices.Clone(c.Pooled), c.Warnings...)
 	v.Table.Head = []string{"L", "B", "fwd ms mean", "sd", "min", "max", "CV %", "full-batch CV %"}
-	byL := map[int][]point{}
+	byL := map[int][]value{}
 	for _, cc := range c.Cells {
 		v.Table.Rows = append(v.Table.Rows, []string{strconv.Itoa(cc.SeqLen), strconv.Itoa(cc.Batch), ms3(cc.Mean), ms3(cc.SD), ms3(cc.Min), ms3(cc.Max), pct(cc.CV), pct(cc.WindowCV)})
-		byL[cc.SeqLen] = append(byL[cc.SeqLen], point{x: float64(cc.Batch), y: 100 * cc.CV, tip: fmt.Sprintf("%s: CV %s %%", cc.CellKey, pct(cc.CV))})
+		byL[cc.SeqLen] = append(byL[cc.SeqLen], value{x: float64(cc.Batch), y: 100 * cc.CV})
 	}
 	v.Warnings = append(v.Warnings, leftOut(c.LeftOut)...)
-	v.Charts = []template.HTML{chart{id: "cv", title: "CV of the mean per-forward latency across runs", xLabel: "batch size B (log scale)", yLabel: "CV %", logX: true, series: seriesByL(byL)}.svg()}
+	v.Charts = []template.HTML{lineChart{id: "cv", title: "CV of the mean per-forward latency across runs", yLabel: "CV (%)", byL: byL}.svg()}
 	return v
 }
 
@@ -295,7 +626,7 @@ func repeatsSection(r *report.Run) *compareView {
 			u.MinRepeats, u.MaxRepeats, 100*u.Confidence, 100*u.TargetCV)
 		v.Table.Head = append(v.Table.Head, "CV upper %", "upper ≤ target")
 	}
-	byL := map[int][]point{}
+	byL := map[int][]value{}
 	for _, cc := range c.Cells {
 		row := []string{strconv.Itoa(cc.SeqLen), strconv.Itoa(cc.Batch), strconv.Itoa(len(cc.Runs)), ms3(cc.Mean), ms3(cc.SD), ms3(cc.Min), ms3(cc.Max), pct(cc.CV), pct(cc.WindowCV)}
 		if u != nil {
@@ -303,32 +634,10 @@ func repeatsSection(r *report.Run) *compareView {
 			row = append(row, pct(up), map[bool]string{true: "yes", false: "no"}[up <= u.TargetCV])
 		}
 		v.Table.Rows = append(v.Table.Rows, row)
-		byL[cc.SeqLen] = append(byL[cc.SeqLen], point{x: float64(cc.Batch), y: 100 * cc.CV, tip: fmt.Sprintf("%s: CV %s %% over %d repeats", cc.CellKey, pct(cc.CV), len(cc.Runs))})
+		byL[cc.SeqLen] = append(byL[cc.SeqLen], value{x: float64(cc.Batch), y: 100 * cc.CV})
 	}
 	v.Warnings = leftOut(c.LeftOut)
-	v.Charts = []template.HTML{chart{id: "cv", title: "CV of the mean per-forward latency across repeats", xLabel: "batch size B (log scale)", yLabel: "CV %", logX: true, series: seriesByL(byL)}.svg()}
-	return v
-}
-
-func abSection(before, after *report.Run) *compareView {
-	v := &compareView{Title: fmt.Sprintf("A/B: %s (A) → %s (B)", before.Header.RunID, after.Header.RunID)}
-	d, err := report.Compare(before, after)
-	if err != nil {
-		v.Note = "not computed: " + err.Error()
-		return v
-	}
-	v.Note = fmt.Sprintf("change of the mean per-forward latency, B/A − 1 (+ is slower in B): median %s %%, range %s … %s %% over %d cells",
-		plus(d.Median), plus(d.Min), plus(d.Max), len(d.Cells))
-	v.Warnings = append(slices.Clone(d.Pooled), d.Warnings...)
-	v.Table.Head = []string{"L", "B", "fwd ms A", "fwd ms B", "change %", "TTFT p50 A", "TTFT p50 B", "TTFT change %"}
-	byL := map[int][]point{}
-	for _, c := range d.Cells {
-		v.Table.Rows = append(v.Table.Rows, []string{strconv.Itoa(c.SeqLen), strconv.Itoa(c.Batch), ms3(c.Before), ms3(c.After), plus(c.Change),
-			ms1(c.TTFTBefore), ms1(c.TTFTAfter), plus(c.TTFTChange)})
-		byL[c.SeqLen] = append(byL[c.SeqLen], point{x: float64(c.Batch), y: 100 * c.Change, tip: fmt.Sprintf("%s: %s %%", c.CellKey, plus(c.Change))})
-	}
-	v.Warnings = append(v.Warnings, leftOut(d.LeftOut)...)
-	v.Charts = []template.HTML{chart{id: "ab", title: "change of the mean per-forward latency, B against A (+ = slower in B)", xLabel: "batch size B (log scale)", yLabel: "change %", logX: true, series: seriesByL(byL)}.svg()}
+	v.Charts = []template.HTML{lineChart{id: "cv", title: "CV of the mean per-forward latency across repeats", yLabel: "CV (%)", byL: byL}.svg()}
 	return v
 }
 
@@ -350,17 +659,4 @@ func leftOut(lo []report.LeftOut) []string {
 	return out
 }
 
-func plus(f float64) string {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return "–"
-	}
-	return strconv.FormatFloat(100*f, 'f', 1, 64)
-}
-
 func ms3(d time.Duration) string { return strconv.FormatFloat(measure.Ms(d), 'f', 3, 64) }
-func ms1(d time.Duration) string {
-	if d == 0 {
-		return "–"
-	}
-	return strconv.FormatFloat(measure.Ms(d), 'f', 1, 64)
-}

@@ -32,8 +32,8 @@ type world struct {
 	// batch that grew by joins without prefill, a host that got busier mid-stream.
 	RampSteps int
 	Ramp      float64
-	Chunk3    bool    // chunks of 1–3 tokens (else 1)
-	Routed    bool    // a stream (and a reader) per sequence, else one for all
+	Chunk3    bool // chunks of 1–3 tokens (else 1)
+	Routed    bool // a stream (and a reader) per sequence, else one for all
 	// Holds: BunchK > 0 holds each sequence's first BunchK chunks until the last of them is
 	// sent; LateSteps > 0 holds its first chunk that many base steps (and, in TCP order,
 	// what is sent meanwhile).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/genload/genload/host/measure"
@@ -12,7 +13,9 @@ import (
 
 // CSVHeader lists the CSV columns: one row per cell record (one per repeat of a run with
 // repeats, whose repeat column is then set), times in milliseconds with nanosecond
-// precision, lengths in tokens; an unknown value is an empty field.
+// precision, lengths in tokens; an unknown value is an empty field. The last column,
+// warnings, names the kind of each of the record's warnings (its catalogue name, see
+// [Cell.NamedWarnings]), "; "-separated.
 func CSVHeader() []string {
 	h := []string{"run_id", "cell", "seq_len", "batch", "len_min", "len_mean", "len_max", "len_clamped"}
 	for _, c := range csvColumns() {
@@ -21,7 +24,20 @@ func CSVHeader() []string {
 	return append(h, "itl_tokens_per_chunk", "tokens_per_chunk", "ttft_mean_ms", "e2e_mean_ms", "short_sequences", "prompt_tokens",
 		"prompt_token_deviation", "cached_tokens", "errors", "occupancy_share_at_b", "occupancy_max", "occupancy_samples",
 		"per_forward_method", "per_forward_endpoints_mean_ms", "full_occupancy_endpoints_ms", "full_occupancy_fit_ms", "tokens_unverified", "zero_token_sequences", "early_stop_sequences",
-		"overlong_sequences", "prompt_requests_deviating", "prompt_max_abs_deviation", "prompt_truncated_requests", "repeat", "status", "error")
+		"overlong_sequences", "prompt_requests_deviating", "prompt_max_abs_deviation", "prompt_truncated_requests", "repeat", "status", "error", "warnings")
+}
+
+// csvWarnings is a record's warnings column: the catalogue name of each of its warnings
+// (package warning: "batch-not-reached", …; "other" for a text the catalogue does not know,
+// see [Cell.NamedWarnings]), in order, joined by "; " ("" for none). The messages themselves
+// are in the JSON files.
+func csvWarnings(c *Cell) string {
+	ws := c.NamedWarnings()
+	names := make([]string, len(ws))
+	for i, w := range ws {
+		names[i] = string(w.Name)
+	}
+	return strings.Join(names, "; ")
 }
 
 // csvColumns are the table's columns that have a CSV value, past L and B.
@@ -93,7 +109,7 @@ func WriteCSV(path string, run *Run) error {
 		if c.Repeat > 0 {
 			rep = strconv.Itoa(c.Repeat)
 		}
-		row = append(row, rep, c.Status, c.Error)
+		row = append(row, rep, c.Status, c.Error, csvWarnings(c))
 		_ = w.Write(row)
 	}
 	w.Flush()

@@ -12,7 +12,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -93,69 +92,37 @@ func LatencyPlot(runs ...*Run) (*Chart, error) {
 	slices.Sort(lens)
 	slices.Sort(batches)
 
-	p := plot.New()
+	p := NewPlot("Per-forward decode latency (mean per sequence) vs batch size\n"+plotSubtitle(runs), "batch size B (sequences, log scale)", "per-forward latency (ms)")
 	ch := &Chart{Plot: p, Legend: plot.NewLegend()}
 	ch.Legend.Top, ch.Legend.Left = true, true
 	ch.Legend.XOffs, ch.Legend.YOffs = vg.Points(10), -vg.Points(12)
 	ch.Legend.TextStyle.Font.Size = vg.Points(10)
 	ch.Legend.ThumbnailWidth = vg.Points(28)
 	ch.Legend.Padding = vg.Points(4)
-	p.Title.Text = "Per-forward decode latency (mean per sequence) vs batch size\n" + plotSubtitle(runs)
-	p.Title.TextStyle.Font.Size = vg.Points(14)
-	p.X.Label.Text = "batch size B (sequences, log scale)"
-	p.Y.Label.Text = "per-forward latency (ms)"
-	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font.Size = vg.Points(12)
-		a.Tick.Label.Font.Size = vg.Points(10)
-	}
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = batchTicks(batches)
-	p.X.Min, p.X.Max = float64(batches[0])/1.08, float64(batches[len(batches)-1])*1.08
-	if hi > 20*lo && lo > 0 {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = LogTicks125{}
-		p.Y.Min, p.Y.Max = lo/1.15, hi*1.15
+	BatchAxis(&p.X, batches)
+	if ValueAxis(&p.Y, lo, hi) {
 		p.Y.Label.Text = "per-forward latency (ms, log scale)"
-	} else {
-		p.Y.Min, p.Y.Max = 0, hi*1.08
 	}
-	grid := plotter.NewGrid()
-	grid.Vertical.Color = color.Gray{Y: 225}
-	grid.Horizontal.Color = color.Gray{Y: 225}
-	p.Add(grid)
-
-	dashed := []vg.Length{vg.Points(7), vg.Points(4)}
 	for i, ss := range all {
 		for _, s := range ss {
 			k := slices.Index(lens, s.seqLen)
-			lp, sc, err := plotter.NewLinePoints(s.xy)
+			lp, sc, err := AddLine(p, s.xy, k, len(runs) == 2 && i == 0)
 			if err != nil {
 				return nil, fmt.Errorf("plot: L=%d: %w", s.seqLen, err)
 			}
-			lp.Color = plotutil.Color(k)
-			lp.Width = vg.Points(1.8)
-			sc.Color = plotutil.Color(k)
-			sc.Shape = plotutil.Shape(k)
-			sc.Radius = vg.Points(3)
-			if len(runs) == 2 && i == 0 {
-				lp.Dashes = dashed
-				lp.Width = vg.Points(1.4)
-				sc.Radius = vg.Points(2.5)
-			}
-			p.Add(lp, sc)
 			if i == len(runs)-1 || !slices.ContainsFunc(all[len(runs)-1], func(o series) bool { return o.seqLen == s.seqLen }) {
 				if i == len(runs)-1 || len(runs) == 1 {
-					ch.add("L = "+strconv.Itoa(s.seqLen)+" tokens", lp, sc)
+					ch.Add("L = "+strconv.Itoa(s.seqLen)+" tokens", lp, sc)
 				} else {
-					ch.add("L = "+strconv.Itoa(s.seqLen)+" tokens (before only)", lp, sc)
+					ch.Add("L = "+strconv.Itoa(s.seqLen)+" tokens (before only)", lp, sc)
 				}
 			}
 		}
 	}
 	if len(runs) == 2 {
 		black := color.Gray{Y: 40}
-		ch.add("before: "+runLabel(runs[0], 0)+" (dashed)", &plotter.Line{LineStyle: draw.LineStyle{Color: black, Width: vg.Points(1.4), Dashes: dashed}})
-		ch.add("after: "+runLabel(runs[1], 1)+" (solid)", &plotter.Line{LineStyle: draw.LineStyle{Color: black, Width: vg.Points(1.8)}})
+		ch.Add("before: "+runLabel(runs[0], 0)+" (dashed)", &plotter.Line{LineStyle: draw.LineStyle{Color: black, Width: dashedWidth, Dashes: dashes}})
+		ch.Add("after: "+runLabel(runs[1], 1)+" (solid)", &plotter.Line{LineStyle: draw.LineStyle{Color: black, Width: solidWidth}})
 	}
 	return ch, nil
 }
@@ -168,7 +135,8 @@ type Chart struct {
 	Labels []string
 }
 
-func (ch *Chart) add(label string, thumbs ...plot.Thumbnailer) {
+// Add appends an entry to the chart's legend: label beside the thumbnails (a line, a marker).
+func (ch *Chart) Add(label string, thumbs ...plot.Thumbnailer) {
 	ch.Legend.Add(label, thumbs...)
 	ch.Labels = append(ch.Labels, label)
 }

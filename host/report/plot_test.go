@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,5 +150,43 @@ func TestBatchTicks(t *testing.T) {
 	}
 	if got := strings.Join(ll, ","); got != "0.2,0.5,1,2,5,10" {
 		t.Errorf("log ticks %s", got)
+	}
+}
+
+// ValueAxis: log past a 20× span of positive values, else linear through 0 with 8 % of room
+// past the data (1 when all are 0), below 0 as above; NiceTicks labels round steps with the
+// decimals they need.
+func TestValueAxisAndNiceTicks(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi, min, max float64
+		log              bool
+	}{
+		{1, 40, 1 / 1.15, 46, true},
+		{2, 30, 0, 32.4, false},
+		{0, 0, 0, 1, false},
+		{-50, 10, -54.8, 14.8, false},
+	} {
+		p := plot.New()
+		log := ValueAxis(&p.Y, c.lo, c.hi)
+		if log != c.log || math.Abs(p.Y.Min-c.min) > 1e-9 || math.Abs(p.Y.Max-c.max) > 1e-9 {
+			t.Errorf("ValueAxis(%g, %g): log %v, [%g, %g]; want %v, [%g, %g]", c.lo, c.hi, log, p.Y.Min, p.Y.Max, c.log, c.min, c.max)
+		}
+	}
+	labels := func(lo, hi float64) string {
+		var l []string
+		for _, tk := range (NiceTicks{}).Ticks(lo, hi) {
+			if tk.Label != "" {
+				l = append(l, tk.Label)
+			}
+		}
+		return strings.Join(l, " ")
+	}
+	for _, c := range []struct {
+		lo, hi float64
+		want   string
+	}{{0, 1.5, "0.0 0.2 0.4 0.6 0.8 1.0 1.2 1.4"}, {-54.8, 14.8, "-50 -40 -30 -20 -10 0 10"}, {0, 1.9, "0.00 0.25 0.50 0.75 1.00 1.25 1.50 1.75"}, {0, 180, "0 25 50 75 100 125 150 175"}} {
+		if got := labels(c.lo, c.hi); got != c.want {
+			t.Errorf("NiceTicks(%g, %g) = %q, want %q", c.lo, c.hi, got, c.want)
+		}
 	}
 }

@@ -17,6 +17,10 @@ type TableOptions struct {
 	// full-batch fwd, TTFT p50, the batch seen, counted, status — in at most [NarrowWidth]
 	// characters a line for the default matrix, with warnings grouped by kind.
 	Wide bool
+	// Legends is shared by the tables of one command so that the legend of the columns is
+	// printed once: each table prints under it only the legend lines no earlier table with
+	// the same Legends printed, and none when Legends.Off. Nil prints the whole legend.
+	Legends *Legends
 }
 
 // NarrowWidth is the line width in characters (runes) that the default table and the prose
@@ -35,6 +39,11 @@ type Grid struct {
 func TableGrid(run *Run, opt TableOptions) Grid {
 	h, s, t := present(run)
 	cols := columns(h, s, t, opt.Wide)
+	if !hasPerServer(run) {
+		cols = slices.DeleteFunc(cols, func(c column) bool { return c.perServer })
+	} else {
+		cols = slices.DeleteFunc(cols, func(c column) bool { return c.get == nil }) // the CSV's list of servers: the header line names them
+	}
 	if run.HasRepeats() {
 		rep := textCol("repeat", "", func(c *Cell) string { return strconv.Itoa(c.Repeat) })
 		cols = append(cols[:2:2], append([]column{rep}, cols[2:]...)...)
@@ -60,8 +69,9 @@ func TableGrid(run *Run, opt TableOptions) Grid {
 // Table writes run's default table ([WriteTable] with zero [TableOptions]).
 func Table(w io.Writer, run *Run) { WriteTable(w, run, TableOptions{}) }
 
-// WriteTable writes run's cells as a markdown table under a header naming the run, then the
-// legend of the columns shown, then the warnings and errors. Times are milliseconds: "fwd" is
+// WriteTable writes run's cells as a markdown table ([MarkdownTable]) under a header naming
+// the run, then the legend of the columns shown (once per [Legends]), then the warnings and
+// errors. Times are milliseconds: "fwd" is
 // the per-sequence latency per decode forward pass (decode time / its forward passes, between
 // its first and last consistent chunks; "fwd fit" the robust fit beside it), "full-batch fwd" the same over
 // the window where all counted sequences decode together; "counted" is the sequences in those
@@ -70,26 +80,6 @@ func Table(w io.Writer, run *Run) { WriteTable(w, run, TableOptions{}) }
 // every column and one line per warning.
 func WriteTable(w io.Writer, run *Run, opt TableOptions) {
 	g := TableGrid(run, opt)
-	width := make([]int, len(g.Head))
-	for _, r := range append([][]string{g.Head}, g.Rows...) {
-		for j, s := range r {
-			width[j] = max(width[j], len([]rune(s)))
-		}
-	}
-	lenCol := slices.Index(g.Head, "len min/mean/max")
-	line := func(r []string) {
-		var b strings.Builder
-		b.WriteString("|")
-		for j, s := range r {
-			pad := width[j] - len([]rune(s))
-			if j != lenCol { // numbers right-aligned
-				b.WriteString(" " + strings.Repeat(" ", pad) + s + " |")
-			} else {
-				b.WriteString(" " + s + strings.Repeat(" ", pad) + " |")
-			}
-		}
-		fmt.Fprintln(w, b.String())
-	}
 	prose := func(indent string, s string) {
 		if opt.Wide {
 			fmt.Fprintln(w, indent+s)
@@ -124,17 +114,16 @@ func WriteTable(w io.Writer, run *Run, opt TableOptions) {
 		}
 	}
 	fmt.Fprintln(w)
-	line(g.Head)
-	sep := make([]string, len(width))
-	for j := range sep {
-		sep[j] = strings.Repeat("-", width[j])
+	var left []int
+	if j := slices.Index(g.Head, "len min/mean/max"); j >= 0 {
+		left = append(left, j) // numbers right-aligned, the lengths as text
 	}
-	line(sep)
-	for _, r := range g.Rows {
-		line(r)
+	MarkdownTable(w, g.Head, g.Rows, left...)
+	legend := opt.Legends.take(g.Legend)
+	if len(legend) > 0 || countMessages(run) > 0 {
+		fmt.Fprintln(w) // a markdown table ends at a blank line
 	}
-	fmt.Fprintln(w)
-	for _, l := range g.Legend {
+	for _, l := range legend {
 		prose(fmt.Sprintf("  %-16s ", l[0]), l[1])
 	}
 	if opt.Wide {
@@ -179,6 +168,18 @@ func contextText(h Header) string {
 		return fmt.Sprintf("context %d", h.Context)
 	}
 	return fmt.Sprintf("context %d (%s)", h.Context, h.ContextSource)
+}
+
+// Prose writes s wrapped at spaces within [NarrowWidth] columns: the first line after first,
+// the others after rest (indents, usually spaces or a mark such as "⚠ "). A word longer
+// than the room stays whole on its own line.
+func Prose(w io.Writer, first, rest, s string) {
+	indent := first
+	width := NarrowWidth - max(len([]rune(first)), len([]rune(rest)))
+	for _, l := range wrap(s, width) {
+		fmt.Fprintln(w, indent+l)
+		indent = rest
+	}
 }
 
 // wrap breaks s into lines of at most width runes at spaces (a longer word stays whole).

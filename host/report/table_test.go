@@ -2,12 +2,14 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/scrape"
@@ -22,7 +24,7 @@ func defaultMatrixRun(t *testing.T) *Run {
 	t.Helper()
 	cfg := config.Default()
 	cells, _, err := matrix.Build(matrix.Spec{SeqLens: cfg.Matrix.SeqLens, BatchSizes: cfg.Matrix.BatchSizes,
-		MaxTokens: cfg.MaxTokens, Context: 131072, CorpusRows: 256, Distinct: true})
+		MaxTokens: cfg.MaxTokens, Context: 131072, CorpusRows: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func TestDefaultTableFits120Columns(t *testing.T) {
 	if n := strings.Count(narrow.String(), "\n⚠ "); n != 2 {
 		t.Errorf("default table has %d warning lines, want 2 groups:\n%s", n, narrow.String())
 	}
-	if !strings.Contains(narrow.String(), "⚠ realised mean length 54941 is -14.2 % off L = 64000 — 91 cells: every cell") {
+	if !strings.Contains(narrow.String(), "⚠ Realised mean prompt lengths are off their target L — 91 cells: every cell") {
 		t.Errorf("default table lacks the grouped clamping warning:\n%s", narrow.String())
 	}
 	if n := strings.Count(wide.String(), "\n⚠ L="); n != 182 {
@@ -206,4 +208,69 @@ func TestBatchSeenIsOneFigureInBothTables(t *testing.T) {
 			t.Errorf("%s: wide table B seen %q, want %q", tc.name, got, tc.wide)
 		}
 	}
+}
+
+// The tables of one command share a Legends: the first prints the whole legend, a second of
+// the same run none, a run whose server reported prefix-cache hits only the TTFT line that
+// differs, and Off none at all; the table and the warnings are printed either way, and every
+// table is well-formed markdown.
+func TestLegendOncePerCommand(t *testing.T) {
+	run := defaultMatrixRun(t)
+	legendLines := func(out string) int {
+		return strings.Count(out, "\n  p50, p90, p99 ") + strings.Count(out, "\n  fwd ms mean ")
+	}
+	var first, second, third bytes.Buffer
+	ls := &Legends{}
+	WriteTable(&first, run, TableOptions{Legends: ls})
+	WriteTable(&second, run, TableOptions{Legends: ls})
+	hits := defaultMatrixRun(t)
+	hits.Header.RunID = "hits"
+	for i := range hits.Cells {
+		hits.Cells[i].Figures.HasCachedTokens = false // unreported: another TTFT p50 legend
+	}
+	WriteTable(&third, hits, TableOptions{Legends: ls})
+	if legendLines(first.String()) != 2 || legendLines(second.String()) != 0 || legendLines(third.String()) != 0 {
+		t.Errorf("legend lines per table: %d, %d, %d; want 2, 0, 0", legendLines(first.String()), legendLines(second.String()), legendLines(third.String()))
+	}
+	if !strings.Contains(third.String(), "\n  TTFT p50         time to first token (ms), after the warmup; the server did not report cached tokens") ||
+		strings.Contains(third.String(), "\n  B seen ") {
+		t.Errorf("the third table's legend is not its one differing line:\n%s", third.String())
+	}
+	var off, whole bytes.Buffer
+	WriteTable(&off, run, TableOptions{Legends: &Legends{Off: true}})
+	WriteTable(&whole, run, TableOptions{})
+	if strings.Contains(off.String(), "  fwd ms mean      latency") || !strings.Contains(whole.String(), "  fwd ms mean      latency") {
+		t.Errorf("Off printed a legend, or nil did not")
+	}
+	for name, out := range map[string]string{"first": first.String(), "second": second.String(), "third": third.String(), "off": off.String()} {
+		if n, err := textcheck.MarkdownTables(out); n != 1 || err != nil {
+			t.Errorf("%s: %d tables, %v", name, n, err)
+		}
+		if !strings.Contains(out, "| 64000 | 64 |") || !strings.Contains(out, "⚠ Realised mean prompt lengths are off their target L") {
+			t.Errorf("%s: the table or its warnings are missing:\n%s", name, out)
+		}
+		if w := textcheck.Wider(out, NarrowWidth); len(w) > 0 {
+			t.Errorf("%s: lines wider than %d: %q", name, NarrowWidth, w)
+		}
+	}
+}
+
+// MarkdownTable pads, aligns and escapes: a "|" in a cell is escaped, a line break becomes a
+// space, and a row of the wrong length is refused.
+func TestMarkdownTable(t *testing.T) {
+	var b bytes.Buffer
+	MarkdownTable(&b, []string{"L", "note"}, [][]string{{"1000", "a | b\nc"}, {"64000", ""}}, 1)
+	want := "|     L | note     |\n| ----: | -------- |\n|  1000 | a \\| b c |\n| 64000 |          |\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	if n, err := textcheck.MarkdownTables(b.String()); n != 1 || err != nil {
+		t.Errorf("%d tables, %v", n, err)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "row 1 has 1 cells under 2 headers") {
+			t.Errorf("a short row: %v", r)
+		}
+	}()
+	MarkdownTable(&b, []string{"L", "note"}, [][]string{{"1"}})
 }

@@ -20,12 +20,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/gputime"
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/records"
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/shard"
@@ -58,10 +61,17 @@ type Options struct {
 	// Wide prints the result table with every column and one line per warning
 	// (report.TableOptions).
 	Wide bool
+	// Legends is the command's legend of the table's columns, shared by its runs so that it
+	// is printed once (report.TableOptions.Legends); nil prints it under every table.
+	Legends *report.Legends
 	// UntilCV, when set, measures every cell repeatedly until its CV is within the rule's
 	// target or it reaches the rule's maximum (genload run --until-cv; see runRepeats and
 	// package repeat): one results file with a record per (cell, repeat). Not with Resume.
 	UntilCV *repeat.Rule
+	// Records, when not "", is a per-request records file to create (host/records: every
+	// warmup and measured sequence's send time, chunk times and token counts; genload run
+	// --records FILE.jsonl). It must not exist.
+	Records string
 	// EngineStart names what distinguishes this run's start of the built-in engine from the
 	// other starts of the same configuration in one invocation ("repeat 2" of --repeat, "ab
 	// side B"): the [engine] noise seed used is derived from the configured one and it
@@ -153,6 +163,23 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		fmt.Fprintf(opt.Stderr, "dropped L=%d B=%d: %s\n", d.SeqLen, d.Batch, d.Reason)
 	}
 	cr.watcher = s.watcher(ctx)
+	cr.capacity = capacities(s.cfg, s.eng, s.target, s.workers, cr.watcher)
+	cr.announceCapacity(opt.Stderr, s.cells)
+	if opt.Records != "" {
+		origin := time.Now()
+		rw, err := records.Create(opt.Records, records.Header{Source: "run", ID: opt.RunID, Genload: opt.Version,
+			Started: origin.UTC(), Target: s.target, Model: s.model})
+		if err != nil {
+			return res, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("--records: %w", err))
+		}
+		cr.records = &cellRecords{w: rw, origin: origin}
+		defer func() {
+			if err := rw.Close(); err != nil {
+				fmt.Fprintf(opt.Stderr, "genload: %v\n", err)
+			}
+		}()
+		fmt.Fprintf(opt.Stderr, "  per-request records → %s\n", opt.Records)
+	}
 
 	keepGoing := s.cfg.Run.OnError == config.OnErrorContinue
 	var runErr error
@@ -185,7 +212,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 			res.Measured++
 		}
 	}
-	report.WriteTable(opt.Stdout, res.Run, report.TableOptions{Wide: opt.Wide})
+	report.WriteTable(opt.Stdout, res.Run, report.TableOptions{Wide: opt.Wide, Legends: opt.Legends})
 	gpus, src := 0, "" // unknown: the summary is per GPU
 	if n, ok := gputime.GPUCount(res.Run.Header.Labels); ok {
 		gpus, src = n, "labels gpu_count"
@@ -205,10 +232,21 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	fmt.Fprintf(opt.Stderr, " in %s; results: %s", time.Since(start).Round(100*time.Millisecond), res.JSONL)
 	if jsonPath != "" {
-		fmt.Fprintf(opt.Stderr, ", %s, %s", jsonPath, csvPath)
+		fmt.Fprintf(opt.Stderr, ", %s, %s", sibling(res.JSONL, jsonPath), sibling(res.JSONL, csvPath))
 	}
 	fmt.Fprintln(opt.Stderr)
 	return res, errors.Join(runErr, ferr)
+}
+
+// sibling is path as the closing line names it beside first: its extension alone (".json")
+// when it is first's file with another extension, so that the line keeps within 120 columns
+// for a long results path; else path.
+func sibling(first, path string) string {
+	base := strings.TrimSuffix(first, filepath.Ext(first))
+	if ext := filepath.Ext(path); base+ext == path {
+		return ext
+	}
+	return path
 }
 
 // resumable refuses to resume a run with repeats (a header with until_cv, or records with a

@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -210,13 +211,23 @@ var (
 	doneSentinel = []byte("[DONE]")
 )
 
+// isDone reports the `[DONE]` sentinel, with any spaces or tabs around it: a server that
+// writes `data:  [DONE]` (two spaces; the SSE field separator removes one) ends its stream
+// as one that writes `data: [DONE]`.
+func isDone(data []byte) bool {
+	if len(data) > len(doneSentinel)+8 || len(data) < len(doneSentinel) {
+		return false
+	}
+	return string(bytes.Trim(data, " \t")) == "[DONE]"
+}
+
 // Decode parses one event's data. It returns an error (naming the first bytes of the
 // data) when the data is neither `[DONE]` nor a JSON object, or when a field has the
 // wrong type (choices not an array, index not a non-negative integer). The Chunk and its
 // slices are valid until the next Decode; data is not retained or modified.
 func (d *Decoder) Decode(data []byte) (*Chunk, error) {
 	d.resetChunk()
-	if len(data) == len(doneSentinel) && string(data) == "[DONE]" {
+	if isDone(data) {
 		d.chunk.Done = true
 		return &d.chunk, nil
 	}

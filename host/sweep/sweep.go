@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -55,6 +55,9 @@ type Options struct {
 	Resume bool
 	// Shard runs the points i with i mod Count = Index only (genload sweep --shard I/N).
 	Shard shard.Spec
+	// Legends is the legend of the points' tables, printed once for the sweep (under the
+	// first point's table; report.Legends); nil prints it under every point's.
+	Legends *report.Legends
 }
 
 // Summary is the sweep's record, <out>/sweep.json (sweep-shard-I-of-N.json for a shard),
@@ -315,7 +318,7 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 	pr.ReadyAfter = report.Millis(after)
 	fmt.Fprintf(opt.Stderr, "point %s: %s ready after %.1f s\n", sp.Name, pr.Target, after.Seconds())
 	res, rerr := run.Run(ctx, cfg, run.Options{Stdout: opt.Stdout, Stderr: opt.Stderr, Progress: opt.Progress, Version: opt.Version,
-		RunID: runID, Getenv: opt.Getenv, Resume: resume, ResumeMoved: moved})
+		RunID: runID, Getenv: opt.Getenv, Resume: resume, ResumeMoved: moved, Legends: opt.Legends})
 	if res != nil {
 		pr.Results, pr.JSON = res.JSONL, res.JSON
 		pr.Cells, pr.Measured = len(res.Run.Header.Cells), res.Measured
@@ -434,53 +437,201 @@ func spreads(r *report.Run) (*Spread, *report.Millis) {
 	return s, t
 }
 
-// Table prints the sweep summary: one row per point.
+// Table prints the sweep summary within report.NarrowWidth columns (for point names and
+// values of a usual length): a markdown table with a row per point — its name (or its index,
+// when the names would make the table too wide: the names are then listed under it), the
+// labels that differ between points (as columns while the table fits, else a line per point
+// under it), status, cells measured, the smallest, median and largest mean per-forward
+// latency over its cells, the median TTFT p50 and how long its server took to be ready —
+// then the labels every point shares, where the results are, and a line per point that is
+// not ok with its error.
 func Table(w io.Writer, s *Summary) {
-	fmt.Fprintf(w, "\n## sweep %s — %s\n\n", s.Sweep, points(len(s.Points)))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "point\tstatus\tcells\tfwd ms min / median / max\tTTFT p50 ms (median)\tready s\tlabels\tresults / error")
+	ok := 0
 	for _, p := range s.Points {
-		fwd, ttft := "–", "–"
+		if p.Status == StatusOK {
+			ok++
+		}
+	}
+	fmt.Fprintf(w, "\n## sweep %s — %s, %d ok\n\n", s.Sweep, points(len(s.Points)), ok)
+	shared, varying := splitLabels(s.Points)
+	rows := make([][]string, len(s.Points))
+	for i, p := range s.Points {
+		fwdMin, fwdMed, fwdMax, ttft, ready := "–", "–", "–", "–", "–"
 		if p.PerForward != nil {
-			fwd = fmt.Sprintf("%.3f / %.3f / %.3f", ms(p.PerForward.Min), ms(p.PerForward.Median), ms(p.PerForward.Max))
+			fwdMin, fwdMed, fwdMax = fmt.Sprintf("%.3f", ms(p.PerForward.Min)), fmt.Sprintf("%.3f", ms(p.PerForward.Median)), fmt.Sprintf("%.3f", ms(p.PerForward.Max))
 		}
 		if p.TTFT != nil {
 			ttft = fmt.Sprintf("%.1f", ms(*p.TTFT))
 		}
-		ready := "–"
 		if p.ReadyAfter > 0 {
 			ready = fmt.Sprintf("%.1f", time.Duration(p.ReadyAfter).Seconds())
 		}
-		what := p.JSON
-		if what == "" {
-			what = p.Results
-		}
-		if p.Status != StatusOK {
-			what = firstLine(p.Error)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Status, p.Measured, p.Cells, fwd, ttft, ready, labelString(p.Labels), what)
+		rows[i] = []string{p.Name, p.Status, fmt.Sprintf("%d/%d", p.Measured, p.Cells), fwdMin, fwdMed, fwdMax, ttft, ready}
 	}
-	tw.Flush()
-	fmt.Fprintln(w, "\n  fwd ms: the mean per-forward latency of each measured cell, smallest / median / largest over the point's cells")
+	head := []string{"point", "status", "cells", "fwd ms min", "median", "max", "TTFT p50 ms", "ready s"}
+	// The varying labels as columns after the name, while the table fits.
+	withLabels := func(head []string, rows [][]string) ([]string, [][]string) {
+		h := slices.Concat(head[:1], varying, head[1:])
+		out := make([][]string, len(rows))
+		for i, r := range rows {
+			vals := make([]string, len(varying))
+			for j, k := range varying {
+				vals[j] = labelValue(s.Points[i].Labels, k)
+			}
+			out[i] = slices.Concat(r[:1], vals, r[1:])
+		}
+		return h, out
+	}
+	byIndex := func(rows [][]string) [][]string {
+		out := make([][]string, len(rows))
+		for i, r := range rows {
+			out[i] = slices.Concat([]string{strconv.Itoa(s.Points[i].Index)}, r[1:])
+		}
+		return out
+	}
+	left := []int{0, 1}
+	named, labelCols := true, false
+	h, r := head, rows
+	if lh, lr := withLabels(head, rows); len(varying) > 0 && report.MarkdownWidth(lh, lr) <= report.NarrowWidth {
+		h, r, labelCols = lh, lr, true
+	} else if lh, lr := withLabels(slices.Concat([]string{"#"}, head[1:]), byIndex(rows)); len(varying) > 0 && report.MarkdownWidth(lh, lr) <= report.NarrowWidth {
+		h, r, labelCols, named = lh, lr, true, false
+	} else if report.MarkdownWidth(head, rows) > report.NarrowWidth {
+		h, r, named = slices.Concat([]string{"#"}, head[1:]), byIndex(rows), false
+	}
+	if labelCols {
+		for j := range varying {
+			left = append(left, 1+j)
+		}
+		left = append(left, 1+len(varying))
+	}
+	if !named {
+		left = left[1:] // the index is a number
+	}
+	report.MarkdownTable(w, h, r, left...)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "  fwd ms: the mean per-forward latency of each measured cell, smallest / median / largest over the point's cells")
+	if !named || (!labelCols && len(varying) > 0) {
+		for _, p := range s.Points {
+			line := p.Name
+			if !named {
+				line = fmt.Sprintf("%d = %s", p.Index, p.Name)
+			}
+			if !labelCols && len(varying) > 0 {
+				vals := make([]string, len(varying))
+				for j, k := range varying {
+					vals[j] = k + "=" + labelValue(p.Labels, k)
+				}
+				line += ": " + strings.Join(vals, " ")
+			}
+			prose(w, "  ", line)
+		}
+	}
+	if len(shared) > 0 {
+		prose(w, "  ", "labels of every point: "+strings.Join(shared, " "))
+	}
+	if dir, ok := commonDir(s.Points); ok {
+		prose(w, "  ", "results: "+dir+"<point>.json, .jsonl and .csv")
+	} else {
+		for _, p := range s.Points {
+			if what := cmp.Or(p.JSON, p.Results); what != "" {
+				prose(w, "  ", p.Name+" results: "+what)
+			}
+		}
+	}
+	for _, p := range s.Points {
+		if p.Status != StatusOK {
+			prose(w, "✗ ", fmt.Sprintf("%s: %s: %s", p.Name, p.Status, firstLines(p.Error, 3)))
+		}
+	}
+}
+
+// prose writes s wrapped within report.NarrowWidth columns, the first line after indent and
+// the others under its text (two spaces further in when indent is blank, so that they read
+// as the same item).
+func prose(w io.Writer, indent, s string) {
+	pad := strings.Repeat(" ", len([]rune(indent)))
+	if strings.TrimSpace(indent) == "" {
+		pad += "  "
+	}
+	report.Prose(w, indent, pad, s)
+}
+
+// splitLabels returns the labels every point has with one value ("k=v", sorted) and the keys
+// of the others (sorted).
+func splitLabels(ps []PointResult) (shared []string, varying []string) {
+	keys := map[string]bool{}
+	for _, p := range ps {
+		for k := range p.Labels {
+			keys[k] = true
+		}
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		same := true
+		for _, p := range ps {
+			if _, ok := p.Labels[k]; !ok || labelValue(p.Labels, k) != labelValue(ps[0].Labels, k) {
+				same = false
+			}
+		}
+		if same {
+			shared = append(shared, k+"="+labelValue(ps[0].Labels, k))
+		} else {
+			varying = append(varying, k)
+		}
+	}
+	return shared, varying
+}
+
+// labelValue is the label's value as text, "–" when the point has none.
+func labelValue(m map[string]any, k string) string {
+	v, ok := m[k]
+	if !ok {
+		return "–"
+	}
+	return fmt.Sprint(v)
+}
+
+// commonDir is the directory (with its separator) of every point's results when each is
+// <dir><point name>.json (or .jsonl, for a run that did not finish writing); ok is false
+// otherwise (a point measured again under another run id, or none with results).
+func commonDir(ps []PointResult) (string, bool) {
+	dir := ""
+	for _, p := range ps {
+		what := cmp.Or(p.JSON, p.Results)
+		if what == "" {
+			continue
+		}
+		base := strings.TrimSuffix(what, filepath.Ext(what))
+		if filepath.Base(base) != p.Name {
+			return "", false
+		}
+		d := strings.TrimSuffix(base, p.Name)
+		if dir != "" && d != dir {
+			return "", false
+		}
+		dir = d
+	}
+	return dir, dir != ""
 }
 
 func ms(m report.Millis) float64 { return float64(m) / 1e6 }
 
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
-	return l
-}
-
-func labelString(m map[string]any) string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
+// firstLines is s's first n lines joined by " / " (a server's last log lines after the
+// error's first), "…" added when s has more.
+func firstLines(s string, n int) string {
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	for i := range ls {
+		ls[i] = strings.TrimSpace(ls[i])
 	}
-	sort.Strings(ks)
-	for i, k := range ks {
-		ks[i] = fmt.Sprintf("%s=%v", k, m[k])
+	if len(ls) > n {
+		return strings.Join(ls[:n], " / ") + " / …"
 	}
-	return strings.Join(ks, " ")
+	return strings.Join(ls, " / ")
 }
 
 func fileExists(p string) bool {

@@ -123,6 +123,10 @@ time_scale = 1
 			t.Errorf("run --repeat stdout lacks %q:\n%s", want, stdout)
 		}
 	}
+	// both repeats' tables, the legend of their columns once
+	if n, m := strings.Count(stdout, "## genload t-r"), strings.Count(stdout, "  fwd ms mean      latency per decode forward pass"); n != 2 || m != 1 {
+		t.Errorf("run --repeat 2: %d tables and the legend %d times, want 2 and once:\n%s", n, m, stdout)
+	}
 	r1, r2 := filepath.Join(out, "t-r1.json"), filepath.Join(out, "t-r2.jsonl")
 	for _, p := range []string{r1, r2} {
 		r, err := report.ReadFile(p)

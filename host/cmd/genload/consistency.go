@@ -10,7 +10,6 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/gputime"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 )
@@ -74,6 +73,7 @@ func repeatsConsistency(r *report.Run, file string, maxCV float64, cvStat string
 	if err != nil {
 		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", file, err))
 	}
+	fmt.Fprintln(e.stdout, report.RunsComparability([]*report.Run{r}, nil).Line())
 	c.WriteMarkdown(e.stdout)
 	if r.Header.UntilCV != nil {
 		cells, rule, err := run.RepeatsOf(r)
@@ -104,13 +104,17 @@ func checkCVFlags(maxCV float64, cvStat, cmd string) error {
 	return exitcode.Errorf(exitcode.Usage, "--cv-stat %q: want max, p90 or median (see 'genload %s --help')", cvStat, cmd)
 }
 
-// consistency prints the consistency table and summary of runs and holds the --cv-stat
+// consistency prints whether runs are comparable, then their consistency table
+// and summary, and holds the --cv-stat
 // statistic against maxCV percent (0 = no threshold): crossing it is a ThresholdsFailed error.
 func consistency(runs []*report.Run, maxCV float64, cvStat string, e *env) error {
 	c, err := report.Consistent(runs)
 	if err != nil {
 		return err
 	}
+	// Repeats of one matrix: every field must agree; the first line says whether they do.
+	// Runs are called by their run ids: the same line whichever file of a run is read.
+	fmt.Fprintln(e.stdout, report.RunsComparability(runs, nil).Line())
 	c.WriteMarkdown(e.stdout)
 	return threshold(c, maxCV, cvStat, e)
 }
@@ -169,8 +173,9 @@ func runRepeats(ctx context.Context, cfg *config.Config, opt run.Options, n int,
 
 // runUntilCV runs cfg with opt.UntilCV set (one results file, a record per repeat), then
 // prints the repeats' consistency as read back from its results file (the table 'genload
-// consistency' prints for it, with each cell's repeat count), how each cell's repeats ended
-// and the GPU time, and applies the --max-cv threshold. Flagged cells are listed, not an
+// consistency' prints for it, with each cell's repeat count) and how each cell's repeats
+// ended, and applies the --max-cv threshold. The GPU time of the run is printed once, by
+// run.Run with its other closing lines (stderr). Flagged cells are listed, not an
 // error. A run that failed or was interrupted prints the same from what its file holds (the
 // consistency when a cell has two measured repeats), and returns the run's error.
 func runUntilCV(ctx context.Context, cfg *config.Config, opt run.Options, maxCV float64, cvStat string, e *env) error {
@@ -193,12 +198,6 @@ func runUntilCV(ctx context.Context, cfg *config.Config, opt run.Options, maxCV 
 		return cerr
 	}
 	run.WriteRepeats(e.stdout, res.Repeats, *opt.UntilCV)
-	gpus, src := 0, ""
-	if n, ok := gputime.GPUCount(r.Header.Labels); ok {
-		gpus, src = n, "labels gpu_count"
-	}
-	fmt.Fprintln(e.stdout)
-	gputime.Of([]*report.Run{r}, gpus, src).WriteSummary(e.stdout)
 	if runErr != nil {
 		return runErr
 	}

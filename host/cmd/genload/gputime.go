@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
@@ -53,17 +55,38 @@ against one adaptive run.`,
 		enc.SetIndent("", "  ")
 		return enc.Encode(acc)
 	}
-	fmt.Fprintln(e.stdout, "| cell | status | wall s | warmup s | measured s |")
-	fmt.Fprintln(e.stdout, "|---|---|---:|---:|---:|")
 	sec := func(d time.Duration) string {
 		if d == 0 {
 			return "–"
 		}
 		return fmt.Sprintf("%.3f", d.Seconds())
 	}
-	for _, c := range acc.Cells {
-		fmt.Fprintf(e.stdout, "| %s | %s | %s | %s | %s |\n", c.Key, c.Status, sec(c.Wall), sec(c.Warmup), sec(c.Measured))
+	head := []string{"cell", "status", "wall s", "warmup s", "measured s"}
+	several := len(runs) > 1
+	reps := slices.ContainsFunc(acc.Cells, func(c gputime.Cell) bool { return c.Repeat > 0 })
+	rows := make([][]string, len(acc.Cells))
+	for i, c := range acc.Cells {
+		rows[i] = []string{c.Key, c.Status, sec(c.Wall), sec(c.Warmup), sec(c.Measured)}
+		if reps {
+			rows[i] = slices.Insert(rows[i], 1, strconv.Itoa(c.Repeat))
+		}
+		if several {
+			rows[i] = slices.Insert(rows[i], 0, c.RunID)
+		}
 	}
+	left := []int{0, 1}
+	if reps {
+		head = slices.Insert(head, 1, "repeat")
+		left = []int{0, 2}
+	}
+	if several { // the rows of one cell in several runs told apart by their run
+		head = slices.Insert(head, 0, "run")
+		for i := range left {
+			left[i]++
+		}
+		left = append([]int{0}, left...)
+	}
+	report.MarkdownTable(e.stdout, head, rows, left...)
 	fmt.Fprintln(e.stdout)
 	acc.WriteSummary(e.stdout)
 	return nil

@@ -21,12 +21,14 @@ import (
 type runFlags struct {
 	cfgPath, target, model, out, mode, lengths *string
 	runID, resume, shardSpec, cvStat           *string
+	records                                    *string
 	sets                                       setFlags
 	seqLens, batches                           intList
 	maxTokens, repeats, minRepeats, maxRepeats *int
 	seed                                       *uint64
 	timeScale, untilCV, cvConfidence, maxCV    *float64
 	keepGoing, wide                            *bool
+	legends                                    *report.Legends
 }
 
 // newRunFlags returns genload run's flag set and its flags: one definition for genload run and
@@ -70,12 +72,14 @@ it exists, else the defaults.`,
 	f.runID = fs.String("run-id", "", "name of the results files (default: UTC start time)")
 	f.resume = fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
 	f.wide = wideFlag(fs)
+	f.legends = legendFlag(fs)
 	f.repeats = fs.Int("repeat", 1, "run the whole matrix N times (run ids <id>-r1 … <id>-rN, same config and seed; a built-in engine with [engine] noise draws it with a seed per repeat, derived from the configured one), then print their consistency (see 'genload consistency --help')")
 	f.untilCV = fs.Float64("until-cv", 0, "repeat each cell, in interleaved rounds, until the --cv-confidence upper confidence bound of its per-forward CV is within PCT percent; cells that reach --max-repeats first are flagged (one results file, a record per repeat); 0 = off (each cell once)")
 	f.minRepeats = fs.Int("min-repeats", 2, "with --until-cv: the fewest repeats of every cell (≥ 2)")
 	f.maxRepeats = fs.Int("max-repeats", 8, "with --until-cv: the most repeats of any cell")
 	f.cvConfidence = fs.Float64("cv-confidence", 0.9, "with --until-cv: the one-sided confidence of the CV's upper bound, in (0, 1); lower stops quiet cells sooner and lets more noisy cells pass as stable")
 	f.maxCV, f.cvStat = cvFlags(fs)
+	f.records = fs.String("records", "", "also write every request's record (send time, chunk times and token counts; schema genload.records/v1) to this new JSON Lines file")
 	f.shardSpec = fs.String("shard", "", "measure shard I/N of the matrix: I 0-based, or JOB_COMPLETION_INDEX/N in a Kubernetes Indexed Job; run id <id>-shard-I-of-N (join the shards with genload merge)")
 	return fs, f
 }
@@ -206,9 +210,12 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	opt := run.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
-		RunID: *runID, Getenv: e.getenv, Resume: *resume, Wide: *wide}
+		RunID: *runID, Getenv: e.getenv, Resume: *resume, Wide: *wide, Legends: f.legends, Records: *f.records}
 	if err := shardOptions(*shardSpec, e, &opt); err != nil {
 		return err
+	}
+	if *repeats > 1 && opt.Records != "" {
+		return exitcode.Errorf(exitcode.Usage, "--records with --repeat %d: a records file holds one run (use --until-cv for repeats in one run)", *repeats)
 	}
 	if *repeats > 1 {
 		return runRepeats(ctx, cfg, opt, *repeats, *maxCV, *cvStat, e)

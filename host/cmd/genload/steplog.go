@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -418,42 +419,62 @@ func lostNote(r steplogRow) string {
 }
 
 // writeSteplogTable prints the per-cell markdown table (with a repeat column when the run
-// has repeats), the run summary and the format's notes, numbered and referenced from the
-// rows they concern.
+// has repeats; report.MarkdownTable, so every row has the header's cells), the run summary
+// and the notes, numbered and referenced where they apply: first the format's notes on its
+// forward time (from the fwd column's header), then each distinct note of a row (a reason,
+// lost records; from its notes cell) — kept out of the table so that its lines stay within
+// 120 columns. "above B" is how many forwards ran with more than B sequences, "never" for
+// none.
 func writeSteplogTable(w io.Writer, rows []steplogRow, f steplog.Format) {
 	unit := "forwards"
 	if f.Sample {
 		unit = "samples"
 	}
 	reps := slices.ContainsFunc(rows, func(r steplogRow) bool { return r.Repeat > 0 })
-	rep := func(r steplogRow) string {
-		if !reps {
-			return ""
-		}
-		return fmt.Sprintf(" %d |", r.Repeat)
-	}
-	if reps {
-		fmt.Fprintf(w, "| L | B | repeat | status | %s | modal active | at B | never above B | fwd at B ms | fwd CV %% | note |\n", unit)
-		fmt.Fprintln(w, "|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---|")
-	} else {
-		fmt.Fprintf(w, "| L | B | status | %s | modal active | at B | never above B | fwd at B ms | fwd CV %% | note |\n", unit)
-		fmt.Fprintln(w, "|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---|")
-	}
 	notes := f.Notes()
-	refs := ""
-	for i := range notes {
-		refs += fmt.Sprintf("[%d]", i+1)
+	number := map[string]int{}
+	for i, n := range notes {
+		number[n] = i + 1
 	}
+	fmtRefs := ""
+	for i := range notes {
+		fmtRefs += fmt.Sprintf("[%d]", i+1)
+	}
+	ref := func(text string) string {
+		if _, ok := number[text]; !ok {
+			notes = append(notes, text)
+			number[text] = len(notes)
+		}
+		return fmt.Sprintf("[%d]", number[text])
+	}
+	fwdHead := "fwd ms at B"
+	if fmtRefs != "" {
+		fwdHead += " " + fmtRefs // the format's notes concern the whole column
+	}
+	head := []string{"L", "B", "status", unit, "modal active", "at B", "above B", fwdHead, "fwd CV %", "notes"}
+	left := []int{2, 6, 9}
+	if reps {
+		head = slices.Insert(head, 2, "repeat")
+		left = []int{3, 7, 10}
+	}
+	var table [][]string
 	var modalOK, neverAbove, measured int
 	var shares, cvs []float64
 	for _, r := range rows {
 		g := r.Figures
+		var refs []string
+		cells := []string{strconv.Itoa(r.SeqLen), strconv.Itoa(r.Batch)}
+		if reps {
+			cells = append(cells, strconv.Itoa(r.Repeat))
+		}
 		if g.Forwards == 0 {
-			note := g.Reason
-			if ln := lostNote(r); ln != "" {
-				note += "; " + ln
+			if g.Reason != "" {
+				refs = append(refs, ref(g.Reason))
 			}
-			fmt.Fprintf(w, "| %d | %d |%s %s | 0 | – | – | – | – | – | %s |\n", r.SeqLen, r.Batch, rep(r), r.Status, note)
+			if ln := lostNote(r); ln != "" {
+				refs = append(refs, ref(ln))
+			}
+			table = append(table, append(cells, r.Status, "0", "–", "–", "–", "–", "–", strings.Join(refs, " ")))
 			continue
 		}
 		measured++
@@ -465,9 +486,8 @@ func writeSteplogTable(w io.Writer, rows []steplogRow, f steplog.Format) {
 		}
 		shares = append(shares, g.AtTargetShare)
 		fwd, cv := "–", "–"
-		var note []string
 		if g.Reason != "" {
-			note = append(note, g.Reason)
+			refs = append(refs, ref(g.Reason))
 		}
 		if g.FwdN > 0 {
 			fwd = fmt.Sprintf("%.3f", g.FwdMeanMs)
@@ -475,34 +495,34 @@ func writeSteplogTable(w io.Writer, rows []steplogRow, f steplog.Format) {
 				cv = fmt.Sprintf("%.2f", 100**g.FwdCV)
 				cvs = append(cvs, *g.FwdCV)
 			} else {
-				note = append(note, g.FwdCVReason)
-			}
-			if refs != "" {
-				note = append(note, "fwd: see "+refs)
+				refs = append(refs, ref(g.FwdCVReason))
 			}
 		} else if g.FwdReason != "" && g.Reason == "" {
-			note = append(note, g.FwdReason)
+			refs = append(refs, ref(g.FwdReason))
 		}
 		if ln := lostNote(r); ln != "" {
-			note = append(note, ln)
+			refs = append(refs, ref(ln))
 		}
-		above := "yes"
+		above := "never"
 		if !g.NeverAbove {
-			above = fmt.Sprintf("no (%d, max %d)", g.Above, g.MaxActive)
+			above = fmt.Sprintf("%d× (max %d)", g.Above, g.MaxActive)
 		}
-		fmt.Fprintf(w, "| %d | %d |%s %s | %d | %d (%.1f %%) | %.2f %% | %s | %s | %s | %s |\n",
-			r.SeqLen, r.Batch, rep(r), r.Status, g.Forwards, g.Modal, 100*g.ModalShare, 100*g.AtTargetShare, above, fwd, cv, strings.Join(note, "; "))
+		table = append(table, append(cells, r.Status, strconv.Itoa(g.Forwards), fmt.Sprintf("%d (%.1f %%)", g.Modal, 100*g.ModalShare),
+			fmt.Sprintf("%.2f %%", 100*g.AtTargetShare), above, fwd, cv, strings.Join(refs, " ")))
 	}
-	fmt.Fprintf(w, "\n%d of %d cells have step-log records: B is the modal occupancy in %d, never exceeded in %d", measured, len(rows), modalOK, neverAbove)
+	report.MarkdownTable(w, head, table, left...)
+	sum := fmt.Sprintf("%d of %d cells have step-log records: B is the modal occupancy in %d, never exceeded in %d", measured, len(rows), modalOK, neverAbove)
 	if len(shares) > 0 {
-		fmt.Fprintf(w, "; share of %s at B: median %.2f %%", unit, 100*medianOf(shares))
+		sum += fmt.Sprintf("; share of %s at B: median %.2f %%", unit, 100*medianOf(shares))
 	}
 	if len(cvs) > 0 {
-		fmt.Fprintf(w, "; fwd CV at B: median %.2f %%, max %.2f %%", 100*medianOf(cvs), 100*slices.Max(cvs))
+		sum += fmt.Sprintf("; fwd CV at B: median %.2f %%, max %.2f %%", 100*medianOf(cvs), 100*slices.Max(cvs))
 	}
-	fmt.Fprintln(w, ".")
+	fmt.Fprintln(w)
+	report.Prose(w, "", "", sum+".")
 	for i, n := range notes {
-		fmt.Fprintf(w, "[%d] %s.\n", i+1, n)
+		mark := fmt.Sprintf("[%d] ", i+1)
+		report.Prose(w, mark, strings.Repeat(" ", len(mark)), n+".")
 	}
 }
 

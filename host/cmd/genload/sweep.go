@@ -32,6 +32,7 @@ binary), port (a free loopback port), point (its name), out (the results directo
 	resume := fs.Bool("resume", false, "continue the sweep whose summary is in its results directory: points not ok run again")
 	shardSpec := fs.String("shard", "", "run shard I/N of the points (I 0-based, or JOB_COMPLETION_INDEX/N): point i when i mod N = I")
 	out := fs.String("out", "", "results directory (overrides the sweep file's out)")
+	legends := legendFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -59,6 +60,6 @@ binary), port (a free loopback port), point (its name), out (the results directo
 		return err
 	}
 	_, err = sweep.Run(ctx, f, sweep.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
-		Executable: exe, Getenv: e.getenv, Resume: *resume, Shard: sh})
+		Executable: exe, Getenv: e.getenv, Resume: *resume, Shard: sh, Legends: legends})
 	return err
 }

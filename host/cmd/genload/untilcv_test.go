@@ -77,6 +77,13 @@ noise = "burst-cv=0.3,seed=3"
 			t.Errorf("output lacks %q:\nstdout:\n%s\nstderr:\n%s", want, stdout, stderr)
 		}
 	}
+	// the GPU time and the legend of the table once each, not again from the command
+	if n := strings.Count(stdout+stderr, "GPU time "); n != 1 {
+		t.Errorf("the GPU time printed %d times, want once:\nstdout:\n%s\nstderr:\n%s", n, stdout, stderr)
+	}
+	if n := strings.Count(stdout, "  fwd ms mean      latency per decode forward pass"); n != 1 {
+		t.Errorf("the legend printed %d times, want once", n)
+	}
 	// the usage errors
 	for _, args := range [][]string{{"--until-cv", "2", "--repeat", "3"}, {"--until-cv", "2", "--resume", "x.jsonl"}, {"--until-cv", "2", "--min-repeats", "1"}, {"--until-cv", "2", "--cv-confidence", "0"}, {"--until-cv", "2", "--cv-confidence", "1"}} {
 		if code, _, stderr := cli(t, context.Background(), append([]string{"run", "-c", cfg}, args...)...); code != exitcode.Usage {
