@@ -13,6 +13,7 @@ const (
 	DialectSGLang   = "sglang"
 	DialectLlamaCpp = "llamacpp"
 	DialectTGI      = "tgi"
+	DialectOllama   = "ollama"
 )
 
 // Config configures an Engine. Build one with DefaultConfig and change fields; New validates it.
@@ -154,9 +155,9 @@ func (c Config) Validate() error {
 		bad("model", "must not be empty")
 	}
 	switch c.Dialect {
-	case DialectVLLM, DialectSGLang, DialectLlamaCpp, DialectTGI:
+	case DialectVLLM, DialectSGLang, DialectLlamaCpp, DialectTGI, DialectOllama:
 	default:
-		bad("dialect", "must be vllm, sglang, llamacpp or tgi, got %q", c.Dialect)
+		bad("dialect", "must be vllm, sglang, llamacpp, tgi or ollama, got %q", c.Dialect)
 	}
 	if c.MaxNumSeqs < 1 {
 		bad("max-num-seqs", "must be >= 1, got %d", c.MaxNumSeqs)

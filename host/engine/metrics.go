@@ -123,6 +123,10 @@ type metrics struct {
 	specDrafts    atomic.Int64
 	specDraftTok  atomic.Int64
 	specAccepted  atomic.Int64
+
+	// lastStep and lastDecode are the wall durations (ns) of the last step and of the last
+	// step without prefill, read without mu (Quirks.LateFirstSteps).
+	lastStep, lastDecode atomic.Int64
 }
 
 var batchBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
@@ -175,7 +179,9 @@ func (m *metrics) observeStep(sh StepShape, sim, planned, wall time.Duration) {
 	m.stepWall.observe(wall.Seconds())
 	m.batchSize.observe(float64(sh.Seqs))
 	m.busySeqs += uint64(sh.Seqs)
+	m.lastStep.Store(int64(wall))
 	if sh.PrefillTokens == 0 {
+		m.lastDecode.Store(int64(wall))
 		m.decSteps++
 		m.decWall.observe(wall.Seconds())
 		m.decWallS += wall.Seconds()
@@ -186,6 +192,15 @@ func (m *metrics) observeStep(sh StepShape, sim, planned, wall time.Duration) {
 	m.stepWallS += wall.Seconds()
 	m.promptTok += uint64(sh.PrefillTokens)
 	m.mu.Unlock()
+}
+
+// lastDecodeStep is the wall duration of the last step without prefill, else of the last
+// step (0 before any; Quirks.LateFirstSteps).
+func (m *metrics) lastDecodeStep() time.Duration {
+	if d := m.lastDecode.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return time.Duration(m.lastStep.Load())
 }
 
 func (m *metrics) observeQueue(d time.Duration) {

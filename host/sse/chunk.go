@@ -110,6 +110,18 @@ type Chunk struct {
 	// Usage is the chunk's usage object, valid when HasUsage (usage present and not null).
 	Usage    Usage
 	HasUsage bool
+	// Timings is llama.cpp's "timings" object (on a task's final chunk), valid when
+	// HasTimings.
+	Timings    Timings
+	HasTimings bool
+}
+
+// Timings is the server's own account of one sequence's decoding (llama.cpp's "timings":
+// predicted_n tokens decoded, the first included, in predicted_ms from the first token's
+// sampling to the last's).
+type Timings struct {
+	PredictedN  int     `json:"predicted_n"`
+	PredictedMs float64 `json:"predicted_ms"`
 }
 
 // Decoder decodes completion chunk events, reusing its memory and Chunk: after the first
@@ -126,7 +138,7 @@ type Decoder struct {
 
 	// one-pass key visitors (method values made once, so Visit does not allocate)
 	topFn, choiceFn func([]byte, *fastjson.Value)
-	ev, cv, uv      *fastjson.Value
+	ev, cv, uv, tmv *fastjson.Value
 	objErr          bool
 	iv, tv, fv, lv  *fastjson.Value
 }
@@ -140,6 +152,10 @@ func (d *Decoder) onTop(k []byte, x *fastjson.Value) {
 	case "usage":
 		if d.uv == nil {
 			d.uv = x
+		}
+	case "timings":
+		if d.tmv == nil {
+			d.tmv = x
 		}
 	case "error":
 		if d.ev == nil {
@@ -224,8 +240,8 @@ func (d *Decoder) Decode(data []byte) (*Chunk, error) {
 
 func (d *Decoder) resetChunk() {
 	c := &d.chunk
-	c.Done, c.Err, c.HasUsage = false, nil, false
-	c.Usage = Usage{}
+	c.Done, c.Err, c.HasUsage, c.HasTimings = false, nil, false, false
+	c.Usage, c.Timings = Usage{}, Timings{}
 	c.Choices = c.Choices[:0]
 }
 
@@ -244,7 +260,7 @@ func (d *Decoder) decodeFastjson(data []byte) (*Chunk, error) {
 	if d.topFn == nil {
 		d.topFn, d.choiceFn = d.onTop, d.onChoice
 	}
-	d.ev, d.cv, d.uv, d.objErr = nil, nil, nil, false
+	d.ev, d.cv, d.uv, d.tmv, d.objErr = nil, nil, nil, nil, false
 	// One pass over the keys (first occurrence wins, as with Get).
 	o.Visit(d.topFn)
 	ev, cv, uv, objErr := d.ev, d.cv, d.uv, d.objErr
@@ -300,6 +316,11 @@ func (d *Decoder) decodeFastjson(data []byte) (*Chunk, error) {
 		}
 		if ct := uv.Get("prompt_tokens_details", "cached_tokens"); ct != nil && ct.Type() == fastjson.TypeNumber {
 			c.Usage.CachedTokens, c.Usage.HasCached = ct.GetInt(), true
+		}
+	}
+	if tm := d.tmv; tm != nil && tm.Type() == fastjson.TypeObject {
+		if n, ms := tm.Get("predicted_n"), tm.Get("predicted_ms"); n != nil && ms != nil && n.Type() == fastjson.TypeNumber && ms.Type() == fastjson.TypeNumber {
+			c.Timings, c.HasTimings = Timings{PredictedN: n.GetInt(), PredictedMs: ms.GetFloat64()}, true
 		}
 	}
 	return c, nil

@@ -53,8 +53,8 @@ func TestDemuxUsageOnlyChunk(t *testing.T) {
 		if s.Marks.Len() != 2 || !s.Finished || s.FinishReason != "length" {
 			t.Fatalf("seq %d = %+v", i, s)
 		}
-		// usage 4 − 0 known = 2 (max_tokens) × 2 sequences → even split
-		if s.CompletionTokens != 2 || s.TokenSource != TokensEvenSplit {
+		// usage 4 − 0 known = the 4 chunks with text: one token each
+		if s.CompletionTokens != 2 || s.TokenSource != TokensUsageChunks {
 			t.Fatalf("seq %d tokens %d from %s", i, s.CompletionTokens, s.TokenSource)
 		}
 	}
