@@ -17,7 +17,7 @@ BUNDLE  := host/plugin/bundled/wasm
 # Tests find plugins here by name (searched before the ones built into genload).
 export GENLOAD_PLUGIN_DIR := $(CURDIR)/$(BUILD)/plugins
 
-.PHONY: all build plugins bench sweep test lint race perf clean FORCE
+.PHONY: all build plugins bench bench-busy sweep test lint race perf clean FORCE
 all: build
 
 # genload after the plugins: it embeds them.
@@ -95,11 +95,22 @@ lint:
 	GOBIN=$(CURDIR)/$(BUILD)/tools $(GO) install $(STATICCHECK)
 	$(BUILD)/tools/staticcheck ./...
 
-# genload's own costs against baselines in the same process (see PERF.md): about
-# 5 minutes on 2 cores. Not part of test: it reports, it asserts nothing.
+# genload's own costs against baselines in the same process (see PERF.md). Not part of
+# test: it reports, it asserts nothing. PERF_ONLY picks row groups: bench (the Go benchmarks,
+# rows 1-7), paced (paced streams, three clients: row 8), binary (genload run itself: row 9),
+# e.g. make perf PERF_ONLY=paced,binary.
 PERF_ROUNDS ?= 5
+PERF_ONLY   ?= bench,paced,binary
 perf: plugins
-	$(GO) run ./host/perf/cmd/genload-perf -rounds $(PERF_ROUNDS) -out $(BUILD)/perf
+	$(GO) run ./host/perf/cmd/genload-perf -rounds $(PERF_ROUNDS) -only $(PERF_ONLY) -out $(BUILD)/perf
+
+# make bench beside BENCH_BUSY busy processes, then a check that fwd rose with B at every L
+# and that the built-in engine's steps kept to their plan in every cell (PERF.md); one run per
+# time scale of BENCH_SCALES (0 = the default), e.g. make bench-busy BENCH_SCALES=0,0.1.
+BENCH_BUSY   ?= 1
+BENCH_SCALES ?= 0
+bench-busy: build
+	$(GO) run ./host/perf/cmd/genload-perf busy-bench -busy $(BENCH_BUSY) -time-scales $(BENCH_SCALES) -c $(CONFIG) -genload $(BUILD)/genload -out $(BUILD)/busy-bench
 
 clean:
 	rm -rf $(BUILD)

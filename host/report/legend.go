@@ -4,7 +4,7 @@ package report
 // run (legendFor).
 var legend = map[string]string{
 	"len min/mean/max":      "realised prompt lengths in tokens (chat template included), after clamping",
-	"fwd ms mean":           "latency per decode forward pass: a sequence's decode time / (completion tokens − 1), from its first on-time chunk (a held-back first chunk is skipped); mean, p50, p90 over the counted sequences",
+	"fwd ms mean":           "latency per decode forward pass: a sequence's decode time / its forward passes, from its first chunk consistent with those after it to its last consistent with those before (chunks held back or read late at either end are skipped); mean, p50, p90 over the counted sequences",
 	"fwd fit":               "the cross-check: a robust (Theil–Sen) fit of chunk arrival time against tokens, per sequence, mean — the typical forward pass; the warnings say when the two disagree and why",
 	"full-batch fwd":        "the same over the window where all counted sequences decode together (ms); – when shorter than 10 forward passes",
 	"ITL p50":               "interval between consecutive chunks of a sequence (ms, per chunk)",
@@ -57,7 +57,7 @@ func legendFor(head string, run *Run, wide bool) string {
 		}
 	case "fwd ms mean":
 		if !wide {
-			return "latency per decode forward pass: a sequence's decode time / (completion tokens − 1), from its first on-time chunk (a held-back first chunk is skipped); mean over the counted sequences (--wide adds p50, p90, the robust fit, ITL, E2E, tokens and the server's own figures)"
+			return "latency per decode forward pass: a sequence's decode time / its forward passes, from its first chunk consistent with those after it to its last consistent with those before (chunks held back or read late at either end are skipped); mean over the counted sequences (--wide adds p50, p90, the robust fit, ITL, E2E, tokens and the server's own figures)"
 		}
 	case "TTFT p50":
 		if note := cacheNote(run); note != "" {

@@ -29,6 +29,7 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/scrape/scraped"
 	"github.com/genload/genload/host/steplog"
 	"github.com/genload/genload/host/warning"
@@ -222,6 +223,9 @@ type Cell struct {
 	// them.
 	WarmupElapsed   Millis `json:"warmup_ms,omitempty"`
 	MeasuredElapsed Millis `json:"measured_ms,omitempty"`
+	// Client is what genload's client spent on the measured requests (body build and write
+	// times, its CPU share, the scheduler's latency); nil when not recorded.
+	Client *recording.ClientLoad `json:"client,omitempty"`
 	// Repeat is the 1-based repeat of the cell in a run that measures cells several times
 	// (genload run --until-cv): the file then holds one record per (cell, repeat). 0
 	// (absent) in a run that measures each cell once.

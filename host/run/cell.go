@@ -69,6 +69,9 @@ type cellRunner struct {
 	// metrics is the run's /metrics step times so far (nil: not kept).
 	metrics *metricHistory
 	records *cellRecords // nil without --records
+	// tok, when not nil, derives per-chunk token counts from the kept text (see
+	// ChunkCountsKey).
+	tok measure.TokenEnder
 }
 
 // replay repeats the routing call of a cell that the run being resumed measured already.
@@ -179,6 +182,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 			rec.CacheBefore = cacheBefore(res, false)
 		}
 		r.records.add(c, "measured", plan, res)
+		rec.Client = &res.Client
 	}
 	if err == nil && r.router != nil {
 		err = r.router.Complete(ctx, completions(res, plan.Lengths.Each))
@@ -194,9 +198,9 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	if r.stages.Router != nil {
 		routedOver = r.stages.Workers
 	}
-	fig := figures(cfg, plan, res, routedOver)
+	fig := figures(cfg, plan, res, routedOver, r.tok)
 	rec.Figures = &fig
-	rec.PerServer = perServer(cfg, plan, res, r.servers, r.workerNames, rec.Server)
+	rec.PerServer = perServer(cfg, plan, res, r.servers, r.workerNames, rec.Server, r.tok)
 	if len(rec.PerServer) > 0 && !fig.Window.Valid {
 		fig.Window.Reason += "; each server's full-batch fwd over its share is in --wide, the CSV and the JSON"
 	}
@@ -251,10 +255,10 @@ func keepsOthers(ctx context.Context, cfg *config.Config, res *recording.Result)
 }
 
 // figures computes the cell's figures from its recording (host/measure) with the run's
-// settings. Sequences routed over routedOver > 1 workers share no batch: the full-batch window
-// is then invalid, with that reason.
-func figures(cfg *config.Config, plan *cell.Plan, res *recording.Result, routedOver int) measure.Figures {
-	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0,
+// settings (tok: see cellRunner). Sequences routed over routedOver > 1 workers share no batch:
+// the full-batch window is then invalid, with that reason.
+func figures(cfg *config.Config, plan *cell.Plan, res *recording.Result, routedOver int, tok measure.TokenEnder) measure.Figures {
+	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0, Tokenizer: tok,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
 		PromptLengths: plan.Built, TextPrompts: plan.Texts != nil, TruncationWarns: cfg.Truncation == "warn"})
 	if routedOver > 1 && fig.Window.Valid {

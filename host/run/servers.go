@@ -41,10 +41,11 @@ func serverKeys(cfg *config.Config, workers []config.Worker) []string {
 
 // perServer computes each server's figures over the sequences routed to it (keys: the server
 // of each worker index, serverKeys), in order of first appearance; m gives each server's
-// running gauge when its /metrics was watched. A server's full-batch window is kept only
+// running gauge when its /metrics was watched; tok derives per-chunk counts as for the cell
+// (see cellRunner). A server's full-batch window is kept only
 // where it ran its whole share together: its gauge reached its share (scrape.Occupancy.Judge),
 // and the client's marks saw all of them decoding at once. nil for fewer than two servers.
-func perServer(cfg *config.Config, plan *cell.Plan, res *recording.Result, keys []string, workerNames []string, m *scrape.CellMetrics) []report.ServerFigures {
+func perServer(cfg *config.Config, plan *cell.Plan, res *recording.Result, keys []string, workerNames []string, m *scrape.CellMetrics, tok measure.TokenEnder) []report.ServerFigures {
 	if len(keys) == 0 || res == nil {
 		return nil
 	}
@@ -66,7 +67,7 @@ func perServer(cfg *config.Config, plan *cell.Plan, res *recording.Result, keys 
 	out := make([]report.ServerFigures, 0, len(order))
 	for _, k := range order {
 		sub := subResult(res, reqs[k])
-		f := figures(cfg, plan, sub, 0)
+		f := figures(cfg, plan, sub, 0, tok)
 		sf := report.ServerFigures{Server: k, Sequences: len(sub.Sequences), Counted: f.Counted, PerForward: f.PerForward,
 			PerForwardReason: f.PerForwardReason, Window: f.Window, Attainment: *f.Attainment}
 		lens := 0

@@ -96,6 +96,9 @@ func (s *setup) run(ctx context.Context) (*cellRunner, error) {
 	}
 	s.header = s.makeHeader()
 	cr := &cellRunner{cfg: s.cfg, stages: s.stages, client: s.client, metrics: &metricHistory{}}
+	if retokenize(s.cfg) {
+		cr.tok = s.tok
+	}
 	if s.completer != nil {
 		cr.router = s.completer
 	}

@@ -84,6 +84,9 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell, metric
 	ws = append(ws, att...)
 	sw, swNotReached := serverWarnings(rec.PerServer, f.PerForward)
 	ws, notReached = append(ws, sw...), notReached || swNotReached
+	if w := rec.Client.Bottleneck(f.ITL.P50); w != "" { // first: the figures and warnings above are then the client's
+		ws = append([]warning.Warning{warning.New(warning.ClientBottleneck, w)}, ws...)
+	}
 	if !f.Window.Valid && f.Window.Reason != "" {
 		ws = append(ws, warning.New(warning.FullBatchAbsent, "no full-batch figure: "+f.Window.Reason))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,7 +93,8 @@ func (d delta) val(name string) (float64, string) {
 	return v1 - v0, ""
 }
 
-// truth sets the built-in engine's true step times and step count, where it exposes them.
+// truth sets the built-in engine's true step times, how late its steps ran against their
+// plan, and its step count, where it exposes them.
 func (d delta) truth(st *Steps) {
 	if dc, ds, why := d.hist(TruthStepDuration); why == "" {
 		st.TruthStepTime, st.HasTruth = secs(ds/dc), true
@@ -100,6 +102,15 @@ func (d delta) truth(st *Steps) {
 	}
 	if dc, ds, why := d.hist(TruthDecodeStepDuration); why == "" {
 		st.TruthDecodeStepTime, st.HasTruthDecode = secs(ds/dc), true
+	}
+	if dp, why := d.val(TruthPlannedSeconds); why == "" && dp > 0 {
+		do, _ := d.val(TruthOverrunSeconds)
+		o := &scraped.Overrun{Late: do / dp}
+		if _, dw, w := d.hist(TruthStepDuration); w == "" {
+			o.Share = max(0, dw-dp) / dp
+		}
+		o.Steps, o.P50, o.P99 = histDeltaQuantiles(d.before, d.after, TruthOverrunRatio, 0.5, 0.99)
+		st.Overrun = o
 	}
 	if _, ok := d.after.Families[TruthSteps]; ok {
 		if v, why := d.val(TruthSteps); why == "" {
@@ -497,4 +508,55 @@ func (w *Watcher) URLs() []string {
 		u[i] = s.url
 	}
 	return u
+}
+
+// histDeltaQuantiles returns the observations of histogram name between two snapshots and the
+// upper bounds of the buckets holding its q1 and q2 quantiles (the largest finite bound for
+// an observation above it); zeros when it is absent or had no observation.
+func histDeltaQuantiles(before, after Snapshot, name string, q1, q2 float64) (n, v1, v2 float64) {
+	// cumulative counts by upper bound, summed over the family's series
+	buckets := func(s Snapshot) (map[float64]float64, float64) {
+		cum, total := map[float64]float64{}, 0.0
+		f, ok := s.Families[name]
+		if !ok {
+			return cum, 0
+		}
+		for _, m := range f.GetMetric() {
+			h := m.GetHistogram()
+			if h == nil {
+				continue
+			}
+			for _, b := range h.GetBucket() {
+				cum[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+			}
+			total += float64(h.GetSampleCount())
+		}
+		return cum, total
+	}
+	c1, t1 := buckets(after)
+	c0, t0 := buckets(before)
+	n = t1 - t0
+	if n <= 0 {
+		return 0, 0, 0
+	}
+	var bounds []float64
+	for b := range c1 {
+		if !math.IsInf(b, 1) {
+			bounds = append(bounds, b)
+		}
+	}
+	slices.Sort(bounds)
+	q := func(p float64) float64 {
+		rank := math.Max(1, math.Round(p*n))
+		for _, b := range bounds {
+			if c1[b]-c0[b] >= rank {
+				return b
+			}
+		}
+		if len(bounds) == 0 {
+			return 0
+		}
+		return bounds[len(bounds)-1]
+	}
+	return n, q(q1), q(q2)
 }

@@ -76,6 +76,8 @@ const (
 	FullBatchAbsent   Name = "full-batch-absent"
 	RoutedSplit       Name = "routed-split"
 	ServersDiffer     Name = "servers-differ"
+	ClientBottleneck  Name = "client-bottleneck"
+	EngineOverrun     Name = "engine-overrun"
 )
 
 // Kind is one entry of the catalogue.
@@ -118,6 +120,8 @@ var catalogue = []Kind{
 	{AttainmentUnknown, "Whether the batch of B sequences was reached is unknown", []string{"batch attainment unknown"}},
 	{FullBatchAbsent, "There is no full-batch figure", []string{"no full-batch figure: "}},
 	{ServersDiffer, "The servers' per-forward figures differ by more than 5 %", []string{"servers differ: "}},
+	{ClientBottleneck, "The client, not the server, limited the measurement", []string{"the client was the bottleneck: "}},
+	{EngineOverrun, "The built-in engine's steps overran their plan on a busy host", []string{"the built-in engine's steps ran "}},
 	{RoutedSplit, "B is the total over several workers", []string{`^routed over \d+ workers: B = `}},
 }
 

@@ -65,6 +65,40 @@ type Steps struct {
 	// estimates. Valid when HasTruthDecode.
 	TruthDecodeStepTime time.Duration `json:"-"`
 	HasTruthDecode      bool          `json:"has_truth_decode"`
+	// Overrun is how late the built-in engine's steps ran against their plan (simulated
+	// duration × time scale) during the cell, from genload_engine_step_planned_seconds_total,
+	// genload_engine_step_overrun_seconds_total and the genload_engine_step_overrun_ratio
+	// histogram; nil when the engine does not sleep or is not the target.
+	Overrun *Overrun `json:"overrun,omitempty"`
+}
+
+// OverrunShareLimit is the stated share: a cell whose engine steps ran, in all, more than 2 %
+// over their planned wall time measured the host's load as much as the cost model (at the
+// large batch sizes of the default matrix a step is 3–4 % longer than the previous B's).
+const OverrunShareLimit = 0.02
+
+// Overrun is the built-in engine's lateness over a cell's steps.
+type Overrun struct {
+	// Steps is the steps observed. Share = max(0, Σ measured − Σ planned) / Σ planned over
+	// them: how much longer than the cost model's the steps ran in all, the bias of a mean
+	// such as fwd (the engine repays small delays with shorter steps, so it is net of them).
+	// Late = Σ max(0, measured − planned) / Σ planned: the delays before repayment.
+	Steps float64 `json:"steps"`
+	Share float64 `json:"share"`
+	Late  float64 `json:"late"`
+	// P50 and P99 are quantiles of one step's overrun as a share of its planned duration
+	// (upper bounds of the histogram's buckets).
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+// Note returns the warning for an overrun above OverrunShareLimit, "" otherwise (and for nil).
+func (o *Overrun) Note() string {
+	if o == nil || o.Share <= OverrunShareLimit {
+		return ""
+	}
+	return fmt.Sprintf("the built-in engine's steps ran %.1f %% over their planned wall time in all (one step's delay p50 %.1f %%, p99 %.0f %% of it; over %.0f steps), above the %.0f %% this cell allows: the host was busy, so fwd follows its load as much as the cost model (a larger [engine] time_scale, or a quieter host)",
+		100*o.Share, 100*o.P50, 100*o.P99, o.Steps, 100*OverrunShareLimit)
 }
 
 // MarshalJSON writes the durations as step_time_ms and truth_step_time_ms.
@@ -253,6 +287,9 @@ func (m CellMetrics) Notes() []warning.Warning {
 	var ns []warning.Warning
 	if !m.Steps.HasStepTime && m.Steps.StepTimeReason != "" {
 		ns = append(ns, warning.New(warning.MetricsFwdAbsent, "metrics fwd absent: "+m.Steps.StepTimeReason))
+	}
+	if n := m.Steps.Overrun.Note(); n != "" {
+		ns = append(ns, warning.New(warning.EngineOverrun, n))
 	}
 	for _, s := range m.Servers {
 		switch {
