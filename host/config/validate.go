@@ -16,133 +16,190 @@ import (
 var labelKeyRe = regexp.MustCompile(`^[A-Za-z0-9_.\-]+$`)
 
 // Validate reports every problem at once (errors.Join), each naming file:line and the key in
-// brackets. The error carries [exitcode.InvalidConfig].
+// brackets, in the file's order of sections: the request settings, the matrix, the plugins,
+// the workers, the prompt, warm-up and timeouts, the labels, the engine. The error carries
+// [exitcode.InvalidConfig].
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: [%s] %s", c.Where(key), key, fmt.Sprintf(format, args...)))
+	v := &validation{c: c}
+	v.request()
+	v.matrix()
+	v.plugins()
+	v.workers()
+	v.prompt()
+	v.timeouts()
+	v.labels()
+	if c.Engine.TimeScale < 0 {
+		v.bad("engine.time_scale", "must be ≥ 0, got %g", c.Engine.TimeScale)
 	}
+	if len(v.errs) == 0 {
+		return nil
+	}
+	return exitcode.With(exitcode.InvalidConfig, errors.Join(v.errs...))
+}
+
+// validation collects Validate's problems, each with the key's file:line.
+type validation struct {
+	c    *Config
+	errs []error
+}
+
+// bad records the problem of key: format and args say what is wrong.
+func (v *validation) bad(key, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%s: [%s] %s", v.c.Where(key), key, fmt.Sprintf(format, args...)))
+}
+
+// request checks the target and the settings of every request: max_tokens against the
+// context, draft_tokens, token_counts, truncation, on_error, metrics, temperature, mode, out.
+func (v *validation) request() {
+	c := v.c
 	if c.Target != Builtin {
 		if err := checkURL(c.Target); err != nil {
-			bad("target", "%v (want \"builtin\" or a base URL such as http://127.0.0.1:8000)", err)
+			v.bad("target", "%v (want \"builtin\" or a base URL such as http://127.0.0.1:8000)", err)
 		}
 	}
 	if c.MaxTokens < 1 {
-		bad("max_tokens", "must be ≥ 1, got %d", c.MaxTokens)
+		v.bad("max_tokens", "must be ≥ 1, got %d", c.MaxTokens)
 	}
 	if c.Context != 0 && c.MaxTokens >= c.Context {
-		bad("max_tokens", "%d leaves no room for a prompt in context %d", c.MaxTokens, c.Context)
+		v.bad("max_tokens", "%d leaves no room for a prompt in context %d", c.MaxTokens, c.Context)
 	}
 	if c.DraftTokens < 0 {
-		bad("draft_tokens", "must be ≥ 0, got %d", c.DraftTokens)
+		v.bad("draft_tokens", "must be ≥ 0, got %d", c.DraftTokens)
 	}
 	switch c.TokenCounts {
 	case TokenCountsAuto, TokenCountsUsage, TokenCountsLogprobs:
 	default:
-		bad("token_counts", "unknown value %q (want \"auto\", \"usage\" or \"logprobs\")", c.TokenCounts)
+		v.bad("token_counts", "unknown value %q (want \"auto\", \"usage\" or \"logprobs\")", c.TokenCounts)
 	}
 	if c.Truncation != "error" && c.Truncation != "warn" {
-		bad("truncation", "unknown value %q (want \"error\" or \"warn\")", c.Truncation)
+		v.bad("truncation", "unknown value %q (want \"error\" or \"warn\")", c.Truncation)
 	}
 	switch c.Run.OnError {
 	case "", OnErrorStop, OnErrorContinue:
 	default:
-		bad("run.on_error", "unknown value %q (want \"stop\" or \"continue\")", c.Run.OnError)
+		v.bad("run.on_error", "unknown value %q (want \"stop\" or \"continue\")", c.Run.OnError)
 	}
 	if c.Metrics != "auto" && c.Metrics != "off" {
-		bad("metrics", "unknown value %q (want \"auto\" or \"off\")", c.Metrics)
+		v.bad("metrics", "unknown value %q (want \"auto\" or \"off\")", c.Metrics)
 	}
 	if c.Temperature < 0 {
-		bad("temperature", "must be ≥ 0, got %g", c.Temperature)
+		v.bad("temperature", "must be ≥ 0, got %g", c.Temperature)
 	}
 	switch c.Mode {
 	case ModeArray, ModeRouted, ModeN, ModeAuto:
 	default:
-		bad("mode", "unknown mode %q (want \"array\", \"routed\", \"n\" or \"auto\")", c.Mode)
+		v.bad("mode", "unknown mode %q (want \"array\", \"routed\", \"n\" or \"auto\")", c.Mode)
 	}
 	if c.Out == "" {
-		bad("out", "must name a directory")
+		v.bad("out", "must name a directory")
 	}
+}
+
+// matrix checks that [matrix] names cells: sequence lengths, batch sizes and pairs ≥ 1, and
+// a KV cache bound ≥ 0.
+func (v *validation) matrix() {
+	c := v.c
 	m := c.Matrix
 	if !m.AutoSeqLens {
 		for _, l := range m.SeqLens {
 			if l < 1 {
-				bad("matrix.seq_lens", "sequence lengths must be ≥ 1 token, got %d", l)
+				v.bad("matrix.seq_lens", "sequence lengths must be ≥ 1 token, got %d", l)
 			}
 		}
 	} else if m.MinSeqLen < 1 {
-		bad("matrix.min_seq_len", "must be ≥ 1 token, got %d", m.MinSeqLen)
+		v.bad("matrix.min_seq_len", "must be ≥ 1 token, got %d", m.MinSeqLen)
 	}
 	for _, b := range m.BatchSizes {
 		if b < 1 {
-			bad("matrix.batch_sizes", "batch sizes must be ≥ 1, got %d", b)
+			v.bad("matrix.batch_sizes", "batch sizes must be ≥ 1, got %d", b)
 		}
 	}
 	for i, p := range m.Pairs {
 		if len(p) != 2 || p[0] < 1 || p[1] < 1 {
-			bad("matrix.pairs", "pair %d must be [seq_len, batch] with both ≥ 1, got %v", i, p)
+			v.bad("matrix.pairs", "pair %d must be [seq_len, batch] with both ≥ 1, got %v", i, p)
 		}
 	}
 	gridEmpty := (len(m.SeqLens) == 0 && !m.AutoSeqLens) || len(m.BatchSizes) == 0
 	if gridEmpty && len(m.Pairs) == 0 {
-		bad("matrix", "no cells: give seq_lens and batch_sizes, auto_seq_lens, or pairs")
+		v.bad("matrix", "no cells: give seq_lens and batch_sizes, auto_seq_lens, or pairs")
 	}
 	if m.MaxKVCacheEntries < 0 {
-		bad("matrix.max_kv_cache_entries", "must be ≥ 0 tokens, got %d", m.MaxKVCacheEntries)
+		v.bad("matrix.max_kv_cache_entries", "must be ≥ 0 tokens, got %d", m.MaxKVCacheEntries)
 	}
+}
+
+// plugins checks that a length plugin is named, min_len ≥ 0, and a router for the modes
+// that route.
+func (v *validation) plugins() {
+	c := v.c
 	if c.Lengths.Plugin == "" {
-		bad("lengths.plugin", "must name a length plugin (e.g. \"gamma\", \"uniform\") or a .wasm path")
+		v.bad("lengths.plugin", "must name a length plugin (e.g. \"gamma\", \"uniform\") or a .wasm path")
 	}
 	if c.Lengths.MinLen < 0 {
-		bad("lengths.min_len", "must be ≥ 0 tokens, got %d", c.Lengths.MinLen)
+		v.bad("lengths.min_len", "must be ≥ 0 tokens, got %d", c.Lengths.MinLen)
 	}
 	if (c.Mode == ModeRouted || c.Mode == ModeAuto) && c.Router.Plugin == "" {
-		bad("router.plugin", "%s mode needs a router plugin (e.g. \"router-rr\")", c.Mode)
+		v.bad("router.plugin", "%s mode needs a router plugin (e.g. \"router-rr\")", c.Mode)
 	}
+}
+
+// workers checks [[workers]] (URLs, none twice) and [worker_grid] (not with [[workers]], a
+// size ≥ 1 × 1, a URL per server), and that several workers come with a routing mode.
+func (v *validation) workers() {
+	c := v.c
 	seen := map[string]int{}
 	for i, w := range c.Workers {
-		key := fmt.Sprintf("workers.%d", i)
 		if w.URL != "" {
 			if err := checkURL(w.URL); err != nil {
-				bad("workers", "worker %d: %v", i, err)
+				v.bad("workers", "worker %d: %v", i, err)
 			}
 		}
 		id := w.URL + "\x00" + fmt.Sprint(sortedHeaders(w.Headers))
 		if j, dup := seen[id]; dup {
-			bad("workers", "worker %d duplicates worker %d (same url and headers)", i, j)
+			v.bad("workers", "worker %d duplicates worker %d (same url and headers)", i, j)
 		}
 		seen[id] = i
-		_ = key
 	}
 	if g := c.Grid; g.Servers != 0 {
 		if len(c.Workers) > 0 {
-			bad("worker_grid", "give either [[workers]] or [worker_grid], not both")
+			v.bad("worker_grid", "give either [[workers]] or [worker_grid], not both")
 		}
 		if g.Servers < 0 || g.Generators < 1 {
-			bad("worker_grid", "servers must be ≥ 1 and generators ≥ 1, got %d × %d", g.Servers, g.Generators)
+			v.bad("worker_grid", "servers must be ≥ 1 and generators ≥ 1, got %d × %d", g.Servers, g.Generators)
 		}
 		if len(g.ServerURLs) != 0 && len(g.ServerURLs) != g.Servers {
-			bad("worker_grid.server_urls", "has %d URLs for %d servers", len(g.ServerURLs), g.Servers)
+			v.bad("worker_grid.server_urls", "has %d URLs for %d servers", len(g.ServerURLs), g.Servers)
 		}
 		for _, u := range g.ServerURLs {
 			if err := checkURL(u); err != nil {
-				bad("worker_grid.server_urls", "%v", err)
+				v.bad("worker_grid.server_urls", "%v", err)
 			}
 		}
 	}
 	if c.Mode != ModeRouted && c.Mode != ModeAuto && (len(c.Workers) > 1 || c.Grid.Servers*max(c.Grid.Generators, 1) > 1) {
-		bad("mode", "several workers are configured but mode is %q; routing needs mode = \"routed\" (or \"auto\")", c.Mode)
+		v.bad("mode", "several workers are configured but mode is %q; routing needs mode = \"routed\" (or \"auto\")", c.Mode)
 	}
+}
+
+// prompt checks [prompt]: a suffix and a known format.
+func (v *validation) prompt() {
+	c := v.c
 	if c.Prompt.Suffix == "" {
-		bad("prompt.suffix", "must not be empty: every prompt ends with the analysis instruction")
+		v.bad("prompt.suffix", "must not be empty: every prompt ends with the analysis instruction")
 	}
 	switch c.Prompt.Format {
 	case FormatTokens, FormatText, FormatAuto:
 	default:
-		bad("prompt.format", "unknown format %q (want \"tokens\", \"text\" or \"auto\")", c.Prompt.Format)
+		v.bad("prompt.format", "unknown format %q (want \"tokens\", \"text\" or \"auto\")", c.Prompt.Format)
 	}
+}
+
+// timeouts checks warm-up retries, every duration (≥ 0), stall_steps and the plugins'
+// memory limit.
+func (v *validation) timeouts() {
+	c := v.c
 	if c.Warmup.Retries < 0 {
-		bad("warmup.retries", "must be ≥ 0, got %d", c.Warmup.Retries)
+		v.bad("warmup.retries", "must be ≥ 0, got %d", c.Warmup.Retries)
 	}
 	// A list, not a map: the errors come in the same order every time (the file's order).
 	for _, d := range []struct {
@@ -152,36 +209,35 @@ func (c *Config) Validate() error {
 		{"timeouts.first_token", c.Timeouts.FirstToken}, {"timeouts.total", c.Timeouts.Total},
 		{"timeouts.stall_min", c.Timeouts.StallMin}, {"timeouts.stall", c.Timeouts.Stall}, {"plugins.call_timeout", c.Plugins.CallTimeout}} {
 		if d.d.Duration < 0 {
-			bad(d.key, "must be ≥ 0, got %v", d.d.Duration)
+			v.bad(d.key, "must be ≥ 0, got %v", d.d.Duration)
 		}
 	}
 	if c.Timeouts.StallSteps < 0 {
-		bad("timeouts.stall_steps", "must be ≥ 0 steps (0 disables the rule), got %d", c.Timeouts.StallSteps)
+		v.bad("timeouts.stall_steps", "must be ≥ 0 steps (0 disables the rule), got %d", c.Timeouts.StallSteps)
 	}
 	if c.Plugins.MemoryLimitMiB < 1 || c.Plugins.MemoryLimitMiB > 4096 {
-		bad("plugins.memory_limit_mib", "must be in [1, 4096] MiB, got %d", c.Plugins.MemoryLimitMiB)
+		v.bad("plugins.memory_limit_mib", "must be in [1, 4096] MiB, got %d", c.Plugins.MemoryLimitMiB)
 	}
+}
+
+// labels checks each [labels] value (a string or an integer) and key (letters, digits, '_',
+// '-', '.'), in sorted key order.
+func (v *validation) labels() {
+	c := v.c
 	for _, k := range sortedKeys(c.Labels) {
-		switch v := c.Labels[k].(type) {
+		switch x := c.Labels[k].(type) {
 		case string, int64:
 		case float64: // a stored config read back from a results file's JSON
-			if v != math.Trunc(v) || math.IsInf(v, 0) {
-				bad("labels."+k, "must be a string or an integer, got %v", v)
+			if x != math.Trunc(x) || math.IsInf(x, 0) {
+				v.bad("labels."+k, "must be a string or an integer, got %v", x)
 			}
 		default:
-			bad("labels."+k, "must be a string or an integer, got %T %v", v, v)
+			v.bad("labels."+k, "must be a string or an integer, got %T %v", x, x)
 		}
 		if !labelKeyRe.MatchString(k) {
-			bad("labels."+k, "key must be letters, digits, '_', '-' or '.'")
+			v.bad("labels."+k, "key must be letters, digits, '_', '-' or '.'")
 		}
 	}
-	if c.Engine.TimeScale < 0 {
-		bad("engine.time_scale", "must be ≥ 0, got %g", c.Engine.TimeScale)
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return exitcode.With(exitcode.InvalidConfig, errors.Join(errs...))
 }
 
 func checkURL(s string) error {

@@ -36,10 +36,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/genload/genload/host/internal/quantile"
 	"github.com/genload/genload/host/latmodel"
 	"github.com/genload/genload/host/records"
 	"github.com/genload/genload/host/replay"
+	"github.com/genload/genload/host/stats"
 	"github.com/genload/genload/host/steplog"
 )
 
@@ -367,21 +367,14 @@ func band(fs []Forward, lo int) Band {
 			b.Outside++
 		}
 	}
-	b.ObservedMs, b.PredictedMs, b.MedianRel = median(obs), median(pred), median(rel)
-	b.MedianAbsRel, b.P90AbsRel = median(abs), rank(abs, 0.9)
+	b.ObservedMs, b.PredictedMs, b.MedianRel = stats.Median(obs), stats.Median(pred), stats.Median(rel)
+	b.MedianAbsRel, b.P90AbsRel = stats.Median(abs), math.NaN()
+	if len(abs) > 0 {
+		slices.Sort(abs)
+		b.P90AbsRel = stats.Quantile(abs, 0.9)
+	}
 	return b
 }
-
-func rank(v []float64, q float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[quantile.NearestRank(len(s), q)]
-}
-
-func median(v []float64) float64 { return rank(v, 0.5) }
 
 // WriteText writes the report: what was compared, what was left out, a markdown table of the
 // bands and the notes.

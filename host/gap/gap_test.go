@@ -94,10 +94,19 @@ func TestGapPricesEachLoggedStep(t *testing.T) {
 		t.Fatalf("bands %+v all %+v", r.Bands, r.All)
 	}
 	// B = 1: predictions 1 + 0.1 + 1e-4·501 + 1e-5·501 = 1.15511 (obs 1.0) and 1.15522
-	// (obs 1.25): errors +15.511 % and −7.58 %; median of two = nearest-rank: the lower.
-	lo := (1.1 + 1.1e-4*502 - 1.25) / 1.25
-	if b := r.Bands[0]; math.Abs(b.MedianRel-lo) > 1e-9 || math.Abs(b.P90AbsRel-(1.1+1.1e-4*501-1)) > 1e-9 {
-		t.Errorf("band 1: median %v (want %v), P90 %v", b.MedianRel, lo, b.P90AbsRel)
+	// (obs 1.25): errors +15.511 % and −7.58 %; the median of two is their midpoint
+	// (+3.96 %), the P90 of |error| the nearest-rank one: the larger, 15.511 %.
+	hi, lo := 1.1+1.1e-4*501-1, (1.1+1.1e-4*502-1.25)/1.25
+	if b := r.Bands[0]; math.Abs(b.MedianRel-(hi+lo)/2) > 1e-9 || math.Abs(b.P90AbsRel-hi) > 1e-9 {
+		t.Errorf("band 1: median %v (want %v), P90 %v (want %v)", b.MedianRel, (hi+lo)/2, b.P90AbsRel, hi)
+	}
+	// All five: the nearest-rank P90 of |error| is the ⌈0.9·5⌉ = 5th, the largest.
+	largest := 0.0
+	for _, f := range r.Forwards {
+		largest = max(largest, math.Abs(f.Rel))
+	}
+	if r.All.P90AbsRel != largest {
+		t.Errorf("all: P90 |error| %v, want the largest, %v", r.All.P90AbsRel, largest)
 	}
 	// Without the log's contexts (another format), the records give the same ones.
 	noCtx := strings.NewReplacer(" sum_ctx=", " x_sum=", " max_ctx=", " x_max=").Replace(log)

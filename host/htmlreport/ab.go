@@ -10,11 +10,11 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
-	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/stats"
 )
 
 // ABConfidence is the two-sided confidence of the per-cell intervals of an A/B of two runs
@@ -134,7 +134,7 @@ func RatioInterval(a, b []float64, conf float64) (d, lo, hi float64, ok bool) {
 		return r - 1, r - 1, r - 1, true
 	}
 	nu := (ua + ub) * (ua + ub) / (ua*ua/(na-1) + ub*ub/(nb-1))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: nu}.Quantile(1 - (1-conf)/2)
+	t := stats.TQuantile(1-(1-conf)/2, nu)
 	h := t * r * math.Sqrt(ua+ub)
 	return r - 1, r - 1 - h, r - 1 + h, true
 }
@@ -272,9 +272,8 @@ func (v *abView) build() {
 		}
 	}
 	if len(ch) > 0 {
-		slices.Sort(ch)
 		v.Headline = fmt.Sprintf("B against A, mean per-forward latency: median %s %% (range %s … %s %%) over %d cells",
-			signed(ch[(len(ch)-1)/2]), signed(ch[0]), signed(ch[len(ch)-1]), len(ch))
+			signed(stats.Median(ch)), signed(slices.Min(ch)), signed(slices.Max(ch)), len(ch))
 	} else {
 		v.Headline = "no cell with a change"
 	}

@@ -11,11 +11,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/genload/genload/host/chart"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-
-	"github.com/genload/genload/host/report"
 )
 
 // Figure sizes in points. A figure is drawn 1000 pt wide and scaled by the page to the width
@@ -66,9 +65,9 @@ func panelCols(n int) int {
 	return 3
 }
 
-// svg draws the figure with gonum/plot (report.Panels): per L a plot titled "L = … tokens",
+// svg draws the figure with gonum/plot (chart.Panels): per L a plot titled "L = … tokens",
 // B on a log₂ axis with a tick at every batch size of the figure, the value axis log₁₀ when
-// that panel's values span more than 20× (report.ValueAxis), every series' intervals as
+// that panel's values span more than 20× (chart.ValueAxis), every series' intervals as
 // vertical bars. A figure with no value is a one-line note.
 func (f panelFigure) svg() template.HTML {
 	var ls, bs []int
@@ -89,13 +88,13 @@ func (f panelFigure) svg() template.HTML {
 	}
 	slices.Sort(ls)
 	slices.Sort(bs)
-	ps := &report.Panels{Cols: panelCols(len(ls))}
+	ps := &chart.Panels{Cols: panelCols(len(ls))}
 	inLegend := map[int]bool{}
 	for _, l := range ls {
-		p := report.NewPlot("L = "+strconv.Itoa(l)+" tokens", "batch size B", f.yLabel)
+		p := chart.NewPlot("L = "+strconv.Itoa(l)+" tokens", "batch size B", f.yLabel)
 		p.Title.TextStyle.Font.Size = vg.Points(12)
 		p.X.Label.TextStyle.Font.Size, p.Y.Label.TextStyle.Font.Size = vg.Points(10), vg.Points(10)
-		report.BatchAxis(&p.X, bs)
+		chart.BatchAxis(&p.X, bs)
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, s := range f.series {
 			for _, v := range s.byL[l] {
@@ -106,9 +105,9 @@ func (f panelFigure) svg() template.HTML {
 				}
 			}
 		}
-		report.ValueAxis(&p.Y, lo, hi)
+		chart.ValueAxis(&p.Y, lo, hi)
 		if f.zeroLine {
-			report.AddZeroLine(p)
+			chart.AddZeroLine(p)
 		}
 		for i := len(f.series) - 1; i >= 0; i-- { // the first series drawn last, on top
 			s := f.series[i]
@@ -122,22 +121,22 @@ func (f panelFigure) svg() template.HTML {
 			for j, v := range vs {
 				xy[j], los[j], his[j] = plotter.XY{X: v.x, Y: v.y}, v.lo, v.hi
 			}
-			if err := report.AddIntervals(p, xy, los, his, s.style); err != nil {
+			if err := chart.AddIntervals(p, xy, los, his, s.style); err != nil {
 				return template.HTML(`<p class="note">` + template.HTMLEscapeString(err.Error()) + `</p>`)
 			}
-			line, marks, err := report.AddLine(p, xy, s.style, s.dashed)
+			line, marks, err := chart.AddLine(p, xy, s.style, s.dashed)
 			if err != nil {
 				return template.HTML(`<p class="note">` + template.HTMLEscapeString(err.Error()) + `</p>`)
 			}
 			if !inLegend[i] {
 				inLegend[i] = true
-				ps.Legend = append(ps.Legend, report.LegendEntry{Label: s.label, Thumbs: []plot.Thumbnailer{line, marks}})
+				ps.Legend = append(ps.Legend, chart.LegendEntry{Label: s.label, Thumbs: []plot.Thumbnailer{line, marks}})
 			}
 		}
 		ps.Plots = append(ps.Plots, p)
 	}
 	// The legend in series order, whatever panel first had each series.
-	slices.SortStableFunc(ps.Legend, func(a, b report.LegendEntry) int {
+	slices.SortStableFunc(ps.Legend, func(a, b chart.LegendEntry) int {
 		return seriesIndex(f.series, a.Label) - seriesIndex(f.series, b.Label)
 	})
 	h := legendRowH + panelRowH*float64(ps.Rows())
@@ -156,7 +155,7 @@ type lineChart struct {
 }
 
 // svg draws the chart with gonum/plot: B on a log₂ axis, the value axis by
-// report.ValueAxis, a line per L with its legend entry across the top.
+// chart.ValueAxis, a line per L with its legend entry across the top.
 func (c lineChart) svg() template.HTML {
 	ls := make([]int, 0, len(c.byL))
 	var bs []int
@@ -175,10 +174,10 @@ func (c lineChart) svg() template.HTML {
 	}
 	slices.Sort(ls)
 	slices.Sort(bs)
-	p := report.NewPlot("", "batch size B (log scale)", c.yLabel)
-	report.BatchAxis(&p.X, bs)
-	report.ValueAxis(&p.Y, lo, hi)
-	ps := &report.Panels{Cols: 1}
+	p := chart.NewPlot("", "batch size B (log scale)", c.yLabel)
+	chart.BatchAxis(&p.X, bs)
+	chart.ValueAxis(&p.Y, lo, hi)
+	ps := &chart.Panels{Cols: 1}
 	for k, l := range ls {
 		vs := c.byL[l]
 		slices.SortFunc(vs, func(a, b value) int { return int(a.x - b.x) })
@@ -186,11 +185,11 @@ func (c lineChart) svg() template.HTML {
 		for j, v := range vs {
 			xy[j] = plotter.XY{X: v.x, Y: v.y}
 		}
-		line, marks, err := report.AddLine(p, xy, k, false)
+		line, marks, err := chart.AddLine(p, xy, k, false)
 		if err != nil {
 			return template.HTML(`<p class="note">` + template.HTMLEscapeString(err.Error()) + `</p>`)
 		}
-		ps.Legend = append(ps.Legend, report.LegendEntry{Label: "L = " + strconv.Itoa(l), Thumbs: []plot.Thumbnailer{line, marks}})
+		ps.Legend = append(ps.Legend, chart.LegendEntry{Label: "L = " + strconv.Itoa(l), Thumbs: []plot.Thumbnailer{line, marks}})
 	}
 	ps.Plots = []*plot.Plot{p}
 	return inline(ps, figureW, legendRowH+singleH, c.id, "plot", c.title)
@@ -213,7 +212,7 @@ func histogram(cell string, lengths []int) template.HTML {
 	if err != nil {
 		return template.HTML(`<p class="note">` + template.HTMLEscapeString(err.Error()) + `</p>`)
 	}
-	h.FillColor = report.Colour(0)
+	h.FillColor = chart.Colour(0)
 	h.LineStyle.Color, h.LineStyle.Width = color.White, vg.Points(0.6) // a gap between bars
 	p := plot.New()
 	p.HideAxes()
@@ -232,11 +231,11 @@ var (
 	svgOpen   = regexp.MustCompile(`^<svg width="[^"]*" height="[^"]*"`)
 )
 
-// inline renders d as SVG (report.SVG, w × h points) for a page: without the XML prolog,
+// inline renders d as SVG (chart.SVG, w × h points) for a page: without the XML prolog,
 // scaled to the width of its container (width 100 %, height from the aspect ratio), with id
 // (unless ""), class and role img, and title as its accessible name and <title>.
-func inline(d report.Drawer, w, h float64, id, class, title string) template.HTML {
-	b, err := report.SVG(d, vg.Length(w), vg.Length(h))
+func inline(d chart.Drawer, w, h float64, id, class, title string) template.HTML {
+	b, err := chart.SVG(d, vg.Length(w), vg.Length(h))
 	if err != nil {
 		return template.HTML(`<p class="note">` + template.HTMLEscapeString(err.Error()) + `</p>`)
 	}

@@ -5,7 +5,7 @@
 // demand), its warnings grouped by kind, its per-forward latency against batch size in one
 // panel per sequence length, and the realised prompt lengths of every cell as a grid of
 // histograms; last, for repeats of one configuration, their consistency. The plots are
-// gonum/plot's SVG (the helpers of host/report that genload plot uses too). Everything is
+// gonum/plot's SVG, drawn with host/chart as genload plot, fit and gap draw. Everything is
 // inline (CSS, SVG, a few lines of JavaScript): the file opens with no network and can be
 // mailed or attached as it is.
 package htmlreport

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/chart"
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
@@ -157,6 +158,20 @@ func TestReportOfOneRun(t *testing.T) {
 		if m := bad.FindString(html); m != "" {
 			t.Errorf("report reaches out of the file, or embeds a document: %q", m)
 		}
+	}
+}
+
+// The A/B headline's median over an even number of cells is the mean of the two middle
+// changes: B at +0, +10, … +50 % on the 6 cells gives +25.0 %, not the lower middle +20 %.
+func TestABHeadlineMedian(t *testing.T) {
+	a, b := testRun("a", 1), testRun("b", 1)
+	for i := range b.Cells {
+		f := *b.Cells[i].Figures
+		f.PerForward.Mean = time.Duration(float64(f.PerForward.Mean) * (1 + 0.1*float64(i)))
+		b.Cells[i].Figures = &f
+	}
+	if ab := section(render(t, []*report.Run{a, b}, Options{}), "ab"); !strings.Contains(ab, "median +25.0 % (range 0.0 … +50.0 %) over 6 cells") {
+		t.Errorf("A/B headline:\n%.600s", ab)
 	}
 }
 
@@ -543,9 +558,9 @@ func TestReportInHeadlessChromium(t *testing.T) {
 }
 
 // pixels counts img's distinct colours, its pixels that are not near-white, and those of the
-// first series' colour (report.Colour(0), within 8 per channel).
+// first series' colour (chart.Colour(0), within 8 per channel).
 func pixels(img image.Image) (colours, ink, series int) {
-	cr, cg, cb, _ := report.Colour(0).RGBA()
+	cr, cg, cb, _ := chart.Colour(0).RGBA()
 	seen := map[[3]uint32]bool{}
 	b := img.Bounds()
 	near := func(v, want uint32) bool { d := int(v>>8) - int(want>>8); return d > -8 && d < 8 }

@@ -5,15 +5,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
-	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/quantile"
+	"github.com/genload/genload/host/stats"
 )
 
 // FitOptions configure [Fit].
@@ -98,6 +96,56 @@ var ErrTooFewCells = errors.New("too few cells to fit")
 // non-positive figure, length or σ (named by cell), no eligible form (each rejected form and
 // why), bad Experts.
 func Fit(obs []Obs, opt FitOptions) (*Model, error) {
+	forms, err := checkFitInput(obs, opt)
+	if err != nil {
+		return nil, err
+	}
+	base := &Model{Schema: Schema, MaxTokens: opt.MaxTokens, Experts: opt.Experts}
+	best, cands, screen, err := base.choose(obs, forms)
+	if best == nil && (screen == nil || opt.KeepOutliers) {
+		return nil, err
+	}
+	var outliers []Outlier
+	if !opt.KeepOutliers {
+		var rest []Obs
+		// The chosen form judges the cells; when none is eligible (an absurd cell can drive a
+		// coefficient below zero in every form), the form that predicts best does.
+		det := best
+		if det == nil {
+			det = screen
+		}
+		outliers, rest = findOutliers(obs, det)
+		if best == nil && len(outliers) == 0 {
+			return nil, err
+		}
+		if len(outliers) > 0 {
+			b2, c2, _, err2 := base.choose(rest, forms)
+			switch {
+			case err2 == nil:
+				best, cands, obs = b2, c2, rest
+			case best == nil:
+				var which []string
+				for _, o := range outliers {
+					which = append(which, fmt.Sprintf("L=%d,B=%d", o.SeqLen, o.Batch))
+				}
+				return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w (also without the outlier cell(s) %s: %v)", err, strings.Join(which, " "), err2))
+			default:
+				// Without them nothing can be fitted: keep them, and say so.
+				for i := range outliers {
+					outliers[i].Reason += fmt.Sprintf("; kept in the fit: without the outliers %v", err2)
+				}
+			}
+		}
+	}
+	m := base
+	m.Outliers = outliers
+	m.Candidates = cands
+	m.setFit(obs, best)
+	return m, nil
+}
+
+// checkFitInput checks Fit's arguments (see its errors) and returns the forms to try.
+func checkFitInput(obs []Obs, opt FitOptions) ([]string, error) {
 	if len(obs) == 0 {
 		return nil, exitcode.Errorf(exitcode.InvalidConfig, "fit: no measured cell to fit")
 	}
@@ -135,59 +183,34 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 			}
 		}
 	}
-	base := &Model{Schema: Schema, MaxTokens: opt.MaxTokens, Experts: opt.Experts}
-	best, cands, screen, err := base.choose(obs, forms)
-	if best == nil && (screen == nil || opt.KeepOutliers) {
-		return nil, err
-	}
-	var outliers []Outlier
-	if !opt.KeepOutliers {
-		// The chosen form judges the cells; when none is eligible (an absurd cell can drive a
-		// coefficient below zero in every form), the form that predicts best does.
-		det := best
-		if det == nil {
-			det = screen
-		}
-		var rest []Obs
-		for i, o := range obs {
-			rel := (det.looPred[i] - o.FwdMs) / o.FwdMs
-			if math.Abs(rel) > OutlierFactor*det.looMed && math.Abs(rel) > OutlierMinRel {
-				o.LOOMs, o.LOORel = det.looPred[i], rel
-				outliers = append(outliers, Outlier{Obs: o, Reason: fmt.Sprintf(
-					"leave-one-out error %+.1f %% (%.4g ms predicted from the other cells by %s, %.4g ms measured) is above %g × the median %.2f %% and above %g %%",
-					100*rel, det.looPred[i], strings.Join(det.terms, "+"), o.FwdMs, OutlierFactor, 100*det.looMed, 100*OutlierMinRel)})
-			} else {
-				rest = append(rest, o)
-			}
-		}
-		if best == nil && len(outliers) == 0 {
-			return nil, err
-		}
-		if len(outliers) > 0 {
-			b2, c2, _, err2 := base.choose(rest, forms)
-			switch {
-			case err2 == nil:
-				best, cands, obs = b2, c2, rest
-			case best == nil:
-				var which []string
-				for _, o := range outliers {
-					which = append(which, fmt.Sprintf("L=%d,B=%d", o.SeqLen, o.Batch))
-				}
-				return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w (also without the outlier cell(s) %s: %v)", err, strings.Join(which, " "), err2))
-			default:
-				// Without them nothing can be fitted: keep them, and say so.
-				for i := range outliers {
-					outliers[i].Reason += fmt.Sprintf("; kept in the fit: without the outliers %v", err2)
-				}
-			}
+	return forms, nil
+}
+
+// findOutliers splits obs by det's leave-one-out errors into the outliers (see
+// [OutlierFactor], each with its reason) and the rest.
+func findOutliers(obs []Obs, det *fitted) (outliers []Outlier, rest []Obs) {
+	for i, o := range obs {
+		rel := (det.looPred[i] - o.FwdMs) / o.FwdMs
+		if math.Abs(rel) > OutlierFactor*det.looMed && math.Abs(rel) > OutlierMinRel {
+			o.LOOMs, o.LOORel = det.looPred[i], rel
+			outliers = append(outliers, Outlier{Obs: o, Reason: fmt.Sprintf(
+				"leave-one-out error %+.1f %% (%.4g ms predicted from the other cells by %s, %.4g ms measured) is above %g × the median %.2f %% and above %g %%",
+				100*rel, det.looPred[i], strings.Join(det.terms, "+"), o.FwdMs, OutlierFactor, 100*det.looMed, 100*OutlierMinRel)})
+		} else {
+			rest = append(rest, o)
 		}
 	}
-	m := base
+	return outliers, rest
+}
+
+// setFit fills m with the fit best of obs: the cells with their fitted value, residual and
+// leave-one-out prediction, the range, the form and its terms, covariances, R², leave-one-out
+// errors and scatter.
+func (m *Model) setFit(obs []Obs, best *fitted) {
 	m.N = len(obs)
 	m.Obs = slices.Clone(obs)
 	m.Range, m.TailRatio = rangeOf(obs)
-	m.Outliers = outliers
-	m.Form, m.Candidates = strings.Join(best.terms, "+"), cands
+	m.Form = strings.Join(best.terms, "+")
 	for i, t := range best.terms {
 		m.Terms = append(m.Terms, Term{Name: t, Coef: best.beta[i], SE: best.se[i], Lo: best.lo[i], Hi: best.hi[i],
 			Unit: termInfo[t].unit, Doc: termInfo[t].doc})
@@ -203,7 +226,6 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 		m.Obs[i].LOORel = (best.looPred[i] - m.Obs[i].FwdMs) / m.Obs[i].FwdMs
 	}
 	m.Scatter = scatterOf(m.Obs)
-	return m, nil
 }
 
 // choose fits every form of forms to obs and returns the eligible one with the smallest
@@ -373,7 +395,7 @@ func (m *Model) fit(obs []Obs, terms []string) (*fitted, error) {
 	var tmp, hc3 mat.Dense
 	tmp.Mul(&inv, meat)
 	hc3.Mul(&tmp, &inv)
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(dof)}.Quantile(0.975)
+	t := stats.TQuantile(0.975, float64(dof))
 	f.cov, f.hc3 = make([][]float64, p), make([][]float64, p)
 	f.se, f.lo, f.hi = make([]float64, p), make([]float64, p), make([]float64, p)
 	for i := 0; i < p; i++ {
@@ -422,9 +444,7 @@ func (m *Model) loo(obs []Obs, terms []string, f *fitted) error {
 		rel[i] = math.Abs(e) / o.FwdMs
 	}
 	f.looRMS = math.Sqrt(num / den)
-	sort.Float64s(rel)
-	f.looMed = quantile.Median(rel)
-	f.looMax = rel[n-1]
+	f.looMed, f.looMax = stats.Median(rel), slices.Max(rel)
 	return nil
 }
 
@@ -440,8 +460,7 @@ func rangeOf(obs []Obs) (Range, []RatioPoint) {
 	}
 	var ratios []RatioPoint
 	for b, rs := range by {
-		sort.Float64s(rs)
-		ratios = append(ratios, RatioPoint{Batch: b, Ratio: quantile.Median(rs)})
+		ratios = append(ratios, RatioPoint{Batch: b, Ratio: stats.Median(rs)})
 	}
 	slices.SortFunc(ratios, func(a, b RatioPoint) int { return a.Batch - b.Batch })
 	return r, ratios

@@ -8,10 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/stats"
 )
 
 // GridPoint is one point a gate evaluates both models at: SeqLen is the target L it stands
@@ -256,19 +255,10 @@ func combine(cs ...component) (se, dof float64) {
 	return math.Sqrt(v), v * v / d
 }
 
-// tQuantile is the q quantile of Student's t with dof degrees of freedom (the normal one for
-// infinite dof).
-func tQuantile(q, dof float64) float64 {
-	if math.IsInf(dof, 1) || dof > 1e6 {
-		return distuv.UnitNormal.Quantile(q)
-	}
-	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: max(dof, 1)}.Quantile(q)
-}
-
 // interval returns est with its one-sided q bounds.
 func interval(est float64, q float64, cs ...component) Interval {
 	se, dof := combine(cs...)
-	t := tQuantile(q, dof)
+	t := stats.TQuantile(q, dof)
 	return Interval{Est: est, SE: se, DoF: dof, Lo: est - t*se, Hi: est + t*se}
 }
 
@@ -281,7 +271,7 @@ func pointInterval(est, q float64, n int, coef, level []component) Interval {
 	cse, cdof := combine(coef...)
 	lse, ldof := combine(level...)
 	se, dof := combine(append(slices.Clone(coef), level...)...)
-	hw := tQuantile(1-(1-q)/2, ldof)*lse + tQuantile(1-(1-q)/(2*float64(n)), cdof)*cse
+	hw := stats.TQuantile(1-(1-q)/2, ldof)*lse + stats.TQuantile(1-(1-q)/(2*float64(n)), cdof)*cse
 	return Interval{Est: est, SE: se, DoF: dof, Lo: est - hw, Hi: est + hw, LevelSE: lse}
 }
 
@@ -339,12 +329,35 @@ func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrap
 	g := &GateResult{Base: strings.Join(base.Runs, ","), New: strings.Join(next.Runs, ","), Thresholds: th,
 		BaseFit: base.Quality(), NewFit: next.Quality(), BaseLevel: base.Level(), NewLevel: next.Level()}
 	g.Thresholds.Confidence = th.confidence()
-	q := g.Thresholds.Confidence
+	if err := g.checkModels(base, next, allowMixed); err != nil {
+		return g, err
+	}
+	pts, err := g.predict(base, next, grid, extrapolate)
+	if err != nil {
+		return g, err
+	}
+	xbar, bMean := g.changes(base, next, pts)
+	if err := g.checkBaselineNoise(base, xbar, bMean, len(pts)); err != nil {
+		return g, err
+	}
+	g.Max = math.Inf(-1)
+	for _, p := range g.Points {
+		if p.Change.Est > g.Max {
+			g.Max, g.MaxAt = p.Change.Est, p.GridPoint
+		}
+	}
+	g.verdict()
+	return g, nil
+}
+
+// checkModels refuses models of different groups (unless allowMixed: then a warning) and a
+// model whose fit is poor (CheckQuality at the thresholds' MaxFitError).
+func (g *GateResult) checkModels(base, next *Model, allowMixed bool) error {
 	cmp := report.CheckComparable([]report.Identity{base.Identity("baseline " + g.Base), next.Identity("new " + g.New)})
 	g.Comparable = cmp.Line(report.FieldProfile)
 	if !cmp.ComparableExcept(report.FieldProfile) {
 		if !allowMixed {
-			return g, exitcode.Errorf(exitcode.InvalidConfig, "gate: %v: %s (--allow-mixed to compare them anyway)", ErrMixed, strings.Join(cmp.Differ, "; "))
+			return exitcode.Errorf(exitcode.InvalidConfig, "gate: %v: %s (--allow-mixed to compare them anyway)", ErrMixed, strings.Join(cmp.Differ, "; "))
 		}
 		g.Warnings = append(g.Warnings, "compared across groups (--allow-mixed): "+strings.Join(cmp.Differ, "; "))
 	}
@@ -352,26 +365,35 @@ func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrap
 		name string
 		m    *Model
 	}{{"baseline", base}, {"new", next}} {
-		if err := v.m.CheckQuality(th.MaxFitError); err != nil {
-			return g, fmt.Errorf("gate: %s: %w", v.name, err)
+		if err := v.m.CheckQuality(g.Thresholds.MaxFitError); err != nil {
+			return fmt.Errorf("gate: %s: %w", v.name, err)
 		}
 	}
+	return nil
+}
+
+// evalPoint is a grid point to judge with both models' regressors there.
+type evalPoint struct {
+	GatePoint
+	xb, xn []float64
+}
+
+// predict predicts the grid with both models: the points to judge, and in g.OutOfRange those
+// outside a model's measured range (unless extrapolate). It fails for an empty grid, a
+// prediction error, a baseline prediction that is not a latency, or no point to judge.
+func (g *GateResult) predict(base, next *Model, grid []GridPoint, extrapolate bool) ([]evalPoint, error) {
 	if len(grid) == 0 {
-		return g, exitcode.Errorf(exitcode.InvalidConfig, "gate: empty grid: the new run has no measured cell (give --grid)")
+		return nil, exitcode.Errorf(exitcode.InvalidConfig, "gate: empty grid: the new run has no measured cell (give --grid)")
 	}
-	type eval struct {
-		GatePoint
-		xb, xn []float64
-	}
-	var pts []eval
+	var pts []evalPoint
 	for _, pt := range grid {
 		bp, err := base.Predict(pt.MeanLen, pt.Batch, true)
 		if err != nil {
-			return g, fmt.Errorf("gate: baseline: %w", err)
+			return nil, fmt.Errorf("gate: baseline: %w", err)
 		}
 		np, err := next.Predict(pt.MeanLen, pt.Batch, true)
 		if err != nil {
-			return g, fmt.Errorf("gate: new: %w", err)
+			return nil, fmt.Errorf("gate: new: %w", err)
 		}
 		p := GatePoint{GridPoint: pt, BaseMs: bp.Ms, NewMs: np.Ms}
 		var why []string
@@ -388,19 +410,28 @@ func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrap
 			continue
 		}
 		if !(bp.Ms > 0) {
-			return g, exitcode.Errorf(exitcode.InvalidConfig, "gate: baseline predicts %.4g ms at %s: not a latency", bp.Ms, pt)
+			return nil, exitcode.Errorf(exitcode.InvalidConfig, "gate: baseline predicts %.4g ms at %s: not a latency", bp.Ms, pt)
 		}
-		pts = append(pts, eval{GatePoint: p, xb: base.regressors(bp.Input), xn: next.regressors(np.Input)})
+		pts = append(pts, evalPoint{GatePoint: p, xb: base.regressors(bp.Input), xn: next.regressors(np.Input)})
 	}
 	if len(pts) == 0 {
-		return g, exitcode.With(exitcode.OutOfRange, fmt.Errorf("gate: %w: every one of the %d grid point(s) is outside a model's measured range (first: %s: %s); --extrapolate to judge them",
+		return nil, exitcode.With(exitcode.OutOfRange, fmt.Errorf("gate: %w: every one of the %d grid point(s) is outside a model's measured range (first: %s: %s); --extrapolate to judge them",
 			ErrExtrapolation, len(grid), g.OutOfRange[0].GridPoint, g.OutOfRange[0].Why))
 	}
+	return pts, nil
+}
+
+// changes sets g.Points (each point's change with its simultaneous interval) and g.Mean (the
+// mean change with its one-sided interval), as Gate's documentation derives them, and returns
+// the mean of the baseline's regressors over the points and of its predictions (ms), for its
+// own level.
+func (g *GateResult) changes(base, next *Model, pts []evalPoint) (xbar []float64, bMean float64) {
+	q, th := g.Thresholds.Confidence, g.Thresholds
 	lb, ln := g.BaseLevel, g.NewLevel
 	n := float64(len(pts))
 	gb, gn := make([]float64, len(base.Terms)), make([]float64, len(next.Terms))
 	var sumC, sumB float64
-	xbar := make([]float64, len(base.Terms))
+	xbar = make([]float64, len(base.Terms))
 	for i := range pts {
 		p := &pts[i]
 		b, nw := p.BaseMs, p.NewMs
@@ -428,27 +459,27 @@ func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrap
 	g.Mean = interval(mean, q, component{base.quad(gb), float64(max(base.DoF, 1))}, component{next.quad(gn), float64(max(next.DoF, 1))},
 		component{lv * lb.SD * lb.SD, lb.DoF}, component{lv * ln.SD * ln.SD, ln.DoF})
 	g.Mean.LevelSE = math.Sqrt(lv * (lb.SD*lb.SD + ln.SD*ln.SD))
-	// The baseline's own level over the grid: the mean of its predictions, relative.
-	bMean := sumB / n
+	return xbar, sumB / n
+}
+
+// checkBaselineNoise sets g.BaseNoise, the bound on the baseline's own mean level over the n
+// points (relative: xbar its mean regressors, bMean its mean prediction, ms), and refuses a
+// baseline too noisy for the mean threshold (ErrTooNoisy), saying how many repeats would do.
+func (g *GateResult) checkBaselineNoise(base *Model, xbar []float64, bMean float64, n int) error {
+	th, q, lb := g.Thresholds, g.Thresholds.Confidence, g.BaseLevel
 	bse, bdof := combine(component{base.quad(xbar) / (bMean * bMean), float64(max(base.DoF, 1))}, component{lb.SD * lb.SD, lb.DoF})
-	g.BaseNoise = tQuantile(q, bdof) * bse
-	if lim := g.Thresholds.maxBaselineNoise() * th.MeanIncrease; g.Thresholds.maxBaselineNoise() > 0 && g.BaseNoise > lim {
-		remedy := "measure the baseline at least twice (genload run --repeat 2) and fit the repeats together: repeats measure its level instead of taking it as uncertain as its cells scatter"
-		if lb.Measured() {
-			k := math.Ceil(float64(lb.Runs) * (g.BaseNoise / lim) * (g.BaseNoise / lim))
-			remedy = fmt.Sprintf("measure the baseline about %.0f times (genload run --repeat %.0f) and fit the repeats together", k, k)
-		}
-		return g, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("gate: %w: the baseline %s knows its own mean level over the %d points only to ±%.1f %% (one-sided %g %%; level ±%.2f %% from %s, and its coefficients), more than %g × the +%g %% threshold = %.1f %%: a change of the threshold's size cannot be told from it; %s",
-			ErrTooNoisy, g.Base, len(pts), 100*g.BaseNoise, 100*q, 100*lb.SD, lb.From, g.Thresholds.maxBaselineNoise(), 100*th.MeanIncrease, 100*lim, remedy))
+	g.BaseNoise = stats.TQuantile(q, bdof) * bse
+	lim := th.maxBaselineNoise() * th.MeanIncrease
+	if th.maxBaselineNoise() <= 0 || g.BaseNoise <= lim {
+		return nil
 	}
-	g.Max = math.Inf(-1)
-	for _, p := range g.Points {
-		if p.Change.Est > g.Max {
-			g.Max, g.MaxAt = p.Change.Est, p.GridPoint
-		}
+	remedy := "measure the baseline at least twice (genload run --repeat 2) and fit the repeats together: repeats measure its level instead of taking it as uncertain as its cells scatter"
+	if lb.Measured() {
+		k := math.Ceil(float64(lb.Runs) * (g.BaseNoise / lim) * (g.BaseNoise / lim))
+		remedy = fmt.Sprintf("measure the baseline about %.0f times (genload run --repeat %.0f) and fit the repeats together", k, k)
 	}
-	g.verdict()
-	return g, nil
+	return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("gate: %w: the baseline %s knows its own mean level over the %d points only to ±%.1f %% (one-sided %g %%; level ±%.2f %% from %s, and its coefficients), more than %g × the +%g %% threshold = %.1f %%: a change of the threshold's size cannot be told from it; %s",
+		ErrTooNoisy, g.Base, n, 100*g.BaseNoise, 100*q, 100*lb.SD, lb.From, th.maxBaselineNoise(), 100*th.MeanIncrease, 100*lim, remedy))
 }
 
 // verdict sets Verdict, Failed, Undecided and Decide from the intervals.
@@ -520,10 +551,7 @@ func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, ne
 		return fmt.Sprintf("%s is at the threshold itself: no number of repeats decides it", what)
 	}
 	t0 := (iv.Hi - iv.Est) / math.Max(iv.SE, 1e-300)
-	q := distuv.UnitNormal.CDF(t0)
-	if iv.DoF < 1e6 {
-		q = distuv.StudentsT{Mu: 0, Sigma: 1, Nu: max(iv.DoF, 1)}.CDF(t0)
-	}
+	q := stats.TCDF(t0, iv.DoF)
 	coef := math.Max(iv.SE*iv.SE-iv.LevelSE*iv.LevelSE, 0)
 	ll := lb.SD*lb.SD + ln.SD*ln.SD
 	lv := iv.LevelSE * iv.LevelSE / math.Max(ll, 1e-300) // (1 + c)²
@@ -555,7 +583,7 @@ func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, ne
 			cs = append(cs, component{v, dof})
 		}
 		se, dof := combine(cs...)
-		return tQuantile(q, dof) * se
+		return stats.TQuantile(q, dof) * se
 	}
 	least := func(f func(k int) (int, int)) int {
 		for k := 2; k <= 50; k++ {

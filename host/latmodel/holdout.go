@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 
-	"github.com/genload/genload/host/internal/quantile"
+	"github.com/genload/genload/host/stats"
 )
 
 // Split returns obs (ascending L, then B) divided into the cells to fit and the cells held
@@ -58,9 +58,7 @@ func (m *Model) Check(held []Obs) (*Validation, error) {
 		rel = append(rel, math.Abs(h.Rel))
 	}
 	if len(rel) > 0 {
-		sort.Float64s(rel)
-		v.MedianRel = quantile.Median(rel)
-		v.MaxRel = rel[len(rel)-1]
+		v.MedianRel, v.MaxRel = stats.Median(rel), slices.Max(rel)
 	}
 	return v, nil
 }

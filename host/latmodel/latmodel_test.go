@@ -2,6 +2,7 @@ package latmodel
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -431,26 +432,30 @@ func TestSplit(t *testing.T) {
 	}
 }
 
-// Repeats: one value is itself; two, mean and SD/√2; three or more, the median and the
-// median's standard error from the MAD, so one disturbed run moves nothing.
-func TestRepeats(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		xs      []float64
-		fig, se float64
-	}{
-		{"one", []float64{2}, 2, 0},
-		// mean 2.1; SD = 0.2/√2 = 0.14142; /√2 = 0.1
-		{"two", []float64{2.0, 2.2}, 2.1, 0.1},
-		// median 1.01; |x − 1.01| = 0, 0.01, 8.99 → MAD 0.01; √(π/2)·1.4826·0.01/√3 = 0.010728
-		{"three, one disturbed", []float64{1.01, 1.0, 10}, 1.01, math.Sqrt(math.Pi/2) * 1.4826 * 0.01 / math.Sqrt(3)},
-		// median (1 + 2)/2 = 1.5; deviations 0.5, 0.5, 1.5, 2.5 → MAD 1.0
-		{"four", []float64{4, 1, 2, 0}, 1.5, math.Sqrt(math.Pi/2) * 1.4826 * 1.0 / 2},
-	} {
-		fig, se := repeats(tc.xs)
-		if math.Abs(fig-tc.fig) > 1e-12 || math.Abs(se-tc.se) > 1e-6 {
-			t.Errorf("%s: %g ± %g, want %g ± %g", tc.name, fig, se, tc.fig, tc.se)
-		}
+// Repeats pool by stats.Pool: a cell's figure over three runs is their mean, and its σ
+// carries their spread (SD/√3) with the 0.5 % floor, so one disturbed run moves the cell and
+// widens its σ alike (the fit then weighs it by 1/σ²).
+func TestFromRunsPoolsRepeatsByTheMean(t *testing.T) {
+	obs := synthetic("fixed+per_seq+kv_read", 0, nil)[:4]
+	var runs []*report.Run
+	for i, f := range []float64{1.01, 1.0, 10} {
+		o := append([]Obs(nil), obs...)
+		o[2].FwdMs = f
+		runs = append(runs, run(fmt.Sprintf("r%d", i), "m", nil, o))
+	}
+	got, _, err := FromRuns(runs, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// mean 4.003333; s = √(53.9401/2) = 5.193276, s/√3 = 2.998335; floor 0.005 · 4.003333
+	c := got[2]
+	wantSigma := math.Hypot(2.998335, 0.005*4.003333)
+	if c.Runs != 3 || math.Abs(c.FwdMs-4.003333) > 1e-6 || math.Abs(c.SigmaMs-wantSigma) > 1e-5 {
+		t.Errorf("cell over three runs: fwd %.7g σ %.7g (%d runs), want 4.003333 σ %.7g", c.FwdMs, c.SigmaMs, c.Runs, wantSigma)
+	}
+	// The cells measured alike in every run: the figure itself, σ the floor alone.
+	if o := got[0]; math.Abs(o.FwdMs-obs[0].FwdMs) > 1e-6 || math.Abs(o.SigmaMs-0.005*o.FwdMs) > 1e-6 {
+		t.Errorf("cell without spread: %+v, want fwd %.6g and σ the 0.5 %% floor", o, obs[0].FwdMs)
 	}
 }
 
@@ -653,4 +658,22 @@ func TestFromRunsTargetsAndBadFigures(t *testing.T) {
 	_, _, err = FitRuns([]*report.Run{z}, []string{"null.json"}, false, 0, FitOptions{})
 	wantCode(t, err, exitcode.InvalidConfig, "null.json (run base03): cell L=1000,B=1: per-forward mean (fwd) is 0 ms")
 	wantCode(t, err, exitcode.InvalidConfig, "null.json (run base03): cell L=1000,B=2: per-forward mean (fwd) is beyond ±9.2e12 ms (the figure overflowed")
+}
+
+// The L_max/L̄ ratio and a length's mean length between measured batch sizes: linear in
+// log B (B = 4 is halfway from 2 to 8), the nearest point's outside.
+func TestInterpolationInLogB(t *testing.T) {
+	m := &Model{TailRatio: []RatioPoint{{Batch: 2, Ratio: 1}, {Batch: 8, Ratio: 3}}}
+	for b, want := range map[int]float64{1: 1, 2: 1, 4: 2, 8: 3, 16: 3} {
+		if got := m.maxLenRatio(b); math.Abs(got-want) > 1e-12 {
+			t.Errorf("ratio at B=%d: %v, want %v", b, got, want)
+		}
+	}
+	obs := []Obs{{Batch: 1, MeanLen: 1000}, {Batch: 16, MeanLen: 2000}}
+	if got := meanLenAt(obs, 4); math.Abs(got-1500) > 1e-9 {
+		t.Errorf("mean length at B=4: %v, want 1500 (log₂ 4 is halfway to log₂ 16)", got)
+	}
+	if got := (&Model{}).maxLenRatio(4); got != 1 {
+		t.Errorf("no ratio measured: %v, want 1", got)
+	}
 }

@@ -3,11 +3,8 @@ package latmodel
 import (
 	"fmt"
 	"math"
-	"slices"
 
-	"gonum.org/v1/gonum/stat"
-
-	"github.com/genload/genload/host/internal/quantile"
+	"github.com/genload/genload/host/stats"
 )
 
 // madScale turns a median absolute value of Gaussian errors into their standard deviation:
@@ -36,8 +33,7 @@ func scatterOf(obs []Obs) float64 {
 	if len(rel) == 0 {
 		return 0
 	}
-	slices.Sort(rel)
-	return madScale * quantile.Median(rel)
+	return madScale * stats.Median(rel)
 }
 
 // Level is the uncertainty of a model's level: how far, as a fraction, all of its predictions
@@ -81,7 +77,8 @@ func (m *Model) Level() Level {
 		for i, x := range m.RunLevels {
 			lv[i] = x.Level
 		}
-		return Level{SD: stat.StdDev(lv, nil) / math.Sqrt(float64(r)), DoF: float64(r - 1), From: fmt.Sprintf("spread of %d runs' levels", r), Runs: r}
+		_, se := stats.Pool(lv) // the mean of the runs' levels, SD/√r
+		return Level{SD: se, DoF: float64(r - 1), From: fmt.Sprintf("spread of %d runs' levels", r), Runs: r}
 	}
 	return Level{SD: scatter, DoF: float64(max(m.DoF, 1)), From: "one run: its cells' scatter", Runs: 1}
 }

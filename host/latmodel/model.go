@@ -35,7 +35,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -354,22 +353,28 @@ func (m *Model) Key() string { return GroupKey(m.Model, m.Labels, m.MaxTokens) }
 // interpolated linearly in log B between the two nearest measured batch sizes, else the ratio
 // of the nearest one (outside the measured range, which Predict flags).
 func (m *Model) maxLenRatio(batch int) float64 {
-	r := m.TailRatio
-	if len(r) == 0 {
+	if len(m.TailRatio) == 0 {
 		return 1
 	}
-	i := sort.Search(len(r), func(i int) bool { return r[i].Batch >= batch })
+	return interpLogB(m.TailRatio, batch, func(r RatioPoint) int { return r.Batch }, func(r RatioPoint) float64 { return r.Ratio })
+}
+
+// interpLogB interpolates y at batch size b between points pts (non-empty, ascending and
+// distinct batch sizes, batch(p)), linearly in log B; outside their range, the nearest
+// point's y.
+func interpLogB[P any](pts []P, b int, batch func(P) int, y func(P) float64) float64 {
+	i, found := slices.BinarySearchFunc(pts, b, func(p P, b int) int { return batch(p) - b })
 	switch {
-	case i < len(r) && r[i].Batch == batch:
-		return r[i].Ratio
+	case found:
+		return y(pts[i])
 	case i == 0:
-		return r[0].Ratio
-	case i == len(r):
-		return r[len(r)-1].Ratio
+		return y(pts[0])
+	case i == len(pts):
+		return y(pts[len(pts)-1])
 	}
-	a, b := r[i-1], r[i]
-	t := (math.Log(float64(batch)) - math.Log(float64(a.Batch))) / (math.Log(float64(b.Batch)) - math.Log(float64(a.Batch)))
-	return a.Ratio + t*(b.Ratio-a.Ratio)
+	lo, hi := pts[i-1], pts[i]
+	t := (math.Log(float64(b)) - math.Log(float64(batch(lo)))) / (math.Log(float64(batch(hi))) - math.Log(float64(batch(lo))))
+	return y(lo) + t*(y(hi)-y(lo))
 }
 
 // Prediction is the model's latency at one point.

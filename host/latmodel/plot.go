@@ -2,176 +2,174 @@ package latmodel
 
 import (
 	"fmt"
-	"image/color"
 	"math"
 	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/chart"
 )
 
 // curvePoints is the number of points each fitted curve is drawn through.
 const curvePoints = 64
 
 // Plot draws the model's measured cells (markers with ±σ error bars) and its fitted curves
-// (lines), per-forward latency (ms) against batch size (log₂ axis), one colour per target
-// sequence length L; the cells not fitted (outliers, partial or failed cells with a figure)
-// are drawn hollow in their length's colour, counted in the legend. Each curve runs over the
-// batch sizes measured at that L, at the mean length interpolated between that L's cells
-// (linear in log B). The latency axis is log₁₀ when the values span more than 20×. It fails
-// for a model without observations.
-func Plot(m *Model) (*report.Chart, error) {
-	byL := map[int][]Obs{}
-	var lens []int
-	lo, hi := math.Inf(1), 0.0
-	for _, o := range m.Obs {
-		if _, ok := byL[o.SeqLen]; !ok {
-			lens = append(lens, o.SeqLen)
-		}
-		byL[o.SeqLen] = append(byL[o.SeqLen], o)
-		lo, hi = min(lo, o.FwdMs-o.SigmaMs), max(hi, o.FwdMs+o.SigmaMs)
+// (lines), per-forward latency (ms) against batch size (chart.BatchAxis: log₂, a tick at every
+// batch size drawn), one colour per target sequence length L; the cells not fitted (outliers,
+// partial or failed cells with a figure) are drawn hollow in their length's colour, counted in
+// the legend. Each curve runs over the batch sizes measured at that L, at the mean length
+// interpolated between that L's cells (linear in log B). The latency axis is chart.ValueAxis's
+// (log₁₀ when the values span more than 20×). It fails for a model without observations.
+func Plot(m *Model) (*chart.Chart, error) {
+	f, err := newFitFigure(m)
+	if err != nil {
+		return nil, err
 	}
-	if len(lens) == 0 {
-		return nil, fmt.Errorf("plot: the model has no observations")
-	}
-	// Cells not fitted, drawn hollow at their measured figure: outliers and excluded cells
-	// that have one (a partial cell's figure is of fewer than B sequences).
-	notFitted := map[int]plotter.XYs{}
-	nExcluded := 0
-	for _, o := range m.Outliers {
-		notFitted[o.SeqLen] = append(notFitted[o.SeqLen], plotter.XY{X: float64(o.Batch), Y: o.FwdMs})
-		hi = max(hi, o.FwdMs)
-	}
-	for _, x := range m.ExcludedCells {
-		if x.FwdMs > 0 {
-			notFitted[x.SeqLen] = append(notFitted[x.SeqLen], plotter.XY{X: float64(x.Batch), Y: x.FwdMs})
-			hi = max(hi, x.FwdMs)
-			nExcluded++
-		}
-	}
-	var hollow *plotter.Scatter
-	bLo, bHi := float64(m.Range.Batch[0]), float64(m.Range.Batch[1])
-	var onlyHollow []int // lengths with no fitted cell
-	for l, xy := range notFitted {
-		if _, ok := byL[l]; !ok {
-			onlyHollow = append(onlyHollow, l)
-		}
-		for _, v := range xy {
-			lo, bLo, bHi = min(lo, v.Y), min(bLo, v.X), max(bHi, v.X)
-		}
-	}
-	slices.Sort(onlyHollow)
-	slices.Sort(lens)
-	p := plot.New()
-	ch := &report.Chart{Plot: p, Legend: plot.NewLegend()}
-	ch.Legend.Top, ch.Legend.Left = true, true
-	ch.Legend.XOffs, ch.Legend.YOffs = vg.Points(10), -vg.Points(12)
-	ch.Legend.TextStyle.Font.Size = vg.Points(10)
-	ch.Legend.ThumbnailWidth = vg.Points(28)
-	ch.Legend.Padding = vg.Points(4)
-	p.Title.Text = fmt.Sprintf("Per-forward latency: measured (markers, ±σ) and fitted (lines)\nform %s · R² %.4f · LOO median %.2f %%, max %.2f %%",
-		m.Form, m.R2, 100*m.LOOMedianRel, 100*m.LOOMaxRel)
-	p.Title.TextStyle.Font.Size = vg.Points(13)
-	p.X.Label.Text = "batch size B (sequences, log scale)"
-	p.Y.Label.Text = "per-forward latency (ms)"
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = batchTicks(m.Obs)
-	p.X.Min, p.X.Max = bLo/1.08, bHi*1.08
-	lo = max(lo, 1e-6)
-	if hi > 20*lo {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = report.LogTicks125{}
-		p.Y.Min, p.Y.Max = lo/1.15, hi*1.15
+	p := chart.NewPlot(fmt.Sprintf("Per-forward latency: measured (markers, ±σ) and fitted (lines)\nform %s · R² %.4f · LOO median %.2f %%, max %.2f %%",
+		m.Form, m.R2, 100*m.LOOMedianRel, 100*m.LOOMaxRel), "batch size B (sequences, log scale)", "per-forward latency (ms)")
+	chart.BatchAxis(&p.X, f.batches)
+	if chart.ValueAxis(&p.Y, f.lo, f.hi) {
 		p.Y.Label.Text = "per-forward latency (ms, log scale)"
-	} else {
-		p.Y.Min, p.Y.Max = 0, hi*1.08
 	}
-	grid := plotter.NewGrid()
-	grid.Vertical.Color = color.Gray{Y: 225}
-	grid.Horizontal.Color = color.Gray{Y: 225}
-	p.Add(grid)
-	for k, l := range lens {
-		obs := byL[l]
-		slices.SortFunc(obs, func(a, b Obs) int { return a.Batch - b.Batch })
-		pts := make(plotter.XYs, len(obs))
-		errs := make(plotter.YErrors, len(obs))
-		for i, o := range obs {
-			pts[i] = plotter.XY{X: float64(o.Batch), Y: o.FwdMs}
-			errs[i].Low, errs[i].High = o.SigmaMs, o.SigmaMs
-		}
-		sc, err := plotter.NewScatter(pts)
+	ch := chart.New(p)
+	var hollow *plotter.Scatter
+	for k, l := range f.lens {
+		label, h, err := f.drawLength(p, ch, m, k, l)
 		if err != nil {
 			return nil, fmt.Errorf("plot: L=%d: %w", l, err)
 		}
-		sc.Color, sc.Shape, sc.Radius = plotutil.Color(k), filledShapes[k%len(filledShapes)], vg.Points(3)
-		eb, err := plotter.NewYErrorBars(struct {
-			plotter.XYs
-			plotter.YErrors
-		}{pts, errs})
-		if err != nil {
-			return nil, fmt.Errorf("plot: L=%d: %w", l, err)
+		if label != "" {
+			ch.Add(label, h)
 		}
-		eb.Color = plotutil.Color(k)
-		curve, err := fittedCurve(m, obs)
-		if err != nil {
-			return nil, fmt.Errorf("plot: L=%d: %w", l, err)
-		}
-		ln, err := plotter.NewLine(curve)
-		if err != nil {
-			return nil, fmt.Errorf("plot: L=%d: %w", l, err)
-		}
-		ln.Color, ln.Width = plotutil.Color(k), vg.Points(1.6)
-		p.Add(ln, eb, sc)
-		label := "L = " + strconv.Itoa(l) + " tokens"
-		ch.Legend.Add(label, ln, sc)
-		ch.Labels = append(ch.Labels, label)
-		if out := notFitted[l]; len(out) > 0 {
-			h, err := plotter.NewScatter(out)
-			if err != nil {
-				return nil, fmt.Errorf("plot: L=%d: %w", l, err)
-			}
-			h.Color, h.Shape, h.Radius = plotutil.Color(k), hollowShapes[k%len(hollowShapes)], vg.Points(4)
-			p.Add(h)
-			if hollow == nil {
-				hollow = h
-			}
-		}
-	}
-	for j, l := range onlyHollow {
-		h, err := plotter.NewScatter(notFitted[l])
-		if err != nil {
-			return nil, fmt.Errorf("plot: L=%d: %w", l, err)
-		}
-		k := len(lens) + j
-		h.Color, h.Shape, h.Radius = plotutil.Color(k), hollowShapes[k%len(hollowShapes)], vg.Points(4)
-		p.Add(h)
-		label := "L = " + strconv.Itoa(l) + " tokens (none fitted)"
-		ch.Legend.Add(label, h)
-		ch.Labels = append(ch.Labels, label)
 		if hollow == nil {
 			hollow = h
 		}
 	}
 	if hollow != nil {
-		label := fmt.Sprintf("hollow: not fitted (%d outlier, %d partial/failed)", len(m.Outliers), nExcluded)
-		ch.Legend.Add(label, hollow)
-		ch.Labels = append(ch.Labels, label)
+		ch.Add(fmt.Sprintf("hollow: not fitted (%d outlier, %d partial/failed)", len(m.Outliers), f.nExcluded), hollow)
 	}
 	return ch, nil
 }
 
-// Marker shapes per sequence length: filled for the fitted cells, the hollow twin for the
-// cells not fitted (outliers, partial cells with a figure).
-var (
-	filledShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}}
-	hollowShapes = []draw.GlyphDrawer{draw.RingGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}}
-)
+// fitFigure is what [Plot] draws, gathered from a model: the fitted cells and the cells not
+// fitted by target length, the lengths (those with a fitted cell first, ascending, then those
+// with none), every batch size drawn and the latency range (ms) the axes must hold.
+type fitFigure struct {
+	fitted, notFitted map[int][]Obs
+	lens              []int
+	withFitted        int // lens[:withFitted] have a fitted cell
+	batches           []int
+	lo, hi            float64
+	nExcluded         int // excluded cells drawn (with a figure)
+}
+
+func newFitFigure(m *Model) (*fitFigure, error) {
+	f := &fitFigure{fitted: map[int][]Obs{}, notFitted: map[int][]Obs{}, lo: math.Inf(1)}
+	for _, o := range m.Obs {
+		f.fitted[o.SeqLen] = append(f.fitted[o.SeqLen], o)
+		f.lo, f.hi = min(f.lo, o.FwdMs-o.SigmaMs), max(f.hi, o.FwdMs+o.SigmaMs)
+		f.addBatch(o.Batch)
+	}
+	if len(f.fitted) == 0 {
+		return nil, fmt.Errorf("plot: the model has no observations")
+	}
+	// Cells not fitted, drawn hollow at their measured figure: outliers and excluded cells
+	// that have one (a partial cell's figure is of fewer than B sequences).
+	for _, o := range m.Outliers {
+		f.notFitted[o.SeqLen] = append(f.notFitted[o.SeqLen], Obs{SeqLen: o.SeqLen, Batch: o.Batch, FwdMs: o.FwdMs})
+	}
+	for _, x := range m.ExcludedCells {
+		if x.FwdMs > 0 {
+			f.notFitted[x.SeqLen] = append(f.notFitted[x.SeqLen], Obs{SeqLen: x.SeqLen, Batch: x.Batch, FwdMs: x.FwdMs})
+			f.nExcluded++
+		}
+	}
+	var only []int // lengths with no fitted cell
+	for l, os := range f.notFitted {
+		if _, ok := f.fitted[l]; !ok {
+			only = append(only, l)
+		}
+		for _, o := range os {
+			f.lo, f.hi = min(f.lo, o.FwdMs), max(f.hi, o.FwdMs)
+			f.addBatch(o.Batch)
+		}
+	}
+	for l := range f.fitted {
+		f.lens = append(f.lens, l)
+	}
+	slices.Sort(f.lens)
+	slices.Sort(only)
+	f.withFitted = len(f.lens)
+	f.lens = append(f.lens, only...)
+	slices.Sort(f.batches)
+	return f, nil
+}
+
+func (f *fitFigure) addBatch(b int) {
+	if !slices.Contains(f.batches, b) {
+		f.batches = append(f.batches, b)
+	}
+}
+
+// drawLength draws the k-th length l: its fitted cells (markers, ±σ bars, the fitted curve,
+// their legend entry) and over them its cells not fitted (hollow markers). It returns the
+// legend entry still to add for a length with no fitted cell ("" otherwise) and the hollow
+// markers (nil when there are none).
+func (f *fitFigure) drawLength(p *plot.Plot, ch *chart.Chart, m *Model, k, l int) (string, *plotter.Scatter, error) {
+	label := "L = " + strconv.Itoa(l) + " tokens (none fitted)"
+	if k < f.withFitted {
+		if err := f.drawFitted(p, ch, m, k, l); err != nil {
+			return "", nil, err
+		}
+		label = ""
+	}
+	out := f.notFitted[l]
+	if len(out) == 0 {
+		return label, nil, nil
+	}
+	h, err := chart.AddMarkers(p, points(out), k, true)
+	return label, h, err
+}
+
+// drawFitted draws length l's fitted cells in style k: the fitted curve, ±σ bars, filled
+// markers, and their legend entry.
+func (f *fitFigure) drawFitted(p *plot.Plot, ch *chart.Chart, m *Model, k, l int) error {
+	obs := f.fitted[l]
+	slices.SortFunc(obs, func(a, b Obs) int { return a.Batch - b.Batch })
+	curve, err := fittedCurve(m, obs)
+	if err != nil {
+		return err
+	}
+	ln, err := chart.AddCurve(p, curve, k)
+	if err != nil {
+		return err
+	}
+	pts := points(obs)
+	lo, hi := make([]float64, len(obs)), make([]float64, len(obs))
+	for i, o := range obs {
+		lo[i], hi[i] = o.FwdMs-o.SigmaMs, o.FwdMs+o.SigmaMs
+	}
+	if err := chart.AddIntervals(p, pts, lo, hi, k); err != nil {
+		return err
+	}
+	sc, err := chart.AddMarkers(p, pts, k, false)
+	if err != nil {
+		return err
+	}
+	ch.Add("L = "+strconv.Itoa(l)+" tokens", ln, sc)
+	return nil
+}
+
+// points are obs as (B, fwd ms).
+func points(obs []Obs) plotter.XYs {
+	xy := make(plotter.XYs, len(obs))
+	for i, o := range obs {
+		xy[i] = plotter.XY{X: float64(o.Batch), Y: o.FwdMs}
+	}
+	return xy
+}
 
 // fittedCurve is the model's prediction over the batch sizes of obs (one sequence length,
 // ascending B) at curvePoints log-spaced batch sizes… rounded to integers, deduplicated.
@@ -197,35 +195,5 @@ func fittedCurve(m *Model, obs []Obs) (plotter.XYs, error) {
 // meanLenAt interpolates the realised mean length of obs (ascending B) at batch size b,
 // linearly in log B; the nearest cell's outside.
 func meanLenAt(obs []Obs, b int) float64 {
-	i, found := slices.BinarySearchFunc(obs, b, func(o Obs, b int) int { return o.Batch - b })
-	switch {
-	case found:
-		return obs[i].MeanLen
-	case i == 0:
-		return obs[0].MeanLen
-	case i == len(obs):
-		return obs[len(obs)-1].MeanLen
-	}
-	a, c := obs[i-1], obs[i]
-	t := (math.Log(float64(b)) - math.Log(float64(a.Batch))) / (math.Log(float64(c.Batch)) - math.Log(float64(a.Batch)))
-	return a.MeanLen + t*(c.MeanLen-a.MeanLen)
-}
-
-// batchTicks puts a tick at every batch size of obs and labels the powers of two.
-func batchTicks(obs []Obs) plot.ConstantTicks {
-	var bs []int
-	for _, o := range obs {
-		if !slices.Contains(bs, o.Batch) {
-			bs = append(bs, o.Batch)
-		}
-	}
-	slices.Sort(bs)
-	t := make(plot.ConstantTicks, len(bs))
-	for i, b := range bs {
-		t[i].Value = float64(b)
-		if b&(b-1) == 0 {
-			t[i].Label = strconv.Itoa(b)
-		}
-	}
-	return t
+	return interpLogB(obs, b, func(o Obs) int { return o.Batch }, func(o Obs) float64 { return o.MeanLen })
 }

@@ -12,9 +12,9 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/quantile"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/stats"
 )
 
 // ErrMixed is wrapped by FromRuns's error when runs of different groups (served model,
@@ -65,13 +65,40 @@ func runMaxTokens(h report.Header) int {
 // a duration holds: the file's milliseconds overflowed when read) is an error naming the
 // file, the run and the cell. Errors carry exitcode.InvalidConfig.
 func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Source, error) {
+	src, where, err := sourceOf(runs, names, allowMixed)
+	if err != nil {
+		return nil, nil, err
+	}
+	cells, err := src.collect(runs, where)
+	if err != nil {
+		return nil, nil, err
+	}
+	obs := make([]Obs, 0, len(cells))
+	for _, a := range cells {
+		obs = append(obs, a.obs())
+	}
+	sortObs(obs)
+	sort.Strings(src.Excluded)
+	slices.SortStableFunc(src.ExcludedCells, func(a, b ExcludedCell) int {
+		if a.SeqLen != b.SeqLen {
+			return a.SeqLen - b.SeqLen
+		}
+		return a.Batch - b.Batch
+	})
+	return obs, src, nil
+}
+
+// sourceOf returns the runs' common identity (the first run's model, labels, max_tokens and
+// engine; the groups when allowMixed lets several mix) and how errors call each run, "FILE (run
+// ID)"; see FromRuns for the rules it enforces.
+func sourceOf(runs []*report.Run, names []string, allowMixed bool) (*Source, []string, error) {
 	if len(runs) == 0 {
 		return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "no results file given")
 	}
 	src := &Source{}
 	groups := map[string][]string{}
 	var order []string
-	where := make([]string, len(runs)) // "FILE (run ID)"
+	where := make([]string, len(runs))
 	for i, r := range runs {
 		h := r.Header
 		id := h.RunID
@@ -116,44 +143,66 @@ func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Sour
 	if src.MaxTokens < 1 {
 		return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: no max_tokens in the results header's config", where[0])
 	}
-	var bad []error
+	return src, where, nil
+}
 
-	type acc struct {
-		key            report.CellKey
-		fwd, est       []float64
-		meanLen, maxLn []float64
-		clamped        int
+// cellRuns accumulates one (L, B) cell over the runs that used it: per run its per-forward
+// figure (ms), the gap to its Theil–Sen figure, its realised mean and longest length, and the
+// most prompts clamped in any run.
+type cellRuns struct {
+	key            report.CellKey
+	fwd, est       []float64
+	meanLen, maxLn []float64
+	clamped        int
+}
+
+// obs is the cell's observation: the repeats pooled by stats.Pool, σ from their standard
+// error, the mean Theil–Sen gap and a 0.5 % floor, added in quadrature.
+func (a *cellRuns) obs() Obs {
+	fwd, rep := stats.Pool(a.fwd)
+	est := stat.Mean(a.est, nil)
+	floor := 0.005 * fwd
+	return Obs{SeqLen: a.key.SeqLen, Batch: a.key.Batch, MeanLen: stat.Mean(a.meanLen, nil), MaxLen: stat.Mean(a.maxLn, nil),
+		Clamped: a.clamped, Runs: len(a.fwd), FwdMs: fwd, SigmaMs: math.Sqrt(rep*rep + est*est + floor*floor)}
+}
+
+// unusable says why a cell is not used (not ok, no per-forward figure, no realised lengths),
+// "" for a cell that is.
+func unusable(c *report.Cell) string {
+	switch {
+	case c.Status != report.StatusOK:
+		return "status " + c.Status
+	case c.Figures == nil || c.Figures.PerForward.N == 0:
+		why := "no per-forward figure"
+		if c.Figures != nil && c.Figures.PerForwardReason != "" {
+			why += ": " + c.Figures.PerForwardReason
+		}
+		return why
+	case c.Lengths.Mean <= 0:
+		return "no realised lengths"
 	}
-	cells := map[report.CellKey]*acc{}
+	return ""
+}
+
+// collect gathers the runs' used cells by (L, B), records the others in src.Excluded and
+// src.ExcludedCells, and each run's used cells in src.perRun. A used cell whose per-forward
+// figure is not a positive finite duration is an error naming where[i] and the cell (all of
+// them, joined).
+func (src *Source) collect(runs []*report.Run, where []string) (map[report.CellKey]*cellRuns, error) {
+	var bad []error
+	cells := map[report.CellKey]*cellRuns{}
 	src.perRun = make([][]runCell, len(runs))
 	for i, r := range runs {
 		for j := range r.Cells {
 			c := &r.Cells[j]
 			k := report.CellKey{SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch}
-			why := ""
-			switch {
-			case c.Status != report.StatusOK:
-				why = "status " + c.Status
-			case c.Figures == nil || c.Figures.PerForward.N == 0:
-				why = "no per-forward figure"
-				if c.Figures != nil && c.Figures.PerForwardReason != "" {
-					why += ": " + c.Figures.PerForwardReason
-				}
-			case c.Lengths.Mean <= 0:
-				why = "no realised lengths"
-			}
-			if why != "" {
-				src.Excluded = append(src.Excluded, fmt.Sprintf("%s in %s: %s", k, src.Runs[i], why))
-				x := ExcludedCell{SeqLen: k.SeqLen, Batch: k.Batch, Run: src.Runs[i], Reason: why, MeanLen: c.Lengths.Mean}
-				if c.Figures != nil && c.Figures.PerForward.N > 0 && c.Figures.PerForward.Mean > 0 && c.Figures.PerForward.Mean < math.MaxInt64 {
-					x.FwdMs = measure.Ms(c.Figures.PerForward.Mean)
-				}
-				src.ExcludedCells = append(src.ExcludedCells, x)
+			if why := unusable(c); why != "" {
+				src.exclude(c, k, src.Runs[i], why)
 				continue
 			}
 			a := cells[k]
 			if a == nil {
-				a = &acc{key: k}
+				a = &cellRuns{key: k}
 				cells[k] = a
 			}
 			f := c.Figures
@@ -183,49 +232,19 @@ func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Sour
 		}
 	}
 	if len(bad) > 0 {
-		return nil, nil, exitcode.With(exitcode.InvalidConfig, errors.Join(bad...))
+		return nil, exitcode.With(exitcode.InvalidConfig, errors.Join(bad...))
 	}
-	obs := make([]Obs, 0, len(cells))
-	for _, a := range cells {
-		fwd, rep := repeats(a.fwd)
-		est := stat.Mean(a.est, nil)
-		floor := 0.005 * fwd
-		obs = append(obs, Obs{SeqLen: a.key.SeqLen, Batch: a.key.Batch, MeanLen: stat.Mean(a.meanLen, nil), MaxLen: stat.Mean(a.maxLn, nil),
-			Clamped: a.clamped, Runs: len(a.fwd), FwdMs: fwd, SigmaMs: math.Sqrt(rep*rep + est*est + floor*floor)})
-	}
-	sortObs(obs)
-	sort.Strings(src.Excluded)
-	slices.SortStableFunc(src.ExcludedCells, func(a, b ExcludedCell) int {
-		if a.SeqLen != b.SeqLen {
-			return a.SeqLen - b.SeqLen
-		}
-		return a.Batch - b.Batch
-	})
-	return obs, src, nil
+	return cells, nil
 }
 
-// repeats returns a cell's figure over its runs' values xs and its standard error: one value
-// is itself (error 0); two, their mean and SD/√2; three or more, their median and
-// 1.2533·1.4826·MAD/√n — the median so that one run disturbed by a loaded machine (a
-// cell 10× slow) does not move the cell, the scaled median absolute deviation as the robust
-// SD, and 1.2533 = √(π/2) the standard error of a median relative to a mean's.
-func repeats(xs []float64) (fig, se float64) {
-	n := len(xs)
-	switch n {
-	case 1:
-		return xs[0], 0
-	case 2:
-		return stat.Mean(xs, nil), stat.StdDev(xs, nil) / math.Sqrt2
+// exclude records cell k of run id as not used, why, with its figure when it has a finite one.
+func (src *Source) exclude(c *report.Cell, k report.CellKey, id, why string) {
+	src.Excluded = append(src.Excluded, fmt.Sprintf("%s in %s: %s", k, id, why))
+	x := ExcludedCell{SeqLen: k.SeqLen, Batch: k.Batch, Run: id, Reason: why, MeanLen: c.Lengths.Mean}
+	if c.Figures != nil && c.Figures.PerForward.N > 0 && c.Figures.PerForward.Mean > 0 && c.Figures.PerForward.Mean < math.MaxInt64 {
+		x.FwdMs = measure.Ms(c.Figures.PerForward.Mean)
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	med := quantile.Median(s)
-	dev := make([]float64, n)
-	for i, x := range s {
-		dev[i] = math.Abs(x - med)
-	}
-	slices.Sort(dev)
-	return med, math.Sqrt(math.Pi/2) * 1.4826 * quantile.Median(dev) / math.Sqrt(float64(n))
+	src.ExcludedCells = append(src.ExcludedCells, x)
 }
 
 // sortObs orders observations by L, then B.

@@ -11,10 +11,10 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/engine"
-	"github.com/genload/genload/host/internal/quantile"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/stats"
 )
 
 // The simulation study draws each cell's figures from the built-in engine's cost model
@@ -122,7 +122,7 @@ func (s sim) cellFigures(p engine.Profile, lens []int, rng *rand.Rand) (mean, ro
 	}
 	mean /= float64(len(steps))
 	slices.Sort(steps)
-	return mean, quantile.Median(steps)
+	return mean, stats.Median(steps)
 }
 
 // run draws one run of the matrix against profile p with noise seed seed, as a results file

@@ -12,9 +12,9 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/genload/genload/host/engine"
-	"github.com/genload/genload/host/internal/quantile"
 	"github.com/genload/genload/host/latmodel"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/stats"
 )
 
 // outcome counts a study's verdicts over its trials. Refused are baselines refused as too
@@ -150,13 +150,13 @@ func logRatioSpread(a, b *report.Run) (mean, sd float64) {
 	}
 	mean = stat.Mean(r, nil)
 	slices.Sort(r)
-	med := quantile.Median(r)
+	med := stats.Median(r)
 	dev := make([]float64, len(r))
 	for i, x := range r {
 		dev[i] = math.Abs(x - med)
 	}
 	slices.Sort(dev)
-	return mean, 1.4826 * quantile.Median(dev)
+	return mean, 1.4826 * stats.Median(dev)
 }
 
 // The simulator is the engine's cost model and noise model: without noise, the fit recovers

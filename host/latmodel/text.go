@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/report"
 )
 
 // WriteFile writes m as indented JSON to path.
@@ -91,21 +92,37 @@ func table(w io.Writer, rows [][]string) {
 	}
 }
 
+// prose writes s as a line of text output, wrapped within report.NarrowWidth columns, the
+// lines after the first indented by two spaces.
+func prose(w io.Writer, s string) { report.Prose(w, "", "  ", s) }
+
+// lines writes a and b as one line "a; b" when it fits within report.NarrowWidth columns,
+// else as two, each wrapped by prose.
+func lines(w io.Writer, a, b string) {
+	if len([]rune(a))+2+len([]rune(b)) <= report.NarrowWidth {
+		fmt.Fprintf(w, "%s; %s\n", a, b)
+		return
+	}
+	prose(w, a)
+	prose(w, b)
+}
+
 // WriteSummary writes the model's identity, the chosen form and its coefficients (with units
 // and 95 % intervals), R², the leave-one-out errors and the candidate forms.
 func (m *Model) WriteSummary(w io.Writer) {
-	fmt.Fprintf(w, "model %q", m.Model)
+	id := fmt.Sprintf("model %q", m.Model)
 	if l := LabelString(m.Labels); l != "" {
-		fmt.Fprintf(w, ", labels {%s}", l)
+		id += fmt.Sprintf(", labels {%s}", l)
 	}
-	fmt.Fprintf(w, ", max_tokens %d; runs %s; %s\n", m.MaxTokens, strings.Join(m.Runs, ", "), m.CellCounts())
+	id += fmt.Sprintf(", max_tokens %d; runs %s", m.MaxTokens, strings.Join(m.Runs, ", "))
+	lines(w, id, m.CellCounts())
 	if m.Experts != nil {
-		fmt.Fprintf(w, "mixture of experts: E = %d experts, k = %d active per token (%s)\n", m.Experts.Experts, m.Experts.Active, m.Structure)
+		prose(w, fmt.Sprintf("mixture of experts: E = %d experts, k = %d active per token (%s)", m.Experts.Experts, m.Experts.Active, m.Structure))
 	} else if m.Structure != "" {
-		fmt.Fprintf(w, "structure: %s\n", m.Structure)
+		prose(w, "structure: "+m.Structure)
 	}
 	for _, g := range m.Mixed {
-		fmt.Fprintf(w, "warning: fitted across groups (--allow-mixed): %s\n", g)
+		prose(w, "warning: fitted across groups (--allow-mixed): "+g)
 	}
 	fmt.Fprintf(w, "\nform: T = %s\n\n", m.Formula())
 	rows := [][]string{{"term", "coefficient", "95 % interval", "unit", "what"}}
@@ -114,10 +131,11 @@ func (m *Model) WriteSummary(w io.Writer) {
 		rows = append(rows, []string{t.Name, sig(c), "[" + sig(lo) + ", " + sig(hi) + "]", t.Unit, t.Doc})
 	}
 	table(w, rows)
-	fmt.Fprintf(w, "\nR² (weighted) %.5f · leave-one-cell-out |error|: median %.2f %%, max %.2f %% · %d degrees of freedom\n",
-		m.R2, 100*m.LOOMedianRel, 100*m.LOOMaxRel, m.DoF)
+	fmt.Fprintln(w)
+	prose(w, fmt.Sprintf("R² (weighted) %.5f · leave-one-cell-out |error|: median %.2f %%, max %.2f %% · %d degrees of freedom",
+		m.R2, 100*m.LOOMedianRel, 100*m.LOOMaxRel, m.DoF))
 	for _, o := range m.Outliers {
-		fmt.Fprintf(w, "outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s\n", o.SeqLen, o.Batch, o.FwdMs, o.Reason)
+		prose(w, fmt.Sprintf("outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s", o.SeqLen, o.Batch, o.FwdMs, o.Reason))
 	}
 	fmt.Fprintf(w, "measured range: mean length %g–%g tokens, batch size %d–%d\n\n", m.Range.MeanLen[0], m.Range.MeanLen[1], m.Range.Batch[0], m.Range.Batch[1])
 	rows = [][]string{{"candidate form", "LOO weighted RMS (ms)", "LOO median", "LOO max", ""}}

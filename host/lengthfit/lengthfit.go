@@ -40,6 +40,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/genload/genload/host/stats"
 	"gonum.org/v1/gonum/mathext"
 	"gonum.org/v1/gonum/optimize"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -90,8 +91,8 @@ func (f *Fit) Param(name string) Param {
 	return Param{Name: name, Value: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 }
 
-// Summary describes the sample. Lengths are in tokens; CV is the standard deviation (1/n)
-// over the mean; percentiles are nearest-rank.
+// Summary describes the sample. Lengths are in tokens; CV is stats.CV (the sample standard
+// deviation over the mean; NaN for one length); percentiles are nearest-rank (stats.Quantile).
 type Summary struct {
 	N                       int
 	Mean, CV                float64
@@ -211,13 +212,8 @@ func FitAll(xs []float64, opt Options) (*Result, error) {
 
 func summarize(sorted []float64, mean float64) Summary {
 	n := len(sorted)
-	var ss float64
-	for _, x := range sorted {
-		ss += (x - mean) * (x - mean)
-	}
-	rank := func(q float64) float64 { return sorted[max(0, int(math.Ceil(q*float64(n)))-1)] }
-	return Summary{N: n, Mean: mean, CV: math.Sqrt(ss/float64(n)) / mean,
-		Min: sorted[0], P50: rank(0.5), P90: rank(0.9), P99: rank(0.99), Max: sorted[n-1]}
+	return Summary{N: n, Mean: mean, CV: stats.CV(sorted),
+		Min: sorted[0], P50: stats.Quantile(sorted, 0.5), P90: stats.Quantile(sorted, 0.9), P99: stats.Quantile(sorted, 0.99), Max: sorted[n-1]}
 }
 
 // sample is the sorted lengths and their sufficient statistics.

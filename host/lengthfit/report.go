@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/trace"
 )
 
@@ -103,11 +104,13 @@ func writeSample(w io.Writer, what string, r *Result, err error) {
 		fmt.Fprintf(w, "| %s | %s | %.4f | %.1f | %.1f |\n", f.Name, params(&f), f.KS, f.AIC, f.AIC-r.Fits[0].AIC)
 	}
 	best := bestParametric(r)
-	fmt.Fprintf(w, "\nbest: %s (lowest AIC)", r.Best().Name)
+	line := fmt.Sprintf("best: %s (lowest AIC)", r.Best().Name)
 	if r.Best().Name == Empirical {
-		fmt.Fprintf(w, "; of the parametric fits, %s (KS %.4f)", best.Name, best.KS)
+		line += fmt.Sprintf("; of the parametric fits, %s (KS %.4f)", best.Name, best.KS)
 	}
-	fmt.Fprintf(w, ". KS is the largest gap between the sample's CDF and the fit's; AIC = 2·parameters − 2·log-likelihood.\n\n")
+	fmt.Fprintln(w)
+	report.Prose(w, "", "", line+". KS is the largest gap between the sample's CDF and the fit's; AIC = 2·parameters − 2·log-likelihood.")
+	fmt.Fprintln(w)
 }
 
 func params(f *Fit) string {
@@ -141,8 +144,9 @@ func writeSettings(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "bench.toml (the shipped gamma plugin; a cell rescales its lengths to mean L, so only the shape k carries over):\n\n")
 	fmt.Fprintf(w, "    [lengths]\n    plugin = \"gamma\"\n    [lengths.config]\n    k = %s    # 95 %% interval [%.4g, %.4g]; KS %.4f\n\n", shortFloat(k.Value), k.Lo, k.Hi, g.KS)
 	if b := bestParametric(r); b.Name != Gamma {
-		fmt.Fprintf(w, "gamma is not the best parametric fit: %s is (ΔAIC %.1f, KS %.4f against gamma's %.4f); -o writes the sample's quantile table for the empirical plugin, which keeps the shape whatever the family.\n\n",
-			b.Name, g.AIC-b.AIC, b.KS, g.KS)
+		report.Prose(w, "", "", fmt.Sprintf("gamma is not the best parametric fit: %s is (ΔAIC %.1f, KS %.4f against gamma's %.4f); -o writes the sample's quantile table for the empirical plugin, which keeps the shape whatever the family.",
+			b.Name, g.AIC-b.AIC, b.KS, g.KS))
+		fmt.Fprintln(w)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/report"
@@ -63,12 +64,67 @@ func Read(files []string) ([]Input, error) {
 }
 
 // Join merges the shards of one run. Errors (mixed runs; missing, duplicated or incomplete
-// shards) name the files and shards concerned; see [Options.Partial].
+// shards) name the files and shards concerned; see [Options.Partial]. The stages: the files
+// are shards, each once ([index]), of one run ([shards.sameRun]); the shards' cells are the
+// matrix as --shard splits it ([shards.matrixCells]) and every one is recorded with figures
+// ([shards.records]); then the merged header and footer.
 func Join(in []Input, opt Options) (*Result, error) {
+	sh, err := index(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := sh.sameRun(); err != nil {
+		return nil, err
+	}
+	var problems []string
+	missing := sh.missing()
+	if len(missing) > 0 {
+		given := make([]string, len(sh.idx))
+		for k, i := range sh.idx {
+			given[k] = fmt.Sprint(i)
+		}
+		problems = append(problems, fmt.Sprintf("shard %s missing (given: shards %s of %d)", strings.Join(missing, ", "), strings.Join(given, ", "), sh.n))
+	}
+	all, err := sh.matrixCells(len(missing) == 0)
+	if err != nil {
+		return nil, err
+	}
+	var cells []report.Cell
+	for _, i := range sh.idx {
+		recs, problem := records(sh.by[i], i, sh.n)
+		cells = append(cells, recs...)
+		if problem != "" {
+			problems = append(problems, problem)
+		}
+	}
+	if len(problems) > 0 && !opt.Partial {
+		return nil, fmt.Errorf("merge: %s", strings.Join(problems, "\n  "))
+	}
+	slices.SortFunc(cells, func(a, b report.Cell) int {
+		if a.Cell.Index != b.Cell.Index {
+			return a.Cell.Index - b.Cell.Index
+		}
+		return a.Repeat - b.Repeat
+	})
+	h := sh.header(all, opt.RunID)
+	return &Result{Run: &report.Run{Header: h, Cells: cells, Footer: sh.footer(h.Started, cells, problems)}, Problems: problems}, nil
+}
+
+// shards are the inputs by shard index: n shards in all, idx the indexes given (ascending),
+// ref the lowest one's input (whose header the merged run keeps).
+type shards struct {
+	by  map[int]Input
+	idx []int
+	n   int
+	ref Input
+}
+
+// index checks that every input is a shard of the same schema and shard count, each index
+// given once, and returns them by index.
+func index(in []Input) (*shards, error) {
 	if len(in) == 0 {
 		return nil, errors.New("merge: no results files")
 	}
-	// Every file is a shard, of the same schema.
 	for _, x := range in {
 		h := x.Run.Header
 		if h.Schema != report.Schema {
@@ -81,71 +137,72 @@ func Join(in []Input, opt Options) (*Result, error) {
 			return nil, fmt.Errorf("merge: %s is not a shard: its header has no shard (it was written by genload run without --shard)", x.File)
 		}
 	}
-	// One shard count, each shard once.
-	n := in[0].Run.Header.Shard.Count
-	byIndex := map[int]Input{}
+	first := in[0].Run.Header.Shard
+	sh := &shards{by: map[int]Input{}, n: first.Count}
 	for _, x := range in {
 		s := x.Run.Header.Shard
-		if s.Count != n || s.MatrixCells != in[0].Run.Header.Shard.MatrixCells {
+		if s.Count != sh.n || s.MatrixCells != first.MatrixCells {
 			return nil, fmt.Errorf("merge: shards of different runs: %s is shard %d/%d of %d cells, %s is shard %d/%d of %d cells",
-				in[0].File, in[0].Run.Header.Shard.Index, n, in[0].Run.Header.Shard.MatrixCells, x.File, s.Index, s.Count, s.MatrixCells)
+				in[0].File, first.Index, sh.n, first.MatrixCells, x.File, s.Index, s.Count, s.MatrixCells)
 		}
-		if s.Index < 0 || s.Index >= n {
-			return nil, fmt.Errorf("merge: %s: shard index %d out of 0 … %d", x.File, s.Index, n-1)
+		if s.Index < 0 || s.Index >= sh.n {
+			return nil, fmt.Errorf("merge: %s: shard index %d out of 0 … %d", x.File, s.Index, sh.n-1)
 		}
-		if prev, dup := byIndex[s.Index]; dup {
-			return nil, fmt.Errorf("merge: shard %d/%d given twice: %s and %s", s.Index, n, prev.File, x.File)
+		if prev, dup := sh.by[s.Index]; dup {
+			return nil, fmt.Errorf("merge: shard %d/%d given twice: %s and %s", s.Index, sh.n, prev.File, x.File)
 		}
-		byIndex[s.Index] = x
+		sh.by[s.Index] = x
 	}
-	// The same run: every header key that must agree, compared with the lowest shard's.
-	idx := make([]int, 0, len(byIndex))
-	for i := range byIndex {
-		idx = append(idx, i)
+	for i := range sh.by {
+		sh.idx = append(sh.idx, i)
 	}
-	sort.Ints(idx)
-	ref := byIndex[idx[0]]
-	refKeys, err := comparable(ref.Run.Header)
+	sort.Ints(sh.idx)
+	sh.ref = sh.by[sh.idx[0]]
+	return sh, nil
+}
+
+// sameRun checks every header key that must agree against the lowest shard's.
+func (sh *shards) sameRun() error {
+	refKeys, err := comparable(sh.ref.Run.Header)
 	if err != nil {
-		return nil, fmt.Errorf("merge: %s: %w", ref.File, err)
+		return fmt.Errorf("merge: %s: %w", sh.ref.File, err)
 	}
-	for _, i := range idx[1:] {
-		x := byIndex[i]
+	for _, i := range sh.idx[1:] {
+		x := sh.by[i]
 		if len(x.Run.Header.Cells) == 0 {
 			// An empty shard holds nothing to merge, and asked no server (genload run starts
-			// none for it): its shard count and matrix size, checked above, are what it says.
+			// none for it): its shard count and matrix size, checked by index, are what it says.
 			continue
 		}
 		keys, err := comparable(x.Run.Header)
 		if err != nil {
-			return nil, fmt.Errorf("merge: %s: %w", x.File, err)
+			return fmt.Errorf("merge: %s: %w", x.File, err)
 		}
 		if d := differences(refKeys, keys); len(d) > 0 {
-			return nil, fmt.Errorf("merge: %s and %s are not shards of one run (%s → %s):\n  %s", ref.File, x.File, ref.File, x.File, strings.Join(d, "\n  "))
+			return fmt.Errorf("merge: %s and %s are not shards of one run (%s → %s):\n  %s", sh.ref.File, x.File, sh.ref.File, x.File, strings.Join(d, "\n  "))
 		}
 	}
+	return nil
+}
 
-	var problems []string
-	// Missing shards.
+// missing lists the shards not given, "I/N".
+func (sh *shards) missing() []string {
 	var missing []string
-	for i := range n {
-		if _, ok := byIndex[i]; !ok {
-			missing = append(missing, fmt.Sprintf("%d/%d", i, n))
+	for i := range sh.n {
+		if _, ok := sh.by[i]; !ok {
+			missing = append(missing, fmt.Sprintf("%d/%d", i, sh.n))
 		}
 	}
-	if len(missing) > 0 {
-		given := make([]string, len(idx))
-		for k, i := range idx {
-			given[k] = fmt.Sprint(i)
-		}
-		problems = append(problems, fmt.Sprintf("shard %s missing (given: shards %s of %d)", strings.Join(missing, ", "), strings.Join(given, ", "), n))
-	}
+	return missing
+}
 
-	// Cells: each shard's are the ones --shard I/N selects from the whole matrix, and every
-	// one of them is recorded with figures.
+// matrixCells returns the shards' cells in index order, none in two shards; when complete
+// (every shard given) they must be the whole matrix, and each shard's the ones --shard I/N
+// selects from it.
+func (sh *shards) matrixCells(complete bool) ([]matrix.Cell, error) {
 	var all []matrix.Cell
-	for _, i := range idx {
-		all = append(all, byIndex[i].Run.Header.Cells...)
+	for _, i := range sh.idx {
+		all = append(all, sh.by[i].Run.Header.Cells...)
 	}
 	slices.SortFunc(all, func(a, b matrix.Cell) int { return a.Index - b.Index })
 	for k := 1; k < len(all); k++ {
@@ -153,81 +210,80 @@ func Join(in []Input, opt Options) (*Result, error) {
 			return nil, fmt.Errorf("merge: cell %d (%s) is in two shards: the files are not shards of one run", all[k].Index, all[k].Key())
 		}
 	}
-	mc := ref.Run.Header.Shard.MatrixCells
-	if len(missing) == 0 {
-		if len(all) != mc {
-			return nil, fmt.Errorf("merge: the shards hold %d cells, their headers say the matrix has %d", len(all), mc)
+	if !complete {
+		return all, nil
+	}
+	if mc := sh.ref.Run.Header.Shard.MatrixCells; len(all) != mc {
+		return nil, fmt.Errorf("merge: the shards hold %d cells, their headers say the matrix has %d", len(all), mc)
+	}
+	for _, i := range sh.idx {
+		x := sh.by[i]
+		want := shard.Spec{Index: i, Count: sh.n}.Cells(all)
+		if !slices.Equal(want, x.Run.Header.Cells) {
+			return nil, fmt.Errorf("merge: %s: shard %d/%d holds cells %s, but --shard %d/%d selects %s from the matrix (another genload's split?)",
+				x.File, i, sh.n, keys(x.Run.Header.Cells), i, sh.n, keys(want))
 		}
-		for _, i := range idx {
-			x := byIndex[i]
-			want := shard.Spec{Index: i, Count: n}.Cells(all)
-			if !slices.Equal(want, x.Run.Header.Cells) {
-				return nil, fmt.Errorf("merge: %s: shard %d/%d holds cells %s, but --shard %d/%d selects %s from the matrix (another genload's split?)",
-					x.File, i, n, keys(x.Run.Header.Cells), i, n, keys(want))
-			}
-		}
+	}
+	return all, nil
+}
+
+// records returns shard i/n's cell records — one per cell, or with repeats (genload run
+// --until-cv) one per repeat, in repeat order (ReadFile has kept the last record of each
+// repeat) — and, when the shard is incomplete (a cell not recorded, a cell whose last record
+// has no figures, no footer), the problem, saying how to complete it.
+func records(x Input, i, n int) ([]report.Cell, string) {
+	got := map[int][]report.Cell{}
+	for _, c := range x.Run.Cells {
+		got[c.Cell.Index] = append(got[c.Cell.Index], c)
 	}
 	var cells []report.Cell
-	for _, i := range idx {
-		x := byIndex[i]
-		// A cell's records: one, or with repeats (genload run --until-cv) one per repeat, all
-		// kept in repeat order (ReadFile has kept the last record of each repeat).
-		got := map[int][]report.Cell{}
-		for _, c := range x.Run.Cells {
-			got[c.Cell.Index] = append(got[c.Cell.Index], c)
+	var absent, failed []string
+	for _, c := range x.Run.Header.Cells {
+		recs, ok := got[c.Index]
+		if !ok {
+			absent = append(absent, c.Key())
+			continue
 		}
-		var absent, failed []string
-		for _, c := range x.Run.Header.Cells {
-			recs, ok := got[c.Index]
-			if !ok {
-				absent = append(absent, c.Key())
-				continue
+		slices.SortFunc(recs, func(a, b report.Cell) int { return a.Repeat - b.Repeat })
+		if last := recs[len(recs)-1]; !report.Measured(last.Status) {
+			what := c.Key()
+			if last.Repeat > 0 {
+				what += fmt.Sprintf(" repeat %d", last.Repeat)
 			}
-			slices.SortFunc(recs, func(a, b report.Cell) int { return a.Repeat - b.Repeat })
-			if last := recs[len(recs)-1]; !report.Measured(last.Status) {
-				what := c.Key()
-				if last.Repeat > 0 {
-					what += fmt.Sprintf(" repeat %d", last.Repeat)
-				}
-				failed = append(failed, fmt.Sprintf("%s %s: %s", what, last.Status, last.Error))
-			}
-			cells = append(cells, recs...)
+			failed = append(failed, fmt.Sprintf("%s %s: %s", what, last.Status, last.Error))
 		}
-		if len(absent) > 0 || len(failed) > 0 || x.Run.Footer == nil {
-			var why []string
-			if len(absent) > 0 {
-				why = append(why, fmt.Sprintf("%d of %d cells not recorded (%s)", len(absent), len(x.Run.Header.Cells), strings.Join(absent, " ")))
-			}
-			if len(failed) > 0 {
-				why = append(why, "cells without figures: "+strings.Join(failed, "; "))
-			}
-			if x.Run.Footer == nil {
-				why = append(why, "no footer: the run was killed")
-			}
-			next := fmt.Sprintf("continue it with genload run --resume %s --shard %d/%d", x.File, i, n)
-			if x.Run.Header.UntilCV != nil { // refused by --resume: its rounds cannot be continued
-				next = fmt.Sprintf("measure it again with genload run --until-cv … --shard %d/%d (a run with repeats cannot be resumed)", i, n)
-			}
-			problems = append(problems, fmt.Sprintf("shard %d/%d (%s) is incomplete: %s; %s", i, n, x.File, strings.Join(why, "; "), next))
-		}
+		cells = append(cells, recs...)
 	}
-	if len(problems) > 0 && !opt.Partial {
-		return nil, fmt.Errorf("merge: %s", strings.Join(problems, "\n  "))
+	if len(absent) == 0 && len(failed) == 0 && x.Run.Footer != nil {
+		return cells, ""
 	}
-	slices.SortFunc(cells, func(a, b report.Cell) int {
-		if a.Cell.Index != b.Cell.Index {
-			return a.Cell.Index - b.Cell.Index
-		}
-		return a.Repeat - b.Repeat
-	})
+	var why []string
+	if len(absent) > 0 {
+		why = append(why, fmt.Sprintf("%d of %d cells not recorded (%s)", len(absent), len(x.Run.Header.Cells), strings.Join(absent, " ")))
+	}
+	if len(failed) > 0 {
+		why = append(why, "cells without figures: "+strings.Join(failed, "; "))
+	}
+	if x.Run.Footer == nil {
+		why = append(why, "no footer: the run was killed")
+	}
+	next := fmt.Sprintf("continue it with genload run --resume %s --shard %d/%d", x.File, i, n)
+	if x.Run.Header.UntilCV != nil { // refused by --resume: its rounds cannot be continued
+		next = fmt.Sprintf("measure it again with genload run --until-cv … --shard %d/%d (a run with repeats cannot be resumed)", i, n)
+	}
+	return cells, fmt.Sprintf("shard %d/%d (%s) is incomplete: %s; %s", i, n, x.File, strings.Join(why, "; "), next)
+}
 
-	// The merged header: the lowest shard's, with the whole matrix and the shards listed.
-	h := ref.Run.Header
+// header is the merged run's header: the lowest shard's, with the whole matrix all, the
+// shards listed, the earliest start, the shards' targets and the run id (runID, else
+// [defaultID]).
+func (sh *shards) header(all []matrix.Cell, runID string) report.Header {
+	h := sh.ref.Run.Header
 	h.Shard = nil
 	h.Cells = all
 	var targets []string
-	for _, i := range idx {
-		x := byIndex[i]
+	for _, i := range sh.idx {
+		x := sh.by[i]
 		xh := x.Run.Header
 		st := "killed"
 		if x.Run.Footer != nil {
@@ -243,18 +299,24 @@ func Join(in []Input, opt Options) (*Result, error) {
 		}
 	}
 	h.Target = strings.Join(targets, ", ")
-	h.RunID = opt.RunID
+	h.RunID = runID
 	if h.RunID == "" {
-		h.RunID = defaultID(byIndex, idx)
+		h.RunID = defaultID(sh.by, sh.idx)
 	}
+	return h
+}
+
+// footer is the merged run's footer: the latest shard's finish, elapsed from started, the
+// cells counted by status, and status error with the problems when there are any.
+func (sh *shards) footer(started time.Time, cells []report.Cell, problems []string) *report.Footer {
 	ft := &report.Footer{Type: "footer", Status: report.StatusOK}
-	for _, i := range idx {
-		if f := byIndex[i].Run.Footer; f != nil && f.Finished.After(ft.Finished) {
+	for _, i := range sh.idx {
+		if f := sh.by[i].Run.Footer; f != nil && f.Finished.After(ft.Finished) {
 			ft.Finished = f.Finished
 		}
 	}
 	if !ft.Finished.IsZero() {
-		ft.Elapsed = report.Millis(ft.Finished.Sub(h.Started))
+		ft.Elapsed = report.Millis(ft.Finished.Sub(started))
 	}
 	for _, c := range cells {
 		switch c.Status {
@@ -269,7 +331,7 @@ func Join(in []Input, opt Options) (*Result, error) {
 	if len(problems) > 0 {
 		ft.Status, ft.Error = report.StatusError, strings.Join(problems, "; ")
 	}
-	return &Result{Run: &report.Run{Header: h, Cells: cells, Footer: ft}, Problems: problems}, nil
+	return ft
 }
 
 // defaultID is the shards' run id before "-shard-" when they share it, else the lowest

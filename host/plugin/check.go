@@ -66,12 +66,50 @@ func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]a
 		r.Steps = append(r.Steps, Step{Name: name, Detail: err.Error()})
 		return r, err
 	}
+	m, step, err := h.checkModule(ctx, r, nameOrPath)
+	if err != nil {
+		return fail(step, err)
+	}
+	t0 := time.Now()
+	in, err := h.instantiate(ctx, m, config)
+	r.Load = time.Since(t0)
+	if err != nil {
+		return fail("load", err)
+	}
+	defer closeInstance(ctx, in)
+	r.Info = in.info
+	r.Steps = append(r.Steps, Step{Name: "load", OK: true, Detail: fmt.Sprintf("%s %s, kind %s, abi_minor %d, caps %v; instantiate + init %v",
+		in.info.Name, in.info.Version, in.info.Kind, in.info.ABIMinor, in.info.Caps, r.Load.Round(time.Microsecond))})
+	c := &checker{h: h, ctx: ctx, r: r, m: m, in: in, config: config}
+	defer func() {
+		if c.in2 != nil {
+			closeInstance(ctx, c.in2)
+		}
+	}()
+	for _, s := range []struct {
+		name string
+		run  func() (string, error)
+	}{{"trial", c.trial}, {"edges", c.edges}, {"completions", c.completions}, {"repeat", c.repeat}, {"pure", c.pure}, {"config", c.strictConfig}} {
+		detail, err := s.run()
+		if err != nil {
+			return fail(s.name, err)
+		}
+		if detail != "" { // "" for a step that does not apply to the plugin
+			r.Steps = append(r.Steps, Step{Name: s.name, OK: true, Detail: detail})
+		}
+	}
+	return r, nil
+}
+
+// checkModule runs Check's file, compile and abi steps: it locates and compiles the plugin,
+// fills r's path, size, imports, exports and compile time, and appends the three steps; on an
+// error it returns the failing step's name.
+func (h *Host) checkModule(ctx context.Context, r *Report, nameOrPath string) (*module, string, error) {
 	src, err := Locate(nameOrPath, h.opts.Dir)
 	if err != nil {
-		return fail("file", err)
+		return nil, "file", err
 	}
-	path := src.Path
-	r.Path, r.Size = path, len(src.Wasm)
+	r.Path, r.Size = src.Path, len(src.Wasm)
 	t0 := time.Now()
 	m, err := h.openSource(ctx, src, "")
 	r.Compile = time.Since(t0)
@@ -79,145 +117,169 @@ func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]a
 		r.Imports, r.Exports = m.imports, m.exports
 	}
 	if err != nil && m == nil {
-		return fail("compile", err)
+		return nil, "compile", err
 	}
 	if err != nil {
-		return fail("abi", err)
+		return nil, "abi", err
 	}
 	r.Steps = append(r.Steps,
-		Step{Name: "file", OK: true, Detail: fmt.Sprintf("%s, %d bytes, sha256 %x", path, r.Size, m.sum[:8])},
+		Step{Name: "file", OK: true, Detail: fmt.Sprintf("%s, %d bytes, sha256 %x", src.Path, r.Size, m.sum[:8])},
 		Step{Name: "compile", OK: true, Detail: fmt.Sprintf("%v (compilation cache %s)", r.Compile.Round(time.Millisecond), h.opts.CacheDir)},
 		Step{Name: "abi", OK: true, Detail: fmt.Sprintf("v%d marker, %d exports with exact signatures, imports only %s, kind %s", abi.Major, len(m.exports), abi.WASIModule, m.kind)})
-	t0 = time.Now()
-	in, err := h.instantiate(ctx, m, config)
-	r.Load = time.Since(t0)
-	if err != nil {
-		return fail("load", err)
-	}
-	defer func() { in.mu.Lock(); in.close(ctx); in.mu.Unlock() }()
-	r.Info = in.info
-	r.Steps = append(r.Steps, Step{Name: "load", OK: true, Detail: fmt.Sprintf("%s %s, kind %s, abi_minor %d, caps %v; instantiate + init %v",
-		in.info.Name, in.info.Version, in.info.Kind, in.info.ABIMinor, in.info.Caps, r.Load.Round(time.Microsecond))})
-	switch m.kind {
-	case abi.KindLengths:
-		r.Trial = "lengths(n=64, mean=1000, min=1, max=32768)"
-		r.TrialOut, err = (&LengthsPlugin{in: in}).Lengths(ctx, 64, 1000, 1, 32768)
-	case abi.KindRouter:
-		r.Trial = "route(8 prompts of 100…800 tokens, 4 workers)"
-		r.TrialOut, err = (&RouterPlugin{in: in}).Route(ctx, []int{100, 200, 300, 400, 500, 600, 700, 800}, 4)
-	}
-	if err != nil {
-		return fail("trial", err)
-	}
-	detail := fmt.Sprintf("%s = %v", r.Trial, r.TrialOut)
-	if m.kind == abi.KindLengths {
-		detail = fmt.Sprintf("%s: %s", r.Trial, Summarize(r.TrialOut))
-	}
-	r.Steps = append(r.Steps, Step{Name: "trial", OK: true, Detail: detail})
+	return m, "", nil
+}
 
-	// Edge cases: an empty batch, and a cell whose mean lies outside [min, max] (lengths) or a
-	// single worker (router); the host validates count and range.
-	var edge string
-	switch m.kind {
-	case abi.KindLengths:
-		lp := &LengthsPlugin{in: in}
-		edge = "lengths(n=0) = [], lengths(n=3, mean=5000, min=10, max=20) within [10, 20]"
-		if _, err = lp.Lengths(ctx, 0, 1000, 1, 32768); err == nil {
-			_, err = lp.Lengths(ctx, 3, 5000, 10, 20)
+// closeInstance closes in under its lock.
+func closeInstance(ctx context.Context, in *instance) {
+	in.mu.Lock()
+	in.close(ctx)
+	in.mu.Unlock()
+}
+
+// checker holds what Check's steps after load share: the loaded module and its instance, the
+// second instance of the repeat step (nil before it), the config the plugin was loaded with.
+type checker struct {
+	h      *Host
+	ctx    context.Context
+	r      *Report
+	m      *module
+	in     *instance
+	in2    *instance
+	config map[string]any
+}
+
+// trialPrompts are the prompt lengths (tokens) of a router's trial call, over trialWorkers.
+var trialPrompts = []int{100, 200, 300, 400, 500, 600, 700, 800}
+
+const trialWorkers = 4
+
+// trialCall makes the trial call on in: lengths(64, mean 1000, [1, 32768]) for a length
+// distribution, route(trialPrompts, 4 workers) for a router.
+func (c *checker) trialCall(in *instance) ([]int, error) {
+	if c.m.kind == abi.KindRouter {
+		return (&RouterPlugin{in: in}).Route(c.ctx, trialPrompts, trialWorkers)
+	}
+	return (&LengthsPlugin{in: in}).Lengths(c.ctx, 64, 1000, 1, 32768)
+}
+
+// trial makes the trial call and records it in the report.
+func (c *checker) trial() (string, error) {
+	c.r.Trial = "lengths(n=64, mean=1000, min=1, max=32768)"
+	if c.m.kind == abi.KindRouter {
+		c.r.Trial = "route(8 prompts of 100…800 tokens, 4 workers)"
+	}
+	out, err := c.trialCall(c.in)
+	if err != nil {
+		return "", err
+	}
+	c.r.TrialOut = out
+	if c.m.kind == abi.KindLengths {
+		return fmt.Sprintf("%s: %s", c.r.Trial, Summarize(out)), nil
+	}
+	return fmt.Sprintf("%s = %v", c.r.Trial, out), nil
+}
+
+// edges calls an empty batch, and a cell whose mean lies outside [min, max] (lengths) or a
+// single worker (router); the host validates count and range.
+func (c *checker) edges() (string, error) {
+	if c.m.kind == abi.KindRouter {
+		rp := &RouterPlugin{in: c.in}
+		if _, err := rp.Route(c.ctx, nil, trialWorkers); err != nil {
+			return "", err
 		}
-	case abi.KindRouter:
-		rp := &RouterPlugin{in: in}
-		edge = "route(0 prompts) = [], route(3 prompts, 1 worker) = [0 0 0]"
-		if _, err = rp.Route(ctx, nil, 4); err == nil {
-			_, err = rp.Route(ctx, []int{1, 2, 3}, 1)
-		}
+		_, err := rp.Route(c.ctx, []int{1, 2, 3}, 1)
+		return "route(0 prompts) = [], route(3 prompts, 1 worker) = [0 0 0]", err
+	}
+	lp := &LengthsPlugin{in: c.in}
+	if _, err := lp.Lengths(c.ctx, 0, 1000, 1, 32768); err != nil {
+		return "", err
+	}
+	_, err := lp.Lengths(c.ctx, 3, 5000, 10, 20)
+	return "lengths(n=0) = [], lengths(n=3, mean=5000, min=10, max=20) within [10, 20]", err
+}
+
+// completions gives a router that takes completions the trial's 8 requests back (the last one
+// failed), then routes again, as a routed run does after each cell; other plugins skip it.
+func (c *checker) completions() (string, error) {
+	if c.m.kind != abi.KindRouter || !c.in.info.HasCap(abi.CapCompletions) {
+		return "", nil
+	}
+	rp := &RouterPlugin{in: c.in}
+	done := make([]Completion, len(c.r.TrialOut))
+	for i, w := range c.r.TrialOut {
+		done[i] = Completion{Worker: w, PromptLen: 100 * (i + 1), CompletionTokens: 100}
+	}
+	done[len(done)-1].Failed, done[len(done)-1].CompletionTokens = true, 0
+	if err := rp.Complete(c.ctx, done); err != nil {
+		return "", err
+	}
+	if _, err := rp.Route(c.ctx, trialPrompts, trialWorkers); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s(8 finished requests, the last failed), then route again", abi.OnComplete), nil
+}
+
+// repeat checks determinism: a fresh instance with the same seed and config answers the trial
+// call with the same values (sdk/ABI.md §7).
+func (c *checker) repeat() (string, error) {
+	in2, err := c.h.instantiate(c.ctx, c.m, c.config)
+	if err != nil {
+		return "", err
+	}
+	c.in2 = in2
+	again, err := c.trialCall(in2)
+	if err == nil && !slices.Equal(again, c.r.TrialOut) {
+		err = c.in.errf("", "a plugin must give the same output for the same seed, config and calls (sdk/ABI.md §7)",
+			"a second instance answered the trial call with %v, the first with %v", again, c.r.TrialOut)
 	}
 	if err != nil {
-		return fail("edges", err)
+		return "", err
 	}
-	r.Steps = append(r.Steps, Step{Name: "edges", OK: true, Detail: edge})
+	return "a second instance gives the same trial output", nil
+}
 
-	// A router that takes completions gets the trial's 8 requests back (the last one failed),
-	// then routes again, as a routed run does after each cell.
-	if m.kind == abi.KindRouter && in.info.HasCap(abi.CapCompletions) {
-		rp := &RouterPlugin{in: in}
-		done := make([]Completion, len(r.TrialOut))
-		for i, w := range r.TrialOut {
-			done[i] = Completion{Worker: w, PromptLen: 100 * (i + 1), CompletionTokens: 100}
-		}
-		done[len(done)-1].Failed, done[len(done)-1].CompletionTokens = true, 0
-		if err = rp.Complete(ctx, done); err == nil {
-			_, err = rp.Route(ctx, []int{100, 200, 300, 400, 500, 600, 700, 800}, 4)
+// pure checks a "pure" length distribution: the host calls it once per distinct cell and
+// caches the answer (sdk/ABI.md §4.7), so the trial call must give the same lengths again on
+// the first instance (after the edge calls) and on the second (right after its first call).
+// A plugin whose output moves with a call counter passes the repeat step but not this one.
+// Other plugins skip it.
+func (c *checker) pure() (string, error) {
+	if c.m.kind != abi.KindLengths || !c.in.info.HasCap(abi.CapPure) {
+		return "", nil
+	}
+	for _, x := range []struct {
+		in   *instance
+		what string
+	}{{c.in, "the first instance, after the edge calls"}, {c.in2, "the second instance"}} {
+		got, err := (&LengthsPlugin{in: x.in}).Lengths(c.ctx, 64, 1000, 1, 32768)
+		if err == nil {
+			err = impure(c.in, "n=64, mean=1000, min=1, max=32768", got, c.r.TrialOut, x.what)
 		}
 		if err != nil {
-			return fail("completions", err)
+			return "", err
 		}
-		r.Steps = append(r.Steps, Step{Name: "completions", OK: true,
-			Detail: fmt.Sprintf("%s(8 finished requests, the last failed), then route again", abi.OnComplete)})
 	}
+	return "capability pure: the trial call again, on both instances, gives the same lengths", nil
+}
 
-	// Determinism: a fresh instance with the same seed and config answers the trial call with
-	// the same values (sdk/ABI.md §7).
-	in2, err := h.instantiate(ctx, m, config)
-	if err != nil {
-		return fail("repeat", err)
-	}
-	var again []int
-	switch m.kind {
-	case abi.KindLengths:
-		again, err = (&LengthsPlugin{in: in2}).Lengths(ctx, 64, 1000, 1, 32768)
-	case abi.KindRouter:
-		again, err = (&RouterPlugin{in: in2}).Route(ctx, []int{100, 200, 300, 400, 500, 600, 700, 800}, 4)
-	}
-	defer func() { in2.mu.Lock(); in2.close(ctx); in2.mu.Unlock() }()
-	if err == nil && !slices.Equal(again, r.TrialOut) {
-		err = in.errf("", "a plugin must give the same output for the same seed, config and calls (sdk/ABI.md §7)",
-			"a second instance answered the trial call with %v, the first with %v", again, r.TrialOut)
-	}
-	if err != nil {
-		return fail("repeat", err)
-	}
-	r.Steps = append(r.Steps, Step{Name: "repeat", OK: true, Detail: "a second instance gives the same trial output"})
-
-	// Purity: the host calls a "pure" length distribution once per distinct cell and caches the
-	// answer (sdk/ABI.md §4.7), so the trial call must give the same lengths again on the first
-	// instance (after the edge calls) and on the second (right after its first call). A plugin
-	// whose output moves with a call counter passes the repeat step but not this one.
-	if m.kind == abi.KindLengths && in.info.HasCap(abi.CapPure) {
-		for _, c := range []struct {
-			in   *instance
-			what string
-		}{{in, "the first instance, after the edge calls"}, {in2, "the second instance"}} {
-			got, err := (&LengthsPlugin{in: c.in}).Lengths(ctx, 64, 1000, 1, 32768)
-			if err == nil {
-				err = impure(in, "n=64, mean=1000, min=1, max=32768", got, r.TrialOut, c.what)
-			}
-			if err != nil {
-				return fail("pure", err)
-			}
-		}
-		r.Steps = append(r.Steps, Step{Name: "pure", OK: true, Detail: "capability pure: the trial call again, on both instances, gives the same lengths"})
-	}
-
-	// Strict config: an unknown key must be rejected with status 1 at init (sdk/ABI.md §6.2).
+// strictConfig checks that an unknown config key is rejected with status 1 at init
+// (sdk/ABI.md §6.2).
+func (c *checker) strictConfig() (string, error) {
 	strict := map[string]any{checkUnknownKey: true}
-	for k, v := range config {
+	for k, v := range c.config {
 		strict[k] = v
 	}
-	in3, err := h.instantiate(ctx, m, strict)
+	in3, err := c.h.instantiate(c.ctx, c.m, strict)
 	if err == nil {
-		in3.mu.Lock()
-		in3.close(ctx)
-		in3.mu.Unlock()
-		return fail("config", in.errf(abi.Init, "reject unknown config keys with status 1 so typos in bench.toml fail at load (sdk/ABI.md §6.2)",
-			"accepted the unknown config key %q", checkUnknownKey))
+		closeInstance(c.ctx, in3)
+		return "", c.in.errf(abi.Init, "reject unknown config keys with status 1 so typos in bench.toml fail at load (sdk/ABI.md §6.2)",
+			"accepted the unknown config key %q", checkUnknownKey)
 	}
 	var pe *Error
 	if !errors.As(err, &pe) || pe.Status != abi.BadInput {
-		return fail("config", fmt.Errorf("unknown config key %q: want status 1 (bad input) at %s, got: %w", checkUnknownKey, abi.Init, err))
+		return "", fmt.Errorf("unknown config key %q: want status 1 (bad input) at %s, got: %w", checkUnknownKey, abi.Init, err)
 	}
-	r.Steps = append(r.Steps, Step{Name: "config", OK: true, Detail: fmt.Sprintf("unknown key rejected: %s", pe.Err)})
-	return r, nil
+	return fmt.Sprintf("unknown key rejected: %s", pe.Err), nil
 }
 
 // impure returns an error naming genload_lengths, its arguments args ("n=64, mean=1000, …") and

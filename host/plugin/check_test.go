@@ -5,10 +5,12 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/sdk/abi"
 )
 
@@ -114,6 +116,43 @@ func TestHistogram(t *testing.T) {
 		"[  1231,   2339]   1 " + strings.Repeat("█", 14) + "\n"
 	if b.String() != wantText {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), wantText)
+	}
+}
+
+// 64 lengths of 4 and 5 digits (316 columns on one line) wrap within 120 columns, the
+// continuation lines under the first length, every length kept in order.
+func TestWriteLengthsWrapsTheList(t *testing.T) {
+	var ls []int
+	for i := range 64 {
+		ls = append(ls, 1000+i*1500)
+	}
+	var b bytes.Buffer
+	if err := WriteLengths(&b, ls, 10); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if wide := textcheck.Wider(out, 120); len(wide) > 0 {
+		t.Errorf("lines over 120 columns: %v", wide)
+	}
+	lines := strings.Split(out, "\n")
+	var got []string
+	n := 0
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "lengths: "):
+			got = append(got, strings.Fields(strings.TrimPrefix(l, "lengths:"))...)
+			n++
+		case strings.HasPrefix(l, "         ") && n > 0 && len(got) < len(ls):
+			got = append(got, strings.Fields(l)...)
+			n++
+		}
+	}
+	want := make([]string, len(ls))
+	for i, v := range ls {
+		want[i] = strconv.Itoa(v)
+	}
+	if n < 3 || !slices.Equal(got, want) {
+		t.Errorf("%d lines of lengths %v, want %v over 3 or more lines:\n%s", n, got, want, out)
 	}
 }
 

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
-	"github.com/genload/genload/host/internal/quantile"
+	"github.com/genload/genload/host/stats"
 )
 
 // Summary describes a set of prompt lengths (tokens).
@@ -31,8 +32,7 @@ func Summarize(ls []int) Summary {
 	for _, v := range s {
 		sum += v
 	}
-	rank := func(p float64) int { return s[quantile.NearestRank(len(s), p)] }
-	return Summary{N: len(s), Min: s[0], P50: rank(0.5), P90: rank(0.9), Max: s[len(s)-1], Mean: float64(sum) / float64(len(s))}
+	return Summary{N: len(s), Min: s[0], P50: stats.Quantile(s, 0.5), P90: stats.Quantile(s, 0.9), Max: s[len(s)-1], Mean: float64(sum) / float64(len(s))}
 }
 
 // String renders "n=4 mean=1000.0 min=122 p50=481 p90=2339 max=2339".
@@ -40,8 +40,13 @@ func (s Summary) String() string {
 	return fmt.Sprintf("n=%d mean=%.1f min=%d p50=%d p90=%d max=%d", s.N, s.Mean, s.Min, s.P50, s.P90, s.Max)
 }
 
-// WriteLengths prints what `genload lengths` shows an author: the lengths, their summary and a
-// text histogram of bins equal-width bins between min and max (bins <= 0 means 10), each bar
+// lengthsWidth is the width in columns within which WriteLengths wraps the list of lengths
+// (the text output's width, report.NarrowWidth).
+const lengthsWidth = 120
+
+// WriteLengths prints what `genload lengths` shows an author: the lengths (wrapped within 120
+// columns, the continuation lines aligned under the first length), their summary and a text
+// histogram of bins equal-width bins between min and max (bins <= 0 means 10), each bar
 // scaled so the fullest bin is 40 characters:
 //
 //	lengths: 122 481 1058 2339
@@ -50,9 +55,17 @@ func (s Summary) String() string {
 //	…
 func WriteLengths(w io.Writer, ls []int, bins int) error {
 	var b strings.Builder
-	b.WriteString("lengths:")
+	const head = "lengths:"
+	b.WriteString(head)
+	col := len(head)
 	for _, v := range ls {
-		fmt.Fprintf(&b, " %d", v)
+		s := strconv.Itoa(v)
+		if col > len(head) && col+1+len(s) > lengthsWidth {
+			b.WriteString("\n" + strings.Repeat(" ", len(head)))
+			col = len(head)
+		}
+		b.WriteString(" " + s)
+		col += 1 + len(s)
 	}
 	b.WriteString("\n")
 	s := Summarize(ls)

@@ -64,26 +64,9 @@ func (c Command) Run(ctx context.Context, stdout, stderr io.Writer) (*Summary, e
 	if err != nil {
 		return nil, exitcode.With(exitcode.InvalidConfig, err)
 	}
-	var tok *tokenizer.Tokenizer
-	if c.Tokenizer == "" {
-		tok, err = tokenizer.Default()
-	} else {
-		tok, err = tokenizer.Load(c.Tokenizer)
-	}
+	tok, b, err := c.promptBuilder()
 	if err != nil {
-		return nil, exitcode.With(exitcode.InvalidConfig, err)
-	}
-	rows, err := corpus.Default()
-	if err != nil {
-		return nil, exitcode.With(exitcode.InvalidConfig, err)
-	}
-	texts := make([]string, len(rows))
-	for i, r := range rows {
-		texts[i] = r.Text
-	}
-	b, err := prompt.New(tok, nil, texts, prompt.Options{Suffix: "."})
-	if err != nil {
-		return nil, exitcode.With(exitcode.InvalidConfig, err)
+		return nil, err
 	}
 	if c.ID == "" {
 		c.ID = "replay-" + time.Now().UTC().Format("20060102-150405")
@@ -104,19 +87,9 @@ func (c Command) Run(ctx context.Context, stdout, stderr io.Writer) (*Summary, e
 		defer stop()
 		target, extra["engine"] = url, info
 	}
-	models, err := dispatch.ListModels(ctx, target, c.APIKey, 30*time.Second)
+	model, context, err := c.servedModel(ctx, target)
 	if err != nil {
-		return nil, exitcode.With(exitcode.TargetFailed, err)
-	}
-	model, context := c.Model, 0
-	for _, m := range models {
-		if model == "" || m.ID == model {
-			model, context = m.ID, m.MaxModelLen
-			break
-		}
-	}
-	if model == "" {
-		return nil, exitcode.Errorf(exitcode.TargetFailed, "%s/v1/models lists no model; give --model", target)
+		return nil, err
 	}
 	sched, err := NewSchedule(tr.Requests, c.From, c.To, c.Speed, context)
 	if err != nil {
@@ -135,24 +108,9 @@ func (c Command) Run(ctx context.Context, stdout, stderr io.Writer) (*Summary, e
 	if sum == nil {
 		return nil, err
 	}
-	sum.Header = records.Header{Source: "replay", ID: c.ID, Genload: c.Version, Target: target, Model: model, Extra: extra}
-	if f, rerr := records.Read(sum.Records); rerr == nil {
-		sum.Header = f.Header
-	}
-	sum.Records = filepath.Base(sum.Records)
-	if steps != "" {
-		sum.Steps = filepath.Base(steps)
-	}
-	js, _ := json.MarshalIndent(sum, "", "  ")
-	if werr := os.WriteFile(base+".json", append(js, '\n'), 0o644); werr != nil && err == nil {
+	if werr := c.writeSummary(sum, stdout, base, steps, records.Header{Source: "replay", ID: c.ID, Genload: c.Version, Target: target, Model: model, Extra: extra}); werr != nil && err == nil {
 		err = werr
 	}
-	sum.WriteText(stdout)
-	fmt.Fprintf(stdout, "\nwrote %s.json, %s", base, filepath.Join(c.Out, sum.Records))
-	if sum.Steps != "" {
-		fmt.Fprintf(stdout, ", %s", filepath.Join(c.Out, sum.Steps))
-	}
-	fmt.Fprintln(stdout)
 	if err != nil {
 		return sum, err
 	}
@@ -161,6 +119,76 @@ func (c Command) Run(ctx context.Context, stdout, stderr io.Writer) (*Summary, e
 			sum.Sent, sum.Scheduled, sum.Finished, sum.Records)
 	}
 	return sum, nil
+}
+
+// promptBuilder loads the tokenizer (--tokenizer, else the default) and the prompt builder
+// over the embedded corpus.
+func (c Command) promptBuilder() (*tokenizer.Tokenizer, *prompt.Builder, error) {
+	var tok *tokenizer.Tokenizer
+	var err error
+	if c.Tokenizer == "" {
+		tok, err = tokenizer.Default()
+	} else {
+		tok, err = tokenizer.Load(c.Tokenizer)
+	}
+	if err != nil {
+		return nil, nil, exitcode.With(exitcode.InvalidConfig, err)
+	}
+	rows, err := corpus.Default()
+	if err != nil {
+		return nil, nil, exitcode.With(exitcode.InvalidConfig, err)
+	}
+	texts := make([]string, len(rows))
+	for i, r := range rows {
+		texts[i] = r.Text
+	}
+	b, err := prompt.New(tok, nil, texts, prompt.Options{Suffix: "."})
+	if err != nil {
+		return nil, nil, exitcode.With(exitcode.InvalidConfig, err)
+	}
+	return tok, b, nil
+}
+
+// servedModel returns the model to replay against (--model, else the first the target
+// lists) and its context length (0 when the target does not say).
+func (c Command) servedModel(ctx context.Context, target string) (string, int, error) {
+	models, err := dispatch.ListModels(ctx, target, c.APIKey, 30*time.Second)
+	if err != nil {
+		return "", 0, exitcode.With(exitcode.TargetFailed, err)
+	}
+	model, context := c.Model, 0
+	for _, m := range models {
+		if model == "" || m.ID == model {
+			model, context = m.ID, m.MaxModelLen
+			break
+		}
+	}
+	if model == "" {
+		return "", 0, exitcode.Errorf(exitcode.TargetFailed, "%s/v1/models lists no model; give --model", target)
+	}
+	return model, context, nil
+}
+
+// writeSummary completes sum (the records file's header, else h; the records and step log
+// relative to Out), writes it as base.json and prints it to stdout with the files written.
+func (c Command) writeSummary(sum *Summary, stdout io.Writer, base, steps string, h records.Header) error {
+	sum.Header = h
+	if f, rerr := records.Read(sum.Records); rerr == nil {
+		sum.Header = f.Header
+	}
+	sum.Records = filepath.Base(sum.Records)
+	if steps != "" {
+		sum.Steps = filepath.Base(steps)
+	}
+	js, _ := json.MarshalIndent(sum, "", "  ")
+	werr := os.WriteFile(base+".json", append(js, '\n'), 0o644)
+	sum.WriteText(stdout)
+	fmt.Fprintf(stdout, "\nwrote %s.json, %s", base, filepath.Join(c.Out, sum.Records))
+	if sum.Steps != "" {
+		fmt.Fprintf(stdout, ", %s", filepath.Join(c.Out, sum.Steps))
+	}
+	fmt.Fprintln(stdout)
+	return werr
 }
 
 // ParseWindow reads --window START-END: two times of the log, each a Go duration ("90s",

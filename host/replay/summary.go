@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/genload/genload/host/internal/quantile"
 	"github.com/genload/genload/host/records"
+	"github.com/genload/genload/host/stats"
 )
 
 // SummarySchema names the replay summary file (genload replay writes it as <id>.json).
@@ -36,8 +36,7 @@ func NewDist(v []float64) Dist {
 	for _, x := range s {
 		sum += x
 	}
-	at := func(q float64) float64 { return s[quantile.NearestRank(len(s), q)] }
-	return Dist{N: len(s), Mean: sum / float64(len(s)), P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: s[len(s)-1]}
+	return Dist{N: len(s), Mean: sum / float64(len(s)), P50: stats.Quantile(s, 0.5), P90: stats.Quantile(s, 0.9), P99: stats.Quantile(s, 0.99), Max: s[len(s)-1]}
 }
 
 // Summary is a replay's outcome (the <id>.json file, schema genload.replay/v1).

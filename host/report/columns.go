@@ -93,75 +93,11 @@ func columns(withHeader, withServer, withTruth, wide bool) []column {
 	return out
 }
 
+// allColumns is every column in table order: the figures of every run ([figureColumns]),
+// the optional groups (the header's figure, the server's metrics and its per-server columns,
+// the built-in engine's truth) and last the counted sequences and the status.
 func allColumns(withHeader, withServer, withTruth bool) []column {
-	fwd := func(get func(s measure.Summary) time.Duration) func(f *measure.Figures) (time.Duration, bool) {
-		return func(f *measure.Figures) (time.Duration, bool) { return get(f.PerForward), f.PerForward.N > 0 }
-	}
-	sum := func(pick func(f *measure.Figures) measure.Summary, get func(s measure.Summary) time.Duration) func(f *measure.Figures) (time.Duration, bool) {
-		return func(f *measure.Figures) (time.Duration, bool) { s := pick(f); return get(s), s.N > 0 }
-	}
-	mean := func(s measure.Summary) time.Duration { return s.Mean }
-	p50 := func(s measure.Summary) time.Duration { return s.P50 }
-	p90 := func(s measure.Summary) time.Duration { return s.P90 }
-	p99 := func(s measure.Summary) time.Duration { return s.P99 }
-	ttft := func(f *measure.Figures) measure.Summary { return f.TTFT }
-	itl := func(f *measure.Figures) measure.Summary { return f.ITL }
-	e2e := func(f *measure.Figures) measure.Summary { return f.E2E }
-	cached := func(prec int) func(c *Cell) string {
-		return func(c *Cell) string {
-			f := c.Figures
-			switch {
-			case f == nil:
-				return ""
-			case !f.HasCachedTokens || f.PromptTokens == 0:
-				if prec > 1 {
-					return "" // CSV: unknown
-				}
-				return "–" // the legend says why
-			}
-			return strconv.FormatFloat(100*float64(f.CachedTokens)/float64(f.PromptTokens), 'f', prec, 64)
-		}
-	}
-	cols := []column{
-		inNarrow(textCol("L", "seq_len", func(c *Cell) string { return strconv.Itoa(c.Cell.SeqLen) })),
-		inNarrow(textCol("B", "batch", func(c *Cell) string { return strconv.Itoa(c.Cell.Batch) })),
-		inNarrow(column{head: "len min/mean/max", get: func(c *Cell) string {
-			if len(c.Lengths.Each) == 0 {
-				return ""
-			}
-			return fmt.Sprintf("%d/%.0f/%d", c.Lengths.Min, c.Lengths.Mean, c.Lengths.Max)
-		}}),
-		inNarrow(durCol("fwd ms mean", "per_forward_mean_ms", 3, "–", figDur(fwd(mean)))),
-		durCol("fwd p50", "per_forward_p50_ms", 3, "–", figDur(fwd(p50))),
-		durCol("fwd p90", "per_forward_p90_ms", 3, "–", figDur(fwd(p90))),
-		durCol("fwd fit", "per_forward_fit_mean_ms", 3, "–", figDur(func(f *measure.Figures) (time.Duration, bool) {
-			return f.PerForwardFit.Mean, f.PerForwardFit.N > 0
-		})),
-		inNarrow(durCol("full-batch fwd", "full_occupancy_per_forward_ms", 3, "–", figDur(func(f *measure.Figures) (time.Duration, bool) {
-			return f.Window.PerStep, f.Window.Valid
-		}))),
-		{head: "cached %", csv: "cached_percent", get: cached(1), val: cached(4)},
-		inNarrow(durCol("TTFT p50", "ttft_p50_ms", 1, "–", figDur(sum(ttft, p50)))),
-		durCol("TTFT p90", "ttft_p90_ms", 1, "–", figDur(sum(ttft, p90))),
-		durCol("ITL p50", "itl_p50_ms", 3, "–", figDur(sum(itl, p50))),
-		durCol("ITL p99", "itl_p99_ms", 3, "–", figDur(sum(itl, p99))),
-		durCol("E2E p50", "e2e_p50_ms", 1, "–", figDur(sum(e2e, p50))),
-		{head: "tokens", csv: "completion_tokens", get: func(c *Cell) string {
-			if c.Figures == nil {
-				return ""
-			}
-			if c.Figures.TokensUnverified > 0 {
-				return "≥" + strconv.Itoa(c.Figures.CompletionTokens)
-			}
-			return strconv.Itoa(c.Figures.CompletionTokens)
-		}, val: func(c *Cell) string {
-			if c.Figures == nil {
-				return ""
-			}
-			return strconv.Itoa(c.Figures.CompletionTokens)
-		}},
-		{head: "B seen", get: func(c *Cell) string { return batchSeenOf(c, false) }, narrow: true, only: true},
-	}
+	cols := figureColumns()
 	if withHeader {
 		cols = append(cols, durCol("hdr fwd ms", "header_per_forward_mean_ms", 3, "", figDur(func(f *measure.Figures) (time.Duration, bool) {
 			if f.Header == nil || f.Header.PerForward.N == 0 {
@@ -191,7 +127,95 @@ func allColumns(withHeader, withServer, withTruth bool) []column {
 			return m.Steps.TruthDecodeStepTime, m.Steps.HasTruthDecode
 		})))
 	}
-	cols = append(cols, inNarrow(column{head: "counted", csv: "counted", get: func(c *Cell) string {
+	return append(cols, countedColumn(), statusColumn())
+}
+
+// Getters of a figure's summary, for [figureColumns].
+func summaryMean(s measure.Summary) time.Duration { return s.Mean }
+func summaryP50(s measure.Summary) time.Duration  { return s.P50 }
+func summaryP90(s measure.Summary) time.Duration  { return s.P90 }
+func summaryP99(s measure.Summary) time.Duration  { return s.P99 }
+func ttftOf(f *measure.Figures) measure.Summary   { return f.TTFT }
+func itlOf(f *measure.Figures) measure.Summary    { return f.ITL }
+func e2eOf(f *measure.Figures) measure.Summary    { return f.E2E }
+func perFwdOf(f *measure.Figures) measure.Summary { return f.PerForward }
+
+// summaryFig is get of the summary pick picks, present when the summary has a sample.
+func summaryFig(pick func(f *measure.Figures) measure.Summary, get func(s measure.Summary) time.Duration) func(f *measure.Figures) (time.Duration, bool) {
+	return func(f *measure.Figures) (time.Duration, bool) { s := pick(f); return get(s), s.N > 0 }
+}
+
+// figureColumns are the columns every run has: L, B, realised lengths, the per-forward
+// figures, cached share, TTFT, ITL, E2E, completion tokens and the default table's B seen.
+func figureColumns() []column {
+	return []column{
+		inNarrow(textCol("L", "seq_len", func(c *Cell) string { return strconv.Itoa(c.Cell.SeqLen) })),
+		inNarrow(textCol("B", "batch", func(c *Cell) string { return strconv.Itoa(c.Cell.Batch) })),
+		inNarrow(column{head: "len min/mean/max", get: func(c *Cell) string {
+			if len(c.Lengths.Each) == 0 {
+				return ""
+			}
+			return fmt.Sprintf("%d/%.0f/%d", c.Lengths.Min, c.Lengths.Mean, c.Lengths.Max)
+		}}),
+		inNarrow(durCol("fwd ms mean", "per_forward_mean_ms", 3, "–", figDur(summaryFig(perFwdOf, summaryMean)))),
+		durCol("fwd p50", "per_forward_p50_ms", 3, "–", figDur(summaryFig(perFwdOf, summaryP50))),
+		durCol("fwd p90", "per_forward_p90_ms", 3, "–", figDur(summaryFig(perFwdOf, summaryP90))),
+		durCol("fwd fit", "per_forward_fit_mean_ms", 3, "–", figDur(func(f *measure.Figures) (time.Duration, bool) {
+			return f.PerForwardFit.Mean, f.PerForwardFit.N > 0
+		})),
+		inNarrow(durCol("full-batch fwd", "full_occupancy_per_forward_ms", 3, "–", figDur(func(f *measure.Figures) (time.Duration, bool) {
+			return f.Window.PerStep, f.Window.Valid
+		}))),
+		{head: "cached %", csv: "cached_percent", get: cachedPercent(1), val: cachedPercent(4)},
+		inNarrow(durCol("TTFT p50", "ttft_p50_ms", 1, "–", figDur(summaryFig(ttftOf, summaryP50)))),
+		durCol("TTFT p90", "ttft_p90_ms", 1, "–", figDur(summaryFig(ttftOf, summaryP90))),
+		durCol("ITL p50", "itl_p50_ms", 3, "–", figDur(summaryFig(itlOf, summaryP50))),
+		durCol("ITL p99", "itl_p99_ms", 3, "–", figDur(summaryFig(itlOf, summaryP99))),
+		durCol("E2E p50", "e2e_p50_ms", 1, "–", figDur(summaryFig(e2eOf, summaryP50))),
+		tokensColumn(),
+		{head: "B seen", get: func(c *Cell) string { return batchSeenOf(c, false) }, narrow: true, only: true},
+	}
+}
+
+// cachedPercent is the share of prompt tokens the server found cached, with prec decimals:
+// "–" in the table when the server does not say (the legend says why), "" in the CSV.
+func cachedPercent(prec int) func(c *Cell) string {
+	return func(c *Cell) string {
+		f := c.Figures
+		switch {
+		case f == nil:
+			return ""
+		case !f.HasCachedTokens || f.PromptTokens == 0:
+			if prec > 1 {
+				return "" // CSV: unknown
+			}
+			return "–" // the legend says why
+		}
+		return strconv.FormatFloat(100*float64(f.CachedTokens)/float64(f.PromptTokens), 'f', prec, 64)
+	}
+}
+
+// tokensColumn is the completion tokens ("≥N" in the table when some were not verified).
+func tokensColumn() column {
+	return column{head: "tokens", csv: "completion_tokens", get: func(c *Cell) string {
+		if c.Figures == nil {
+			return ""
+		}
+		if c.Figures.TokensUnverified > 0 {
+			return "≥" + strconv.Itoa(c.Figures.CompletionTokens)
+		}
+		return strconv.Itoa(c.Figures.CompletionTokens)
+	}, val: func(c *Cell) string {
+		if c.Figures == nil {
+			return ""
+		}
+		return strconv.Itoa(c.Figures.CompletionTokens)
+	}}
+}
+
+// countedColumn is the sequences with a per-forward figure, "N/sequences" in the table.
+func countedColumn() column {
+	return inNarrow(column{head: "counted", csv: "counted", get: func(c *Cell) string {
 		if c.Figures == nil {
 			return ""
 		}
@@ -201,14 +225,18 @@ func allColumns(withHeader, withServer, withTruth bool) []column {
 			return ""
 		}
 		return strconv.Itoa(c.Figures.PerForward.N)
-	}}))
-	return append(cols, inNarrow(column{head: "status", csv: "status", get: func(c *Cell) string {
+	}})
+}
+
+// statusColumn is the cell's status, " ⚠" after it when the cell has warnings.
+func statusColumn() column {
+	return inNarrow(column{head: "status", csv: "status", get: func(c *Cell) string {
 		s := c.Status
 		if len(c.Warnings) > 0 {
 			s += " ⚠"
 		}
 		return s
-	}}))
+	}})
 }
 
 // batchSeenOf is the table's batch attainment (the B seen column): the server's

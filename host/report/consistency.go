@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/stats"
 )
 
 // CellKey identifies a cell across runs: its target mean sequence length L and batch size B
@@ -44,7 +45,7 @@ type LeftOut struct {
 //	SD   = √( Σ (x_i − Mean)² / (n − 1) )   (sample standard deviation, Bessel-corrected)
 //	CV   = SD / Mean                        (a fraction; 0.05 is 5 %)
 //
-// computed with gonum's stat.MeanStdDev. WindowCV is the same for the full-occupancy figure
+// (stats.CV, over gonum's stat.MeanStdDev). WindowCV is the same for the full-occupancy figure
 // (measure.Window.PerStep), NaN unless the window was valid in every run. Merged is the
 // per-forward distribution of all runs' sequences together, from their merged HDR histograms
 // (nil unless every run kept them); its percentiles are HDR's, clamped to the exact [Min, Max]
@@ -62,13 +63,14 @@ type CellCV struct {
 // Consistency is the repeatability of a set of runs of the same matrix: a CellCV per cell
 // measured in every run, then run-level statistics.
 //
-// Quantiles of CVs (MedianCV, P90CV) are nearest-rank, x[⌈q·n⌉−1] of the ascending values
-// (gonum stat.Empirical), like measure.Summary: always one of the cells' CVs, the lower middle
-// value for an even count. Within5 and Within10 count cells with CV ≤ 0.05 and ≤ 0.10.
+// MedianCV is the median of the cells' CVs (stats.Median: the mean of the two middle values
+// for an even count); P90CV their nearest-rank 90th percentile, x[⌈0.9·n⌉−1] of the ascending
+// values (stats.Quantile), like measure.Summary's percentiles: one of the cells' CVs. Within5
+// and Within10 count cells with CV ≤ 0.05 and ≤ 0.10.
 //
 // The whole-run figures are taken over the common cells only, so that runs compare on the
-// same cells: RunMean[i] is the mean, RunMedian[i] the nearest-rank median, over the common
-// cells of run i's per-cell mean per-forward latency. MeanSpan = max(RunMean)/min(RunMean) − 1,
+// same cells: RunMean[i] is the mean, RunMedian[i] the median, over the common cells of run
+// i's per-cell mean per-forward latency. MeanSpan = max(RunMean)/min(RunMean) − 1,
 // MedianSpan likewise (fractions): how far apart the best and the worst run are.
 type Consistency struct {
 	RunIDs   []string  // run order ("run N" for a run without an id)
@@ -155,14 +157,8 @@ func common(runs []*Run) ([]CellKey, []map[CellKey]*Cell, []LeftOut, []string) {
 			left = append(left, LeftOut{k, reason})
 		}
 	}
-	cmp := func(a, b CellKey) int {
-		if a.SeqLen != b.SeqLen {
-			return a.SeqLen - b.SeqLen
-		}
-		return a.Batch - b.Batch
-	}
-	slices.SortFunc(keys, cmp)
-	slices.SortFunc(left, func(a, b LeftOut) int { return cmp(a.CellKey, b.CellKey) })
+	slices.SortFunc(keys, cmpKey)
+	slices.SortFunc(left, func(a, b LeftOut) int { return cmpKey(a.CellKey, b.CellKey) })
 	return keys, by, left, notes
 }
 
@@ -184,7 +180,7 @@ func PooledRun(r *Run) *Run {
 // Pool turns a run with repeats (records with a Repeat, genload run --until-cv) into one
 // record per cell, so that it compares with other runs cell by cell: a cell's measured repeats
 // (status ok with a per-forward sample; partial, failed and interrupted repeats are left out)
-// x_1…x_n give
+// x_1…x_n are pooled by genload's one rule for repeats, their mean ([stats.Pool]):
 //
 //	PerForward.Mean = Σ x_k / n   (x_k the repeat's PerForward.Mean), PerForward.N = Σ N_k
 //	TTFT.P50        = the mean of the repeats' TTFT.P50
@@ -218,29 +214,7 @@ func Pool(r *Run) (map[CellKey]*Cell, string) {
 		lo, hi = min(lo, len(ok)), max(hi, len(ok))
 		p := *ok[len(ok)-1]
 		p.Repeat, p.Warnings = 0, nil
-		f := &measure.Figures{Window: measure.Window{Valid: true}, Hist: &measure.Histograms{PerForward: measure.NewHistogram()}}
-		var fwd, ttft, win float64
-		for _, c := range ok {
-			g := c.Figures
-			fwd += float64(g.PerForward.Mean)
-			ttft += float64(g.TTFT.P50)
-			f.PerForward.N += g.PerForward.N
-			f.Sequences, f.Counted = g.Sequences, g.Counted
-			f.Window.Valid = f.Window.Valid && g.Window.Valid
-			win += float64(g.Window.PerStep)
-			if f.Hist != nil && g.Hist != nil && g.Hist.PerForward != nil {
-				f.Hist.PerForward.Merge(g.Hist.PerForward)
-			} else {
-				f.Hist = nil
-			}
-		}
-		n := float64(len(ok))
-		f.PerForward.Mean = time.Duration(math.Round(fwd / n))
-		f.TTFT.P50 = time.Duration(math.Round(ttft / n))
-		if f.Window.Valid {
-			f.Window.PerStep = time.Duration(math.Round(win / n))
-		}
-		p.Figures = f
+		p.Figures = poolFigures(ok)
 		out[k] = &p
 	}
 	rule := "each cell's figure is the mean over its measured repeats"
@@ -255,13 +229,34 @@ func Pool(r *Run) (map[CellKey]*Cell, string) {
 	return out, rule
 }
 
-// nearestRank returns the nearest-rank q-quantile of xs (sorted ascending; 0 when empty), as
-// gonum's stat.Quantile with stat.Empirical.
-func nearestRank(q float64, sorted []float64) float64 {
-	if len(sorted) == 0 {
-		return 0
+// poolFigures returns the figures [Pool] gives a cell from its measured repeats ok (≥ 1).
+func poolFigures(ok []*Cell) *measure.Figures {
+	f := &measure.Figures{Window: measure.Window{Valid: true}, Hist: &measure.Histograms{PerForward: measure.NewHistogram()}}
+	fwd, ttft, win := make([]float64, len(ok)), make([]float64, len(ok)), make([]float64, len(ok))
+	for i, c := range ok {
+		g := c.Figures
+		fwd[i], ttft[i], win[i] = float64(g.PerForward.Mean), float64(g.TTFT.P50), float64(g.Window.PerStep)
+		f.PerForward.N += g.PerForward.N
+		f.Sequences, f.Counted = g.Sequences, g.Counted
+		f.Window.Valid = f.Window.Valid && g.Window.Valid
+		if f.Hist != nil && g.Hist != nil && g.Hist.PerForward != nil {
+			f.Hist.PerForward.Merge(g.Hist.PerForward)
+		} else {
+			f.Hist = nil
+		}
 	}
-	return stat.Quantile(q, stat.Empirical, sorted, nil)
+	f.PerForward.Mean = pooled(fwd)
+	f.TTFT.P50 = pooled(ttft)
+	if f.Window.Valid {
+		f.Window.PerStep = pooled(win)
+	}
+	return f
+}
+
+// pooled is [stats.Pool]'s figure of repeats' durations xs (ns), to the nanosecond.
+func pooled(xs []float64) time.Duration {
+	fig, _ := stats.Pool(xs)
+	return time.Duration(math.Round(fig))
 }
 
 func durs(xs []time.Duration) []float64 {
@@ -380,6 +375,7 @@ func ConsistentRepeats(r *Run) (*Consistency, error) {
 	return c, nil
 }
 
+// cmpKey orders cell keys by L, then B.
 func cmpKey(a, b CellKey) int {
 	if a.SeqLen != b.SeqLen {
 		return a.SeqLen - b.SeqLen
@@ -414,17 +410,16 @@ func (c *Consistency) summarize(keys []CellKey, cells [][]*Cell, runs int) {
 				hist = nil
 			}
 		}
-		mean, sd := stat.MeanStdDev(durs(cc.Runs), nil)
+		xs := durs(cc.Runs)
+		mean, sd := stat.MeanStdDev(xs, nil)
 		cc.Mean, cc.SD = time.Duration(math.Round(mean)), time.Duration(math.Round(sd))
 		cc.Min, cc.Max = slices.Min(cc.Runs), slices.Max(cc.Runs)
-		if mean > 0 {
-			cc.CV = sd / mean
+		if cv := stats.CV(xs); !math.IsNaN(cv) {
+			cc.CV = cv
 		}
 		cc.WindowCV = math.NaN()
 		if len(win) == len(cc.Runs) {
-			if m, s := stat.MeanStdDev(win, nil); m > 0 {
-				cc.WindowCV = s / m
-			}
+			cc.WindowCV = stats.CV(win)
 		}
 		if hist != nil && hist.Count() > 0 {
 			s := hist.Summary()
@@ -443,11 +438,10 @@ func (c *Consistency) summarize(keys []CellKey, cells [][]*Cell, runs int) {
 		c.Cells = append(c.Cells, cc)
 	}
 	slices.Sort(cvs)
-	c.MedianCV, c.P90CV = nearestRank(0.5, cvs), nearestRank(0.9, cvs)
+	c.MedianCV, c.P90CV = stats.Median(cvs), stats.Quantile(cvs, 0.9)
 	for _, xs := range perRun {
 		c.RunMean = append(c.RunMean, time.Duration(math.Round(stat.Mean(xs, nil))))
-		slices.Sort(xs)
-		c.RunMedian = append(c.RunMedian, time.Duration(nearestRank(0.5, xs)))
+		c.RunMedian = append(c.RunMedian, time.Duration(math.Round(stats.Median(xs))))
 	}
 	c.MeanSpan, c.MedianSpan = span(c.RunMean), span(c.RunMedian)
 }

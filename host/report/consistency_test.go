@@ -85,25 +85,25 @@ func TestConsistentCVArithmetic(t *testing.T) {
 	if d := c.Cells[3]; d.Min != 4*ms || d.Max != 6*ms || len(d.Runs) != 3 || d.Runs[1] != 5*ms {
 		t.Errorf("D min/max/runs = %v %v %v", d.Min, d.Max, d.Runs)
 	}
-	// Sorted CVs 0, 0.02, 0.10, 0.20: nearest-rank median x[⌈0.5·4⌉−1] = x[1] = 0.02,
+	// Sorted CVs 0, 0.02, 0.10, 0.20: median (0.02 + 0.10)/2 = 0.06, nearest-rank
 	// P90 x[⌈3.6⌉−1] = x[3] = 0.20; ≤ 5 %: 0 and 0.02; ≤ 10 %: also 0.10.
-	if !near(c.MedianCV, 0.02, 1e-9) || !near(c.P90CV, 0.20, 1e-9) || !near(c.MaxCV, 0.20, 1e-9) || c.MaxCell != (CellKey{4000, 8}) {
+	if !near(c.MedianCV, 0.06, 1e-9) || !near(c.P90CV, 0.20, 1e-9) || !near(c.MaxCV, 0.20, 1e-9) || c.MaxCell != (CellKey{4000, 8}) {
 		t.Errorf("median %v p90 %v max %v at %v", c.MedianCV, c.P90CV, c.MaxCV, c.MaxCell)
 	}
 	if c.Within5 != 2 || c.Within10 != 3 {
 		t.Errorf("within 5 %% = %d, within 10 %% = %d; want 2, 3", c.Within5, c.Within10)
 	}
 	// Whole-run figures over A…D: means (1+2+1+4)/4 = 2.0, (1.1+2+1.02+5)/4 = 2.28,
-	// (0.9+2+0.98+6)/4 = 2.47 → span 2.47/2.0 − 1 = 0.235; nearest-rank medians (lower
-	// middle of 4) 1.0, 1.1, 0.98 → span 1.1/0.98 − 1 = 0.122449.
+	// (0.9+2+0.98+6)/4 = 2.47 → span 2.47/2.0 − 1 = 0.235; medians (the middle two of 4)
+	// (1+2)/2 = 1.5, (1.1+2)/2 = 1.55, (0.98+2)/2 = 1.49 → span 1.55/1.49 − 1 = 0.040268.
 	wantMean := []time.Duration{2 * ms, 2280 * time.Microsecond, 2470 * time.Microsecond}
-	wantMedian := []time.Duration{1 * ms, 1100 * time.Microsecond, 980 * time.Microsecond}
+	wantMedian := []time.Duration{1500 * time.Microsecond, 1550 * time.Microsecond, 1490 * time.Microsecond}
 	for i := range wantMean {
 		if c.RunMean[i] != wantMean[i] || c.RunMedian[i] != wantMedian[i] {
 			t.Errorf("run %d mean %v median %v; want %v %v", i, c.RunMean[i], c.RunMedian[i], wantMean[i], wantMedian[i])
 		}
 	}
-	if !near(c.MeanSpan, 0.235, 1e-9) || !near(c.MedianSpan, 1.1/0.98-1, 1e-9) {
+	if !near(c.MeanSpan, 0.235, 1e-9) || !near(c.MedianSpan, 1.55/1.49-1, 1e-9) {
 		t.Errorf("spans %v %v", c.MeanSpan, c.MedianSpan)
 	}
 	wantLeft := []LeftOut{{CellKey{8000, 1}, "missing from r3"}, {CellKey{8000, 8}, "status error in r2"}}
@@ -116,7 +116,7 @@ func TestConsistentCVArithmetic(t *testing.T) {
 	for _, tc := range []struct {
 		stat string
 		want float64
-	}{{"max", 0.20}, {"p90", 0.20}, {"median", 0.02}} {
+	}{{"max", 0.20}, {"p90", 0.20}, {"median", 0.06}} {
 		if v, err := c.Stat(tc.stat); err != nil || !near(v, tc.want, 1e-9) {
 			t.Errorf("Stat(%q) = %v, %v; want %v", tc.stat, v, err, tc.want)
 		}
@@ -130,7 +130,7 @@ func TestConsistentCVArithmetic(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"| 4000 | 8 |       5.000 | 1.000 | 4.000 | 6.000 | 20.00 |",
-		"median 2.00 %, P90 20.00 %, max 20.00 % (L=4000,B=8)",
+		"median 6.00 %, P90 20.00 %, max 20.00 % (L=4000,B=8)",
 		"across 4 common cells (2 left out)",
 		"cells with CV ≤ 5 %: 2/4; CV ≤ 10 %: 3/4",
 		"2.000, 2.280, 2.470; span 23.50 %",

@@ -75,15 +75,7 @@ func (c *Consistency) Summary(w io.Writer) {
 		fmt.Fprintf(w, "whole-run mean per-forward latency (ms, over the common cells): %s; span %s %%\n", runs(c.RunMean), pct(c.MeanSpan))
 		fmt.Fprintf(w, "whole-run median per-forward latency (ms): %s; span %s %%\n", runs(c.RunMedian), pct(c.MedianSpan))
 	}
-	for _, p := range c.Pooled {
-		fmt.Fprintf(w, "pooled %s\n", p)
-	}
-	for _, l := range c.LeftOut {
-		fmt.Fprintf(w, "left out %s: %s\n", l.CellKey, l.Reason)
-	}
-	for _, warn := range c.Warnings {
-		fmt.Fprintf(w, "⚠ %s\n", warn)
-	}
+	writeNotes(w, c.Pooled, c.LeftOut, c.Warnings)
 }
 
 // repeatRange is the fewest and the most values of a cell.

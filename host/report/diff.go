@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/genload/genload/host/stats"
 )
 
 // CellDiff is one cell's change from a run Before to a run After.
@@ -24,8 +26,8 @@ type CellDiff struct {
 
 // Diff compares two runs cell by cell over the cells measured in both (matched by (L, B)).
 //
-// Median, Min and Max are over the common cells' Change (the median is nearest-rank, the lower
-// middle value for an even count, as in Consistency); TTFTMedian, TTFTMin and TTFTMax likewise
+// Median, Min and Max are over the common cells' Change (stats.Median: the mean of the two
+// middle values for an even count, as in Consistency); TTFTMedian, TTFTMin and TTFTMax likewise
 // over the TTFTChange values that are defined.
 type Diff struct {
 	Before, After string // run ids
@@ -76,12 +78,10 @@ func Compare(before, after *Run) (*Diff, error) {
 		}
 		d.Cells = append(d.Cells, cd)
 	}
-	slices.Sort(ch)
-	d.Median, d.Min, d.Max = nearestRank(0.5, ch), ch[0], ch[len(ch)-1]
+	d.Median, d.Min, d.Max = stats.Median(ch), slices.Min(ch), slices.Max(ch)
 	d.TTFTMedian, d.TTFTMin, d.TTFTMax = math.NaN(), math.NaN(), math.NaN()
 	if len(tch) > 0 {
-		slices.Sort(tch)
-		d.TTFTMedian, d.TTFTMin, d.TTFTMax = nearestRank(0.5, tch), tch[0], tch[len(tch)-1]
+		d.TTFTMedian, d.TTFTMin, d.TTFTMax = stats.Median(tch), slices.Min(tch), slices.Max(tch)
 	}
 	return d, nil
 }
@@ -102,15 +102,7 @@ func (d *Diff) WriteMarkdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, ": median %s %%, range %s … %s %%\n", plus(d.Median), plus(d.Min), plus(d.Max))
 	fmt.Fprintf(w, "TTFT p50 change: median %s %%, range %s … %s %%\n", plus(d.TTFTMedian), plus(d.TTFTMin), plus(d.TTFTMax))
-	for _, p := range d.Pooled {
-		fmt.Fprintf(w, "pooled %s\n", p)
-	}
-	for _, l := range d.LeftOut {
-		fmt.Fprintf(w, "left out %s: %s\n", l.CellKey, l.Reason)
-	}
-	for _, warn := range d.Warnings {
-		fmt.Fprintf(w, "⚠ %s\n", warn)
-	}
+	writeNotes(w, d.Pooled, d.LeftOut, d.Warnings)
 }
 
 // plus formats a fraction as a percentage with an explicit sign ("+12.34", "-0.50", "–" for
@@ -124,4 +116,18 @@ func plus(f float64) string {
 		s = "+" + s
 	}
 	return s
+}
+
+// writeNotes writes the lines under a consistency or diff summary: how runs with repeats were
+// pooled, the cells left out with their reasons, and the warnings (⚠).
+func writeNotes(w io.Writer, pooled []string, left []LeftOut, warnings []string) {
+	for _, p := range pooled {
+		fmt.Fprintf(w, "pooled %s\n", p)
+	}
+	for _, l := range left {
+		fmt.Fprintf(w, "left out %s: %s\n", l.CellKey, l.Reason)
+	}
+	for _, warn := range warnings {
+		fmt.Fprintf(w, "⚠ %s\n", warn)
+	}
 }

@@ -56,6 +56,22 @@ func TestPoolRepeats(t *testing.T) {
 	}
 }
 
+// The pooled figures are the repeats' means, not their medians: repeats at 10, 11 and 15 ms
+// (TTFT p50 3, 4 and 8 ms) pool to 12 ms (TTFT 5 ms), where the median would be 11 (4).
+func TestPoolIsTheMeanNotTheMedian(t *testing.T) {
+	r := &Run{Header: Header{RunID: "skew", Config: config.Default()}}
+	for i, x := range [][2]time.Duration{{10, 3}, {11, 4}, {15, 8}} {
+		c := sampleCell(0, 100, 2, x[0]*time.Millisecond)
+		c.Repeat, c.Figures.TTFT.P50 = i+1, x[1]*time.Millisecond
+		r.Cells = append(r.Cells, c)
+	}
+	got, _ := Pool(r)
+	f := got[CellKey{100, 2}].Figures
+	if f.PerForward.Mean != 12*time.Millisecond || f.TTFT.P50 != 5*time.Millisecond || f.Window.PerStep != 12*time.Millisecond {
+		t.Errorf("pooled fwd %v, TTFT %v, window %v; want the means 12 ms, 5 ms, 12 ms", f.PerForward.Mean, f.TTFT.P50, f.Window.PerStep)
+	}
+}
+
 // consistency, diff and the HTML report's sections compare a run with repeats by its cells'
 // means over their measured repeats, not by each cell's last record, and say so: against a run
 // at L=100 11.5 ms and L=200 22 ms, L=100 is (11, 11.5) ms — mean 11.25 ms, SD 0.5/√2 ms,

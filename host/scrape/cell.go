@@ -38,71 +38,105 @@ func secs(v float64) time.Duration { return time.Duration(math.Round(v * 1e9)) }
 
 // Delta computes Steps between two snapshots of a server of family n. finished is the
 // number of requests (sequences, for llama.cpp's slots) that ended between them, 0 when
-// unknown; only llama.cpp's step time needs it.
+// unknown; only llama.cpp's step time needs it. It reads, in order, the built-in engine's
+// truth, the step time ([delta.stepTime]: the first usable of the dialect's ITL histogram,
+// decode duration histogram, llama.cpp's decode seconds over tokens), the generated tokens
+// and the tokens per forward pass.
 func Delta(n Names, before, after Snapshot, finished int) Steps {
+	d := delta{n: n, before: before, after: after}
 	st := Steps{Dialect: n.Dialect}
-	// delta of a histogram: why is "" when it is usable (count grew)
-	dHist := func(name string, match ...string) (dc, ds float64, why string) {
-		c1, s1, ok1 := after.Hist(name, match...)
-		if !ok1 {
-			return 0, 0, name + " is not exposed"
-		}
-		c0, s0, _ := before.Hist(name, match...) // absent before: from zero
-		switch {
-		case c1 < c0:
-			return 0, 0, name + " went down during the cell (server restarted?)"
-		case c1 == c0:
-			return 0, 0, name + " had no observation during the cell"
-		}
-		return c1 - c0, s1 - s0, ""
+	d.truth(&st)
+	d.stepTime(&st, finished)
+	if g, w := d.val(n.GenerationTokens); w == "" {
+		st.GeneratedTokens = g
 	}
-	dVal := func(name string) (float64, string) {
-		if name == "" {
-			return 0, "not exposed by " + n.Dialect
-		}
-		v1, ok1 := after.Value(name)
-		if !ok1 {
-			return 0, name + " is not exposed"
-		}
-		v0, _ := before.Value(name)
-		if v1 < v0 {
-			return 0, name + " went down during the cell (server restarted?)"
-		}
-		return v1 - v0, ""
+	d.tokensPerStep(&st)
+	return st
+}
+
+// delta reads the change of a server's metrics of family n from before to after.
+type delta struct {
+	n             Names
+	before, after Snapshot
+}
+
+// hist is the change of a histogram's count and sum; why is "" when it is usable (the count
+// grew), else why not.
+func (d delta) hist(name string, match ...string) (dc, ds float64, why string) {
+	c1, s1, ok1 := d.after.Hist(name, match...)
+	if !ok1 {
+		return 0, 0, name + " is not exposed"
 	}
-	if dc, ds, why := dHist(TruthStepDuration); why == "" {
+	c0, s0, _ := d.before.Hist(name, match...) // absent before: from zero
+	switch {
+	case c1 < c0:
+		return 0, 0, name + " went down during the cell (server restarted?)"
+	case c1 == c0:
+		return 0, 0, name + " had no observation during the cell"
+	}
+	return c1 - c0, s1 - s0, ""
+}
+
+// val is the change of a counter; why is "" when it is usable, else why not.
+func (d delta) val(name string) (float64, string) {
+	if name == "" {
+		return 0, "not exposed by " + d.n.Dialect
+	}
+	v1, ok1 := d.after.Value(name)
+	if !ok1 {
+		return 0, name + " is not exposed"
+	}
+	v0, _ := d.before.Value(name)
+	if v1 < v0 {
+		return 0, name + " went down during the cell (server restarted?)"
+	}
+	return v1 - v0, ""
+}
+
+// truth sets the built-in engine's true step times, how late its steps ran against their
+// plan, and its step count, where it exposes them.
+func (d delta) truth(st *Steps) {
+	if dc, ds, why := d.hist(TruthStepDuration); why == "" {
 		st.TruthStepTime, st.HasTruth = secs(ds/dc), true
 		st.TruthSteps = dc
 	}
-	if dc, ds, why := dHist(TruthDecodeStepDuration); why == "" {
+	if dc, ds, why := d.hist(TruthDecodeStepDuration); why == "" {
 		st.TruthDecodeStepTime, st.HasTruthDecode = secs(ds/dc), true
 	}
-	if dp, why := dVal(TruthPlannedSeconds); why == "" && dp > 0 {
-		do, _ := dVal(TruthOverrunSeconds)
+	if dp, why := d.val(TruthPlannedSeconds); why == "" && dp > 0 {
+		do, _ := d.val(TruthOverrunSeconds)
 		o := &scraped.Overrun{Late: do / dp}
-		if _, dw, w := dHist(TruthStepDuration); w == "" {
+		if _, dw, w := d.hist(TruthStepDuration); w == "" {
 			o.Share = max(0, dw-dp) / dp
 		}
-		o.Steps, o.P50, o.P99 = histDeltaQuantiles(before, after, TruthOverrunRatio, 0.5, 0.99)
+		o.Steps, o.P50, o.P99 = histDeltaQuantiles(d.before, d.after, TruthOverrunRatio, 0.5, 0.99)
 		st.Overrun = o
 	}
-	if _, ok := after.Families[TruthSteps]; ok {
-		if d, why := dVal(TruthSteps); why == "" {
-			st.TruthSteps = d
+	if _, ok := d.after.Families[TruthSteps]; ok {
+		if v, why := d.val(TruthSteps); why == "" {
+			st.TruthSteps = v
 		}
 	}
+}
+
+// stepTime sets the server's decode step time from the first usable of its ITL histogram
+// (not when the server speculates: it is per token then), its decode duration histogram, and
+// llama.cpp's decode seconds over the tokens of finished requests' n − 1 passes; else
+// StepTimeReason says why each was not.
+func (d delta) stepTime(st *Steps, finished int) {
+	n := d.n
 	var why []string
 	if n.ITL != "" {
-		if l, ok := after.Value(n.SpecAcceptLength); ok && n.SpecAcceptLength != "" && l > 1.0001 {
+		if l, ok := d.after.Value(n.SpecAcceptLength); ok && n.SpecAcceptLength != "" && l > 1.0001 {
 			why = append(why, fmt.Sprintf("%s is per token and the server speculates (%s %.2f tokens per forward pass)", n.ITL, n.SpecAcceptLength, l))
-		} else if dc, ds, w := dHist(n.ITL); w == "" {
+		} else if dc, ds, w := d.hist(n.ITL); w == "" {
 			st.StepTime, st.HasStepTime = secs(ds/dc), true
 		} else {
 			why = append(why, w)
 		}
 	}
 	if !st.HasStepTime && n.DecodeDuration != "" {
-		if dc, ds, w := dHist(n.DecodeDuration, "method=decode"); w == "" {
+		if dc, ds, w := d.hist(n.DecodeDuration, "method=decode"); w == "" {
 			st.StepTime, st.HasStepTime = secs(ds/dc), true
 			st.Steps = dc
 		} else {
@@ -110,8 +144,8 @@ func Delta(n Names, before, after Snapshot, finished int) Steps {
 		}
 	}
 	if !st.HasStepTime && n.Decodes != "" {
-		dsec, w1 := dVal(n.DecodeSeconds)
-		dtok, w2 := dVal(n.GenerationTokens)
+		dsec, w1 := d.val(n.DecodeSeconds)
+		dtok, w2 := d.val(n.GenerationTokens)
 		switch {
 		case w1 != "" || w2 != "":
 			why = append(why, strings.TrimSpace(w1+" "+w2))
@@ -122,7 +156,7 @@ func Delta(n Names, before, after Snapshot, finished int) Steps {
 		default:
 			st.StepTime, st.HasStepTime = secs(dsec/(dtok-float64(finished))), true
 		}
-		if dn, w := dVal(n.Decodes); w == "" && dn > 0 {
+		if dn, w := d.val(n.Decodes); w == "" && dn > 0 {
 			st.Steps = dn
 		}
 	}
@@ -132,26 +166,28 @@ func Delta(n Names, before, after Snapshot, finished int) Steps {
 		}
 		st.StepTimeReason = strings.Join(why, "; ")
 	}
-	if g, w := dVal(n.GenerationTokens); w == "" {
-		st.GeneratedTokens = g
-	}
-	if n.IterationTokens != "" {
-		if dc, ds, w := dHist(n.IterationTokens); w == "" {
+}
+
+// tokensPerStep sets the tokens per forward pass: the server's iteration-tokens histogram,
+// else the generated tokens over the steps counted (the server's, else the engine's truth).
+func (d delta) tokensPerStep(st *Steps) {
+	if d.n.IterationTokens != "" {
+		if dc, ds, w := d.hist(d.n.IterationTokens); w == "" {
 			st.TokensPerStep, st.HasTokensPerStep = ds/dc, true
 			st.Steps = dc
 		}
 	}
-	if !st.HasTokensPerStep {
-		steps := st.Steps
-		if steps == 0 {
-			steps = st.TruthSteps
-		}
-		if steps > 0 && st.GeneratedTokens > 0 {
-			st.TokensPerStep, st.HasTokensPerStep = st.GeneratedTokens/steps, true
-			st.Steps = steps
-		}
+	if st.HasTokensPerStep {
+		return
 	}
-	return st
+	steps := st.Steps
+	if steps == 0 {
+		steps = st.TruthSteps
+	}
+	if steps > 0 && st.GeneratedTokens > 0 {
+		st.TokensPerStep, st.HasTokensPerStep = st.GeneratedTokens/steps, true
+		st.Steps = steps
+	}
 }
 
 // Sampler polls the running gauge of one or more servers during a cell. Each tick scrapes

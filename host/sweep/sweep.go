@@ -23,6 +23,7 @@ import (
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 	"github.com/genload/genload/host/shard"
+	"github.com/genload/genload/host/stats"
 )
 
 // Point status values in the summary.
@@ -103,8 +104,8 @@ type PointResult struct {
 	TTFT       *report.Millis `json:"ttft_p50_median_ms,omitempty"`
 }
 
-// Spread is the smallest, median (nearest rank, the lower middle for an even count) and
-// largest of a set of durations.
+// Spread is the smallest, median (stats.MedianDuration: the mean of the two middle values for
+// an even count) and largest of a set of durations.
 type Spread struct {
 	Min    report.Millis `json:"min"`
 	Median report.Millis `json:"median"`
@@ -248,48 +249,13 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 		pr.Elapsed = report.Millis(time.Since(t0))
 		return pr
 	}
-	// The port: the one of the earlier attempt when its run is continued and it is free, else
-	// a free one. The earlier run is continued either way: the point's server is its command
-	// and variables, not the port it listens on, and a new run would measure again every cell
-	// the earlier one had measured.
-	resume, moved := "", false
-	if before != nil && before.Results != "" && fileExists(before.Results) {
-		resume = before.Results
-		if before.Port == 0 || portFree(before.Port) {
-			pr.Port = before.Port
-		} else {
-			moved = true
-			fmt.Fprintf(opt.Stderr, "point %s: port %d of the earlier attempt is taken: its server starts on another port, and its run continues in %s\n", sp.Name, before.Port, before.Results)
-		}
+	resume, moved, err := pr.choosePort(before, sp.Name, opt.Stderr)
+	if err != nil {
+		return done(StatusServer, err)
 	}
-	if pr.Port == 0 {
-		p, err := freePort()
-		if err != nil {
-			return done(StatusServer, fmt.Errorf("no free port: %w", err))
-		}
-		pr.Port = p
-	}
-	vals := map[string]string{PlaceGenload: opt.Executable, PlacePort: strconv.Itoa(pr.Port), PlacePoint: sp.Name, PlaceOut: f.Out}
-	for k, v := range sp.Vars {
-		vals[k] = fmt.Sprint(v)
-	}
-	var err error
-	if pr.Command, err = expand(sp.Server.Command, "[server] command", vals); err != nil {
-		return done(StatusInvalid, err)
-	}
-	if pr.Target, err = expand(sp.Server.Target, "[server] target", vals); err != nil {
-		return done(StatusInvalid, err)
-	}
-	ready, err := expand(sp.Server.Ready, "[server] ready", vals)
+	ready, cfg, err := pr.expand(f, sp, opt.Executable, opt.Stderr)
 	if err != nil {
 		return done(StatusInvalid, err)
-	}
-	cfg, relabelled, err := pointConfig(f, sp, pr.Target, vals)
-	if err != nil {
-		return done(StatusInvalid, err)
-	}
-	for _, l := range relabelled {
-		fmt.Fprintf(opt.Stderr, "point %s: %s\n", sp.Name, l)
 	}
 	runID := sp.Name
 	if resume == "" && before != nil && before.Results != "" {
@@ -324,19 +290,79 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 		pr.Cells, pr.Measured = len(res.Run.Header.Cells), res.Measured
 		pr.PerForward, pr.TTFT = spreads(res.Run)
 	}
+	return done(outcome(ctx, srv, pr.ServerLog, rerr))
+}
+
+// outcome is a point's status and error after its run returned rerr: the server's exit
+// (with the last lines of its log) before the run's own error, then an interruption, then the
+// run's failure.
+func outcome(ctx context.Context, srv *server, log string, rerr error) (string, error) {
 	switch {
 	case srv.hasExited():
-		msg := fmt.Sprintf("the server exited during the run (%s); last lines of %s:%s", srv.status(), pr.ServerLog, srv.tail(5))
+		msg := fmt.Sprintf("the server exited during the run (%s); last lines of %s:%s", srv.status(), log, srv.tail(5))
 		if rerr != nil {
 			msg += "\n  the run: " + rerr.Error()
 		}
-		return done(StatusServer, errors.New(msg))
+		return StatusServer, errors.New(msg)
 	case exitcode.Of(rerr) == exitcode.Interrupted || ctx.Err() != nil:
-		return done(StatusInterrupted, rerr)
+		return StatusInterrupted, rerr
 	case rerr != nil:
-		return done(StatusRunFailed, rerr)
+		return StatusRunFailed, rerr
 	}
-	return done(StatusOK, nil)
+	return StatusOK, nil
+}
+
+// choosePort sets pr.Port: the one of the earlier attempt when its run is continued and it is
+// free, else a free one. The earlier run (resume, its results file) is continued either way:
+// the point's server is its command and variables, not the port it listens on, and a new run
+// would measure again every cell the earlier one had measured; moved says its port changed.
+func (pr *PointResult) choosePort(before *PointResult, name string, stderr io.Writer) (resume string, moved bool, err error) {
+	if before != nil && before.Results != "" && fileExists(before.Results) {
+		resume = before.Results
+		if before.Port == 0 || portFree(before.Port) {
+			pr.Port = before.Port
+		} else {
+			moved = true
+			fmt.Fprintf(stderr, "point %s: port %d of the earlier attempt is taken: its server starts on another port, and its run continues in %s\n", name, before.Port, before.Results)
+		}
+	}
+	if pr.Port == 0 {
+		p, err := freePort()
+		if err != nil {
+			return "", false, fmt.Errorf("no free port: %w", err)
+		}
+		pr.Port = p
+	}
+	return resume, moved, nil
+}
+
+// expand fills the point's server command and target from [server] with its placeholders
+// ({genload}, {port}, {point}, {out} and the point's variables) and returns the ready check
+// and the point's configuration (its relabelled keys said on stderr).
+func (pr *PointResult) expand(f *File, sp Spec, executable string, stderr io.Writer) (string, *config.Config, error) {
+	vals := map[string]string{PlaceGenload: executable, PlacePort: strconv.Itoa(pr.Port), PlacePoint: sp.Name, PlaceOut: f.Out}
+	for k, v := range sp.Vars {
+		vals[k] = fmt.Sprint(v)
+	}
+	var err error
+	if pr.Command, err = expand(sp.Server.Command, "[server] command", vals); err != nil {
+		return "", nil, err
+	}
+	if pr.Target, err = expand(sp.Server.Target, "[server] target", vals); err != nil {
+		return "", nil, err
+	}
+	ready, err := expand(sp.Server.Ready, "[server] ready", vals)
+	if err != nil {
+		return "", nil, err
+	}
+	cfg, relabelled, err := pointConfig(f, sp, pr.Target, vals)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, l := range relabelled {
+		fmt.Fprintf(stderr, "point %s: %s\n", sp.Name, l)
+	}
+	return ready, cfg, nil
 }
 
 // pointConfig is the point's bench.toml: the file's, the overrides over it (placeholders
@@ -425,13 +451,11 @@ func spreads(r *report.Run) (*Spread, *report.Millis) {
 	}
 	var s *Spread
 	if len(fwd) > 0 {
-		slices.Sort(fwd)
-		s = &Spread{Min: report.Millis(fwd[0]), Median: report.Millis(fwd[(len(fwd)-1)/2]), Max: report.Millis(fwd[len(fwd)-1])}
+		s = &Spread{Min: report.Millis(slices.Min(fwd)), Median: report.Millis(stats.MedianDuration(fwd)), Max: report.Millis(slices.Max(fwd))}
 	}
 	var t *report.Millis
 	if len(ttft) > 0 {
-		slices.Sort(ttft)
-		m := report.Millis(ttft[(len(ttft)-1)/2])
+		m := report.Millis(stats.MedianDuration(ttft))
 		t = &m
 	}
 	return s, t

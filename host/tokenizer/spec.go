@@ -113,93 +113,121 @@ type fileSpec struct {
 // names the source in errors; a malformed file's error gives the line and byte where reading
 // stopped.
 func parseSpec(data []byte, file string) (*fileSpec, error) {
-	fs := &fileSpec{}
-	r := &specReader{b: data}
+	p := &specParse{fs: &fileSpec{}, r: &specReader{b: data}, data: data, model: map[string][]byte{}}
 	i := jsonscan.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return nil, fmt.Errorf("tokenizer: %s: invalid JSON: %w", file, errNotObject)
 	}
-	var sawModel bool
-	var modelType string
-	model := map[string][]byte{}
-	end, ok := jsonscan.Object(data, i+1, func(key []byte, j int) (int, bool) {
-		var dst **jNode
-		switch string(key) {
-		case "added_tokens":
-			end, ok := jsonscan.SkipValue(data, j, 1)
-			if !ok {
-				return end, false
-			}
-			raw := data[j:end]
-			if err := json.Unmarshal(raw, &fs.added); err != nil && string(raw) != "null" {
-				return r.fail(j, fmt.Errorf("[added_tokens]: %w", err))
-			}
-			return end, true
-		case "normalizer":
-			dst = &fs.normalizer
-		case "pre_tokenizer":
-			dst = &fs.preTokenizer
-		case "post_processor":
-			dst = &fs.postProcessor
-		case "decoder":
-			dst = &fs.decoder
-		case "model":
-			sawModel = true
-			if data[j] != '{' {
-				return r.fail(j, r.errAt(j, "[model]: want an object"))
-			}
-			return jsonscan.Object(data, j+1, func(mk []byte, j int) (int, bool) {
-				switch string(mk) {
-				case "vocab":
-					return r.vocab(j, &fs.model)
-				case "merges":
-					return r.merges(j, &fs.model)
-				}
-				end, ok := jsonscan.SkipValue(data, j, 2)
-				if !ok {
-					return end, false
-				}
-				raw := data[j:end]
-				if string(mk) == "type" {
-					if err := json.Unmarshal(raw, &modelType); err != nil {
-						return r.fail(j, fmt.Errorf("[model.type]: %w", err))
-					}
-				}
-				model[string(mk)] = raw
-				return end, true
-			})
-		default:
-			return jsonscan.SkipValue(data, j, 1)
-		}
-		end, ok := jsonscan.SkipValue(data, j, 1)
-		if !ok || jsonscan.IsNull(data, j) {
-			return end, ok
-		}
-		n := new(jNode)
-		if err := json.Unmarshal(data[j:end], n); err != nil {
-			return r.fail(j, fmt.Errorf("[%s]: %w", key, err))
-		}
-		*dst = n
-		return end, true
-	})
+	end, ok := jsonscan.Object(data, i+1, p.topKey)
 	if !ok {
-		return nil, fmt.Errorf("tokenizer: %s: %w", file, r.syntax(end))
+		return nil, fmt.Errorf("tokenizer: %s: %w", file, p.r.syntax(end))
 	}
 	if end = jsonscan.SkipSpace(data, end); end != len(data) {
-		return nil, fmt.Errorf("tokenizer: %s: %w", file, r.errAt(end, "trailing data after the top-level object"))
+		return nil, fmt.Errorf("tokenizer: %s: %w", file, p.r.errAt(end, "trailing data after the top-level object"))
 	}
-	if !sawModel {
+	if !p.sawModel {
 		return nil, fmt.Errorf("tokenizer: %s: missing [model] object", file)
 	}
-	if modelType == "" && fs.model.vocab != nil && model["merges"] == nil {
-		modelType = "BPE" // old files omit the type of a BPE model
+	if p.modelType == "" && p.fs.model.vocab != nil && p.model["merges"] == nil {
+		p.modelType = "BPE" // old files omit the type of a BPE model
 	}
-	if modelType != "BPE" {
-		return nil, &UnsupportedError{File: file, Component: "model", Type: modelType, Detail: "only BPE models are implemented"}
+	if p.modelType != "BPE" {
+		return nil, &UnsupportedError{File: file, Component: "model", Type: p.modelType, Detail: "only BPE models are implemented"}
 	}
-	if fs.model.vocab == nil {
+	if p.fs.model.vocab == nil {
 		return nil, fmt.Errorf("tokenizer: %s: [model]: missing [vocab] object", file)
 	}
+	if err := p.fs.model.setOptions(p.model, file); err != nil {
+		return nil, err
+	}
+	return p.fs, nil
+}
+
+// specParse is parseSpec's state while jsonscan walks the file: the spec so far, whether a
+// [model] object was seen, its type, and its other members' raw JSON by key.
+type specParse struct {
+	fs        *fileSpec
+	r         *specReader
+	data      []byte
+	sawModel  bool
+	modelType string
+	model     map[string][]byte
+}
+
+// topKey reads the top-level member key whose value starts at j: the added tokens, a
+// component object (normalizer, pre-tokenizer, post-processor, decoder), the model; others
+// are skipped.
+func (p *specParse) topKey(key []byte, j int) (int, bool) {
+	data, fs, r := p.data, p.fs, p.r
+	var dst **jNode
+	switch string(key) {
+	case "added_tokens":
+		end, ok := jsonscan.SkipValue(data, j, 1)
+		if !ok {
+			return end, false
+		}
+		raw := data[j:end]
+		if err := json.Unmarshal(raw, &fs.added); err != nil && string(raw) != "null" {
+			return r.fail(j, fmt.Errorf("[added_tokens]: %w", err))
+		}
+		return end, true
+	case "normalizer":
+		dst = &fs.normalizer
+	case "pre_tokenizer":
+		dst = &fs.preTokenizer
+	case "post_processor":
+		dst = &fs.postProcessor
+	case "decoder":
+		dst = &fs.decoder
+	case "model":
+		p.sawModel = true
+		if data[j] != '{' {
+			return r.fail(j, r.errAt(j, "[model]: want an object"))
+		}
+		return jsonscan.Object(data, j+1, p.modelKey)
+	default:
+		return jsonscan.SkipValue(data, j, 1)
+	}
+	end, ok := jsonscan.SkipValue(data, j, 1)
+	if !ok || jsonscan.IsNull(data, j) {
+		return end, ok
+	}
+	n := new(jNode)
+	if err := json.Unmarshal(data[j:end], n); err != nil {
+		return r.fail(j, fmt.Errorf("[%s]: %w", key, err))
+	}
+	*dst = n
+	return end, true
+}
+
+// modelKey reads a member of [model]: the vocabulary and merges in place, the type, and the
+// raw JSON of the others for setOptions.
+func (p *specParse) modelKey(mk []byte, j int) (int, bool) {
+	switch string(mk) {
+	case "vocab":
+		return p.r.vocab(j, &p.fs.model)
+	case "merges":
+		return p.r.merges(j, &p.fs.model)
+	}
+	end, ok := jsonscan.SkipValue(p.data, j, 2)
+	if !ok {
+		return end, false
+	}
+	raw := p.data[j:end]
+	if string(mk) == "type" {
+		if err := json.Unmarshal(raw, &p.modelType); err != nil {
+			return p.r.fail(j, fmt.Errorf("[model.type]: %w", err))
+		}
+	}
+	p.model[string(mk)] = raw
+	return end, true
+}
+
+// setOptions sets the BPE model's options from [model]'s members (raw JSON by key): unknown
+// token, continuing-subword prefix, end-of-word suffix, fuse_unk, byte_fallback,
+// ignore_merges. A dropout above 0 is random and refused (UnsupportedError); file names the
+// source in errors.
+func (b *bpeSpec) setOptions(model map[string][]byte, file string) error {
 	var opts struct {
 		Dropout                 *float64 `json:"dropout"`
 		UnkToken                *string  `json:"unk_token"`
@@ -216,14 +244,13 @@ func parseSpec(data []byte, file string) (*fileSpec, error) {
 	} {
 		if raw, ok := model[k]; ok {
 			if err := json.Unmarshal(raw, dst); err != nil {
-				return nil, fmt.Errorf("tokenizer: %s: [model.%s]: %w", file, k, err)
+				return fmt.Errorf("tokenizer: %s: [model.%s]: %w", file, k, err)
 			}
 		}
 	}
 	if opts.Dropout != nil && *opts.Dropout > 0 {
-		return nil, &UnsupportedError{File: file, Component: "model", Type: modelType, Detail: "BPE dropout > 0 is random, cannot be exact"}
+		return &UnsupportedError{File: file, Component: "model", Type: "BPE", Detail: "BPE dropout > 0 is random, cannot be exact"}
 	}
-	b := &fs.model
 	b.unk = opts.UnkToken
 	if opts.ContinuingSubwordPrefix != nil {
 		b.contPrefix = *opts.ContinuingSubwordPrefix
@@ -232,7 +259,7 @@ func parseSpec(data []byte, file string) (*fileSpec, error) {
 		b.eowSuffix = *opts.EndOfWordSuffix
 	}
 	b.fuseUnk, b.byteFallback, b.ignoreMerges = opts.FuseUnk, opts.ByteFallback, opts.IgnoreMerges
-	return fs, nil
+	return nil
 }
 
 // specReader holds what parseSpec's jsonscan callbacks need to report an error: jsonscan says

@@ -105,89 +105,105 @@ func lexTemplate(src string) ([]tmplTok, error) {
 		}
 		addText(src[textStart:i])
 		line += strings.Count(src[textStart:i], "\n")
-		kind := map[byte]tmplTokKind{'{': tokExpr, '%': tokStmt, '#': tokComment}[src[i+1]]
-		closer := map[tmplTokKind]string{tokExpr: "}}", tokStmt: "%}", tokComment: "#}"}[kind]
-		j := i + 2
-		t := tmplTok{kind: kind, line: line}
-		if j < len(src) && (src[j] == '-' || src[j] == '+') {
-			t.lmark = src[j]
-			j++
+		t, next, err := lexTag(src, i, line)
+		if err != nil {
+			return nil, err
 		}
-		bodyStart := j
-		end := -1
-		for j < len(src) {
-			c := src[j]
-			if kind != tokComment && (c == '"' || c == '\'') {
-				j++
-				for j < len(src) && src[j] != c {
-					if src[j] == '\\' {
-						j++
-					}
-					j++
-				}
-				j++
-				continue
-			}
-			if strings.HasPrefix(src[j:], closer) {
-				end = j
-				break
-			}
-			j++
-		}
-		if end < 0 {
-			return nil, fmt.Errorf("line %d: unclosed %s", line, map[tmplTokKind]string{tokExpr: "{{", tokStmt: "{%", tokComment: "{#"}[kind])
-		}
-		body := src[bodyStart:end]
-		if n := len(body); n > 0 && (body[n-1] == '-' || (body[n-1] == '+' && kind != tokComment)) {
-			t.rmark = body[n-1]
-			body = body[:n-1]
-		}
-		t.text = body
 		toks = append(toks, t)
-		line += strings.Count(src[i:end+2], "\n")
-		i = end + 2
-		textStart = i
-		if kind == tokStmt && strings.TrimSpace(body) == "raw" {
+		line += strings.Count(src[i:next], "\n")
+		i, textStart = next, next
+		if t.kind == tokStmt && strings.TrimSpace(t.text) == "raw" {
 			// raw block: everything up to {% endraw %} is text
-			k := i
-			found := false
-			for k < len(src) {
-				p := strings.Index(src[k:], "{%")
-				if p < 0 {
-					break
-				}
-				k += p
-				e := strings.Index(src[k:], "%}")
-				if e < 0 {
-					break
-				}
-				inner := src[k+2 : k+e]
-				lm, rm := byte(0), byte(0)
-				if inner != "" && (inner[0] == '-' || inner[0] == '+') {
-					lm, inner = inner[0], inner[1:]
-				}
-				if n := len(inner); n > 0 && (inner[n-1] == '-' || inner[n-1] == '+') {
-					rm, inner = inner[n-1], inner[:n-1]
-				}
-				if strings.TrimSpace(inner) == "endraw" {
-					toks[len(toks)-1].skip = true
-					addText(src[i:k])
-					line += strings.Count(src[i:k], "\n")
-					toks = append(toks, tmplTok{kind: tokStmt, text: inner, lmark: lm, rmark: rm, line: line, skip: true})
-					i = k + e + 2
-					textStart = i
-					found = true
-					break
-				}
-				k += 2
-			}
-			if !found {
+			end, k, next, ok := endRaw(src, i)
+			if !ok {
 				return nil, fmt.Errorf("line %d: {%% raw %%} without {%% endraw %%}", t.line)
 			}
+			toks[len(toks)-1].skip = true
+			addText(src[i:k])
+			line += strings.Count(src[i:k], "\n")
+			end.line = line
+			toks = append(toks, end)
+			i, textStart = next, next
 		}
 	}
 	addText(src[textStart:])
 	return toks, nil
+}
+
+// lexTag reads the tag that opens at src[i] ("{{", "{%" or "{#") on line: its kind, its
+// whitespace-control marks and its body; quotes inside {{ }} and {% %} may contain the
+// closer. It returns the tag and the index after its closer, or an error for an unclosed tag.
+func lexTag(src string, i, line int) (tmplTok, int, error) {
+	kind := map[byte]tmplTokKind{'{': tokExpr, '%': tokStmt, '#': tokComment}[src[i+1]]
+	closer := map[tmplTokKind]string{tokExpr: "}}", tokStmt: "%}", tokComment: "#}"}[kind]
+	j := i + 2
+	t := tmplTok{kind: kind, line: line}
+	if j < len(src) && (src[j] == '-' || src[j] == '+') {
+		t.lmark = src[j]
+		j++
+	}
+	bodyStart := j
+	end := -1
+	for j < len(src) {
+		c := src[j]
+		if kind != tokComment && (c == '"' || c == '\'') {
+			j++
+			for j < len(src) && src[j] != c {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j++
+			continue
+		}
+		if strings.HasPrefix(src[j:], closer) {
+			end = j
+			break
+		}
+		j++
+	}
+	if end < 0 {
+		return t, 0, fmt.Errorf("line %d: unclosed %s", line, map[tmplTokKind]string{tokExpr: "{{", tokStmt: "{%", tokComment: "{#"}[kind])
+	}
+	body := src[bodyStart:end]
+	if n := len(body); n > 0 && (body[n-1] == '-' || (body[n-1] == '+' && kind != tokComment)) {
+		t.rmark = body[n-1]
+		body = body[:n-1]
+	}
+	t.text = body
+	return t, end + 2, nil
+}
+
+// endRaw finds the {% endraw %} of a raw block whose body starts at src[i]: the endraw tag
+// (its marks and text; skip set, line left to the caller), the index of its "{%" and the
+// index after its "%}"; ok is false when there is none.
+func endRaw(src string, i int) (end tmplTok, at, next int, ok bool) {
+	k := i
+	for k < len(src) {
+		p := strings.Index(src[k:], "{%")
+		if p < 0 {
+			break
+		}
+		k += p
+		e := strings.Index(src[k:], "%}")
+		if e < 0 {
+			break
+		}
+		inner := src[k+2 : k+e]
+		lm, rm := byte(0), byte(0)
+		if inner != "" && (inner[0] == '-' || inner[0] == '+') {
+			lm, inner = inner[0], inner[1:]
+		}
+		if n := len(inner); n > 0 && (inner[n-1] == '-' || inner[n-1] == '+') {
+			rm, inner = inner[n-1], inner[:n-1]
+		}
+		if strings.TrimSpace(inner) == "endraw" {
+			return tmplTok{kind: tokStmt, text: inner, lmark: lm, rmark: rm, skip: true}, k, k + e + 2, true
+		}
+		k += 2
+	}
+	return tmplTok{}, 0, 0, false
 }
 
 // applyWhitespaceControl trims the text pieces around tags as Jinja2's lexer does with

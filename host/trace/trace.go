@@ -309,7 +309,6 @@ func field(obj map[string]json.RawMessage, name string) (json.RawMessage, bool) 
 }
 
 func (t *Trace) readCSV(r io.Reader) error {
-	f := t.Fields
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = 0 // every row as long as the header
 	cr.TrimLeadingSpace = true
@@ -320,6 +319,42 @@ func (t *Trace) readCSV(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("trace %s: %w", t.Path, err)
 	}
+	cols, err := t.csvColumns(head)
+	if err != nil {
+		return err
+	}
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		line, _ := cr.FieldPos(0)
+		src := fmt.Sprintf("%s:%d", t.Path, line)
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				return fmt.Errorf("%s:%d: %v", t.Path, pe.Line, pe.Err)
+			}
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		q, err := t.csvRequest(rec, cols, src)
+		if err != nil {
+			return err
+		}
+		t.Requests = append(t.Requests, q)
+	}
+	t.HasOutput, t.HasTime, t.HasHashes, t.HasGroup = cols.out >= 0, cols.time >= 0, cols.hashes >= 0, cols.group >= 0
+	return nil
+}
+
+// csvCols are the indexes of a CSV log's columns of the fields read, −1 for one absent.
+type csvCols struct{ in, out, time, hashes, group int }
+
+// csvColumns finds the fields' columns in the header row head (a byte-order mark and spaces
+// trimmed; the first of duplicate names): the input column and a group column named must be
+// there, the others may be absent.
+func (t *Trace) csvColumns(head []string) (csvCols, error) {
+	f := t.Fields
 	col := map[string]int{}
 	for i, h := range head {
 		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
@@ -340,75 +375,64 @@ func (t *Trace) readCSV(r io.Reader) error {
 		}
 		return i, nil
 	}
-	in, err := index(f.Input, true, "the prompt length; name another with the input field option")
-	if err != nil {
-		return err
+	c := csvCols{group: -1}
+	var err error
+	if c.in, err = index(f.Input, true, "the prompt length; name another with the input field option"); err != nil {
+		return c, err
 	}
-	out, _ := index(f.Output, false, "")
-	tm, _ := index(f.Time, false, "")
-	hs, _ := index(f.Hashes, false, "")
-	grp := -1
+	c.out, _ = index(f.Output, false, "")
+	c.time, _ = index(f.Time, false, "")
+	c.hashes, _ = index(f.Hashes, false, "")
 	if f.Group != "" && f.Group != "-" {
-		if grp, err = index(f.Group, true, "the group column named"); err != nil {
-			return err
+		if c.group, err = index(f.Group, true, "the group column named"); err != nil {
+			return c, err
 		}
 	}
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		line, _ := cr.FieldPos(0)
-		src := fmt.Sprintf("%s:%d", t.Path, line)
-		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				return fmt.Errorf("%s:%d: %v", t.Path, pe.Line, pe.Err)
-			}
-			return fmt.Errorf("%s: %w", src, err)
-		}
-		q := Request{Src: src}
-		n, err := textInt(rec[in])
+	return c, nil
+}
+
+// csvRequest reads the request of one CSV row rec (at src, "FILE:LINE") from the columns cols.
+func (t *Trace) csvRequest(rec []string, cols csvCols, src string) (Request, error) {
+	f := t.Fields
+	q := Request{Src: src}
+	n, err := textInt(rec[cols.in])
+	if err == nil {
+		err = atLeast(n, 1)
+	}
+	if err != nil {
+		return q, fmt.Errorf("%s: column %q: %w", src, f.Input, err)
+	}
+	q.Input = n
+	if cols.out >= 0 {
+		n, err := textInt(rec[cols.out])
 		if err == nil {
-			err = atLeast(n, 1)
+			err = atLeast(n, 0)
 		}
 		if err != nil {
-			return fmt.Errorf("%s: column %q: %w", src, f.Input, err)
+			return q, fmt.Errorf("%s: column %q: %w", src, f.Output, err)
 		}
-		q.Input = n
-		if out >= 0 {
-			n, err := textInt(rec[out])
-			if err == nil {
-				err = atLeast(n, 0)
-			}
-			if err != nil {
-				return fmt.Errorf("%s: column %q: %w", src, f.Output, err)
-			}
-			q.Output = n
-		}
-		if tm >= 0 {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rec[tm]), 64)
-			if err != nil {
-				err = fmt.Errorf("want a number, got %q", rec[tm])
-			} else {
-				q.Arrival, err = arrival(v, f.TimeUnit)
-			}
-			if err != nil {
-				return fmt.Errorf("%s: column %q: %w", src, f.Time, err)
-			}
-		}
-		if hs >= 0 {
-			if q.Hashes, err = textHashes(rec[hs]); err != nil {
-				return fmt.Errorf("%s: column %q: %w", src, f.Hashes, err)
-			}
-		}
-		if grp >= 0 {
-			q.Group = strings.TrimSpace(rec[grp])
-		}
-		t.Requests = append(t.Requests, q)
+		q.Output = n
 	}
-	t.HasOutput, t.HasTime, t.HasHashes, t.HasGroup = out >= 0, tm >= 0, hs >= 0, grp >= 0
-	return nil
+	if cols.time >= 0 {
+		v, err := strconv.ParseFloat(strings.TrimSpace(rec[cols.time]), 64)
+		if err != nil {
+			err = fmt.Errorf("want a number, got %q", rec[cols.time])
+		} else {
+			q.Arrival, err = arrival(v, f.TimeUnit)
+		}
+		if err != nil {
+			return q, fmt.Errorf("%s: column %q: %w", src, f.Time, err)
+		}
+	}
+	if cols.hashes >= 0 {
+		if q.Hashes, err = textHashes(rec[cols.hashes]); err != nil {
+			return q, fmt.Errorf("%s: column %q: %w", src, f.Hashes, err)
+		}
+	}
+	if cols.group >= 0 {
+		q.Group = strings.TrimSpace(rec[cols.group])
+	}
+	return q, nil
 }
 
 // jsonInt reads a JSON number that is an integer (123 or 123.0).

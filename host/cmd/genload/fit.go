@@ -147,10 +147,11 @@ and 'genload gate' refuses the model: re-measure, or run with --repeat N and fit
 	}
 	m.Genload = version
 	for _, o := range m.Outliers {
-		fmt.Fprintf(e.stderr, "genload fit: outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s\n", o.SeqLen, o.Batch, o.FwdMs, o.Reason)
+		report.Prose(e.stderr, "genload fit: ", "  ", fmt.Sprintf("outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s", o.SeqLen, o.Batch, o.FwdMs, o.Reason))
 	}
 	if err := m.CheckQuality(*maxFitErr / 100); err != nil {
-		fmt.Fprintf(e.stderr, "genload fit: WARNING: %v.\n  The model does not describe its cells: 'genload gate' will refuse it. Re-measure (a loaded host stalls cells: see the residual table), or measure several times (genload run --repeat N) and fit the repeats together.\n", err)
+		report.Prose(e.stderr, "genload fit: ", "  ", fmt.Sprintf("WARNING: %v.", err))
+		report.Prose(e.stderr, "  ", "  ", "The model does not describe its cells: 'genload gate' will refuse it. Re-measure (a loaded host stalls cells: see the residual table), or measure several times (genload run --repeat N) and fit the repeats together.")
 	}
 	if *asJSON {
 		b, err := json.MarshalIndent(m, "", "  ")

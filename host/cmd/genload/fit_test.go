@@ -18,6 +18,7 @@ import (
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/host/latmodel"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
@@ -256,6 +257,43 @@ deployment = "sim"
 			t.Errorf("gate %s: exit %d (want one of %v), mean change %.4f [%.4f, %.4f] (want in [%g, %g], or bounds holding %g for cannot tell), %d points\n%s\n%s",
 				tc.id, code, tc.codes, g.Mean.Est, g.Mean.Lo, g.Mean.Hi, tc.lo, tc.hi, tc.change, len(g.Points), table, stderr)
 		}
+	}
+}
+
+// genload fit's text keeps within 120 columns with its long lines — the identity with the cell
+// counts, an outlier's reason on stdout and stderr — wrapped, its tables well formed, and
+// what the wrapped lines say still all there.
+func TestFitOutputWithinWidth(t *testing.T) {
+	dir := t.TempDir()
+	base := costRun(t, dir, "base", 1, map[string]any{"gpu_count": 8})
+	p := rewrite(t, base, dir, "eng.json", func(r *report.Run) {
+		r.Header.Engine = map[string]any{"profile": "dense-8b", "time_scale": 0.05}
+		r.Cells[3].Status = report.StatusPartial
+		r.Cells[7].Figures.PerForward.Mean *= 20
+	})
+	code, stdout, stderr := cli(t, context.Background(), "fit", "--hold-out", "3", p)
+	if code != exitcode.OK {
+		t.Fatalf("fit: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for name, out := range map[string]string{"stdout": stdout, "stderr": stderr} {
+		if wide := textcheck.Wider(out, 120); len(wide) > 0 {
+			t.Errorf("%s: lines over 120 columns:\n%s", name, strings.Join(wide, "\n"))
+		}
+	}
+	if n, err := textcheck.MarkdownTables(stdout); n != 5 || err != nil {
+		t.Errorf("%d tables (want 5: terms, candidates, residuals, profile, held out): %v", n, err)
+	}
+	joined := strings.Join(strings.Fields(stdout), " ")
+	for _, want := range []string{`model "m", labels {gpu_count=8}, max_tokens 100; runs base`,
+		"12 cells fitted; 2 not fitted: 1 outlier(s), 1 partial, failed or without a figure (listed in the residual table)",
+		"outlier left out of the fit: cell L=2000,B=4 (fwd 2.408 ms): leave-one-out error -95.0 %",
+		"is above 5 × the median 0.00 % and above 25 %"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("fit output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if e := strings.Join(strings.Fields(stderr), " "); !strings.HasPrefix(stderr, "genload fit: outlier left out of the fit: cell L=2000,B=4") || !strings.Contains(e, "and above 25 %") {
+		t.Errorf("stderr:\n%s", stderr)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/textcheck"
 )
 
 // lengths fit on a CSV log with two deployments: one section per group with its own k, the
@@ -46,6 +47,9 @@ func TestLengthsFitCommand(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if wide := textcheck.Wider(out, 120); len(wide) > 0 {
+		t.Errorf("lines over 120 columns:\n%s", strings.Join(wide, "\n"))
 	}
 	// The group k are near their own: a100's section then h100's, each with its gamma row.
 	a := out[strings.Index(out, `group "a100"`):strings.Index(out, `group "h100"`)]

@@ -21,6 +21,7 @@ import (
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/tokenizer"
 )
@@ -563,6 +564,11 @@ func TestLengthsAndPluginCheckCommands(t *testing.T) {
 	code, out, errs := cli(t, context.Background(), "lengths", "--plugin", "uniform", "--mean", "1500", "--batch", "4")
 	if code != exitcode.OK || !strings.Contains(out, "lengths: 1500 1500 1500 1500") || !strings.Contains(out, "mean=1500.0") {
 		t.Errorf("lengths: exit %d\n%s%s", code, out, errs)
+	}
+	// 64 lengths of up to 5 digits: the list wraps within 120 columns.
+	code, out, errs = cli(t, context.Background(), "lengths", "--plugin", "gamma", "--mean", "4000", "--batch", "64")
+	if wide := textcheck.Wider(out, 120); code != exitcode.OK || len(wide) > 0 || strings.Count(out, "\n         ") < 2 {
+		t.Errorf("lengths of 64: exit %d, lines over 120 columns %v\n%s%s", code, wide, out, errs)
 	}
 	code, out, errs = cli(t, context.Background(), "plugin", "check", filepath.Join(dir, "gamma.wasm"))
 	if code != exitcode.OK || !strings.Contains(out, "ok   config") || !strings.Contains(out, "kind lengths") {

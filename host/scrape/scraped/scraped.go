@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/genload/genload/host/internal/quantile"
+	"github.com/genload/genload/host/stats"
 	"github.com/genload/genload/host/warning"
 )
 
@@ -194,7 +194,7 @@ func Occupy(samples []int, b int) Occupancy {
 	o.Mean = float64(sum) / float64(len(s))
 	sorted := slices.Clone(s)
 	slices.Sort(sorted)
-	o.P10, o.P50, o.P90 = sorted[quantile.NearestRank(len(s), 0.1)], sorted[quantile.NearestRank(len(s), 0.5)], sorted[quantile.NearestRank(len(s), 0.9)]
+	o.P10, o.P50, o.P90 = stats.Quantile(sorted, 0.1), stats.Quantile(sorted, 0.5), stats.Quantile(sorted, 0.9)
 	return o
 }
 
