@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/genload/genload/host/stats"
 )
 
 // Where a sequence's per-forward timing starts: its first consistent chunk.
@@ -188,7 +190,7 @@ func leadingRegime(ps []point, first int, tol, refTol func(float64) float64) (in
 		return 0, false
 	}
 	// the pace over the whole run, first to last: a read late inside it leaves it as it was
-	if rho, s := (ps[first].t-ps[0].t)/df, median(after); rho <= 0 || rho < anchorRegimeMin*s {
+	if rho, s := (ps[first].t-ps[0].t)/df, stats.MedianInPlace(after); rho <= 0 || rho < anchorRegimeMin*s {
 		return 0, false
 	}
 	return scan(ps[:first+1], tol, refTol, nil).first, true
@@ -211,7 +213,7 @@ func localPass(ps []point, idx []int, scratch *[]float64) float64 {
 	if len(rates) == 0 {
 		return 0
 	}
-	return median(rates)
+	return stats.MedianInPlace(rates)
 }
 
 // provisionalTol is the strict tolerance of the first scan, which measures the jitter (a
@@ -235,11 +237,11 @@ type jitter struct{ offset, sigma float64 }
 func measureJitter(resid []float64) jitter {
 	var j jitter
 	if len(resid) > 0 {
-		j.offset = median(resid)
+		j.offset = stats.MedianInPlace(resid)
 		for i, r := range resid {
 			resid[i] = math.Abs(r - j.offset)
 		}
-		j.sigma = 1.4826 * median(resid)
+		j.sigma = 1.4826 * stats.MedianInPlace(resid)
 	}
 	return j
 }
@@ -286,7 +288,7 @@ func scanEnd(ps []point, from int, j jitter) int {
 			rates = append(rates, (ps[i].t-ps[i-1].t)/df)
 		}
 	}
-	s := median(rates)
+	s := stats.MedianInPlace(rates)
 	if s <= 0 {
 		return last
 	}

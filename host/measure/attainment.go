@@ -2,9 +2,10 @@ package measure
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"time"
+
+	"github.com/genload/genload/host/stats"
 
 	"github.com/genload/genload/host/recording"
 )
@@ -74,7 +75,7 @@ func Attain(res *recording.Result, b int) Attainment {
 		a.State, a.Reason = AttainmentProbablyNotReached, fmt.Sprintf("only %d of %d sequences streamed a token", len(seqs), b)
 		return a
 	}
-	step := medianDuration(gaps)
+	step := stats.MedianDuration(gaps)
 	if a.Concurrency < b {
 		a.State = AttainmentProbablyNotReached
 		a.Reason = fmt.Sprintf("at most %d of %d sequences were decoding at once as the client saw them", a.Concurrency, b)
@@ -173,10 +174,4 @@ func concurrency(seqs []*recording.Sequence) int {
 		best = max(best, cur)
 	}
 	return best
-}
-
-// medianDuration is the nearest-rank median of d (Rank, 0 when empty); d is sorted in place.
-func medianDuration(d []time.Duration) time.Duration {
-	slices.Sort(d)
-	return Rank(d, 0.5)
 }

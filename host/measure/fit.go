@@ -2,7 +2,8 @@ package measure
 
 import (
 	"math"
-	"slices"
+
+	"github.com/genload/genload/host/stats"
 )
 
 // point is one mark of a sequence for a fit: t is its arrival (ns) and f its forward index
@@ -44,71 +45,6 @@ func appendSlopes(dst []float64, ps []point) []float64 {
 	return dst
 }
 
-// median returns the median of v (mean of the two middle values for an even count),
-// reordering v in place (a selection, O(len(v)) expected); NaN for an empty v.
-func median(v []float64) float64 {
-	n := len(v)
-	if n == 0 {
-		return math.NaN()
-	}
-	hi := selectKth(v, n/2)
-	if n%2 == 1 {
-		return hi
-	}
-	lo := v[0] // after selectKth, v[:n/2] holds the n/2 smallest values
-	for _, x := range v[1 : n/2] {
-		lo = max(lo, x)
-	}
-	return (lo + hi) / 2
-}
-
-// selectKth reorders v so that v[k] is its k-th smallest value (0-based), every value before
-// it ≤ v[k] and every value after it ≥ v[k] (Hoare's selection, median-of-three pivot), and
-// returns v[k].
-func selectKth(v []float64, k int) float64 {
-	lo, hi := 0, len(v)-1
-	for hi > lo {
-		if hi-lo < 16 {
-			slices.Sort(v[lo : hi+1])
-			break
-		}
-		mid := lo + (hi-lo)/2
-		if v[mid] < v[lo] {
-			v[mid], v[lo] = v[lo], v[mid]
-		}
-		if v[hi] < v[lo] {
-			v[hi], v[lo] = v[lo], v[hi]
-		}
-		if v[hi] < v[mid] {
-			v[hi], v[mid] = v[mid], v[hi]
-		}
-		pivot := v[mid]
-		i, j := lo, hi
-		for i <= j {
-			for v[i] < pivot {
-				i++
-			}
-			for v[j] > pivot {
-				j--
-			}
-			if i <= j {
-				v[i], v[j] = v[j], v[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return v[k]
-		}
-	}
-	return v[k]
-}
-
 // theilSen returns the Theil–Sen slope of t against f (ns per forward pass) — the median of
 // the pairwise slopes (Theil 1950, Sen 1968) — and the intercept median(t − slope·f), so that
 // t ≈ intercept + slope·f. ok is false with fewer than two distinct forward indices.
@@ -124,12 +60,12 @@ func theilSen(ps []point) (slope, intercept float64, ok bool) {
 	if len(s) == 0 {
 		return 0, 0, false
 	}
-	slope = median(s)
+	slope = stats.MedianInPlace(s)
 	r := make([]float64, len(ps))
 	for i, p := range ps {
 		r[i] = p.t - slope*p.f
 	}
-	return slope, median(r), true
+	return slope, stats.MedianInPlace(r), true
 }
 
 // pooledTheilSen returns the common slope of several sequences that share it but each have
@@ -143,5 +79,5 @@ func pooledTheilSen(seqs [][]point) (slope float64, ok bool) {
 	if len(s) == 0 {
 		return 0, false
 	}
-	return median(s), true
+	return stats.MedianInPlace(s), true
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/genload/genload/host/stats"
+
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/sse"
 )
@@ -297,8 +299,8 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int, jit jitter) {
 		f.PerForwardMethod = "anchored"
 	}
 	if len(fits) > 0 {
-		f.FirstChunkOffset = time.Duration(math.Round(median(firstRes)))
-		f.LastChunkOffset = time.Duration(math.Round(median(lastRes)))
+		f.FirstChunkOffset = time.Duration(math.Round(stats.MedianInPlace(firstRes)))
+		f.LastChunkOffset = time.Duration(math.Round(stats.MedianInPlace(lastRes)))
 	}
 	f.Hist.PerForward = histOf(heads)
 	f.PerForward, f.PerForwardEndpoints, f.PerForwardFit = Summarize(heads), Summarize(ends), Summarize(fits)
@@ -306,7 +308,7 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int, jit jitter) {
 	// tolerance) and skipping them moved the figure by lateSaid or more: a jitter tail that
 	// happens to exceed the tolerance moves it by less
 	gap := float64(endsOfSkipped)/max(float64(headsOfSkipped), 1) - 1
-	if late := median(slices.Clone(lateness)); len(skippedMarks) > 0 && math.Abs(gap) >= lateSaid && late-jit.offset > anchorK*jit.sigma {
+	if late := stats.MedianInPlace(slices.Clone(lateness)); len(skippedMarks) > 0 && math.Abs(gap) >= lateSaid && late-jit.offset > anchorK*jit.sigma {
 		slices.Sort(skippedMarks)
 		step := float64(f.PerForward.Mean)
 		f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late: their first chunk %+.1f ms (median) later than the chunks after it imply, beyond the cell's jitter (tolerance %.2f ms: %d × its robust deviation %.3f ms, within [%.0f %%, %.0f %%] of a forward pass) — held back (Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, a late first flush, a buffering proxy) or read late by the client; or forward passes that were faster before them: fwd is timed from each one's first consistent chunk (chunk %d, median), its forward passes counted from there; decode time / (tokens − 1) would read %+.1f %%",

@@ -14,7 +14,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/genload/genload/host/internal/quantile"
+	"github.com/genload/genload/host/stats"
 )
 
 // Summary describes a sample of durations.
@@ -56,12 +56,12 @@ func Summarize(samples []time.Duration) Summary {
 
 // Rank returns the nearest-rank q-quantile x[⌈q·N⌉−1] of an ascending sample (0 for an
 // empty one; q ≤ 0 gives the minimum, q ≥ 1 the maximum): genload's one quantile rule,
-// quantile.NearestRank.
+// stats.NearestRank.
 func Rank(sorted []time.Duration, q float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	return sorted[quantile.NearestRank(len(sorted), q)]
+	return sorted[stats.NearestRank(len(sorted), q)]
 }
 
 // summaryJSON is Summary with milliseconds as float64.

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/genload/genload/host/stats"
+
 	"github.com/genload/genload/host/recording"
 )
 
@@ -129,5 +131,5 @@ func medianPass(ps []point) float64 {
 	if len(r) == 0 {
 		return 0
 	}
-	return median(r)
+	return stats.MedianInPlace(r)
 }
