@@ -19,6 +19,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/genload/genload/host/stats"
 )
 
 // Result is one line of `go test -bench` output.
@@ -144,11 +146,7 @@ func Summarize(xs []float64) Stat {
 	}
 	slices.Sort(v)
 	n := len(v)
-	med := v[n/2]
-	if n%2 == 0 {
-		med = (v[n/2-1] + v[n/2]) / 2
-	}
-	return Stat{Median: med, Min: v[0], Max: v[n-1], N: n}
+	return Stat{Median: stats.Median(v), Min: v[0], Max: v[n-1], N: n}
 }
 
 // Ratios returns a[r]/b[r] per round (NaN where either is missing or b is 0).
