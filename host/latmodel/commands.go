@@ -3,6 +3,7 @@ package latmodel
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/genload/genload/host/exitcode"
@@ -76,11 +77,15 @@ type GateRequest struct {
 
 // fitSide fits a side's runs (or returns its model) with opt.
 func fitSide(s Side, allowMixed bool, opt FitOptions) (*Model, error) {
-	if s.Model != nil {
-		return s.Model, nil
+	m := s.Model
+	if m == nil {
+		var err error
+		if m, _, err = FitRuns(s.Runs, s.Names, allowMixed, 0, opt); err != nil {
+			return nil, err
+		}
 	}
-	m, _, err := FitRuns(s.Runs, s.Names, allowMixed, 0, opt)
-	return m, err
+	m.files = s.Names
+	return m, nil
 }
 
 // RunGate fits what needs fitting and gates the new side against the baseline ([Gate]).
@@ -88,6 +93,23 @@ func fitSide(s Side, allowMixed bool, opt FitOptions) (*Model, error) {
 // the baseline model's experts (a baseline model file keeps the shape it was fitted with).
 // Errors name the side ("baseline FILE: …", "new FILE: …").
 func RunGate(req GateRequest) (*GateResult, error) {
+	if len(req.Base.Runs) > 0 && len(req.New.Runs) > 0 {
+		// The sides' models are independent measurements: a run on both sides is not.
+		runs := append(slices.Clone(req.Base.Runs), req.New.Runs...)
+		var names []string
+		for i, n := range append(slices.Clone(req.Base.Names), req.New.Names...) {
+			side := "baseline "
+			if i >= len(req.Base.Names) {
+				side = "new "
+			}
+			names = append(names, side+n)
+		}
+		if len(names) == len(runs) {
+			if err := report.CheckDistinct(runs, names); err != nil {
+				return nil, fmt.Errorf("gate: %w (the two sides must be measured apart)", err)
+			}
+		}
+	}
 	base, err := fitSide(req.Base, req.AllowMixed, req.Fit)
 	if err != nil {
 		return nil, fmt.Errorf("baseline %s: %w", strings.Join(req.Base.Names, ","), err)

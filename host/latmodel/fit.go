@@ -81,8 +81,13 @@ var ErrTooFewCells = errors.New("too few cells to fit")
 
 // Fit fits the candidate forms to obs by weighted least squares (weights 1/σ²) and returns the
 // model of the form with the smallest leave-one-cell-out weighted RMS error, among the forms
-// whose every coefficient's 95 % interval reaches 0 or above (a coefficient significantly
-// below zero is not a cost). The model's Obs carry each cell's fitted value, residual and
+// whose every coefficient is ≥ 0: each term is a cost, and a negative coefficient is the fit
+// borrowing from another term. This is the non-negative least-squares fit, chosen by leave-
+// one-out: a form with a negative term is rejected (saying so), and the form without that term
+// — the fit with the term held at 0 — is among the candidates. The chosen form's 95 %
+// intervals are intersected with β ≥ 0 (a lower bound below 0 becomes 0: the true cost is not
+// negative, so the interval covers it as often as before); they are intervals under the chosen
+// form, as for any form chosen. The model's Obs carry each cell's fitted value, residual and
 // leave-one-out prediction.
 //
 // Outliers: unless opt.KeepOutliers, a cell whose leave-one-out relative error under the
@@ -212,7 +217,7 @@ func (m *Model) setFit(obs []Obs, best *fitted) {
 	m.Range, m.TailRatio = rangeOf(obs)
 	m.Form = strings.Join(best.terms, "+")
 	for i, t := range best.terms {
-		m.Terms = append(m.Terms, Term{Name: t, Coef: best.beta[i], SE: best.se[i], Lo: best.lo[i], Hi: best.hi[i],
+		m.Terms = append(m.Terms, Term{Name: t, Coef: best.beta[i], SE: best.se[i], Lo: max(best.lo[i], 0), Hi: best.hi[i],
 			Unit: termInfo[t].unit, Doc: termInfo[t].doc})
 	}
 	m.Cov, m.CovHC3 = best.cov, best.hc3
@@ -249,8 +254,13 @@ func (m *Model) choose(obs []Obs, forms []string) (best *fitted, cands []Candida
 			continue
 		}
 		for i, t := range terms {
-			if f.hi[i] < 0 {
-				c.Rejected = fmt.Sprintf("%s coefficient %.3g < 0 (95 %% interval [%.3g, %.3g]): not a cost", t, f.beta[i], f.lo[i], f.hi[i])
+			if f.beta[i] < 0 && c.Rejected == "" {
+				ti := termInfo[t]
+				c.Rejected = fmt.Sprintf("%s coefficient %.3g %s < 0 (95 %% interval [%.3g, %.3g]): not a cost",
+					t, f.beta[i]*ti.scale, ti.unit, f.lo[i]*ti.scale, f.hi[i]*ti.scale)
+				if t != TermFixed && t != TermKVRead {
+					c.Rejected += "; the forms without it hold it at 0"
+				}
 			}
 		}
 		if err := m.loo(obs, terms, f); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/stats"
@@ -284,15 +285,17 @@ func (m *Model) regressors(in Input) []float64 {
 	return x
 }
 
-// Identity is the model's identity for [report.CheckComparable], called name.
+// Identity is the model's identity for [report.CheckComparable], called name: what
+// [report.IdentityOf] reads from a results header, from the model's record of its runs (the
+// first run's engine and context; every external server measured, joined by " + ").
 func (m *Model) Identity(name string) report.Identity {
-	id := report.Identity{Name: name, Model: m.Model, MaxTokens: m.MaxTokens, Labels: m.Labels}
+	h := report.Header{Model: m.Model, Labels: m.Labels, Engine: m.Engine, TargetKind: "external",
+		Target: strings.Join(m.Targets, " + "), Context: m.Context, ContextSource: m.ContextSource,
+		Config: &config.Config{MaxTokens: m.MaxTokens}}
 	if m.Engine != nil {
-		id.Builtin = true
-		id.Profile, _ = m.Engine["profile"].(string)
-		id.ProfileHash, _ = m.Engine["profile_hash"].(string)
+		h.TargetKind = "builtin"
 	}
-	return id
+	return report.IdentityOf(name, h)
 }
 
 // Gate evaluates base and next on grid and compares them point by point, with intervals.
@@ -353,13 +356,13 @@ func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrap
 // checkModels refuses models of different groups (unless allowMixed: then a warning) and a
 // model whose fit is poor (CheckQuality at the thresholds' MaxFitError).
 func (g *GateResult) checkModels(base, next *Model, allowMixed bool) error {
-	cmp := report.CheckComparable([]report.Identity{base.Identity("baseline " + g.Base), next.Identity("new " + g.New)})
-	g.Comparable = cmp.Line(report.FieldProfile)
-	if !cmp.ComparableExcept(report.FieldProfile) {
+	cmp := report.CheckComparable([]report.Identity{base.Identity("baseline " + base.called()), next.Identity("new " + next.called())})
+	g.Comparable = cmp.Line(report.AcrossDeployments...)
+	if bad := cmp.Refused(report.AcrossDeployments...); len(bad) > 0 {
 		if !allowMixed {
-			return exitcode.Errorf(exitcode.InvalidConfig, "gate: %v: %s (--allow-mixed to compare them anyway)", ErrMixed, strings.Join(cmp.Differ, "; "))
+			return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("gate: %w: %s (--allow-mixed to compare them anyway)", ErrMixed, strings.Join(bad, "; ")))
 		}
-		g.Warnings = append(g.Warnings, "compared across groups (--allow-mixed): "+strings.Join(cmp.Differ, "; "))
+		g.Warnings = append(g.Warnings, "compared although not comparable (--allow-mixed): "+strings.Join(bad, "; "))
 	}
 	for _, v := range []struct {
 		name string

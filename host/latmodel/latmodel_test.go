@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -305,7 +306,7 @@ func TestGateThresholds(t *testing.T) {
 	other := scaled(base, 1, "other")
 	other.Labels = map[string]any{"gpu_count": 8}
 	_, err = Gate(base, other, grid, th, false, false)
-	wantCode(t, err, exitcode.InvalidConfig, `labels differs: baseline base {} / new other {gpu_count=8}`)
+	wantCode(t, err, exitcode.InvalidConfig, `gate: runs not comparable: different labels: baseline base {} / new other {gpu_count=8} (--allow-mixed to compare them anyway)`)
 	if g, err = Gate(base, other, grid, th, true, false); err != nil || len(g.Warnings) != 1 {
 		t.Errorf("allowed mixed: %v, %v", err, g.Warnings)
 	}
@@ -375,16 +376,23 @@ func TestFromRuns(t *testing.T) {
 
 	c := run("c", "other-model", nil, obs)
 	_, _, err = FromRuns([]*report.Run{a, c}, nil, false)
-	wantCode(t, err, exitcode.InvalidConfig, `model "m", labels {gpu_count=8}, max_tokens 100: a; model "other-model", labels {}, max_tokens 100: c`)
+	wantCode(t, err, exitcode.InvalidConfig, `runs not comparable: different model: a "m" / c "other-model"; different labels: a {gpu_count=8} / c {}; `+
+		`they are not repeats of one deployment and are not fitted together (--allow-mixed forces it)`)
 	if !errors.Is(err, ErrMixed) {
 		t.Errorf("%v is not ErrMixed", err)
 	}
-	if _, src, err = FromRuns([]*report.Run{a, c}, nil, true); err != nil || len(src.Mixed) != 2 {
+	if _, src, err = FromRuns([]*report.Run{a, c}, nil, true); err != nil || len(src.Mixed) != 2 || src.Labels != nil {
 		t.Errorf("allowed: %v %v", err, src)
 	}
 	c.Header.Config.MaxTokens = 50
 	_, _, err = FromRuns([]*report.Run{a, c}, nil, true)
-	wantCode(t, err, exitcode.InvalidConfig, "different max_tokens (100 and 50)")
+	wantCode(t, err, exitcode.InvalidConfig, "runs of different max_tokens cannot be fitted together, even with --allow-mixed: it is a term of the model (different model")
+	// One run given twice is one run, not two repeats that agree exactly.
+	_, _, err = FromRuns([]*report.Run{a, b, a}, []string{"a.json", "b.json", "copy-a.json"}, false)
+	wantCode(t, err, exitcode.InvalidConfig, "the same run given twice: a.json and copy-a.json are one run (run a, started")
+	if !errors.Is(err, report.ErrSameRun) {
+		t.Errorf("%v is not ErrSameRun", err)
+	}
 
 	_, _, err = FromRuns(nil, nil, false)
 	wantCode(t, err, exitcode.InvalidConfig, "no results file")
@@ -610,8 +618,9 @@ func TestGateRefusesAPoorFit(t *testing.T) {
 }
 
 // Runs against different engine setups are not repeats: refused, naming the field and the
-// files; a built-in engine's fresh URL per run is not a difference. Cells with a zero or
-// overflowed per-forward figure are errors naming the file, run and cell.
+// files; a built-in engine's fresh URL per run is not a difference, nor another instance of an
+// external deployment (noted). Cells with a zero or overflowed per-forward figure are errors
+// naming the file, run and cell.
 func TestFromRunsTargetsAndBadFigures(t *testing.T) {
 	obs := synthetic("fixed+per_seq+kv_read", 0, nil)
 	a, b := run("a", "m", nil, obs), run("b", "m", nil, obs)
@@ -621,16 +630,19 @@ func TestFromRunsTargetsAndBadFigures(t *testing.T) {
 	a.Header.Target, b.Header.Target = "http://127.0.0.1:4001", "http://127.0.0.1:4002"
 	names := []string{"res/a.json", "res/b.json"}
 	_, _, err := FromRuns([]*report.Run{a, b}, names, false)
-	wantCode(t, err, exitcode.InvalidConfig, `engine profile differs: res/a.json (run a) "moe-30b-a3b" / res/b.json (run b) "dense-8b"`)
-	if !errors.Is(err, ErrMixed) || strings.Contains(err.Error(), "target differs") || strings.Contains(err.Error(), "time_scale") {
+	wantCode(t, err, exitcode.InvalidConfig, `runs not comparable: different engine profile: res/a.json moe-30b-a3b (hash not recorded) / res/b.json dense-8b (hash not recorded); they are not repeats`)
+	if !errors.Is(err, ErrMixed) || strings.Contains(err.Error(), "target") || strings.Contains(err.Error(), "time scale") {
 		t.Errorf("%v", err)
 	}
 	if _, src, err := FromRuns([]*report.Run{a, b}, names, true); err != nil || len(src.Mixed) != 1 {
 		t.Errorf("allowed: %v %+v", err, src)
 	}
+	b.Header.Engine = map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.2, "quirks": ""}
+	_, _, err = FromRuns([]*report.Run{a, b}, names, false)
+	wantCode(t, err, exitcode.InvalidConfig, `runs not comparable: different engine time scale: res/a.json 0.05 / res/b.json 0.2; they are not repeats`)
 	b.Header.Engine = map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05, "quirks": "", "noise": "gauss 2%"}
 	_, _, err = FromRuns([]*report.Run{a, b}, names, false)
-	wantCode(t, err, exitcode.InvalidConfig, `engine noise differs: res/a.json (run a) (none) / res/b.json (run b) "gauss 2%"`)
+	wantCode(t, err, exitcode.InvalidConfig, `different engine noise: res/a.json none / res/b.json "gauss 2%"`)
 	b.Header.Engine = a.Header.Engine
 	if _, _, err := FromRuns([]*report.Run{a, b}, names, false); err != nil {
 		t.Errorf("same engine, other port: %v", err)
@@ -646,11 +658,19 @@ func TestFromRunsTargetsAndBadFigures(t *testing.T) {
 	}
 	b.Header.Engine = eng("step-cv=0.02,burst-cv=0.10,seed=12")
 	_, _, err = FromRuns([]*report.Run{a, b}, names, false)
-	wantCode(t, err, exitcode.InvalidConfig, `engine noise differs: res/a.json (run a) "step-cv=0.02,burst-cv=0.05" / res/b.json (run b) "step-cv=0.02,burst-cv=0.10"`)
+	wantCode(t, err, exitcode.InvalidConfig, `different engine noise: res/a.json "step-cv=0.02,burst-cv=0.05" / res/b.json "step-cv=0.02,burst-cv=0.10"`)
+	// Two instances of one external deployment are repeats, the difference noted.
 	a.Header.Engine, b.Header.Engine = nil, nil
 	a.Header.TargetKind, b.Header.TargetKind = "external", "external"
+	_, src, err := FromRuns([]*report.Run{a, b}, names, false)
+	if err != nil || !slices.Equal(src.Across, []string{"target: res/a.json http://127.0.0.1:4001 / res/b.json http://127.0.0.1:4002"}) ||
+		!slices.Equal(src.Targets, []string{"http://127.0.0.1:4001", "http://127.0.0.1:4002"}) {
+		t.Errorf("two instances: %v, across %q, targets %q", err, src.Across, src.Targets)
+	}
+	// The built-in engine beside an external server is not a repeat of it.
+	a.Header.Engine, a.Header.TargetKind = eng(""), "builtin"
 	_, _, err = FromRuns([]*report.Run{a, b}, names, false)
-	wantCode(t, err, exitcode.InvalidConfig, `target differs: res/a.json (run a) "http://127.0.0.1:4001" / res/b.json (run b) "http://127.0.0.1:4002"`)
+	wantCode(t, err, exitcode.InvalidConfig, "runs not comparable: different target kind: res/a.json built-in engine / res/b.json external server; they are not repeats")
 
 	z := run("base03", "m", nil, obs)
 	z.Cells[0].Figures.PerForward.Mean = 0

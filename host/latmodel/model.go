@@ -129,8 +129,9 @@ func (m *Model) x(term string, in Input) float64 {
 // Term is one fitted coefficient.
 type Term struct {
 	Name string `json:"name"`
-	// Coef is β in ms per unit of x (see the package documentation); SE its standard error
-	// and [Lo, Hi] its 95 % confidence interval (Student t with the fit's degrees of freedom).
+	// Coef is β in ms per unit of x (see the package documentation), ≥ 0; SE its standard
+	// error and [Lo, Hi] its 95 % confidence interval (Student t with the fit's degrees of
+	// freedom), intersected with β ≥ 0.
 	Coef float64 `json:"coef_ms"`
 	SE   float64 `json:"se_ms"`
 	Lo   float64 `json:"ci95_lo_ms"`
@@ -183,13 +184,21 @@ type Obs struct {
 func (o Obs) input() Input { return Input{MeanLen: o.MeanLen, MaxLen: o.MaxLen, Batch: o.Batch} }
 
 // Candidate is one form tried, with its leave-one-cell-out figures (also for a form rejected
-// for a negative coefficient); Rejected says why a form was not eligible ("" when it was).
+// for a negative coefficient); Rejected says why a form was not eligible ("" when it was). A
+// form that could not be fitted or left out cell by cell (too few cells, terms the cells do not
+// separate) has no figures: they are absent from the file, and [Candidate.Scored] is false.
 type Candidate struct {
 	Form         string  `json:"form"`
-	LOOWeighted  float64 `json:"loo_weighted_rms"` // √(Σ w_i (fwd_i − loo_i)² / Σ w_i), ms
-	LOOMedianRel float64 `json:"loo_median_rel"`   // median |loo_i − fwd_i| / fwd_i
-	LOOMaxRel    float64 `json:"loo_max_rel"`      // max of the same
+	LOOWeighted  float64 `json:"loo_weighted_rms,omitempty"` // √(Σ w_i (fwd_i − loo_i)² / Σ w_i), ms
+	LOOMedianRel float64 `json:"loo_median_rel,omitempty"`   // median |loo_i − fwd_i| / fwd_i
+	LOOMaxRel    float64 `json:"loo_max_rel,omitempty"`      // max of the same
 	Rejected     string  `json:"rejected,omitempty"`
+}
+
+// Scored reports whether the form has leave-one-out figures: it was fitted and left out cell
+// by cell (a form fitting every cell exactly, of figures 0, is eligible).
+func (c Candidate) Scored() bool {
+	return c.Rejected == "" || c.LOOWeighted > 0 || c.LOOMaxRel > 0
 }
 
 // RatioPoint is the measured L_max / L̄ at one batch size (median over the cells of that
@@ -222,15 +231,25 @@ type Model struct {
 	// Model is the served model name of the runs; Labels their [labels] (nil: none).
 	Model  string         `json:"model"`
 	Labels map[string]any `json:"labels,omitempty"`
-	// Mixed lists the (model, labels, max_tokens) groups fitted together when runs of
-	// different groups were allowed to mix; empty otherwise.
-	Mixed []string `json:"mixed,omitempty"`
+	// Mixed lists the differences between the runs fitted together when runs that are not
+	// comparable were allowed to mix (--allow-mixed), "different labels: a.json {…} / b.json
+	// {…}"; empty otherwise. Across lists the differences between instances of one deployment
+	// the runs were measured on ("target: a.json http://h1 / b.json http://h2"): repeats.
+	Mixed  []string `json:"mixed,omitempty"`
+	Across []string `json:"across,omitempty"`
 	// MaxTokens is the max_tokens m of the runs (the kv terms' context growth).
 	MaxTokens int `json:"max_tokens"`
 	// Runs are the run ids fitted; Engine the built-in engine's description when it was the
 	// target (from the first run's header).
 	Runs   []string       `json:"runs"`
 	Engine map[string]any `json:"engine,omitempty"`
+	// Targets are the external servers the runs measured, distinct, in run order (nil for the
+	// built-in engine); Context and ContextSource the first run's model context in tokens and
+	// where it was read (for an external server, usually its /v1/models). Absent from files
+	// written before them.
+	Targets       []string `json:"targets,omitempty"`
+	Context       int      `json:"context,omitempty"`
+	ContextSource string   `json:"context_source,omitempty"`
 	// Experts is the mixture-of-experts shape given to the fit (nil: no moe term tried);
 	// Structure says where the model's structure came from (flags, the runs' recorded
 	// structure, or nothing known: see [ResolveExperts]).
@@ -270,6 +289,19 @@ type Model struct {
 	// Outliers are the measured cells left out of the final fit because their leave-one-out
 	// error was an outlier (see [Fit]), each with its reason.
 	Outliers []Outlier `json:"outliers,omitempty"`
+
+	// files are the files the model was read from or fitted to, as given, for messages (not
+	// written; nil: messages name its run ids).
+	files []string
+}
+
+// called is how messages name the model: the files it came from, else its run ids, joined
+// by ",".
+func (m *Model) called() string {
+	if len(m.files) > 0 {
+		return strings.Join(m.files, ",")
+	}
+	return strings.Join(m.Runs, ",")
 }
 
 // ExcludedCell is a cell of a run that was not fitted: partial (fewer than B sequences
@@ -336,18 +368,9 @@ func (m *Model) CheckQuality(maxMedian float64) error {
 // formTerms returns the term names of a form string ("fixed+per_seq+kv_read").
 func formTerms(form string) []string { return strings.Split(form, "+") }
 
-// GroupKey is the identity of the runs a model may be fitted to together and compared with:
-// served model, labels and max_tokens.
-func GroupKey(model string, labels map[string]any, maxTokens int) string {
-	return fmt.Sprintf("model %q, labels {%s}, max_tokens %d", model, LabelString(labels), maxTokens)
-}
-
 // LabelString writes labels sorted by key as "k=v, k=v" (strings quoted); "" for none
 // ([report.LabelText]).
 func LabelString(labels map[string]any) string { return report.LabelText(labels) }
-
-// Key is the model's GroupKey.
-func (m *Model) Key() string { return GroupKey(m.Model, m.Labels, m.MaxTokens) }
 
 // maxLenRatio returns L_max / L̄ at batch: the measured ratio at that batch size, else
 // interpolated linearly in log B between the two nearest measured batch sizes, else the ratio

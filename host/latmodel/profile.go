@@ -3,6 +3,7 @@ package latmodel
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -19,7 +20,8 @@ type ProfileFigures struct {
 
 // WriteProfileComparison writes, for a model of the built-in engine, each fitted term beside
 // the profile's figure it estimates, in simulated time (fitted ÷ the run's time scale), and
-// their ratio. It writes nothing for a model of another target or without a time scale.
+// their ratio; a profile figure whose term is not in the chosen form is listed as such. It
+// writes nothing for a model of another target or without a time scale.
 func (m *Model) WriteProfileComparison(w io.Writer, p ProfileFigures) {
 	ts, _ := m.Engine["time_scale"].(float64)
 	if m.Engine == nil || ts <= 0 {
@@ -37,9 +39,17 @@ func (m *Model) WriteProfileComparison(w io.Writer, p ProfileFigures) {
 	}
 	fmt.Fprintf(w, "\nbuilt-in engine profile %s at time scale %g: fitted terms in simulated time (÷ %g)\n\n", p.Name, ts, ts)
 	rows := [][]string{{"term", "fitted (simulated)", "95 % interval", "profile", "parameter", "fitted/profile"}}
-	for _, t := range m.Terms {
+	for _, name := range termOrder {
+		wv := want[name]
+		i := slices.IndexFunc(m.Terms, func(t Term) bool { return t.Name == name })
+		if i < 0 {
+			if wv.v > 0 && (name != TermMoE || m.Experts != nil) {
+				rows = append(rows, []string{name, "– (not in the chosen form)", "–", sig(wv.v), wv.src, "–"})
+			}
+			continue
+		}
+		t := m.Terms[i]
 		c, lo, hi := t.Display()
-		wv := want[t.Name]
 		ratio := "–"
 		if wv.v > 0 {
 			ratio = strconv.FormatFloat(c/ts/wv.v, 'f', 3, 64)
@@ -48,7 +58,8 @@ func (m *Model) WriteProfileComparison(w io.Writer, p ProfileFigures) {
 	}
 	table(w, rows)
 	if p.Experts > 0 && m.Experts == nil {
-		fmt.Fprintf(w, "\nthe profile is a mixture of experts (%d experts, %d active) but the dense form was fitted (%s): drop --experts 0, or give --experts %d --active %d\n",
-			p.Experts, p.TopK, m.Structure, p.Experts, p.TopK)
+		fmt.Fprintln(w)
+		prose(w, fmt.Sprintf("the profile is a mixture of experts (%d experts, %d active) but the dense form was fitted (%s): drop --experts 0, or give --experts %d --active %d",
+			p.Experts, p.TopK, m.Structure, p.Experts, p.TopK))
 	}
 }

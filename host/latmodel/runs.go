@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
@@ -17,9 +16,10 @@ import (
 	"github.com/genload/genload/host/stats"
 )
 
-// ErrMixed is wrapped by FromRuns's error when runs of different groups (served model,
-// labels, max_tokens) are given without allowing them to mix.
-var ErrMixed = errors.New("runs of different models or labels")
+// ErrMixed is wrapped by FromRuns's and Gate's errors for runs that are not comparable: of
+// another served model, max_tokens or [labels], or measured on another target setup (see
+// [report.CheckComparable]).
+var ErrMixed = errors.New("runs not comparable")
 
 // Source is what FromRuns found about the runs: their common identity and the cells left out.
 type Source struct {
@@ -28,8 +28,16 @@ type Source struct {
 	MaxTokens int
 	Runs      []string
 	Engine    map[string]any
-	// Mixed lists the groups when more than one was allowed to mix (else nil).
-	Mixed []string
+	// Targets are the external servers measured, distinct, in run order (nil for the built-in
+	// engine); Context and ContextSource the first run's model context and where it was read.
+	Targets       []string
+	Context       int
+	ContextSource string
+	// Mixed lists the differences allowed to mix (--allow-mixed; else nil), Across those
+	// between instances of one deployment, which repeats may differ in (report.AcrossInstances:
+	// "target: a.json http://h1 / b.json http://h2").
+	Mixed  []string
+	Across []string
 	// Excluded are the cells not used, "L=…,B=… in RUN: why", and ExcludedCells the same
 	// with their figures.
 	Excluded      []string
@@ -52,13 +60,16 @@ func runMaxTokens(h report.Header) int {
 // figure are used; partial cells (fewer than B sequences counted: not a batch of B) and failed
 // ones are listed in Source.Excluded.
 //
-// Runs must share served model, labels and max_tokens (see [GroupKey]); otherwise the error
-// wraps ErrMixed and names each run's group, unless allowMixed, when they are fitted together
-// and Source.Mixed names the groups (max_tokens must still agree: it is a term of the model).
-// They must also have measured the same target (see [SetupDifferences]: built-in engine
-// profile, time scale, quirks and noise; target kind; an external target's URL), else the
-// error wraps ErrMixed and says which field differs, unless allowMixed (the differences are
-// then in Source.Mixed).
+// The runs must be distinct ([report.CheckDistinct]: one run given twice would count as two
+// repeats that agree exactly) and repeats of one deployment ([report.CheckComparable]): the
+// same served model, max_tokens and labels, and the same target setup — for the built-in
+// engine its time scale, profile, quirks and noise (without the seed each repeat derives
+// anew). Otherwise the error wraps ErrMixed and names each field that differs with each run's
+// value, unless allowMixed, when they are fitted together and Source.Mixed lists the
+// differences (max_tokens must still agree: it is a term of the model). Instances of one
+// deployment — another external URL, another context reported — are repeats: their
+// differences are in Source.Across, and how far the instances differ is what the runs'
+// levels measure.
 //
 // names[i] is how errors call runs[i] (its file; nil or "" for the run id). A used cell whose
 // per-forward figure is not a positive finite duration (0, negative, or beyond the ±292 years
@@ -89,56 +100,49 @@ func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Sour
 }
 
 // sourceOf returns the runs' common identity (the first run's model, labels, max_tokens and
-// engine; the groups when allowMixed lets several mix) and how errors call each run, "FILE (run
-// ID)"; see FromRuns for the rules it enforces.
+// engine) and how errors call each run, "FILE (run ID)"; see FromRuns for the rules it
+// enforces.
 func sourceOf(runs []*report.Run, names []string, allowMixed bool) (*Source, []string, error) {
 	if len(runs) == 0 {
 		return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "no results file given")
 	}
+	if err := report.CheckDistinct(runs, names); err != nil {
+		return nil, nil, err
+	}
 	src := &Source{}
-	groups := map[string][]string{}
-	var order []string
 	where := make([]string, len(runs))
+	ids := make([]report.Identity, len(runs))
 	for i, r := range runs {
-		h := r.Header
-		id := h.RunID
+		id := r.Header.RunID
 		if id == "" {
 			id = fmt.Sprintf("run %d", i+1)
 		}
 		src.Runs = append(src.Runs, id)
-		where[i] = id
+		where[i], ids[i] = id, report.IdentityOf(id, r.Header)
 		if i < len(names) && names[i] != "" {
 			where[i] = fmt.Sprintf("%s (run %s)", names[i], id)
+			ids[i].Name = names[i]
 		}
-		k := GroupKey(h.Model, h.Labels, runMaxTokens(h))
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
+		if t := ids[i].Target; t != "" && !slices.Contains(src.Targets, t) {
+			src.Targets = append(src.Targets, t)
 		}
-		groups[k] = append(groups[k], id)
 	}
 	h0 := runs[0].Header
 	src.Model, src.Labels, src.MaxTokens, src.Engine = h0.Model, h0.Labels, runMaxTokens(h0), h0.Engine
-	if len(order) > 1 {
-		var desc []string
-		for _, k := range order {
-			desc = append(desc, k+": "+strings.Join(groups[k], ", "))
-		}
+	src.Context, src.ContextSource = h0.Context, h0.ContextSource
+	cmp := report.CheckComparable(ids)
+	src.Across = cmp.Noted(report.AcrossInstances...)
+	if bad := cmp.Refused(report.AcrossInstances...); len(bad) > 0 {
 		if !allowMixed {
-			return nil, nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w cannot be fitted together (--allow-mixed to force): %s", ErrMixed, strings.Join(desc, "; ")))
+			return nil, nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w: %s; they are not repeats of one deployment and are not fitted together (--allow-mixed forces it)", ErrMixed, strings.Join(bad, "; ")))
 		}
-		for _, r := range runs {
-			if mt := runMaxTokens(r.Header); mt != src.MaxTokens {
-				return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "runs with different max_tokens (%d and %d) cannot be fitted together: it is a term of the model", src.MaxTokens, mt)
-			}
+		if cmp.Differs(report.FieldMaxTokens) {
+			return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "runs of different max_tokens cannot be fitted together, even with --allow-mixed: it is a term of the model (%s)", strings.Join(bad, "; "))
 		}
-		src.Mixed = desc
-		src.Labels = nil
-	}
-	if diff := SetupDifferences(runs, where); len(diff) > 0 {
-		if !allowMixed {
-			return nil, nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w: the runs measured different targets, they are not repeats and cannot be fitted together (--allow-mixed to force): %s", ErrMixed, strings.Join(diff, "; ")))
+		src.Mixed = bad
+		if cmp.Differs(report.FieldLabels) {
+			src.Labels = nil
 		}
-		src.Mixed = append(src.Mixed, diff...)
 	}
 	if src.MaxTokens < 1 {
 		return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: no max_tokens in the results header's config", where[0])
@@ -257,82 +261,6 @@ func sortObs(obs []Obs) {
 	})
 }
 
-// noiseWithoutSeed drops the seed from an [engine] noise description ("step-cv=0.02,
-// burst-cv=0.05,seed=7"): repeats draw their own noise from derived seeds (genload run
-// --repeat), and are repeats of the same noise model.
-func noiseWithoutSeed(s string) string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if !strings.HasPrefix(p, "seed=") {
-			out = append(out, p)
-		}
-	}
-	return strings.Join(out, ",")
-}
-
-// SetupDifferences lists what differs between the runs' targets, one entry per field, e.g.
-// `engine profile differs: a.json (run a) "moe-30b-a3b" / b.json (run b) "dense-8b"`: for
-// the built-in engine its profile, time_scale, quirks and noise (report.Header.Engine; the
-// noise without its seed, which each repeat derives anew), the
-// target kind, and for external targets the URL (the built-in engine's URL is a fresh port
-// every run, not compared). names[i] calls runs[i]. Empty when the runs agree.
-func SetupDifferences(runs []*report.Run, names []string) []string {
-	type field struct {
-		name string
-		get  func(h report.Header) string
-	}
-	eng := func(key string) func(h report.Header) string {
-		return func(h report.Header) string {
-			if h.Engine == nil {
-				return "(no built-in engine)"
-			}
-			v, ok := h.Engine[key]
-			if !ok || v == "" {
-				return "(none)"
-			}
-			if s, ok := v.(string); ok {
-				return strconv.Quote(s)
-			}
-			return fmt.Sprint(v)
-		}
-	}
-	fields := []field{
-		{"target kind", func(h report.Header) string { return strconv.Quote(h.TargetKind) }},
-		{"target", func(h report.Header) string {
-			if h.Engine != nil || h.TargetKind == "builtin" {
-				return "(built-in engine)"
-			}
-			return strconv.Quote(h.Target)
-		}},
-		{"engine profile", eng("profile")},
-		{"engine time_scale", eng("time_scale")},
-		{"engine quirks", eng("quirks")},
-		{"engine noise", func(h report.Header) string {
-			v := eng("noise")(h)
-			if u, err := strconv.Unquote(v); err == nil {
-				return strconv.Quote(noiseWithoutSeed(u))
-			}
-			return v
-		}},
-	}
-	var out []string
-	for _, f := range fields {
-		var vals []string
-		seen := map[string]bool{}
-		for i, r := range runs {
-			v := f.get(r.Header)
-			if !seen[v] {
-				seen[v] = true
-				vals = append(vals, fmt.Sprintf("%s %s", names[i], v))
-			}
-		}
-		if len(vals) > 1 {
-			out = append(out, fmt.Sprintf("%s differs: %s", f.name, strings.Join(vals, " / ")))
-		}
-	}
-	return out
-}
-
 // FitRuns is FromRuns then Fit: the model of runs, with their identity (model, labels,
 // max_tokens, run ids, engine), the source of its structure, its runs' levels and excluded
 // cells recorded in it. opt.MaxTokens is taken from the runs; the moe term is used as
@@ -360,6 +288,7 @@ func FitRuns(runs []*report.Run, names []string, allowMixed bool, holdOut int, o
 		return nil, nil, fmt.Errorf("%s: %w", strings.Join(who, ", "), err)
 	}
 	m.Model, m.Labels, m.Runs, m.Engine, m.Mixed, m.Excluded = src.Model, src.Labels, src.Runs, src.Engine, src.Mixed, src.Excluded
+	m.Targets, m.Context, m.ContextSource, m.Across = src.Targets, src.Context, src.ContextSource, src.Across
 	m.ExcludedCells, m.Structure = src.ExcludedCells, structure
 	m.RunLevels = m.runLevels(src.Runs, src.perRun)
 	return m, held, nil

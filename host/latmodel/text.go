@@ -117,12 +117,19 @@ func (m *Model) WriteSummary(w io.Writer) {
 	id += fmt.Sprintf(", max_tokens %d; runs %s", m.MaxTokens, strings.Join(m.Runs, ", "))
 	lines(w, id, m.CellCounts())
 	if m.Experts != nil {
-		prose(w, fmt.Sprintf("mixture of experts: E = %d experts, k = %d active per token (%s)", m.Experts.Experts, m.Experts.Active, m.Structure))
+		from := " (" + m.Structure + ")"
+		if rest, ok := strings.CutPrefix(m.Structure, "mixture of experts from "); ok {
+			from = ", from " + rest
+		}
+		prose(w, fmt.Sprintf("mixture of experts: E = %d experts, k = %d active per token%s", m.Experts.Experts, m.Experts.Active, from))
 	} else if m.Structure != "" {
 		prose(w, "structure: "+m.Structure)
 	}
 	for _, g := range m.Mixed {
-		prose(w, "warning: fitted across groups (--allow-mixed): "+g)
+		prose(w, "warning: fitted together although not comparable (--allow-mixed): "+g)
+	}
+	for _, a := range m.Across {
+		prose(w, "repeats measured on more than one instance of the deployment: "+a)
 	}
 	fmt.Fprintf(w, "\nform: T = %s\n\n", m.Formula())
 	rows := [][]string{{"term", "coefficient", "95 % interval", "unit", "what"}}
@@ -139,17 +146,29 @@ func (m *Model) WriteSummary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "measured range: mean length %g–%g tokens, batch size %d–%d\n\n", m.Range.MeanLen[0], m.Range.MeanLen[1], m.Range.Batch[0], m.Range.Batch[1])
 	rows = [][]string{{"candidate form", "LOO weighted RMS (ms)", "LOO median", "LOO max", ""}}
+	var why []string
 	for _, c := range m.Candidates {
 		mark := ""
 		if c.Form == m.Form {
 			mark = "chosen"
 		}
 		if c.Rejected != "" {
-			mark = "rejected: " + c.Rejected
+			why = append(why, fmt.Sprintf("(%d) %s: %s", len(why)+1, c.Form, c.Rejected))
+			mark = fmt.Sprintf("rejected (%d)", len(why))
 		}
-		rows = append(rows, []string{c.Form, sig(c.LOOWeighted), fmt.Sprintf("%.2f %%", 100*c.LOOMedianRel), fmt.Sprintf("%.2f %%", 100*c.LOOMaxRel), mark})
+		loo, med, mx := sig(c.LOOWeighted), fmt.Sprintf("%.2f %%", 100*c.LOOMedianRel), fmt.Sprintf("%.2f %%", 100*c.LOOMaxRel)
+		if !c.Scored() {
+			loo, med, mx = "–", "–", "–" // not fitted or not left out: no figure, the reason below
+		}
+		rows = append(rows, []string{c.Form, loo, med, mx, mark})
 	}
 	table(w, rows)
+	if len(why) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, s := range why {
+		prose(w, s)
+	}
 }
 
 // CellCounts says how many cells were fitted and how many were not, by why, e.g. "87 cells
@@ -271,7 +290,11 @@ func (g *GateResult) WriteMarkdown(w io.Writer) {
 			mark = fmt.Sprintf("over +%g %%", 100*g.Thresholds.PointIncrease)
 		}
 		if p.Extrapolated {
-			mark = strings.TrimPrefix(mark+"; extrapolated: "+p.Why, "; ")
+			what := "not judged: " // outside a measured range, left out (not extrapolated)
+			if judged {
+				what = "extrapolated: "
+			}
+			mark = strings.TrimPrefix(mark+"; "+what+p.Why, "; ")
 		}
 		l := "–"
 		if p.SeqLen > 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/measure"
 )
 
 // Writer appends a run's records to results/<run-id>.jsonl. Each record is one line, written
@@ -142,7 +143,20 @@ func ReadFile(path string) (*Run, error) {
 	if filepath.Ext(path) == ".json" {
 		r := Run{Header: Header{Config: storedConfig()}}
 		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, fmt.Errorf("results: %s: %w", path, err)
+			if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+				return nil, notResults(path, err)
+			}
+			return nil, fmt.Errorf("results: %s: %w", path, inCell(b, err))
+		}
+		if r.Header.Schema == "" {
+			var probe struct {
+				Schema string `json:"schema"`
+			}
+			what := errors.New(`no "header"`)
+			if json.Unmarshal(b, &probe) == nil && probe.Schema != "" {
+				what = fmt.Errorf("its schema is %q, a results file's header says %q", probe.Schema, Schema)
+			}
+			return nil, notResults(path, what)
 		}
 		return &r, nil
 	}
@@ -158,6 +172,9 @@ func ReadFile(path string) (*Run, error) {
 			if !bytes.HasSuffix(b, []byte("\n")) && n > 1 && len(bytes.TrimSpace(line)) > 0 {
 				break // the last line of a killed run
 			}
+			if n == 1 {
+				return nil, notResults(path, fmt.Errorf("line 1: %w", err))
+			}
 			return nil, fmt.Errorf("results: %s:%d: %w", path, n, err)
 		}
 		switch probe.Type {
@@ -167,6 +184,8 @@ func ReadFile(path string) (*Run, error) {
 			var c Cell
 			if err = json.Unmarshal(line, &c); err == nil {
 				r.Cells = append(r.Cells, c)
+			} else {
+				err = cellError(line, err)
 			}
 		case "footer":
 			r.Footer = new(Footer)
@@ -183,6 +202,95 @@ func ReadFile(path string) (*Run, error) {
 		return nil, errors.New("results: " + path + ": no header line")
 	}
 	return &r, nil
+}
+
+// notResults is the error for a file that is not JSON of a run at all (a CSV table, a
+// plot): it names the file and the files genload run writes, err saying what was read.
+func notResults(path string, err error) error {
+	hint := ""
+	if filepath.Ext(path) == ".csv" {
+		hint = "; the .csv beside them is the run's table, for spreadsheets"
+	}
+	return fmt.Errorf("results: %s: %w (want the <run-id>.json or .jsonl genload run writes%s): %w", path, ErrNotResults, hint, err)
+}
+
+// ErrNotResults is wrapped by ReadFile's error for a file that is not JSON of a run.
+var ErrNotResults = errors.New("not a results file")
+
+// inCell returns err, from decoding the results document b, with the cell it is in named
+// ("cell 4 of 15, L=2000,B=8, figures.per_forward: …") when a cell fails to decode on its
+// own; err unchanged otherwise.
+func inCell(b []byte, err error) error {
+	var doc struct {
+		Cells []json.RawMessage `json:"cells"`
+	}
+	if json.Unmarshal(b, &doc) != nil {
+		return err
+	}
+	for i, raw := range doc.Cells {
+		var c Cell
+		if cerr := json.Unmarshal(raw, &c); cerr != nil {
+			return fmt.Errorf("cell %d of %d, %w", i+1, len(doc.Cells), cellError(raw, cerr))
+		}
+	}
+	return err
+}
+
+// cellError names, in err from decoding the cell record raw, the cell (its L and B) and the
+// first figure summary in it that does not decode ("L=2000,B=8, figures.per_forward: …").
+func cellError(raw []byte, err error) error {
+	var key struct {
+		Cell struct {
+			SeqLen int `json:"seq_len"`
+			Batch  int `json:"batch"`
+		} `json:"cell"`
+	}
+	if json.Unmarshal(raw, &key) != nil {
+		return err
+	}
+	where := fmt.Sprintf("L=%d,B=%d", key.Cell.SeqLen, key.Cell.Batch)
+	var tree any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&tree) == nil {
+		if p := badSummary(tree, ""); p != "" {
+			where += ", " + p
+		}
+	}
+	return fmt.Errorf("%s: %w", where, err)
+}
+
+// badSummary returns the dotted path, below prefix, of the first object in v that has the
+// keys of a figure summary ("mean_ms") and does not decode as one (measure.Summary), "" for
+// none.
+func badSummary(v any, prefix string) string {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	if _, ok := obj["mean_ms"]; ok {
+		b, _ := json.Marshal(obj)
+		var s measure.Summary
+		if json.Unmarshal(b, &s) != nil {
+			return prefix
+		}
+		return ""
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		p := k
+		if prefix != "" {
+			p = prefix + "." + k
+		}
+		if q := badSummary(obj[k], p); q != "" {
+			return q
+		}
+	}
+	return ""
 }
 
 // storedConfig is what a results header's config is decoded over: the defaults, so that a

@@ -114,7 +114,7 @@ cell has no interval to check; for CI.`,
 	// Two configurations compared on one plan: the served model, labels and engine profile
 	// may be what differs; max_tokens may not (checked above).
 	ids := []report.Identity{report.IdentityOf("A "+*aPath, sides[0].Header()), report.IdentityOf("B "+*bPath, sides[1].Header())}
-	fmt.Fprintln(e.stdout, report.CheckComparable(ids).Line(report.FieldModel, report.FieldLabels, report.FieldProfile))
+	report.Prose(e.stdout, "", "  ", report.CheckComparable(ids).Line(append([]string{report.FieldModel, report.FieldLabels}, report.AcrossDeployments...)...))
 	doc := abDoc{A: *aPath, B: *bPath, Pairs: *pairs, Confidence: *conf, Engines: [2]map[string]any{sides[0].Header().Engine, sides[1].Header().Engine}, Cells: []abCell{}}
 	var runErr error
 	for _, c := range sides[0].Cells() {

@@ -61,7 +61,7 @@ With --max-cv the command exits with code 6 (thresholds failed) when the statist
 		}
 		return repeatsConsistency(runs[0], files[0], *maxCV, *cvStat, e)
 	}
-	return consistency(runs, *maxCV, *cvStat, e)
+	return consistency(runs, files, *maxCV, *cvStat, e)
 }
 
 // repeatsConsistency prints the consistency of one run with repeats over each cell's own
@@ -73,7 +73,7 @@ func repeatsConsistency(r *report.Run, file string, maxCV float64, cvStat string
 	if err != nil {
 		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", file, err))
 	}
-	fmt.Fprintln(e.stdout, report.RunsComparability([]*report.Run{r}, nil).Line())
+	report.Prose(e.stdout, "", "  ", report.RunsComparability([]*report.Run{r}, []string{file}).Line(report.AcrossInstances...))
 	c.WriteMarkdown(e.stdout)
 	if r.Header.UntilCV != nil {
 		cells, rule, err := run.RepeatsOf(r)
@@ -107,14 +107,14 @@ func checkCVFlags(maxCV float64, cvStat, cmd string) error {
 // consistency prints whether runs are comparable, then their consistency table
 // and summary, and holds the --cv-stat
 // statistic against maxCV percent (0 = no threshold): crossing it is a ThresholdsFailed error.
-func consistency(runs []*report.Run, maxCV float64, cvStat string, e *env) error {
+func consistency(runs []*report.Run, files []string, maxCV float64, cvStat string, e *env) error {
 	c, err := report.Consistent(runs)
 	if err != nil {
 		return err
 	}
-	// Repeats of one matrix: every field must agree; the first line says whether they do.
-	// Runs are called by their run ids: the same line whichever file of a run is read.
-	fmt.Fprintln(e.stdout, report.RunsComparability(runs, nil).Line())
+	// Repeats of one matrix: every field must agree but the instance of an external
+	// deployment; the first line says whether they do. Runs are called by their files.
+	report.Prose(e.stdout, "", "  ", report.RunsComparability(runs, files).Line(report.AcrossInstances...))
 	c.WriteMarkdown(e.stdout)
 	return threshold(c, maxCV, cvStat, e)
 }
@@ -168,7 +168,7 @@ func runRepeats(ctx context.Context, cfg *config.Config, opt run.Options, n int,
 	for _, p := range paths {
 		fmt.Fprintf(e.stdout, "  %s\n", p)
 	}
-	return consistency(runs, maxCV, cvStat, e)
+	return consistency(runs, paths, maxCV, cvStat, e)
 }
 
 // runUntilCV runs cfg with opt.UntilCV set (one results file, a record per repeat), then

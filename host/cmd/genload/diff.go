@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
@@ -32,8 +31,8 @@ the changes over the common cells; cells measured in only one run are left out a
 	if err != nil {
 		return err
 	}
-	// A server before and after an upgrade: another engine profile is what is compared.
-	fmt.Fprintln(e.stdout, report.RunsComparability(runs, files).Line(report.FieldProfile))
+	// A server before and after an upgrade: another engine profile or server is what is compared.
+	report.Prose(e.stdout, "", "  ", report.RunsComparability(runs, files).Line(report.AcrossDeployments...))
 	d.WriteMarkdown(e.stdout)
 	return nil
 }

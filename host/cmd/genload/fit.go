@@ -40,7 +40,7 @@ func readResults(files []string) ([]*report.Run, error) {
 // .json file at path (a .jsonl reader names its line itself); other errors unchanged.
 func placeSyntaxError(path string, err error) error {
 	var se *json.SyntaxError
-	if !errors.As(err, &se) || filepath.Ext(path) != ".json" {
+	if !errors.As(err, &se) || filepath.Ext(path) != ".json" || errors.Is(err, report.ErrNotResults) {
 		return err
 	}
 	b, rerr := os.ReadFile(path)
