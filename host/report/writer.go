@@ -141,6 +141,13 @@ func ReadFile(path string) (*Run, error) {
 		return nil, fmt.Errorf("results: %w", err)
 	}
 	if filepath.Ext(path) == ".json" {
+		var probe struct {
+			Schema string          `json:"schema"`
+			Header json.RawMessage `json:"header"`
+		}
+		if json.Unmarshal(b, &probe) == nil && probe.Header == nil && probe.Schema != "" {
+			return nil, notResults(path, fmt.Errorf("its schema is %q, a results file's header says %q", probe.Schema, Schema))
+		}
 		r := Run{Header: Header{Config: storedConfig()}}
 		if err := json.Unmarshal(b, &r); err != nil {
 			if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
@@ -148,15 +155,8 @@ func ReadFile(path string) (*Run, error) {
 			}
 			return nil, fmt.Errorf("results: %s: %w", path, inCell(b, err))
 		}
-		if r.Header.Schema == "" {
-			var probe struct {
-				Schema string `json:"schema"`
-			}
-			what := errors.New(`no "header"`)
-			if json.Unmarshal(b, &probe) == nil && probe.Schema != "" {
-				what = fmt.Errorf("its schema is %q, a results file's header says %q", probe.Schema, Schema)
-			}
-			return nil, notResults(path, what)
+		if probe.Header == nil {
+			return nil, notResults(path, errors.New(`no "header"`))
 		}
 		return &r, nil
 	}
