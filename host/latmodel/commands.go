@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
@@ -88,11 +87,21 @@ func fitSide(s Side, allowMixed bool, opt FitOptions) (*Model, error) {
 	return m, nil
 }
 
-// RunGate fits what needs fitting and gates the new side against the baseline ([Gate]).
+// RunGate fits what needs fitting and gates the new side against the baseline ([Gate]). A run
+// given twice, within a side or on both, is refused ([report.CheckDistinct]): a side's runs are
+// its repeats, and the two sides independent measurements.
 // The new side is fitted with the flags' structure, else the structure its runs record, else
 // the baseline model's experts (a baseline model file keeps the shape it was fitted with).
 // Errors name the side ("baseline FILE: …", "new FILE: …").
 func RunGate(req GateRequest) (*GateResult, error) {
+	for _, sd := range []struct {
+		name string
+		s    Side
+	}{{"baseline", req.Base}, {"new", req.New}} {
+		if err := report.CheckDistinct(sd.s.Runs, sd.s.Names); err != nil {
+			return nil, fmt.Errorf("%s: %w", sd.name, err)
+		}
+	}
 	if len(req.Base.Runs) > 0 && len(req.New.Runs) > 0 {
 		// The sides' models are independent measurements: a run on both sides is not.
 		runs := append(slices.Clone(req.Base.Runs), req.New.Runs...)
@@ -106,13 +115,13 @@ func RunGate(req GateRequest) (*GateResult, error) {
 		}
 		if len(names) == len(runs) {
 			if err := report.CheckDistinct(runs, names); err != nil {
-				return nil, fmt.Errorf("gate: %w (the two sides must be measured apart)", err)
+				return nil, fmt.Errorf("gate: %w; a gate compares two measurements made apart", err)
 			}
 		}
 	}
 	base, err := fitSide(req.Base, req.AllowMixed, req.Fit)
 	if err != nil {
-		return nil, fmt.Errorf("baseline %s: %w", strings.Join(req.Base.Names, ","), err)
+		return nil, fmt.Errorf("baseline: %w", err)
 	}
 	nopt := req.Fit
 	if nopt.Experts == nil && !nopt.Dense {
@@ -122,7 +131,7 @@ func RunGate(req GateRequest) (*GateResult, error) {
 	}
 	next, err := fitSide(req.New, req.AllowMixed, nopt)
 	if err != nil {
-		return nil, fmt.Errorf("new %s: %w", strings.Join(req.New.Names, ","), err)
+		return nil, fmt.Errorf("new: %w", err)
 	}
 	grid := req.Grid
 	if grid == nil {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
@@ -169,15 +171,38 @@ type GatePoint struct {
 	Change Interval `json:"change"`
 	// Over reports that the point's lower bound exceeds PointIncrease (a regression there).
 	Over bool `json:"over"`
-	// Extrapolated says that the point is outside one model's measured range (Why: where);
-	// it is judged only when the gate was allowed to extrapolate.
+	// Extrapolated says that the point is outside one model's measured range (Why: where in
+	// full, Outside: which model and which of L̄ and B, "baseline B; new L̄ and B"); it is
+	// judged only when the gate was allowed to extrapolate.
 	Extrapolated bool   `json:"extrapolated,omitempty"`
 	Why          string `json:"why,omitempty"`
+	Outside      string `json:"outside,omitempty"`
+}
+
+// outside names which of the mean length (L̄) and batch size (B) of in lie outside r, as
+// [Model.PredictAt] judges them ("L̄ and B"; "" for none).
+func (r Range) outside(in Input) string {
+	var out []string
+	if in.MeanLen < r.MeanLen[0]*(1-1e-9) || in.MeanLen > r.MeanLen[1]*(1+1e-9) {
+		out = append(out, "L̄")
+	}
+	if in.Batch < r.Batch[0] || in.Batch > r.Batch[1] {
+		out = append(out, "B")
+	}
+	return strings.Join(out, " and ")
+}
+
+// String writes the range as "mean length 1000–8000 tokens, batch size 1–16".
+func (r Range) String() string {
+	return fmt.Sprintf("mean length %g–%g tokens, batch size %d–%d", r.MeanLen[0], r.MeanLen[1], r.Batch[0], r.Batch[1])
 }
 
 // GateResult is a gate's outcome.
 type GateResult struct {
 	Base, New string // the models' run ids, comma-separated
+	// BaseFiles and NewFiles are the files each side was read from, as given (nil when the
+	// models were given as such).
+	BaseFiles, NewFiles []string
 	// Comparable is the first line: whether the models are of comparable runs.
 	Comparable string
 	Thresholds Thresholds
@@ -189,9 +214,11 @@ type GateResult struct {
 	// grid, a fraction.
 	BaseNoise float64
 	// Points are the judged points; OutOfRange the points left out for lying outside a
-	// model's measured range (when not extrapolating).
-	Points     []GatePoint
-	OutOfRange []GatePoint
+	// model's measured range (when not extrapolating); BaseRange and NewRange the models'
+	// measured ranges.
+	Points              []GatePoint
+	OutOfRange          []GatePoint
+	BaseRange, NewRange Range
 	// Mean is the mean over Points of the change, with its interval; Max the largest
 	// point change, at MaxAt.
 	Mean  Interval
@@ -330,7 +357,8 @@ func (m *Model) Identity(name string) report.Identity {
 // (exitcode.OutOfRange), an empty grid an InvalidConfig error.
 func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrapolate bool) (*GateResult, error) {
 	g := &GateResult{Base: strings.Join(base.Runs, ","), New: strings.Join(next.Runs, ","), Thresholds: th,
-		BaseFit: base.Quality(), NewFit: next.Quality(), BaseLevel: base.Level(), NewLevel: next.Level()}
+		BaseFit: base.Quality(), NewFit: next.Quality(), BaseLevel: base.Level(), NewLevel: next.Level(),
+		BaseFiles: base.files, NewFiles: next.files, BaseRange: base.Range, NewRange: next.Range}
 	g.Thresholds.Confidence = th.confidence()
 	if err := g.checkModels(base, next, allowMixed); err != nil {
 		return g, err
@@ -339,8 +367,8 @@ func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrap
 	if err != nil {
 		return g, err
 	}
-	xbar, bMean := g.changes(base, next, pts)
-	if err := g.checkBaselineNoise(base, xbar, bMean, len(pts)); err != nil {
+	g.changes(base, next, pts)
+	if err := g.checkBaselineNoise(base, pts); err != nil {
 		return g, err
 	}
 	g.Max = math.Inf(-1)
@@ -399,14 +427,16 @@ func (g *GateResult) predict(base, next *Model, grid []GridPoint, extrapolate bo
 			return nil, fmt.Errorf("gate: new: %w", err)
 		}
 		p := GatePoint{GridPoint: pt, BaseMs: bp.Ms, NewMs: np.Ms}
-		var why []string
+		var why, where []string
 		if bp.Extrapolated {
 			why = append(why, "baseline: "+bp.Why)
+			where = append(where, "baseline "+base.Range.outside(bp.Input))
 		}
 		if np.Extrapolated {
 			why = append(why, "new: "+np.Why)
+			where = append(where, "new "+next.Range.outside(np.Input))
 		}
-		p.Extrapolated, p.Why = len(why) > 0, strings.Join(why, "; ")
+		p.Extrapolated, p.Why, p.Outside = len(why) > 0, strings.Join(why, "; "), strings.Join(where, "; ")
 		if p.Extrapolated && !extrapolate {
 			p.Change.Est = np.Ms/bp.Ms - 1
 			g.OutOfRange = append(g.OutOfRange, p)
@@ -425,16 +455,13 @@ func (g *GateResult) predict(base, next *Model, grid []GridPoint, extrapolate bo
 }
 
 // changes sets g.Points (each point's change with its simultaneous interval) and g.Mean (the
-// mean change with its one-sided interval), as Gate's documentation derives them, and returns
-// the mean of the baseline's regressors over the points and of its predictions (ms), for its
-// own level.
-func (g *GateResult) changes(base, next *Model, pts []evalPoint) (xbar []float64, bMean float64) {
+// mean change with its one-sided interval), as Gate's documentation derives them.
+func (g *GateResult) changes(base, next *Model, pts []evalPoint) {
 	q, th := g.Thresholds.Confidence, g.Thresholds
 	lb, ln := g.BaseLevel, g.NewLevel
 	n := float64(len(pts))
 	gb, gn := make([]float64, len(base.Terms)), make([]float64, len(next.Terms))
-	var sumC, sumB float64
-	xbar = make([]float64, len(base.Terms))
+	var sumC float64
 	for i := range pts {
 		p := &pts[i]
 		b, nw := p.BaseMs, p.NewMs
@@ -448,13 +475,11 @@ func (g *GateResult) changes(base, next *Model, pts []evalPoint) (xbar []float64
 		p.Over = p.Change.Lo > th.PointIncrease
 		for j := range gb {
 			gb[j] -= nw * p.xb[j] / (b * b) / n
-			xbar[j] += p.xb[j] / n
 		}
 		for j := range gn {
 			gn[j] += p.xn[j] / b / n
 		}
 		sumC += c
-		sumB += b
 		g.Points = append(g.Points, p.GatePoint)
 	}
 	mean := sumC / n
@@ -462,27 +487,64 @@ func (g *GateResult) changes(base, next *Model, pts []evalPoint) (xbar []float64
 	g.Mean = interval(mean, q, component{base.quad(gb), float64(max(base.DoF, 1))}, component{next.quad(gn), float64(max(next.DoF, 1))},
 		component{lv * lb.SD * lb.SD, lb.DoF}, component{lv * ln.SD * ln.SD, ln.DoF})
 	g.Mean.LevelSE = math.Sqrt(lv * (lb.SD*lb.SD + ln.SD*ln.SD))
-	return xbar, sumB / n
 }
 
-// checkBaselineNoise sets g.BaseNoise, the bound on the baseline's own mean level over the n
-// points (relative: xbar its mean regressors, bMean its mean prediction, ms), and refuses a
-// baseline too noisy for the mean threshold (ErrTooNoisy), saying how many repeats would do.
-func (g *GateResult) checkBaselineNoise(base *Model, xbar []float64, bMean float64, n int) error {
-	th, q, lb := g.Thresholds, g.Thresholds.Confidence, g.BaseLevel
+// baseNoise returns the one-sided bound (a fraction) on the baseline's own mean level over
+// pts: its coefficients' part at the mean of its regressors over the points, relative to its
+// mean prediction, and its level part.
+func (g *GateResult) baseNoise(base *Model, pts []evalPoint) float64 {
+	lb := g.BaseLevel
+	xbar := make([]float64, len(base.Terms))
+	var bMean float64
+	n := float64(len(pts))
+	for _, p := range pts {
+		for j := range xbar {
+			xbar[j] += p.xb[j] / n
+		}
+		bMean += p.BaseMs / n
+	}
 	bse, bdof := combine(component{base.quad(xbar) / (bMean * bMean), float64(max(base.DoF, 1))}, component{lb.SD * lb.SD, lb.DoF})
-	g.BaseNoise = stats.TQuantile(q, bdof) * bse
+	return stats.TQuantile(g.Thresholds.Confidence, bdof) * bse
+}
+
+// checkBaselineNoise sets g.BaseNoise, the bound on the baseline's own mean level over the
+// points (see baseNoise), and refuses a baseline too noisy for the mean threshold
+// (ErrTooNoisy), saying how to measure it better. When the points include extrapolated ones
+// and the points in range alone would be within the limit, the width comes from
+// extrapolating — the coefficients' uncertainty beyond the measured cells, which repeats of
+// the same cells barely narrow — and the error says so instead of asking for repeats.
+func (g *GateResult) checkBaselineNoise(base *Model, pts []evalPoint) error {
+	th, q, lb := g.Thresholds, g.Thresholds.Confidence, g.BaseLevel
+	g.BaseNoise = g.baseNoise(base, pts)
 	lim := th.maxBaselineNoise() * th.MeanIncrease
 	if th.maxBaselineNoise() <= 0 || g.BaseNoise <= lim {
 		return nil
 	}
+	n := len(pts)
+	var in []evalPoint
+	for _, p := range pts {
+		if !p.Extrapolated {
+			in = append(in, p)
+		}
+	}
+	head := fmt.Sprintf("the baseline %s knows its own mean level over the %d points only to ±%.1f %% (one-sided %g %%; level ±%.2f %% from %s, and its coefficients), more than %g × the +%g %% threshold = %.1f %%",
+		base.called(), n, 100*g.BaseNoise, 100*q, 100*lb.SD, lb.From, th.maxBaselineNoise(), 100*th.MeanIncrease, 100*lim)
+	if len(in) < n {
+		inNoise := math.NaN()
+		if len(in) > 0 {
+			inNoise = g.baseNoise(base, in)
+		}
+		if inNoise <= lim {
+			return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("gate: %w: %s: the width comes from extrapolating: over its %d points in range it is ±%.1f %%, the %d extrapolated ones lie beyond the cells it measured (%s), where its coefficients are uncertain and repeats of the same cells do not remove that; measure the baseline over the grid's range, or gate without --extrapolate",
+				ErrTooNoisy, head, len(in), 100*inNoise, n-len(in), base.Range))
+		}
+	}
 	remedy := "measure the baseline at least twice (genload run --repeat 2) and fit the repeats together: repeats measure its level instead of taking it as uncertain as its cells scatter"
 	if lb.Measured() {
 		k := math.Ceil(float64(lb.Runs) * (g.BaseNoise / lim) * (g.BaseNoise / lim))
-		remedy = fmt.Sprintf("measure the baseline about %.0f times (genload run --repeat %.0f) and fit the repeats together", k, k)
+		remedy = fmt.Sprintf("measure the baseline about %.0f times (genload run --repeat %.0f) and fit the repeats together, if its runs keep scattering as they did", k, k)
 	}
-	return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("gate: %w: the baseline %s knows its own mean level over the %d points only to ±%.1f %% (one-sided %g %%; level ±%.2f %% from %s, and its coefficients), more than %g × the +%g %% threshold = %.1f %%: a change of the threshold's size cannot be told from it; %s",
-		ErrTooNoisy, g.Base, n, 100*g.BaseNoise, 100*q, 100*lb.SD, lb.From, th.maxBaselineNoise(), 100*th.MeanIncrease, 100*lim, remedy))
+	return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("gate: %w: %s: a change of the threshold's size cannot be told from it; %s", ErrTooNoisy, head, remedy))
 }
 
 // verdict sets Verdict, Failed, Undecided and Decide from the intervals.
@@ -538,16 +600,45 @@ func (g *GateResult) verdict() {
 	g.Decide = decide(iv, limit, what, g.BaseLevel, g.NewLevel, g.BaseFit.Cells, g.NewFit.Cells)
 }
 
-// decide says how many runs of which side would decide iv against limit, if the estimate
-// stayed where it is: for both sides repeated alike, and for each side repeated alone, the
-// smallest number of runs ≤ 50 whose predicted bound clears the gap. With k runs of a side, the
-// coefficient variance shrinks as (runs today)/k (the cells' σ are means over the runs; the
-// coefficient part is split between the sides as their levels are), and the side's level is
-// measured from the spread of its k runs' levels, with k − 1 degrees of freedom: when
-// measured today its variance shrinks as (runs today)/k; when assumed from one run's cell
-// scatter u, the runs are taken to differ by no more than their cells' noise allows,
-// u²/(cells·k). The bound is Student t of the Welch–Satterthwaite degrees of freedom of the
-// parts, at the confidence iv was made at (recovered from it).
+// ScatterConfidence is the one-sided confidence of the upper bound on the runs' level scatter
+// that the advice of a gate that cannot tell assumes at its conservative end: 0.90.
+const ScatterConfidence = 0.90
+
+// runScatter is the range of how far one run's level may scatter about its deployment's (the
+// SD of the runs' levels, a fraction) that the advice assumes for a side, with what each end
+// is: lo the estimate that makes repeats look most useful, hi the conservative one. A side of
+// r ≥ 2 runs measured it: lo is today's SD of their levels s = SD·√r, hi its upper confidence
+// bound at ScatterConfidence, s·√((r − 1)/χ²_{1−conf}(r − 1)) (χ² of r − 1 degrees of
+// freedom): with two runs one degree of freedom makes s itself scatter by a factor of 8, which
+// the point estimate hides. A side of one run cannot measure it: lo is what its cells' noise
+// allows, u/√cells (u its cells' scatter), and hi as much as its cells scatter, u — the level
+// uncertainty its single run is already given.
+type runScatter struct {
+	lo, hi float64
+	what   string
+}
+
+func levelScatter(l Level, cells int) runScatter {
+	if l.Measured() {
+		r := float64(l.Runs)
+		s := l.SD * math.Sqrt(r)
+		chi := distuv.ChiSquared{K: r - 1}.Quantile(1 - ScatterConfidence)
+		return runScatter{lo: s, hi: s * math.Sqrt((r-1)/chi),
+			what: fmt.Sprintf("%d runs: today's spread to its %g %% upper bound", l.Runs, 100*ScatterConfidence)}
+	}
+	return runScatter{lo: l.SD / math.Sqrt(float64(max(cells, 1))), hi: l.SD, what: "one run: its cells' noise to its cells' scatter"}
+}
+
+// decide says how many runs of which side would decide iv against limit, and what that
+// assumes: for both sides repeated alike, and for each side repeated alone, the smallest
+// number of runs ≤ 50 whose predicted bound clears the gap, at both ends of each side's
+// runScatter — a range "4 to 9", since the scatter of few runs is itself uncertain. With k runs
+// of a side, the coefficient variance shrinks as (runs today)/k (the cells' σ are means over
+// the runs; the coefficient part is split between the sides as their levels are), and the
+// side's level uncertainty is σ_run²/k with k − 1 degrees of freedom, σ_run its runs' scatter.
+// The bound is Student t of the Welch–Satterthwaite degrees of freedom of the parts, at the
+// confidence iv was made at (recovered from it). The estimate is assumed to stay where it is,
+// and said so.
 func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, newCells int) string {
 	gap := math.Abs(iv.Est - limit)
 	if gap < 1e-9 {
@@ -564,54 +655,66 @@ func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, ne
 	}
 	type side struct {
 		l     Level
-		cells int
+		sc    runScatter
 		share float64
 	}
-	sides := []side{{lb, baseCells, wb}, {ln, newCells, 1 - wb}}
-	// hw is the predicted half-width with kb runs of the baseline and kn of the new side.
-	hw := func(kb, kn int) float64 {
+	sides := []side{{lb, levelScatter(lb, baseCells), wb}, {ln, levelScatter(ln, newCells), 1 - wb}}
+	// hw is the predicted half-width with kb runs of the baseline and kn of the new side, each
+	// run's level scattering by the low (hi false) or high end of its side's range; a side
+	// kept at its runs of today keeps today's level uncertainty.
+	hw := func(kb, kn int, hi bool) float64 {
 		var cs []component
 		for i, k := range []int{kb, kn} {
 			sd := sides[i]
-			f := float64(sd.l.Runs) / float64(k)
-			cs = append(cs, component{coef * sd.share * f, math.Inf(1)})
-			v, dof := lv*sd.l.SD*sd.l.SD*f, math.Max(float64(k-1), 1)
-			if !sd.l.Measured() {
-				if k == 1 {
-					v, dof = lv*sd.l.SD*sd.l.SD, sd.l.DoF
-				} else {
-					v = lv * sd.l.SD * sd.l.SD / float64(max(sd.cells, 1)*k)
+			cs = append(cs, component{coef * sd.share * float64(sd.l.Runs) / float64(k), math.Inf(1)})
+			v, dof := lv*sd.l.SD*sd.l.SD, sd.l.DoF
+			if k > sd.l.Runs {
+				sigma := sd.sc.lo
+				if hi {
+					sigma = sd.sc.hi
 				}
+				v, dof = lv*sigma*sigma/float64(k), float64(k-1)
 			}
 			cs = append(cs, component{v, dof})
 		}
 		se, dof := combine(cs...)
 		return stats.TQuantile(q, dof) * se
 	}
-	least := func(f func(k int) (int, int)) int {
+	least := func(f func(k int) (int, int), hi bool) int {
 		for k := 2; k <= 50; k++ {
-			if kb, kn := f(k); (kb > lb.Runs || kn > ln.Runs) && hw(kb, kn) < gap {
+			if kb, kn := f(k); (kb > lb.Runs || kn > ln.Runs) && hw(kb, kn, hi) < gap {
 				return k
 			}
 		}
 		return 0
 	}
+	count := func(f func(k int) (int, int)) string {
+		lo, hi := least(f, false), least(f, true)
+		switch {
+		case lo == 0:
+			return ""
+		case hi == lo:
+			return fmt.Sprintf("about %d", lo)
+		case hi == 0:
+			return fmt.Sprintf("at least %d (more than 50 at the scatter's upper end)", lo)
+		}
+		return fmt.Sprintf("%d to %d", lo, hi)
+	}
 	var opts []string
-	if k := least(func(k int) (int, int) { return max(k, lb.Runs), max(k, ln.Runs) }); k > 0 {
-		opts = append(opts, fmt.Sprintf("about %d runs of each side", k))
+	if n := count(func(k int) (int, int) { return max(k, lb.Runs), max(k, ln.Runs) }); n != "" {
+		opts = append(opts, n+" runs of each side")
 	}
-	if k := least(func(k int) (int, int) { return lb.Runs, max(k, ln.Runs) }); k > 0 {
-		opts = append(opts, fmt.Sprintf("%d of the new side alone", k))
+	if n := count(func(k int) (int, int) { return lb.Runs, max(k, ln.Runs) }); n != "" {
+		opts = append(opts, n+" of the new side alone")
 	}
-	if k := least(func(k int) (int, int) { return max(k, lb.Runs), ln.Runs }); k > 0 {
-		opts = append(opts, fmt.Sprintf("%d of the baseline alone", k))
+	if n := count(func(k int) (int, int) { return max(k, lb.Runs), ln.Runs }); n != "" {
+		opts = append(opts, n+" of the baseline alone")
 	}
+	assume := fmt.Sprintf("if its estimate %+.1f %% held and each run's level scattered about its side's by ±%.1f–%.1f %% (baseline, %s) and ±%.1f–%.1f %% (new, %s)",
+		100*iv.Est, 100*sides[0].sc.lo, 100*sides[0].sc.hi, sides[0].sc.what, 100*sides[1].sc.lo, 100*sides[1].sc.hi, sides[1].sc.what)
 	if len(opts) == 0 {
-		return fmt.Sprintf("%s is %.1f %% from the threshold: even 50 runs of each side would not decide it", what, 100*gap)
+		return fmt.Sprintf("%s is %.1f %% from the threshold: even 50 runs of each side would not decide it %s", what, 100*gap, assume)
 	}
-	s := fmt.Sprintf("%s would decide %s if its estimate %+.1f %% held (genload run --repeat N; gate each side's files together, comma-separated)", strings.Join(opts, ", or "), what, 100*iv.Est)
-	if !lb.Measured() || !ln.Measured() {
-		s += ". A single run's level is taken as uncertain as its cells scatter; repeats measure it (this assumes they find the runs' levels as close as their cells' noise allows)"
-	}
-	return s
+	return fmt.Sprintf("%s would decide %s %s; more if the runs scatter more (genload run --repeat N; gate each side's files together, comma-separated)",
+		strings.Join(opts, ", or "), what, assume)
 }

@@ -71,6 +71,32 @@ func IsModelFile(path string) bool {
 	return json.Unmarshal(b, &probe) == nil && probe.Schema == Schema
 }
 
+// DescribeJSON says what the JSON document b is, by its schema, for messages about a file of
+// the wrong kind: `a results file (schema "genload.run/v1" in its header)`, `a model file
+// (schema "genload.latmodel/v1")`, `a file of schema "…"`, `JSON without a "schema"`, or
+// `not JSON`.
+func DescribeJSON(b []byte) string {
+	var probe struct {
+		Schema string `json:"schema"`
+		Header struct {
+			Schema string `json:"schema"`
+		} `json:"header"`
+	}
+	switch {
+	case json.Unmarshal(b, &probe) != nil:
+		return "not JSON"
+	case probe.Schema == Schema:
+		return fmt.Sprintf("a model file (schema %q)", Schema)
+	case probe.Schema != "":
+		return fmt.Sprintf("a file of schema %q", probe.Schema)
+	case probe.Header.Schema == report.Schema:
+		return fmt.Sprintf("a results file (schema %q in its header)", report.Schema)
+	case probe.Header.Schema != "":
+		return fmt.Sprintf("a file of schema %q in its header", probe.Header.Schema)
+	}
+	return `JSON without a "schema"`
+}
+
 func f3(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 
 func sig(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
@@ -254,10 +280,20 @@ func WritePredictions(w io.Writer, ps []Prediction) {
 	table(w, rows)
 }
 
-// WriteFits writes each model's fit quality and level uncertainty, one line each.
+// WriteFits writes each model's fit quality and level uncertainty, each wrapped within
+// report.NarrowWidth columns.
 func (g *GateResult) WriteFits(w io.Writer) {
-	fmt.Fprintf(w, "baseline fit: %s; level ±%.2f %% (%s, %d run(s))\n", g.BaseFit, 100*g.BaseLevel.SD, g.BaseLevel.From, g.BaseLevel.Runs)
-	fmt.Fprintf(w, "new fit:      %s; level ±%.2f %% (%s, %d run(s))\n", g.NewFit, 100*g.NewLevel.SD, g.NewLevel.From, g.NewLevel.Runs)
+	report.Prose(w, "baseline fit: ", "  ", fmt.Sprintf("%s; level ±%.2f %% (%s, %d run(s))", g.BaseFit, 100*g.BaseLevel.SD, g.BaseLevel.From, g.BaseLevel.Runs))
+	report.Prose(w, "new fit:      ", "  ", fmt.Sprintf("%s; level ±%.2f %% (%s, %d run(s))", g.NewFit, 100*g.NewLevel.SD, g.NewLevel.From, g.NewLevel.Runs))
+}
+
+// side names a side for the line under the first one: its files and run ids, "res/b1.json
+// (run b1)", or its run ids alone when no file is known.
+func side(files []string, ids string) string {
+	if len(files) == 0 {
+		return ids
+	}
+	return fmt.Sprintf("%s (runs %s)", strings.Join(files, ","), ids)
 }
 
 // bounds writes an interval's bounds, "[+1.20 %, +3.40 %]".
@@ -274,12 +310,12 @@ func (g *GateResult) pointConfidence() float64 {
 // would decide it).
 func (g *GateResult) WriteMarkdown(w io.Writer) {
 	if g.Comparable != "" {
-		fmt.Fprintln(w, g.Comparable)
+		prose(w, g.Comparable)
 	}
 	for _, s := range g.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", s)
+		prose(w, "warning: "+s)
 	}
-	fmt.Fprintf(w, "baseline %s vs new %s, through their fitted models\n", g.Base, g.New)
+	prose(w, fmt.Sprintf("baseline %s vs new %s, through their fitted models", side(g.BaseFiles, g.Base), side(g.NewFiles, g.New)))
 	g.WriteFits(w)
 	fmt.Fprintln(w)
 	conf := fmt.Sprintf("%.4g", 100*g.pointConfidence())
@@ -290,11 +326,11 @@ func (g *GateResult) WriteMarkdown(w io.Writer) {
 			mark = fmt.Sprintf("over +%g %%", 100*g.Thresholds.PointIncrease)
 		}
 		if p.Extrapolated {
-			what := "not judged: " // outside a measured range, left out (not extrapolated)
+			what := "not judged: outside " // a measured range, left out (not extrapolated)
 			if judged {
 				what = "extrapolated: "
 			}
-			mark = strings.TrimPrefix(mark+"; "+what+p.Why, "; ")
+			mark = strings.TrimPrefix(mark+"; "+what+p.Outside, "; ")
 		}
 		l := "–"
 		if p.SeqLen > 0 {
@@ -306,20 +342,34 @@ func (g *GateResult) WriteMarkdown(w io.Writer) {
 		}
 		return []string{l, strconv.FormatFloat(p.MeanLen, 'f', 0, 64), strconv.Itoa(p.Batch), f3(p.BaseMs), f3(p.NewMs), pct(p.Change.Est), b, mark}
 	}
+	extrapolated := 0
 	for _, p := range g.Points {
 		rows = append(rows, point(p, true))
+		if p.Extrapolated {
+			extrapolated++
+		}
 	}
 	table(w, rows)
+	ranges := func() {
+		prose(w, fmt.Sprintf("(measured ranges — baseline: %s; new: %s)", g.BaseRange, g.NewRange))
+	}
+	if extrapolated > 0 {
+		ranges()
+	}
 	if len(g.OutOfRange) > 0 {
-		fmt.Fprintf(w, "\n%d point(s) outside a model's measured range, not judged (--extrapolate to judge them):\n\n", len(g.OutOfRange))
+		fmt.Fprintln(w)
+		prose(w, fmt.Sprintf("%d point(s) outside a model's measured range, not judged (--extrapolate to judge them):", len(g.OutOfRange)))
+		fmt.Fprintln(w)
 		rows = [][]string{rows[0]}
 		for _, p := range g.OutOfRange {
 			rows = append(rows, point(p, false))
 		}
 		table(w, rows)
+		ranges()
 	}
-	fmt.Fprintf(w, "\nmean change %s %s (one-sided %g %% bounds) over %d points (threshold +%g %%); largest %s at %s (threshold +%g %%)\n",
-		pct(g.Mean.Est), bounds(g.Mean), 100*g.Thresholds.Confidence, len(g.Points), 100*g.Thresholds.MeanIncrease, pct(g.Max), g.MaxAt, 100*g.Thresholds.PointIncrease)
+	fmt.Fprintln(w)
+	prose(w, fmt.Sprintf("mean change %s %s (one-sided %g %% bounds) over %d points (threshold +%g %%); largest %s at %s (threshold +%g %%)",
+		pct(g.Mean.Est), bounds(g.Mean), 100*g.Thresholds.Confidence, len(g.Points), 100*g.Thresholds.MeanIncrease, pct(g.Max), g.MaxAt, 100*g.Thresholds.PointIncrease))
 	limit := "no limit"
 	if f := g.Thresholds.maxBaselineNoise(); f > 0 {
 		limit = fmt.Sprintf("limit %g × the mean threshold = %.1f %%", f, 100*f*g.Thresholds.MeanIncrease)
@@ -333,22 +383,97 @@ func (g *GateResult) WriteMarkdown(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	case VerdictFail:
-		fmt.Fprintf(w, "gate: FAIL: %s\n", strings.Join(g.Failed, "; "))
+		prose(w, "gate: FAIL: "+strings.Join(g.Failed, "; "))
 	default:
-		fmt.Fprintf(w, "gate: CANNOT TELL: %s\n  %s\n", strings.Join(g.Undecided, "; "), g.Decide)
+		prose(w, "gate: CANNOT TELL: "+strings.Join(g.Undecided, "; "))
+		report.Prose(w, "  ", "  ", g.Decide)
 	}
 }
 
-// JSON returns the gate's result as indented JSON, for CI:
+// VerdictRefused is the verdict of a gate that did not judge: a model refused (a poor fit, a
+// baseline too noisy, runs not comparable, one run given twice), no grid point in range, or
+// bad input.
+const VerdictRefused = "refused"
+
+// Reason says why the gate reached its verdict: for a pass, the bounds within the thresholds
+// (and the points left out of range); for a fail, the thresholds crossed; for cannot tell,
+// what straddles and the runs that would decide it.
+func (g *GateResult) Reason() string {
+	switch g.Verdict {
+	case VerdictFail:
+		return strings.Join(g.Failed, "; ")
+	case VerdictCannotTell:
+		return strings.Join(g.Undecided, "; ") + "; " + g.Decide
+	}
+	s := fmt.Sprintf("mean change %s %s within +%g %% and every point's upper bound within +%g %% (one-sided %g %%)",
+		pct(g.Mean.Est), bounds(g.Mean), 100*g.Thresholds.MeanIncrease, 100*g.Thresholds.PointIncrease, 100*g.Thresholds.Confidence)
+	if len(g.OutOfRange) > 0 {
+		s += fmt.Sprintf(", over the %d points in range: %d point(s) outside a model's measured range were not judged (--extrapolate to judge them)", len(g.Points), len(g.OutOfRange))
+	}
+	return s
+}
+
+// GateJSON returns the outcome of a gate as indented JSON, for CI, whatever it was: g the
+// result (nil when none was made) and err the error the gate ended with (nil for a pass of
+// every point; [GateResult.Err] for a verdict; a refusal otherwise). Every outcome has
 //
-//	{"comparable": line, "baseline": ids, "new": ids, "thresholds": {…},
-//	 "baseline_fit": FitQuality, "new_fit": …, "baseline_level": Level, "new_level": …,
-//	 "baseline_noise": half-width, "points": [GatePoint…], "out_of_range": [GatePoint…],
-//	 "mean_change": Interval, "max_change": c, "max_at": GridPoint,
-//	 "verdict": "pass"|"fail"|"cannot tell", "passed": bool, "failed": […],
-//	 "undecided": […], "decide": "…", "warnings": […]}
-func (g *GateResult) JSON() ([]byte, error) {
+//	{"verdict": "pass"|"fail"|"cannot tell"|"refused", "exit_code": n, "reason": "…", …}
+//
+// and a judged gate (verdict pass, fail or cannot tell) also
+//
+//	"comparable": line, "baseline": ids, "new": ids, "thresholds": {…},
+//	"baseline_fit": FitQuality, "new_fit": …, "baseline_level": Level, "new_level": …,
+//	"baseline_noise": half-width, "points": [GatePoint…], "out_of_range": [GatePoint…],
+//	"baseline_range": Range, "new_range": …, "mean_change": Interval, "max_change": c,
+//	"max_at": GridPoint, "passed": bool, "failed": […], "undecided": […], "decide": "…",
+//	"warnings": […]
+//
+// while a refusal has what was known when it refused: the first line, the run ids and, once
+// both models were fitted, their fits and levels (and the baseline's noise when that was the
+// reason).
+func GateJSON(g *GateResult, err error) ([]byte, error) {
+	if g != nil && g.Verdict != "" {
+		return g.json(err)
+	}
+	type fits struct {
+		BaseFit   FitQuality `json:"baseline_fit"`
+		NewFit    FitQuality `json:"new_fit"`
+		BaseLevel Level      `json:"baseline_level"`
+		NewLevel  Level      `json:"new_level"`
+	}
+	out := struct {
+		Verdict    string      `json:"verdict"`
+		ExitCode   int         `json:"exit_code"`
+		Reason     string      `json:"reason"`
+		Comparable string      `json:"comparable,omitempty"`
+		Base       string      `json:"baseline,omitempty"`
+		New        string      `json:"new,omitempty"`
+		Thresholds *Thresholds `json:"thresholds,omitempty"`
+		*fits
+		BaseNoise float64  `json:"baseline_noise,omitempty"`
+		Warnings  []string `json:"warnings,omitempty"`
+	}{Verdict: VerdictRefused, ExitCode: int(exitcode.Of(err))}
+	if err != nil {
+		out.Reason = err.Error()
+	}
+	if g != nil {
+		out.Comparable, out.Base, out.New, out.Thresholds, out.Warnings = g.Comparable, g.Base, g.New, &g.Thresholds, g.Warnings
+		if g.BaseFit.Cells > 0 && g.NewFit.Cells > 0 {
+			out.fits = &fits{g.BaseFit, g.NewFit, g.BaseLevel, g.NewLevel}
+		}
+		if errors.Is(err, ErrTooNoisy) {
+			out.BaseNoise = g.BaseNoise
+		}
+	}
+	return json.MarshalIndent(out, "", "  ")
+}
+
+// json writes a judged gate (see GateJSON), err the error it ended with.
+func (g *GateResult) json(err error) ([]byte, error) {
 	return json.MarshalIndent(struct {
+		Verdict    string      `json:"verdict"`
+		ExitCode   int         `json:"exit_code"`
+		Reason     string      `json:"reason"`
 		Comparable string      `json:"comparable"`
 		Base       string      `json:"baseline"`
 		New        string      `json:"new"`
@@ -360,15 +485,17 @@ func (g *GateResult) JSON() ([]byte, error) {
 		BaseNoise  float64     `json:"baseline_noise"`
 		Points     []GatePoint `json:"points"`
 		OutOfRange []GatePoint `json:"out_of_range,omitempty"`
+		BaseRange  Range       `json:"baseline_range"`
+		NewRange   Range       `json:"new_range"`
 		Mean       Interval    `json:"mean_change"`
 		Max        float64     `json:"max_change"`
 		MaxAt      GridPoint   `json:"max_at"`
-		Verdict    string      `json:"verdict"`
 		Passed     bool        `json:"passed"`
 		Failed     []string    `json:"failed,omitempty"`
 		Undecided  []string    `json:"undecided,omitempty"`
 		Decide     string      `json:"decide,omitempty"`
 		Warnings   []string    `json:"warnings,omitempty"`
-	}{g.Comparable, g.Base, g.New, g.Thresholds, g.BaseFit, g.NewFit, g.BaseLevel, g.NewLevel, g.BaseNoise, g.Points, g.OutOfRange,
-		g.Mean, g.Max, g.MaxAt, g.Verdict, g.Passed(), g.Failed, g.Undecided, g.Decide, g.Warnings}, "", "  ")
+	}{g.Verdict, int(exitcode.Of(err)), g.Reason(), g.Comparable, g.Base, g.New, g.Thresholds, g.BaseFit, g.NewFit, g.BaseLevel, g.NewLevel,
+		g.BaseNoise, g.Points, g.OutOfRange, g.BaseRange, g.NewRange, g.Mean, g.Max, g.MaxAt, g.Passed(), g.Failed, g.Undecided, g.Decide,
+		g.Warnings}, "", "  ")
 }

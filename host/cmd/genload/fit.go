@@ -202,6 +202,13 @@ and 'genload gate' refuses the model: re-measure, or run with --repeat N and fit
 	return nil
 }
 
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // checkPct returns a usage error unless v is a finite percentage ≥ 0.
 func checkPct(cmd, name string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
@@ -236,7 +243,7 @@ where they lie, not predicted, and the command exits with code 9 after printing 
 	}
 	var grid []latmodel.GridPoint
 	switch {
-	case *gridS != "" && (*seqLen != 0 || *batch != 0):
+	case *gridS != "" && (flagSet(fs, "seq-len") || flagSet(fs, "batch")):
 		return exitcode.Errorf(exitcode.Usage, "--grid or --seq-len/--batch, not both (see 'genload predict --help')")
 	case *gridS != "":
 		if grid, err = latmodel.ParseGrid(*gridS); err != nil {
@@ -244,21 +251,20 @@ where they lie, not predicted, and the command exits with code 9 after printing 
 		}
 	default:
 		var missing []string
-		if *seqLen == 0 {
-			missing = append(missing, "--seq-len")
-		}
-		if *batch == 0 {
-			missing = append(missing, "--batch")
+		for _, name := range []string{"seq-len", "batch"} {
+			if !flagSet(fs, name) {
+				missing = append(missing, "--"+name)
+			}
 		}
 		switch {
 		case len(missing) == 2:
 			return exitcode.Errorf(exitcode.Usage, "--seq-len and --batch are required, or --grid (see 'genload predict --help')")
 		case len(missing) == 1:
 			return exitcode.Errorf(exitcode.Usage, "%s is required (see 'genload predict --help')", missing[0])
-		case math.IsNaN(*seqLen) || math.IsInf(*seqLen, 0) || *seqLen < 0:
-			return exitcode.Errorf(exitcode.Usage, "--seq-len %v: want a positive finite mean prompt length in tokens (see 'genload predict --help')", *seqLen)
+		case math.IsNaN(*seqLen) || math.IsInf(*seqLen, 0) || *seqLen <= 0:
+			return exitcode.Errorf(exitcode.Usage, "--seq-len %v: must be positive, a finite mean prompt length in tokens (see 'genload predict --help')", *seqLen)
 		case *batch < 1:
-			return exitcode.Errorf(exitcode.Usage, "--batch %d: want a batch size ≥ 1 (see 'genload predict --help')", *batch)
+			return exitcode.Errorf(exitcode.Usage, "--batch %d: must be positive, a batch size ≥ 1 (see 'genload predict --help')", *batch)
 		}
 		grid = []latmodel.GridPoint{{MeanLen: *seqLen, Batch: *batch}}
 	}
@@ -348,77 +354,98 @@ The moe term is fitted as 'genload fit' does (the runs' recorded structure, or
 	if err != nil {
 		return err
 	}
-	ex, dense, err := experts()
+	g, err := gate(files, gateFlags{*meanInc, *pointInc, *gridS, *extrapolate, *mixed, *maxFitErr, *conf, *maxNoise, experts})
+	if *asJSON {
+		// Always the verdict, its exit code and its reason, a refusal too (the message also
+		// goes to stderr).
+		b, jerr := latmodel.GateJSON(g, err)
+		if jerr != nil {
+			return jerr
+		}
+		fmt.Fprintf(e.stdout, "%s\n", b)
+	} else if g != nil && g.Verdict != "" {
+		g.WriteMarkdown(e.stdout)
+	}
+	if !*asJSON && g != nil && g.Verdict == "" && err != nil {
+		// A refusal: the first line and both fits, then why.
+		if g.Comparable != "" {
+			report.Prose(e.stderr, "", "  ", g.Comparable)
+		}
+		g.WriteFits(e.stderr)
+	}
+	return err
+}
+
+// gateFlags are the flags of genload gate its judging needs.
+type gateFlags struct {
+	meanInc, pointInc float64
+	grid              string
+	extrapolate       bool
+	mixed             bool
+	maxFitErr, conf   float64
+	maxNoise          float64
+	experts           func() (*latmodel.Experts, bool, error)
+}
+
+// gate checks the flags, reads both sides and gates them: the result (nil when none was made;
+// with no verdict when the gate refused) and the error the command ends with (g.Err() for a
+// verdict).
+func gate(files []string, f gateFlags) (*latmodel.GateResult, error) {
+	ex, dense, err := f.experts()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, v := range []struct {
 		name string
 		v    float64
-	}{{"--mean-increase", *meanInc}, {"--point-increase", *pointInc}} {
+	}{{"--mean-increase", f.meanInc}, {"--point-increase", f.pointInc}} {
 		if math.IsNaN(v.v) || math.IsInf(v.v, 0) {
-			return exitcode.Errorf(exitcode.Usage, "%s %v: want a percentage (see 'genload gate --help')", v.name, v.v)
+			return nil, exitcode.Errorf(exitcode.Usage, "%s %v: want a percentage (see 'genload gate --help')", v.name, v.v)
 		}
 	}
-	if err := checkPct("gate", "--max-fit-error", *maxFitErr); err != nil {
-		return err
+	if err := checkPct("gate", "--max-fit-error", f.maxFitErr); err != nil {
+		return nil, err
 	}
-	if !(*conf > 0.5 && *conf < 1) {
-		return exitcode.Errorf(exitcode.Usage, "--confidence %v: want a one-sided confidence in (0.5, 1), such as 0.95 (see 'genload gate --help')", *conf)
+	if !(f.conf > 0.5 && f.conf < 1) {
+		return nil, exitcode.Errorf(exitcode.Usage, "--confidence %v: want a one-sided confidence in (0.5, 1), such as 0.95 (see 'genload gate --help')", f.conf)
 	}
-	if !(*maxNoise >= 0) || math.IsInf(*maxNoise, 0) {
-		return exitcode.Errorf(exitcode.Usage, "--max-baseline-noise %v: want a fraction ≥ 0 of --mean-increase (see 'genload gate --help')", *maxNoise)
+	if !(f.maxNoise >= 0) || math.IsInf(f.maxNoise, 0) {
+		return nil, exitcode.Errorf(exitcode.Usage, "--max-baseline-noise %v: want a fraction ≥ 0 of --mean-increase (see 'genload gate --help')", f.maxNoise)
 	}
 	if len(files) != 2 {
-		return exitcode.Errorf(exitcode.Usage, "want BASELINE and NEW, got %d argument(s); several files of one side are comma-separated (see 'genload gate --help')", len(files))
+		return nil, exitcode.Errorf(exitcode.Usage, "want BASELINE and NEW, got %d argument(s); several files of one side are comma-separated (see 'genload gate --help')", len(files))
 	}
 	var grid []latmodel.GridPoint
-	if *gridS != "" {
-		if grid, err = latmodel.ParseGrid(*gridS); err != nil {
-			return exitcode.With(exitcode.Usage, err)
+	if f.grid != "" {
+		if grid, err = latmodel.ParseGrid(f.grid); err != nil {
+			return nil, exitcode.With(exitcode.Usage, err)
 		}
 	}
 	base, err := gateSide(files[0])
 	if err != nil {
-		return fmt.Errorf("baseline %s: %w", files[0], err)
+		return nil, fmt.Errorf("baseline %s: %w", files[0], err)
 	}
 	next, err := gateSide(files[1])
 	if err != nil {
-		return fmt.Errorf("new %s: %w", files[1], err)
+		return nil, fmt.Errorf("new %s: %w", files[1], err)
 	}
 	if next.Model != nil {
-		return exitcode.Errorf(exitcode.Usage, "NEW %s is a model file: want a results file (see 'genload gate --help')", files[1])
+		return nil, exitcode.Errorf(exitcode.Usage, "NEW %s is a model file: want a results file (see 'genload gate --help')", files[1])
 	}
-	noise := *maxNoise
+	noise := f.maxNoise
 	if noise == 0 {
 		noise = -1 // accept any
 	}
 	g, err := latmodel.RunGate(latmodel.GateRequest{Base: base, New: next,
 		Fit:        latmodel.FitOptions{Experts: ex, Dense: dense, Lookup: run.LookupProfileStructure},
 		Grid:       grid,
-		Thresholds: latmodel.Thresholds{MeanIncrease: *meanInc / 100, PointIncrease: *pointInc / 100, MaxFitError: *maxFitErr / 100, Confidence: *conf, MaxBaselineNoise: noise},
-		AllowMixed: *mixed, Extrapolate: *extrapolate})
-	if g != nil && err != nil {
-		// A refusal: the first line and both fits, then why.
-		if g.Comparable != "" {
-			fmt.Fprintln(e.stderr, g.Comparable)
-		}
-		g.WriteFits(e.stderr)
-	}
+		Thresholds: latmodel.Thresholds{MeanIncrease: f.meanInc / 100, PointIncrease: f.pointInc / 100, MaxFitError: f.maxFitErr / 100, Confidence: f.conf, MaxBaselineNoise: noise},
+		AllowMixed: f.mixed, Extrapolate: f.extrapolate})
 	if errors.Is(err, latmodel.ErrPoorFit) {
-		return fmt.Errorf("%w; re-measure that run (a loaded host stalls cells: 'genload fit' lists its residuals and outliers), or measure several times (genload run --repeat N) and fit the repeats together; --max-fit-error sets the limit", err)
+		err = fmt.Errorf("%w; re-measure that run (a loaded host stalls cells: 'genload fit' lists its residuals and outliers), or measure several times (genload run --repeat N) and fit the repeats together; --max-fit-error sets the limit", err)
 	}
 	if err != nil {
-		return err
+		return g, err
 	}
-	if *asJSON {
-		b, err := g.JSON()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "%s\n", b)
-	} else {
-		g.WriteMarkdown(e.stdout)
-	}
-	return g.Err()
+	return g, g.Err()
 }
