@@ -167,7 +167,7 @@ func readSummary(path string) (*replay.Summary, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if s.Schema != replay.SummarySchema {
-		return nil, fmt.Errorf("%s: schema %q, want %q (the <id>.json genload replay writes)", path, s.Schema, replay.SummarySchema)
+		return nil, fmt.Errorf("%s: %s, want a replay summary, schema %q (the <id>.json genload replay writes)", path, latmodel.DescribeJSON(b), replay.SummarySchema)
 	}
 	return &s, nil
 }
