@@ -347,8 +347,9 @@ func (c Command) Run(w io.Writer, writeFile func(path string, data []byte) error
 			comment = append(comment, "Beware: "+why+".")
 		}
 		comment = append(comment,
-			"The plugin is the SDK's empirical example, found at the path below, relative to the folder of the file that holds this table",
-			"(this file for 'genload lengths -c', your bench.toml when pasted there). Build it beside this file, from a genload checkout:",
+			"The plugin is the SDK's empirical example, at the path \"plugin\" gives, relative to the folder",
+			"of the file holding this table (this file for genload lengths -c, your bench.toml if you",
+			"paste the table there). Build it beside this file, from a genload checkout:",
 			"  GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "+filepath.Join(dir, EmpiricalWasm)+" ./sdk/examples/empirical",
 			"Preview the lengths of a cell: genload lengths -c "+p+" --mean 4000 --batch 64")
 		_ = gs[i].Input.Table.WriteTOML(&b, comment)

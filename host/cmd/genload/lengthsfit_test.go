@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/testplugins"
 )
 
 // lengths fit on a CSV log with two deployments: one section per group with its own k, the
@@ -103,5 +104,45 @@ func TestLengthsFitReadsRecordsAndKeepsTables(t *testing.T) {
 	}
 	if code, _, errs = cli(t, context.Background(), "lengths", "fit", "--force", "-o", table, recs); code != exitcode.OK {
 		t.Errorf("--force: exit %d, %s", code, errs)
+	}
+}
+
+// The table lengths fit -o writes is previewed with genload lengths -c: its plugin, a path
+// relative to the table's folder, is the empirical example built there, whatever the working
+// directory and GENLOAD_PLUGIN_DIR; without the module the error names the table.
+func TestLengthsPreviewsTheFittedTable(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("input_length\n")
+	for i := range 300 {
+		fmt.Fprintf(&b, "%d\n", 100+(i*i*37)%6000)
+	}
+	log := filepath.Join(dir, "log.csv")
+	os.WriteFile(log, []byte(b.String()), 0o644)
+	table := filepath.Join(dir, "lengths.toml")
+	if code, _, errs := cli(t, context.Background(), "lengths", "fit", "-o", table, log); code != exitcode.OK {
+		t.Fatalf("fit: exit %d, %s", code, errs)
+	}
+	code, _, errs := cli(t, context.Background(), "lengths", "-c", table, "--mean", "2000", "--batch", "16")
+	wasm := filepath.Join(dir, "empirical.wasm")
+	if code != exitcode.PluginRejected || !strings.Contains(errs, wasm) || !strings.Contains(errs, "(the [lengths] plugin of "+table+": build it there, as the file's comment says)") {
+		t.Errorf("no module: exit %d, %s", code, errs)
+	}
+	body, err := os.ReadFile(testplugins.Build(t, "./sdk/examples/empirical", testplugins.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(wasm, body, 0o644)
+	t.Setenv("GENLOAD_PLUGIN_DIR", "")
+	code, out, errs := cli(t, context.Background(), "lengths", "-c", table, "--mean", "2000", "--batch", "16")
+	if code != exitcode.OK || !strings.HasPrefix(out, "plugin empirical ") || !strings.Contains(out, "("+wasm+"), L = 2000, B = 16") || !strings.Contains(out, "n=16 mean=2000") {
+		t.Errorf("preview: exit %d, %s\n%s", code, errs, out)
+	}
+	// A bench.toml works the same; --plugin overrides the file's.
+	bench := filepath.Join(dir, "bench.toml")
+	os.WriteFile(bench, []byte("[lengths]\nplugin = \"uniform\"\n"), 0o644)
+	code, out, errs = cli(t, context.Background(), "lengths", "-c", bench, "--plugin", wasm, "--set", "mode=\"quantiles\"", "--set", "edges=[1,10,100]", "--set", "counts=[1,1]", "--mean", "50", "--batch", "4")
+	if code != exitcode.OK || !strings.HasPrefix(out, "plugin empirical ") {
+		t.Errorf("--plugin over -c: exit %d, %s\n%s", code, errs, out)
 	}
 }
