@@ -243,6 +243,9 @@ func TimeScaleNote(ts, speed float64) string {
 		return ""
 	}
 	s := fmt.Sprintf("the built-in engine ran at time scale %g (wall s per simulated s), %.3g× faster than the server it simulates: the latencies below are wall-clock (× %.3g for the simulated server's)", ts, 1/ts, 1/ts)
+	if ts == 1 {
+		s = "the built-in engine ran at time scale 1: the latencies below are the simulated server's"
+	}
 	if load := speed * ts; math.Abs(load-1) < 1e-9 {
 		s += fmt.Sprintf("; at speed %g = 1/time scale it served the log's load on its own clock", speed)
 	} else {

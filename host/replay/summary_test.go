@@ -72,6 +72,9 @@ func TestSummaryTextSaysTheTimeScale(t *testing.T) {
 	if got := TimeScaleNote(0.05, 20); !strings.HasSuffix(got, "; at speed 20 = 1/time scale it served the log's load on its own clock") {
 		t.Errorf("speed 20: %q", got)
 	}
+	if got := TimeScaleNote(1, 2); got != "the built-in engine ran at time scale 1: the latencies below are the simulated server's; at speed 2 it served 2× the log's load on its own clock (--speed 1 replays the log's load)" {
+		t.Errorf("time scale 1: %q", got)
+	}
 	b.Reset()
 	(&Summary{Scheduled: 1, Rate: 0, Speed: 1, SLOTTFTMs: 2000, SLOTPOTMs: 50, Good: 2}).WriteText(&b)
 	out = b.String()
