@@ -395,19 +395,15 @@ func bandOf(b int) (lo, hi int) {
 	return lo, 2*lo - 1
 }
 
-// summarize counts the passes outside the range and bands the compared ones (every pass when
-// extrapolating, else those within the range); a band lists its left-out passes too.
+// summarize counts the passes outside the range and bands every pass ([band] leaves those
+// outside out of the figures unless extrapolating, and counts them).
 func summarize(r *Result) {
 	by := map[int][]Forward{}
-	var compared []Forward
 	for _, f := range r.Forwards {
 		lo, _ := bandOf(f.Batch)
 		by[lo] = append(by[lo], f)
 		if f.Outside != "" {
 			r.OutOfRange++
-		}
-		if f.Outside == "" || r.Extrapolate {
-			compared = append(compared, f)
 		}
 	}
 	var los []int
