@@ -387,7 +387,7 @@ func TestCommandRefusesALogWithoutTimesAndNamesTheRecordsPath(t *testing.T) {
 	if exitcode.Of(err) != exitcode.Interrupted || err.Error() != want {
 		t.Fatalf("interrupt: exit %d, %v\nwant %s\n%s", exitcode.Of(err), err, want, stderr.b.String())
 	}
-	if sum.TimeScale != 0.01 || sum.Speed != 1 || !strings.Contains(stdout.String(), "time scale: the built-in engine ran at time scale 0.01") ||
+	if sum.TimeScale != 0.01 || sum.Speed != 1 || !strings.Contains(stdout.String(), "time scale: the built-in engine at time scale 0.01") ||
 		!strings.Contains(stderr.b.String(), "replay: 2 requests of "+log+" (log time 0s-5s at speed 1: 0.2 requests/s)") {
 		t.Errorf("summary %+v\n%s\n%s", sum, stdout.String(), stderr.b.String())
 	}

@@ -242,14 +242,14 @@ func TimeScaleNote(ts, speed float64) string {
 	if ts <= 0 {
 		return ""
 	}
-	s := fmt.Sprintf("the built-in engine ran at time scale %g (wall s per simulated s), %.3g× faster than the server it simulates: the latencies below are wall-clock (× %.3g for the simulated server's)", ts, 1/ts, 1/ts)
+	s := fmt.Sprintf("the built-in engine at time scale %g (wall s per simulated s) is %.3g× faster than the server it simulates: its latencies are wall-clock (× %.3g for the simulated server's)", ts, 1/ts, 1/ts)
 	if ts == 1 {
-		s = "the built-in engine ran at time scale 1: the latencies below are the simulated server's"
+		s = "the built-in engine at time scale 1: its latencies are the simulated server's"
 	}
 	if load := speed * ts; math.Abs(load-1) < 1e-9 {
-		s += fmt.Sprintf("; at speed %g = 1/time scale it served the log's load on its own clock", speed)
+		s += fmt.Sprintf("; at speed %g = 1/time scale it serves the log's load on its own clock", speed)
 	} else {
-		s += fmt.Sprintf("; at speed %g it served %.3g× the log's load on its own clock (--speed %.3g replays the log's load)", speed, load, 1/ts)
+		s += fmt.Sprintf("; at speed %g it serves %.3g× the log's load on its own clock (--speed %.3g replays the log's load)", speed, load, 1/ts)
 	}
 	return s
 }
@@ -300,7 +300,7 @@ func (s *Summary) WriteText(w io.Writer) {
 	if len(slos) > 0 {
 		slo = "SLO " + strings.Join(slos, ", ")
 	}
-	fmt.Fprintf(w, "\ngoodput: %s, %.2f requests/s, %.0f output tokens/s (%s); throughput %.0f output tokens/s over %.1f s\n",
+	fmt.Fprintf(w, "\ngoodput: %s, %.2f requests/s, %.0f output tokens/s (%s); throughput %.0f output tokens/s over %.3g s\n",
 		plural(s.Good, "request"), s.Goodput, s.GoodTokens, slo, s.Throughput, s.Duration)
 	fmt.Fprintf(w, "\"from schedule\" adds the client's lag: where it differs from the line above, requests were sent late (coordinated omission) and it is what a user would have seen.\n")
 }

@@ -53,7 +53,7 @@ func TestSummaryTextSaysTheTimeScale(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"replay: 12 scheduled (all at one instant), 12 sent, 12 finished: 12 ok, 0 failed, 0 with another output length than max_tokens, 1 prompt counted otherwise than sent\n",
-		"time scale: the built-in engine ran at time scale 0.05 (wall s per simulated s), 20× faster than the server it simulates: the latencies below are wall-clock (× 20 for the simulated server's); at speed 1 it served 0.05× the log's load on its own clock (--speed 20 replays the log's load)\n",
+		"time scale: the built-in engine at time scale 0.05 (wall s per simulated s) is 20× faster than the server it simulates: its latencies are wall-clock (× 20 for the simulated server's); at speed 1 it serves 0.05× the log's load on its own clock (--speed 20 replays the log's load)\n",
 		"| wall ms at time scale 0.05 (ok requests) | n |",
 		"goodput: 1 request, 0.50 requests/s, 0 output tokens/s (SLO TPOT ≤ 50.0 ms); throughput",
 	} {
@@ -69,10 +69,10 @@ func TestSummaryTextSaysTheTimeScale(t *testing.T) {
 	}
 	// At speed 1/time scale the load is the log's; another target has no time-scale line and
 	// plain ms; one request has no rate.
-	if got := TimeScaleNote(0.05, 20); !strings.HasSuffix(got, "; at speed 20 = 1/time scale it served the log's load on its own clock") {
+	if got := TimeScaleNote(0.05, 20); !strings.HasSuffix(got, "; at speed 20 = 1/time scale it serves the log's load on its own clock") {
 		t.Errorf("speed 20: %q", got)
 	}
-	if got := TimeScaleNote(1, 2); got != "the built-in engine ran at time scale 1: the latencies below are the simulated server's; at speed 2 it served 2× the log's load on its own clock (--speed 1 replays the log's load)" {
+	if got := TimeScaleNote(1, 2); got != "the built-in engine at time scale 1: its latencies are the simulated server's; at speed 2 it serves 2× the log's load on its own clock (--speed 1 replays the log's load)" {
 		t.Errorf("time scale 1: %q", got)
 	}
 	b.Reset()
