@@ -130,15 +130,33 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 				cfg.Where("out"), cfg.Out)
 		}
 	}
+	if opt.Records != "" {
+		// Likewise a records file that exists or has no directory: before the engine starts
+		// and before the results file is created, which it would leave holding a header only.
+		if err := checkRecordsPath(opt.Records); err != nil {
+			return nil, err
+		}
+	}
 	s := &setup{cfg: cfg, opt: opt, start: start}
 	defer s.close()
 	cr, err := s.run(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if cr.records, err = createRecords(opt.Records, records.Header{ID: opt.RunID, Genload: opt.Version, Target: s.target, Model: s.model}); err != nil {
+		return nil, err
+	}
 	w, done, err := openResults(s.cfg, s.header, opt, autoID, len(s.cells))
 	if err != nil {
+		cr.records.discard()
 		return nil, err
+	}
+	if cr.records != nil {
+		defer func() {
+			if err := cr.records.w.Close(); err != nil {
+				fmt.Fprintf(opt.Stderr, "genload: %v\n", err)
+			}
+		}()
 	}
 	res := &Result{JSONL: w.Path(), Run: w.Run()}
 	if s.empty {
@@ -165,19 +183,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	cr.watcher = s.watcher(ctx)
 	cr.capacity = capacities(s.cfg, s.eng, s.target, s.workers, cr.watcher)
 	cr.announceCapacity(opt.Stderr, s.cells)
-	if opt.Records != "" {
-		origin := time.Now()
-		rw, err := records.Create(opt.Records, records.Header{Source: "run", ID: opt.RunID, Genload: opt.Version,
-			Started: origin.UTC(), Target: s.target, Model: s.model})
-		if err != nil {
-			return res, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("--records: %w", err))
-		}
-		cr.records = &cellRecords{w: rw, origin: origin}
-		defer func() {
-			if err := rw.Close(); err != nil {
-				fmt.Fprintf(opt.Stderr, "genload: %v\n", err)
-			}
-		}()
+	if cr.records != nil {
 		fmt.Fprintf(opt.Stderr, "  per-request records → %s\n", opt.Records)
 	}
 
