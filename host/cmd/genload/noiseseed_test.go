@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,4 +99,15 @@ func pooledCV(t *testing.T, what string, byCell map[string][]float64) (pooled fl
 	pooled, median = math.Sqrt(ss/float64(len(cvs))), medianOf(cvs)
 	t.Logf("%s: pooled CV %.2f %%, median %.2f %% over %d cells (5 %% injected)", what, 100*pooled, 100*median, len(cvs))
 	return pooled, len(cvs), median
+}
+
+// medianOf returns the median of xs (the mean of the middle two for an even count).
+func medianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/steplog/cellcheck"
 )
 
 func TestSteplogOnARunOfTheBuiltinEngine(t *testing.T) {
@@ -74,7 +75,7 @@ batch_sizes = [1, 4]
 	}
 	// --json gives the same figures
 	code, js, _ := cli(t, context.Background(), "steplog", "--json", runPath, logPath)
-	var rows []steplogRow
+	var rows []cellcheck.Row
 	if err := json.Unmarshal([]byte(js), &rows); code != exitcode.OK || err != nil || len(rows) != 2 || !reflect.DeepEqual(rows[1].Figures, *run.Cells[1].StepLog) {
 		t.Errorf("--json: exit %d, %v, %+v", code, err, rows)
 	}
@@ -189,7 +190,7 @@ func TestSteplogDuplicatesRepeatsAndOneStepCV(t *testing.T) {
 		t.Errorf("the log given twice: exit %d, stderr %q; table twice == once: %v", code, stderr, twice == once)
 	}
 	code, js, _ := cli(t, context.Background(), "steplog", "--json", runPath, logPath)
-	var rows []steplogRow
+	var rows []cellcheck.Row
 	if err := json.Unmarshal([]byte(js), &rows); code != exitcode.OK || err != nil || len(rows) != 2 || rows[0].Repeat != 1 || rows[1].Repeat != 2 ||
 		rows[1].Figures.FwdCV != nil || rows[1].Figures.FwdCVReason == "" || strings.Contains(js, `"fwd_cv": 0,`) || len(rows[0].Notes) != 1 {
 		t.Errorf("--json: exit %d, %v:\n%s", code, err, js)
