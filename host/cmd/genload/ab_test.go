@@ -14,7 +14,6 @@ import (
 
 	"github.com/genload/genload/host/ab"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/testplugins"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -67,7 +66,6 @@ func verdicts(stdout string) map[string]int {
 // per-forward jitter of one measurement reaches tens of per cent (TestABVerdictsWithKnownNoise
 // holds the statistics); the table and the exit codes are.
 func TestABCommandOnTheBuiltinEngine(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	dir := t.TempDir()
 	body := "max_tokens = 12\n[matrix]\nseq_lens = [256, 512]\nbatch_sizes = [1, 4]\n[engine]\ntime_scale = 1\n"
 	a := writeConfig(t, body)
@@ -140,7 +138,6 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 // of its pairs. Then Ctrl-C after the first cell: the table of that cell is printed, --json
 // keeps it, exit 130.
 func TestABOfAConfigAgainstItselfShowsTheNoise(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	dir := t.TempDir()
 	a := writeConfig(t, "max_tokens = 12\n[matrix]\nseq_lens = [1000, 2000]\nbatch_sizes = [1, 4]\n[engine]\ntime_scale = 1\nnoise = \"burst-cv=0.05,seed=1\"\n")
 	js := filepath.Join(dir, "ab.json")

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
@@ -100,7 +99,6 @@ func TestConsistencyThresholdExitCodes(t *testing.T) {
 // repeat, in two rounds; the consistency printed is the one genload consistency prints for the
 // file; diff (the repeats pooled) and plot read it.
 func TestRepeatConsistencyDiffPlotEndToEnd(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	out := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf(`
 max_tokens = 12

@@ -11,7 +11,6 @@ import (
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/report"
 	"gonum.org/v1/gonum/stat"
 )
@@ -29,7 +28,6 @@ import (
 // by 20 %, so the upper check is on the median cell's CV of the truth, at most 15 % (3 × the
 // injected CV). The draws' exact size is held by the engine's own tests.
 func TestRepeatDrawsIndependentNoisePerEngine(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	out := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf(`
 max_tokens = 16

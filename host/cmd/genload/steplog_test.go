@@ -14,18 +14,17 @@ import (
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/steplog/cellcheck"
 )
 
 func TestSteplogOnARunOfTheBuiltinEngine(t *testing.T) {
+	t.Parallel()
 	// A run against an engine writing its step log to a file, then genload steplog on the
 	// run and the file: every cell was run at its B (the engine schedules exactly what it
 	// is sent), so B is the modal occupancy, never exceeded, and the forward time at B is
 	// there; --out attaches the same figures to the cells of a copy of the run.
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "steps.log")
 	ecfg := engine.DefaultConfig()
