@@ -9,9 +9,8 @@ import (
 	"github.com/genload/genload/host/exitcode"
 )
 
-func cmdAB(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("ab", "genload ab -a A.toml -b B.toml [--pairs 5] [--max-diff PCT] [--confidence 0.95] [--json FILE]",
-		`Paired A/B comparison on identical prompts: two configurations (two targets, array vs
+// abHelp is genload ab's description in its --help.
+const abHelp = `Paired A/B comparison on identical prompts: two configurations (two targets, array vs
 routed, two engine profiles, …) are prepared side by side; for every cell of A's matrix, A
 plans the cell once (lengths, prompts, route) and both sides measure that exact plan, in pairs
 of alternating order (AB, BA, AB, …), so that a slow drift of the machine falls on both sides
@@ -33,7 +32,11 @@ that a config against itself shows the noise in its intervals instead of cancell
 
 With --max-diff the command exits with code 6 (thresholds failed) when some cell's interval
 lies wholly beyond ±PCT % — a difference larger than allowed, with that confidence — or when a
-cell has no interval to check; for CI.`,
+cell has no interval to check; for CI.`
+
+func cmdAB(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("ab", "genload ab -a A.toml -b B.toml [--pairs 5] [--max-diff PCT] [--confidence 0.95] [--json FILE]",
+		abHelp,
 		[][2]string{
 			{"a config against a copy with another engine profile", "genload ab -a bench.toml -b slower.toml"},
 			{"fail CI when a cell is more than 5 % apart", "genload ab -a base.toml -b new.toml --max-diff 5"},
