@@ -158,3 +158,30 @@ func TestABLeavesOutPairsWithoutAFigure(t *testing.T) {
 		t.Errorf("interrupted: err %v (exit %d), %d pairs kept", err, exitcode.Of(err), len(row.PairList))
 	}
 }
+
+// --max-diff holds each cell's interval to ±pct: an interval wholly above +pct (B slower by
+// more) or wholly below −pct (B faster by more) fails, naming the cell, as does a cell without
+// an interval; an interval reaching inside ±pct passes.
+func TestCheckMaxDiff(t *testing.T) {
+	cell := func(n int, lo, hi float64) Cell {
+		return Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 4}, N: n, Mean: (lo + hi) / 2, Lo: lo, Hi: hi, Verdict: "v"}
+	}
+	for _, c := range []struct {
+		cell Cell
+		want string
+	}{
+		{cell(3, -0.02, 0.03), ""},
+		{cell(3, 0.04, 0.08), ""}, // reaches inside +5 %
+		{cell(3, 0.06, 0.10), "cell L=1000,B=4: B − A per-forward difference +8.00 % [+6.00, +10.00] lies beyond --max-diff ±5 %"},
+		{cell(3, -0.10, -0.06), "cell L=1000,B=4: B − A per-forward difference -8.00 % [-10.00, -6.00] lies beyond --max-diff ±5 %"},
+		{cell(1, 0, 0), "cell L=1000,B=4: no interval to hold to --max-diff ±5 % (v)"},
+	} {
+		err := (&Doc{Cells: []Cell{c.cell}}).CheckMaxDiff(5)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("[%g, %g]: %v, want none", c.cell.Lo, c.cell.Hi, err)
+		case c.want != "" && (err == nil || err.Error() != c.want || exitcode.Of(err) != exitcode.ThresholdsFailed):
+			t.Errorf("[%g, %g]: %v (exit %d), want %q (exit 6)", c.cell.Lo, c.cell.Hi, err, exitcode.Of(err), c.want)
+		}
+	}
+}

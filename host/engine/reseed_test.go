@@ -31,4 +31,7 @@ func TestReseedNoiseAtTheNextBurst(t *testing.T) {
 	if !e.ReseedNoise(3) || quiet.ReseedNoise(3) {
 		t.Errorf("ReseedNoise: %v with noise, %v without; want true, false", e.ReseedNoise(3), quiet.ReseedNoise(3))
 	}
+	if p := e.sched.noise.reseed.Load(); p == nil || *p != 3 {
+		t.Errorf("after ReseedNoise(3) the pending seed is %v, want 3", p)
+	}
 }

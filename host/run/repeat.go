@@ -388,6 +388,19 @@ func headerRepeats(h *report.Header, rule *repeat.Rule) {
 // repeat was a run of its own.
 func roundStart(k int) string { return "repeat " + strconv.Itoa(k) }
 
+// roundStarter returns runRepeats' newProg for the run: each call starts the next round k
+// (1, 2, …) — it reseeds the built-in engine's noise for round k (reseedNoise), says "round
+// k: N cells" on Stderr and returns the round's progress.
+func (s *setup) roundStarter() func(cells []matrix.Cell) *progress {
+	round := 0
+	return func(cells []matrix.Cell) *progress {
+		round++
+		s.reseedNoise(round)
+		fmt.Fprintf(s.opt.Stderr, "round %d: %s\n", round, plural(len(cells), "cell"))
+		return newProgress(s.opt.Stderr, s.opt.Progress, cells, s.cfg.MaxTokens)
+	}
+}
+
 // reseedNoise draws round k's noise on the built-in engine (none: nothing to do): from the
 // seed derived from the configured [engine] noise and roundStart(k), which the header lists
 // (repeatNoise).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/engine"
+	"github.com/genload/genload/host/matrix"
 )
 
 // stepNoise is an engine step log that keeps each step's noise factor.
@@ -92,17 +93,20 @@ func complete(t *testing.T, url string) {
 }
 
 // Round k of a run with repeats draws the built-in engine's noise from the seed derived from
-// the configured one and "repeat k": after reseedNoise(k), the engine's next burst has the
-// factor of an engine started with that seed, and each round's another; the header lists
-// the same seeds, round k at index k − 1.
+// the configured one and "repeat k": once the run's round starter has started round k, the
+// engine's next burst has the factor of an engine started with that seed, and each round's
+// another; the header lists the same seeds, round k at index k − 1.
 func TestRoundsReseedTheEngineNoise(t *testing.T) {
 	conf := engine.Noise{BurstCV: 0.05, SlowFactor: 1, Seed: 1}
 	eng, url, log := noisyEngine(t, conf.ForStart("repeat 1"))
-	s := &setup{cfg: &config.Config{Engine: config.Engine{Noise: conf.String()}}, eng: eng, engineInfo: map[string]any{}}
+	var stderr strings.Builder
+	s := &setup{cfg: &config.Config{Engine: config.Engine{Noise: conf.String()}}, eng: eng, engineInfo: map[string]any{},
+		opt: Options{Stderr: &stderr}}
 	complete(t, url) // a burst on repeat 1's generator, as the setup's probe would draw
 	seen := map[string]bool{}
-	for _, k := range []int{2, 3, 1} {
-		s.reseedNoise(k)
+	start := s.roundStarter()
+	for _, k := range []int{1, 2, 3} {
+		start([]matrix.Cell{{SeqLen: 100, Batch: 1}, {SeqLen: 200, Batch: 1}}).finish()
 		log.reset()
 		complete(t, url)
 		_, ref, refLog := noisyEngine(t, conf.ForStart(fmt.Sprintf("repeat %d", k)))
@@ -114,6 +118,9 @@ func TestRoundsReseedTheEngineNoise(t *testing.T) {
 	}
 	if len(seen) != 3 {
 		t.Errorf("three rounds drew %d distinct burst factors", len(seen))
+	}
+	if want := "round 1: 2 cells\nround 2: 2 cells\nround 3: 2 cells\n"; stderr.String() != want {
+		t.Errorf("stderr %q, want the rounds announced: %q", stderr.String(), want)
 	}
 	s.repeatNoise(3)
 	list, _ := s.engineInfo["noise_repeats"].([]string)

@@ -168,14 +168,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	keepGoing := s.cfg.Run.OnError == config.OnErrorContinue
 	var runErr error
 	if opt.Repeats != nil {
-		round := 0
-		newProg := func(cells []matrix.Cell) *progress {
-			round++
-			s.reseedNoise(round)
-			fmt.Fprintf(opt.Stderr, "round %d: %s\n", round, plural(len(cells), "cell"))
-			return newProgress(opt.Stderr, opt.Progress, cells, s.cfg.MaxTokens)
-		}
-		res.Repeats, runErr = runRepeats(ctx, cr, s.cells, *opt.Repeats, s.cfg.Seed, w, newProg, keepGoing)
+		res.Repeats, runErr = runRepeats(ctx, cr, s.cells, *opt.Repeats, s.cfg.Seed, w, s.roundStarter(), keepGoing)
 	} else {
 		prog := newProgress(opt.Stderr, opt.Progress, s.cells, s.cfg.MaxTokens)
 		runErr = runCells(ctx, cr, s.cells, done, w, prog, keepGoing)
