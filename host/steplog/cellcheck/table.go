@@ -63,8 +63,6 @@ func (res *Result) WriteTable(w io.Writer) {
 		left = []int{3, 7, 10}
 	}
 	var table [][]string
-	var modalOK, neverAbove, measured int
-	var shares, cvs []float64
 	for _, r := range rows {
 		g := r.Figures
 		var refs []string
@@ -82,14 +80,6 @@ func (res *Result) WriteTable(w io.Writer) {
 			table = append(table, append(cells, r.Status, "0", "–", "–", "–", "–", "–", strings.Join(refs, " ")))
 			continue
 		}
-		measured++
-		if g.ModalAtTarget {
-			modalOK++
-		}
-		if g.NeverAbove {
-			neverAbove++
-		}
-		shares = append(shares, g.AtTargetShare)
 		fwd, cv := "–", "–"
 		if g.Reason != "" {
 			refs = append(refs, ref(g.Reason))
@@ -98,7 +88,6 @@ func (res *Result) WriteTable(w io.Writer) {
 			fwd = fmt.Sprintf("%.3f", g.FwdMeanMs)
 			if g.FwdCV != nil {
 				cv = fmt.Sprintf("%.2f", 100**g.FwdCV)
-				cvs = append(cvs, *g.FwdCV)
 			} else {
 				refs = append(refs, ref(g.FwdCVReason))
 			}
@@ -116,6 +105,37 @@ func (res *Result) WriteTable(w io.Writer) {
 			fmt.Sprintf("%.2f %%", 100*g.AtTargetShare), above, fwd, cv, strings.Join(refs, " ")))
 	}
 	report.MarkdownTable(w, head, table, left...)
+	fmt.Fprintln(w)
+	report.Prose(w, "", "", summary(rows, unit)+".")
+	for i, n := range notes {
+		mark := fmt.Sprintf("[%d] ", i+1)
+		report.Prose(w, mark, strings.Repeat(" ", len(mark)), n+".")
+	}
+}
+
+// summary is the table's closing line over rows with records (forwards, or samples: unit):
+// how many cells have records, in how many B is the modal occupancy and never exceeded, the
+// median share of unit at B and the median and max fwd CV at B of the cells that have one.
+func summary(rows []Row, unit string) string {
+	var modalOK, neverAbove, measured int
+	var shares, cvs []float64
+	for _, r := range rows {
+		g := r.Figures
+		if g.Forwards == 0 {
+			continue
+		}
+		measured++
+		if g.ModalAtTarget {
+			modalOK++
+		}
+		if g.NeverAbove {
+			neverAbove++
+		}
+		shares = append(shares, g.AtTargetShare)
+		if g.FwdN > 0 && g.FwdCV != nil {
+			cvs = append(cvs, *g.FwdCV)
+		}
+	}
 	sum := fmt.Sprintf("%d of %d cells have step-log records: B is the modal occupancy in %d, never exceeded in %d", measured, len(rows), modalOK, neverAbove)
 	if len(shares) > 0 {
 		sum += fmt.Sprintf("; share of %s at B: median %.2f %%", unit, 100*medianOf(shares))
@@ -123,12 +143,7 @@ func (res *Result) WriteTable(w io.Writer) {
 	if len(cvs) > 0 {
 		sum += fmt.Sprintf("; fwd CV at B: median %.2f %%, max %.2f %%", 100*medianOf(cvs), 100*slices.Max(cvs))
 	}
-	fmt.Fprintln(w)
-	report.Prose(w, "", "", sum+".")
-	for i, n := range notes {
-		mark := fmt.Sprintf("[%d] ", i+1)
-		report.Prose(w, mark, strings.Repeat(" ", len(mark)), n+".")
-	}
+	return sum
 }
 
 // medianOf returns the median of xs (the mean of the middle two for an even count).
