@@ -94,6 +94,11 @@ func repeatValue(rec *report.Cell) (float64, bool) {
 // round's included: one that the rule closes on them (stable, exhausted at MaxRepeats, done)
 // has that verdict, the others — and the cell whose repeat was cut — are Stopped. The returned
 // error is as runCells'.
+//
+// It is longer than 100 lines for a reason: one loop whose three early exits (a record that
+// cannot be written, an interrupt, a failed repeat without keepGoing) each close the open
+// cells by the same closures over the same per-cell state; the planning and the visiting
+// order are roundOrder's and measureRepeat's.
 func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule repeat.Rule, seed uint64,
 	w cellWriter, newProg func(cells []matrix.Cell) *progress, keepGoing bool) ([]CellRepeats, error) {
 	if err := rule.Validate(); err != nil {
@@ -132,13 +137,7 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 	}
 	var failed []error
 	for round := 1; len(open) > 0; round++ {
-		order := make([]int, len(open))
-		copy(order, open)
-		if round > 1 {
-			for k, j := range repeat.Order(len(open), seed, round) {
-				order[k] = open[j]
-			}
-		}
+		order := roundOrder(open, seed, round)
 		roundCells := make([]matrix.Cell, len(order))
 		for k, i := range order {
 			roundCells[k] = cells[i]
@@ -146,17 +145,7 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 		prog := newProg(roundCells)
 		for _, i := range order {
 			c := cells[i]
-			var rec report.Cell
-			var err error
-			if plans[i] == nil {
-				p, perr := cr.plan(ctx, c)
-				plans[i] = &p
-				if rec, err = p.rec, perr; perr == nil {
-					rec, err = cr.measurePlan(ctx, p)
-				}
-			} else {
-				rec, err = cr.measurePlan(ctx, plans[i].again())
-			}
+			rec, err := measureRepeat(ctx, cr, c, &plans[i])
 			out[i].Repeats++
 			rec.Repeat = out[i].Repeats
 			if ctx.Err() != nil {
@@ -216,6 +205,33 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 		return out, failed[0]
 	}
 	return out, fmt.Errorf("%d of %d cells failed ([run] on_error = %q):\n%w", len(failed), len(cells), config.OnErrorContinue, errors.Join(failed...))
+}
+
+// roundOrder is the order in which round visits the open cells (indices into the matrix):
+// round 1 in matrix order, the later rounds permuted by repeat.Order(len(open), seed, round).
+func roundOrder(open []int, seed uint64, round int) []int {
+	order := slices.Clone(open)
+	if round > 1 {
+		for k, j := range repeat.Order(len(open), seed, round) {
+			order[k] = open[j]
+		}
+	}
+	return order
+}
+
+// measureRepeat measures cell c's next repeat: the first plans the cell (lengths, prompts,
+// route) and keeps the plan in *plan, the later ones measure that plan again unchanged. The
+// record is filled as far as the cell got; the error is the plan's or the measurement's.
+func measureRepeat(ctx context.Context, cr *cellRunner, c matrix.Cell, plan **planned) (report.Cell, error) {
+	if *plan != nil {
+		return cr.measurePlan(ctx, (*plan).again())
+	}
+	p, err := cr.plan(ctx, c)
+	*plan = &p
+	if err != nil {
+		return p.rec, err
+	}
+	return cr.measurePlan(ctx, p)
 }
 
 // WriteRepeats writes how the cells of a run with repeats ended: one line of totals (cells
