@@ -9,24 +9,34 @@ WASM    := $(PLUGINS:%=$(BUILD)/plugins/%.wasm)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 CONFIG  ?= bench.toml
 
-# Tests and the binary find plugins here by name.
+# The built plugins are copied here, with their SHA-256 digests in SHA256SUMS, and embedded
+# into genload by go:embed (host/plugin/bundled): the binary needs no plugin file. Everything
+# in it but README.md is ignored by git.
+BUNDLE  := host/plugin/bundled/wasm
+
+# Tests find plugins here by name (searched before the ones built into genload).
 export GENLOAD_PLUGIN_DIR := $(CURDIR)/$(BUILD)/plugins
 
-.PHONY: all build plugins bench sweep test lint race perf clean FORCE
+.PHONY: all build plugins bench bench-busy sweep test lint race perf clean FORCE
 all: build
 
-build: $(BUILD)/genload plugins
+# genload after the plugins: it embeds them.
+build: $(BUILD)/genload
 
 # A first build (empty Go caches) downloads the modules and compiles a few hundred packages for
 # minutes on 2 cores (README); -v names each package as it is compiled, so the build is seen to
 # advance. Later builds are cached and print only what changed.
 FIRST = @[ -e $@ ] || echo "make: first build of $@: downloading modules, then compiling (each package is named as it compiles; minutes on a cold cache)"
 
-$(BUILD)/genload: FORCE
+$(BUILD)/genload: plugins FORCE
 	$(FIRST)
 	$(GO) build -v -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./host/cmd/genload
 
+# The plugins, then their copies to embed (a go build or go install run afterwards, here or by
+# the Dockerfile, embeds them too).
 plugins: $(WASM)
+	cp $(WASM) $(BUNDLE)/
+	cd $(BUNDLE) && sha256sum $(PLUGINS:%=%.wasm) > SHA256SUMS
 
 # Plugins are Go built for wasip1 as reactors (c-shared) exporting functions with //go:wasmexport.
 $(BUILD)/plugins/%.wasm: FORCE
@@ -81,7 +91,7 @@ test: plugins lint $(TESTSUM)
 # them), tested again under the race detector, the longest first (as TEST_PKGS). The
 # client-against-engine checks compare timings within 10 %, so they run alone, not beside the
 # other race-instrumented test binaries.
-RACE_PKGS := ./host/cmd/genload ./host/sweep ./host/run ./host/dispatch ./host/engine ./host/sse ./host/scrape
+RACE_PKGS := ./host/cmd/genload ./host/sweep ./host/run ./host/dispatch ./host/engine ./host/replay ./host/sse ./host/scrape
 race: $(TESTSUM)
 	$(GOTEST) -race $(RACE_PKGS) | $(TESTSUM) -record $(OUTCOMES)
 	$(GOTEST) -race ./host/internal/clientcheck | $(TESTSUM) -record $(OUTCOMES)
@@ -93,13 +103,25 @@ lint:
 	GOBIN=$(CURDIR)/$(BUILD)/tools $(GO) install $(STATICCHECK)
 	$(BUILD)/tools/staticcheck ./...
 
-# genload's own costs against baselines in the same process (see PERF.md): about
-# 5 minutes on 2 cores. Not part of test: it reports, it asserts nothing.
+# genload's own costs against baselines in the same process (see PERF.md). Not part of
+# test: it reports, it asserts nothing. PERF_ONLY picks row groups: bench (the Go benchmarks,
+# rows 1-7), paced (paced streams, three clients: row 8), binary (genload run itself: row 9),
+# e.g. make perf PERF_ONLY=paced,binary.
 PERF_ROUNDS ?= 5
+PERF_ONLY   ?= bench,paced,binary
 perf: plugins
-	$(GO) run ./host/perf/cmd/genload-perf -rounds $(PERF_ROUNDS) -out $(BUILD)/perf
+	$(GO) run ./host/perf/cmd/genload-perf -rounds $(PERF_ROUNDS) -only $(PERF_ONLY) -out $(BUILD)/perf
+
+# make bench beside BENCH_BUSY busy processes, then a check that fwd rose with B at every L
+# and that the built-in engine's steps kept to their plan in every cell (PERF.md); one run per
+# time scale of BENCH_SCALES (0 = the default), e.g. make bench-busy BENCH_SCALES=0,0.1.
+BENCH_BUSY   ?= 1
+BENCH_SCALES ?= 0
+bench-busy: build
+	$(GO) run ./host/perf/cmd/genload-perf busy-bench -busy $(BENCH_BUSY) -time-scales $(BENCH_SCALES) -c $(CONFIG) -genload $(BUILD)/genload -out $(BUILD)/busy-bench
 
 clean:
 	rm -rf $(BUILD)
+	rm -f $(BUNDLE)/*.wasm $(BUNDLE)/SHA256SUMS
 
 FORCE:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 )
 
@@ -49,7 +50,9 @@ type Options struct {
 // the checks above); otherwise it holds every finished cell and how the comparison ended
 // (Status), also when the error is not nil: a failed measurement (the target failed), an
 // interrupt (exit code Interrupted: the cells so far are kept) or a failed write of
-// Options.JSON, which stops the comparison. Doc.JSON is the file written, "" when none was.
+// Options.JSON, which stops the comparison. Doc.JSON is the file written, "" when none was;
+// Doc.Comparable says what differs between the sides besides what is compared (the served
+// model, labels, engine profile: report.CheckComparable), for the caller to print first.
 func Run(ctx context.Context, cfgs [2]*config.Config, opt Options) (*Doc, error) {
 	if opt.Stderr == nil {
 		opt.Stderr = io.Discard
@@ -80,6 +83,10 @@ func Run(ctx context.Context, cfgs [2]*config.Config, opt Options) (*Doc, error)
 	}
 	doc := &Doc{A: opt.Paths[0], B: opt.Paths[1], Pairs: opt.Pairs, Confidence: opt.Confidence,
 		Engines: [2]map[string]any{sessions[0].Header().Engine, sessions[1].Header().Engine}, Cells: []Cell{}, of: len(cells)}
+	// Two configurations compared on one plan: the served model, labels and engine profile
+	// may be what differs; max_tokens may not (checked above).
+	ids := []report.Identity{report.IdentityOf("A "+opt.Paths[0], sessions[0].Header()), report.IdentityOf("B "+opt.Paths[1], sessions[1].Header())}
+	doc.Comparable = report.CheckComparable(ids).Line(report.FieldModel, report.FieldLabels, report.FieldProfile)
 	sides := []side{sessions[0], sessions[1]}
 	var runErr error
 	for _, c := range cells {

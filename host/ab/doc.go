@@ -26,7 +26,10 @@ type Doc struct {
 	Error      string            `json:"error,omitempty"`
 	// JSON is the file the document was written to at the end ("" when none was).
 	JSON string `json:"-"`
-	of   int    // the cells of A's matrix
+	// Comparable is the line on what differs between the sides' runs besides the
+	// comparison's subject (report.CheckComparable's Line), printed before the table.
+	Comparable string `json:"-"`
+	of         int    // the cells of A's matrix
 }
 
 // Pair is one measured pair: its 1-based index, the order the sides were measured in ("AB"

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/genload/genload/host/lengths"
 	"github.com/genload/genload/host/matrix"
@@ -49,6 +50,10 @@ type Plan struct {
 	// Warmup marks the cell's warmup (see ForWarmup): dispatch then also retries an
 	// in-stream 429 or 5xx, as it does a failed response.
 	Warmup bool
+	// SendAt, when not zero, is when dispatch sends the plan's requests: it builds their
+	// bodies first and waits until then (a replay's schedule, host/replay), so that building
+	// a long prompt's body does not delay the send. A time in the past sends at once.
+	SendAt time.Time
 }
 
 // Request is one HTTP request of a plan.

@@ -216,7 +216,11 @@ type Warmup struct {
 type Timeouts struct {
 	// Connect bounds TCP connection setup. Default 10s.
 	Connect Duration `toml:"connect" json:"connect"`
-	// FirstToken bounds the time to the first streamed token. Default 0 (none).
+	// FirstToken bounds the time from sending a request to its first streamed token,
+	// whether the server sent its headers or not: a server that hangs before its first
+	// token fails the request (a first_token timeout) instead of holding the run for ever.
+	// Default 10m, longer than the prefill of any default-matrix cell on a single GPU; raise
+	// it for cells whose prefill takes longer; 0 waits for ever.
 	FirstToken Duration `toml:"first_token" json:"first_token"`
 	// Total bounds the whole request. Default 0 (none).
 	Total Duration `toml:"total" json:"total"`
@@ -314,7 +318,7 @@ func Default() *Config {
 			Format:    FormatTokens,
 		},
 		Warmup:   Warmup{Retries: 3, RetryDelay: Duration{500 * time.Millisecond}},
-		Timeouts: Timeouts{Connect: Duration{10 * time.Second}, StallSteps: 20, StallMin: Duration{10 * time.Second}},
+		Timeouts: Timeouts{Connect: Duration{10 * time.Second}, FirstToken: Duration{10 * time.Minute}, StallSteps: 20, StallMin: Duration{10 * time.Second}},
 		Headers: Headers{
 			GenerationDuration:    "generation-duration",
 			SpeculationAcceptance: "speculation-acceptance",

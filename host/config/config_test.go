@@ -177,6 +177,21 @@ func TestValidateErrorOrderIsDeterministic(t *testing.T) {
 
 // The stall keys and "auto": defaults, file values over them, and their validation with
 // file:line.
+// A server that never sends its first token fails the request after the default first-token
+// timeout instead of holding the run for ever; 0 still turns the bound off.
+func TestFirstTokenTimeoutByDefault(t *testing.T) {
+	if got := Default().Timeouts.FirstToken.Duration; got != 10*time.Minute {
+		t.Fatalf("default timeouts.first_token = %v, want 10m", got)
+	}
+	c, err := Parse("b.toml", []byte("[timeouts]\nfirst_token = \"0s\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Timeouts.FirstToken.Duration != 0 {
+		t.Fatalf("first_token = \"0s\" parsed as %v, want 0 (no bound)", c.Timeouts.FirstToken)
+	}
+}
+
 func TestStallKeysAndAuto(t *testing.T) {
 	d := Default()
 	if d.Timeouts.StallSteps != 20 || d.Timeouts.StallMin.Duration != 10*time.Second || d.Timeouts.Stall.Duration != 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -42,9 +43,14 @@ func Parse(path string, src []byte) (*Config, error) {
 			}
 			return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s:%d: %s", path, line, cleanTOMLError(pe))
 		}
-		// Decode-time type errors read "toml: line N (last key "k"): …".
+		// Decode-time type errors read "toml: line N (last key "k"): …" in Go's words
+		// ("destination has type slice"): said again in TOML's where the key is known.
 		if m := typeErrRe.FindStringSubmatch(err.Error()); m != nil {
-			return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s:%s: [%s] %s", path, m[1], m[2], m[3])
+			msg := m[3]
+			if w, ok := typeMismatch(src, m[2]); ok {
+				msg = w
+			}
+			return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s:%s: [%s] %s", path, m[1], m[2], msg)
 		}
 		return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: %v", path, err)
 	}
@@ -73,7 +79,11 @@ func Parse(path string, src []byte) (*Config, error) {
 		if strings.HasPrefix(key, "lengths.config.") || strings.HasPrefix(key, "router.config.") {
 			continue // plugin tables are validated by the plugin itself
 		}
-		errs = append(errs, fmt.Errorf("%s: unknown key [%s]", c.Where(key), key))
+		msg := fmt.Sprintf("%s: unknown key [%s]", c.Where(key), key)
+		if k := suggestKey(key); k != "" {
+			msg += fmt.Sprintf("; did you mean [%s]?", k)
+		}
+		errs = append(errs, errors.New(msg))
 	}
 	if len(errs) > 0 {
 		return nil, exitcode.With(exitcode.InvalidConfig, errors.Join(errs...))
@@ -131,10 +141,20 @@ func cleanTOMLError(pe toml.ParseError) string {
 // table holding it), else "file:line" for a dotted key when the key appears in the file, else
 // "file" (or "config" when no file was read).
 func (c *Config) Where(key string) string {
+	// The flag that set the key or a table holding it, else the first (sorted) of the flags
+	// that set keys inside it: the same answer every time.
+	var inside []string
 	for k, flag := range c.flags {
-		if k == key || strings.HasPrefix(key, k+".") || strings.HasPrefix(k, key+".") {
+		if k == key || strings.HasPrefix(key, k+".") {
 			return "flag " + flag
 		}
+		if strings.HasPrefix(k, key+".") {
+			inside = append(inside, flag)
+		}
+	}
+	if len(inside) > 0 {
+		slices.Sort(inside)
+		return "flag " + inside[0]
 	}
 	if c.File == "" {
 		return "config"

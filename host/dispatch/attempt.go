@@ -18,7 +18,7 @@ import (
 // into p.seqs.
 func (c *Client) do(ctx context.Context, start time.Time, p *call, out *Request, ab *abortState, maxTokens int, warm bool) {
 	w := &c.workers[p.worker]
-	out.Worker, out.WorkerName, out.URL, out.Prompts, out.BodyBytes = p.worker, w.name, w.url, p.prompts, len(p.body)
+	out.Worker, out.WorkerName, out.URL, out.Prompts, out.BodyBytes = p.worker, w.name, w.url, p.prompts, p.bodyBytes()
 	req, resp := c.newRequest(w, p)
 	defer releaseRequest(req, resp)
 	d := demuxPool.Get().(*sse.Demux)
@@ -77,7 +77,9 @@ func (c *Client) newRequest(w *endpoint, p *call) (*fasthttp.Request, *fasthttp.
 	for _, h := range w.headers {
 		req.Header.Set(h[0], h[1])
 	}
-	req.SetBodyRaw(p.body)
+	if p.stream == nil {
+		req.SetBodyRaw(p.body)
+	}
 	return req, resp
 }
 
@@ -121,11 +123,15 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	// The phases are separate functions, the rare paths kept out of line, so that the frames
 	// under a blocked read stay small: with them one goroutine per stream fits a 4 KiB stack
 	// instead of 8 KiB (2 MB less at 512 streams).
-	out.Err, out.Status, out.Done, out.HasUsage, out.Usage, out.Headers = nil, 0, false, false, sse.Usage{}, nil
+	out.Err, out.Status, out.Done, out.HasUsage, out.Usage, out.Headers, out.Write = nil, 0, false, false, sse.Usage{}, nil, 0
 	ab.reset()
 	if ctx.Err() != nil {
 		out.Err = &RequestError{Kind: KindCanceled, URL: out.URL, Err: ctx.Err()}
 		return nil, false, 0
+	}
+	if p.stream != nil { // generated as it is written, from its start at every attempt
+		p.stream.rewind()
+		req.SetBodyStream(p.stream, p.stream.size)
 	}
 	sent := time.Now()
 	out.Sent = sent.Sub(start)
@@ -137,6 +143,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	}
 	out.Header = time.Since(start)
 	out.End = out.Header
+	out.Write = c.writeTime(resp)
 	out.Status = resp.StatusCode()
 	body := resp.BodyStream()
 	defer resp.CloseBodyStream()
@@ -161,6 +168,19 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 		notUnderstood(resp, d, ab, out)
 	}
 	return seqs, retry, 0
+}
+
+// writeTime returns how long the request just sent took to write on the connection resp came
+// on: from the start of its first write to the return of its last (connecting, before it, is
+// left out); 0 when the connection is not known.
+//
+//go:noinline
+func (c *Client) writeTime(resp *fasthttp.Response) time.Duration {
+	tc, ok := c.conns.get(resp.LocalAddr()).(*trackedConn)
+	if !ok {
+		return 0
+	}
+	return tc.writeSpan()
 }
 
 // roundTrip sends req and reads the response headers under the header-phase deadline: the

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"sync"
@@ -158,22 +159,42 @@ func (p textPrompts) Empty(i int) bool                { return p[i] == "" }
 //	 "stream":true,"stream_options":{"include_usage":true}[,"seed":S][,"logprobs":L][,extra…]}
 //
 // P is the JSON array of the prompts idx when array, else the single prompt idx[0]. Same
-// inputs → same bytes (extra keys are sorted).
+// inputs → same bytes (extra keys are sorted). It is appendHead, then appendPrompt for each
+// prompt, then appendTail (a bodyStream writes the same parts as it is read).
 func (t *bodyTemplate) appendBody(dst []byte, ps promptSet, idx []int, array bool, n, maxTokens int) []byte {
+	dst = t.appendHead(dst, array)
+	for k, i := range idx {
+		dst = appendPrompt(dst, ps, k, i, array)
+		if !array {
+			break
+		}
+	}
+	return t.appendTail(dst, array, n, maxTokens)
+}
+
+// appendHead appends the body up to its first prompt.
+func (t *bodyTemplate) appendHead(dst []byte, array bool) []byte {
 	dst = append(dst, '{')
 	dst = append(dst, t.model...)
 	dst = append(dst, `"prompt":`...)
 	if array {
 		dst = append(dst, '[')
-		for k, i := range idx {
-			if k > 0 {
-				dst = append(dst, ',')
-			}
-			dst = ps.Append(dst, i)
-		}
+	}
+	return dst
+}
+
+// appendPrompt appends prompt i, the k-th of the request (after a comma in an array).
+func appendPrompt(dst []byte, ps promptSet, k, i int, array bool) []byte {
+	if array && k > 0 {
+		dst = append(dst, ',')
+	}
+	return ps.Append(dst, i)
+}
+
+// appendTail appends the body after its last prompt.
+func (t *bodyTemplate) appendTail(dst []byte, array bool, n, maxTokens int) []byte {
+	if array {
 		dst = append(dst, ']')
-	} else {
-		dst = ps.Append(dst, idx[0])
 	}
 	if !t.skip["n"] {
 		dst = strconv.AppendInt(append(dst, `,"n":`...), int64(n), 10)
@@ -194,6 +215,82 @@ func (t *bodyTemplate) appendBody(dst []byte, ps promptSet, idx []int, array boo
 	dst = append(dst, t.extra...)
 	return append(dst, '}')
 }
+
+// streamBodyOver is the body size (bodySize's bound, bytes) above which a request of token-id
+// prompts is not built before it is sent but generated as it is written (bodyStream): a cell
+// of 256 prompts of 128k tokens would otherwise hold a 150 MB body beside its 130 MB of ids.
+const streamBodyOver = 16 << 20
+
+// bodyStream is a request body of token-id prompts generated as it is read, one prompt at a
+// time, byte for byte what appendBody builds; Size is its exact length (the Content-Length).
+type bodyStream struct {
+	t         *bodyTemplate
+	ps        idPrompts
+	idx       []int
+	array     bool
+	n, max    int
+	size      int
+	buf       []byte // generated and not yet read: buf[off:]
+	off, next int    // next: the next part, 0 = head, 1+k = prompt k, 1+len(parts) = tail, beyond = done
+	parts     int
+}
+
+func newBodyStream(t *bodyTemplate, ps idPrompts, idx []int, array bool, n, maxTokens int) *bodyStream {
+	s := &bodyStream{t: t, ps: ps, idx: idx, array: array, n: n, max: maxTokens, parts: len(idx)}
+	if !array {
+		s.parts = 1
+	}
+	s.size = len(t.appendHead(nil, array)) + len(t.appendTail(nil, array, n, maxTokens))
+	for k := range s.parts {
+		s.size += idsLen(ps[idx[k]])
+		if array && k > 0 {
+			s.size++
+		}
+	}
+	return s
+}
+
+// idsLen is the length of appendIDs(nil, ids).
+func idsLen(ids []int32) int {
+	if len(ids) == 0 {
+		return 2
+	}
+	tab := idTable()
+	n := 1 // '[', and each id's comma, the last one being the ']'
+	for _, id := range ids {
+		if uint32(id) < idTableSize {
+			n += int(tab[id] >> 56)
+			continue
+		}
+		n += len(strconv.AppendInt(nil, int64(id), 10)) + 1
+	}
+	return n
+}
+
+// Read generates the next part when the previous one has been read.
+func (s *bodyStream) Read(p []byte) (int, error) {
+	for s.off == len(s.buf) {
+		s.buf, s.off = s.buf[:0], 0
+		switch {
+		case s.next == 0:
+			s.buf = s.t.appendHead(s.buf, s.array)
+		case s.next <= s.parts:
+			k := s.next - 1
+			s.buf = appendPrompt(s.buf, s.ps, k, s.idx[k], s.array)
+		case s.next == s.parts+1:
+			s.buf = s.t.appendTail(s.buf, s.array, s.n, s.max)
+		default:
+			return 0, io.EOF
+		}
+		s.next++
+	}
+	n := copy(p, s.buf[s.off:])
+	s.off += n
+	return n, nil
+}
+
+// rewind makes the stream start again (a request sent again).
+func (s *bodyStream) rewind() { s.buf, s.off, s.next = s.buf[:0], 0, 0 }
 
 // bodySize returns an upper bound of the body length for prompts idx, so that one
 // buffer growth suffices.

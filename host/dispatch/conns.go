@@ -3,6 +3,8 @@ package dispatch
 import (
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // request's connection can get its read deadline replaced and so that a canceled
@@ -17,6 +19,43 @@ type trackedConn struct {
 	set  *connSet
 	key  net.Addr
 	once sync.Once
+	// from is when the first Write since the last Read began and wrote when the last Write
+	// returned, as offsets from writeBase (ns): a request's writes are consecutive, then its
+	// response is read, so after its round trip they span its Request.Write; read marks that a
+	// Read came since the last Write.
+	from, wrote atomic.Int64
+	read        atomic.Bool
+}
+
+// writeBase is the origin of trackedConn.wrote (monotonic).
+var writeBase = time.Now()
+
+// Write writes to the connection and records when the writes of a request began and ended.
+func (t *trackedConn) Write(b []byte) (int, error) {
+	if t.from.Load() == 0 || t.read.Swap(false) {
+		t.from.Store(int64(time.Since(writeBase)))
+	}
+	n, err := t.Conn.Write(b)
+	t.wrote.Store(int64(time.Since(writeBase)))
+	return n, err
+}
+
+// Read reads from the connection and marks that the next Write begins a new request.
+func (t *trackedConn) Read(b []byte) (int, error) {
+	if !t.read.Load() {
+		t.read.Store(true)
+	}
+	return t.Conn.Read(b)
+}
+
+// writeSpan returns how long the last request's writes took, from the start of the first to
+// the return of the last (0 before any).
+func (t *trackedConn) writeSpan() time.Duration {
+	f, w := t.from.Load(), t.wrote.Load()
+	if f == 0 || w < f {
+		return 0
+	}
+	return time.Duration(w - f)
 }
 
 func (t *trackedConn) Close() error {

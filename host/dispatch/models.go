@@ -27,9 +27,15 @@ type ModelsError struct {
 	Status int
 	// Msg says what happened (the server's message for an HTTP error).
 	Msg string
+	// NotOpenAI: the answer was an HTML page or another body that is not JSON; Msg is the
+	// whole one-line message (NotOpenAI's).
+	NotOpenAI bool
 }
 
 func (e *ModelsError) Error() string {
+	if e.NotOpenAI {
+		return e.Msg
+	}
 	if e.Status != 0 {
 		return fmt.Sprintf("GET %s: HTTP %d: %s", e.URL, e.Status, e.Msg)
 	}
@@ -67,8 +73,15 @@ func ListModels(ctx context.Context, base, apiKey string, timeout time.Duration)
 		return nil, &ModelsError{URL: url, Msg: fmt.Sprintf("server unreachable: %v", err)}
 	}
 	body := resp.Body()
+	ct := string(resp.Header.ContentType())
 	if sc := resp.StatusCode(); sc != fasthttp.StatusOK {
+		if msg := NotOpenAI("GET", url, sc, ct, body); msg != "" {
+			return nil, &ModelsError{URL: url, Status: sc, Msg: msg, NotOpenAI: true}
+		}
 		return nil, &ModelsError{URL: url, Status: sc, Msg: serverMessage(body)}
+	}
+	if msg := NotOpenAI("GET", url, fasthttp.StatusOK, ct, body); msg != "" {
+		return nil, errors.New(msg)
 	}
 	var list struct {
 		Data []Model `json:"data"`

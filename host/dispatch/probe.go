@@ -1,10 +1,13 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
+	"regexp"
 	"strings"
 	"time"
 
@@ -348,4 +351,46 @@ func (t *TokenCounter) Count(ctx context.Context, text string) (int, error) {
 		return *v.Count, nil
 	}
 	return len(v.Tokens), nil
+}
+
+// titleRe finds an HTML page's <title>.
+var titleRe = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
+
+// NotOpenAI words, on one line, a response that shows the target is not an OpenAI-compatible
+// server — an HTML page or any body that is not JSON — as what was seen: "GET
+// http://h:8000/v1/models answered HTTP 404 with an HTML page titled \"Error response\": this
+// is not an OpenAI-compatible server (…)"; for a 5xx status it suggests a proxy in front of a
+// server that is down or loading instead. It returns "" for a JSON body (an OpenAI-compatible
+// server's error or answer). status is the HTTP status, contentType the Content-Type ("" for
+// none).
+func NotOpenAI(method, url string, status int, contentType string, body []byte) string {
+	trimmed := bytes.TrimSpace(body)
+	if json.Valid(trimmed) && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		return ""
+	}
+	var seen string
+	lower := bytes.ToLower(trimmed[:min(len(trimmed), 512)])
+	switch {
+	case len(trimmed) == 0:
+		seen = "an empty body"
+	case strings.HasPrefix(strings.ToLower(contentType), "text/html") || bytes.HasPrefix(lower, []byte("<!doctype html")) || bytes.HasPrefix(lower, []byte("<html")):
+		seen = "an HTML page"
+		if m := titleRe.FindSubmatch(body); m != nil {
+			if t := strings.Join(strings.Fields(html.UnescapeString(string(m[1]))), " "); t != "" {
+				seen += fmt.Sprintf(" titled %q", short(t))
+			}
+		}
+	default:
+		ct := contentType
+		if ct == "" {
+			ct = "no Content-Type"
+		}
+		seen = fmt.Sprintf("%s, not JSON: %q", ct, short(firstBytes(trimmed)))
+	}
+	if status >= 500 {
+		return fmt.Sprintf("%s %s answered HTTP %d with %s, not an OpenAI-compatible server's JSON error: a proxy in front of the server? (the server may be down or still loading)",
+			method, url, status, seen)
+	}
+	return fmt.Sprintf("%s %s answered HTTP %d with %s: this is not an OpenAI-compatible server (check the target: the base URL of a vLLM, SGLang, llama.cpp or TGI server, such as http://127.0.0.1:8000)",
+		method, url, status, seen)
 }

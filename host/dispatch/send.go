@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,18 @@ type call struct {
 	prompts []int
 	n       int
 	body    []byte
+	// stream, when not nil, replaces body: a large body generated as it is sent.
+	stream *bodyStream
 	// seqs are the request's records in Result.Sequences (set by Do, filled by do).
 	seqs []Sequence
+}
+
+// bodyBytes is the size of the request body.
+func (p *call) bodyBytes() int {
+	if p.stream != nil {
+		return p.stream.size
+	}
+	return len(p.body)
 }
 
 // want is the number of sequences the request yields: n per prompt.
@@ -34,14 +45,21 @@ func (p *call) want() int { return len(p.prompts) * p.n }
 // (Options.Retries, RetryDelay); a warmup plan (p.Warmup) also retries an in-stream error with
 // code 429 or ≥ 500.
 //
+// Result.Client records the client's own load: the time to build the bodies, each request's
+// write time (Request.Write) against its TTFT, the process's CPU share and the scheduler's
+// latency while the streams ran (recording.ClientLoad.Bottleneck says when they limited the
+// figures).
+//
 // Canceling ctx aborts the streams at once (Kind KindCanceled) and closes every
 // connection of the Client, including idle ones. After [DONE] a stream is read to its
 // end so that its connection can be reused; TotalTimeout bounds that too.
 func (c *Client) Do(ctx context.Context, p *cell.Plan) (*Result, error) {
+	tb := time.Now()
 	ps, err := c.calls(p)
 	if err != nil {
 		return nil, err
 	}
+	build := time.Since(tb)
 	defer c.putBufs(ps)
 	mode := p.Shape
 	if mode == "" {
@@ -87,6 +105,10 @@ func (c *Client) Do(ctx context.Context, p *cell.Plan) (*Result, error) {
 	})
 	defer stop()
 
+	if !p.SendAt.IsZero() {
+		waitUntil(ctx, p.SendAt)
+	}
+	load := startLoad()
 	res.Start = time.Now()
 	var wg sync.WaitGroup
 	for i := range ps {
@@ -97,6 +119,7 @@ func (c *Client) Do(ctx context.Context, p *cell.Plan) (*Result, error) {
 		}()
 	}
 	wg.Wait()
+	load.finish(res, build)
 	for i := range aborts {
 		if aborts[i].stall != nil {
 			stallPool.Put(aborts[i].stall)
@@ -150,7 +173,12 @@ func (c *Client) calls(p *cell.Plan) ([]call, error) {
 				return nil, fmt.Errorf("dispatch: request %d carries prompt %d of %d", i, k, prompts.Len())
 			}
 		}
-		b := c.getBuf(bodySize(prompts, r.Prompts))
+		size := bodySize(prompts, r.Prompts)
+		if ids, ok := prompts.(idPrompts); ok && size > streamBodyOver {
+			ps[i] = call{worker: r.Worker, prompts: r.Prompts, n: r.N, stream: newBodyStream(c.tmpl, ids, r.Prompts, r.Array, r.N, p.MaxTokens)}
+			continue
+		}
+		b := c.getBuf(size)
 		ps[i] = call{worker: r.Worker, prompts: r.Prompts, n: r.N, body: c.tmpl.appendBody(b, prompts, r.Prompts, r.Array, r.N, p.MaxTokens)}
 	}
 	return ps, nil
@@ -264,6 +292,14 @@ func (c *Client) Body(p *cell.Plan) ([][]byte, error) {
 	defer c.putBufs(ps)
 	out := make([][]byte, len(ps))
 	for i, q := range ps {
+		if q.stream != nil {
+			b, err := io.ReadAll(q.stream)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = b
+			continue
+		}
 		out[i] = append([]byte(nil), q.body...)
 	}
 	return out, nil

@@ -368,16 +368,46 @@ func TestHintsForKnownMessages(t *testing.T) {
 	}
 }
 
-// /v1/models answered with an HTML page: the error says what was expected and what came.
+// /v1/models answered with something that is not an OpenAI-compatible server's JSON: one line
+// that says what came (an HTML page and its title, a body that is not JSON) and what the target
+// should be; a JSON error of an OpenAI-compatible server keeps its own message.
 func TestModelsNotUnderstood(t *testing.T) {
-	u := rawServer(t, func(c net.Conn, _ *http.Request, _ []byte) {
-		body := "<html><body>Sign in</body></html>"
-		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	})
-	_, err := ListModels(context.Background(), u, "", time.Second)
-	want := "GET " + u + `/v1/models: expected a JSON model list ({"data": [{"id": …}]}), got text/html: <html><body>Sign in</body></html> (invalid character '<' looking for beginning of value)`
-	if err == nil || err.Error() != want {
-		t.Fatalf("err\n got %v\nwant %s", err, want)
+	const hint = ": this is not an OpenAI-compatible server (check the target: the base URL of a vLLM, SGLang, llama.cpp or TGI server, such as http://127.0.0.1:8000)"
+	cases := []struct {
+		name, status, ctype, body string
+		want                      string // after "GET <url>/v1/models"
+	}{
+		{"login page", "200 OK", "text/html", "<html><body>Sign in</body></html>", " answered HTTP 200 with an HTML page" + hint},
+		{"plain HTTP server", "404 File not found", "text/html;charset=utf-8",
+			"<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<title>Error response</title>\n</head>\n<body>\n<h1>Error response</h1>\n</body>\n</html>\n",
+			` answered HTTP 404 with an HTML page titled "Error response"` + hint},
+		{"text", "200 OK", "text/plain", "hello\nworld", ` answered HTTP 200 with text/plain, not JSON: "hello world"` + hint},
+		{"empty", "200 OK", "", "", " answered HTTP 200 with an empty body" + hint},
+		{"proxy error page", "502 Bad Gateway", "text/html", "<html><head><title>502 Bad Gateway</title></head></html>",
+			` answered HTTP 502 with an HTML page titled "502 Bad Gateway", not an OpenAI-compatible server's JSON error: a proxy in front of the server? (the server may be down or still loading)`},
+		{"JSON error", "404 Not Found", "application/json", `{"error":{"message":"no such route"}}`, ": HTTP 404: no such route"},
+		{"JSON, not a list", "200 OK", "application/json", `{"models":[]}`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			u := rawServer(t, func(conn net.Conn, _ *http.Request, _ []byte) {
+				ct := ""
+				if c.ctype != "" {
+					ct = "Content-Type: " + c.ctype + "\r\n"
+				}
+				fmt.Fprintf(conn, "HTTP/1.1 %s\r\n%sContent-Length: %d\r\n\r\n%s", c.status, ct, len(c.body), c.body)
+			})
+			models, err := ListModels(context.Background(), u, "", time.Second)
+			if c.want == "" {
+				if err != nil || len(models) != 0 {
+					t.Fatalf("models %v, err %v; want none, no error", models, err)
+				}
+				return
+			}
+			if want := "GET " + u + "/v1/models" + c.want; err == nil || err.Error() != want {
+				t.Fatalf("err\n got %v\nwant %s", err, want)
+			}
+		})
 	}
 }
 

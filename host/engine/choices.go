@@ -58,10 +58,12 @@ type choiceState struct {
 	firstAt, lastAt int64
 	toks            []int32 // vocabulary index (−1 EOS) of each token in text (logprobs)
 	textOff         int     // characters of this choice already sent (logprobs text_offset)
-	// Quirks.LateFirstChunk: the choice's chunks are held until holdUntil after its first
+	// Quirks.LateFirstChunk, LateFirstSteps: the choice's chunks are held until holdUntil
+	// after its first; Quirks.BunchFirst: until bunched reaches K
 	held      []byte
 	holdUntil time.Time
 	started   bool
+	bunched   int
 }
 
 // usage returns prompt tokens (each prompt once), completion tokens and cached prompt tokens

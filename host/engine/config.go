@@ -13,6 +13,7 @@ const (
 	DialectSGLang   = "sglang"
 	DialectLlamaCpp = "llamacpp"
 	DialectTGI      = "tgi"
+	DialectOllama   = "ollama"
 )
 
 // Config configures an Engine. Build one with DefaultConfig and change fields; New validates it.
@@ -82,13 +83,17 @@ type Config struct {
 	Quirks Quirks
 	// StepLog, when not nil, receives one line per engine step, written with one Write:
 	// "time=T step=N active=A decode=D decoding=G prefill_tokens=P spec_tokens=S waiting=W
-	// kv_blocks=K experts=E fwd_ms=F wall_ms=W [noise=X]" — T the step's end (wall clock,
+	// kv_blocks=K experts=E sum_ctx=C max_ctx=M fwd_ms=F wall_ms=W [planned_ms=P] [noise=X]" — T the step's end (wall clock,
 	// UTC, RFC 3339 with µs), A the sequences scheduled in the step (decode and prefill), D
 	// those the cost model charges as decode (one new token on a computed context, which
 	// includes a 1-token prefill rest after a prefix-cache hit), G those that already have
-	// output and decode their next token (the forward passes a client sees), F the step's simulated duration (Noise included), W its measured wall duration (≈ F ×
+	// output and decode their next token (the forward passes a client sees), C and M the sum
+	// and the largest of the D decode sequences' context lengths in tokens (the cost model's
+	// ΣC and maxC), F the step's simulated duration (Noise included), W its measured wall duration (≈ F ×
 	// TimeScale on average; the wall_ms of the steps between a sequence's first and last
-	// token sum to its last_ms − first_ms in SeqLog), X the Noise factor (only with Noise on).
+	// token sum to its last_ms − first_ms in SeqLog), P its planned wall duration (F ×
+	// TimeScale; absent when TimeScale is 0), so that W − P is how far a busy host made it
+	// overrun, X the Noise factor (only with Noise on).
 	// Defaults to nil.
 	StepLog io.Writer
 	// StepLogFile, when not "" and StepLog is nil, is a file New opens for appending (created
@@ -150,9 +155,9 @@ func (c Config) Validate() error {
 		bad("model", "must not be empty")
 	}
 	switch c.Dialect {
-	case DialectVLLM, DialectSGLang, DialectLlamaCpp, DialectTGI:
+	case DialectVLLM, DialectSGLang, DialectLlamaCpp, DialectTGI, DialectOllama:
 	default:
-		bad("dialect", "must be vllm, sglang, llamacpp or tgi, got %q", c.Dialect)
+		bad("dialect", "must be vllm, sglang, llamacpp, tgi or ollama, got %q", c.Dialect)
 	}
 	if c.MaxNumSeqs < 1 {
 		bad("max-num-seqs", "must be >= 1, got %d", c.MaxNumSeqs)

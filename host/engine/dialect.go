@@ -87,6 +87,8 @@ type dialect struct {
 	// chunkTokens fixes the tokens per chunk of every choice whatever stream_interval says
 	// (1 for llama.cpp and TGI; Quirks.TokensPerChunk); 0 = the request's stream_interval.
 	chunkTokens int
+	// chunkMix sends 1–3 tokens per chunk, drawn per chunk (chunkMixTarget; ollama).
+	chunkMix bool
 	// emptyFirstChunk opens each stream with one empty chunk per choice
 	// (Quirks.EmptyFirstChunk).
 	emptyFirstChunk bool
@@ -207,6 +209,7 @@ var dialects = map[string]*dialect{
 	DialectSGLang:   &sglangDialect,
 	DialectLlamaCpp: &llamaCppDialect,
 	DialectTGI:      &tgiDialect,
+	DialectOllama:   &ollamaDialect,
 }
 
 // wireFor returns the wire behaviour of cfg: its dialect's value changed by the Config
@@ -225,7 +228,7 @@ func wireFor(cfg Config) dialect {
 // withQuirks returns d changed by the quirks that are wire behaviour: usage placement
 // (zero-usage, no-usage, usage-every-chunk), chunking (tokens-per-chunk, empty-first-chunk,
 // separate-finish, no-done), request reading (ignore-n, strings-only, add-bos,
-// server-template) and the side endpoints (no-model-len, no-metrics, late-histogram,
+// server-template, usage-total-only) and the side endpoints (no-model-len, no-metrics, late-histogram,
 // hide-truth). The other quirks change timing or generation (coalesce, late-first-chunk,
 // zero-token, early-stop, ignore-max-tokens, truncate, stall, body-limit) and are read
 // from Quirks where they act.
@@ -251,6 +254,9 @@ func (d dialect) withQuirks(q Quirks) dialect {
 	d.noMetrics = d.noMetrics || q.NoMetrics
 	d.lateHistogram = d.lateHistogram || q.LateHistogram
 	d.hideTruth = d.hideTruth || q.HideTruth
+	if q.UsageTotalOnly {
+		d.continuousUsage, d.logprobs = false, lpNone
+	}
 	return d
 }
 

@@ -8,22 +8,28 @@ import (
 // TestDialectValuesComplete checks that every dialect value fills what the handlers call
 // without a nil check, under the name Config.Dialect gives it.
 func TestDialectValuesComplete(t *testing.T) {
-	if len(dialects) != 4 {
-		t.Fatalf("%d dialects, want vllm, sglang, llamacpp, tgi", len(dialects))
+	if len(dialects) != 5 {
+		t.Fatalf("%d dialects, want vllm, sglang, llamacpp, tgi, ollama", len(dialects))
 	}
 	for name, d := range dialects {
 		if d.name != name {
 			t.Errorf("dialects[%q].name = %q", name, d.name)
 		}
+		// ollama has no tokenize endpoint, no /metrics and no max_model_len: its handlers
+		// answer 404 for the first two
+		bare := name == DialectOllama
+		if bare != (d.tokenize == nil) || bare != d.noMetrics || bare == d.modelLen {
+			t.Errorf("%s: tokenize %v, noMetrics %v, modelLen %v", name, d.tokenize != nil, d.noMetrics, d.modelLen)
+		}
 		if d.contextOverflow == nil || d.statusError == nil || d.appendError == nil ||
-			d.appendStreamError == nil || d.tokenize == nil || d.metricLabels == nil || d.writeMetrics == nil {
+			d.appendStreamError == nil || d.metricLabels == nil || d.writeMetrics == nil {
 			t.Errorf("%s: a behaviour func is nil", name)
 		}
 		if d.stopFinish == "" || d.pendingFinish == "" || d.badType == "" || d.owner == "" ||
-			d.detokenizeKey == "" || d.usagePrefix == "" || d.badStatus == 0 {
+			(d.detokenizeKey == "") != bare || d.usagePrefix == "" || d.badStatus == 0 {
 			t.Errorf("%s: a wire string is empty", name)
 		}
-		if !d.done || !d.modelLen || d.usage != usageReal {
+		if !d.done || d.usage != usageReal {
 			t.Errorf("%s: a quirk's setting is on in the plain dialect", name)
 		}
 		// every dialect sends one chunk per token or honours stream_interval; the two
@@ -46,6 +52,7 @@ func TestWireForQuirks(t *testing.T) {
 	}{
 		{"zero-usage", func(d dialect) bool { return d.usage == usageZero && d.usageChunk }},
 		{"no-usage", func(d dialect) bool { return d.usage == usageNone }},
+		{"usage-total-only", func(d dialect) bool { return !d.continuousUsage && d.logprobs == lpNone }},
 		{"usage-every-chunk", func(d dialect) bool { return d.usageEveryChunk }},
 		{"tokens-per-chunk=3", func(d dialect) bool { return d.chunkTokens == 3 }},
 		{"empty-first-chunk", func(d dialect) bool { return d.emptyFirstChunk }},

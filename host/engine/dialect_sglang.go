@@ -100,6 +100,8 @@ func writeSGLangMetrics(p *promWriter, m *metrics) {
 	p.gauge("sglang:num_running_reqs", "The number of running requests.", float64(m.running))
 	p.gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", float64(m.waiting))
 	p.gauge("sglang:num_used_tokens", "The number of used tokens.", float64(m.kvTokens))
+	p.gauge("sglang:max_total_num_tokens", "Maximum total number of tokens.", float64(m.kvBlocks*m.blockSize))
+	p.gauge("sglang:max_running_requests", "Maximum running requests.", float64(m.maxSeqs))
 	p.gauge("sglang:token_usage", "The token usage.", m.kvUsed)
 	p.gauge("sglang:cache_hit_rate", "The prefix cache hit rate.", ratio(float64(m.prefixHits.Load()), float64(m.prefixQueries.Load())))
 	p.gauge("sglang:gen_throughput", "The generation throughput (token/s).", ratio(float64(m.genTok), m.stepWallS))

@@ -159,3 +159,57 @@ func TestTGIHeaders(t *testing.T) {
 		t.Errorf("body %s", body)
 	}
 }
+
+// The ollama dialect: one string per prompt, chunks of 1–3 tokens (1.2 on average), usage
+// only as the request's total in a final chunk, logprobs and continuous usage not read, and
+// neither /tokenize nor /metrics.
+func TestOllamaDialect(t *testing.T) {
+	// ollama reads no ignore_eos: the engine draws no EOS here
+	_, u := quirkEngine(t, "", func(c *Config) { c.Dialect, c.EOSProbability = DialectOllama, 0 })
+	if resp, b := post(t, u+"/v1/completions", `{"prompt":[1,2,3],"max_tokens":4}`); resp.StatusCode != 400 || !strings.Contains(string(b), "cannot unmarshal") {
+		t.Errorf("token ids: %d %s", resp.StatusCode, b)
+	}
+	for _, p := range []string{"/tokenize", "/metrics"} {
+		var resp *http.Response
+		if p == "/metrics" {
+			r, err := http.Get(u + p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Body.Close()
+			resp = r
+		} else {
+			resp, _ = post(t, u+p, `{"prompt":"hi"}`)
+		}
+		if resp.StatusCode != 404 {
+			t.Errorf("%s: status %d, want 404", p, resp.StatusCode)
+		}
+	}
+	data, cs := chunks(t, u, `{"prompt":"the river","max_tokens":400,"ignore_eos":true,"stream":true,"logprobs":1,"stream_options":{"include_usage":true,"continuous_usage_stats":true}}`)
+	if !strings.Contains(data[0], `"system_fingerprint":"fp_ollama"`) {
+		t.Errorf("first chunk %s", data[0])
+	}
+	text, n := 0, 0
+	for i, c := range cs {
+		if c == nil {
+			continue
+		}
+		if len(c.Choices) == 0 {
+			if c.Usage == nil || c.Usage.CompletionTokens != 400 || i != len(cs)-2 {
+				t.Errorf("chunk %d: usage %+v, want the total 400 in the last chunk before [DONE]", i, c.Usage)
+			}
+			continue
+		}
+		if c.Usage != nil || string(c.Choices[0].Logprobs) != "null" {
+			t.Errorf("chunk %d carries usage %+v or logprobs %s", i, c.Usage, c.Choices[0].Logprobs)
+		}
+		n++
+		text += len(c.Choices[0].Text)
+	}
+	if mean := 400 / float64(n); mean < 1.1 || mean > 1.3 {
+		t.Errorf("%d chunks for 400 tokens: %.2f tokens per chunk, want 1.1–1.3", n, mean)
+	}
+	if text == 0 {
+		t.Errorf("no text")
+	}
+}

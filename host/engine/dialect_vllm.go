@@ -80,6 +80,12 @@ func writeVLLMMetrics(p *promWriter, m *metrics) {
 	p.gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(m.running))
 	p.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(m.waiting))
 	p.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kvUsed)
+	p.typed("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig")
+	caching := "False"
+	if m.prefixCaching {
+		caching = "True"
+	}
+	p.printf("vllm:cache_config_info{block_size=\"%d\",enable_prefix_caching=\"%s\",num_gpu_blocks=\"%d\"} 1\n", m.blockSize, caching, m.kvBlocks)
 	p.counter("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine.", float64(m.preemptions.Load()))
 	p.counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", float64(m.promptTok))
 	p.counter("vllm:generation_tokens_total", "Number of generation tokens processed.", float64(m.genTok))

@@ -89,6 +89,8 @@ func New(cfg Config, tok Tokenizer) (*Engine, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	e.stepFile = stepFile
+	e.metrics.kvBlocks, e.metrics.blockSize, e.metrics.maxSeqs = cfg.KVCacheTokens/cfg.BlockSize, cfg.BlockSize, cfg.MaxNumSeqs
+	e.metrics.prefixCaching, e.metrics.constantITL = !cfg.DisablePrefixCaching, cfg.Quirks.ConstantITL
 	e.sched = newScheduler(e)
 	go func() {
 		defer close(e.done)

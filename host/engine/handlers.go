@@ -128,6 +128,10 @@ func (e *Engine) handleResetPrefixCache(w http.ResponseWriter, r *http.Request) 
 // handleTokenize serves POST /tokenize: {prompt, add_special_tokens, return_token_strs} →
 // {count, max_model_len, tokens, token_strs} (vLLM).
 func (e *Engine) handleTokenize(w http.ResponseWriter, r *http.Request) {
+	if e.wire.tokenize == nil { // a server without the endpoint (ollama)
+		e.writeError(w, http.StatusNotFound, "NotFoundError", "Not Found", "")
+		return
+	}
 	var in struct {
 		Prompt          *string `json:"prompt"`
 		Content         *string `json:"content"` // llama.cpp
@@ -165,6 +169,10 @@ func (e *Engine) handleTokenize(w http.ResponseWriter, r *http.Request) {
 // handleDetokenize serves POST /detokenize: {tokens} → {prompt} (SGLang {text}, llama.cpp
 // {content}).
 func (e *Engine) handleDetokenize(w http.ResponseWriter, r *http.Request) {
+	if e.wire.tokenize == nil {
+		e.writeError(w, http.StatusNotFound, "NotFoundError", "Not Found", "")
+		return
+	}
 	var in struct {
 		Tokens []int32 `json:"tokens"`
 	}

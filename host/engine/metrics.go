@@ -76,21 +76,33 @@ var (
 
 // metrics is the engine's Prometheus state; /metrics renders it in the dialect's names.
 type metrics struct {
-	mu        sync.Mutex
-	running   int
-	waiting   int
-	kvUsed    float64
-	kvTokens  int
-	iterTok   *histogram
-	ttft      *histogram
-	e2e       *histogram
-	queue     *histogram
-	itl       *histogram
-	tpot      *histogram // per finished sequence: (last − first token) / (tokens − 1)
-	stepWall  *histogram // every step
-	stepSim   *histogram
-	decWall   *histogram // steps without prefill
-	preWall   *histogram // steps with prefill
+	mu       sync.Mutex
+	running  int
+	waiting  int
+	kvUsed   float64
+	kvTokens int
+	// kvBlocks, blockSize and maxSeqs are the engine's capacity (Config.KVCacheTokens in
+	// blocks, Config.BlockSize, Config.MaxNumSeqs), exposed as real servers expose theirs:
+	// vLLM's cache_config_info, SGLang's max_total_num_tokens and max_running_requests.
+	kvBlocks, blockSize, maxSeqs int
+	prefixCaching                bool
+	constantITL                  time.Duration // Quirks.ConstantITL: observed for every token
+	iterTok                      *histogram
+	ttft                         *histogram
+	e2e                          *histogram
+	queue                        *histogram
+	itl                          *histogram
+	tpot                         *histogram // per finished sequence: (last − first token) / (tokens − 1)
+	stepWall                     *histogram // every step
+	stepSim                      *histogram
+	decWall                      *histogram // steps without prefill
+	preWall                      *histogram // steps with prefill
+	// overrun observes, per step with a planned wall duration (TimeScale > 0),
+	// max(0, measured − planned) / planned; plannedS and overrunS sum the planned wall
+	// durations and the overruns, in seconds.
+	overrun   *histogram
+	plannedS  float64
+	overrunS  float64
 	batchSize *histogram
 	steps     uint64
 	decSteps  uint64
@@ -111,9 +123,16 @@ type metrics struct {
 	specDrafts    atomic.Int64
 	specDraftTok  atomic.Int64
 	specAccepted  atomic.Int64
+
+	// lastStep and lastDecode are the wall durations (ns) of the last step and of the last
+	// step without prefill, read without mu (Quirks.LateFirstSteps).
+	lastStep, lastDecode atomic.Int64
 }
 
 var batchBuckets = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
+
+// overrunBuckets bound a step's overrun as a share of its planned wall duration.
+var overrunBuckets = []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10}
 
 func newMetrics() *metrics {
 	return &metrics{
@@ -127,6 +146,7 @@ func newMetrics() *metrics {
 		stepSim:   newHistogram(stepBuckets),
 		decWall:   newHistogram(stepBuckets),
 		preWall:   newHistogram(stepBuckets),
+		overrun:   newHistogram(overrunBuckets),
 		batchSize: newHistogram(batchBuckets),
 		success:   map[string]uint64{},
 	}
@@ -140,8 +160,17 @@ func (m *metrics) setQueue(running, waiting int, kv *kvCache, blockSize int) {
 	m.mu.Unlock()
 }
 
-func (m *metrics) observeStep(sh StepShape, sim, wall time.Duration) {
+// observeStep records a step of shape sh: its simulated duration sim, its planned wall
+// duration planned (sim × TimeScale; 0 when the engine does not sleep) and its measured wall
+// duration wall.
+func (m *metrics) observeStep(sh StepShape, sim, planned, wall time.Duration) {
 	m.mu.Lock()
+	if planned > 0 {
+		over := max(0, wall-planned)
+		m.overrun.observe(float64(over) / float64(planned))
+		m.plannedS += planned.Seconds()
+		m.overrunS += over.Seconds()
+	}
 	m.steps++
 	tokens := int64(sh.DecodeSeqs) + sh.PrefillTokens + sh.SpecTokens
 	m.iterTok.observe(float64(tokens))
@@ -150,7 +179,9 @@ func (m *metrics) observeStep(sh StepShape, sim, wall time.Duration) {
 	m.stepWall.observe(wall.Seconds())
 	m.batchSize.observe(float64(sh.Seqs))
 	m.busySeqs += uint64(sh.Seqs)
+	m.lastStep.Store(int64(wall))
 	if sh.PrefillTokens == 0 {
+		m.lastDecode.Store(int64(wall))
 		m.decSteps++
 		m.decWall.observe(wall.Seconds())
 		m.decWallS += wall.Seconds()
@@ -161,6 +192,15 @@ func (m *metrics) observeStep(sh StepShape, sim, wall time.Duration) {
 	m.stepWallS += wall.Seconds()
 	m.promptTok += uint64(sh.PrefillTokens)
 	m.mu.Unlock()
+}
+
+// lastDecodeStep is the wall duration of the last step without prefill, else of the last
+// step (0 before any; Quirks.LateFirstSteps).
+func (m *metrics) lastDecodeStep() time.Duration {
+	if d := m.lastDecode.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return time.Duration(m.lastStep.Load())
 }
 
 func (m *metrics) observeQueue(d time.Duration) {
@@ -181,7 +221,11 @@ func (m *metrics) observeToken(q *seq, finished bool) {
 		m.ttft.observe(ttft)
 		m.promptS += ttft
 	} else if !q.lastEmit.IsZero() {
-		m.itl.observe(now.Sub(q.lastEmit).Seconds())
+		itl := now.Sub(q.lastEmit)
+		if m.constantITL > 0 {
+			itl = m.constantITL
+		}
+		m.itl.observe(itl.Seconds())
 	}
 	q.lastEmit = now
 	if finished {
@@ -262,6 +306,11 @@ func ratio(a, b float64) float64 {
 //	genload_engine_decode_step_duration_seconds   wall duration of decode-only steps
 //	genload_engine_step_simulated_seconds         unscaled cost-model duration of every step
 //	genload_engine_time_scale                     wall seconds per simulated second
+//	genload_engine_step_planned_seconds_total     Σ planned wall duration (simulated × time
+//	                                              scale) of the steps, when the engine sleeps
+//	genload_engine_step_overrun_seconds_total     Σ max(0, measured − planned) over those steps
+//	genload_engine_step_overrun_ratio             each step's max(0, measured − planned) /
+//	                                              planned: how late a busy host made it
 func (m *metrics) write(out io.Writer, d *dialect, model string, timeScale float64, lateHist, hideTruth bool) {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
@@ -281,4 +330,8 @@ func (m *metrics) write(out io.Writer, d *dialect, model string, timeScale float
 	fmt.Fprintf(w, "# HELP genload_engine_step_simulated_seconds Simulated (unscaled) duration of each engine step from the cost model.\n# TYPE genload_engine_step_simulated_seconds histogram\n")
 	m.stepSim.write(w, "genload_engine_step_simulated_seconds", "")
 	fmt.Fprintf(w, "# HELP genload_engine_time_scale Wall seconds per simulated second.\n# TYPE genload_engine_time_scale gauge\ngenload_engine_time_scale %s\n", fmtFloat(timeScale))
+	fmt.Fprintf(w, "# HELP genload_engine_step_planned_seconds_total Planned wall duration of the engine's steps (simulated duration × time scale).\n# TYPE genload_engine_step_planned_seconds_total counter\ngenload_engine_step_planned_seconds_total %s\n", fmtFloat(m.plannedS))
+	fmt.Fprintf(w, "# HELP genload_engine_step_overrun_seconds_total Wall time the engine's steps ran past their planned duration (a busy host).\n# TYPE genload_engine_step_overrun_seconds_total counter\ngenload_engine_step_overrun_seconds_total %s\n", fmtFloat(m.overrunS))
+	fmt.Fprintf(w, "# HELP genload_engine_step_overrun_ratio Each step's overrun past its planned wall duration, as a share of it.\n# TYPE genload_engine_step_overrun_ratio histogram\n")
+	m.overrun.write(w, "genload_engine_step_overrun_ratio", "")
 }

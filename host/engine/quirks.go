@@ -25,6 +25,10 @@ type Quirks struct {
 	// stream_options say (OpenAI layers derived from llama.cpp's server do this).
 	// Continuous usage is never sent. Default false.
 	ZeroUsage bool
+	// UsageTotalOnly ("usage-total-only"): continuous_usage_stats and logprobs are ignored,
+	// so that a stream's only count is its usage chunk (the request's total, over all its
+	// choices in one request of several prompts). Default false.
+	UsageTotalOnly bool
 	// NoUsage ("no-usage"): no usage anywhere — no usage chunk, no per-chunk usage, none on
 	// the finish chunk (llama.cpp, TGI dialects) nor in non-streaming responses — whatever
 	// stream_options say. Default false.
@@ -50,6 +54,17 @@ type Quirks struct {
 	// TCP_NODELAY, or a server that flushes its first chunk late). Wall time. 0 = off
 	// (default). The fault --fault-first-token-delay holds the whole stream instead.
 	LateFirstChunk time.Duration
+	// LateFirstSteps ("late-first-steps=F"): like LateFirstChunk, by F decode steps — F times
+	// the wall duration of the engine's last decode step without prefill (of its last step
+	// when none has run yet) when the first chunk is produced — so that a client can be
+	// checked on a first chunk late by a fraction of a step (Nagle's algorithm with a delayed
+	// ACK on slow steps). Steps ≥ 0. 0 = off (default).
+	LateFirstSteps float64
+	// BunchFirst ("bunch-first=K"): each sequence's first K chunks are held and written
+	// together with the K-th (a late first flush, a proxy that buffers the start of a
+	// stream); later chunks are on time. A sequence that finishes first releases them with
+	// its last. Chunks ≥ 0. 0 = off (default).
+	BunchFirst int
 	// ZeroToken ("zero-token=F"): a fraction F in [0, 1] of sequences finish with
 	// finish_reason "stop", empty text and no token (completion_tokens 0): sequence k
 	// (1-based) when ⌊k·F⌋ > ⌊(k−1)·F⌋. 0 = off (default).
@@ -118,6 +133,11 @@ type Quirks struct {
 	// IgnoreN ("ignore-n"): n is ignored: one choice per prompt (TGI does so silently).
 	// Default false.
 	IgnoreN bool
+	// ConstantITL ("constant-itl=D"): the dialect's inter-token latency histogram (vLLM's
+	// and SGLang's inter_token_latency_seconds) observes D for every token instead of the
+	// interval measured, whatever the load — as a simulator that reports its configured
+	// latency does. Wall time. 0 = off (default).
+	ConstantITL time.Duration
 	// HideTruth ("hide-truth"): /metrics leaves out the genload_engine_* truth series, as
 	// every server but this one does, so that a client is checked on what real servers
 	// offer; the step log, Config.SeqLog and Engine.WriteMetrics keep it. Default false.
@@ -135,10 +155,13 @@ func (q *Quirks) fields() []quirkField {
 	return []quirkField{
 		{"zero-usage", "", &q.ZeroUsage},
 		{"no-usage", "", &q.NoUsage},
+		{"usage-total-only", "", &q.UsageTotalOnly},
 		{"usage-every-chunk", "", &q.UsageEveryChunk},
 		{"tokens-per-chunk", "N tokens", &q.TokensPerChunk},
 		{"coalesce", "P probability", &q.Coalesce},
 		{"late-first-chunk", "D duration", &q.LateFirstChunk},
+		{"late-first-steps", "F steps", &q.LateFirstSteps},
+		{"bunch-first", "K chunks", &q.BunchFirst},
 		{"zero-token", "F fraction", &q.ZeroToken},
 		{"early-stop", "K tokens", &q.EarlyStop},
 		{"early-stop-every", "M requests", &q.EarlyStopEvery},
@@ -156,6 +179,7 @@ func (q *Quirks) fields() []quirkField {
 		{"separate-finish", "", &q.SeparateFinish},
 		{"no-done", "", &q.NoDone},
 		{"ignore-n", "", &q.IgnoreN},
+		{"constant-itl", "D duration", &q.ConstantITL},
 		{"hide-truth", "", &q.HideTruth},
 	}
 }
@@ -276,8 +300,20 @@ func (q Quirks) validate() error {
 	if !(q.Coalesce >= 0 && q.Coalesce < 1) {
 		bad("coalesce", "must be in [0, 1), got %v", q.Coalesce)
 	}
+	if q.ConstantITL < 0 {
+		bad("constant-itl", "must be >= 0, got %v", q.ConstantITL)
+	}
 	if q.LateFirstChunk < 0 {
 		bad("late-first-chunk", "must be >= 0, got %v", q.LateFirstChunk)
+	}
+	if !(q.LateFirstSteps >= 0) || math.IsInf(q.LateFirstSteps, 1) {
+		bad("late-first-steps", "must be a finite number of steps >= 0, got %v", q.LateFirstSteps)
+	}
+	if q.BunchFirst < 0 {
+		bad("bunch-first", "must be >= 0 chunks, got %d", q.BunchFirst)
+	}
+	if q.BunchFirst > 0 && (q.LateFirstChunk > 0 || q.LateFirstSteps > 0) {
+		bad("bunch-first", "and late-first-chunk / late-first-steps exclude each other")
 	}
 	if !(q.ZeroToken >= 0 && q.ZeroToken <= 1) {
 		bad("zero-token", "must be in [0, 1], got %v", q.ZeroToken)

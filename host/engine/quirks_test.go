@@ -569,3 +569,88 @@ func TestSeqLog(t *testing.T) {
 		t.Errorf("log:\n%s", log.String())
 	}
 }
+
+// readTimes reads a stream's body and returns its data events with the index of the Read
+// that completed each one, and when each Read returned.
+func readTimes(t *testing.T, r io.Reader) (events []string, read []int, at []time.Time) {
+	t.Helper()
+	var pend []byte
+	buf := make([]byte, 1<<16)
+	for k := 0; ; k++ {
+		n, err := r.Read(buf)
+		at = append(at, time.Now())
+		pend = append(pend, buf[:n]...)
+		for {
+			i := bytes.Index(pend, []byte("\n\n"))
+			if i < 0 {
+				break
+			}
+			events = append(events, strings.TrimPrefix(string(pend[:i]), "data: "))
+			read = append(read, k)
+			pend = pend[i+2:]
+		}
+		if err != nil {
+			return events, read, at
+		}
+	}
+}
+
+// bunch-first=5: each choice's first five chunks leave in one write, after the fifth token
+// was produced; the others one per step.
+func TestQuirkBunchFirst(t *testing.T) {
+	_, u := quirkEngine(t, "bunch-first=5", func(c *Config) { c.TimeScale = 1 })
+	req, _ := http.NewRequest("POST", u+"/v1/completions", strings.NewReader(`{"prompt":[[1,2]],"max_tokens":12,"ignore_eos":true,"stream":true}`))
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	evs, read, at := readTimes(t, resp.Body)
+	if len(evs) != 13 || evs[12] != "[DONE]" {
+		t.Fatalf("%d events: %q", len(evs), evs)
+	}
+	for i := 1; i < 5; i++ {
+		if read[i] != read[0] {
+			t.Errorf("chunk %d came in read %d, chunk 0 in read %d: the first five were not written together", i, read[i], read[0])
+		}
+	}
+	if read[5] == read[0] {
+		t.Errorf("chunk 5 came with the bunch")
+	}
+	// five tokens of ≥ 3 ms steps (time scale 1) before the bunch leaves: a lower bound
+	if el := at[read[0]].Sub(start); el < 4*3*time.Millisecond {
+		t.Errorf("the bunch arrived %v after the request, before its fifth token could be produced", el)
+	}
+}
+
+// late-first-steps=10: the first chunk leaves ten decode steps (≥ 3 ms each at time scale 1)
+// after it was produced, with the chunks produced meanwhile.
+func TestQuirkLateFirstSteps(t *testing.T) {
+	e, u := quirkEngine(t, "late-first-steps=10", func(c *Config) { c.TimeScale = 1 })
+	post(t, u+"/v1/completions", `{"prompt":[[1,2]],"max_tokens":4,"ignore_eos":true}`) // a decode step to measure
+	step := e.metrics.lastDecodeStep()
+	if step <= 0 {
+		t.Fatal("no decode step measured")
+	}
+	req, _ := http.NewRequest("POST", u+"/v1/completions", strings.NewReader(`{"prompt":[[1,2]],"max_tokens":20,"ignore_eos":true,"stream":true}`))
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	evs, read, at := readTimes(t, resp.Body)
+	if len(evs) != 21 {
+		t.Fatalf("%d events", len(evs))
+	}
+	if el := at[read[0]].Sub(start); el < 10*3*time.Millisecond {
+		t.Errorf("first chunk after %v, want ≥ 10 steps of ≥ 3 ms (last decode step %v)", el, step)
+	}
+	if read[1] != read[0] {
+		t.Errorf("the second chunk, produced while the first was held, came in another read")
+	}
+	if _, err := ParseQuirks("bunch-first=3,late-first-steps=0.5"); err == nil || !strings.Contains(err.Error(), "exclude") {
+		t.Errorf("bunch-first with late-first-steps: %v", err)
+	}
+}

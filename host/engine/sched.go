@@ -96,6 +96,32 @@ func (s *scheduler) expertSet(tok int64) []uint64 {
 	return b
 }
 
+// maxDebt is the most lateness the scheduler repays (see run): a busy host preempts the
+// engine's thread for a few ms at a time, which steps of a fraction of a ms at the default time
+// scale cannot absorb one step at a time.
+const maxDebt = 20 * time.Millisecond
+
+// nextDeadline returns the planned end of a step of planned wall duration wall that starts at
+// now, the previous step having been planned to end at prev (the schedule), and when to end
+// it. After idle, or when behind the schedule by more than one step and more than maxDebt (a
+// stall of the host, a slow prefill bookkeeping pass), the debt is forgiven: the schedule
+// restarts from now, and later steps keep their own durations. A smaller debt — a timer woken
+// late, the engine's thread preempted by a busy host — is repaid by the next steps, each
+// ending on schedule but at least half its planned duration after it starts (so that the
+// stream does not become a burst a client cannot time): the steps keep the cost model's mean
+// duration, host lateness not being part of the simulation (injected slow steps are, in sim).
+func nextDeadline(idle bool, now, prev time.Time, wall time.Duration) (plan, end time.Time) {
+	if idle || now.Sub(prev) > max(wall, maxDebt) {
+		plan = now.Add(wall)
+		return plan, plan
+	}
+	plan, end = prev.Add(wall), prev.Add(wall)
+	if floor := now.Add(wall / 2); end.Before(floor) {
+		end = floor
+	}
+	return plan, end
+}
+
 // run is the scheduler goroutine. It returns when stop is closed.
 func (s *scheduler) run(stop <-chan struct{}) {
 	var deadline, prevEnd time.Time
@@ -141,20 +167,14 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		}
 		wall := time.Duration(float64(sim) * s.cfg.TimeScale)
 		now := time.Now()
-		if idle || now.Sub(deadline) > wall {
-			// Start the step now: after idle, or when behind by more than one step (a stall,
-			// a slow prefill bookkeeping pass). Only small debts — timer lateness — are
-			// repaid by the next sleeps; a larger one is forgiven, as a GPU does not run
-			// faster after a slow step, so later steps keep their own durations.
-			deadline = now
-		}
 		stepStart := prevEnd // back-to-back steps: the loop overhead belongs to the step
 		if idle {
 			stepStart = now
 		}
+		var end time.Time
+		deadline, end = nextDeadline(idle, now, deadline, wall)
 		idle = false
-		deadline = deadline.Add(wall)
-		if !sleepUntil(deadline, stop) {
+		if !sleepUntil(end, stop) {
 			return
 		}
 		// Record and log the step before handing out its tokens, so that a client holding
@@ -162,9 +182,9 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		s.step++
 		prevEnd = time.Now()
 		actual := prevEnd.Sub(stepStart) // the measured wall duration (≈ wall on average)
-		s.e.metrics.observeStep(shape, sim, actual)
+		s.e.metrics.observeStep(shape, sim, wall, actual)
 		if s.cfg.StepLog != nil {
-			s.logStep(prevEnd, batch, shape, sim, actual, noise)
+			s.logStep(prevEnd, batch, shape, sim, wall, actual, noise)
 		}
 		s.commit(batch, prevEnd)
 		s.e.metrics.setQueue(len(s.running), len(s.waiting), s.kv, s.cfg.BlockSize)

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +176,127 @@ func TestStartAndClose(t *testing.T) {
 	resp.Body.Close()
 	if err := e.Close(); err != nil {
 		t.Errorf("second close: %v", err)
+	}
+}
+
+// The engine records how far each step ran past its plan: the step log's planned_ms is
+// fwd_ms × the time scale, /metrics sums the planned time and the overruns (max(0, wall −
+// planned), the same steps as the log), and the ratio histogram counts every step. A
+// non-sleeping engine plans nothing and records no overrun.
+func TestStepOverrunRecord(t *testing.T) {
+	log := &logtest.LockedBuffer{}
+	_, srv := newTestEngine(t, func(c *Config) { c.StepLog = log; c.TimeScale = 0.1 })
+	post(t, srv.URL+"/v1/completions", `{"prompt":[1,2,3],"max_tokens":8,"ignore_eos":true}`)
+	var planned, over float64
+	lines := logtest.Lines(log.String())
+	for _, l := range lines {
+		p, fwd, wall := l.Float(t, "planned_ms"), l.Float(t, "fwd_ms"), l.Float(t, "wall_ms")
+		if math.Abs(p-fwd*0.1) > 0.0015 {
+			t.Errorf("planned_ms %.3f, want fwd_ms %.3f × 0.1", p, fwd)
+		}
+		planned += p / 1e3
+		over += max(0, wall-p) / 1e3
+	}
+	m := metricsText(t, srv.URL)
+	gotP, gotO := metricValue(t, m, "genload_engine_step_planned_seconds_total"), metricValue(t, m, "genload_engine_step_overrun_seconds_total")
+	// the log rounds each step to 1 µs
+	if tol := 2e-6 * float64(len(lines)); math.Abs(gotP-planned) > tol || math.Abs(gotO-over) > tol {
+		t.Fatalf("metrics planned %.6f s, overrun %.6f s; the log's %d steps: %.6f s, %.6f s", gotP, gotO, len(lines), planned, over)
+	}
+	if c := metricValue(t, m, "genload_engine_step_overrun_ratio_count"); int(c) != len(lines) || len(lines) != 8 {
+		t.Fatalf("overrun histogram counts %v steps, the log has %d (want 8)", c, len(lines))
+	}
+
+	log0 := &logtest.LockedBuffer{}
+	_, fast := newTestEngine(t, func(c *Config) { c.StepLog = log0 })
+	post(t, fast.URL+"/v1/completions", `{"prompt":[1,2,3],"max_tokens":4,"ignore_eos":true}`)
+	if strings.Contains(log0.String(), "planned_ms") {
+		t.Errorf("time scale 0: the step log plans steps:\n%s", log0.String())
+	}
+	m = metricsText(t, fast.URL)
+	if v := metricValue(t, m, "genload_engine_step_planned_seconds_total"); v != 0 {
+		t.Errorf("time scale 0: planned %v s, want 0", v)
+	}
+}
+
+func metricsText(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// metricValue returns the value of the unlabelled series name in a metrics text.
+func metricValue(t *testing.T, text, name string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("metrics lack %s", name)
+	return 0
+}
+
+// The step clock: on time, a step ends one planned duration after the previous one; a delay
+// of a few ms is repaid by the next steps, none shorter than half its plan, so that the mean
+// step keeps its planned duration; a delay longer than maxDebt (and than a step) is forgiven;
+// after idle the clock restarts.
+func TestNextDeadline(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	wall := 300 * time.Microsecond
+	cases := []struct {
+		name      string
+		idle      bool
+		late      time.Duration // now − the previous step's planned end
+		plan, end time.Duration // the returned plan and end − the previous planned end
+	}{
+		{"on time", false, 0, wall, wall},
+		{"a little late: the plan holds", false, 100 * time.Microsecond, wall, wall},
+		{"late by more than half a step: at least half a step", false, 250 * time.Microsecond, wall, 250*time.Microsecond + wall/2},
+		{"late by 5 ms: half a step, the plan kept to repay", false, 5 * time.Millisecond, wall, 5*time.Millisecond + wall/2},
+		{"late by 25 ms: forgiven", false, 25 * time.Millisecond, 25*time.Millisecond + wall, 25*time.Millisecond + wall},
+		{"after idle", true, 0, wall, wall},
+	}
+	for _, tc := range cases {
+		plan, end := nextDeadline(tc.idle, t0.Add(tc.late), t0, wall)
+		if plan.Sub(t0) != tc.plan || end.Sub(t0) != tc.end {
+			t.Errorf("%s: plan %v, end %v after the previous plan; want %v, %v", tc.name, plan.Sub(t0), end.Sub(t0), tc.plan, tc.end)
+		}
+	}
+	// 200 steps with one 3 ms delay (ten steps) at step 10: the steps' total wall time is still
+	// 200 planned steps, the delay repaid within the next 20 steps, none shorter than half a
+	// step; a 30 ms delay is forgiven instead.
+	for _, delay := range []time.Duration{3 * time.Millisecond, 30 * time.Millisecond} {
+		now, plan := t0, t0
+		var total, shortest time.Duration = 0, time.Hour
+		for k := range 200 {
+			start := now
+			if k == 10 {
+				now = now.Add(delay)
+			}
+			var end time.Time
+			plan, end = nextDeadline(k == 0, now, plan, wall)
+			now = end // the step ends when asked (a perfect sleep)
+			total += now.Sub(start)
+			if k != 10 {
+				shortest = min(shortest, now.Sub(start))
+			}
+		}
+		want := 200 * wall
+		if delay > maxDebt {
+			want += delay // forgiven: the steps after it keep their durations
+		}
+		if total != want || shortest < wall/2 {
+			t.Fatalf("delay %v: 200 steps took %v, want %v; shortest step %v, want ≥ %v", delay, total, want, shortest, wall/2)
+		}
 	}
 }

@@ -220,15 +220,25 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 		return true
 	}
 	// emit appends choice's chunks (built by add) to the stream, or holds them while the
-	// choice's first chunk is late (Quirks.LateFirstChunk); held chunks always go first.
+	// choice's first chunk is late (Quirks.LateFirstChunk, LateFirstSteps) or its first K
+	// are bunched (Quirks.BunchFirst); held chunks always go first.
 	emit := func(c *choiceState, add func([]byte) []byte) {
-		if q.LateFirstChunk <= 0 {
+		if q.BunchFirst > 0 && c.bunched < q.BunchFirst {
+			c.held = add(c.held)
+			if c.bunched++; c.bunched == q.BunchFirst || c.fin != finNone {
+				b = append(b, c.held...)
+				c.held = c.held[:0]
+			}
+			return
+		}
+		if q.LateFirstChunk <= 0 && q.LateFirstSteps <= 0 {
 			b = add(b)
 			return
 		}
 		now := time.Now()
 		if !c.started {
-			c.started, c.holdUntil = true, now.Add(q.LateFirstChunk)
+			hold := q.LateFirstChunk + time.Duration(q.LateFirstSteps*float64(e.metrics.lastDecodeStep()))
+			c.started, c.holdUntil = true, now.Add(hold)
 		}
 		if now.Before(c.holdUntil) {
 			c.held = add(c.held)
@@ -245,8 +255,8 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 		now := time.Now()
 		for i := range st {
 			c := &st[i]
-			if len(c.held) == 0 {
-				continue
+			if len(c.held) == 0 || !all && c.bunched > 0 && c.bunched < q.BunchFirst {
+				continue // empty, or a bunch still gathering (emit releases it)
 			}
 			if all || !now.Before(c.holdUntil) {
 				b = append(b, c.held...)
@@ -340,6 +350,9 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 			c := e.applyEvent(st, ev)
 			sameStepNext := !perToken && i+1 < len(evs) && evs[i+1].choice == ev.choice && evs[i+1].step == ev.step
 			if c.fin == finNone && (c.pending < spec.streamInterval || sameStepNext) {
+				continue
+			}
+			if c.fin == finNone && e.wire.chunkMix && c.pending < chunkMixTarget(&spec, ev.choice, c.tokens-c.pending) {
 				continue
 			}
 			if c.fin == finNone && q.Coalesce > 0 &&

@@ -37,6 +37,12 @@ const (
 	ThresholdsFailed Code = 6
 	// Panic: genload itself panicked (a bug: please report it).
 	Panic Code = 7
+	// Inconclusive: a verdict could not be reached — the gate's bounds straddle a threshold
+	// ("cannot tell"); the message says how many repeats of which run would decide it.
+	Inconclusive Code = 8
+	// OutOfRange: points asked for lie outside a latency model's measured range and were not
+	// predicted or judged (predict, gate); the others were, and are printed.
+	OutOfRange Code = 9
 	// Interrupted: SIGINT/SIGTERM stopped the run; what was measured is on disk (128+SIGINT).
 	Interrupted Code = 130
 )

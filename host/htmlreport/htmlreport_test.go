@@ -129,7 +129,7 @@ func TestReportOfOneRun(t *testing.T) {
 			t.Errorf("the latency figure lacks %q", want)
 		}
 	}
-	if !strings.Contains(run, `⚠ realised mean length … is -1.0 % off L = … — 2 cells: L=1000 B=32; L=4000 B=32`) {
+	if !strings.Contains(run, `⚠ Realised mean prompt lengths are off their target L — 2 cells: L=1000 B=32; L=4000 B=32`) {
 		t.Error("the warnings are not grouped")
 	}
 	if n := strings.Count(run, `<figure data-cell=`); n != 6 || !strings.Contains(run, "repeat(3, minmax(0, 1fr))") {

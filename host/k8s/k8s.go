@@ -1,7 +1,9 @@
 // Package k8s writes the Kubernetes manifests that run a genload matrix as an Indexed Job:
 // one pod per shard (JOB_COMPLETION_INDEX is the shard, genload run --shard
 // JOB_COMPLETION_INDEX/N), results on a shared volume, then a merge Job that joins the shards
-// with genload merge, and a pod to copy the results out.
+// with genload merge, and a pod from which genload streams the results out (kubectl exec …
+// genload k8s cat FILE > FILE): the pods need an image with genload and /bin/sh only — no
+// tar, mkdir or sleep.
 //
 // The manifests are written as YAML from the fields genload sets, with no Kubernetes library:
 // a test in the separate module tools/k8s decodes them strictly into the k8s.io/api types.
@@ -13,6 +15,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/genload/genload/host/exitcode"
 )
 
 // Paths inside the pods.
@@ -30,15 +34,19 @@ type Job struct {
 	Name string
 	// Namespace of every object; "" leaves it to kubectl's context.
 	Namespace string
-	// Image is a container image with genload on its PATH and /bin/sh.
+	// Image is a container image with genload on its PATH and /bin/sh (the Dockerfile's); the
+	// pods run no other program.
 	Image string
 	// Shards is the number of pods (completions), ≥ 1; Parallelism how many run at once
 	// (default Shards). Every shard measures its own part of the matrix against its own
 	// target: a shared server serves one shard at a time only if Parallelism is 1.
 	Shards, Parallelism int
 	// RetriesPerShard is backoffLimitPerIndex: how often a failed shard's pod is started
-	// again (it continues the shard's results file). Default 0: a failed shard stays failed,
-	// and the merge step names it.
+	// again (it continues the shard's results file); the other shards go on whatever one
+	// does, and a shard out of retries fails the Job once the others end, named in the Job's
+	// status.failedIndexes. genload k8s job's --retries defaults to DefaultRetries. A pod
+	// that exits with a code a retry cannot change (Usage, InvalidConfig, PluginRejected:
+	// see NoRetryCodes) fails its shard at once.
 	RetriesPerShard int
 	// Bench is the bench.toml text to run ("" = genload's defaults).
 	Bench string
@@ -51,6 +59,15 @@ type Job struct {
 	// CPU and Memory are each pod's requests and limits ("" = none), e.g. "2", "4Gi".
 	CPU, Memory string
 }
+
+// DefaultRetries is genload k8s job's default --retries: each shard's pod is started up to
+// 3 times (a target that fails a cell, a node lost), each retry continuing the shard's file.
+const DefaultRetries = 2
+
+// NoRetryCodes are the exit codes that fail a shard without a retry (podFailurePolicy
+// FailIndex): bad flags (2), an invalid bench.toml, corpus or tokenizer (3) and a rejected
+// plugin (4) give the same answer every time.
+var NoRetryCodes = []int{int(exitcode.Usage), int(exitcode.InvalidConfig), int(exitcode.PluginRejected)}
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
@@ -85,10 +102,15 @@ func (j Job) Check() error {
 }
 
 // Manifests are the YAML files: Job (ConfigMap, PVC if created, Indexed Job), Merge (the
-// merge Job, applied once the Job is complete) and Fetch (a pod to copy the results out).
+// merge Job, applied once the Job is complete) and Fetch (a pod the results are streamed out
+// of with kubectl exec … genload k8s cat).
 type Manifests struct {
 	Job, Merge, Fetch string
 }
+
+// FetchHold is how long the fetch pod waits to be exec'd into before it exits (genload k8s
+// idle); kubectl delete ends it at once.
+const FetchHold = "1h"
 
 // Dir is the shards' results directory on the volume, and the merged run's.
 func (j Job) Dir() string { return ResultsMount + "/" + j.Name }
@@ -144,12 +166,18 @@ func Build(j Job) (*Manifests, error) {
 	container := m("name", "genload", "image", j.Image, "command", []any{"/bin/sh", "-c"}, "args", []any{j.shardScript()},
 		"env", env, "resources", resources,
 		"volumeMounts", []any{m("name", "results", "mountPath", ResultsMount), m("name", "config", "mountPath", ConfigMount, "readOnly", true)})
-	jobSpec := m("completionMode", "Indexed", "completions", j.Shards, "parallelism", j.Parallelism)
-	if j.RetriesPerShard > 0 {
-		jobSpec = append(jobSpec, kv{"backoffLimitPerIndex", j.RetriesPerShard})
-	} else {
-		jobSpec = append(jobSpec, kv{"backoffLimit", 0})
+	codes := make([]any, len(NoRetryCodes))
+	for i, c := range NoRetryCodes {
+		codes[i] = c
 	}
+	jobSpec := m("completionMode", "Indexed", "completions", j.Shards, "parallelism", j.Parallelism,
+		"backoffLimitPerIndex", j.RetriesPerShard,
+		"podFailurePolicy", m("rules", []any{
+			// A retry cannot change these: the shard fails at once (the others go on).
+			m("action", "FailIndex", "onExitCodes", m("containerName", "genload", "operator", "In", "values", codes)),
+			// A pod evicted or preempted (a node drained) is started again without using a retry.
+			m("action", "Ignore", "onPodConditions", []any{m("type", "DisruptionTarget", "status", "True")}),
+		}))
 	jobSpec = append(jobSpec, kv{"template", m(
 		"metadata", m("labels", labels),
 		"spec", m("restartPolicy", "Never", "containers", []any{container},
@@ -163,7 +191,7 @@ func Build(j Job) (*Manifests, error) {
 		"template", m("metadata", m("labels", labels), "spec", m("restartPolicy", "Never", "containers", []any{merge}, "volumes", []any{results}))))
 	fetch := m("apiVersion", "v1", "kind", "Pod", "metadata", meta(j.Name+"-fetch"), "spec", m(
 		"restartPolicy", "Never",
-		"containers", []any{m("name", "fetch", "image", j.Image, "command", []any{"/bin/sh", "-c", "sleep 3600"},
+		"containers", []any{m("name", "fetch", "image", j.Image, "command", []any{"genload", "k8s", "idle", FetchHold},
 			"volumeMounts", []any{m("name", "results", "mountPath", ResultsMount, "readOnly", true)})},
 		"volumes", []any{results}))
 	return &Manifests{Job: strings.Join(docs, "---\n"), Merge: doc(mergeJob), Fetch: doc(fetch)}, nil
@@ -183,14 +211,14 @@ func doc(v []kv) string {
 }
 
 // shardScript is each pod's command: the shard's run, or, when the pod is a retry and the
-// shard's results file exists, its continuation.
+// shard's results file exists, its continuation. It uses /bin/sh's builtins and genload
+// only (genload run creates the results directory).
 func (j Job) shardScript() string {
 	n := strconv.Itoa(j.Shards)
 	args := shellArgs(j.RunArgs)
 	return strings.Join([]string{
 		"set -eu",
 		`: "${JOB_COMPLETION_INDEX:?this pod is not part of an Indexed Job}"`,
-		`mkdir -p "$GENLOAD_RESULTS"`,
 		`f="$GENLOAD_RESULTS/` + j.Name + `-shard-${JOB_COMPLETION_INDEX}-of-` + n + `.jsonl"`,
 		`if [ -f "$f" ]; then`,
 		`exec genload run --resume "$f" --shard "JOB_COMPLETION_INDEX/` + n + `"` + args,
@@ -216,4 +244,61 @@ func shellArgs(args []string) string {
 		b.WriteString(" '" + strings.ReplaceAll(a, "'", `'\''`) + "'")
 	}
 	return b.String()
+}
+
+// Terminal is the jsonpath of a Job's conditions that hold ("Complete", "Failed"; also
+// "SuccessCriteriaMet" or "FailureTarget" just before them on Kubernetes ≥ 1.31), as the
+// printed commands query it.
+const Terminal = `{.status.conditions[?(@.status=="True")].type}`
+
+// Commands returns the kubectl commands that run the manifests written to dir, for POSIX sh,
+// one per line (lines starting with # are comments): apply the Job; wait until it is Complete
+// or Failed — kubectl wait takes one condition, and --for=condition=complete alone waits out
+// its timeout when a shard fails, so the wait polls the Job's conditions every 10 s — then
+// print its condition with the shards completed and failed (status.completedIndexes and
+// failedIndexes, e.g. "Failed: shards completed 0,2-3; failed 1"); the merge Job, waited for
+// the same way, and its log; the fetch pod, the merged .json and .csv streamed out of it with
+// genload k8s cat (no tar in the image) into ./results, and the pod deleted.
+func (j Job) Commands(dir string) string {
+	k := "kubectl"
+	if j.Namespace != "" {
+		k += " -n " + j.Namespace
+	}
+	wait := func(job string) string {
+		return fmt.Sprintf("until %s get job/%s -o jsonpath='%s' | grep -qwE 'Complete|Failed'; do sleep 10; done", k, job, Terminal)
+	}
+	retries := fmt.Sprintf("%d retries", j.RetriesPerShard)
+	if j.RetriesPerShard == 1 {
+		retries = "1 retry"
+	}
+	merged := j.Dir() + "/" + j.Name
+	lines := []string{
+		fmt.Sprintf("# %d shards of %s, results in %s on the claim %s:", j.Shards, j.Name, j.Dir(), j.PVC),
+		fmt.Sprintf("%s apply -f %s", k, shellWord(dir+"/job.yaml")),
+		fmt.Sprintf("# wait until the Job is Complete, or Failed (a shard out of its %s; the other shards run to their end):", retries),
+		wait(j.Name),
+		fmt.Sprintf(`%s get job/%s -o jsonpath='%s: shards completed {.status.completedIndexes}; failed {.status.failedIndexes}{"\n"}'`, k, j.Name, Terminal),
+		fmt.Sprintf("# the log of a failed shard I: %s logs -l job-name=%s,batch.kubernetes.io/job-completion-index=I --tail=20", k, j.Name),
+		"# the merge (it names any shard that is missing or incomplete):",
+		fmt.Sprintf("%s apply -f %s", k, shellWord(dir+"/merge.yaml")),
+		wait(j.Name + "-merge"),
+		fmt.Sprintf("%s logs job/%s-merge", k, j.Name),
+		"# the results, streamed out of a pod that mounts the claim:",
+		fmt.Sprintf("%s apply -f %s && %s wait --for=condition=ready --timeout=10m pod/%s-fetch", k, shellWord(dir+"/fetch.yaml"), k, j.Name),
+		fmt.Sprintf("mkdir -p results && %s exec %s-fetch -- genload k8s cat %s.json > results/%s.json", k, j.Name, merged, j.Name),
+		fmt.Sprintf("%s exec %s-fetch -- genload k8s cat %s.csv > results/%s.csv", k, j.Name, merged, j.Name),
+		fmt.Sprintf("%s delete pod %s-fetch", k, j.Name),
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// safeWord is a word /bin/sh reads as itself.
+var safeWord = regexp.MustCompile(`^[A-Za-z0-9_./:=@%+,-]+$`)
+
+// shellWord quotes s for /bin/sh unless it needs no quotes ("k8s-nightly/job.yaml" stays).
+func shellWord(s string) string {
+	if safeWord.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

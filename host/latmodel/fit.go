@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/quantile"
 )
 
 // FitOptions configure [Fit].
@@ -26,6 +27,12 @@ type FitOptions struct {
 	Forms []string
 	// KeepOutliers fits every cell, outliers included (see [Fit]).
 	KeepOutliers bool
+	// Dense, with Experts nil, fits the dense form even when the runs record a mixture of
+	// experts (genload fit --experts 0). Lookup finds the structure of a built-in engine
+	// profile for results files that predate its record (see [ResolveExperts]). Both are
+	// used by [FitRuns] only.
+	Dense  bool
+	Lookup ProfileLookup
 }
 
 // Outlier rules of [Fit]: a cell is an outlier when the absolute relative error of its
@@ -185,7 +192,7 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 		m.Terms = append(m.Terms, Term{Name: t, Coef: best.beta[i], SE: best.se[i], Lo: best.lo[i], Hi: best.hi[i],
 			Unit: termInfo[t].unit, Doc: termInfo[t].doc})
 	}
-	m.Cov = best.cov
+	m.Cov, m.CovHC3 = best.cov, best.hc3
 	m.DoF = len(obs) - len(best.terms)
 	m.R2 = best.r2
 	m.LOOMedianRel, m.LOOMaxRel = best.looMed, best.looMax
@@ -195,6 +202,7 @@ func Fit(obs []Obs, opt FitOptions) (*Model, error) {
 		m.Obs[i].LOOMs = best.looPred[i]
 		m.Obs[i].LOORel = (best.looPred[i] - m.Obs[i].FwdMs) / m.Obs[i].FwdMs
 	}
+	m.Scatter = scatterOf(m.Obs)
 	return m, nil
 }
 
@@ -254,8 +262,8 @@ func (m *Model) choose(obs []Obs, forms []string) (best *fitted, cands []Candida
 type fitted struct {
 	terms                  []string
 	beta, se, lo, hi       []float64
-	cov                    [][]float64
-	fit                    []float64 // ŷ per cell
+	cov, hc3               [][]float64 // model-based s²(XᵀWX)⁻¹ and heteroscedasticity-consistent
+	fit                    []float64   // ŷ per cell
 	r2                     float64
 	looPred                []float64
 	looRMS, looMed, looMax float64
@@ -315,7 +323,9 @@ func (m *Model) solve(obs []Obs, terms []string) ([]float64, *mat.Dense, []float
 // fit fits obs by terms and fills coefficients, their covariance and intervals, fitted values
 // and R². The covariance is s²·(XᵀWX)⁻¹ with s² = Σ w_i r_i² / (n − p): σ is taken as a
 // relative weight and scaled to the residuals (so that intervals hold when the σ are right up
-// to a common factor).
+// to a common factor). Beside it, the heteroscedasticity-consistent HC3 covariance (MacKinnon
+// and White 1985; Long and Ervin 2000 for small samples), which holds when the σ are wrong
+// cell by cell — as two repeats' spread, of one degree of freedom per cell, makes them.
 func (m *Model) fit(obs []Obs, terms []string) (*fitted, error) {
 	beta, xs, scale, err := m.solve(obs, terms)
 	if err != nil {
@@ -346,13 +356,31 @@ func (m *Model) fit(obs []Obs, terms []string) (*fitted, error) {
 	if err := ch.InverseTo(&inv); err != nil {
 		return nil, fmt.Errorf("terms %s: %w", strings.Join(terms, ", "), err)
 	}
+	// HC3: the sandwich (XᵀWX)⁻¹ [Σ x_i x_iᵀ e_i² / (1 − h_ii)²] (XᵀWX)⁻¹ in the weighted,
+	// scaled coordinates, e_i the weighted residual and h_ii the leverage.
+	meat := mat.NewSymDense(p, nil)
+	row := mat.NewVecDense(p, nil)
+	var hv mat.VecDense
+	for i, o := range obs {
+		for j := 0; j < p; j++ {
+			row.SetVec(j, xs.At(i, j))
+		}
+		hv.MulVec(&inv, row)
+		h := mat.Dot(row, &hv)
+		e := (o.FwdMs - f.fit[i]) / o.SigmaMs / (1 - min(h, 1-1e-9))
+		meat.SymRankOne(meat, e*e, row)
+	}
+	var tmp, hc3 mat.Dense
+	tmp.Mul(&inv, meat)
+	hc3.Mul(&tmp, &inv)
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(dof)}.Quantile(0.975)
-	f.cov = make([][]float64, p)
+	f.cov, f.hc3 = make([][]float64, p), make([][]float64, p)
 	f.se, f.lo, f.hi = make([]float64, p), make([]float64, p), make([]float64, p)
 	for i := 0; i < p; i++ {
-		f.cov[i] = make([]float64, p)
+		f.cov[i], f.hc3[i] = make([]float64, p), make([]float64, p)
 		for j := 0; j < p; j++ {
 			f.cov[i][j] = s2 * inv.At(i, j) / (scale[i] * scale[j])
+			f.hc3[i][j] = hc3.At(i, j) / (scale[i] * scale[j])
 		}
 		f.se[i] = math.Sqrt(f.cov[i][i])
 		f.lo[i], f.hi[i] = beta[i]-t*f.se[i], beta[i]+t*f.se[i]
@@ -395,7 +423,7 @@ func (m *Model) loo(obs []Obs, terms []string, f *fitted) error {
 	}
 	f.looRMS = math.Sqrt(num / den)
 	sort.Float64s(rel)
-	f.looMed = median(rel)
+	f.looMed = quantile.Median(rel)
 	f.looMax = rel[n-1]
 	return nil
 }
@@ -413,7 +441,7 @@ func rangeOf(obs []Obs) (Range, []RatioPoint) {
 	var ratios []RatioPoint
 	for b, rs := range by {
 		sort.Float64s(rs)
-		ratios = append(ratios, RatioPoint{Batch: b, Ratio: median(rs)})
+		ratios = append(ratios, RatioPoint{Batch: b, Ratio: quantile.Median(rs)})
 	}
 	slices.SortFunc(ratios, func(a, b RatioPoint) int { return a.Batch - b.Batch })
 	return r, ratios

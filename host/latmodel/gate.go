@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/report"
 )
 
 // GridPoint is one point a gate evaluates both models at: SeqLen is the target L it stands
@@ -19,111 +23,331 @@ type GridPoint struct {
 	Batch   int     `json:"batch"`
 }
 
-// SharedGrid returns the cells both models measured (matched by target L and B): the cells
-// they were fitted on and their outliers (a cell left out of a fit was still measured, and the
-// model is evaluated there like anywhere in its range), each at the mean of the two realised
-// mean lengths, ascending L then B; empty when they share none.
-func SharedGrid(base, next *Model) []GridPoint {
-	type key struct{ l, b int }
-	measured := func(m *Model) []Obs {
-		obs := slices.Clone(m.Obs)
-		for _, o := range m.Outliers {
-			if !slices.ContainsFunc(obs, func(x Obs) bool { return x.SeqLen == o.SeqLen && x.Batch == o.Batch }) {
-				obs = append(obs, o.Obs)
-			}
-		}
-		return obs
+// String writes the point as messages name it: "L=4000,B=8 (L̄ 3996)", or "L̄=3000,B=8"
+// for a point given by its mean length only.
+func (p GridPoint) String() string {
+	if p.SeqLen > 0 {
+		return fmt.Sprintf("L=%d,B=%d (L̄ %.0f)", p.SeqLen, p.Batch, p.MeanLen)
 	}
-	by := map[key]Obs{}
-	for _, o := range measured(base) {
-		by[key{o.SeqLen, o.Batch}] = o
+	return fmt.Sprintf("L̄=%g,B=%d", p.MeanLen, p.Batch)
+}
+
+// measured returns the cells m was fitted on and its outliers (a cell left out of a fit was
+// still measured).
+func (m *Model) measured() []Obs {
+	obs := slices.Clone(m.Obs)
+	for _, o := range m.Outliers {
+		if !slices.ContainsFunc(obs, func(x Obs) bool { return x.SeqLen == o.SeqLen && x.Batch == o.Batch }) {
+			obs = append(obs, o.Obs)
+		}
+	}
+	sortObs(obs)
+	return obs
+}
+
+// DefaultGrid returns the grid a gate uses without --grid: every cell the new run measured
+// (fitted or outlier), at its realised mean length — at the mean of both realised lengths
+// when the baseline measured that cell too — ascending L then B. Points outside the
+// baseline's measured range are kept: [Gate] lists them as out of range.
+func DefaultGrid(base, next *Model) []GridPoint {
+	by := map[[2]int]Obs{}
+	for _, o := range base.measured() {
+		by[[2]int{o.SeqLen, o.Batch}] = o
 	}
 	var out []GridPoint
-	for _, o := range measured(next) {
-		if b, ok := by[key{o.SeqLen, o.Batch}]; ok {
-			out = append(out, GridPoint{SeqLen: o.SeqLen, MeanLen: (b.MeanLen + o.MeanLen) / 2, Batch: o.Batch})
+	for _, o := range next.measured() {
+		l := o.MeanLen
+		if b, ok := by[[2]int{o.SeqLen, o.Batch}]; ok {
+			l = (b.MeanLen + o.MeanLen) / 2
 		}
+		out = append(out, GridPoint{SeqLen: o.SeqLen, MeanLen: l, Batch: o.Batch})
 	}
-	slices.SortFunc(out, func(a, b GridPoint) int {
-		if a.SeqLen != b.SeqLen {
-			return a.SeqLen - b.SeqLen
-		}
-		return a.Batch - b.Batch
-	})
 	return out
 }
 
-// Thresholds are a gate's limits, as fractions (0.15 is 15 %).
+// ParseGrid reads "L1,L2,…xB1,B2,…" (mean prompt lengths in tokens × batch sizes) into the
+// points of their product, lengths outer. Errors say which part is wrong.
+func ParseGrid(s string) ([]GridPoint, error) {
+	ls, bs, ok := strings.Cut(s, "x")
+	if !ok {
+		return nil, fmt.Errorf("--grid %q: want LENGTHSxBATCHES, e.g. 1000,4000x1,8,64", s)
+	}
+	var lens []float64
+	for _, f := range strings.Split(ls, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+			return nil, fmt.Errorf("--grid %q: length %q is not a positive number of tokens", s, f)
+		}
+		lens = append(lens, v)
+	}
+	var batches []int
+	for _, f := range strings.Split(bs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--grid %q: batch size %q is not a positive integer", s, f)
+		}
+		batches = append(batches, n)
+	}
+	var grid []GridPoint
+	for _, l := range lens {
+		for _, b := range batches {
+			grid = append(grid, GridPoint{MeanLen: l, Batch: b})
+		}
+	}
+	return grid, nil
+}
+
+// Thresholds are a gate's limits and the confidence of its verdict.
 type Thresholds struct {
-	// MeanIncrease is the largest accepted mean over the grid of the per-point change.
-	MeanIncrease float64 `json:"mean_increase"`
-	// PointIncrease is the largest accepted change at any single point.
+	// MeanIncrease is the largest accepted mean over the grid of the per-point change, and
+	// PointIncrease the largest at any single point, as fractions (0.15 is 15 %).
+	MeanIncrease  float64 `json:"mean_increase"`
 	PointIncrease float64 `json:"point_increase"`
 	// MaxFitError is the largest leave-one-cell-out median relative error either model may
 	// have (see [DefaultMaxFitError]); 0 accepts any.
 	MaxFitError float64 `json:"max_fit_error"`
+	// Confidence is the one-sided confidence of each bound (0 means DefaultConfidence): the
+	// mean's bounds at Confidence, each point's at 1 − (1 − Confidence)/points (Bonferroni).
+	Confidence float64 `json:"confidence"`
+	// MaxBaselineNoise is the largest half-width of the baseline's own bound on its mean
+	// level accepted, as a fraction of MeanIncrease (0 means DefaultMaxBaselineNoise; < 0
+	// accepts any).
+	MaxBaselineNoise float64 `json:"max_baseline_noise"`
 }
 
-// GatePoint is one grid point's verdict.
+// DefaultConfidence is the one-sided confidence of the gate's bounds: 0.95.
+const DefaultConfidence = 0.95
+
+// DefaultMaxBaselineNoise is the default Thresholds.MaxBaselineNoise: 0.5. A baseline whose
+// own level is uncertain by more than half the mean threshold leaves no room: with a new run
+// as noisy, the change's bound is √2 × that, 0.71 of the threshold, so that no change at all
+// only just passes and only a regression above 1.7 × the threshold fails.
+const DefaultMaxBaselineNoise = 0.5
+
+func (th Thresholds) confidence() float64 {
+	if th.Confidence <= 0 || th.Confidence >= 1 {
+		return DefaultConfidence
+	}
+	return th.Confidence
+}
+
+func (th Thresholds) maxBaselineNoise() float64 {
+	if th.MaxBaselineNoise == 0 {
+		return DefaultMaxBaselineNoise
+	}
+	return th.MaxBaselineNoise
+}
+
+// Verdicts of a gate.
+const (
+	VerdictPass       = "pass"
+	VerdictFail       = "fail"
+	VerdictCannotTell = "cannot tell"
+)
+
+// Interval is an estimated change with its standard error, degrees of freedom and one-sided
+// bounds: Lo and Hi are each a one-sided bound at the gate's confidence (together a two-sided
+// interval of 2·confidence − 1), fractions.
+type Interval struct {
+	Est float64 `json:"est"`
+	SE  float64 `json:"se"`
+	DoF float64 `json:"dof"`
+	Lo  float64 `json:"lo"`
+	Hi  float64 `json:"hi"`
+	// LevelSE is the part of SE from the models' level uncertainties (SE² = coefficient
+	// part + LevelSE²).
+	LevelSE float64 `json:"level_se"`
+}
+
+// GatePoint is one grid point's change.
 type GatePoint struct {
 	GridPoint
-	// BaseMs and NewMs are the two models' predictions (ms); Change = NewMs/BaseMs − 1.
-	BaseMs float64 `json:"base_ms"`
-	NewMs  float64 `json:"new_ms"`
-	Change float64 `json:"change"`
-	// Over reports Change > PointIncrease.
+	// BaseMs and NewMs are the two models' predictions (ms); Change = NewMs/BaseMs − 1 with
+	// its interval.
+	BaseMs float64  `json:"base_ms"`
+	NewMs  float64  `json:"new_ms"`
+	Change Interval `json:"change"`
+	// Over reports that the point's lower bound exceeds PointIncrease (a regression there).
 	Over bool `json:"over"`
-	// Extrapolated says that the point is outside one model's measured range (Why: where).
+	// Extrapolated says that the point is outside one model's measured range (Why: where);
+	// it is judged only when the gate was allowed to extrapolate.
 	Extrapolated bool   `json:"extrapolated,omitempty"`
 	Why          string `json:"why,omitempty"`
 }
 
 // GateResult is a gate's outcome.
 type GateResult struct {
-	Base, New  string // the models' run ids, comma-separated
+	Base, New string // the models' run ids, comma-separated
+	// Comparable is the first line: whether the models are of comparable runs.
+	Comparable string
 	Thresholds Thresholds
-	// BaseFit and NewFit are how well each model describes its own cells.
-	BaseFit, NewFit FitQuality
-	Points          []GatePoint
-	// Mean is the mean of the points' Change; Max the largest Change, at MaxAt.
-	Mean  float64
+	// BaseFit and NewFit are how well each model describes its own cells; BaseLevel and
+	// NewLevel each model's level uncertainty (see [Model.Level]).
+	BaseFit, NewFit     FitQuality
+	BaseLevel, NewLevel Level
+	// BaseNoise is the half-width of the baseline's own bound on its mean level over the
+	// grid, a fraction.
+	BaseNoise float64
+	// Points are the judged points; OutOfRange the points left out for lying outside a
+	// model's measured range (when not extrapolating).
+	Points     []GatePoint
+	OutOfRange []GatePoint
+	// Mean is the mean over Points of the change, with its interval; Max the largest
+	// point change, at MaxAt.
+	Mean  Interval
 	Max   float64
 	MaxAt GridPoint
-	// Failed lists the thresholds crossed, in words; empty when the gate passes.
-	Failed []string
+	// Verdict is pass, fail or cannot tell (see [Gate]); Failed lists the thresholds
+	// crossed, Undecided what could not be told, Decide how many repeats would tell it.
+	Verdict   string
+	Failed    []string
+	Undecided []string
+	Decide    string
 	// Warnings are differences between the models that were allowed (mixed groups).
 	Warnings []string
 }
 
-// Passed reports that no threshold was crossed.
-func (g *GateResult) Passed() bool { return len(g.Failed) == 0 }
+// Passed reports a pass verdict.
+func (g *GateResult) Passed() bool { return g.Verdict == VerdictPass }
 
-// ErrThresholds is wrapped by the error Gate's caller returns for a failed gate; see Err.
-var ErrThresholds = errors.New("latency regression")
+// ErrThresholds is wrapped by Err's error for a failed gate, ErrCannotTell for a gate that
+// cannot tell, ErrOutOfRange for a pass that left grid points out.
+var (
+	ErrThresholds = errors.New("latency regression")
+	ErrCannotTell = errors.New("cannot tell")
+	ErrOutOfRange = errors.New("grid points outside the measured range were not judged")
+)
 
-// Err returns nil for a passed gate, else an error wrapping ErrThresholds that carries
-// exitcode.ThresholdsFailed and says which thresholds were crossed.
+// Err returns the error that gives the gate's exit code: nil for a pass of every point;
+// ErrThresholds (exitcode.ThresholdsFailed, 6) for a fail; ErrCannotTell
+// (exitcode.Inconclusive, 8) when the bounds straddle a threshold; ErrOutOfRange
+// (exitcode.OutOfRange, 9) for a pass that left points out of range unjudged.
 func (g *GateResult) Err() error {
-	if g.Passed() {
-		return nil
+	switch {
+	case g.Verdict == VerdictFail:
+		return exitcode.With(exitcode.ThresholdsFailed, fmt.Errorf("%w: %s", ErrThresholds, strings.Join(g.Failed, "; ")))
+	case g.Verdict == VerdictCannotTell:
+		return exitcode.With(exitcode.Inconclusive, fmt.Errorf("%w: %s; %s", ErrCannotTell, strings.Join(g.Undecided, "; "), g.Decide))
+	case len(g.OutOfRange) > 0:
+		return exitcode.With(exitcode.OutOfRange, fmt.Errorf("gate passed on %d point(s), but %w: %d point(s) (--extrapolate to judge them)", len(g.Points), ErrOutOfRange, len(g.OutOfRange)))
 	}
-	return exitcode.With(exitcode.ThresholdsFailed, fmt.Errorf("%w: %s", ErrThresholds, strings.Join(g.Failed, "; ")))
+	return nil
 }
 
-// Gate evaluates base and next on grid and compares them: for each point the change
-// c = next/base − 1; the gate fails when the mean of c over the grid exceeds
-// th.MeanIncrease or any c exceeds th.PointIncrease.
+// ErrTooNoisy is wrapped by Gate's error for a baseline too noisy to judge against.
+var ErrTooNoisy = errors.New("baseline too noisy to judge")
+
+// component is one independent part of a variance, with its degrees of freedom.
+type component struct{ v, dof float64 }
+
+// combine returns the standard error of the sum of components and its Welch–Satterthwaite
+// degrees of freedom (V² / Σ v_k²/ν_k).
+func combine(cs ...component) (se, dof float64) {
+	var v, d float64
+	for _, c := range cs {
+		v += c.v
+		if c.v > 0 {
+			d += c.v * c.v / c.dof
+		}
+	}
+	if d == 0 {
+		return math.Sqrt(v), math.Inf(1)
+	}
+	return math.Sqrt(v), v * v / d
+}
+
+// tQuantile is the q quantile of Student's t with dof degrees of freedom (the normal one for
+// infinite dof).
+func tQuantile(q, dof float64) float64 {
+	if math.IsInf(dof, 1) || dof > 1e6 {
+		return distuv.UnitNormal.Quantile(q)
+	}
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: max(dof, 1)}.Quantile(q)
+}
+
+// interval returns est with its one-sided q bounds.
+func interval(est float64, q float64, cs ...component) Interval {
+	se, dof := combine(cs...)
+	t := tQuantile(q, dof)
+	return Interval{Est: est, SE: se, DoF: dof, Lo: est - t*se, Hi: est + t*se}
+}
+
+// pointInterval returns one of n points' change est with bounds that hold for all n points
+// at once with confidence ≥ q: the level part, shared by every point, within its bound at
+// 1 − (1 − q)/2, and each point's coefficient part within its bound at 1 − (1 − q)/(2n)
+// (Bonferroni over the points); the union bound gives q for both events together, and the
+// point's bound is the sum of the two half-widths. SE and DoF are those of the whole variance.
+func pointInterval(est, q float64, n int, coef, level []component) Interval {
+	cse, cdof := combine(coef...)
+	lse, ldof := combine(level...)
+	se, dof := combine(append(slices.Clone(coef), level...)...)
+	hw := tQuantile(1-(1-q)/2, ldof)*lse + tQuantile(1-(1-q)/(2*float64(n)), cdof)*cse
+	return Interval{Est: est, SE: se, DoF: dof, Lo: est - hw, Hi: est + hw, LevelSE: lse}
+}
+
+// regressors returns x_j(in) for the model's terms, in order.
+func (m *Model) regressors(in Input) []float64 {
+	x := make([]float64, len(m.Terms))
+	for i, t := range m.Terms {
+		x[i] = m.x(t.Name, in)
+	}
+	return x
+}
+
+// Identity is the model's identity for [report.CheckComparable], called name.
+func (m *Model) Identity(name string) report.Identity {
+	id := report.Identity{Name: name, Model: m.Model, MaxTokens: m.MaxTokens, Labels: m.Labels}
+	if m.Engine != nil {
+		id.Builtin = true
+		id.Profile, _ = m.Engine["profile"].(string)
+		id.ProfileHash, _ = m.Engine["profile_hash"].(string)
+	}
+	return id
+}
+
+// Gate evaluates base and next on grid and compares them point by point, with intervals.
 //
-// Both models must describe their cells: a model whose leave-one-cell-out median error exceeds
-// th.MaxFitError is an error wrapping ErrPoorFit (exitcode.InvalidConfig) naming it — its
-// predictions differ from its own cells by more than a regression the gate is to find.
+// At each point the change is c = ŷ_new/ŷ_base − 1. Its variance has two parts per model
+// (delta method, the models independent):
 //
-// The models must be of the same group (served model, labels, max_tokens: [Model.Key]),
-// else the error names both (exitcode.InvalidConfig) unless allowMixed, when the difference
-// is a warning. A grid point outside either model's measured range is an error wrapping
-// ErrExtrapolation unless extrapolate, when the point is flagged. An empty grid is an error.
+//	coefficients  xᵀ·Cov·x of each prediction (Cov = s²(XᵀWX)⁻¹: the residual scatter of the
+//	              fit and the cells' weights, which repeats tighten), scaled by ∂c/∂ŷ
+//	level         (1 + c)²·u², u the model's level uncertainty ([Model.Level])
+//
+// and the mean change c̄ over the grid the same, its coefficient part through the gradient of
+// c̄ in each model's coefficients (so the points' covariances count), its level part once
+// (a level moves every point together). Degrees of freedom are Welch–Satterthwaite's over the
+// parts. The mean's bounds are one-sided at th.Confidence; the points' hold for every point at
+// once at th.Confidence (see pointInterval: the shared level at 1 − (1 − q)/2, each point's
+// coefficient part Bonferroni-corrected), so that the family of point decisions errs at most
+// as often as the mean's.
+//
+// The verdict: fail when the mean's lower bound exceeds th.MeanIncrease or some point's lower
+// bound exceeds th.PointIncrease — the evidence says a threshold is crossed; pass when the
+// mean's upper bound and every point's upper bound are within their thresholds; otherwise
+// cannot tell, with the number of repeats of each run that would decide it (GateResult.Decide).
+//
+// Refusals (errors, exitcode.InvalidConfig): a model whose leave-one-cell-out median error
+// exceeds th.MaxFitError (ErrPoorFit); a baseline whose own bound on its mean level over the
+// grid is wider than th.MaxBaselineNoise × th.MeanIncrease (ErrTooNoisy, with the repeats
+// that would bring it within); models of different served model, labels or max_tokens
+// (ErrMixed) unless allowMixed, when it is a warning. Grid points outside either model's
+// measured range are listed in OutOfRange and not judged unless extrapolate (then judged and
+// flagged); a grid with no point left is an error wrapping ErrExtrapolation
+// (exitcode.OutOfRange), an empty grid an InvalidConfig error.
 func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrapolate bool) (*GateResult, error) {
-	g := &GateResult{Base: strings.Join(base.Runs, ","), New: strings.Join(next.Runs, ","), Thresholds: th, BaseFit: base.Quality(), NewFit: next.Quality()}
+	g := &GateResult{Base: strings.Join(base.Runs, ","), New: strings.Join(next.Runs, ","), Thresholds: th,
+		BaseFit: base.Quality(), NewFit: next.Quality(), BaseLevel: base.Level(), NewLevel: next.Level()}
+	g.Thresholds.Confidence = th.confidence()
+	q := g.Thresholds.Confidence
+	cmp := report.CheckComparable([]report.Identity{base.Identity("baseline " + g.Base), next.Identity("new " + g.New)})
+	g.Comparable = cmp.Line(report.FieldProfile)
+	if !cmp.ComparableExcept(report.FieldProfile) {
+		if !allowMixed {
+			return g, exitcode.Errorf(exitcode.InvalidConfig, "gate: %v: %s (--allow-mixed to compare them anyway)", ErrMixed, strings.Join(cmp.Differ, "; "))
+		}
+		g.Warnings = append(g.Warnings, "compared across groups (--allow-mixed): "+strings.Join(cmp.Differ, "; "))
+	}
 	for _, v := range []struct {
 		name string
 		m    *Model
@@ -132,32 +356,24 @@ func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrap
 			return g, fmt.Errorf("gate: %s: %w", v.name, err)
 		}
 	}
-	if bk, nk := base.Key(), next.Key(); bk != nk {
-		msg := fmt.Sprintf("baseline is %s, new is %s", bk, nk)
-		if !allowMixed {
-			return nil, exitcode.Errorf(exitcode.InvalidConfig, "gate: %v: %s (--allow-mixed to compare them anyway)", ErrMixed, msg)
-		}
-		g.Warnings = append(g.Warnings, "compared across groups: "+msg)
-	}
 	if len(grid) == 0 {
-		return nil, exitcode.Errorf(exitcode.InvalidConfig, "gate: empty grid: the models share no cell (give --grid)")
+		return g, exitcode.Errorf(exitcode.InvalidConfig, "gate: empty grid: the new run has no measured cell (give --grid)")
 	}
-	g.Max = math.Inf(-1)
-	var sum float64
+	type eval struct {
+		GatePoint
+		xb, xn []float64
+	}
+	var pts []eval
 	for _, pt := range grid {
-		bp, err := base.Predict(pt.MeanLen, pt.Batch, extrapolate)
+		bp, err := base.Predict(pt.MeanLen, pt.Batch, true)
 		if err != nil {
-			return nil, fmt.Errorf("gate: baseline: %w", err)
+			return g, fmt.Errorf("gate: baseline: %w", err)
 		}
-		np, err := next.Predict(pt.MeanLen, pt.Batch, extrapolate)
+		np, err := next.Predict(pt.MeanLen, pt.Batch, true)
 		if err != nil {
-			return nil, fmt.Errorf("gate: new: %w", err)
+			return g, fmt.Errorf("gate: new: %w", err)
 		}
-		if !(bp.Ms > 0) {
-			return nil, exitcode.Errorf(exitcode.InvalidConfig, "gate: baseline predicts %.4g ms at L̄=%g B=%d: not a latency", bp.Ms, pt.MeanLen, pt.Batch)
-		}
-		p := GatePoint{GridPoint: pt, BaseMs: bp.Ms, NewMs: np.Ms, Change: np.Ms/bp.Ms - 1}
-		p.Over = p.Change > th.PointIncrease
+		p := GatePoint{GridPoint: pt, BaseMs: bp.Ms, NewMs: np.Ms}
 		var why []string
 		if bp.Extrapolated {
 			why = append(why, "baseline: "+bp.Why)
@@ -166,24 +382,205 @@ func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrap
 			why = append(why, "new: "+np.Why)
 		}
 		p.Extrapolated, p.Why = len(why) > 0, strings.Join(why, "; ")
-		g.Points = append(g.Points, p)
-		sum += p.Change
-		if p.Change > g.Max {
-			g.Max, g.MaxAt = p.Change, pt
+		if p.Extrapolated && !extrapolate {
+			p.Change.Est = np.Ms/bp.Ms - 1
+			g.OutOfRange = append(g.OutOfRange, p)
+			continue
+		}
+		if !(bp.Ms > 0) {
+			return g, exitcode.Errorf(exitcode.InvalidConfig, "gate: baseline predicts %.4g ms at %s: not a latency", bp.Ms, pt)
+		}
+		pts = append(pts, eval{GatePoint: p, xb: base.regressors(bp.Input), xn: next.regressors(np.Input)})
+	}
+	if len(pts) == 0 {
+		return g, exitcode.With(exitcode.OutOfRange, fmt.Errorf("gate: %w: every one of the %d grid point(s) is outside a model's measured range (first: %s: %s); --extrapolate to judge them",
+			ErrExtrapolation, len(grid), g.OutOfRange[0].GridPoint, g.OutOfRange[0].Why))
+	}
+	lb, ln := g.BaseLevel, g.NewLevel
+	n := float64(len(pts))
+	gb, gn := make([]float64, len(base.Terms)), make([]float64, len(next.Terms))
+	var sumC, sumB float64
+	xbar := make([]float64, len(base.Terms))
+	for i := range pts {
+		p := &pts[i]
+		b, nw := p.BaseMs, p.NewMs
+		c := nw/b - 1
+		// ∂c/∂β_new = x_n / b, ∂c/∂β_base = −nw·x_b / b².
+		vb := base.quad(p.xb) * (nw * nw / (b * b * b * b))
+		vn := next.quad(p.xn) / (b * b)
+		lv := (1 + c) * (1 + c)
+		p.Change = pointInterval(c, q, len(pts), []component{{vb, float64(max(base.DoF, 1))}, {vn, float64(max(next.DoF, 1))}},
+			[]component{{lv * lb.SD * lb.SD, lb.DoF}, {lv * ln.SD * ln.SD, ln.DoF}})
+		p.Over = p.Change.Lo > th.PointIncrease
+		for j := range gb {
+			gb[j] -= nw * p.xb[j] / (b * b) / n
+			xbar[j] += p.xb[j] / n
+		}
+		for j := range gn {
+			gn[j] += p.xn[j] / b / n
+		}
+		sumC += c
+		sumB += b
+		g.Points = append(g.Points, p.GatePoint)
+	}
+	mean := sumC / n
+	lv := (1 + mean) * (1 + mean)
+	g.Mean = interval(mean, q, component{base.quad(gb), float64(max(base.DoF, 1))}, component{next.quad(gn), float64(max(next.DoF, 1))},
+		component{lv * lb.SD * lb.SD, lb.DoF}, component{lv * ln.SD * ln.SD, ln.DoF})
+	g.Mean.LevelSE = math.Sqrt(lv * (lb.SD*lb.SD + ln.SD*ln.SD))
+	// The baseline's own level over the grid: the mean of its predictions, relative.
+	bMean := sumB / n
+	bse, bdof := combine(component{base.quad(xbar) / (bMean * bMean), float64(max(base.DoF, 1))}, component{lb.SD * lb.SD, lb.DoF})
+	g.BaseNoise = tQuantile(q, bdof) * bse
+	if lim := g.Thresholds.maxBaselineNoise() * th.MeanIncrease; g.Thresholds.maxBaselineNoise() > 0 && g.BaseNoise > lim {
+		remedy := "measure the baseline at least twice (genload run --repeat 2) and fit the repeats together: repeats measure its level instead of taking it as uncertain as its cells scatter"
+		if lb.Measured() {
+			k := math.Ceil(float64(lb.Runs) * (g.BaseNoise / lim) * (g.BaseNoise / lim))
+			remedy = fmt.Sprintf("measure the baseline about %.0f times (genload run --repeat %.0f) and fit the repeats together", k, k)
+		}
+		return g, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("gate: %w: the baseline %s knows its own mean level over the %d points only to ±%.1f %% (one-sided %g %%; level ±%.2f %% from %s, and its coefficients), more than %g × the +%g %% threshold = %.1f %%: a change of the threshold's size cannot be told from it; %s",
+			ErrTooNoisy, g.Base, len(pts), 100*g.BaseNoise, 100*q, 100*lb.SD, lb.From, g.Thresholds.maxBaselineNoise(), 100*th.MeanIncrease, 100*lim, remedy))
+	}
+	g.Max = math.Inf(-1)
+	for _, p := range g.Points {
+		if p.Change.Est > g.Max {
+			g.Max, g.MaxAt = p.Change.Est, p.GridPoint
 		}
 	}
-	g.Mean = sum / float64(len(grid))
-	if g.Mean > th.MeanIncrease {
-		g.Failed = append(g.Failed, fmt.Sprintf("mean change %+.1f %% over %d points exceeds +%g %%", 100*g.Mean, len(grid), 100*th.MeanIncrease))
+	g.verdict()
+	return g, nil
+}
+
+// verdict sets Verdict, Failed, Undecided and Decide from the intervals.
+func (g *GateResult) verdict() {
+	th := g.Thresholds
+	if g.Mean.Lo > th.MeanIncrease {
+		g.Failed = append(g.Failed, fmt.Sprintf("mean change %+.1f %% over %d points, at least %+.1f %% (one-sided %g %%), exceeds +%g %%",
+			100*g.Mean.Est, len(g.Points), 100*g.Mean.Lo, 100*th.Confidence, 100*th.MeanIncrease))
 	}
-	if g.Max > th.PointIncrease {
-		n := 0
-		for _, p := range g.Points {
-			if p.Over {
-				n++
+	var over []GatePoint
+	worst := -1
+	for i, p := range g.Points {
+		if p.Over {
+			over = append(over, p)
+		}
+		if p.Change.Hi > th.PointIncrease && (worst < 0 || p.Change.Hi-th.PointIncrease > g.Points[worst].Change.Hi-th.PointIncrease) && !p.Over {
+			worst = i
+		}
+	}
+	if len(over) > 0 {
+		top := over[0]
+		for _, p := range over {
+			if p.Change.Lo > top.Change.Lo {
+				top = p
 			}
 		}
-		g.Failed = append(g.Failed, fmt.Sprintf("%d point(s) above +%g %%, the largest %+.1f %% at L̄=%.0f B=%d", n, 100*th.PointIncrease, 100*g.Max, g.MaxAt.MeanLen, g.MaxAt.Batch))
+		g.Failed = append(g.Failed, fmt.Sprintf("%d point(s) above +%g %% with their bounds, the largest %+.1f %% (at least %+.1f %%) at %s",
+			len(over), 100*th.PointIncrease, 100*top.Change.Est, 100*top.Change.Lo, top.GridPoint))
 	}
-	return g, nil
+	if len(g.Failed) > 0 {
+		g.Verdict = VerdictFail
+		return
+	}
+	meanOpen := g.Mean.Hi > th.MeanIncrease
+	if !meanOpen && worst < 0 {
+		g.Verdict = VerdictPass
+		return
+	}
+	g.Verdict = VerdictCannotTell
+	// The undecided quantity nearest to deciding drives the advice: the mean, else the point
+	// whose upper bound is furthest over.
+	iv, limit, what := g.Mean, th.MeanIncrease, fmt.Sprintf("the mean change over %d points", len(g.Points))
+	if meanOpen {
+		g.Undecided = append(g.Undecided, fmt.Sprintf("mean change %+.1f %% with bounds [%+.1f %%, %+.1f %%] straddles +%g %%", 100*g.Mean.Est, 100*g.Mean.Lo, 100*g.Mean.Hi, 100*th.MeanIncrease))
+	}
+	if worst >= 0 {
+		p := g.Points[worst]
+		g.Undecided = append(g.Undecided, fmt.Sprintf("change at %s %+.1f %% with bounds [%+.1f %%, %+.1f %%] straddles +%g %%", p.GridPoint, 100*p.Change.Est, 100*p.Change.Lo, 100*p.Change.Hi, 100*th.PointIncrease))
+		if !meanOpen {
+			iv, limit, what = p.Change, th.PointIncrease, "the change at "+p.GridPoint.String()
+		}
+	}
+	g.Decide = decide(iv, limit, what, g.BaseLevel, g.NewLevel, g.BaseFit.Cells, g.NewFit.Cells)
+}
+
+// decide says how many runs of which side would decide iv against limit, if the estimate
+// stayed where it is: for both sides repeated alike, and for each side repeated alone, the
+// smallest number of runs ≤ 50 whose predicted bound clears the gap. With k runs of a side, the
+// coefficient variance shrinks as (runs today)/k (the cells' σ are means over the runs; the
+// coefficient part is split between the sides as their levels are), and the side's level is
+// measured from the spread of its k runs' levels, with k − 1 degrees of freedom: when
+// measured today its variance shrinks as (runs today)/k; when assumed from one run's cell
+// scatter u, the runs are taken to differ by no more than their cells' noise allows,
+// u²/(cells·k). The bound is Student t of the Welch–Satterthwaite degrees of freedom of the
+// parts, at the confidence iv was made at (recovered from it).
+func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, newCells int) string {
+	gap := math.Abs(iv.Est - limit)
+	if gap < 1e-9 {
+		return fmt.Sprintf("%s is at the threshold itself: no number of repeats decides it", what)
+	}
+	t0 := (iv.Hi - iv.Est) / math.Max(iv.SE, 1e-300)
+	q := distuv.UnitNormal.CDF(t0)
+	if iv.DoF < 1e6 {
+		q = distuv.StudentsT{Mu: 0, Sigma: 1, Nu: max(iv.DoF, 1)}.CDF(t0)
+	}
+	coef := math.Max(iv.SE*iv.SE-iv.LevelSE*iv.LevelSE, 0)
+	ll := lb.SD*lb.SD + ln.SD*ln.SD
+	lv := iv.LevelSE * iv.LevelSE / math.Max(ll, 1e-300) // (1 + c)²
+	wb := 0.5                                            // the baseline's share of the coefficient variance
+	if ll > 0 {
+		wb = lb.SD * lb.SD / ll
+	}
+	type side struct {
+		l     Level
+		cells int
+		share float64
+	}
+	sides := []side{{lb, baseCells, wb}, {ln, newCells, 1 - wb}}
+	// hw is the predicted half-width with kb runs of the baseline and kn of the new side.
+	hw := func(kb, kn int) float64 {
+		var cs []component
+		for i, k := range []int{kb, kn} {
+			sd := sides[i]
+			f := float64(sd.l.Runs) / float64(k)
+			cs = append(cs, component{coef * sd.share * f, math.Inf(1)})
+			v, dof := lv*sd.l.SD*sd.l.SD*f, math.Max(float64(k-1), 1)
+			if !sd.l.Measured() {
+				if k == 1 {
+					v, dof = lv*sd.l.SD*sd.l.SD, sd.l.DoF
+				} else {
+					v = lv * sd.l.SD * sd.l.SD / float64(max(sd.cells, 1)*k)
+				}
+			}
+			cs = append(cs, component{v, dof})
+		}
+		se, dof := combine(cs...)
+		return tQuantile(q, dof) * se
+	}
+	least := func(f func(k int) (int, int)) int {
+		for k := 2; k <= 50; k++ {
+			if kb, kn := f(k); (kb > lb.Runs || kn > ln.Runs) && hw(kb, kn) < gap {
+				return k
+			}
+		}
+		return 0
+	}
+	var opts []string
+	if k := least(func(k int) (int, int) { return max(k, lb.Runs), max(k, ln.Runs) }); k > 0 {
+		opts = append(opts, fmt.Sprintf("about %d runs of each side", k))
+	}
+	if k := least(func(k int) (int, int) { return lb.Runs, max(k, ln.Runs) }); k > 0 {
+		opts = append(opts, fmt.Sprintf("%d of the new side alone", k))
+	}
+	if k := least(func(k int) (int, int) { return max(k, lb.Runs), ln.Runs }); k > 0 {
+		opts = append(opts, fmt.Sprintf("%d of the baseline alone", k))
+	}
+	if len(opts) == 0 {
+		return fmt.Sprintf("%s is %.1f %% from the threshold: even 50 runs of each side would not decide it", what, 100*gap)
+	}
+	s := fmt.Sprintf("%s would decide %s if its estimate %+.1f %% held (genload run --repeat N; gate each side's files together, comma-separated)", strings.Join(opts, ", or "), what, 100*iv.Est)
+	if !lb.Measured() || !ln.Measured() {
+		s += ". A single run's level is taken as uncertain as its cells scatter; repeats measure it (this assumes they find the runs' levels as close as their cells' noise allows)"
+	}
+	return s
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 	"strconv"
+
+	"github.com/genload/genload/host/internal/quantile"
 )
 
 // Split returns obs (ascending L, then B) divided into the cells to fit and the cells held
@@ -57,7 +59,7 @@ func (m *Model) Check(held []Obs) (*Validation, error) {
 	}
 	if len(rel) > 0 {
 		sort.Float64s(rel)
-		v.MedianRel = median(rel)
+		v.MedianRel = quantile.Median(rel)
 		v.MaxRel = rel[len(rel)-1]
 	}
 	return v, nil

@@ -232,7 +232,7 @@ func TestPredictRangeAndRoundTrip(t *testing.T) {
 	}
 
 	_, err = back.Predict(128000, 12, false)
-	wantCode(t, err, exitcode.InvalidConfig, "mean length 128000 not in the measured [1000, 64000] tokens")
+	wantCode(t, err, exitcode.OutOfRange, "mean length 128000 not in the measured [1000, 64000] tokens")
 	if !errors.Is(err, ErrExtrapolation) {
 		t.Errorf("%v is not ErrExtrapolation", err)
 	}
@@ -271,7 +271,7 @@ func TestGateThresholds(t *testing.T) {
 	}
 	base.Runs = []string{"base"}
 	th := Thresholds{MeanIncrease: 0.15, PointIncrease: 0.50}
-	grid := SharedGrid(base, base)
+	grid := DefaultGrid(base, base)
 	if len(grid) != 91 {
 		t.Fatalf("shared grid of %d points, want 91", len(grid))
 	}
@@ -280,8 +280,12 @@ func TestGateThresholds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Passed() || math.Abs(g.Mean-0.20) > 1e-9 || math.Abs(g.Max-0.20) > 1e-9 || exitcode.Of(g.Err()) != exitcode.ThresholdsFailed {
-		t.Errorf("×1.20: mean %g max %g passed %v err %v", g.Mean, g.Max, g.Passed(), g.Err())
+	if g.Verdict != VerdictFail || math.Abs(g.Mean.Est-0.20) > 1e-9 || math.Abs(g.Max-0.20) > 1e-9 || exitcode.Of(g.Err()) != exitcode.ThresholdsFailed {
+		t.Errorf("×1.20: mean %+v max %g verdict %v err %v", g.Mean, g.Max, g.Verdict, g.Err())
+	}
+	// Without noise the models know their coefficients and level exactly: zero-width bounds.
+	if g.Mean.Hi-g.Mean.Lo > 1e-6 || g.BaseLevel.SD > 1e-9 {
+		t.Errorf("×1.20 without noise: mean bounds %+v, baseline level %+v", g.Mean, g.BaseLevel)
 	}
 	// × 1.05: +5 % everywhere: pass.
 	if g, _ = Gate(base, scaled(base, 1.05, "slow05"), grid, th, false, false); !g.Passed() || g.Err() != nil {
@@ -300,16 +304,26 @@ func TestGateThresholds(t *testing.T) {
 	other := scaled(base, 1, "other")
 	other.Labels = map[string]any{"gpu_count": 8}
 	_, err = Gate(base, other, grid, th, false, false)
-	wantCode(t, err, exitcode.InvalidConfig, `labels {gpu_count=8}`)
+	wantCode(t, err, exitcode.InvalidConfig, `labels differs: baseline base {} / new other {gpu_count=8}`)
 	if g, err = Gate(base, other, grid, th, true, false); err != nil || len(g.Warnings) != 1 {
 		t.Errorf("allowed mixed: %v, %v", err, g.Warnings)
 	}
-	// A grid beyond the measured range is refused, or flagged.
+	// A grid wholly beyond the measured range cannot be judged (exit 9), or is flagged.
 	far := []GridPoint{{MeanLen: 128000, Batch: 8}}
 	_, err = Gate(base, other, far, th, true, false)
-	wantCode(t, err, exitcode.InvalidConfig, "outside the measured range")
+	wantCode(t, err, exitcode.OutOfRange, "outside a model's measured range")
 	if g, err = Gate(base, other, far, th, true, true); err != nil || !g.Points[0].Extrapolated {
 		t.Errorf("extrapolated gate: %v %+v", err, g)
+	}
+	// Partly beyond: the points in range are judged, the others listed; a pass on them is
+	// exit 9, a fail stays a fail.
+	part := append([]GridPoint{{MeanLen: 4000, Batch: 8}}, far...)
+	if g, err = Gate(base, scaled(base, 1.05, "slow05"), part, th, false, false); err != nil || len(g.Points) != 1 || len(g.OutOfRange) != 1 ||
+		g.Verdict != VerdictPass || exitcode.Of(g.Err()) != exitcode.OutOfRange {
+		t.Errorf("partly out of range, +5 %%: %v, %d judged, %d out, %s, exit %d", err, len(g.Points), len(g.OutOfRange), g.Verdict, exitcode.Of(g.Err()))
+	}
+	if g, err = Gate(base, scaled(base, 1.20, "slow20"), part, th, false, false); err != nil || exitcode.Of(g.Err()) != exitcode.ThresholdsFailed {
+		t.Errorf("partly out of range, +20 %%: %v, exit %d", err, exitcode.Of(g.Err()))
 	}
 	_, err = Gate(base, other, nil, th, true, false)
 	wantCode(t, err, exitcode.InvalidConfig, "empty grid")
@@ -472,7 +486,7 @@ func TestFitLeavesOutliersOut(t *testing.T) {
 		t.Errorf("summary does not list the outlier:\n%s", b.String())
 	}
 	// The outlier was measured: the gate's default grid still has it.
-	if g := SharedGrid(m, m); len(g) != len(obs) {
+	if g := DefaultGrid(m, m); len(g) != len(obs) {
 		t.Errorf("shared grid of %d points, want the %d measured cells", len(g), len(obs))
 	}
 	// With the σ of its own (absurd) figure, 20× smaller, the cell weighs 400× more and drives
@@ -576,9 +590,17 @@ func TestGateRefusesAPoorFit(t *testing.T) {
 	if want := "baseline fit: " + good.Quality().String(); !strings.Contains(b.String(), want) || !strings.Contains(b.String(), "R² 0.99") {
 		t.Errorf("gate output lacks %q:\n%s", want, b.String())
 	}
+	// Without the fit-error limit the poor baseline is still too noisy to judge: its level
+	// is uncertain by its cells' 40 % scatter, more than half the 15 % threshold.
 	th.MaxFitError = 0
-	if _, err := Gate(poor, good, grid, th, false, false); err != nil {
-		t.Errorf("limit 0: %v", err)
+	g, err = Gate(poor, good, grid, th, false, false)
+	wantCode(t, err, exitcode.InvalidConfig, "gate: baseline too noisy to judge: the baseline poor knows its own mean level over the 1 points only to ±")
+	if !errors.Is(err, ErrTooNoisy) || !strings.Contains(err.Error(), "genload run --repeat") || g.BaseNoise < 0.3 {
+		t.Errorf("too noisy: %v (baseline noise %g)", err, g.BaseNoise)
+	}
+	th.MaxBaselineNoise = -1
+	if g, err = Gate(poor, good, grid, th, false, false); err != nil || g.Verdict != VerdictCannotTell {
+		t.Errorf("no limits: %v, verdict %v", err, g.Verdict)
 	}
 }
 
@@ -608,6 +630,18 @@ func TestFromRunsTargetsAndBadFigures(t *testing.T) {
 	if _, _, err := FromRuns([]*report.Run{a, b}, names, false); err != nil {
 		t.Errorf("same engine, other port: %v", err)
 	}
+	// Repeats of one noise model draw their own seeds (run --repeat): still repeats; another
+	// size of noise is not.
+	eng := func(noise string) map[string]any {
+		return map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05, "quirks": "", "noise": noise}
+	}
+	a.Header.Engine, b.Header.Engine = eng("step-cv=0.02,burst-cv=0.05,seed=11"), eng("step-cv=0.02,burst-cv=0.05,seed=12")
+	if _, _, err := FromRuns([]*report.Run{a, b}, names, false); err != nil {
+		t.Errorf("repeats with their own noise seeds: %v", err)
+	}
+	b.Header.Engine = eng("step-cv=0.02,burst-cv=0.10,seed=12")
+	_, _, err = FromRuns([]*report.Run{a, b}, names, false)
+	wantCode(t, err, exitcode.InvalidConfig, `engine noise differs: res/a.json (run a) "step-cv=0.02,burst-cv=0.05" / res/b.json (run b) "step-cv=0.02,burst-cv=0.10"`)
 	a.Header.Engine, b.Header.Engine = nil, nil
 	a.Header.TargetKind, b.Header.TargetKind = "external", "external"
 	_, _, err = FromRuns([]*report.Run{a, b}, names, false)

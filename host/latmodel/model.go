@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/report"
 )
 
 // Schema names the model file format; it changes when a field changes meaning.
@@ -231,13 +232,20 @@ type Model struct {
 	// target (from the first run's header).
 	Runs   []string       `json:"runs"`
 	Engine map[string]any `json:"engine,omitempty"`
-	// Experts is the mixture-of-experts shape given to the fit (nil: no moe term tried).
-	Experts *Experts `json:"experts,omitempty"`
+	// Experts is the mixture-of-experts shape given to the fit (nil: no moe term tried);
+	// Structure says where the model's structure came from (flags, the runs' recorded
+	// structure, or nothing known: see [ResolveExperts]).
+	Experts   *Experts `json:"experts,omitempty"`
+	Structure string   `json:"structure,omitempty"`
 	// Form is the chosen form, its terms joined by "+"; Terms the coefficients in that order;
 	// Cov their covariance matrix (ms² per unit²), Cov[i][j].
 	Form  string      `json:"form"`
 	Terms []Term      `json:"terms"`
 	Cov   [][]float64 `json:"cov_ms2"`
+	// CovHC3 is the heteroscedasticity-consistent (HC3) covariance of the same coefficients:
+	// a prediction's standard error is the larger of the two (see [Model.PredictAt]); nil in
+	// files written before it.
+	CovHC3 [][]float64 `json:"cov_hc3_ms2,omitempty"`
 	// N is the number of cells fitted and DoF = N − len(Terms).
 	N   int `json:"cells"`
 	DoF int `json:"dof"`
@@ -251,11 +259,30 @@ type Model struct {
 	TailRatio    []RatioPoint `json:"tail_ratio"`
 	Candidates   []Candidate  `json:"candidates"`
 	Obs          []Obs        `json:"observations"`
-	// Excluded are the cells of the runs not fitted, each with its reason.
-	Excluded []string `json:"excluded,omitempty"`
+	// Scatter is the robust relative scatter of the fitted cells about the model (1.4826 ×
+	// the median |fwd − fitted| / fitted) and RunLevels each run's level against it: what
+	// [Model.Level] makes the model's level uncertainty of.
+	Scatter   float64    `json:"scatter_rel"`
+	RunLevels []RunLevel `json:"run_levels,omitempty"`
+	// Excluded are the cells of the runs not fitted, each with its reason; ExcludedCells the
+	// same with their figures, for plots (an outlier is in Outliers instead).
+	Excluded      []string       `json:"excluded,omitempty"`
+	ExcludedCells []ExcludedCell `json:"excluded_cells,omitempty"`
 	// Outliers are the measured cells left out of the final fit because their leave-one-out
 	// error was an outlier (see [Fit]), each with its reason.
 	Outliers []Outlier `json:"outliers,omitempty"`
+}
+
+// ExcludedCell is a cell of a run that was not fitted: partial (fewer than B sequences
+// counted), failed, or without a per-forward figure. FwdMs and MeanLen are its figures when it
+// has them (0 otherwise).
+type ExcludedCell struct {
+	SeqLen  int     `json:"seq_len"`
+	Batch   int     `json:"batch"`
+	Run     string  `json:"run"`
+	Reason  string  `json:"reason"`
+	FwdMs   float64 `json:"fwd_ms,omitempty"`
+	MeanLen float64 `json:"mean_len,omitempty"`
 }
 
 // ErrPoorFit is wrapped by [Model.CheckQuality]'s error: the model's leave-one-out error is
@@ -316,25 +343,9 @@ func GroupKey(model string, labels map[string]any, maxTokens int) string {
 	return fmt.Sprintf("model %q, labels {%s}, max_tokens %d", model, LabelString(labels), maxTokens)
 }
 
-// LabelString writes labels sorted by key as "k=v, k=v" (strings quoted); "" for none.
-// Numbers read back from JSON (float64) print as the integers they were written as.
-func LabelString(labels map[string]any) string {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		switch v := labels[k].(type) {
-		case string:
-			parts[i] = fmt.Sprintf("%s=%q", k, v)
-		default:
-			parts[i] = fmt.Sprintf("%s=%v", k, v)
-		}
-	}
-	return strings.Join(parts, ", ")
-}
+// LabelString writes labels sorted by key as "k=v, k=v" (strings quoted); "" for none
+// ([report.LabelText]).
+func LabelString(labels map[string]any) string { return report.LabelText(labels) }
 
 // Key is the model's GroupKey.
 func (m *Model) Key() string { return GroupKey(m.Model, m.Labels, m.MaxTokens) }
@@ -365,7 +376,7 @@ func (m *Model) maxLenRatio(batch int) float64 {
 type Prediction struct {
 	Input
 	// Ms is the predicted per-forward latency; SEMs its standard error from the
-	// coefficients' covariance (√(xᵀ Cov x)), ms.
+	// coefficients' covariance (√(xᵀ Cov x), the larger of Cov and CovHC3), ms.
 	Ms   float64 `json:"ms"`
 	SEMs float64 `json:"se_ms"`
 	// Extrapolated reports that the point lies outside the measured Range; Why says where.
@@ -378,7 +389,7 @@ var ErrExtrapolation = errors.New("outside the measured range")
 
 // Predict returns the per-forward latency at mean prompt length meanLen (tokens) and batch
 // size batch. L_max is meanLen × [Model.TailRatio] at batch. A point outside [Model.Range] is
-// an error wrapping ErrExtrapolation (carrying exitcode.InvalidConfig) unless extrapolate is
+// an error wrapping ErrExtrapolation (carrying exitcode.OutOfRange) unless extrapolate is
 // set, when it is returned flagged. Non-finite or non-positive inputs are errors.
 func (m *Model) Predict(meanLen float64, batch int, extrapolate bool) (Prediction, error) {
 	if math.IsNaN(meanLen) || math.IsInf(meanLen, 0) || meanLen <= 0 {
@@ -388,35 +399,62 @@ func (m *Model) Predict(meanLen float64, batch int, extrapolate bool) (Predictio
 		return Prediction{}, exitcode.Errorf(exitcode.InvalidConfig, "predict: batch size must be ≥ 1, got %d", batch)
 	}
 	in := Input{MeanLen: meanLen, Batch: batch, MaxLen: meanLen * m.maxLenRatio(batch)}
-	p := Prediction{Input: in}
-	var why []string
-	if meanLen < m.Range.MeanLen[0]*(1-1e-9) || meanLen > m.Range.MeanLen[1]*(1+1e-9) {
-		why = append(why, fmt.Sprintf("mean length %g not in the measured [%g, %g] tokens", meanLen, m.Range.MeanLen[0], m.Range.MeanLen[1]))
-	}
-	if batch < m.Range.Batch[0] || batch > m.Range.Batch[1] {
-		why = append(why, fmt.Sprintf("batch size %d not in the measured [%d, %d]", batch, m.Range.Batch[0], m.Range.Batch[1]))
-	}
-	if len(why) > 0 {
-		p.Extrapolated, p.Why = true, strings.Join(why, "; ")
+	p := m.PredictAt(in)
+	if p.Extrapolated {
 		if !extrapolate {
-			return p, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("predict L̄=%g B=%d: %w: %s", meanLen, batch, ErrExtrapolation, p.Why))
+			return p, exitcode.With(exitcode.OutOfRange, fmt.Errorf("predict L̄=%g B=%d: %w: %s", meanLen, batch, ErrExtrapolation, p.Why))
 		}
 	}
-	x := make([]float64, len(m.Terms))
+	return p, nil
+}
+
+// PredictAt returns the per-forward latency (ms) of a batch given by its batch size, realised
+// mean and longest prompt lengths (in.MaxLen 0: mean length × [Model.TailRatio] at the batch
+// size), with the standard error √(xᵀ Cov x) from the coefficients' covariance. It checks
+// nothing: a point outside [Model.Range] is predicted and flagged (Extrapolated, Why), a
+// non-positive input is computed as it is.
+func (m *Model) PredictAt(in Input) Prediction {
+	if in.MaxLen == 0 {
+		in.MaxLen = in.MeanLen * m.maxLenRatio(in.Batch)
+	}
+	p := Prediction{Input: in}
+	var why []string
+	if in.MeanLen < m.Range.MeanLen[0]*(1-1e-9) || in.MeanLen > m.Range.MeanLen[1]*(1+1e-9) {
+		why = append(why, fmt.Sprintf("mean length %g not in the measured [%g, %g] tokens", in.MeanLen, m.Range.MeanLen[0], m.Range.MeanLen[1]))
+	}
+	if in.Batch < m.Range.Batch[0] || in.Batch > m.Range.Batch[1] {
+		why = append(why, fmt.Sprintf("batch size %d not in the measured [%d, %d]", in.Batch, m.Range.Batch[0], m.Range.Batch[1]))
+	}
+	p.Extrapolated, p.Why = len(why) > 0, strings.Join(why, "; ")
+	x := m.regressors(in)
 	for i, t := range m.Terms {
-		x[i] = m.x(t.Name, in)
 		p.Ms += t.Coef * x[i]
 	}
+	p.SEMs = math.Sqrt(max(m.quad(x), 0))
+	return p
+}
+
+// quad returns the larger of aᵀ·Cov·a and aᵀ·CovHC3·a: the variance of the linear combination
+// a of the coefficients, model-based or heteroscedasticity-consistent, whichever is wider.
+func (m *Model) quad(a []float64) float64 {
+	v := quadForm(m.Cov, a)
+	if m.CovHC3 != nil {
+		v = max(v, quadForm(m.CovHC3, a))
+	}
+	return v
+}
+
+// quadForm returns aᵀ·c·a (entries of c missing count as 0).
+func quadForm(c [][]float64, a []float64) float64 {
 	var v float64
-	for i := range x {
-		for j := range x {
-			if i < len(m.Cov) && j < len(m.Cov[i]) {
-				v += x[i] * m.Cov[i][j] * x[j]
+	for i := range a {
+		for j := range a {
+			if i < len(c) && j < len(c[i]) {
+				v += a[i] * c[i][j] * a[j]
 			}
 		}
 	}
-	p.SEMs = math.Sqrt(max(v, 0))
-	return p, nil
+	return v
 }
 
 // Validate checks a model read from a file: schema, a known form whose terms match Terms,
@@ -445,6 +483,12 @@ func (m *Model) Validate() error {
 	}
 	if len(m.Cov) != len(m.Terms) || slices.ContainsFunc(m.Cov, func(r []float64) bool { return len(r) != len(m.Terms) }) {
 		errs = append(errs, fmt.Errorf("[cov_ms2] must be %d×%d", len(m.Terms), len(m.Terms)))
+	}
+	if m.CovHC3 != nil && (len(m.CovHC3) != len(m.Terms) || slices.ContainsFunc(m.CovHC3, func(r []float64) bool { return len(r) != len(m.Terms) })) {
+		errs = append(errs, fmt.Errorf("[cov_hc3_ms2] must be %d×%d", len(m.Terms), len(m.Terms)))
+	}
+	if math.IsNaN(m.Scatter) || m.Scatter < 0 {
+		errs = append(errs, fmt.Errorf("[scatter_rel] %v: want a fraction ≥ 0", m.Scatter))
 	}
 	if err := m.Experts.validate(); err != nil {
 		errs = append(errs, err)

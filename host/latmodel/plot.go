@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/genload/genload/host/report"
 )
@@ -20,9 +21,11 @@ const curvePoints = 64
 
 // Plot draws the model's measured cells (markers with ±σ error bars) and its fitted curves
 // (lines), per-forward latency (ms) against batch size (log₂ axis), one colour per target
-// sequence length L. Each curve runs over the batch sizes measured at that L, at the mean
-// length interpolated between that L's cells (linear in log B). The latency axis is log₁₀ when
-// the values span more than 20×. It fails for a model without observations.
+// sequence length L; the cells not fitted (outliers, partial or failed cells with a figure)
+// are drawn hollow in their length's colour, counted in the legend. Each curve runs over the
+// batch sizes measured at that L, at the mean length interpolated between that L's cells
+// (linear in log B). The latency axis is log₁₀ when the values span more than 20×. It fails
+// for a model without observations.
 func Plot(m *Model) (*report.Chart, error) {
 	byL := map[int][]Obs{}
 	var lens []int
@@ -37,6 +40,33 @@ func Plot(m *Model) (*report.Chart, error) {
 	if len(lens) == 0 {
 		return nil, fmt.Errorf("plot: the model has no observations")
 	}
+	// Cells not fitted, drawn hollow at their measured figure: outliers and excluded cells
+	// that have one (a partial cell's figure is of fewer than B sequences).
+	notFitted := map[int]plotter.XYs{}
+	nExcluded := 0
+	for _, o := range m.Outliers {
+		notFitted[o.SeqLen] = append(notFitted[o.SeqLen], plotter.XY{X: float64(o.Batch), Y: o.FwdMs})
+		hi = max(hi, o.FwdMs)
+	}
+	for _, x := range m.ExcludedCells {
+		if x.FwdMs > 0 {
+			notFitted[x.SeqLen] = append(notFitted[x.SeqLen], plotter.XY{X: float64(x.Batch), Y: x.FwdMs})
+			hi = max(hi, x.FwdMs)
+			nExcluded++
+		}
+	}
+	var hollow *plotter.Scatter
+	bLo, bHi := float64(m.Range.Batch[0]), float64(m.Range.Batch[1])
+	var onlyHollow []int // lengths with no fitted cell
+	for l, xy := range notFitted {
+		if _, ok := byL[l]; !ok {
+			onlyHollow = append(onlyHollow, l)
+		}
+		for _, v := range xy {
+			lo, bLo, bHi = min(lo, v.Y), min(bLo, v.X), max(bHi, v.X)
+		}
+	}
+	slices.Sort(onlyHollow)
 	slices.Sort(lens)
 	p := plot.New()
 	ch := &report.Chart{Plot: p, Legend: plot.NewLegend()}
@@ -52,7 +82,7 @@ func Plot(m *Model) (*report.Chart, error) {
 	p.Y.Label.Text = "per-forward latency (ms)"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = batchTicks(m.Obs)
-	p.X.Min, p.X.Max = float64(m.Range.Batch[0])/1.08, float64(m.Range.Batch[1])*1.08
+	p.X.Min, p.X.Max = bLo/1.08, bHi*1.08
 	lo = max(lo, 1e-6)
 	if hi > 20*lo {
 		p.Y.Scale = plot.LogScale{}
@@ -79,7 +109,7 @@ func Plot(m *Model) (*report.Chart, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plot: L=%d: %w", l, err)
 		}
-		sc.Color, sc.Shape, sc.Radius = plotutil.Color(k), plotutil.Shape(k), vg.Points(3)
+		sc.Color, sc.Shape, sc.Radius = plotutil.Color(k), filledShapes[k%len(filledShapes)], vg.Points(3)
 		eb, err := plotter.NewYErrorBars(struct {
 			plotter.XYs
 			plotter.YErrors
@@ -101,9 +131,47 @@ func Plot(m *Model) (*report.Chart, error) {
 		label := "L = " + strconv.Itoa(l) + " tokens"
 		ch.Legend.Add(label, ln, sc)
 		ch.Labels = append(ch.Labels, label)
+		if out := notFitted[l]; len(out) > 0 {
+			h, err := plotter.NewScatter(out)
+			if err != nil {
+				return nil, fmt.Errorf("plot: L=%d: %w", l, err)
+			}
+			h.Color, h.Shape, h.Radius = plotutil.Color(k), hollowShapes[k%len(hollowShapes)], vg.Points(4)
+			p.Add(h)
+			if hollow == nil {
+				hollow = h
+			}
+		}
+	}
+	for j, l := range onlyHollow {
+		h, err := plotter.NewScatter(notFitted[l])
+		if err != nil {
+			return nil, fmt.Errorf("plot: L=%d: %w", l, err)
+		}
+		k := len(lens) + j
+		h.Color, h.Shape, h.Radius = plotutil.Color(k), hollowShapes[k%len(hollowShapes)], vg.Points(4)
+		p.Add(h)
+		label := "L = " + strconv.Itoa(l) + " tokens (none fitted)"
+		ch.Legend.Add(label, h)
+		ch.Labels = append(ch.Labels, label)
+		if hollow == nil {
+			hollow = h
+		}
+	}
+	if hollow != nil {
+		label := fmt.Sprintf("hollow: not fitted (%d outlier, %d partial/failed)", len(m.Outliers), nExcluded)
+		ch.Legend.Add(label, hollow)
+		ch.Labels = append(ch.Labels, label)
 	}
 	return ch, nil
 }
+
+// Marker shapes per sequence length: filled for the fitted cells, the hollow twin for the
+// cells not fitted (outliers, partial cells with a figure).
+var (
+	filledShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}}
+	hollowShapes = []draw.GlyphDrawer{draw.RingGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}}
+)
 
 // fittedCurve is the model's prediction over the batch sizes of obs (one sequence length,
 // ascending B) at curvePoints log-spaced batch sizes… rounded to integers, deduplicated.

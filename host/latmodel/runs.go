@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/quantile"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
 )
@@ -29,8 +30,12 @@ type Source struct {
 	Engine    map[string]any
 	// Mixed lists the groups when more than one was allowed to mix (else nil).
 	Mixed []string
-	// Excluded are the cells not used, "L=…,B=… in RUN: why".
-	Excluded []string
+	// Excluded are the cells not used, "L=…,B=… in RUN: why", and ExcludedCells the same
+	// with their figures.
+	Excluded      []string
+	ExcludedCells []ExcludedCell
+	// perRun are each run's used cells (for the runs' levels, see [RunLevel]).
+	perRun [][]runCell
 }
 
 // runMaxTokens is the max_tokens of a run (its stored config; 0 when absent).
@@ -120,6 +125,7 @@ func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Sour
 		clamped        int
 	}
 	cells := map[report.CellKey]*acc{}
+	src.perRun = make([][]runCell, len(runs))
 	for i, r := range runs {
 		for j := range r.Cells {
 			c := &r.Cells[j]
@@ -138,6 +144,11 @@ func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Sour
 			}
 			if why != "" {
 				src.Excluded = append(src.Excluded, fmt.Sprintf("%s in %s: %s", k, src.Runs[i], why))
+				x := ExcludedCell{SeqLen: k.SeqLen, Batch: k.Batch, Run: src.Runs[i], Reason: why, MeanLen: c.Lengths.Mean}
+				if c.Figures != nil && c.Figures.PerForward.N > 0 && c.Figures.PerForward.Mean > 0 && c.Figures.PerForward.Mean < math.MaxInt64 {
+					x.FwdMs = measure.Ms(c.Figures.PerForward.Mean)
+				}
+				src.ExcludedCells = append(src.ExcludedCells, x)
 				continue
 			}
 			a := cells[k]
@@ -156,6 +167,7 @@ func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Sour
 			}
 			fwd := measure.Ms(f.PerForward.Mean)
 			a.fwd = append(a.fwd, fwd)
+			src.perRun[i] = append(src.perRun[i], runCell{key: [2]int{k.SeqLen, k.Batch}, fwd: fwd})
 			est := 0.0
 			if f.PerForwardFit.N > 0 {
 				est = math.Abs(fwd - measure.Ms(f.PerForwardFit.Mean))
@@ -183,6 +195,12 @@ func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Sour
 	}
 	sortObs(obs)
 	sort.Strings(src.Excluded)
+	slices.SortStableFunc(src.ExcludedCells, func(a, b ExcludedCell) int {
+		if a.SeqLen != b.SeqLen {
+			return a.SeqLen - b.SeqLen
+		}
+		return a.Batch - b.Batch
+	})
 	return obs, src, nil
 }
 
@@ -201,24 +219,13 @@ func repeats(xs []float64) (fig, se float64) {
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	med := median(s)
+	med := quantile.Median(s)
 	dev := make([]float64, n)
 	for i, x := range s {
 		dev[i] = math.Abs(x - med)
 	}
 	slices.Sort(dev)
-	return med, math.Sqrt(math.Pi/2) * 1.4826 * median(dev) / math.Sqrt(float64(n))
-}
-
-// median of sorted xs, non-empty: the middle value, or the mean of the two middle values for
-// an even count (gonum's stat.Quantile has no such rule: Empirical gives the lower middle one,
-// LinInterp interpolates its own way).
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
+	return med, math.Sqrt(math.Pi/2) * 1.4826 * quantile.Median(dev) / math.Sqrt(float64(n))
 }
 
 // sortObs orders observations by L, then B.
@@ -231,9 +238,23 @@ func sortObs(obs []Obs) {
 	})
 }
 
+// noiseWithoutSeed drops the seed from an [engine] noise description ("step-cv=0.02,
+// burst-cv=0.05,seed=7"): repeats draw their own noise from derived seeds (genload run
+// --repeat), and are repeats of the same noise model.
+func noiseWithoutSeed(s string) string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if !strings.HasPrefix(p, "seed=") {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
 // SetupDifferences lists what differs between the runs' targets, one entry per field, e.g.
 // `engine profile differs: a.json (run a) "moe-30b-a3b" / b.json (run b) "dense-8b"`: for
-// the built-in engine its profile, time_scale, quirks and noise (report.Header.Engine), the
+// the built-in engine its profile, time_scale, quirks and noise (report.Header.Engine; the
+// noise without its seed, which each repeat derives anew), the
 // target kind, and for external targets the URL (the built-in engine's URL is a fresh port
 // every run, not compared). names[i] calls runs[i]. Empty when the runs agree.
 func SetupDifferences(runs []*report.Run, names []string) []string {
@@ -267,7 +288,13 @@ func SetupDifferences(runs []*report.Run, names []string) []string {
 		{"engine profile", eng("profile")},
 		{"engine time_scale", eng("time_scale")},
 		{"engine quirks", eng("quirks")},
-		{"engine noise", eng("noise")},
+		{"engine noise", func(h report.Header) string {
+			v := eng("noise")(h)
+			if u, err := strconv.Unquote(v); err == nil {
+				return strconv.Quote(noiseWithoutSeed(u))
+			}
+			return v
+		}},
 	}
 	var out []string
 	for _, f := range fields {
@@ -288,15 +315,22 @@ func SetupDifferences(runs []*report.Run, names []string) []string {
 }
 
 // FitRuns is FromRuns then Fit: the model of runs, with their identity (model, labels,
-// max_tokens, run ids, engine) and excluded cells recorded in it. opt.MaxTokens is taken from
-// the runs. With holdOut ≥ 2 every holdOut-th cell (see [Split]) is not fitted but returned,
-// for [Model.Check].
+// max_tokens, run ids, engine), the source of its structure, its runs' levels and excluded
+// cells recorded in it. opt.MaxTokens is taken from the runs; the moe term is used as
+// [ResolveExperts] decides from opt.Experts, opt.Dense, the runs' headers and opt.Lookup.
+// With holdOut ≥ 2 every holdOut-th cell (see [Split]) is not fitted but returned, for
+// [Model.Check].
 func FitRuns(runs []*report.Run, names []string, allowMixed bool, holdOut int, opt FitOptions) (*Model, []Obs, error) {
 	obs, src, err := FromRuns(runs, names, allowMixed)
 	if err != nil {
 		return nil, nil, err
 	}
 	opt.MaxTokens = src.MaxTokens
+	ex, structure, err := ResolveExperts(opt.Experts, opt.Dense, runs, opt.Lookup, allowMixed)
+	if err != nil {
+		return nil, nil, err
+	}
+	opt.Experts = ex
 	fit, held := Split(obs, holdOut)
 	m, err := Fit(fit, opt)
 	if err != nil {
@@ -307,5 +341,7 @@ func FitRuns(runs []*report.Run, names []string, allowMixed bool, holdOut int, o
 		return nil, nil, fmt.Errorf("%s: %w", strings.Join(who, ", "), err)
 	}
 	m.Model, m.Labels, m.Runs, m.Engine, m.Mixed, m.Excluded = src.Model, src.Labels, src.Runs, src.Engine, src.Mixed, src.Excluded
+	m.ExcludedCells, m.Structure = src.ExcludedCells, structure
+	m.RunLevels = m.runLevels(src.Runs, src.perRun)
 	return m, held, nil
 }

@@ -98,13 +98,11 @@ func (m *Model) WriteSummary(w io.Writer) {
 	if l := LabelString(m.Labels); l != "" {
 		fmt.Fprintf(w, ", labels {%s}", l)
 	}
-	fmt.Fprintf(w, ", max_tokens %d; runs %s; %d cells fitted", m.MaxTokens, strings.Join(m.Runs, ", "), m.N)
-	if len(m.Excluded) > 0 {
-		fmt.Fprintf(w, ", %d left out", len(m.Excluded))
-	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, ", max_tokens %d; runs %s; %s\n", m.MaxTokens, strings.Join(m.Runs, ", "), m.CellCounts())
 	if m.Experts != nil {
-		fmt.Fprintf(w, "mixture of experts: E = %d experts, k = %d active per token\n", m.Experts.Experts, m.Experts.Active)
+		fmt.Fprintf(w, "mixture of experts: E = %d experts, k = %d active per token (%s)\n", m.Experts.Experts, m.Experts.Active, m.Structure)
+	} else if m.Structure != "" {
+		fmt.Fprintf(w, "structure: %s\n", m.Structure)
 	}
 	for _, g := range m.Mixed {
 		fmt.Fprintf(w, "warning: fitted across groups (--allow-mixed): %s\n", g)
@@ -134,6 +132,33 @@ func (m *Model) WriteSummary(w io.Writer) {
 		rows = append(rows, []string{c.Form, sig(c.LOOWeighted), fmt.Sprintf("%.2f %%", 100*c.LOOMedianRel), fmt.Sprintf("%.2f %%", 100*c.LOOMaxRel), mark})
 	}
 	table(w, rows)
+}
+
+// CellCounts says how many cells were fitted and how many were not, by why, e.g. "87 cells
+// fitted; 6 not fitted: 4 outliers, 2 partial or failed (listed in the residual table)";
+// clamped cells are fitted and counted apart.
+func (m *Model) CellCounts() string {
+	s := fmt.Sprintf("%d cells fitted", m.N)
+	clamped := 0
+	for _, o := range m.Obs {
+		if o.Clamped > 0 {
+			clamped++
+		}
+	}
+	if clamped > 0 {
+		s += fmt.Sprintf(" (%d with clamped prompts)", clamped)
+	}
+	if k := len(m.Outliers) + len(m.Excluded); k > 0 {
+		var why []string
+		if len(m.Outliers) > 0 {
+			why = append(why, fmt.Sprintf("%d outlier(s)", len(m.Outliers)))
+		}
+		if len(m.Excluded) > 0 {
+			why = append(why, fmt.Sprintf("%d partial, failed or without a figure", len(m.Excluded)))
+		}
+		s += fmt.Sprintf("; %d not fitted: %s (listed in the residual table)", k, strings.Join(why, ", "))
+	}
+	return s
 }
 
 // Formula is the chosen form written out, e.g. "fixed + per_seq·B + kv_read·B·(L̄ + m/2)".
@@ -166,6 +191,16 @@ func (m *Model) WriteResiduals(w io.Writer) {
 		rows = append(rows, []string{strconv.Itoa(o.SeqLen), strconv.Itoa(o.Batch), strconv.FormatFloat(o.MeanLen, 'f', 0, 64),
 			strconv.FormatFloat(o.MaxLen, 'f', 0, 64), f3(o.FwdMs), f3(o.SigmaMs), "–", "–", f3(o.LOOMs), pct(o.LOORel), "outlier: not fitted"})
 	}
+	for _, x := range m.ExcludedCells {
+		fwd, ml := "–", "–"
+		if x.FwdMs > 0 {
+			fwd = f3(x.FwdMs)
+		}
+		if x.MeanLen > 0 {
+			ml = strconv.FormatFloat(x.MeanLen, 'f', 0, 64)
+		}
+		rows = append(rows, []string{strconv.Itoa(x.SeqLen), strconv.Itoa(x.Batch), ml, "–", fwd, "–", "–", "–", "–", "–", "not fitted (" + x.Run + "): " + x.Reason})
+	}
 	table(w, rows)
 }
 
@@ -182,21 +217,37 @@ func WritePredictions(w io.Writer, ps []Prediction) {
 	table(w, rows)
 }
 
-// WriteFits writes each model's fit quality, one line each.
+// WriteFits writes each model's fit quality and level uncertainty, one line each.
 func (g *GateResult) WriteFits(w io.Writer) {
-	fmt.Fprintf(w, "baseline fit: %s\nnew fit:      %s\n", g.BaseFit, g.NewFit)
+	fmt.Fprintf(w, "baseline fit: %s; level ±%.2f %% (%s, %d run(s))\n", g.BaseFit, 100*g.BaseLevel.SD, g.BaseLevel.From, g.BaseLevel.Runs)
+	fmt.Fprintf(w, "new fit:      %s; level ±%.2f %% (%s, %d run(s))\n", g.NewFit, 100*g.NewLevel.SD, g.NewLevel.From, g.NewLevel.Runs)
 }
 
-// WriteMarkdown writes the gate's per-point table, the mean and max change and the verdict.
+// bounds writes an interval's bounds, "[+1.20 %, +3.40 %]".
+func bounds(iv Interval) string { return "[" + pct(iv.Lo) + ", " + pct(iv.Hi) + "]" }
+
+// pointConfidence is the one-sided confidence of each point's bounds (Bonferroni over n).
+func (g *GateResult) pointConfidence() float64 {
+	return 1 - (1-g.Thresholds.Confidence)/float64(max(len(g.Points), 1))
+}
+
+// WriteMarkdown writes the comparability line first, then each model's fit, the per-point
+// table with each change's bounds, the points left out of range, the mean change with its
+// bounds, the baseline's own noise and the verdict (with, for cannot tell, the repeats that
+// would decide it).
 func (g *GateResult) WriteMarkdown(w io.Writer) {
+	if g.Comparable != "" {
+		fmt.Fprintln(w, g.Comparable)
+	}
 	for _, s := range g.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", s)
 	}
 	fmt.Fprintf(w, "baseline %s vs new %s, through their fitted models\n", g.Base, g.New)
 	g.WriteFits(w)
 	fmt.Fprintln(w)
-	rows := [][]string{{"L", "mean len", "B", "baseline ms", "new ms", "change", ""}}
-	for _, p := range g.Points {
+	conf := fmt.Sprintf("%.4g", 100*g.pointConfidence())
+	rows := [][]string{{"L", "mean len", "B", "baseline ms", "new ms", "change", "bounds (one-sided " + conf + " % each)", ""}}
+	point := func(p GatePoint, judged bool) []string {
 		mark := ""
 		if p.Over {
 			mark = fmt.Sprintf("over +%g %%", 100*g.Thresholds.PointIncrease)
@@ -208,14 +259,75 @@ func (g *GateResult) WriteMarkdown(w io.Writer) {
 		if p.SeqLen > 0 {
 			l = strconv.Itoa(p.SeqLen)
 		}
-		rows = append(rows, []string{l, strconv.FormatFloat(p.MeanLen, 'f', 0, 64), strconv.Itoa(p.Batch), f3(p.BaseMs), f3(p.NewMs), pct(p.Change), mark})
+		b := "–"
+		if judged {
+			b = bounds(p.Change)
+		}
+		return []string{l, strconv.FormatFloat(p.MeanLen, 'f', 0, 64), strconv.Itoa(p.Batch), f3(p.BaseMs), f3(p.NewMs), pct(p.Change.Est), b, mark}
+	}
+	for _, p := range g.Points {
+		rows = append(rows, point(p, true))
 	}
 	table(w, rows)
-	fmt.Fprintf(w, "\nmean change %s over %d points (threshold +%g %%); largest %s at L̄=%.0f B=%d (threshold +%g %%)\n",
-		pct(g.Mean), len(g.Points), 100*g.Thresholds.MeanIncrease, pct(g.Max), g.MaxAt.MeanLen, g.MaxAt.Batch, 100*g.Thresholds.PointIncrease)
-	if g.Passed() {
-		fmt.Fprintln(w, "gate: pass")
-	} else {
-		fmt.Fprintf(w, "gate: FAIL: %s\n", strings.Join(g.Failed, "; "))
+	if len(g.OutOfRange) > 0 {
+		fmt.Fprintf(w, "\n%d point(s) outside a model's measured range, not judged (--extrapolate to judge them):\n\n", len(g.OutOfRange))
+		rows = [][]string{rows[0]}
+		for _, p := range g.OutOfRange {
+			rows = append(rows, point(p, false))
+		}
+		table(w, rows)
 	}
+	fmt.Fprintf(w, "\nmean change %s %s (one-sided %g %% bounds) over %d points (threshold +%g %%); largest %s at %s (threshold +%g %%)\n",
+		pct(g.Mean.Est), bounds(g.Mean), 100*g.Thresholds.Confidence, len(g.Points), 100*g.Thresholds.MeanIncrease, pct(g.Max), g.MaxAt, 100*g.Thresholds.PointIncrease)
+	limit := "no limit"
+	if f := g.Thresholds.maxBaselineNoise(); f > 0 {
+		limit = fmt.Sprintf("limit %g × the mean threshold = %.1f %%", f, 100*f*g.Thresholds.MeanIncrease)
+	}
+	fmt.Fprintf(w, "baseline's own level over the grid: ±%.2f %% (%s)\n", 100*g.BaseNoise, limit)
+	switch g.Verdict {
+	case VerdictPass:
+		fmt.Fprint(w, "gate: pass")
+		if len(g.OutOfRange) > 0 {
+			fmt.Fprintf(w, " on the %d points in range (%d out of range, not judged)", len(g.Points), len(g.OutOfRange))
+		}
+		fmt.Fprintln(w)
+	case VerdictFail:
+		fmt.Fprintf(w, "gate: FAIL: %s\n", strings.Join(g.Failed, "; "))
+	default:
+		fmt.Fprintf(w, "gate: CANNOT TELL: %s\n  %s\n", strings.Join(g.Undecided, "; "), g.Decide)
+	}
+}
+
+// JSON returns the gate's result as indented JSON, for CI:
+//
+//	{"comparable": line, "baseline": ids, "new": ids, "thresholds": {…},
+//	 "baseline_fit": FitQuality, "new_fit": …, "baseline_level": Level, "new_level": …,
+//	 "baseline_noise": half-width, "points": [GatePoint…], "out_of_range": [GatePoint…],
+//	 "mean_change": Interval, "max_change": c, "max_at": GridPoint,
+//	 "verdict": "pass"|"fail"|"cannot tell", "passed": bool, "failed": […],
+//	 "undecided": […], "decide": "…", "warnings": […]}
+func (g *GateResult) JSON() ([]byte, error) {
+	return json.MarshalIndent(struct {
+		Comparable string      `json:"comparable"`
+		Base       string      `json:"baseline"`
+		New        string      `json:"new"`
+		Thresholds Thresholds  `json:"thresholds"`
+		BaseFit    FitQuality  `json:"baseline_fit"`
+		NewFit     FitQuality  `json:"new_fit"`
+		BaseLevel  Level       `json:"baseline_level"`
+		NewLevel   Level       `json:"new_level"`
+		BaseNoise  float64     `json:"baseline_noise"`
+		Points     []GatePoint `json:"points"`
+		OutOfRange []GatePoint `json:"out_of_range,omitempty"`
+		Mean       Interval    `json:"mean_change"`
+		Max        float64     `json:"max_change"`
+		MaxAt      GridPoint   `json:"max_at"`
+		Verdict    string      `json:"verdict"`
+		Passed     bool        `json:"passed"`
+		Failed     []string    `json:"failed,omitempty"`
+		Undecided  []string    `json:"undecided,omitempty"`
+		Decide     string      `json:"decide,omitempty"`
+		Warnings   []string    `json:"warnings,omitempty"`
+	}{g.Comparable, g.Base, g.New, g.Thresholds, g.BaseFit, g.NewFit, g.BaseLevel, g.NewLevel, g.BaseNoise, g.Points, g.OutOfRange,
+		g.Mean, g.Max, g.MaxAt, g.Verdict, g.Passed(), g.Failed, g.Undecided, g.Decide, g.Warnings}, "", "  ")
 }

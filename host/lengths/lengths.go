@@ -2,9 +2,10 @@
 // of its B prompts is and — when the cell is routed over several workers — which worker serves
 // each. Both decisions are made by plugins (host/plugin's LengthsPlugin and RouterPlugin
 // satisfy Lengths and Router); this package holds what the host adds around them, as plain
-// functions of plain values: the clamp of every length to the range a prompt can have, the
-// realised-mean check and its warning, and the early call over the whole grid that validates
-// the plugin before any request is sent (and warms a "pure" plugin's cache).
+// functions of plain values: the range every length must lie in (the plugin is asked for
+// lengths within it, and the host clamps again), the realised-mean check and its warning, and
+// the early call over the run's cells that validates the plugin before any request is sent (and
+// warms a "pure" plugin's cache).
 //
 // It imports no plugin runtime and no transport: tests fake both interfaces with a few lines.
 package lengths
@@ -39,8 +40,10 @@ type Realised struct {
 	// clamped apart from it).
 	Target    int
 	Requested []int
-	// Each is every prompt's length after clamping to [Lo, Hi]; Clamped counts the lengths the
-	// clamp changed.
+	// Each is every prompt's length after clamping to [Lo, Hi]; Clamped counts the lengths at
+	// Lo or Hi: the plugin is asked for lengths within [Lo, Hi] and clamps its draws to it
+	// (sdk/ABI.md), so a length on a bound is a clamp, the plugin's or the host's (a draw that
+	// falls exactly on a bound counts too).
 	Each     []int
 	Lo, Hi   int
 	Min, Max int
@@ -55,12 +58,13 @@ type Stage struct {
 	Source Lengths
 	// Lo and Hi bound every prompt: Lo is the shortest prompt the builder can make (chat
 	// template, suffix and one body token at least: [lengths.min_len]), Hi the context minus
-	// max_tokens. Lengths are drawn unbounded ([1, 2³¹−1]) and clamped here, so that clamps are
-	// counted.
+	// max_tokens. Source is asked for lengths within [Lo, Hi] — the range of the ABI's
+	// genload_lengths call, which the plugin host enforces (a length outside it is a bug in the
+	// plugin and an error) — and clamped here again for a Source that does not check.
 	Lo, Hi int
 }
 
-// Cell returns the cell's realised lengths: B draws from Source for target mean L, clamped to
+// Cell returns the cell's realised lengths: B draws from Source for target mean L within
 // [Lo, Hi]. Errors are Source's, unchanged (they name the plugin).
 func (s Stage) Cell(ctx context.Context, c matrix.Cell) (Realised, error) {
 	var drawn []int
@@ -71,7 +75,7 @@ func (s Stage) Cell(ctx context.Context, c matrix.Cell) (Realised, error) {
 		}
 	} else {
 		var err error
-		if drawn, err = s.Source.Lengths(ctx, c.Batch, c.SeqLen, 1, math.MaxInt32); err != nil {
+		if drawn, err = s.Source.Lengths(ctx, c.Batch, c.SeqLen, s.Lo, s.Hi); err != nil {
 			return Realised{}, err
 		}
 	}
@@ -79,14 +83,15 @@ func (s Stage) Cell(ctx context.Context, c matrix.Cell) (Realised, error) {
 }
 
 // Clamp returns drawn clamped to [lo, hi] (drawn itself is left as it is) with its statistics
-// against target mean L = target. For drawn = [10, 50, 500] in [50, 400]: Each = [50, 50, 400],
-// Clamped = 2, Min 50, Max 400, Mean 166.67.
+// against target mean L = target; Clamped counts the lengths on a bound. For drawn =
+// [10, 50, 500, 200] in [50, 400]: Each = [50, 50, 400, 200], Clamped = 3, Min 50, Max 400,
+// Mean 175.
 func Clamp(drawn []int, target, lo, hi int) Realised {
 	r := Realised{Target: target, Requested: drawn, Each: make([]int, len(drawn)), Lo: lo, Hi: hi, Min: math.MaxInt}
 	sum := 0
 	for i, l := range drawn {
 		c := min(max(l, lo), hi)
-		if c != l {
+		if c == lo || c == hi {
 			r.Clamped++
 		}
 		r.Each[i] = c
@@ -124,14 +129,18 @@ func (r Realised) Warning() string {
 	return fmt.Sprintf("realised mean length %.0f is %+.1f %% off L = %d: %s", r.Mean, 100*dev, r.Target, why)
 }
 
-// Prefetch asks src once for every (L, B) of pairs ([L, B] each), with the unbounded range the
-// stage uses, and returns the first failure as "cell L=…,B=…: <src's error>". A run calls it
-// before any request is sent, so that a plugin failing on any cell fails the run at once; a
-// "pure" plugin caches the answers (host/plugin), so the per-cell calls cost nothing after it.
-func Prefetch(ctx context.Context, src Lengths, pairs [][2]int) error {
-	for _, p := range pairs {
-		if _, err := src.Lengths(ctx, p[1], p[0], 1, math.MaxInt32); err != nil {
-			return fmt.Errorf("cell L=%d,B=%d: %w", p[0], p[1], err)
+// Prefetch asks the stage's Source once for each cell, with the range [Lo, Hi] the cells use,
+// and returns the first failure as "cell L=…,B=…: <Source's error>". A run calls it before any
+// request is sent, so that a "pure" plugin failing on any cell (a length out of range, a wrong
+// count, a rejected cell) fails the run at once; the plugin host caches a pure plugin's
+// answers, so the per-cell calls cost nothing after it. A nil Source is not called.
+func (s Stage) Prefetch(ctx context.Context, cells []matrix.Cell) error {
+	if s.Source == nil {
+		return nil
+	}
+	for _, c := range cells {
+		if _, err := s.Source.Lengths(ctx, c.Batch, c.SeqLen, s.Lo, s.Hi); err != nil {
+			return fmt.Errorf("cell %s: %w", c.Key(), err)
 		}
 	}
 	return nil

@@ -3,7 +3,6 @@ package lengths
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -14,8 +13,9 @@ import (
 func TestClampBoundsEveryLengthAndCountsClamps(t *testing.T) {
 	drawn := []int{10, 50, 500, 131000, 130972}
 	r := Clamp(drawn, 1000, 50, 130972)
-	// 10 → 50 and 131000 → 130972 are clamped; 50 and 130972 are on the bounds already.
-	if !slices.Equal(r.Each, []int{50, 50, 500, 130972, 130972}) || r.Clamped != 2 {
+	// 10 → 50 and 131000 → 130972 are clamped; 50 and 130972 are on the bounds already, as a
+	// plugin that clamps (the ABI's contract) gives them: 4 lengths on a bound.
+	if !slices.Equal(r.Each, []int{50, 50, 500, 130972, 130972}) || r.Clamped != 4 {
 		t.Fatalf("lengths %v, clamped %d", r.Each, r.Clamped)
 	}
 	if !slices.Equal(drawn, []int{10, 50, 500, 131000, 130972}) || !slices.Equal(r.Requested, drawn) {
@@ -41,15 +41,16 @@ func (f *fakeLengths) Lengths(_ context.Context, n, mean, lo, hi int) ([]int, er
 
 var _ Lengths = (*fakeLengths)(nil)
 
-func TestStageDrawsUnboundedAndClamps(t *testing.T) {
+func TestStageAsksForTheRangeAndClampsAgain(t *testing.T) {
 	src := &fakeLengths{each: []int{90, 100, 140}}
 	s := Stage{Source: src, Lo: 95, Hi: 120}
 	r, err := s.Cell(context.Background(), matrix.Cell{SeqLen: 100, Batch: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// drawn with the range [1, 2³¹−1]; clamped to [95, 120]: 95, 100, 120, mean 105 (+5 %)
-	if len(src.calls) != 1 || src.calls[0] != [4]int{3, 100, 1, math.MaxInt32} {
+	// asked for the range [95, 120]; a source that does not keep to it is clamped to it: 95,
+	// 100, 120, mean 105 (+5 %)
+	if len(src.calls) != 1 || src.calls[0] != [4]int{3, 100, 95, 120} {
 		t.Fatalf("calls %v", src.calls)
 	}
 	if !slices.Equal(r.Each, []int{95, 100, 120}) || r.Clamped != 2 || r.Mean != 105 {
@@ -83,12 +84,17 @@ func TestWarningOnlyBeyondOnePercent(t *testing.T) {
 
 func TestPrefetchNamesTheFailingCell(t *testing.T) {
 	src := &fakeLengths{each: []int{1}}
-	if err := Prefetch(context.Background(), src, [][2]int{{100, 1}, {200, 4}}); err != nil || len(src.calls) != 2 || src.calls[1] != [4]int{4, 200, 1, math.MaxInt32} {
+	st := Stage{Source: src, Lo: 20, Hi: 4000}
+	if err := st.Prefetch(context.Background(), []matrix.Cell{{SeqLen: 100, Batch: 1}, {SeqLen: 200, Batch: 4}}); err != nil ||
+		len(src.calls) != 2 || src.calls[1] != [4]int{4, 200, 20, 4000} {
 		t.Fatalf("err %v calls %v", err, src.calls)
 	}
 	src.err = errors.New("boom")
-	if err := Prefetch(context.Background(), src, [][2]int{{300, 2}}); err == nil || err.Error() != "cell L=300,B=2: boom" {
+	if err := st.Prefetch(context.Background(), []matrix.Cell{{SeqLen: 300, Batch: 2}}); err == nil || err.Error() != "cell L=300,B=2: boom" {
 		t.Fatalf("err %v", err)
+	}
+	if err := (Stage{}).Prefetch(context.Background(), []matrix.Cell{{SeqLen: 300, Batch: 2}}); err != nil {
+		t.Fatalf("the n shape (no source): %v", err)
 	}
 }
 

@@ -37,10 +37,9 @@ type Spec struct {
 	MinSeqLen   int  // tokens
 	Context     int  // model context, tokens (needed by AutoSeqLens; 0 = unknown)
 	MaxTokens   int  // tokens generated per sequence
-	CorpusRows  int  // rows available (for FirstRow); must be ≥ 1
-	// Distinct requires B ≤ CorpusRows for every cell, so that the B prompts of a cell come
-	// from B different rows (all modes but the legacy n = B shape).
-	Distinct bool
+	// CorpusRows is the rows available (for FirstRow); must be ≥ 1. A cell may have more
+	// prompts than rows: host/prompt builds the ones beyond from rotations of the rows.
+	CorpusRows int
 }
 
 // Dropped is a cell left out of the run, with the reason.
@@ -60,14 +59,14 @@ func Build(s Spec) ([]Cell, []Dropped, error) {
 	lens := append([]int(nil), s.SeqLens...)
 	if s.AutoSeqLens {
 		if s.Context <= 0 {
-			return nil, nil, fmt.Errorf("matrix: [matrix.auto_seq_lens] needs the model context, which is unknown (set [context])")
+			return nil, nil, &KeyError{"matrix.auto_seq_lens", fmt.Errorf("matrix: [matrix.auto_seq_lens] needs the model context, which is unknown (set [context])")}
 		}
 		lens = lens[:0]
 		for l := s.MinSeqLen; l+s.MaxTokens <= s.Context; l *= 2 {
 			lens = append(lens, l)
 		}
 		if len(lens) == 0 {
-			return nil, nil, fmt.Errorf("matrix: [matrix.min_seq_len] %d + max_tokens %d exceeds the context %d", s.MinSeqLen, s.MaxTokens, s.Context)
+			return nil, nil, &KeyError{"matrix.min_seq_len", fmt.Errorf("matrix: [matrix.min_seq_len] %d + max_tokens %d exceeds the context %d", s.MinSeqLen, s.MaxTokens, s.Context)}
 		}
 	}
 	sort.Ints(lens)
@@ -107,20 +106,24 @@ func Build(s Spec) ([]Cell, []Dropped, error) {
 		cells = append(cells, Cell{Index: len(cells), SeqLen: k.l, Batch: k.b, FirstRow: row})
 		row = (row + k.b) % s.CorpusRows
 	}
-	if s.Distinct {
-		var big []string
-		for _, c := range cells {
-			if c.Batch > s.CorpusRows {
-				big = append(big, c.Key())
-			}
-		}
-		if len(big) > 0 {
-			return nil, dropped, fmt.Errorf("matrix: batch size above the %d corpus rows in %s: the prompts of a cell must be distinct (add rows to the corpus or lower the batch size)",
-				s.CorpusRows, strings.Join(big, " "))
-		}
-	}
 	if len(cells) == 0 {
-		return nil, dropped, fmt.Errorf("matrix: no cells left (%d dropped: %s)", len(dropped), dropped[0].Reason)
+		key := "matrix.seq_lens"
+		if strings.Contains(dropped[0].Reason, "max_kv_cache_entries") {
+			key = "matrix.max_kv_cache_entries"
+		}
+		return nil, dropped, &KeyError{key, fmt.Errorf("matrix: no cells left (%d dropped: %s)", len(dropped), dropped[0].Reason)}
 	}
 	return cells, dropped, nil
 }
+
+// KeyError is an error of Build caused by one bench.toml key (dotted, such as
+// "matrix.seq_lens"), so that the message can name the key's line or the flag that set it.
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error without its key.
+func (e *KeyError) Unwrap() error { return e.Err }

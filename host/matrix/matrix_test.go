@@ -76,14 +76,15 @@ func TestAutoSeqLensDoubleUpToContext(t *testing.T) {
 	}
 }
 
-func TestBatchAboveCorpusRowsIsAnError(t *testing.T) {
-	_, _, err := Build(Spec{SeqLens: []int{1000}, BatchSizes: []int{64, 300}, CorpusRows: 256, Distinct: true})
-	if err == nil || !strings.Contains(err.Error(), "batch size above the 256 corpus rows in L=1000,B=300") {
-		t.Fatalf("err = %v", err)
-	}
-	// The legacy n = B shape sends one prompt: no distinct rows needed.
-	if _, _, err := Build(Spec{SeqLens: []int{1000}, BatchSizes: []int{300}, CorpusRows: 256}); err != nil {
+// A batch above the corpus rows is a cell like any other (its prompts beyond the rows are
+// rotations of them, host/prompt); the next cell's first row still advances by B mod rows.
+func TestBatchAboveCorpusRowsIsACell(t *testing.T) {
+	cells, _, err := Build(Spec{SeqLens: []int{1000, 2000}, BatchSizes: []int{300}, CorpusRows: 256})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(cells) != 2 || cells[0].Batch != 300 || cells[1].FirstRow != 300%256 {
+		t.Fatalf("cells %+v", cells)
 	}
 }
 

@@ -91,7 +91,7 @@ func Attain(res *recording.Result, b int) Attainment {
 		a.Reason = "no chunk interval to compare arrivals with"
 		return a
 	}
-	w, ok := overlap(seqs)
+	wStart, wEnd, _, ok := span(seqs)
 	if !ok {
 		a.Reason = "no full-occupancy window: a sequence finished before the last one received its first token"
 		return a
@@ -106,7 +106,7 @@ func Attain(res *recording.Result, b int) Attainment {
 		for k := 0; k < s.Marks.Len(); k++ {
 			at := s.Marks.At(k)
 			all = append(all, arrival{at, j})
-			if at >= w.Start && at <= w.End {
+			if at >= wStart && at <= wEnd {
 				inWindow[j]++
 			}
 		}
@@ -121,7 +121,7 @@ func Attain(res *recording.Result, b int) Attainment {
 	tol := step / 4
 	together, n := 0, 0
 	for i, m := range all {
-		if m.at < w.Start || m.at > w.End {
+		if m.at < wStart || m.at > wEnd {
 			continue
 		}
 		n++
@@ -179,16 +179,4 @@ func concurrency(seqs []*recording.Sequence) int {
 func medianDuration(d []time.Duration) time.Duration {
 	slices.Sort(d)
 	return Rank(d, 0.5)
-}
-
-// overlap returns the span in which every sequence of seqs (each with ≥ 1 mark) has had its
-// first mark and none its last: [latest first mark, earliest last mark]; ok is false when
-// that span is empty.
-func overlap(seqs []*recording.Sequence) (w struct{ Start, End time.Duration }, ok bool) {
-	w.Start, w.End = seqs[0].Marks.At(0), seqs[0].Marks.At(seqs[0].Marks.Len()-1)
-	for _, s := range seqs[1:] {
-		w.Start = max(w.Start, s.Marks.At(0))
-		w.End = min(w.End, s.Marks.At(s.Marks.Len()-1))
-	}
-	return w, w.End > w.Start
 }

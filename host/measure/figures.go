@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/genload/genload/host/recording"
@@ -38,6 +39,10 @@ type Options struct {
 	// TextPrompts reports that the prompts were sent as text: a server count that differs
 	// is drift, never truncation.
 	TextPrompts bool
+	// Tokenizer, when not nil, is the model's tokenizer: a full sequence with an exact count
+	// but no per-chunk counts gets them from re-encoding its text (Sequence.Text, kept by the
+	// client; see chunkTokensByTokenizer), accepted only where they sum to the server's count.
+	Tokenizer TokenEnder
 	// TruncationWarns downgrades server-side truncation of token-id prompts from a cell
 	// error (PromptCheck.TruncationError) to a deviation the caller warns about.
 	TruncationWarns bool
@@ -86,17 +91,36 @@ type Figures struct {
 	// PerForward is the headline latency per decode forward pass, one sample per full
 	// sequence: the mean forward-pass time of the sequence, computed by PerForwardMethod:
 	//   "anchored":  (last mark − anchor mark) / (forward index of the last − of the anchor),
-	//                the anchor being the first on-time mark — the first, unless the stream
-	//                starts with a bunch of marks behind a held-back first chunk (see
-	//                lateAnchor) — the only method: a sequence whose forward indices are not
-	//                known (an exact total but several tokens per chunk, no per-chunk counts)
-	//                gets no figure, since decode time / (tokens − 1) would assume its first
-	//                chunk carried one token.
+	//                the anchor being the sequence's first consistent mark: the first whose
+	//                arrival is not later than the marks after it imply, beyond the cell's
+	//                jitter (see scan) — the first mark, unless the start was held back,
+	//                bunched or late — the only method: a sequence whose forward indices are
+	//                not known (an exact total but several tokens per chunk, no per-chunk
+	//                counts) gets no figure, since decode time / (tokens − 1) would assume its
+	//                first chunk carried one token.
 	// N = 0 when absent; PerForwardReason then says why, and also names any full sequence
 	// left out of it (all tokens in one chunk, a single token, an unverified count).
 	PerForward       Summary `json:"per_forward"`
 	PerForwardMethod string  `json:"per_forward_method,omitempty"`
 	PerForwardReason string  `json:"per_forward_reason,omitempty"`
+	// PerForwardPasses is, per sequence of the cell (by index in Result.Sequences), the
+	// decode forward passes its PerForward sample times: from its anchor to its last token
+	// (0 for a sequence without a sample); nil when no sequence has one.
+	PerForwardPasses []int `json:"per_forward_passes,omitempty"`
+	// PerForwardTrail is, per sequence, the forward passes after the last mark its sample
+	// times (chunks at its end that arrived late: see scanEnd); nil when none.
+	PerForwardTrail []int `json:"per_forward_trail,omitempty"`
+	// PerForwardCounts counts the sequences of PerForward by what their forward indices
+	// rest on (the Counts constants: continuous usage, logprobs, the tokenizer, one token per
+	// chunk, chunks as forward passes).
+	PerForwardCounts map[string]int `json:"per_forward_counts,omitempty"`
+	// Retokenized counts the full sequences whose per-chunk counts were sought by re-encoding
+	// their text with Options.Tokenizer, by outcome (the Retokenized constants).
+	Retokenized map[string]int `json:"retokenized,omitempty"`
+	// Jitter is the cell's arrival jitter: 1.4826 × the median absolute deviation of the
+	// consistent marks' residuals from the marks after them (see scan); the anchors'
+	// tolerance is anchorK times it, within a fraction of a forward pass.
+	Jitter time.Duration `json:"jitter_ns,omitempty"`
 	// PerForwardEndpoints is (last mark − first mark) / (forward index of the last mark),
 	// i.e. decode time / (completion_tokens − 1) when the first chunk carries one token; with
 	// Options.ChunkForwards (speculative decoding) decode time / (marks − 1). It needs an
@@ -147,6 +171,9 @@ type Figures struct {
 	// recording.ErrorKind (timeouts as "timeout:<which>").
 	Errors     []string       `json:"errors,omitempty"`
 	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
+	// ServerTimings is the server's own per-forward figure where it times each sequence in
+	// the stream (llama.cpp's "timings"); nil when no full sequence has them.
+	ServerTimings *ServerTimings `json:"server_timings,omitempty"`
 	// Header is the server-header figure; nil when the headers were absent.
 	Header *HeaderFigure `json:"header,omitempty"`
 	// Attainment is whether the B sequences decoded as one batch as the client's marks show
@@ -162,14 +189,58 @@ type Figures struct {
 	fitFlagged bool // a per-sequence check failed (the window's would repeat it)
 }
 
+// ServerTimings is the server's own timing of the full sequences, beside the client's
+// figures: per sequence, predicted_ms / (predicted_n − 1) — llama.cpp times from the first
+// token's sampling to the last's and counts every token decoded, the first included, so its
+// span holds predicted_n − 1 forward passes (its predicted_per_token_ms, over predicted_n,
+// reads (n − 1)/n low). Without speculative decoding only: with it, tokens are not forward
+// passes (Reason says so and PerForward is empty).
+type ServerTimings struct {
+	// Source names the server field ("llama.cpp timings").
+	Source string `json:"source"`
+	// PerForward has one sample per full sequence with timings of at least 2 tokens.
+	PerForward Summary `json:"per_forward"`
+	Reason     string  `json:"reason,omitempty"`
+}
+
+// serverTimings returns the ServerTimings of the full sequences, nil when none has timings.
+func serverTimings(fulls []fullSeq, chunkForwards bool) *ServerTimings {
+	var per []time.Duration
+	seen := false
+	for _, q := range fulls {
+		t := q.s.Timings
+		if !q.s.HasTimings {
+			continue
+		}
+		seen = true
+		if t.PredictedN >= 2 && t.PredictedMs > 0 {
+			per = append(per, time.Duration(math.Round(t.PredictedMs*1e6/float64(t.PredictedN-1))))
+		}
+	}
+	if !seen {
+		return nil
+	}
+	st := &ServerTimings{Source: "llama.cpp timings"}
+	switch {
+	case chunkForwards:
+		st.Reason = "speculative decoding (draft_tokens set): the server's timings count tokens, not forward passes"
+	case len(per) == 0:
+		st.Reason = "no sequence's timings span two tokens"
+	default:
+		st.PerForward = Summarize(per)
+	}
+	return st
+}
+
 // Partial reports that some of the B sequences were left out of the per-forward figures
 // (zero-token, early-stopped, overlong, failed or unfinished).
 func (f *Figures) Partial() bool { return f.Counted < f.Sequences }
 
 // Window is the full-occupancy window over the full sequences: from Start = the latest first
 // mark (every sequence has its first token) to End = the earliest last mark (the first
-// sequence finishes). It is measured on the reference sequence r that finishes first, from
-// its mark nearest to Start (or its anchor, if later: see lateAnchor) to its last mark: Steps is
+// sequence finishes; see span). It is measured on the reference sequence r that finishes
+// first, from its first consistent mark (see scan) at or after its mark nearest to Start to
+// its last mark: Steps is
 // the difference of their forward indices, PerStep (the headline) the time between them /
 // Steps — the mean forward pass over the window, every sequence decoding. Counting on one
 // sequence's forward index, not on arrivals inside [Start, End], makes Steps immune to the
@@ -183,11 +254,16 @@ func (f *Figures) Partial() bool { return f.Counted < f.Sequences }
 // sequence's forward indices, two marks in each, and Steps ≥ MinWindowSteps; else Reason
 // says why.
 type Window struct {
-	Valid     bool          `json:"valid"`
-	Reason    string        `json:"reason,omitempty"`
-	Start     time.Duration `json:"-"`
-	End       time.Duration `json:"-"`
+	Valid  bool          `json:"valid"`
+	Reason string        `json:"reason,omitempty"`
+	Start  time.Duration `json:"-"`
+	End    time.Duration `json:"-"`
+	// Ref is the reference sequence's index in Result.Sequences; Steps the forward passes
+	// PerStep times on it, ending Trail forward passes before its last token (at its last
+	// consistent mark; Trail is 0 unless its last chunks arrived late).
+	Ref       int           `json:"-"`
 	Steps     int           `json:"steps"`
+	Trail     int           `json:"-"`
 	PerStep   time.Duration `json:"-"`
 	Endpoints time.Duration `json:"-"`
 	Fit       time.Duration `json:"-"`
@@ -198,7 +274,9 @@ type windowJSON struct {
 	Reason      string  `json:"reason,omitempty"`
 	StartMs     float64 `json:"start_ms"`
 	EndMs       float64 `json:"end_ms"`
+	Ref         int     `json:"ref_sequence,omitempty"`
 	Steps       int     `json:"steps"`
+	Trail       int     `json:"trail_steps,omitempty"`
 	PerStepMs   float64 `json:"per_step_ms"`
 	EndpointsMs float64 `json:"endpoints_per_step_ms"`
 	FitMs       float64 `json:"fit_per_step_ms"`
@@ -207,7 +285,7 @@ type windowJSON struct {
 // MarshalJSON writes start_ms, end_ms, per_step_ms, endpoints_per_step_ms and
 // fit_per_step_ms in milliseconds.
 func (w Window) MarshalJSON() ([]byte, error) {
-	return json.Marshal(windowJSON{w.Valid, w.Reason, Ms(w.Start), Ms(w.End), w.Steps, Ms(w.PerStep), Ms(w.Endpoints), Ms(w.Fit)})
+	return json.Marshal(windowJSON{w.Valid, w.Reason, Ms(w.Start), Ms(w.End), w.Ref, w.Steps, w.Trail, Ms(w.PerStep), Ms(w.Endpoints), Ms(w.Fit)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -216,7 +294,7 @@ func (w *Window) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*w = Window{j.Valid, j.Reason, fromMs(j.StartMs), fromMs(j.EndMs), j.Steps, fromMs(j.PerStepMs), fromMs(j.EndpointsMs), fromMs(j.FitMs)}
+	*w = Window{j.Valid, j.Reason, fromMs(j.StartMs), fromMs(j.EndMs), j.Ref, j.Steps, j.Trail, fromMs(j.PerStepMs), fromMs(j.EndpointsMs), fromMs(j.FitMs)}
 	return nil
 }
 
@@ -280,7 +358,14 @@ func Compute(res *recording.Result, o Options) Figures {
 			continue
 		}
 		if class == ClassFull {
-			fulls = append(fulls, fullSeq{s, forwardIndex(s, o.ChunkForwards)})
+			fwd, counts, why := forwardIndexTok(s, o.ChunkForwards, o.Tokenizer)
+			fulls = append(fulls, fullSeq{idx: i, s: s, fwd: fwd, counts: counts})
+			if why != "" {
+				if f.Retokenized == nil {
+					f.Retokenized = map[string]int{}
+				}
+				f.Retokenized[why]++
+			}
 		}
 		sent := res.Requests[s.Request].Sent
 		first, last := s.Marks.At(0), s.Marks.At(n-1)
@@ -312,11 +397,14 @@ func Compute(res *recording.Result, o Options) Figures {
 	if marks > 0 {
 		f.TokensPerChunk = float64(f.CompletionTokens) / float64(marks)
 	}
-	perForward(&f, fulls, maxTok)
+	jit := scanAll(fulls)
+	f.Jitter = time.Duration(math.Round(jit.sigma))
+	perForward(&f, fulls, maxTok, jit)
 	f.Window = window(fulls, f.TokensPerChunk)
 	windowCheck(&f)
 	f.Prompts = checkPrompts(res, o)
 	f.Header = headerFigure(res, o)
+	f.ServerTimings = serverTimings(fulls, o.ChunkForwards)
 	att := Attain(res, len(res.Sequences))
 	f.Attainment = &att
 	for i := range res.Sequences {

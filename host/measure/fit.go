@@ -145,39 +145,3 @@ func pooledTheilSen(seqs [][]point) (slope float64, ok bool) {
 	}
 	return median(s), true
 }
-
-// lateAnchor returns the index of ps's first on-time mark: 0, unless the first mark is late —
-// above its Theil–Sen line t = icpt + line·f by more than a typical forward pass (the line's
-// slope) and 3 robust standard deviations (1.4826 × the median absolute residual) of the
-// arrival jitter, or with three or more marks bunched behind it (leadingBunch). A first chunk
-// held back until some time R (Nagle's algorithm with delayed ACK, a late first flush) makes
-// every chunk produced before R arrive with it, in TCP order; the first chunk produced after R
-// arrives on time. So the anchor is the first mark after the bunch. A stream whose reads merely
-// pair its chunks (steps shorter than the client's read interval) keeps its first mark.
-func lateAnchor(ps []point, line, icpt float64) int {
-	if line <= 0 || len(ps) < 3 {
-		return 0
-	}
-	r := make([]float64, len(ps))
-	for i, p := range ps {
-		r[i] = math.Abs(p.t - icpt - line*p.f)
-	}
-	bunch := leadingBunch(ps, line)
-	if ps[0].t-icpt <= max(line, 3*1.4826*median(r)) && bunch < 3 {
-		return 0
-	}
-	if bunch >= len(ps)-1 {
-		return 0 // no forward pass after the bunch to time
-	}
-	return bunch
-}
-
-// leadingBunch is the number of leading marks of ps that arrive within a quarter of typical
-// of the first (1 when the second is on its own).
-func leadingBunch(ps []point, typical float64) int {
-	n := 1
-	for n < len(ps) && ps[n].t-ps[0].t < typical/4 {
-		n++
-	}
-	return n
-}

@@ -3,6 +3,7 @@ package measure
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,11 +11,31 @@ import (
 	"github.com/genload/genload/host/sse"
 )
 
-// forwardIndex returns each mark's forward index (see Figures), nil when unknown: with
-// chunkForwards the mark index; else the cumulative exact token deltas minus the first
-// mark's, when every mark has one (and they sum to an exact count, if there is one); else the
-// mark index when an exact count equals the number of marks (one token per chunk).
-func forwardIndex(s *recording.Sequence, chunkForwards bool) []float64 {
+// What a sequence's forward indices rest on (the keys of Figures.PerForwardCounts).
+const (
+	// CountsChunkForwards: Options.ChunkForwards (draft_tokens set): each chunk is one
+	// forward pass of the target model, whatever it carries.
+	CountsChunkForwards = "chunk_forwards"
+	// CountsContinuousUsage, CountsLogprobs, CountsTokenizer: every chunk's exact token delta,
+	// from continuous usage, from logprobs, or from the model's tokenizer (the generated text
+	// re-encoded, its token boundaries falling on the chunk boundaries, the counts summing to
+	// the server's total; see RetokenizeChunks).
+	CountsContinuousUsage = "continuous_usage"
+	CountsLogprobs        = "logprobs"
+	CountsTokenizer       = "tokenizer"
+	// CountsOnePerChunk: an exact count (the server's usage) equal to the number of chunks:
+	// every chunk carried one token.
+	CountsOnePerChunk = "one_per_chunk"
+)
+
+// forwardIndexTok returns each mark's forward index (see Figures) and the evidence it rests on
+// (a Counts constant), nil and "" when unknown: with chunkForwards the mark index; else the
+// cumulative exact token deltas minus the first mark's, when every mark has one (and they sum
+// to an exact count, if there is one); else the mark index when an exact count equals the
+// number of marks (one token per chunk); else, as the last resort when tok is not nil, the
+// per-chunk counts of re-encoding the text with the model's tokenizer under an exact count
+// (chunkTokensByTokenizer), why being that attempt's outcome ("" when not tried).
+func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder) (fwd []float64, evidence, why string) {
 	n := s.Marks.Len()
 	idx := func() []float64 {
 		f := make([]float64, n)
@@ -24,7 +45,7 @@ func forwardIndex(s *recording.Sequence, chunkForwards bool) []float64 {
 		return f
 	}
 	if chunkForwards {
-		return idx()
+		return idx(), CountsChunkForwards, ""
 	}
 	f := make([]float64, n)
 	cum, known := 0, true
@@ -44,27 +65,76 @@ func forwardIndex(s *recording.Sequence, chunkForwards bool) []float64 {
 		for i := range f {
 			f[i] -= f0
 		}
-		return f
+		return f, deltaEvidence(s), ""
 	}
 	if exact && s.CompletionTokens == n {
-		return idx()
+		return idx(), CountsOnePerChunk, ""
 	}
-	return nil
+	if exact && tok != nil && n >= 2 {
+		counts, why := chunkTokensByTokenizer(s, tok)
+		if counts == nil {
+			return nil, "", why
+		}
+		cum := 0
+		for i, c := range counts {
+			cum += int(c)
+			f[i] = float64(cum - int(counts[0]))
+		}
+		return f, CountsTokenizer, why
+	}
+	return nil, "", ""
+}
+
+// deltaEvidence names where s's per-chunk deltas came from.
+func deltaEvidence(s *recording.Sequence) string {
+	switch {
+	case s.Deltas == sse.TokensLogprobs || (s.Deltas == "" && s.TokenSource == sse.TokensLogprobs):
+		return CountsLogprobs
+	}
+	return CountsContinuousUsage
+}
+
+// countEvidence counts q's evidence in f.PerForwardCounts.
+func (f *Figures) countEvidence(q fullSeq) {
+	if q.counts == "" {
+		return
+	}
+	if f.PerForwardCounts == nil {
+		f.PerForwardCounts = map[string]int{}
+	}
+	f.PerForwardCounts[q.counts]++
 }
 
 // seqFigures are one full sequence's per-forward figures (0 when absent).
 type seqFigures struct {
 	headline, ends, fit time.Duration
-	skipped             int     // leading marks skipped by anchor
-	firstGap            float64 // first interval (from the anchor) per forward / the fit's slope (0: no fit)
+	passes              int     // forward passes the headline times: from the first consistent mark to the last consistent one
+	trail               int     // forward passes after the last consistent mark (late chunks at the end)
+	skipped             int     // leading marks before the first consistent one
+	firstGap            float64 // first interval (from the first consistent mark) per forward / the fit's slope (0: no fit)
 	lastGap             float64 // last interval per forward / the fit's slope
 	firstRes, lastRes   float64 // first and last mark's residual from the fit (ns)
 }
 
-// sequenceFigures computes q's figures; why is "one chunk" (fewer than two marks, or every
-// token in the first), "unverified" (no exact count nor known forward indices), "per-chunk
-// unknown" (an exact total, several tokens per chunk, no per-chunk counts), "bunched" (the
-// marks it would be timed on mostly read together, see bunched), else "".
+// points returns q's marks as fit points (arrival, forward index); nil without forward
+// indices.
+func (q *fullSeq) points() []point {
+	if q.fwd == nil {
+		return nil
+	}
+	n := q.s.Marks.Len()
+	ps := make([]point, n)
+	for i := range n {
+		ps[i] = point{float64(q.s.Marks.At(i)), q.fwd[i]}
+	}
+	return ps
+}
+
+// sequenceFigures computes q's figures from its consistency scan (q.con); why is "one
+// chunk" (fewer than two marks, or every token in the first), "unverified" (no exact count
+// nor known forward indices), "per-chunk unknown" (an exact total, several tokens per
+// chunk, no per-chunk counts), "bunched" (the marks it would be timed on mostly read
+// together, see bunched), else "".
 func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	s, n := q.s, q.s.Marks.Len()
 	if n < 2 {
@@ -84,27 +154,46 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	default: // every token in the first chunk, later chunks carrying text but no token
 		return sf, "one chunk"
 	}
-	ps := make([]point, n)
-	for i := range n {
-		ps[i] = point{float64(s.Marks.At(i)), q.fwd[i]}
-	}
-	line, icpt, fitted := theilSen(ps)
-	a := 0
-	if fitted && n >= 3 {
-		a = lateAnchor(ps, line, icpt)
-	}
+	ps := q.ps
+	a := q.con.first
 	sf.skipped = a
-	if bunched(s.Marks, q.fwd, a) {
+	if a >= n-1 || bunched(s.Marks, q.fwd, a) {
 		return sf, "bunched"
 	}
-	sf.headline = time.Duration(math.Round((ps[n-1].t - ps[a].t) / (ps[n-1].f - ps[a].f)))
-	if n >= 3 && fitted && line > 0 {
+	e := q.end
+	sf.passes, sf.trail = int(math.Round(ps[e].f-ps[a].f)), int(math.Round(ps[n-1].f-ps[e].f))
+	sf.headline = time.Duration(math.Round((ps[e].t - ps[a].t) / (ps[e].f - ps[a].f)))
+	// the robust fit over the marks the headline times
+	line, icpt, fitted := theilSen(ps[a:])
+	if n-a >= 3 && fitted && line > 0 {
 		sf.firstGap = (ps[a+1].t - ps[a].t) / max(ps[a+1].f-ps[a].f, 1) / line
 		sf.lastGap = (ps[n-1].t - ps[n-2].t) / max(ps[n-1].f-ps[n-2].f, 1) / line
 		sf.fit = time.Duration(math.Round(line))
-		sf.firstRes, sf.lastRes = ps[0].t-icpt, ps[n-1].t-(icpt+line*ps[n-1].f)
+		sf.firstRes, sf.lastRes = ps[0].t-(icpt+line*ps[0].f), ps[n-1].t-(icpt+line*ps[n-1].f)
 	}
 	return sf, ""
+}
+
+// scanAll runs the consistency scan (see scan) over every full sequence with forward
+// indices, twice: the first scan, at a provisional tolerance of a quarter step, measures the
+// cell's jitter from the residuals of the predicting marks; the second judges every mark
+// against it. It returns the jitter.
+func scanAll(fulls []fullSeq) jitter {
+	var resid []float64
+	for i := range fulls {
+		q := &fulls[i]
+		if q.ps = q.points(); q.ps != nil {
+			scan(q.ps, provisionalTol, looseTol, &resid)
+		}
+	}
+	j := measureJitter(resid)
+	for i := range fulls {
+		if q := &fulls[i]; q.ps != nil {
+			q.con = scan(q.ps, j.tol, j.ref, nil)
+			q.end = scanEnd(q.ps, q.con.first, j)
+		}
+	}
+	return j
 }
 
 // bunched reports whether over half of the intervals between marks from, from+1, … of ms
@@ -135,12 +224,19 @@ func bunched(ms sse.Marks, fwd []float64, from int) bool {
 	return 2*together > n-1-from
 }
 
+// lateSaid is the least relative change of the skipped sequences' figures (their decode time
+// / (tokens − 1) from their first chunk against fwd) for which the late starts are said in
+// Figures.Checks.
+const lateSaid = 0.005
+
 // perForward fills f.PerForward, PerForwardMethod, PerForwardEndpoints, PerForwardFit, the
 // chunk offsets, the cross-checks and PerForwardReason from the full sequences.
-func perForward(f *Figures, fulls []fullSeq, maxTok int) {
+func perForward(f *Figures, fulls []fullSeq, maxTok int, jit jitter) {
 	var heads, ends, fits []time.Duration
-	var firstRes, lastRes []float64
-	oneChunk, oneToken, unverified, perChunkUnknown, bunchedSeqs, skipped, slowFirst, slowLast := 0, 0, 0, 0, 0, 0, 0, 0
+	var firstRes, lastRes, lateness []float64
+	var skippedMarks, trailed []int
+	lateEnds := 0
+	oneChunk, oneToken, unverified, perChunkUnknown, bunchedSeqs, slowFirst, slowLast := 0, 0, 0, 0, 0, 0, 0
 	var endsOfSkipped, headsOfSkipped time.Duration
 	for _, q := range fulls {
 		sf, why := sequenceFigures(q)
@@ -163,8 +259,26 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 			continue
 		}
 		heads, ends = append(heads, sf.headline), append(ends, sf.ends)
+		if f.PerForwardPasses == nil {
+			f.PerForwardPasses = make([]int, f.Sequences)
+		}
+		if q.idx < len(f.PerForwardPasses) {
+			f.PerForwardPasses[q.idx] = sf.passes
+		}
+		if sf.trail > 0 {
+			if f.PerForwardTrail == nil {
+				f.PerForwardTrail = make([]int, f.Sequences)
+			}
+			if q.idx < len(f.PerForwardTrail) {
+				f.PerForwardTrail[q.idx] = sf.trail
+			}
+			lateEnds++
+			trailed = append(trailed, sf.trail)
+		}
+		f.countEvidence(q)
 		if sf.skipped > 0 {
-			skipped++
+			skippedMarks = append(skippedMarks, sf.skipped)
+			lateness = append(lateness, q.con.firstRes)
 			endsOfSkipped += sf.ends
 			headsOfSkipped += sf.headline
 		}
@@ -188,14 +302,21 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 	}
 	f.Hist.PerForward = histOf(heads)
 	f.PerForward, f.PerForwardEndpoints, f.PerForwardFit = Summarize(heads), Summarize(ends), Summarize(fits)
-	if skipped > 0 {
-		gap := float64(endsOfSkipped)/float64(headsOfSkipped) - 1
-		offset := "" // the median offset over every sequence, late or not: said only when late
-		if f.FirstChunkOffset > 0 {
-			offset = fmt.Sprintf("; median first-chunk offset %+.1f ms", Ms(f.FirstChunkOffset))
-		}
-		f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late, bunched with the chunks behind them (held back: Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, or a late first flush%s): fwd starts at their first on-time chunk; decode time / (tokens − 1) would read %+.1f %%",
-			skipped, len(heads), offset, 100*gap))
+	// said when the late starts were late beyond the jitter (not only beyond the cap of the
+	// tolerance) and skipping them moved the figure by lateSaid or more: a jitter tail that
+	// happens to exceed the tolerance moves it by less
+	gap := float64(endsOfSkipped)/max(float64(headsOfSkipped), 1) - 1
+	if late := median(slices.Clone(lateness)); len(skippedMarks) > 0 && math.Abs(gap) >= lateSaid && late-jit.offset > anchorK*jit.sigma {
+		slices.Sort(skippedMarks)
+		step := float64(f.PerForward.Mean)
+		f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late: their first chunk %+.1f ms (median) later than the chunks after it imply, beyond the cell's jitter (tolerance %.2f ms: %d × its robust deviation %.3f ms, within [%.0f %%, %.0f %%] of a forward pass) — held back (Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, a late first flush, a buffering proxy) or read late by the client; or forward passes that were faster before them: fwd is timed from each one's first consistent chunk (chunk %d, median), its forward passes counted from there; decode time / (tokens − 1) would read %+.1f %%",
+			len(skippedMarks), len(heads), (late-jit.offset)/1e6, jit.beyond(step)/1e6,
+			anchorK, jit.sigma/1e6, 100*anchorTolMin, 100*anchorTolMax, skippedMarks[len(skippedMarks)/2], 100*gap))
+	}
+	if lateEnds > 0 {
+		slices.Sort(trailed)
+		f.Checks = append(f.Checks, fmt.Sprintf("the last chunks of %d of %d sequences arrived late: later than the chunks before them imply, beyond the cell's jitter (read late by the client, or a delayed final flush; or a slower last step, which the client cannot tell apart): fwd ends at each one's last consistent chunk, %d forward pass(es) before its last token (median)",
+			lateEnds, len(heads), trailed[len(trailed)/2]))
 	}
 	if len(heads) > 0 && len(fits) == len(heads) {
 		fitCheck(f, slowFirst, slowLast)
@@ -213,7 +334,17 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int) {
 		parts = append(parts, fmt.Sprintf("token counts unverified: no usable usage (absent, or contradicting the stream) and chunks may carry several tokens (%d of %d full sequences; continuous usage or logprobs give exact counts)", unverified, len(fulls)))
 	}
 	if perChunkUnknown > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks carry several tokens (%.2f on average) and the server gives no per-chunk counts: how many tokens the first chunk carried is unknown, so decode time / (tokens − 1) would be a guess (continuous usage or logprobs give per-chunk counts)", perChunkUnknown, len(fulls), f.TokensPerChunk))
+		tk := ""
+		var fails []string
+		for _, k := range []string{RetokenizedCount, RetokenizedBoundary, RetokenizedText} {
+			if n := f.Retokenized[k]; n > 0 {
+				fails = append(fails, fmt.Sprintf("%d %s", n, k))
+			}
+		}
+		if len(fails) > 0 {
+			tk = "; re-encoding their text with the model's tokenizer did not give them (" + strings.Join(fails, ", ") + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks carry several tokens (%.2f on average) and the server gives no per-chunk counts: how many tokens the first chunk carried is unknown, so decode time / (tokens − 1) would be a guess (continuous usage or logprobs give per-chunk counts)%s", perChunkUnknown, len(fulls), f.TokensPerChunk, tk))
 	}
 	if bunchedSeqs > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks arrived mostly together (over half of their intervals under a tenth of the mean forward pass: the client fell behind, or the stream stalled and then burst): the client cannot time their forward passes", bunchedSeqs, len(fulls)))

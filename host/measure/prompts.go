@@ -2,6 +2,7 @@ package measure
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/genload/genload/host/recording"
@@ -16,8 +17,11 @@ import (
 // it was truncated by the server (its context is smaller than genload's), which makes the
 // cell an error unless Options.TruncationWarns. With text prompts a deviation is the
 // re-tokenization drift, unless the server counted more than 5 % (and 8 tokens) fewer than
-// sent: no tokenizer drifts that far (the text was fitted to the length the server counts, or
-// built with its tokenizer), so that too is truncation.
+// sent. Then it is truncation when the requests so counted were all cut to one count (the
+// server's context less max_tokens), or one request was counted under 60 % of what was sent
+// (beyond any two tokenizers' difference); it is another tokenizer than genload's when
+// several were counted short by different amounts (Mismatch); one request short by 5–40 %
+// cannot tell the two apart (Ambiguous), and is said so, without an error.
 type PromptCheck struct {
 	// Requests is the number of requests compared (succeeded, with usage, and with known
 	// prompt lengths); Deviating how many of them deviate; MaxAbs the largest |deviation|
@@ -31,6 +35,11 @@ type PromptCheck struct {
 	// Truncated counts requests counted below what was sent (text prompts: by more than
 	// 5 % and 8 tokens).
 	Truncated int `json:"truncated"`
+	// Mismatch counts text requests counted short beyond drift by different amounts: the
+	// server's tokenizer is not genload's (they are not in Truncated). Ambiguous reports a
+	// single such request, which could be either.
+	Mismatch  int  `json:"tokenizer_mismatch,omitempty"`
+	Ambiguous bool `json:"ambiguous,omitempty"`
 	// Worst is the request with the largest |deviation| (the most truncated one when any
 	// was), nil when none deviates.
 	Worst *PromptDeviation `json:"worst,omitempty"`
@@ -59,6 +68,14 @@ func (p *PromptCheck) Message() string {
 	in := ""
 	if w.Prompts > 1 {
 		in = fmt.Sprintf(" in %d prompts", w.Prompts)
+	}
+	if p.Mismatch > 0 {
+		return fmt.Sprintf("text prompts: the server counts fewer tokens than genload's tokenizer on %d of %d requests (worst: request %d, %s of the %s prompt tokens sent%s, %.0f %%), each by another amount: its tokenizer is not genload's (a context that cut them would leave every one at the same count) — set [tokenizer] path to the model's tokenizer",
+			p.Mismatch, p.Requests, w.Request, thousands(w.Counted), thousands(w.Sent), in, 100*float64(w.Counted-w.Sent)/float64(w.Sent))
+	}
+	if p.Ambiguous {
+		return fmt.Sprintf("text prompts: the server counted %s of the %s prompt tokens sent to request %d%s (%.0f %%): a context smaller than genload's (set context to the server's) or a tokenizer other than the model's (set [tokenizer] path); one request cannot tell them apart",
+			thousands(w.Counted), thousands(w.Sent), w.Request, in, 100*float64(w.Counted-w.Sent)/float64(w.Sent))
 	}
 	if p.Truncated > 0 {
 		return fmt.Sprintf("prompts truncated by the server: %d of %d requests counted fewer prompt tokens than sent (worst: request %d, the server counted %s of the %s prompt tokens sent%s); its context is smaller than genload's — set context to the server's",
@@ -119,10 +136,53 @@ func checkPrompts(res *recording.Result, o Options) *PromptCheck {
 	if p.Requests == 0 {
 		return nil
 	}
+	if o.TextPrompts && p.Truncated > 0 {
+		textShort(p, res, o)
+	}
 	if p.Truncated > 0 && !o.TruncationWarns {
 		p.TruncationError = p.Message()
 	}
 	return p
+}
+
+// textShort decides, for text prompts, whether the requests counted short beyond drift
+// (p.Truncated of them) were truncated or tokenized differently (see PromptCheck): several
+// cut to one count (within a token) are truncation, several of different counts another
+// tokenizer; one alone is truncation under 60 % of what was sent, else ambiguous.
+func textShort(p *PromptCheck, res *recording.Result, o Options) {
+	var counted []int
+	var sentOne int
+	for i := range res.Requests {
+		r := &res.Requests[i]
+		if r.Err != nil || !r.HasUsage || len(r.Prompts) == 0 {
+			continue
+		}
+		ids := r.Prompts
+		if res.Mode == recording.ModeN {
+			ids = ids[:1]
+		}
+		sent := 0
+		for _, k := range ids {
+			if k < 0 || k >= len(o.PromptLengths) {
+				sent = -1
+				break
+			}
+			sent += o.PromptLengths[k]
+		}
+		if dev := r.Usage.PromptTokens - sent; sent > 0 && dev < 0 && -dev > max(8, sent/20) {
+			counted = append(counted, r.Usage.PromptTokens)
+			sentOne = sent
+		}
+	}
+	switch {
+	case len(counted) >= 2:
+		lo, hi := slices.Min(counted), slices.Max(counted)
+		if hi-lo > 1 {
+			p.Mismatch, p.Truncated = p.Truncated, 0
+		}
+	case len(counted) == 1 && 10*counted[0] >= 6*sentOne:
+		p.Ambiguous, p.Truncated = true, 0
+	}
 }
 
 // thousands formats n with a comma every three digits (4096 → "4,096").

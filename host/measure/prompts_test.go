@@ -78,3 +78,30 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+// TestTextPromptsShortByTokenizerOrContext: with text prompts, requests counted short beyond
+// drift by different amounts are another tokenizer, not truncation (no error, the message says
+// which setting to change); cut to one count, they are truncation; one request short by less
+// than 40 % could be either, and is said so without an error.
+func TestTextPromptsShortByTokenizerOrContext(t *testing.T) {
+	lens := []int{1000, 2000, 3000}
+	one := [][]int{{0}, {1}, {2}}
+	text := Options{PromptLengths: lens, TextPrompts: true}
+	p := Compute(routed(recording.ModeRouted, one, 880, 1750, 2640), text).Prompts // −12 %, −12.5 %, −12 %
+	if p.Mismatch != 3 || p.Truncated != 0 || p.TruncationError != "" || !strings.Contains(p.Message(), "its tokenizer is not genload's") || !strings.Contains(p.Message(), "[tokenizer] path") {
+		t.Errorf("another tokenizer: %+v %q", p, p.Message())
+	}
+	p = Compute(routed(recording.ModeRouted, one, 1000, 1552, 1552), text).Prompts // two cut to C − max_tokens
+	if p.Truncated != 2 || p.Mismatch != 0 || !strings.Contains(p.TruncationError, "set context to the server's") {
+		t.Errorf("context cut: %+v %q", p, p.TruncationError)
+	}
+	p = Compute(routed(recording.ModeRouted, one, 1000, 2000, 2400), text).Prompts // one, −20 %
+	if !p.Ambiguous || p.Truncated != 0 || p.TruncationError != "" || !strings.Contains(p.Message(), "cannot tell them apart") {
+		t.Errorf("one request: %+v %q", p, p.Message())
+	}
+	// token ids are counted as sent whatever the tokenizer: short is truncation
+	p = Compute(routed(recording.ModeRouted, one, 880, 1750, 2640), Options{PromptLengths: lens}).Prompts
+	if p.Truncated != 3 || p.Mismatch != 0 || p.TruncationError == "" {
+		t.Errorf("token ids: %+v", p)
+	}
+}

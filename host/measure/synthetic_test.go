@@ -173,7 +173,7 @@ func TestSyntheticStreams(t *testing.T) {
 		{name: "ragged starts", g: stream{B: 8, MaxTokens: 64, Step: S, Jitter: 300 * time.Microsecond, Usage: "final", Starts: ragged(8, 20)},
 			counted: 8, method: "anchored"},
 		{name: "late first chunk 40 ms", g: stream{B: 8, MaxTokens: 40, Step: S, Jitter: 200 * time.Microsecond, Usage: "final", FirstDelay: 40 * time.Millisecond},
-			counted: 8, method: "anchored", check: "arrived late, bunched"},
+			counted: 8, method: "anchored", check: "arrived late: their first chunk"},
 		// The first chunk held back longer than the whole stream (24 steps of 5 ms behind
 		// 200 ms): every chunk arrives in one read, and no interval can be timed.
 		{name: "whole stream held back behind its first chunk", g: stream{B: 8, MaxTokens: 24, Step: S, Jitter: 200 * time.Microsecond, Usage: "final", FirstDelay: 200 * time.Millisecond},

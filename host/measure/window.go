@@ -9,10 +9,33 @@ import (
 	"github.com/genload/genload/host/recording"
 )
 
-// fullSeq is a full sequence with each mark's forward index (nil when unknown; see Figures).
+// fullSeq is a full sequence: its index in Result.Sequences, each mark's forward index (nil
+// when unknown; see Figures) and what it rests on (a Counts constant), the marks as fit
+// points and their consistency scan (see scan; both set by scanAll).
 type fullSeq struct {
-	s   *recording.Sequence
-	fwd []float64
+	idx    int
+	s      *recording.Sequence
+	fwd    []float64
+	counts string
+	ps     []point
+	con    consistency
+	end    int // the last consistent mark (scanEnd)
+}
+
+// span is the full-occupancy span of seqs (each with ≥ 1 mark): from the latest first mark
+// (every sequence has its first token) to the earliest last mark (the first one finishes),
+// and the index in seqs of the sequence whose last mark ends it (the first such). ok is false
+// when the span is empty. It is the one definition of the window both the full-batch figure
+// (window) and the batch attainment (Attain) read.
+func span(seqs []*recording.Sequence) (start, end time.Duration, ref int, ok bool) {
+	start, end = seqs[0].Marks.At(0), seqs[0].Marks.At(seqs[0].Marks.Len()-1)
+	for i, s := range seqs[1:] {
+		start = max(start, s.Marks.At(0))
+		if l := s.Marks.At(s.Marks.Len() - 1); l < end {
+			end, ref = l, i+1
+		}
+	}
+	return start, end, ref, end > start
 }
 
 // window computes the full-occupancy Window (see its doc comment) over the full sequences.
@@ -21,16 +44,13 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 	if len(seqs) == 0 {
 		return Window{Reason: "no counted sequences"}
 	}
-	start := seqs[0].s.Marks.At(0)
-	ref := seqs[0]
-	end := ref.s.Marks.At(ref.s.Marks.Len() - 1)
-	for _, s := range seqs[1:] {
-		start = max(start, s.s.Marks.At(0))
-		if l := s.s.Marks.At(s.s.Marks.Len() - 1); l < end {
-			end, ref = l, s
-		}
+	raw := make([]*recording.Sequence, len(seqs))
+	for i := range seqs {
+		raw[i] = seqs[i].s
 	}
-	w := Window{Start: start, End: end}
+	start, end, r, _ := span(raw)
+	ref := seqs[r]
+	w := Window{Start: start, End: end, Ref: ref.idx}
 	for _, s := range seqs {
 		if s.s.Marks.Len() < 2 {
 			w.Reason = "a sequence received all its tokens in one chunk: when it decoded is unknown"
@@ -51,21 +71,19 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 			return w
 		}
 	}
-	// mark of ref nearest to start
+	// the reference's first mark of the step that ended at start or later — its first at or
+	// after start less half its median interval per forward pass (the chunks of one step
+	// arrive together, but not in one order) — then its first consistent mark from there
 	ms, n := ref.s.Marks, ref.s.Marks.Len()
-	k := sort.Search(n, func(i int) bool { return ms.At(i) >= start }) // first mark at or after start
-	if k == n || (k > 0 && start-ms.At(k-1) <= ms.At(k)-start) {
-		k--
-	}
-	ps := make([]point, n)
-	for i := range n {
-		ps[i] = point{float64(ms.At(i)), ref.fwd[i]}
-	}
+	ps := ref.ps
+	half := time.Duration(medianPass(ps) / 2)
+	k := min(sort.Search(n, func(i int) bool { return ms.At(i) >= start-half }), n-1)
 	k2 := k
-	if line, icpt, ok := theilSen(ps); ok && n >= 3 {
-		k2 = max(k, lateAnchor(ps, line, icpt))
+	for k2 < n-1 && !ref.con.member[k2] {
+		k2++
 	}
-	w.Steps = int(math.Round(ref.fwd[n-1] - ref.fwd[k2]))
+	e := max(ref.end, k2)
+	w.Steps, w.Trail = int(math.Round(ref.fwd[e]-ref.fwd[k2])), int(math.Round(ref.fwd[n-1]-ref.fwd[e]))
 	if w.Steps == 0 {
 		w.Reason = "no forward pass inside the window"
 		return w
@@ -82,12 +100,12 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 		return w
 	}
 	w.Valid = true
-	w.PerStep = time.Duration(math.Round((ps[n-1].t - ps[k2].t) / (ps[n-1].f - ps[k2].f)))
+	w.PerStep = time.Duration(math.Round((ps[e].t - ps[k2].t) / (ps[e].f - ps[k2].f)))
 	pts := make([][]point, 0, len(seqs))
 	for _, s := range seqs {
 		var in []point
 		for i := range s.s.Marks.Len() {
-			if t := s.s.Marks.At(i); t >= start && t <= end {
+			if t := s.s.Marks.At(i); t >= start && t <= end && s.con.member[i] {
 				in = append(in, point{float64(t), s.fwd[i]})
 			}
 		}
@@ -97,4 +115,19 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 		w.Fit = time.Duration(math.Round(slope))
 	}
 	return w
+}
+
+// medianPass is the median time per forward pass over the consecutive marks of ps (0 with
+// fewer than two).
+func medianPass(ps []point) float64 {
+	var r []float64
+	for i := 1; i < len(ps); i++ {
+		if df := ps[i].f - ps[i-1].f; df > 0 {
+			r = append(r, (ps[i].t-ps[i-1].t)/df)
+		}
+	}
+	if len(r) == 0 {
+		return 0
+	}
+	return median(r)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,16 +66,14 @@ func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]a
 		r.Steps = append(r.Steps, Step{Name: name, Detail: err.Error()})
 		return r, err
 	}
-	path, err := Find(nameOrPath, h.opts.Dir)
+	src, err := Locate(nameOrPath, h.opts.Dir)
 	if err != nil {
 		return fail("file", err)
 	}
-	r.Path = path
-	if st, err := os.Stat(path); err == nil {
-		r.Size = int(st.Size())
-	}
+	path := src.Path
+	r.Path, r.Size = path, len(src.Wasm)
 	t0 := time.Now()
-	m, err := h.open(ctx, path, "")
+	m, err := h.openSource(ctx, src, "")
 	r.Compile = time.Since(t0)
 	if m != nil {
 		r.Imports, r.Exports = m.imports, m.exports
@@ -193,7 +190,7 @@ func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]a
 		}{{in, "the first instance, after the edge calls"}, {in2, "the second instance"}} {
 			got, err := (&LengthsPlugin{in: c.in}).Lengths(ctx, 64, 1000, 1, 32768)
 			if err == nil {
-				err = impure(in, got, r.TrialOut, c.what)
+				err = impure(in, "n=64, mean=1000, min=1, max=32768", got, r.TrialOut, c.what)
 			}
 			if err != nil {
 				return fail("pure", err)
@@ -223,9 +220,10 @@ func (h *Host) Check(ctx context.Context, nameOrPath string, config map[string]a
 	return r, nil
 }
 
-// impure returns an error naming genload_lengths and the first index where got (the trial call
-// repeated on what) differs from want (the first trial call), or nil if they are equal.
-func impure(in *instance, got, want []int, what string) error {
+// impure returns an error naming genload_lengths, its arguments args ("n=64, mean=1000, …") and
+// the first index where got (the call repeated on what) differs from want (the first call), or
+// nil if they are equal. Check's pure step and a run's (LengthsPlugin.VerifyPure) give it.
+func impure(in *instance, args string, got, want []int, what string) error {
 	i := 0
 	for i < min(len(got), len(want)) && got[i] == want[i] {
 		i++
@@ -240,8 +238,17 @@ func impure(in *instance, got, want []int, what string) error {
 		return "none"
 	}
 	return in.errf(abi.Lengths, "drop capability \"pure\" or make the lengths depend only on the call's parameters (sdk/ABI.md §4.7): the host caches a pure plugin's answer per cell",
-		"declares capability \"pure\" but %s(n=64, mean=1000, min=1, max=32768) changed between calls: on %s length %d is %s, on the first call %s (first call %v, this call %v)",
-		abi.Lengths, what, i, at(got), at(want), want, got)
+		"declares capability \"pure\" but %s(%s) changed between calls: on %s length %d is %s, on the first call %s (first call %s, this call %s)",
+		abi.Lengths, args, what, i, at(got), at(want), head(want), head(got))
+}
+
+// head formats the first 8 values of v, and how many there are when there are more:
+// "[1000 1000 1000 1000 1000 1000 1000 1000 … 64 values]".
+func head(v []int) string {
+	if len(v) <= 8 {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(fmt.Sprint(v[:8]), "]") + fmt.Sprintf(" … %d values]", len(v))
 }
 
 // checkUnknownKey is the config key Check adds to verify that a plugin rejects unknown keys.

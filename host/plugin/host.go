@@ -43,11 +43,12 @@ const (
 
 // Options configure a Host. The zero value is usable.
 type Options struct {
-	// Dir is an extra directory searched first for plugins given by name (see Find).
+	// Dir is an extra directory searched first for plugins given by name (see Locate).
 	Dir string
 	// CacheDir is wazero's compilation cache directory. Defaults to
-	// os.UserCacheDir()/genload/wazero; if there is no user cache directory, compiled code is
-	// cached in memory only.
+	// os.UserCacheDir()/genload/wazero; if there is no user cache directory, or it cannot be
+	// created (a container without a writable home), compiled code is cached in memory only.
+	// A CacheDir given that cannot be created is an error of NewHost.
 	CacheDir string
 	// CallTimeout is the deadline of each export call. Defaults to DefaultCallTimeout (2 s).
 	CallTimeout time.Duration
@@ -90,18 +91,26 @@ func NewHost(ctx context.Context, opts Options) (*Host, error) {
 		opts.MemoryLimitPages = DefaultMemoryLimitPages
 	}
 	var cache wazero.CompilationCache
-	if opts.CacheDir == "" {
+	defaulted := opts.CacheDir == ""
+	if defaulted {
 		if d, err := os.UserCacheDir(); err == nil {
 			opts.CacheDir = filepath.Join(d, "genload", "wazero")
 		}
 	}
 	if opts.CacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
-		if err != nil {
+		switch {
+		case err == nil:
+			cache = c
+		case defaulted:
+			// The user cache directory is not writable (a container's read-only or missing
+			// home): compile in memory, as without a cache directory.
+			opts.CacheDir = ""
+		default:
 			return nil, fmt.Errorf("plugin compilation cache %s: %w", opts.CacheDir, err)
 		}
-		cache = c
-	} else {
+	}
+	if cache == nil {
 		cache = wazero.NewCompilationCache()
 	}
 	cfg := wazero.NewRuntimeConfig()

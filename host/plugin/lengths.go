@@ -21,7 +21,7 @@ type LengthsPlugin struct {
 // lengthsKey identifies a call of a pure plugin.
 type lengthsKey struct{ n, mean, min, max int }
 
-// LoadLengths loads a length distribution by name (searched as in Find) or path, and initialises
+// LoadLengths loads a length distribution by name (searched as in Locate) or path, and initialises
 // it with config: the plugin's bench.toml table without genload's own keys such as `plugin`
 // (nil for none; keys the plugin does not know are rejected by it, so a typo fails here).
 // Errors are *Error values naming the plugin and the failing export.
@@ -70,6 +70,46 @@ func (p *LengthsPlugin) Lengths(ctx context.Context, n, mean, min, max int) ([]i
 	if ls, ok := p.cache[key]; ok {
 		return slices.Clone(ls), nil
 	}
+	out, err := p.call(ctx, n, mean, min, max)
+	if err != nil {
+		return nil, err
+	}
+	if p.cache != nil {
+		p.cache[key] = slices.Clone(out)
+	}
+	return out, nil
+}
+
+// VerifyPure holds a plugin that declares capability "pure" to it, as `genload plugin check`
+// does: the call lengths(n, mean, min, max) is made twice on the instance, past the cache, and
+// must give the same lengths. The error is the one plugin check's pure step gives (naming
+// genload_lengths, the call and the first index that differs), with "on a second call"; errors
+// of the calls themselves are returned as Lengths returns them. A plugin without the
+// capability, whose answers are not cached, is not called (nil).
+func (p *LengthsPlugin) VerifyPure(ctx context.Context, n, mean, min, max int) error {
+	if p.cache == nil {
+		return nil
+	}
+	if _, err := p.Lengths(ctx, n, mean, min, max); err != nil { // the arguments checked
+		return err
+	}
+	in := p.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	first, err := p.call(ctx, n, mean, min, max)
+	if err != nil {
+		return err
+	}
+	second, err := p.call(ctx, n, mean, min, max)
+	if err != nil {
+		return err
+	}
+	return impure(in, fmt.Sprintf("n=%d, mean=%d, min=%d, max=%d", n, mean, min, max), second, first, "a second call")
+}
+
+// call is one genload_lengths call with its output validated (count and range); in.mu is held.
+func (p *LengthsPlugin) call(ctx context.Context, n, mean, min, max int) ([]int, error) {
+	in := p.in
 	if err := in.ensure(ctx, uint32(4*n)); err != nil {
 		return nil, err
 	}
@@ -96,9 +136,6 @@ func (p *LengthsPlugin) Lengths(ctx context.Context, n, mean, min, max int) ([]i
 				"length %d at index %d is outside [%d, %d] (n=%d, mean=%d)", v, i, min, max, n, mean)
 		}
 		out[i] = v
-	}
-	if p.cache != nil {
-		p.cache[key] = slices.Clone(out)
 	}
 	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,15 +38,17 @@ const rebuildHint = "build plugins with GOOS=wasip1 GOARCH=wasm go build -buildm
 // is abi.KindLengths, abi.KindRouter or "" for any. If only the static checks fail it returns
 // both the module and the error.
 func (h *Host) open(ctx context.Context, nameOrPath, wantKind string) (*module, error) {
-	path, err := Find(nameOrPath, h.opts.Dir)
+	src, err := Locate(nameOrPath, h.opts.Dir)
 	if err != nil {
 		return nil, err
 	}
-	m := &module{path: path, name: strings.TrimSuffix(filepath.Base(path), ".wasm")}
-	wasm, err := os.ReadFile(path)
-	if err != nil {
-		return nil, m.errf("", "", "read: %w", err)
-	}
+	return h.openSource(ctx, src, wantKind)
+}
+
+// openSource is open for a located plugin.
+func (h *Host) openSource(ctx context.Context, src Source, wantKind string) (*module, error) {
+	m := &module{path: src.Path, name: strings.TrimSuffix(filepath.Base(strings.TrimPrefix(src.Path, BuiltinPrefix)), ".wasm")}
+	wasm := src.Wasm
 	m.size = len(wasm)
 	m.sum = sha256.Sum256(wasm)
 	if !bytes.HasPrefix(wasm, []byte("\x00asm")) {
@@ -63,6 +64,7 @@ func (h *Host) open(ctx context.Context, nameOrPath, wantKind string) (*module, 
 	cm, ok := h.compiled[m.sum]
 	h.mu.Unlock()
 	if !ok {
+		var err error
 		cm, err = h.rt.CompileModule(ctx, wasm)
 		if err != nil {
 			return nil, m.errf("", rebuildHint, "invalid WebAssembly: %w", err)

@@ -24,7 +24,7 @@ type Completion struct {
 	Failed bool
 }
 
-// LoadRouter loads a router by name (searched as in Find) or path and initialises it with
+// LoadRouter loads a router by name (searched as in Locate) or path and initialises it with
 // config, the plugin's bench.toml table without genload's own keys such as `plugin` (nil for
 // none; unknown keys are rejected by the plugin). Errors are *Error values.
 func (h *Host) LoadRouter(ctx context.Context, nameOrPath string, config map[string]any) (*RouterPlugin, error) {

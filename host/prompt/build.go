@@ -20,12 +20,13 @@ type joint struct {
 	checkEnd bool   // the ids must end with Encode(suffix ‖ template after)
 }
 
-// Build returns one prompt per length: prompt i uses corpus row (firstRow + i) mod Rows and has
-// exactly lengths[i] tokens. It fails when a length is below Overhead + 1.
+// Build returns one prompt per length: prompt i uses source [Builder.Source](firstRow, i) —
+// corpus row (firstRow + i) mod Rows while i < Rows, a rotation of a row beyond (distinct.go)
+// — and has exactly lengths[i] tokens. It fails when a length is below Overhead + 1.
 func (b *Builder) Build(firstRow int, lengths []int) ([][]int32, error) {
 	out := make([][]int32, len(lengths))
 	for i, n := range lengths {
-		p, err := b.One((firstRow+i)%len(b.rows), n)
+		p, err := b.One(b.Source(firstRow, i), n)
 		if err != nil {
 			return nil, fmt.Errorf("prompt %d: %w", i, err)
 		}
@@ -38,18 +39,22 @@ func (b *Builder) Build(firstRow int, lengths []int) ([][]int32, error) {
 // body and the tail); a prompt needs one or two.
 const maxTries = 64
 
-// One returns the prompt of exactly n tokens built from corpus row row: the canonical
-// tokenization of its text (Encode(Decode(ids)) = ids), with the body cut at a character
-// boundary and the ids ending with the suffix and template end. It fails when n is below
-// Overhead + 1, or when no cut of the body gives exactly n tokens (a row whose every
-// character takes several tokens can leave some lengths unreachable).
-func (b *Builder) One(row, n int) ([]int32, error) {
+// One returns the prompt of exactly n tokens built from source q (corpus row q for q < Rows;
+// see [Builder.Source]): the canonical tokenization of its text (Encode(Decode(ids)) = ids),
+// with the body cut at a character boundary and the ids ending with the suffix and template
+// end. It fails when n is below Overhead + 1, or when no cut of the body gives exactly n
+// tokens (a row whose every character takes several tokens can leave some lengths
+// unreachable).
+func (b *Builder) One(q, n int) ([]int32, error) {
 	if n-b.Overhead() < 1 {
 		return nil, fmt.Errorf("length %d tokens is below the %d tokens of chat template and suffix plus one body token", n, b.Overhead())
 	}
-	p := &b.rows[row]
+	p, desc, err := b.planOf(q)
+	if err != nil {
+		return nil, err
+	}
 	if !p.periodic {
-		return b.whole(p, row, n)
+		return b.whole(p, desc, n)
 	}
 	type key struct{ q, v int }
 	tried := map[key]bool{}
@@ -87,10 +92,10 @@ func (b *Builder) One(row, n int) ([]int32, error) {
 			}
 		}
 	}
-	if ids, err := b.whole(p, row, n); err == nil {
+	if ids, err := b.whole(p, desc, n); err == nil {
 		return ids, nil
 	}
-	return nil, fmt.Errorf("corpus row %d: no cut of the body at a character boundary gives exactly %d tokens (closest %d)", row, n, closest)
+	return nil, fmt.Errorf("%s: no cut of the body at a character boundary gives exactly %d tokens (closest %d)", desc, n, closest)
 }
 
 // cut returns the length of the prompt whose body is the first q tokens of
@@ -150,7 +155,7 @@ func (b *Builder) cut(p *rowPlan, q, v, want int) (int, []int32) {
 // body (a byte offset into row ‖ sep ‖ row ‖ …, at a character boundary) until the text has
 // n tokens: the path for rows whose repeats do not tokenize periodically. Each try costs a
 // tokenization of the whole prompt.
-func (b *Builder) whole(p *rowPlan, row, n int) ([]int32, error) {
+func (b *Builder) whole(p *rowPlan, desc string, n int) ([]int32, error) {
 	u := p.unitTxt
 	body := func(nb int) string {
 		var s strings.Builder
@@ -204,7 +209,7 @@ func (b *Builder) whole(p *rowPlan, row, n int) ([]int32, error) {
 		}
 		nb = max(next, first)
 	}
-	return nil, fmt.Errorf("corpus row %d: no cut of the body at a character boundary gives exactly %d tokens (closest %d)", row, n, closest)
+	return nil, fmt.Errorf("%s: no cut of the body at a character boundary gives exactly %d tokens (closest %d)", desc, n, closest)
 }
 
 func endsWith(s, t []int32) bool { return len(s) >= len(t) && slices.Equal(s[len(s)-len(t):], t) }

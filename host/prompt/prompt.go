@@ -70,6 +70,10 @@ type Builder struct {
 	anchors      []anchor
 	rows         []rowPlan
 	minBody      int
+	texts        []string // the corpus rows
+	starts       []start  // the rotations' start points (distinct.go), made on first use
+	startsOnce   sync.Once
+	vars         variants // plans of the sources beyond the rows, made on first use
 }
 
 // sentinel stands for the user content while the template is rendered; it is split out of
@@ -100,7 +104,8 @@ func New(codec Codec, tmpl Template, rows []string, opt Options) (*Builder, erro
 		}
 		pre, post, _ = strings.Cut(out, sentinel)
 	}
-	b := &Builder{codec: codec, pre: pre, sep: opt.Separator, tailTxt: opt.Separator + opt.Suffix + post, minBody: opt.MinBody}
+	b := &Builder{codec: codec, pre: pre, sep: opt.Separator, tailTxt: opt.Separator + opt.Suffix + post, minBody: opt.MinBody,
+		texts: append([]string(nil), rows...)}
 	if pre != "" {
 		b.prefix = codec.Encode(pre)
 	}
@@ -151,7 +156,7 @@ func (b *Builder) TemplateTokens() int { return b.tmplTokens }
 // MinLen is the shortest prompt in tokens: Overhead + MinBody.
 func (b *Builder) MinLen() int { return b.Overhead() + b.minBody }
 
-// Rows is the number of corpus rows.
+// Rows is the number of corpus rows (the first Rows sources; see [Builder.Source]).
 func (b *Builder) Rows() int { return len(b.rows) }
 
 // Prefix and Tail return copies of the token ids around the body.

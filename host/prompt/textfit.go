@@ -68,11 +68,11 @@ func NewTextFitter(b *Builder, codec Codec, opt TextOptions) *TextFitter {
 	return &TextFitter{b: b, codec: codec, opt: opt}
 }
 
-// Build fits one text prompt per length: prompt i uses corpus row (firstRow + i) mod Rows.
+// Build fits one text prompt per length: prompt i uses source Builder.Source(firstRow, i).
 func (f *TextFitter) Build(ctx context.Context, firstRow int, lengths []int) ([]TextPrompt, error) {
 	out := make([]TextPrompt, len(lengths))
 	for i, n := range lengths {
-		p, err := f.One(ctx, (firstRow+i)%f.b.Rows(), n)
+		p, err := f.One(ctx, f.b.Source(firstRow, i), n)
 		if err != nil {
 			return nil, fmt.Errorf("prompt %d: %w", i, err)
 		}
@@ -81,7 +81,7 @@ func (f *TextFitter) Build(ctx context.Context, firstRow int, lengths []int) ([]
 	return out, nil
 }
 
-// One fits the text prompt of row whose length as the server sees it is n tokens: it builds
+// One fits the text prompt of source row (a corpus row below Rows) whose length as the server sees it is n tokens: it builds
 // the prompt of m = n − Added − Extra ids (canonical, so the local re-encoding of its text is
 // exactly m), measures it (Counter, or locally: m, or the re-encoding with Recheck), and while the measure differs
 // from n rebuilds with m moved by the difference, at most MaxTries times. Errors: a Counter
@@ -114,8 +114,8 @@ func (f *TextFitter) One(ctx context.Context, row, n int) (TextPrompt, error) {
 		}
 		if d := got - n; verified && try == 1 && (d > max(8, n/20) || -d > max(8, n/20)) {
 			// Far more than special tokens or a template: another tokenizer altogether.
-			return TextPrompt{}, fmt.Errorf("corpus row %d: the server counts a text prompt of %d tokens (genload's tokenizer, with the specials the server adds) as %d (%+.0f %%): the server's tokenizer is not genload's; set [tokenizer] path to the server model's directory",
-				row, n, got, 100*float64(d)/float64(n))
+			return TextPrompt{}, fmt.Errorf("%s: the server counts a text prompt of %d tokens (genload's tokenizer, with the specials the server adds) as %d (%+.0f %%): the server's tokenizer is not genload's; set [tokenizer] path to the server model's directory",
+				f.b.describe(row), n, got, 100*float64(d)/float64(n))
 		}
 		seen = append(seen, fmt.Sprintf("built %d → %d", m, got))
 		m += n - got
@@ -124,8 +124,8 @@ func (f *TextFitter) One(ctx context.Context, row, n int) (TextPrompt, error) {
 	if f.opt.Counter != nil {
 		who = "the server"
 	}
-	return TextPrompt{}, fmt.Errorf("corpus row %d: no text prompt of %d tokens as %s counts it after %d tries (%s)",
-		row, n, who, f.opt.MaxTries, strings.Join(seen, ", "))
+	return TextPrompt{}, fmt.Errorf("%s: no text prompt of %d tokens as %s counts it after %d tries (%s)",
+		f.b.describe(row), n, who, f.opt.MaxTries, strings.Join(seen, ", "))
 }
 
 // UnverifiedMargin is the number of tokens to keep free under the context for text prompts

@@ -55,6 +55,8 @@ type Result struct {
 	Sequences []Sequence `json:"sequences"`
 	// Requests are the HTTP requests made (1 in ModeArray and ModeN, B in ModeRouted).
 	Requests []Request `json:"requests"`
+	// Client is what the client process itself spent on the plan (ClientLoad).
+	Client ClientLoad `json:"client"`
 }
 
 // Sequence is one generated sequence. Times in the embedded sse.Sequence (Marks[].At,
@@ -86,6 +88,10 @@ type Request struct {
 	Sent   time.Duration `json:"sent_ns"`
 	Header time.Duration `json:"header_ns"`
 	End    time.Duration `json:"end_ns"`
+	// Write is how long the last attempt took to write its request (headers and body) to
+	// the connection: from the start of its first write (after connecting) to the return of
+	// its last, the body then being in the kernel's send buffer (0 when not measured).
+	Write time.Duration `json:"write_ns,omitempty"`
 	// Status is the HTTP status of the last attempt (0 when none arrived).
 	Status int `json:"status"`
 	// Usage is the request's usage (usage-only chunk, else the sum of per-choice usage),

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/genload/genload/host/measure"
@@ -19,6 +20,9 @@ type column struct {
 	val    func(c *Cell) string
 	narrow bool
 	only   bool
+	// perServer marks a column of routed cells' per-server figures: in the wide table only
+	// when some cell has them (the CSV always has it).
+	perServer bool
 }
 
 // inNarrow marks c as one of the default table's columns.
@@ -181,6 +185,7 @@ func allColumns(withHeader, withServer, withTruth bool) []column {
 			}
 			return strconv.Itoa(c.Server.Occupancy.Mode)
 		}})
+	cols = append(cols, perServerColumns()...)
 	if withTruth {
 		cols = append(cols, durCol("engine fwd ms", "engine_truth_decode_step_ms", 3, "", srvDur(func(m *scraped.CellMetrics) (time.Duration, bool) {
 			return m.Steps.TruthDecodeStepTime, m.Steps.HasTruthDecode
@@ -243,4 +248,69 @@ func present(run *Run) (header, server, truth bool) {
 		truth = truth || (c.Server != nil && c.Server.Steps.HasTruthDecode)
 	}
 	return
+}
+
+// perServerColumns are the per-server figures of routed cells (Cell.PerServer), one value
+// per server in the order of Cell.PerServer, joined by " / " in the table and ";" in the CSV:
+// fwd, full-batch fwd, the batch seen and the servers' names.
+func perServerColumns() []column {
+	each := func(head, csv string, f func(s *ServerFigures, table bool) string) column {
+		join := func(sep string, table bool) func(c *Cell) string {
+			return func(c *Cell) string {
+				parts := make([]string, len(c.PerServer))
+				for i := range c.PerServer {
+					parts[i] = f(&c.PerServer[i], table)
+				}
+				return strings.Join(parts, sep)
+			}
+		}
+		return column{head: head, csv: csv, get: join(" / ", true), val: join(";", false), perServer: true}
+	}
+	dur := func(d time.Duration, ok, table bool) string {
+		switch {
+		case ok && table:
+			return ms3(d)
+		case ok:
+			return strconv.FormatFloat(measure.Ms(d), 'f', 6, 64)
+		case table:
+			return "–"
+		}
+		return ""
+	}
+	return []column{
+		each("fwd per server", "per_server_per_forward_mean_ms", func(s *ServerFigures, table bool) string {
+			return dur(s.PerForward.Mean, s.PerForward.N > 0, table)
+		}),
+		each("full-batch per server", "per_server_full_occupancy_per_forward_ms", func(s *ServerFigures, table bool) string {
+			return dur(s.Window.PerStep, s.Window.Valid, table)
+		}),
+		each("B seen per server", "per_server_occupancy_max", func(s *ServerFigures, table bool) string {
+			switch o := s.Occupancy; {
+			case o != nil && o.Samples > 0 && table:
+				return fmt.Sprintf("%d/%d (%.0f%%)", o.Max, s.Sequences, 100*o.AtTarget)
+			case o != nil && o.Samples > 0:
+				return strconv.Itoa(o.Max)
+			case table:
+				return fmt.Sprintf("%d/%d (client)", s.Attainment.Concurrency, s.Sequences)
+			}
+			return ""
+		}),
+		{head: "servers", csv: "per_server_servers", perServer: true, val: func(c *Cell) string {
+			parts := make([]string, len(c.PerServer))
+			for i, s := range c.PerServer {
+				parts[i] = s.Server
+			}
+			return strings.Join(parts, ";")
+		}},
+	}
+}
+
+// hasPerServer reports whether a cell of run has per-server figures.
+func hasPerServer(run *Run) bool {
+	for _, c := range run.Cells {
+		if len(c.PerServer) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -300,6 +300,7 @@ func Consistent(runs []*Run) (*Consistency, error) {
 		return nil, fmt.Errorf("consistency: no cell is measured in all %d runs (%d cells left out)", len(runs), len(left))
 	}
 	c := &Consistency{LeftOut: left, Warnings: headerDifferences(runs)}
+	c.Warnings = append(c.Warnings, CacheNotes(runs)...)
 	for i, p := range pooled {
 		if p != "" {
 			c.Pooled = append(c.Pooled, runLabel(runs[i], i)+": "+p)
@@ -344,7 +345,7 @@ func ConsistentRepeats(r *Run) (*Consistency, error) {
 		}
 		by[k] = append(by[k], cell)
 	}
-	c := &Consistency{FromRepeats: true}
+	c := &Consistency{FromRepeats: true, Warnings: CacheNotes([]*Run{r})}
 	var keys []CellKey
 	for k, cs := range by {
 		var ok []*Cell

@@ -14,7 +14,8 @@ import (
 // CSVHeader lists the CSV columns: one row per cell record (one per repeat of a run with
 // repeats, whose repeat column is then set), times in milliseconds with nanosecond
 // precision, lengths in tokens; an unknown value is an empty field. The last column,
-// warnings, names the kind of each of the record's warnings ([WarningKind]), "; "-separated.
+// warnings, names the kind of each of the record's warnings (its catalogue name, see
+// [Cell.NamedWarnings]), "; "-separated.
 func CSVHeader() []string {
 	h := []string{"run_id", "cell", "seq_len", "batch", "len_min", "len_mean", "len_max", "len_clamped"}
 	for _, c := range csvColumns() {
@@ -26,22 +27,17 @@ func CSVHeader() []string {
 		"overlong_sequences", "prompt_requests_deviating", "prompt_max_abs_deviation", "prompt_truncated_requests", "repeat", "status", "error", "warnings")
 }
 
-// csvWarnings is a record's warnings column: the kind of each of its warnings
-// ([WarningKind]), in order, joined by "; " ("" for none). The messages themselves are in the
-// JSON files.
+// csvWarnings is a record's warnings column: the catalogue name of each of its warnings
+// (package warning: "batch-not-reached", …; "other" for a text the catalogue does not know,
+// see [Cell.NamedWarnings]), in order, joined by "; " ("" for none). The messages themselves
+// are in the JSON files.
 func csvWarnings(c *Cell) string {
-	kinds := make([]string, len(c.Warnings))
-	for i, w := range c.Warnings {
-		kinds[i] = WarningKind(w)
+	ws := c.NamedWarnings()
+	names := make([]string, len(ws))
+	for i, w := range ws {
+		names[i] = string(w.Name)
 	}
-	return strings.Join(kinds, "; ")
-}
-
-// WarningKind is the name of the kind of warning msg is, as the CSV's warnings column writes
-// it: the message's text before its first ": " or " (" outside brackets, cut at its first
-// ", ", with every number written as … ("realised mean length … is … % off L = …").
-func WarningKind(msg string) string {
-	return kindLabel(numberRE.ReplaceAllString(warningPrefix(msg), "…"))
+	return strings.Join(names, "; ")
 }
 
 // csvColumns are the table's columns that have a CSV value, past L and B.

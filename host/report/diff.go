@@ -57,6 +57,7 @@ func Compare(before, after *Run) (*Diff, error) {
 		return nil, fmt.Errorf("diff: no cell is measured in both runs (%d cells left out)", len(left))
 	}
 	d := &Diff{Before: runLabel(before, 0), After: runLabel(after, 1), LeftOut: left, Warnings: headerDifferences(runs)}
+	d.Warnings = append(d.Warnings, CacheNotes(runs)...)
 	for i, p := range pooled {
 		if p != "" {
 			d.Pooled = append(d.Pooled, fmt.Sprintf("%s (%s): %s", []string{"before", "after"}[i], runLabel(runs[i], i), p))

@@ -3,20 +3,23 @@ package report
 // legend explains the table's columns, printed under it; cached % and TTFT p50 depend on the
 // run (legendFor).
 var legend = map[string]string{
-	"len min/mean/max": "realised prompt lengths in tokens (chat template included), after clamping",
-	"fwd ms mean":      "latency per decode forward pass: a sequence's decode time / (completion tokens − 1), from its first on-time chunk (a held-back first chunk is skipped); mean, p50, p90 over the counted sequences",
-	"fwd fit":          "the cross-check: a robust (Theil–Sen) fit of chunk arrival time against tokens, per sequence, mean — the typical forward pass; the warnings say when the two disagree and why",
-	"full-batch fwd":   "the same over the window where all counted sequences decode together (ms); – when shorter than 10 forward passes",
-	"ITL p50":          "interval between consecutive chunks of a sequence (ms, per chunk)",
-	"E2E p50":          "request start to a sequence's last token (ms)",
-	"tokens":           "completion tokens generated in the cell; ≥: counted from chunks, unverified (the server sent no usable count)",
-	"counted":          "sequences in the per-forward figures / B: the others stopped early, ran past max_tokens, returned no token or failed (the cell is partial), or could not be timed (the warnings say why)",
-	"hdr fwd ms":       "per forward pass from the server's generation-duration (and speculation-acceptance) headers",
-	"metrics fwd ms":   "per forward pass from the server's /metrics before and after the cell",
-	"B seen":           "the batch the cell ran at: the server's running-requests gauge, most frequent value (share of samples at B); (client): the most sequences the client saw decoding together, where no gauge was sampled (<B: probably not reached); ?: neither could tell",
-	"engine fwd ms":    "the built-in engine's own mean duration of its decode steps during the cell (the truth)",
-	"repeat":           "the cell's repeat (genload run --until-cv measures a cell until its CV is within the target)",
-	"status":           "ok, partial (some of the B sequences stopped early, ran past max_tokens, returned no token or failed: the batch was not the one asked for), error or interrupted; ⚠ = see the warnings below (an ok cell whose sequences could not be timed has – for fwd and counted 0/B); – in a column: not measured (the warnings say why)",
+	"len min/mean/max":      "realised prompt lengths in tokens (chat template included), after clamping",
+	"fwd ms mean":           "latency per decode forward pass: a sequence's decode time / its forward passes, from its first chunk consistent with those after it to its last consistent with those before (chunks held back or read late at either end are skipped); mean, p50, p90 over the counted sequences",
+	"fwd fit":               "the cross-check: a robust (Theil–Sen) fit of chunk arrival time against tokens, per sequence, mean — the typical forward pass; the warnings say when the two disagree and why",
+	"full-batch fwd":        "the same over the window where all counted sequences decode together (ms); – when shorter than 10 forward passes",
+	"ITL p50":               "interval between consecutive chunks of a sequence (ms, per chunk)",
+	"E2E p50":               "request start to a sequence's last token (ms)",
+	"tokens":                "completion tokens generated in the cell; ≥: counted from chunks, unverified (the server sent no usable count)",
+	"counted":               "sequences in the per-forward figures / B: the others stopped early, ran past max_tokens, returned no token or failed (the cell is partial), or could not be timed (the warnings say why)",
+	"hdr fwd ms":            "per forward pass from the server's generation-duration (and speculation-acceptance) headers",
+	"metrics fwd ms":        "per forward pass from the server's /metrics before and after the cell",
+	"B seen":                "the batch the cell ran at: the server's running-requests gauge, most frequent value (share of samples at B); (client): the most sequences the client saw decoding together, where no gauge was sampled (<B: probably not reached); ?: neither could tell",
+	"fwd per server":        "routed over several servers: each server's fwd over the sequences routed to it, in the order of the workers' servers above (/ between servers)",
+	"full-batch per server": "each server's full-batch fwd over its share, where it ran all of its share together (– otherwise)",
+	"B seen per server":     "each server's most sequences running at once / the sequences routed to it (share of gauge samples at it); (client): from the client's marks, without a gauge",
+	"engine fwd ms":         "the built-in engine's own mean duration of its decode steps during the cell (the truth)",
+	"repeat":                "the cell's repeat (genload run --until-cv measures a cell until its CV is within the target)",
+	"status":                "ok, partial (some of the B sequences stopped early, ran past max_tokens, returned no token or failed, or the B were never running at once: the batch was not the one asked for; the figures are kept, the warnings say for which batch), error or interrupted; ⚠ = see the warnings below (an ok cell whose sequences could not be timed has – for fwd and counted 0/B); – in a column: not measured (the warnings say why)",
 }
 
 // cacheState says what the run's servers reported of prefix-cache hits: "hits" when some
@@ -54,9 +57,16 @@ func legendFor(head string, run *Run, wide bool) string {
 		}
 	case "fwd ms mean":
 		if !wide {
-			return "latency per decode forward pass: a sequence's decode time / (completion tokens − 1), from its first on-time chunk (a held-back first chunk is skipped); mean over the counted sequences (--wide adds p50, p90, the robust fit, ITL, E2E, tokens and the server's own figures)"
+			return "latency per decode forward pass: a sequence's decode time / its forward passes, from its first chunk consistent with those after it to its last consistent with those before (chunks held back or read late at either end are skipped); mean over the counted sequences (--wide adds p50, p90, the robust fit, ITL, E2E, tokens and the server's own figures)"
 		}
 	case "TTFT p50":
+		if note := cacheNote(run); note != "" {
+			// An earlier run, repeat or cell had sent these prompts: say so where TTFT is read.
+			if !warm {
+				return "time to first token (ms), with no warmup: a cold prefill except where the prompts were already cached — " + note
+			}
+			return "time to first token (ms), after the warmup: mostly served from the prefix cache (cached %), so not a cold prefill; " + note
+		}
 		switch {
 		case !warm:
 			return "time to first token (ms), with no warmup: a cold prefill"

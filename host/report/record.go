@@ -12,6 +12,15 @@
 // results/<run-id>.json is {"header": Header, "cells": [Cell…], "footer": Footer} and
 // results/<run-id>.csv has one row per cell (columns in [CSVHeader]). Durations are in
 // milliseconds (float64) in JSON and CSV; lengths in tokens.
+//
+// # Warnings
+//
+// A cell's "warnings" are texts; its "warning_names" give each its kind's stable name from
+// the catalogue of package warning ("late-first-chunks", "batch-not-reached", …), in the
+// same order. Group, filter and write a CSV column by name, never by text: [Cell.NamedWarnings]
+// returns the (name, text) pairs — naming from the catalogue the texts of a file written
+// before names existed, which load unchanged — and [GroupWarnings] heads each group with its
+// kind's sentence (warning.Kind.Headline). Add warnings with [Cell.Warn].
 package report
 
 import (
@@ -20,8 +29,10 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/scrape/scraped"
 	"github.com/genload/genload/host/steplog"
+	"github.com/genload/genload/host/warning"
 )
 
 // Schema names the results format; it changes when a field changes meaning.
@@ -96,6 +107,29 @@ type Header struct {
 	// (genload run --repeat N, N ≥ 2: a record per cell and repeat); 0 for a run that
 	// measured each cell once or by a stopping rule (UntilCV).
 	Repeats int `json:"repeats,omitempty"`
+	// Structure is what genload knew of the served model's architecture when it ran — a
+	// mixture of experts or dense, and where that was read — for the latency model's terms
+	// (genload fit adds the expert term for a mixture of experts without flags); nil when
+	// nothing was known.
+	Structure *ModelStructure `json:"model_structure,omitempty"`
+}
+
+// Model structure kinds (ModelStructure.Kind).
+const (
+	StructureMoE   = "moe"
+	StructureDense = "dense"
+)
+
+// ModelStructure is the architecture of the served model as far as the latency model needs
+// it: a mixture of experts with Experts routed experts per layer (E), Active of them per token
+// (k), or a dense model (Experts and Active 0). Source says where it was read, e.g. "built-in
+// engine profile moe-30b-a3b (moe_experts = 128, moe_top_k = 8)" or "/models/q/config.json
+// [num_experts = 128, num_experts_per_tok = 8]".
+type ModelStructure struct {
+	Kind    string `json:"kind"`
+	Experts int    `json:"experts,omitempty"`
+	Active  int    `json:"active,omitempty"`
+	Source  string `json:"source"`
 }
 
 // StoppingRule is the rule a run with repeats stopped each cell by (see package repeat): a
@@ -149,18 +183,28 @@ type Lengths struct {
 
 // Cell is one cell's result line.
 type Cell struct {
-	Type     string      `json:"type"` // "cell"
-	Cell     matrix.Cell `json:"cell"`
-	Status   string      `json:"status"`
-	Error    string      `json:"error,omitempty"`
-	Started  time.Time   `json:"started"`
-	Elapsed  Millis      `json:"elapsed_ms"`
-	Lengths  Lengths     `json:"lengths"`
-	Warnings []string    `json:"warnings,omitempty"`
+	Type    string      `json:"type"` // "cell"
+	Cell    matrix.Cell `json:"cell"`
+	Status  string      `json:"status"`
+	Error   string      `json:"error,omitempty"`
+	Started time.Time   `json:"started"`
+	Elapsed Millis      `json:"elapsed_ms"`
+	Lengths Lengths     `json:"lengths"`
+	// Warnings are the cell's warnings, each a sentence or more with its figures and cause;
+	// WarningNames[i] is the catalogue name of Warnings[i] (package warning: a stable name
+	// per kind, for grouping, filtering and the CSV). Records written before names existed
+	// have no warning_names: read the pairs with [Cell.NamedWarnings], which names such
+	// texts from the catalogue, and add warnings with [Cell.Warn], which keeps the two
+	// lists in step.
+	Warnings     []string       `json:"warnings,omitempty"`
+	WarningNames []warning.Name `json:"warning_names,omitempty"`
 	// Workers is, in routed mode, the worker index of each prompt (prompt order).
 	Workers []int `json:"workers,omitempty"`
 	// Figures are the measured figures (nil when the cell failed before measuring).
 	Figures *measure.Figures `json:"figures,omitempty"`
+	// PerServer holds, in a cell routed over several servers, each server's own figures
+	// over the sequences routed to it (Figures mixes them); nil otherwise.
+	PerServer []ServerFigures `json:"per_server,omitempty"`
 	// PromptTokenDeviation is the server-counted prompt tokens minus the tokens genload
 	// built: 0 with token-id prompts; the re-tokenization drift with text prompts.
 	PromptTokenDeviation int `json:"prompt_token_deviation"`
@@ -168,6 +212,10 @@ type Cell struct {
 	// step time, tokens per step, the engine's truth (built-in engine), and batch
 	// occupancy sampled during the cell. Nil when /metrics was not used.
 	Server *scraped.CellMetrics `json:"server,omitempty"`
+	// CacheBefore is how much of the cell's prompts the server already held in its prefix
+	// cache when genload first sent them in this cell (the warmup's usage, or the measured
+	// requests' without a warmup); nil when its usage did not count cached tokens.
+	CacheBefore *PromptCache `json:"cache_before,omitempty"`
 	// Retries are the resends of the cell's requests; nil when none was resent.
 	Retries *Retries `json:"retries,omitempty"`
 	// StepLog holds the figures of the server's step log during the cell (attainment and
@@ -179,10 +227,62 @@ type Cell struct {
 	// them.
 	WarmupElapsed   Millis `json:"warmup_ms,omitempty"`
 	MeasuredElapsed Millis `json:"measured_ms,omitempty"`
+	// Client is what genload's client spent on the measured requests (body build and write
+	// times, its CPU share, the scheduler's latency); nil when not recorded.
+	Client *recording.ClientLoad `json:"client,omitempty"`
 	// Repeat is the 1-based repeat of the cell in a run that measures cells several times
 	// (genload run --until-cv): the file then holds one record per (cell, repeat). 0
 	// (absent) in a run that measures each cell once.
 	Repeat int `json:"repeat,omitempty"`
+}
+
+// PromptCache counts the prompt tokens of a cell's first requests (Warmup: its warmup's, else
+// its measured requests') and, of them, those the server served from its prefix cache (its
+// usage's prompt_tokens_details.cached_tokens): tokens an earlier run, repeat or cell had
+// sent, since the cell itself had sent none yet.
+type PromptCache struct {
+	Cached int  `json:"cached_tokens"`
+	Prompt int  `json:"prompt_tokens"`
+	Warmup bool `json:"warmup"`
+}
+
+// PrecachedShare is the share of a cell's prompt tokens found in the server's prefix cache
+// before the cell sent them above which its prompts count as already cached ([Cell.WasCached]).
+// Prompts sent again whole are found to 96–99.6 % (all but their last partial block); within
+// one fresh run of the default matrix, cells that reuse corpus rows at a shorter L found 6–57 %
+// (the shorter prompt is a prefix of the longer), which is not "already cached".
+const PrecachedShare = 0.9
+
+// WasCached reports whether the cell's prompts were already in the server's prefix cache
+// before the cell sent them (CacheBefore above PrecachedShare): its warmup (or, without one,
+// its measured requests) found them there, sent by an earlier run, repeat or cell.
+func (c *Cell) WasCached() bool {
+	p := c.CacheBefore
+	return p != nil && p.Prompt > 0 && float64(p.Cached) > PrecachedShare*float64(p.Prompt)
+}
+
+// ServerFigures are one server's figures in a cell routed over several servers, computed as
+// a cell's figures are (measure.Compute) over the sequences routed to it.
+type ServerFigures struct {
+	// Server names it: its base URL (with the server header's value for a worker grid
+	// behind one URL); Workers are the workers on it, Sequences the B routed to it and
+	// MeanPromptLen their prompts' mean length in tokens.
+	Server        string   `json:"server"`
+	Workers       []string `json:"workers"`
+	Sequences     int      `json:"sequences"`
+	MeanPromptLen float64  `json:"mean_prompt_len"`
+	// Counted, PerForward and PerForwardReason are its share's per-forward figures (see
+	// measure.Figures).
+	Counted          int             `json:"counted"`
+	PerForward       measure.Summary `json:"per_forward"`
+	PerForwardReason string          `json:"per_forward_reason,omitempty"`
+	// Window is the full-batch figure of its share: valid only where it ran every sequence
+	// routed to it together (its gauge or the client's marks say so).
+	Window measure.Window `json:"window"`
+	// Attainment is whether its share decoded as one batch as the client's marks show it;
+	// Occupancy its running gauge during the cell against its share (nil without one).
+	Attainment measure.Attainment `json:"attainment"`
+	Occupancy  *scraped.Occupancy `json:"occupancy,omitempty"`
 }
 
 // Retries counts a cell's resends: Warmup and Measured those counted against [warmup]
@@ -228,4 +328,42 @@ func (m *Millis) UnmarshalJSON(b []byte) error {
 	d, err := parseMs(b)
 	*m = Millis(d)
 	return err
+}
+
+// Warn adds warnings to the cell: their texts to Warnings, their names to WarningNames.
+func (c *Cell) Warn(ws ...warning.Warning) {
+	c.alignNames()
+	for _, w := range ws {
+		c.Warnings = append(c.Warnings, w.Text)
+		c.WarningNames = append(c.WarningNames, w.Name)
+	}
+}
+
+// alignNames makes WarningNames as long as Warnings, naming from the catalogue the texts
+// added without a name (warning.Classify).
+func (c *Cell) alignNames() {
+	if len(c.WarningNames) > len(c.Warnings) {
+		c.WarningNames = c.WarningNames[:len(c.Warnings)]
+	}
+	for i := len(c.WarningNames); i < len(c.Warnings); i++ {
+		c.WarningNames = append(c.WarningNames, warning.Classify(c.Warnings[i]))
+	}
+}
+
+// NamedWarnings returns the cell's warnings with their names: WarningNames[i] where the
+// record has it, else the catalogue's name of the text (warning.Classify; a record written
+// before names existed, or a text appended to Warnings alone).
+func (c *Cell) NamedWarnings() []warning.Warning {
+	out := make([]warning.Warning, len(c.Warnings))
+	for i, t := range c.Warnings {
+		n := warning.Name("")
+		if i < len(c.WarningNames) {
+			n = c.WarningNames[i]
+		}
+		if n == "" {
+			n = warning.Classify(t)
+		}
+		out[i] = warning.Warning{Name: n, Text: t}
+	}
+	return out
 }

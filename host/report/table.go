@@ -39,6 +39,11 @@ type Grid struct {
 func TableGrid(run *Run, opt TableOptions) Grid {
 	h, s, t := present(run)
 	cols := columns(h, s, t, opt.Wide)
+	if !hasPerServer(run) {
+		cols = slices.DeleteFunc(cols, func(c column) bool { return c.perServer })
+	} else {
+		cols = slices.DeleteFunc(cols, func(c column) bool { return c.get == nil }) // the CSV's list of servers: the header line names them
+	}
 	if run.HasRepeats() {
 		rep := textCol("repeat", "", func(c *Cell) string { return strconv.Itoa(c.Repeat) })
 		cols = append(cols[:2:2], append([]column{rep}, cols[2:]...)...)
@@ -67,8 +72,8 @@ func Table(w io.Writer, run *Run) { WriteTable(w, run, TableOptions{}) }
 // WriteTable writes run's cells as a markdown table ([MarkdownTable]) under a header naming
 // the run, then the legend of the columns shown (once per [Legends]), then the warnings and
 // errors. Times are milliseconds: "fwd" is
-// the per-sequence latency per decode forward pass (decode time / (completion tokens − 1) from
-// the first on-time chunk; "fwd fit" the robust fit beside it), "full-batch fwd" the same over
+// the per-sequence latency per decode forward pass (decode time / its forward passes, between
+// its first and last consistent chunks; "fwd fit" the robust fit beside it), "full-batch fwd" the same over
 // the window where all counted sequences decode together; "counted" is the sequences in those
 // figures over B (a partial cell left some out). The default form keeps its prose within
 // [NarrowWidth] characters and groups warnings by kind ([GroupWarnings]); opt.Wide gives

@@ -24,7 +24,7 @@ func defaultMatrixRun(t *testing.T) *Run {
 	t.Helper()
 	cfg := config.Default()
 	cells, _, err := matrix.Build(matrix.Spec{SeqLens: cfg.Matrix.SeqLens, BatchSizes: cfg.Matrix.BatchSizes,
-		MaxTokens: cfg.MaxTokens, Context: 131072, CorpusRows: 256, Distinct: true})
+		MaxTokens: cfg.MaxTokens, Context: 131072, CorpusRows: 256})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestDefaultTableFits120Columns(t *testing.T) {
 	if n := strings.Count(narrow.String(), "\n⚠ "); n != 2 {
 		t.Errorf("default table has %d warning lines, want 2 groups:\n%s", n, narrow.String())
 	}
-	if !strings.Contains(narrow.String(), "⚠ realised mean length 54941 is -14.2 % off L = 64000 — 91 cells: every cell") {
+	if !strings.Contains(narrow.String(), "⚠ Realised mean prompt lengths are off their target L — 91 cells: every cell") {
 		t.Errorf("default table lacks the grouped clamping warning:\n%s", narrow.String())
 	}
 	if n := strings.Count(wide.String(), "\n⚠ L="); n != 182 {
@@ -246,7 +246,7 @@ func TestLegendOncePerCommand(t *testing.T) {
 		if n, err := textcheck.MarkdownTables(out); n != 1 || err != nil {
 			t.Errorf("%s: %d tables, %v", name, n, err)
 		}
-		if !strings.Contains(out, "| 64000 | 64 |") || !strings.Contains(out, "⚠ realised mean length") {
+		if !strings.Contains(out, "| 64000 | 64 |") || !strings.Contains(out, "⚠ Realised mean prompt lengths are off their target L") {
 			t.Errorf("%s: the table or its warnings are missing:\n%s", name, out)
 		}
 		if w := textcheck.Wider(out, NarrowWidth); len(w) > 0 {

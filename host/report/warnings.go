@@ -7,14 +7,19 @@ import (
 	"strings"
 
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/warning"
 )
 
 // WarningGroup is one kind of warning (or error) and the cells it applies to.
 type WarningGroup struct {
-	// Kind names the warning: its text before the first ": " or " (" outside brackets, cut
-	// at the first comma, with each number that differs between the group's messages
-	// written as … ("realised mean length … is … % off L = 200"; one message keeps all its
-	// numbers).
+	// Name is the warnings' catalogue name (package warning); "" for a group of errors and
+	// warning.Other for texts the catalogue does not know.
+	Name warning.Name
+	// Kind is the group's headline: the catalogue's sentence for a known Name ("The first
+	// chunks of some sequences arrived late"); for errors and unknown texts the text
+	// before its first ": " or " (" outside brackets, cut at the first comma, with each
+	// number that differs between the group's messages written as … (one message keeps all
+	// its numbers).
 	Kind string
 	// Error is true for a group of cell errors (✗), false for warnings (⚠).
 	Error bool
@@ -99,17 +104,22 @@ func kindLabel(key string) string {
 }
 
 // GroupWarnings gathers run's warnings and errors by kind ([WarningGroup]), in the order of
-// each kind's first appearance; errors are grouped apart from warnings.
+// each kind's first appearance: warnings by their catalogue name ([Cell.NamedWarnings]),
+// errors and unknown texts by their text with the numbers taken out; errors are grouped
+// apart from warnings.
 func GroupWarnings(run *Run) []WarningGroup {
 	var out []WarningGroup
 	index := map[string]int{}
-	add := func(c matrix.Cell, msg string, isErr bool) {
-		key := fmt.Sprintf("%v\x00%s", isErr, warningKey(msg))
+	add := func(c matrix.Cell, name warning.Name, msg string, isErr bool) {
+		key := fmt.Sprintf("%v\x00%s", isErr, name)
+		if name == "" || name == warning.Other {
+			key += "\x00" + warningKey(msg)
+		}
 		i, ok := index[key]
 		if !ok {
 			i = len(out)
 			index[key] = i
-			out = append(out, WarningGroup{Error: isErr})
+			out = append(out, WarningGroup{Name: name, Error: isErr})
 		}
 		g := &out[i]
 		if n := len(g.Cells); n > 0 && g.Cells[n-1] == c {
@@ -120,15 +130,20 @@ func GroupWarnings(run *Run) []WarningGroup {
 		g.Cells = append(g.Cells, c)
 		g.Messages = append(g.Messages, msg)
 	}
-	for _, c := range run.Cells {
-		for _, w := range c.Warnings {
-			add(c.Cell, w, false)
+	for i := range run.Cells {
+		c := &run.Cells[i]
+		for _, w := range c.NamedWarnings() {
+			add(c.Cell, w.Name, w.Text, false)
 		}
 		if c.Error != "" {
-			add(c.Cell, c.Error, true)
+			add(c.Cell, "", c.Error, true)
 		}
 	}
 	for i := range out {
+		if k, ok := warning.Lookup(out[i].Name); ok {
+			out[i].Kind = k.Headline
+			continue
+		}
 		out[i].Kind = kindOf(out[i].Messages)
 	}
 	return out

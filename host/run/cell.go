@@ -18,6 +18,7 @@ import (
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/scrape"
+	"github.com/genload/genload/host/warning"
 )
 
 // Dispatcher sends a cell's plan and returns its recording: the error only when nothing could
@@ -59,6 +60,18 @@ type cellRunner struct {
 	client  Dispatcher
 	router  Completer // nil unless routed with a router
 	watcher Watcher   // nil when the servers have no /metrics
+	// servers is the server of each routing worker (serverKeys) when they reach several,
+	// workerNames the workers' names: each server's share gets figures of its own.
+	servers, workerNames []string
+	// capacity is what each worker's server can hold at once (capacities; nil or zero
+	// entries: unknown), held against every cell before it is sent.
+	capacity []scrape.Capacity
+	// metrics is the run's /metrics step times so far (nil: not kept).
+	metrics *metricHistory
+	records *cellRecords // nil without --records
+	// tok, when not nil, derives per-chunk token counts from the kept text (see
+	// ChunkCountsKey).
+	tok measure.TokenEnder
 }
 
 // replay repeats the routing call of a cell that the run being resumed measured already.
@@ -89,7 +102,7 @@ type planned struct {
 // and lengths, a new start time.
 func (p planned) again() planned {
 	p.rec.Started, p.t0 = time.Now().UTC(), time.Now()
-	p.rec.Warnings = slices.Clone(p.rec.Warnings)
+	p.rec.Warnings, p.rec.WarningNames = slices.Clone(p.rec.Warnings), slices.Clone(p.rec.WarningNames)
 	return p
 }
 
@@ -101,7 +114,7 @@ func (r *cellRunner) plan(ctx context.Context, c matrix.Cell) (planned, error) {
 	if plan != nil && plan.Lengths.Each != nil {
 		p.rec.Lengths = reportLengths(plan.Lengths)
 		if w := plan.Lengths.Warning(); w != "" {
-			p.rec.Warnings = append(p.rec.Warnings, w)
+			p.rec.Warn(warning.New(warning.LengthsOffTarget, w))
 		}
 	}
 	if err != nil {
@@ -127,6 +140,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 		return rec, exitcode.With(code, err)
 	}
 	rec.Workers = plan.Workers
+	short := r.capacityWarnings(plan) // said for the matrix before the first cell: announceCapacity
 
 	if !cfg.Warmup.Disabled {
 		tw := time.Now()
@@ -137,6 +151,8 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 		}
 		if wres != nil {
 			addRetries(&rec, wres.Retried(), true)
+			rec.CacheBefore = cacheBefore(wres, true)
+			r.records.add(c, "warmup", plan, wres)
 		}
 		if err != nil {
 			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", summarize(err)))
@@ -145,7 +161,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 
 	if r.watcher != nil {
 		if err := r.watcher.Begin(ctx); err != nil {
-			rec.Warnings = append(rec.Warnings, "metrics: "+err.Error())
+			rec.Warn(warning.New(warning.MetricsFailed, "metrics: "+err.Error()))
 		}
 	}
 	tm := time.Now()
@@ -154,7 +170,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	if r.watcher != nil {
 		m, werr := r.watcher.EndRouted(ctx, c.Batch, rec.Workers)
 		if werr != nil {
-			rec.Warnings = append(rec.Warnings, "metrics: "+werr.Error())
+			rec.Warn(warning.New(warning.MetricsFailed, "metrics: "+werr.Error()))
 		}
 		if werr == nil || len(m.Servers) > 0 { // one failed server keeps the others' figures
 			rec.Server = &m
@@ -162,11 +178,16 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	}
 	if res != nil {
 		addRetries(&rec, res.Retried(), false)
+		if cfg.Warmup.Disabled {
+			rec.CacheBefore = cacheBefore(res, false)
+		}
+		r.records.add(c, "measured", plan, res)
+		rec.Client = &res.Client
 	}
 	if err == nil && r.router != nil {
 		err = r.router.Complete(ctx, completions(res, plan.Lengths.Each))
 	}
-	if err == nil {
+	if err == nil && !keepsOthers(ctx, cfg, res) {
 		err = res.Err()
 	}
 	if err != nil {
@@ -177,8 +198,12 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	if r.stages.Router != nil {
 		routedOver = r.stages.Workers
 	}
-	fig := figures(cfg, plan, res, routedOver)
+	fig := figures(cfg, plan, res, routedOver, r.tok)
 	rec.Figures = &fig
+	rec.PerServer = perServer(cfg, plan, res, r.servers, r.workerNames, rec.Server, r.tok)
+	if len(rec.PerServer) > 0 && !fig.Window.Valid {
+		fig.Window.Reason += "; each server's full-batch fwd over its share is in --wide, the CSV and the JSON"
+	}
 	rec.Status = report.StatusOK
 	if fig.Partial() {
 		rec.Status = report.StatusPartial
@@ -187,7 +212,19 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	if fig.Prompts != nil {
 		rec.PromptTokenDeviation = fig.Prompts.Sum
 	}
-	rec.Warnings = append(rec.Warnings, cellWarnings(cfg, c, &rec)...)
+	fixed, metricsFixed := r.metrics.observe(c.Key(), &fig, rec.Server)
+	ws, notReached := cellWarnings(cfg, c, &rec, metricsFixed)
+	if metricsFixed {
+		ws = append(ws, fixed)
+	}
+	ws, notReached = append(short, ws...), notReached || len(short) > 0
+	if late := resentAfterBatch(res); len(late) > 0 {
+		ws, notReached = append(ws, late...), true
+	}
+	rec.Warn(ws...)
+	if notReached {
+		rec.Status = report.StatusPartial
+	}
 	if fig.Prompts != nil && fig.Prompts.TruncationError != "" {
 		// The figures stay in the record; the cell is an error because the server did not
 		// process the prompts genload sent.
@@ -197,11 +234,31 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	return rec, nil
 }
 
+// keepsOthers reports whether a routed cell some of whose requests failed is measured over
+// the others (partial: the failed requests' sequences are left out, measure.ClassFailed)
+// rather than failed: at least one request succeeded and none was cut by the run ending.
+func keepsOthers(ctx context.Context, cfg *config.Config, res *recording.Result) bool {
+	if cfg.Mode != config.ModeRouted || ctx.Err() != nil {
+		return false
+	}
+	ok := false
+	for i := range res.Requests {
+		var re *recording.RequestError
+		switch err := res.Requests[i].Err; {
+		case err == nil:
+			ok = true
+		case errors.As(err, &re) && re.Kind == recording.KindCanceled:
+			return false
+		}
+	}
+	return ok
+}
+
 // figures computes the cell's figures from its recording (host/measure) with the run's
-// settings. Sequences routed over routedOver > 1 workers share no batch: the full-batch window
-// is then invalid, with that reason.
-func figures(cfg *config.Config, plan *cell.Plan, res *recording.Result, routedOver int) measure.Figures {
-	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0,
+// settings (tok: see cellRunner). Sequences routed over routedOver > 1 workers share no batch:
+// the full-batch window is then invalid, with that reason.
+func figures(cfg *config.Config, plan *cell.Plan, res *recording.Result, routedOver int, tok measure.TokenEnder) measure.Figures {
+	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0, Tokenizer: tok,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
 		PromptLengths: plan.Built, TextPrompts: plan.Texts != nil, TruncationWarns: cfg.Truncation == "warn"})
 	if routedOver > 1 && fig.Window.Valid {
@@ -229,6 +286,25 @@ func completions(res *recording.Result, lens []int) []plugin.Completion {
 		done = append(done, c)
 	}
 	return done
+}
+
+// cacheBefore sums the prompt and cached tokens of res's succeeded requests whose usage
+// counted cached tokens (nil when none did): what the server already held of the prompts
+// when they were first sent in the cell (warmup tells whose requests they were).
+func cacheBefore(res *recording.Result, warmup bool) *report.PromptCache {
+	var p *report.PromptCache
+	for i := range res.Requests {
+		q := &res.Requests[i]
+		if q.Err != nil || !q.HasUsage || !q.Usage.HasCached {
+			continue
+		}
+		if p == nil {
+			p = &report.PromptCache{Warmup: warmup}
+		}
+		p.Cached += q.Usage.CachedTokens
+		p.Prompt += q.Usage.PromptTokens
+	}
+	return p
 }
 
 // reportLengths is the results record of a cell's realised lengths.

@@ -262,14 +262,17 @@ type memWriter struct{ cells []report.Cell }
 
 func (w *memWriter) Cell(c report.Cell) error { w.cells = append(w.cells, c); return nil }
 
-// failOn is a dispatcher whose measured requests fail with HTTP 500 in the cells of length L
-// in bad, and succeed in lockstep elsewhere.
+// failOn is a dispatcher whose measured requests (every one of them: a routed cell with one
+// failed request is measured over the others) fail with HTTP 500 in the cells of length L in
+// bad, and succeed in lockstep elsewhere.
 func failOn(bad ...int) *canned {
 	return &canned{rec: func(p *cell.Plan) *recording.Result {
 		r := lockstep(p, 20*time.Millisecond, 2*time.Millisecond)
 		if !p.Warmup && slices.Contains(bad, p.Cell.SeqLen) {
 			re := &recording.RequestError{Kind: recording.KindHTTP, URL: "http://x/v1/completions", Status: 500, Message: "boom"}
-			r.Requests[0].Err, r.Requests[0].Error = re, re.Error()
+			for i := range r.Requests {
+				r.Requests[i].Err, r.Requests[i].Error = re, re.Error()
+			}
 		}
 		return r
 	}}
@@ -319,5 +322,34 @@ func TestRunCellsKeepsGoing(t *testing.T) {
 	}
 	if !strings.Contains(w.cells[1].Error, "status 500: boom") {
 		t.Fatalf("the failed cell's error: %q", w.cells[1].Error)
+	}
+}
+
+// A cell whose measured requests saturated the client says so first, and the record keeps the
+// client's load; the same recording without it raises no such warning.
+func TestCellSaysTheClientWasTheBottleneck(t *testing.T) {
+	cfg := fakeCfg(t, "array")
+	for _, busy := range []bool{false, true} {
+		d := &canned{rec: func(p *cell.Plan) *recording.Result {
+			res := lockstep(p, 20*time.Millisecond, 2*time.Millisecond)
+			res.Client = recording.ClientLoad{CPU: 190 * time.Millisecond, Wall: 100 * time.Millisecond, Cores: 2, CPUShare: 0.95}
+			if !busy {
+				res.Client.CPU, res.Client.CPUShare = 20*time.Millisecond, 0.1
+			}
+			return res
+		}}
+		cr := &cellRunner{cfg: cfg, client: d, stages: cell.Stages{Shape: recording.ModeArray,
+			Lengths: lengths.Stage{Source: fakeLengths{100, 100, 100, 100}, Lo: 80, Hi: 150}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+		rec, err := cr.measure(context.Background(), matrix.Cell{Index: 0, SeqLen: 100, Batch: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Client == nil || rec.Client.Cores != 2 {
+			t.Fatalf("record's client load %+v, want the recording's", rec.Client)
+		}
+		said := len(rec.Warnings) > 0 && strings.HasPrefix(rec.Warnings[0], "the client was the bottleneck: genload's process used 95 % of its 2 cores")
+		if said != busy {
+			t.Fatalf("busy client %v, warnings:\n%s", busy, strings.Join(rec.Warnings, "\n"))
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/lengths"
+	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/report"
 )
@@ -23,11 +24,9 @@ type loadedPlugins struct {
 	err     error // carries exitcode.PluginRejected
 }
 
-// loadPlugins creates the plugin host, loads the length plugin and calls it once for every
-// (L, B) of the configured grid and pairs with the range the run uses ([1, 2³¹−1]; the host
-// clamps afterwards). Results of "pure" plugins are cached by the plugin host, so the per-cell
-// calls of the run are answered from memory; for other plugins the calls only validate.
-// The host is returned (to be closed) even on error.
+// loadPlugins creates the plugin host and loads the length plugin (while the corpus is
+// tokenized). Its calls wait for the run's range of lengths: see checkLengths. The host is
+// returned (to be closed) even on error.
 func loadPlugins(ctx context.Context, cfg *config.Config) loadedPlugins {
 	host, err := plugin.NewHost(ctx, plugin.Options{Dir: cfg.Plugins.Dir, CallTimeout: cfg.Plugins.CallTimeout.Duration,
 		MemoryLimitPages: uint32(cfg.Plugins.MemoryLimitMiB * 16), Seed: cfg.Seed})
@@ -42,24 +41,23 @@ func loadPlugins(ctx context.Context, cfg *config.Config) loadedPlugins {
 		}
 		return loadedPlugins{host: host, err: exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: [%s]: %w", cfg.Where(key), key, err))}
 	}
-	if cfg.Mode == config.ModeN || !lp.Info().HasCap("pure") {
-		return loadedPlugins{host: host, lengths: lp}
-	}
-	var pairs [][2]int
-	for _, p := range cfg.Matrix.Pairs {
-		pairs = append(pairs, [2]int{p[0], p[1]})
-	}
-	if !cfg.Matrix.AutoSeqLens {
-		var grid [][2]int
-		for _, l := range cfg.Matrix.SeqLens {
-			for _, b := range cfg.Matrix.BatchSizes {
-				grid = append(grid, [2]int{l, b})
-			}
-		}
-		pairs = append(pairs, grid...)
-	}
-	if err := lengths.Prefetch(ctx, lp, pairs); err != nil {
-		return loadedPlugins{host: host, err: exitcode.With(exitcode.PluginRejected, err)}
-	}
 	return loadedPlugins{host: host, lengths: lp}
+}
+
+// checkLengths holds a "pure" length plugin to the ABI before any request is sent, with the
+// range [Lo, Hi] the cells use: the first cell's call made twice must give the same lengths
+// (the host caches a pure plugin's answer per cell, so a plugin that is not pure would be
+// measured with stale lengths), then every cell is asked once — a length out of range, a
+// wrong count or a rejected cell fails the run here, with the message `genload plugin check`
+// gives. A plugin that is not pure is held to the same checks at each cell, when it is called.
+// Errors carry exitcode.PluginRejected and name the cell.
+func checkLengths(ctx context.Context, lp *plugin.LengthsPlugin, st lengths.Stage, cells []matrix.Cell) error {
+	if st.Source == nil || len(cells) == 0 || !lp.Info().HasCap("pure") {
+		return nil
+	}
+	c := cells[0]
+	if err := lp.VerifyPure(ctx, c.Batch, c.SeqLen, st.Lo, st.Hi); err != nil {
+		return exitcode.With(exitcode.PluginRejected, fmt.Errorf("cell %s: %w", c.Key(), err))
+	}
+	return exitcode.With(exitcode.PluginRejected, st.Prefetch(ctx, cells))
 }

@@ -42,7 +42,7 @@ func clientOptions(cfg *config.Config, target, model, apiKey string, workers []c
 		TotalTimeout: cfg.Timeouts.Total.Duration, ContinuousUsage: cfg.ContinuousUsage,
 		StallSteps: cfg.Timeouts.StallSteps, StallMin: cfg.Timeouts.StallMin.Duration, Stall: cfg.Timeouts.Stall.Duration,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
-		Logprobs: logprobsOf(cfg),
+		Logprobs: logprobsOf(cfg), KeepText: retokenize(cfg),
 	}
 }
 

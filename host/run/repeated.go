@@ -13,8 +13,9 @@ import (
 
 // Repeated runs cfg with opt.Repeats set (genload run --repeat N or --until-cv: one results
 // file, a record per cell and repeat), then writes to opt.Stdout, after the run's table, what
-// genload consistency prints for its results file, as read back from it: the consistency of
-// each cell's repeats ([report.ConsistentRepeats]) and how each cell's repeats ended
+// genload consistency prints for its results file, as read back from it: whether the run is
+// comparable with itself (report.RunsComparability), the consistency of each cell's repeats
+// ([report.ConsistentRepeats]) and how each cell's repeats ended
 // ([WriteRepeats]); the GPU time is printed once, by Run with its other closing lines
 // (stderr). It returns the consistency for a threshold to be held against (nil when the run
 // failed before any cell had two measured repeats), and the run's error: a run that failed or
@@ -41,6 +42,7 @@ func Repeated(ctx context.Context, cfg *config.Config, opt Options) (*report.Con
 	}
 	c, cerr := report.ConsistentRepeats(r)
 	if cerr == nil {
+		fmt.Fprintln(opt.Stdout, report.RunsComparability([]*report.Run{r}, nil).Line())
 		c.WriteMarkdown(opt.Stdout)
 	} else if runErr == nil {
 		return nil, cerr
@@ -50,7 +52,8 @@ func Repeated(ctx context.Context, cfg *config.Config, opt Options) (*report.Con
 }
 
 // WriteConsistency writes to w the consistency of the results files files, read as runs
-// (genload consistency): of two or more runs, each cell's CV across them ([report.Consistent];
+// (genload consistency), after the line saying whether they are comparable
+// ([report.RunsComparability]): of two or more runs, each cell's CV across them ([report.Consistent];
 // a run with repeats counts as one run of its cells' pooled means; the N files of an earlier
 // genload's --repeat N are N such runs); of one run with repeats, each cell's CV over its own
 // repeats ([report.ConsistentRepeats]) and, when its header records the protocol, how each
@@ -63,6 +66,9 @@ func WriteConsistency(w io.Writer, runs []*report.Run, files []string) (*report.
 		if err != nil {
 			return nil, err
 		}
+		// Repeats of one matrix: every field must agree; the first line says whether they do.
+		// Runs are called by their run ids: the same line whichever file of a run is read.
+		fmt.Fprintln(w, report.RunsComparability(runs, nil).Line())
 		c.WriteMarkdown(w)
 		return c, nil
 	}
@@ -74,6 +80,7 @@ func WriteConsistency(w io.Writer, runs []*report.Run, files []string) (*report.
 	if err != nil {
 		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", files[0], err))
 	}
+	fmt.Fprintln(w, report.RunsComparability([]*report.Run{r}, nil).Line())
 	c.WriteMarkdown(w)
 	if _, ok := RuleOf(r.Header); ok {
 		cells, rule, err := RepeatsOf(r)

@@ -28,6 +28,7 @@ import (
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/gputime"
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/records"
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/shard"
@@ -69,6 +70,10 @@ type Options struct {
 	// file with a record per (cell, repeat). Not with Resume. A built-in engine draws each
 	// round's noise from its own seed, derived from the configured one and "repeat k".
 	Repeats *repeat.Rule
+	// Records, when not "", is a per-request records file to create (host/records: every
+	// warmup and measured sequence's send time, chunk times and token counts; genload run
+	// --records FILE.jsonl). It must not exist.
+	Records string
 	// EngineStart names what distinguishes this run's start of the built-in engine from the
 	// other starts of the same configuration in one invocation ("ab side B"): the [engine]
 	// noise seed used is derived from the configured one and it (engine.Noise.ForStart), so
@@ -164,6 +169,23 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		fmt.Fprintf(opt.Stderr, "dropped L=%d B=%d: %s\n", d.SeqLen, d.Batch, d.Reason)
 	}
 	cr.watcher = s.watcher(ctx)
+	cr.capacity = capacities(s.cfg, s.eng, s.target, s.workers, cr.watcher)
+	cr.announceCapacity(opt.Stderr, s.cells)
+	if opt.Records != "" {
+		origin := time.Now()
+		rw, err := records.Create(opt.Records, records.Header{Source: "run", ID: opt.RunID, Genload: opt.Version,
+			Started: origin.UTC(), Target: s.target, Model: s.model})
+		if err != nil {
+			return res, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("--records: %w", err))
+		}
+		cr.records = &cellRecords{w: rw, origin: origin}
+		defer func() {
+			if err := rw.Close(); err != nil {
+				fmt.Fprintf(opt.Stderr, "genload: %v\n", err)
+			}
+		}()
+		fmt.Fprintf(opt.Stderr, "  per-request records → %s\n", opt.Records)
+	}
 
 	keepGoing := s.cfg.Run.OnError == config.OnErrorContinue
 	var runErr error

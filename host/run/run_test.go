@@ -36,13 +36,13 @@ func TestEstimateWarningsFlagEachEstimateAgainstTheTruth(t *testing.T) {
 		Header: &measure.HeaderFigure{PerForward: measure.Summary{N: 1, Mean: 1157 * time.Microsecond}}}
 	m := &scrape.CellMetrics{Steps: scrape.Steps{HasTruthDecode: true, TruthDecodeStepTime: 1061 * time.Microsecond,
 		HasStepTime: true, StepTime: 422 * time.Microsecond}}
-	ws := estimateWarnings(f, m, true)
+	ws := texts(estimateWarnings(f, m, true, false))
 	if len(ws) != 2 || !strings.Contains(ws[0], "hdr fwd (timing headers) 1.157 ms is +9 %") ||
 		!strings.Contains(ws[1], "metrics fwd (/metrics) 0.422 ms is -60 %") || !strings.Contains(ws[1], "per token") {
 		t.Fatalf("warnings:\n%s", strings.Join(ws, "\n"))
 	}
 	// Without the engine's truth the client's figure is the reference.
-	ws = estimateWarnings(f, &scrape.CellMetrics{}, true)
+	ws = texts(estimateWarnings(f, &scrape.CellMetrics{}, true, false))
 	if len(ws) != 1 || !strings.Contains(ws[0], "of the client's fwd 1.096 ms") {
 		t.Fatalf("warnings without truth:\n%s", strings.Join(ws, "\n"))
 	}

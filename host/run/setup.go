@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -70,9 +71,10 @@ type setup struct {
 // still unset: the watcher's lines come after the run's first line). The error carries its
 // exit code.
 func (s *setup) run(ctx context.Context) (*cellRunner, error) {
-	// The length plugin is compiled, loaded and asked for the lengths of every configured cell
-	// while the corpus is tokenized: its cost overlaps prompt building, and a plugin that fails
-	// on any cell fails the run before any request is sent.
+	// The length plugin is compiled and loaded while the corpus is tokenized (its cost overlaps
+	// prompt building); once the range of lengths is known, a pure plugin is asked for every
+	// cell and held to the ABI (checkLengths), so that one failing on any cell fails the run
+	// before the first cell.
 	s.plugReady = make(chan loadedPlugins, 1)
 	cfg := s.cfg
 	exitcode.Go(func() { s.plugReady <- loadPlugins(ctx, cfg) })
@@ -93,9 +95,18 @@ func (s *setup) run(ctx context.Context) (*cellRunner, error) {
 		}
 	}
 	s.header = s.makeHeader()
-	cr := &cellRunner{cfg: s.cfg, stages: s.stages, client: s.client}
+	cr := &cellRunner{cfg: s.cfg, stages: s.stages, client: s.client, metrics: &metricHistory{}}
+	if retokenize(s.cfg) {
+		cr.tok = s.tok
+	}
 	if s.completer != nil {
 		cr.router = s.completer
+	}
+	if s.cfg.Mode == config.ModeRouted {
+		cr.servers = serverKeys(s.cfg, s.workers)
+		for _, w := range s.workers {
+			cr.workerNames = append(cr.workerNames, w.Name)
+		}
 	}
 	return cr, nil
 }
@@ -321,7 +332,11 @@ func (s *setup) matrix(context.Context) error {
 	var err error
 	s.cells, s.dropped, err = matrix.Build(matrixSpec(cfg, s.modelCtx, len(s.rows)))
 	if err != nil {
-		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", cfg.Where("matrix"), err))
+		key := "matrix"
+		if ke := (*matrix.KeyError)(nil); errors.As(err, &ke) {
+			key = ke.Key // the key at fault: the flag that set it, not another [matrix] flag
+		}
+		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", cfg.Where(key), err))
 	}
 	s.matrixCells = len(s.cells)
 	s.cells = s.opt.Shard.Cells(s.cells) // every cell keeps its whole-matrix Index (and so its prompts)
@@ -335,7 +350,6 @@ func matrixSpec(cfg *config.Config, modelCtx, rows int) matrix.Spec {
 		SeqLens: cfg.Matrix.SeqLens, BatchSizes: cfg.Matrix.BatchSizes, Pairs: cfg.Matrix.Pairs,
 		MaxKVCacheEntries: cfg.Matrix.MaxKVCacheEntries, AutoSeqLens: cfg.Matrix.AutoSeqLens,
 		MinSeqLen: cfg.Matrix.MinSeqLen, Context: modelCtx, MaxTokens: cfg.MaxTokens, CorpusRows: rows,
-		Distinct: cfg.Mode != config.ModeN,
 	}
 }
 
@@ -353,8 +367,12 @@ func (s *setup) loadPlugins(ctx context.Context) error {
 	s.stages = cell.Stages{Shape: recording.Mode(cfg.Mode), Lengths: lengths.Stage{Source: lp, Lo: s.minLen, Hi: s.maxLen},
 		Workers: len(s.workers), MaxTokens: cfg.MaxTokens}
 	if cfg.Mode == config.ModeN {
-		s.stages.Lengths.Source = nil // the legacy shape: B sequences of one prompt of length L
-		fmt.Fprintf(s.opt.Stderr, "mode \"n\": each cell sends one prompt of length L with n = B — B identical sequences, the shape older benchmarks used; the length plugin %s is not used, and fwd reads lower than for a ragged batch of distinct prompts (shared prefix, and a mixture-of-experts model routes identical tokens to the same experts)\n", lp.Info().Name)
+		s.stages.Lengths.Source = nil   // the legacy shape: B sequences of one prompt of length L
+		delete(s.pluginInfo, "lengths") // not used: the header does not name it
+		fmt.Fprintf(s.opt.Stderr, "mode \"n\": each cell sends one prompt of length L with n = B — B identical sequences, the shape older benchmarks used; the length plugin %s is ignored, and fwd reads lower than for a ragged batch of distinct prompts (shared prefix, and a mixture-of-experts model routes identical tokens to the same experts)\n", lp.Info().Name)
+	}
+	if err := checkLengths(ctx, lp, s.stages.Lengths, s.cells); err != nil {
+		return err
 	}
 	if cfg.Mode == config.ModeRouted {
 		rp, err := s.plugins.host.LoadRouter(ctx, cfg.Router.Plugin, cfg.Router.Config)
@@ -410,6 +428,11 @@ func (s *setup) makeHeader() report.Header {
 		Model: s.model, Context: s.modelCtx, ContextSource: s.contextSrc, Tokenizer: s.tok.Name(),
 		Corpus: s.corpusName, CorpusRows: len(s.rows), PromptOverhead: s.builder.Overhead(), MinLen: s.minLen, MaxLen: s.maxLen,
 		Plugins: s.pluginInfo, Engine: s.engineInfo, Cells: s.cells, Dropped: s.dropped, Config: cfg,
+	}
+	if st, err := modelStructure(cfg, s.engineInfo); err != nil {
+		fmt.Fprintf(s.opt.Stderr, "model structure not recorded (genload fit will need --experts E --active k for a mixture of experts): %v\n", err)
+	} else {
+		h.Structure = st
 	}
 	if r := s.opt.Repeats; r != nil {
 		headerRepeats(&h, r)

@@ -133,6 +133,7 @@ func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer, start string) (*
 		return nil, "", nil, fmt.Errorf("built-in engine: %w", err)
 	}
 	info := map[string]any{"profile": ecfg.Profile, "time_scale": ecfg.TimeScale, "quirks": q.String(),
+		"profile_hash":  ProfileHash(eng.Profile()),
 		"max_model_len": ecfg.MaxModelLen, "model": ecfg.ModelName,
 		"note": "figures are wall-clock at this time scale: divide by time_scale for the simulated GPU time"}
 	if ecfg.TimeScale == 1 {

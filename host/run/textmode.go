@@ -30,7 +30,9 @@ type textMode struct {
 //     constant excess of ≥ 3 tokens is a server that applies its own chat template to
 //     completions prompts; then the content is sent untemplated and the excess is counted
 //     as the server's template. An excess of 1 or 2 is special tokens the server adds that
-//     the local tokenizer does not (its own add_bos_token): counted in each length.
+//     the local tokenizer does not (its own add_bos_token): counted in each length, and a
+//     BOS the chat template writes is then left out of the text (tokenizer.TemplateBOS), so
+//     that the server reads one BOS, its own.
 //  3. Without a tokenize endpoint (counter nil), maxLen shrinks by prompt.UnverifiedMargin,
 //     so that a prompt the server counts a little longer still fits the context.
 //
@@ -71,7 +73,18 @@ func newTextMode(ctx context.Context, cfg *config.Config, tok *tokenizer.Tokeniz
 		tm.fitter = prompt.NewTextFitter(ub, tok, prompt.TextOptions{Added: added, Counter: counter, Extra: t.Extra})
 	case t.Consistent && t.Extra > 0:
 		// Special tokens the local tokenizer does not add (a server reading its own
-		// add_bos_token): counted in each length.
+		// add_bos_token): counted in each length. When the chat template writes a BOS of its
+		// own, the server would read two: the text goes without it.
+		if bos := tok.TemplateBOS(); bos != "" {
+			nb, err := newBuilder(func(content string) (string, error) {
+				return tok.ApplyChatTemplateNoBOS([]tokenizer.Message{{Role: "user", Content: content}}, true)
+			})
+			if err != nil {
+				return nil, err
+			}
+			tm.builder, b = nb, nb
+			fmt.Fprintf(stderr, "text prompts: %s: the chat template's own %q is not sent (the server's BOS takes its place)\n", t.Message, bos)
+		}
 		fmt.Fprintf(stderr, "text prompts: %s: counted in each length\n", t.Message)
 		tm.fitter = prompt.NewTextFitter(b, tok, prompt.TextOptions{Added: added, Counter: counter, Extra: t.Extra})
 	case t.Extra != 0 || !t.Consistent:

@@ -12,61 +12,83 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/scrape"
+	"github.com/genload/genload/host/scrape/scraped"
+	"github.com/genload/genload/host/warning"
 )
 
 // cellWarnings flags cells whose measurement missed its target, and gives the reason of every
-// absent figure (the table shows – for it).
-func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []string {
-	var ws []string
+// absent figure (the table shows – for it); notReached reports that the B sequences
+// certainly did not run as one batch (attainmentWarnings), which makes the cell partial.
+// metricsFixed reports that the server's /metrics step time does not vary with load
+// (metricHistory): it is then not compared with the other estimates.
+func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell, metricsFixed bool) (ws []warning.Warning, notReached bool) {
 	f := rec.Figures
 	if len(f.Errors) > 0 {
-		ws = append(ws, fmt.Sprintf("%d request errors: %s", len(f.Errors), f.Errors[0]))
+		ws = append(ws, warning.Newf(warning.RequestFailed, "%d of %s failed (their sequences are left out, the others kept): %s",
+			len(f.Errors), plural(requestsOf(cfg, cell), "request"), f.Errors[0]))
 	}
 	if rt := rec.Retries; rt != nil && rt.Warmup+rt.Measured > 0 { // Free resends (a closed keep-alive connection) cost nothing worth saying
-		ws = append(ws, fmt.Sprintf("requests resent: %d warmup, %d measured (%s): the figures are the last attempt's; the cell's wall and GPU time include the failed ones",
+		ws = append(ws, warning.Newf(warning.RequestsResent, "requests resent: %d warmup, %d measured (%s): the figures are the last attempt's; the cell's wall and GPU time include the failed ones",
 			rt.Warmup, rt.Measured, retryReasons(rt.Reasons)))
+	}
+	if p := rec.CacheBefore; rec.WasCached() {
+		first := "its warmup"
+		if !p.Warmup {
+			first = "its measured requests (no warmup: TTFT is not a cold prefill's)"
+		}
+		ws = append(ws, warning.Newf(warning.PromptsCached, "prompts already cached: %s found %.1f %% of the prompt tokens (%s of %s) in the server's prefix cache before the cell had sent them — an earlier run, repeat or cell sent the same prompts",
+			first, 100*float64(p.Cached)/float64(p.Prompt), warning.Thousands(p.Cached), warning.Thousands(p.Prompt)))
 	}
 	if p := f.Prompts; p != nil && p.TruncationError == "" {
 		if m := p.Message(); m != "" {
-			ws = append(ws, m)
+			ws = append(ws, warning.Of(m))
 		}
 	}
 	if f.ITL.N > 0 && f.ITL.P50 == 0 {
-		ws = append(ws, "over half of the chunk intervals are 0: chunks arrived together in one read (the client fell behind, or the server or network coalesced them); per-forward figures are unreliable")
+		ws = append(ws, warning.New(warning.ChunksTogether, "over half of the chunk intervals are 0: chunks arrived together in one read (the client fell behind, or the server or network coalesced them); per-forward figures are unreliable"))
 	}
 	switch {
 	case f.PerForward.N == 0:
-		ws = append(ws, "no per-forward figure: "+f.PerForwardReason)
+		ws = append(ws, warning.New(warning.FwdAbsent, "no per-forward figure: "+f.PerForwardReason))
 	case f.PerForwardReason != "":
-		ws = append(ws, fmt.Sprintf("fwd over %d of %d sequences: %s", f.PerForward.N, f.Sequences, f.PerForwardReason))
+		ws = append(ws, warning.Newf(warning.FwdSubset, "fwd over %d of %d sequences: %s", f.PerForward.N, f.Sequences, f.PerForwardReason))
 	}
 	if i := f.ITL; f.PerForward.N > 0 && i.P50 > 0 && i.P99 > 10*i.P50 && f.PerForward.Mean > 3*i.P50/2 {
-		ws = append(ws, fmt.Sprintf("fwd %.3f ms is %.1f× the median chunk interval %.3f ms, and ITL p99 is %.1f ms: a few very slow forward passes (host stalls, preemption, a loaded server) weigh on the mean; fwd fit and a repeat tell whether they are the server's",
+		ws = append(ws, warning.Newf(warning.SlowForwards, "fwd %.3f ms is %.1f× the median chunk interval %.3f ms, and ITL p99 is %.1f ms: a few very slow forward passes (host stalls, preemption, a loaded server) weigh on the mean; fwd fit and a repeat tell whether they are the server's",
 			measure.Ms(f.PerForward.Mean), float64(f.PerForward.Mean)/float64(i.P50), measure.Ms(i.P50), measure.Ms(i.P99)))
 	}
 	if f.PerForward.N > 0 && f.TokensUnverified > 0 {
-		ws = append(ws, fmt.Sprintf("%d of %d sequences' token counts are unverified (counted from chunks: the server sent no usable usage); the table shows them as a lower bound", f.TokensUnverified, f.Sequences))
+		ws = append(ws, warning.Newf(warning.TokensUnverified, "%d of %d sequences' token counts are unverified (counted from chunks: the server sent no usable usage); the table shows them as a lower bound", f.TokensUnverified, f.Sequences))
 	}
 	if f.TokensPerChunk > 1.05 && cfg.DraftTokens == 0 && f.PerForward.N > 0 {
-		ws = append(ws, fmt.Sprintf("chunks carry %.2f tokens on average: fwd counts one forward pass per token, which is right for a server that coalesces chunks (stream_interval) and wrong for one that speculates — then set draft_tokens = k to count forward passes",
+		ws = append(ws, warning.Newf(warning.TokensPerChunk, "chunks carry %.2f tokens on average: fwd counts one forward pass per token, which is right for a server that coalesces chunks (stream_interval) and wrong for one that speculates — then set draft_tokens = k to count forward passes",
 			f.TokensPerChunk))
 	}
 	for _, n := range sortedKeys(f.TokenNotes) {
-		ws = append(ws, fmt.Sprintf("token counts of %d of %d sequences: %s", f.TokenNotes[n], f.Sequences, n))
+		ws = append(ws, warning.Newf(warning.TokenCountSource, "token counts of %d of %d sequences: %s", f.TokenNotes[n], f.Sequences, n))
 	}
-	ws = append(ws, f.Checks...)
-	ws = append(ws, estimateWarnings(f, rec.Server, cfg.DraftTokens > 0)...)
+	for _, c := range f.Checks {
+		ws = append(ws, warning.Of(c))
+	}
+	ws = append(ws, estimateWarnings(f, rec.Server, cfg.DraftTokens > 0, metricsFixed)...)
 	if h := f.Header; h != nil && h.PerForward.N == 0 && h.Reason != "" {
-		ws = append(ws, "hdr fwd absent: "+h.Reason)
+		ws = append(ws, warning.New(warning.HeaderFwdAbsent, "hdr fwd absent: "+h.Reason))
 	}
 	if rec.Server != nil {
 		ws = append(ws, rec.Server.Notes()...)
 	}
-	ws = append(ws, attainmentWarnings(cfg, cell, rec)...)
+	att, notReached := attainmentWarnings(cfg, cell, rec)
+	ws = append(ws, att...)
+	sw, swNotReached := serverWarnings(rec.PerServer, f.PerForward)
+	ws, notReached = append(ws, sw...), notReached || swNotReached
+	if w := rec.Client.Bottleneck(f.ITL.P50); w != "" { // first: the figures and warnings above are then the client's
+		ws = append([]warning.Warning{warning.New(warning.ClientBottleneck, w)}, ws...)
+	}
 	if !f.Window.Valid && f.Window.Reason != "" {
-		ws = append(ws, "no full-batch figure: "+f.Window.Reason)
+		ws = append(ws, warning.New(warning.FullBatchAbsent, "no full-batch figure: "+f.Window.Reason))
 	}
 	if cfg.Mode == config.ModeRouted && rec.Workers != nil {
 		used := map[int]bool{}
@@ -74,33 +96,106 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []stri
 			used[w] = true
 		}
 		if len(used) > 1 {
-			ws = append(ws, fmt.Sprintf("routed over %d workers: B = %d is the total; each worker ran about %s", len(used), cell.Batch, plural((cell.Batch+len(used)-1)/len(used), "sequence")))
+			ws = append(ws, warning.Newf(warning.RoutedSplit, "routed over %d workers: B = %d is the total; each worker ran about %s", len(used), cell.Batch, plural((cell.Batch+len(used)-1)/len(used), "sequence")))
 		}
+	}
+	return ws, notReached
+}
+
+// requestsOf is the number of requests a cell of cfg sends: B routed, else one.
+func requestsOf(cfg *config.Config, cell matrix.Cell) int {
+	if cfg.Mode == config.ModeRouted {
+		return cell.Batch
+	}
+	return 1
+}
+
+// resentAfterBatch names each request of res that was resent (after a failure counted
+// against the retries) and whose last attempt was sent after some of the other requests'
+// sequences had finished (their last chunk, or finish, before it): its sequences never
+// decoded with the whole batch, which was therefore not reached. A request is resent
+// after [warmup] retry_delay (500 ms by default, doubled per attempt), longer than a short
+// cell's decode (48 tokens of 8 ms steps: 384 ms), so in routed mode a resend mostly misses
+// the batch.
+func resentAfterBatch(res *recording.Result) []warning.Warning {
+	if res == nil || len(res.Requests) < 2 {
+		return nil
+	}
+	ends := make([]time.Duration, len(res.Sequences))
+	for i := range res.Sequences {
+		s := &res.Sequences[i]
+		ends[i] = -1
+		if n := s.Marks.Len(); n > 0 && s.Finished {
+			ends[i] = max(s.FinishAt, s.Marks.At(n-1))
+		}
+	}
+	var ws []warning.Warning
+	for qi := range res.Requests {
+		q := &res.Requests[qi]
+		counted := 0
+		for _, rt := range q.Retries {
+			if !rt.Free {
+				counted++
+			}
+		}
+		if counted == 0 || q.Err != nil {
+			continue
+		}
+		others, done := 0, 0
+		var last time.Duration
+		for i := range res.Sequences {
+			if res.Sequences[i].Request == qi {
+				continue
+			}
+			others++
+			if ends[i] >= 0 && ends[i] < q.Sent {
+				done++
+				last = max(last, ends[i])
+			}
+		}
+		if done == 0 {
+			continue
+		}
+		name := q.WorkerName
+		if name == "" {
+			name = fmt.Sprint(q.Worker)
+		}
+		ws = append(ws, warning.Newf(warning.ResentAfterBatch, "resent after the batch: request %d (worker %s) was resent after %s (%s) and sent at %.0f ms, when %d of the other %d sequences had finished (the last at %.0f ms): its sequences never decoded with the whole batch; a shorter [warmup] retry_delay lets a resend join it",
+			qi, name, plural(counted, "failure"), q.Retries[len(q.Retries)-1].Reason, measure.Ms(q.Sent), done, others, measure.Ms(last)))
 	}
 	return ws
 }
 
-// attainmentWarnings says whether the cell's B sequences ran as one batch. The server's
-// running gauge decides where it was sampled (≥ 3 samples, every 20 ms; per server when
-// routed over several, in Notes); otherwise the client's marks (measure.Attain) — and a cell
-// whose attainment nobody can tell says so, since its figures may be for a smaller batch.
-func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) []string {
+// attainmentWarnings says whether the cell's B sequences ran as one batch; notReached
+// reports that they certainly did not (the cell is then partial, its figures kept). The
+// server's running gauge decides where it was sampled (≥ scraped.MinSamples samples, every
+// 20 ms), by its distribution (scraped.Occupancy.Judge: at most Max < B running is not
+// reached; per server when routed over several, in Notes); otherwise the client's marks
+// (measure.Attain), whose "at most k < B sequences decoding at once" is as certain — and a
+// cell whose attainment nobody can tell says so, since its figures may be for a smaller
+// batch.
+func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) (ws []warning.Warning, notReached bool) {
 	if m := rec.Server; m != nil && len(m.Servers) > 1 {
-		return nil // each server against its share of B: rec.Server.Notes
+		return nil, m.NotReached() // each server against its share of B: rec.Server.Notes
 	}
-	if m := rec.Server; m != nil && m.Occupancy.Samples >= 3 {
+	if len(rec.PerServer) > 1 {
+		return nil, false // each server's share by the client's marks: serverWarnings
+	}
+	if m := rec.Server; m != nil && m.Occupancy.Samples >= scraped.MinSamples {
 		o := m.Occupancy
-		switch {
-		case o.Max > cell.Batch:
-			return []string{fmt.Sprintf("the server ran up to %d requests at once, more than B = %d: other load shares it", o.Max, cell.Batch)}
-		case cfg.Mode != config.ModeN && o.Mode < cell.Batch:
-			return []string{fmt.Sprintf("batch attainment: the server mostly ran %s at once, not B = %d (%.0f %% of samples at B)", plural(o.Mode, "sequence"), cell.Batch, 100*o.AtTarget)}
+		o.Target = cell.Batch
+		if cfg.Mode == config.ModeN && o.Max <= cell.Batch {
+			return nil, false // one request of n = B: a gauge of requests counts it once
 		}
-		return nil
+		w, ok := o.Judge("the server", fmt.Sprintf("B = %d", cell.Batch))
+		if !ok {
+			return nil, false
+		}
+		return []warning.Warning{w}, w.Name == warning.BatchNotReached
 	}
 	a := rec.Figures.Attainment
 	if a == nil {
-		return nil
+		return nil, false
 	}
 	src := "no running-requests gauge from /metrics"
 	if rec.Server != nil {
@@ -108,18 +203,25 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) 
 	}
 	switch a.State {
 	case measure.AttainmentProbablyNotReached:
-		return []string{fmt.Sprintf("batch probably not reached (%s; the client's marks): %s", src, a.Reason)}
+		if counted := rec.Figures.Sequences - len(rec.Figures.LeftOut); a.Concurrency < cell.Batch && a.Concurrency < counted {
+			// The streams' [first, last mark] spans overlap at most k < B at a time: some
+			// sequences decoded after others had finished.
+			return []warning.Warning{warning.Newf(warning.BatchNotReached, "batch not reached (%s; the client's marks): %s; the figures are kept, for a batch of at most %d",
+				src, a.Reason, a.Concurrency)}, true
+		}
+		return []warning.Warning{warning.Newf(warning.BatchNotReached, "batch probably not reached (%s; the client's marks): %s", src, a.Reason)}, false
 	case measure.AttainmentUnknown:
-		return []string{fmt.Sprintf("batch attainment unknown (%s; the client's marks cannot tell: %s)", src, a.Reason)}
+		return []warning.Warning{warning.Newf(warning.AttainmentUnknown, "batch attainment unknown (%s; the client's marks cannot tell: %s)", src, a.Reason)}, false
 	}
 	if rec.Server != nil {
 		// The gauge exists but the cell was too short to sample it ≥ 3 times; the client's
 		// marks agree with one batch of B.
-		return nil
+		return nil, false
 	}
 	// The client's marks agree with one batch of B, but only the server can confirm it (and
 	// only it can show other load sharing the batch).
-	return []string{fmt.Sprintf("batch attainment unknown (%s): the client saw %s decoding together, consistent with B = %d", src, plural(a.Concurrency, "sequence"), cell.Batch)}
+	return []warning.Warning{warning.Newf(warning.AttainmentUnknown, "batch attainment unknown (%s): the client saw %s decoding together, consistent with B = %d",
+		src, plural(a.Concurrency, "sequence"), cell.Batch)}, false
 }
 
 // sortedKeys returns m's keys in ascending order (so that warnings come out the same in
@@ -138,7 +240,7 @@ func sortedKeys(m map[string]int) []string {
 // flags a gap above 5 %. The reference is the built-in engine's own decode step time when it
 // is known, else the client's figure. /metrics on vLLM and SGLang is an inter-token latency:
 // per token, not per forward pass, when chunks carry several tokens (speculative decoding).
-func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards bool) []string {
+func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards, metricsFixed bool) []warning.Warning {
 	if f.PerForward.N == 0 {
 		return nil
 	}
@@ -155,10 +257,10 @@ func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards b
 	if d := headerMean(f); d > 0 {
 		others = append(others, est{"hdr fwd (timing headers)", d})
 	}
-	if m != nil && m.Steps.HasStepTime && m.Steps.StepTime > 0 {
+	if m != nil && m.Steps.HasStepTime && m.Steps.StepTime > 0 && !metricsFixed {
 		others = append(others, est{"metrics fwd (/metrics)", m.Steps.StepTime})
 	}
-	var ws []string
+	var ws []warning.Warning
 	for _, e := range others {
 		dev := float64(e.d)/float64(ref.d) - 1
 		if math.Abs(dev) <= 0.05 {
@@ -172,8 +274,10 @@ func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards b
 			why = "speculative decoding: see draft_tokens"
 		case strings.HasPrefix(e.name, "hdr"):
 			why = "the header's generation time or acceptance does not match the forward passes seen (check draft_tokens)"
+		case strings.HasPrefix(e.name, "metrics"):
+			why = "the server's metric may not be its step time — a fixed or configured value, which the next cells tell by whether it follows the load — or a late first token or a stall moved the client's decode window"
 		}
-		ws = append(ws, fmt.Sprintf("per-forward estimates disagree: %s %.3f ms is %+.0f %% of %s %.3f ms (%s)",
+		ws = append(ws, warning.Newf(warning.EstimatesDisagree, "per-forward estimates disagree: %s %.3f ms is %+.0f %% of %s %.3f ms (%s)",
 			e.name, float64(e.d)/1e6, 100*dev, ref.name, float64(ref.d)/1e6, why))
 	}
 	return ws
@@ -227,4 +331,57 @@ func retryReasons(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s ×%d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// metricHistory holds, over a run's cells so far, the server's /metrics step time beside the
+// reference figure of each cell (the engine's truth where known, else the client's fwd): a
+// metric that stays put while the reference moves does not vary with load.
+type metricHistory struct {
+	points []metricPoint
+}
+
+// metricPoint is one cell's /metrics step time and reference figure.
+type metricPoint struct {
+	cell         string
+	metrics, ref time.Duration
+	refName      string
+}
+
+// Fixed-metric thresholds: a cell's /metrics step time within MetricSame of another's while
+// their references differ by more than MetricMoved.
+const (
+	MetricSame  = 0.005
+	MetricMoved = 0.10
+)
+
+// observe adds the cell's figures to h and returns the warning that the server's /metrics
+// step time does not vary with load, when it reads within MetricSame of the same value in
+// this and an earlier cell whose reference figures are more than MetricMoved apart
+// (ok false otherwise, and for a cell without both figures).
+func (h *metricHistory) observe(key string, f *measure.Figures, m *scrape.CellMetrics) (w warning.Warning, ok bool) {
+	if h == nil || f == nil || m == nil || !m.Steps.HasStepTime || m.Steps.StepTime <= 0 || f.PerForward.N == 0 {
+		return w, false
+	}
+	p := metricPoint{cell: key, metrics: m.Steps.StepTime, ref: f.PerForward.Mean, refName: "client fwd"}
+	if m.Steps.HasTruthDecode && m.Steps.TruthDecodeStepTime > 0 {
+		p.ref, p.refName = m.Steps.TruthDecodeStepTime, "engine's own decode step time"
+	}
+	h.points = append(h.points, p)
+	var same []metricPoint
+	lo, hi := p.ref, p.ref
+	for _, q := range h.points {
+		if math.Abs(float64(q.metrics)/float64(p.metrics)-1) <= MetricSame {
+			same = append(same, q)
+			lo, hi = min(lo, q.ref), max(hi, q.ref)
+		}
+	}
+	if len(same) < 2 || float64(hi)/float64(lo)-1 <= MetricMoved {
+		return w, false
+	}
+	cells := make([]string, len(same))
+	for i, q := range same {
+		cells[i] = q.cell
+	}
+	return warning.Newf(warning.MetricConstant, "server metric does not vary with load: metrics fwd (/metrics) reads %.3f ms in %d cells (%s) whose %s spans %.3f–%.3f ms: the server reports a fixed or configured value, not its step time, and it is not compared with the other figures",
+		measure.Ms(p.metrics), len(same), strings.Join(cells, "; "), p.refName, measure.Ms(lo), measure.Ms(hi)), true
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/sse"
+	"github.com/genload/genload/host/warning"
 )
 
 // warningsOf builds a cell of b sequences of max_tokens 20 on a 5 ms step, the last zero of them
@@ -34,8 +35,21 @@ func warningsOf(t *testing.T, b, zero int, o measure.Options, usage sse.Usage) (
 	o.MaxTokens = 20
 	f := measure.Compute(res, o)
 	rec := report.Cell{Figures: &f}
-	return cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: b}, &rec), &f
+	ws, _ := cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: b}, &rec, false)
+	return texts(ws), &f
 }
+
+// texts are the warnings' texts.
+func texts(ws []warning.Warning) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.Text
+	}
+	return out
+}
+
+// joined is the texts of cellWarnings' warnings, one a line (its verdict ignored).
+func joined(ws []warning.Warning, _ bool) string { return strings.Join(texts(ws), "\n") }
 
 func TestCellWarningsSayTheRealCause(t *testing.T) {
 	// 4 of 10 with no token: the cell is partial, fwd is over 6, and nothing blames max_tokens.
@@ -63,12 +77,12 @@ func TestResendsAreWarnedOf(t *testing.T) {
 	_, f := warningsOf(t, 1, 0, measure.Options{}, sse.Usage{})
 	rec := report.Cell{Figures: f, Retries: &report.Retries{Measured: 2, Free: 1,
 		Reasons: map[string]int{"status 500: Internal Server Error": 2, "connection closed by the server": 1}}}
-	ws := strings.Join(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &rec), "\n")
+	ws := joined(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &rec, false))
 	if want := "requests resent: 0 warmup, 2 measured (status 500: Internal Server Error ×2, connection closed by the server ×1)"; !strings.Contains(ws, want) {
 		t.Errorf("warnings lack %q:\n%s", want, ws)
 	}
 	rec.Retries = &report.Retries{Free: 3, Reasons: map[string]int{"connection closed by the server": 3}}
-	if ws := strings.Join(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &rec), "\n"); strings.Contains(ws, "resent") {
+	if ws := joined(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &rec, false)); strings.Contains(ws, "resent") {
 		t.Errorf("a keep-alive resend alone is warned of:\n%s", ws)
 	}
 }
@@ -91,7 +105,7 @@ func TestStallInflatedMeanIsWarnedOf(t *testing.T) {
 	s.CompletionTokens, s.TokenSource, s.HasUsage = 20, sse.TokensChoiceUsage, true
 	res.Sequences = append(res.Sequences, s)
 	f := measure.Compute(res, measure.Options{MaxTokens: 20})
-	ws := strings.Join(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &report.Cell{Figures: &f}), "\n")
+	ws := joined(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &report.Cell{Figures: &f}, false))
 	if want := "fwd 15.263 ms is 3.1× the median chunk interval 5.000 ms, and ITL p99 is 200.0 ms"; !strings.Contains(ws, want) {
 		t.Errorf("warnings lack %q:\n%s", want, ws)
 	}

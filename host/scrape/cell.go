@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -75,6 +76,15 @@ func Delta(n Names, before, after Snapshot, finished int) Steps {
 	}
 	if dc, ds, why := dHist(TruthDecodeStepDuration); why == "" {
 		st.TruthDecodeStepTime, st.HasTruthDecode = secs(ds/dc), true
+	}
+	if dp, why := dVal(TruthPlannedSeconds); why == "" && dp > 0 {
+		do, _ := dVal(TruthOverrunSeconds)
+		o := &scraped.Overrun{Late: do / dp}
+		if _, dw, w := dHist(TruthStepDuration); w == "" {
+			o.Share = max(0, dw-dp) / dp
+		}
+		o.Steps, o.P50, o.P99 = histDeltaQuantiles(before, after, TruthOverrunRatio, 0.5, 0.99)
+		st.Overrun = o
 	}
 	if _, ok := after.Families[TruthSteps]; ok {
 		if d, why := dVal(TruthSteps); why == "" {
@@ -273,11 +283,12 @@ type Watcher struct {
 
 // watched is one server of a Watcher.
 type watched struct {
-	url     string
-	workers []string
-	names   Names
-	scraper *Scraper
-	before  Snapshot
+	url      string
+	workers  []string
+	names    Names
+	scraper  *Scraper
+	before   Snapshot
+	capacity Capacity // from its first scrape (CapacityOf); zero when it says none
 }
 
 // NewWatcher scrapes metricsURL once and detects the server family from its running
@@ -317,7 +328,8 @@ func NewRoutedWatcher(ctx context.Context, workers []Worker, apiKey string, inte
 			}
 			k = len(w.servers)
 			byURL[wk.MetricsURL] = k
-			w.servers = append(w.servers, &watched{url: wk.MetricsURL, names: n, scraper: sc, before: snap})
+			c, _ := CapacityOf(snap)
+			w.servers = append(w.servers, &watched{url: wk.MetricsURL, names: n, scraper: sc, before: snap, capacity: c})
 		}
 		w.servers[k].workers = append(w.servers[k].workers, wk.Name)
 		w.worker[i] = k
@@ -329,6 +341,17 @@ func NewRoutedWatcher(ctx context.Context, workers []Worker, apiKey string, inte
 	}
 	w.sampler = newSampler(scs, names, interval)
 	return w, nil
+}
+
+// Capacity returns the capacity that the server of worker (an index into the workers given
+// to NewRoutedWatcher; 0 for NewWatcher's) reported in its /metrics when the watcher was made
+// (CapacityOf); ok is false when it reported none.
+func (w *Watcher) Capacity(worker int) (c Capacity, ok bool) {
+	if worker < 0 || worker >= len(w.worker) {
+		return c, false
+	}
+	c = w.servers[w.worker[worker]].capacity
+	return c, c.Known()
 }
 
 // Servers returns the number of distinct servers watched.
@@ -449,4 +472,55 @@ func (w *Watcher) URLs() []string {
 		u[i] = s.url
 	}
 	return u
+}
+
+// histDeltaQuantiles returns the observations of histogram name between two snapshots and the
+// upper bounds of the buckets holding its q1 and q2 quantiles (the largest finite bound for
+// an observation above it); zeros when it is absent or had no observation.
+func histDeltaQuantiles(before, after Snapshot, name string, q1, q2 float64) (n, v1, v2 float64) {
+	// cumulative counts by upper bound, summed over the family's series
+	buckets := func(s Snapshot) (map[float64]float64, float64) {
+		cum, total := map[float64]float64{}, 0.0
+		f, ok := s.Families[name]
+		if !ok {
+			return cum, 0
+		}
+		for _, m := range f.GetMetric() {
+			h := m.GetHistogram()
+			if h == nil {
+				continue
+			}
+			for _, b := range h.GetBucket() {
+				cum[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+			}
+			total += float64(h.GetSampleCount())
+		}
+		return cum, total
+	}
+	c1, t1 := buckets(after)
+	c0, t0 := buckets(before)
+	n = t1 - t0
+	if n <= 0 {
+		return 0, 0, 0
+	}
+	var bounds []float64
+	for b := range c1 {
+		if !math.IsInf(b, 1) {
+			bounds = append(bounds, b)
+		}
+	}
+	slices.Sort(bounds)
+	q := func(p float64) float64 {
+		rank := math.Max(1, math.Round(p*n))
+		for _, b := range bounds {
+			if c1[b]-c0[b] >= rank {
+				return b
+			}
+		}
+		if len(bounds) == 0 {
+			return 0
+		}
+		return bounds[len(bounds)-1]
+	}
+	return n, q(q1), q(q2)
 }

@@ -71,6 +71,9 @@ const (
 	TruthStepDuration       = "genload_engine_step_duration_seconds"
 	TruthDecodeStepDuration = "genload_engine_decode_step_duration_seconds"
 	TruthSteps              = "genload_engine_steps_total"
+	TruthPlannedSeconds     = "genload_engine_step_planned_seconds_total"
+	TruthOverrunSeconds     = "genload_engine_step_overrun_seconds_total"
+	TruthOverrunRatio       = "genload_engine_step_overrun_ratio"
 )
 
 // Snapshot is one parsed scrape.

@@ -3,6 +3,8 @@ package scrape
 import (
 	"context"
 	"fmt"
+	"github.com/genload/genload/host/warning"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -192,5 +194,61 @@ func TestDeltaSGLangSpeculation(t *testing.T) {
 	st := Delta(SGLang, snap(t, text(0, 0, 2.5)), snap(t, text(100, 1, 2.5)), 2)
 	if st.HasStepTime || !strings.Contains(st.StepTimeReason, "speculates (sglang:spec_accept_length 2.50") {
 		t.Fatalf("sglang with speculation %+v", st)
+	}
+}
+
+// engineOverrunText is the built-in engine's overrun record after the given steps: planned and
+// overrun seconds and a ratio histogram with counts per bucket (le 0.01, 0.1, 1, +Inf).
+func engineOverrunText(planned, overrun, measured float64, counts [4]int) string {
+	cum, total := [4]int{}, 0
+	for i, c := range counts {
+		total += c
+		cum[i] = total
+	}
+	return fmt.Sprintf(`# TYPE genload_engine_step_duration_seconds histogram
+genload_engine_step_duration_seconds_bucket{le="+Inf"} %d
+genload_engine_step_duration_seconds_sum %g
+genload_engine_step_duration_seconds_count %d
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 1
+# TYPE genload_engine_step_planned_seconds_total counter
+genload_engine_step_planned_seconds_total %g
+# TYPE genload_engine_step_overrun_seconds_total counter
+genload_engine_step_overrun_seconds_total %g
+# TYPE genload_engine_step_overrun_ratio histogram
+genload_engine_step_overrun_ratio_bucket{le="0.01"} %d
+genload_engine_step_overrun_ratio_bucket{le="0.1"} %d
+genload_engine_step_overrun_ratio_bucket{le="1"} %d
+genload_engine_step_overrun_ratio_bucket{le="+Inf"} %d
+genload_engine_step_overrun_ratio_sum 0
+genload_engine_step_overrun_ratio_count %d
+`, total, measured, total, planned, overrun, cum[0], cum[1], cum[2], cum[3], total)
+}
+
+// The cell's engine overrun is the delta of the engine's record: the steps' measured time
+// beyond the planned, net (Share) and before repayment (Late), and the quantiles of the steps'
+// delays in the cell; above 2 % net a note says the host was busy.
+func TestDeltaEngineOverrun(t *testing.T) {
+	n := Names{Dialect: "vllm"}
+	before := snap(t, engineOverrunText(1.0, 0.5, 1.2, [4]int{10, 0, 0, 5}))
+	// in the cell: 100 steps, 2 s planned, 2.1 s measured (5 % net), 0.3 s of delays (15 %):
+	// 90 under 1 %, 9 under 10 %, 1 under 100 %
+	after := snap(t, engineOverrunText(3.0, 0.8, 3.3, [4]int{100, 9, 1, 5}))
+	o := Delta(n, before, after, 0).Overrun
+	if o == nil || o.Steps != 100 || math.Abs(o.Share-0.05) > 1e-9 || math.Abs(o.Late-0.15) > 1e-9 || o.P50 != 0.01 || o.P99 != 0.1 {
+		t.Fatalf("overrun %+v: want 100 steps, share 0.05, late 0.15, p50 ≤ 1 %%, p99 ≤ 10 %%", o)
+	}
+	note := (&CellMetrics{Steps: Steps{Overrun: o}}).Notes()
+	if len(note) != 1 || note[0].Name != warning.EngineOverrun || !strings.Contains(note[0].Text, "ran 5.0 % over their planned wall time in all (one step's delay p50 1.0 %, p99 10 %") {
+		t.Fatalf("notes %q", note)
+	}
+	// delays repaid: 0.3 s late, but 2.02 s measured for 2 s planned (1 % net): no note
+	quiet := snap(t, engineOverrunText(3.0, 0.8, 3.22, [4]int{100, 9, 1, 5}))
+	if o := Delta(n, before, quiet, 0).Overrun; o == nil || math.Abs(o.Share-0.01) > 1e-9 || len((&CellMetrics{Steps: Steps{Overrun: o}}).Notes()) != 0 {
+		t.Fatalf("1 %% net overrun %+v: want no note", o)
+	}
+	// no planned time (the engine does not sleep, or another server): no record
+	if o := Delta(n, before, before, 0).Overrun; o != nil {
+		t.Fatalf("no steps: overrun %+v, want none", o)
 	}
 }

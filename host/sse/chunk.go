@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -109,6 +110,18 @@ type Chunk struct {
 	// Usage is the chunk's usage object, valid when HasUsage (usage present and not null).
 	Usage    Usage
 	HasUsage bool
+	// Timings is llama.cpp's "timings" object (on a task's final chunk), valid when
+	// HasTimings.
+	Timings    Timings
+	HasTimings bool
+}
+
+// Timings is the server's own account of one sequence's decoding (llama.cpp's "timings":
+// predicted_n tokens decoded, the first included, in predicted_ms from the first token's
+// sampling to the last's).
+type Timings struct {
+	PredictedN  int     `json:"predicted_n"`
+	PredictedMs float64 `json:"predicted_ms"`
 }
 
 // Decoder decodes completion chunk events, reusing its memory and Chunk: after the first
@@ -125,7 +138,7 @@ type Decoder struct {
 
 	// one-pass key visitors (method values made once, so Visit does not allocate)
 	topFn, choiceFn func([]byte, *fastjson.Value)
-	ev, cv, uv      *fastjson.Value
+	ev, cv, uv, tmv *fastjson.Value
 	objErr          bool
 	iv, tv, fv, lv  *fastjson.Value
 }
@@ -139,6 +152,10 @@ func (d *Decoder) onTop(k []byte, x *fastjson.Value) {
 	case "usage":
 		if d.uv == nil {
 			d.uv = x
+		}
+	case "timings":
+		if d.tmv == nil {
+			d.tmv = x
 		}
 	case "error":
 		if d.ev == nil {
@@ -194,13 +211,23 @@ var (
 	doneSentinel = []byte("[DONE]")
 )
 
+// isDone reports the `[DONE]` sentinel, with any spaces or tabs around it: a server that
+// writes `data:  [DONE]` (two spaces; the SSE field separator removes one) ends its stream
+// as one that writes `data: [DONE]`.
+func isDone(data []byte) bool {
+	if len(data) > len(doneSentinel)+8 || len(data) < len(doneSentinel) {
+		return false
+	}
+	return string(bytes.Trim(data, " \t")) == "[DONE]"
+}
+
 // Decode parses one event's data. It returns an error (naming the first bytes of the
 // data) when the data is neither `[DONE]` nor a JSON object, or when a field has the
 // wrong type (choices not an array, index not a non-negative integer). The Chunk and its
 // slices are valid until the next Decode; data is not retained or modified.
 func (d *Decoder) Decode(data []byte) (*Chunk, error) {
 	d.resetChunk()
-	if len(data) == len(doneSentinel) && string(data) == "[DONE]" {
+	if isDone(data) {
 		d.chunk.Done = true
 		return &d.chunk, nil
 	}
@@ -213,8 +240,8 @@ func (d *Decoder) Decode(data []byte) (*Chunk, error) {
 
 func (d *Decoder) resetChunk() {
 	c := &d.chunk
-	c.Done, c.Err, c.HasUsage = false, nil, false
-	c.Usage = Usage{}
+	c.Done, c.Err, c.HasUsage, c.HasTimings = false, nil, false, false
+	c.Usage, c.Timings = Usage{}, Timings{}
 	c.Choices = c.Choices[:0]
 }
 
@@ -233,7 +260,7 @@ func (d *Decoder) decodeFastjson(data []byte) (*Chunk, error) {
 	if d.topFn == nil {
 		d.topFn, d.choiceFn = d.onTop, d.onChoice
 	}
-	d.ev, d.cv, d.uv, d.objErr = nil, nil, nil, false
+	d.ev, d.cv, d.uv, d.tmv, d.objErr = nil, nil, nil, nil, false
 	// One pass over the keys (first occurrence wins, as with Get).
 	o.Visit(d.topFn)
 	ev, cv, uv, objErr := d.ev, d.cv, d.uv, d.objErr
@@ -289,6 +316,11 @@ func (d *Decoder) decodeFastjson(data []byte) (*Chunk, error) {
 		}
 		if ct := uv.Get("prompt_tokens_details", "cached_tokens"); ct != nil && ct.Type() == fastjson.TypeNumber {
 			c.Usage.CachedTokens, c.Usage.HasCached = ct.GetInt(), true
+		}
+	}
+	if tm := d.tmv; tm != nil && tm.Type() == fastjson.TypeObject {
+		if n, ms := tm.Get("predicted_n"), tm.Get("predicted_ms"); n != nil && ms != nil && n.Type() == fastjson.TypeNumber && ms.Type() == fastjson.TypeNumber {
+			c.Timings, c.HasTimings = Timings{PredictedN: n.GetInt(), PredictedMs: ms.GetFloat64()}, true
 		}
 	}
 	return c, nil

@@ -4,13 +4,15 @@ import (
 	"bytes"
 
 	"github.com/genload/genload/host/internal/jsonscan"
+	"github.com/valyala/fastjson/fastfloat"
 )
 
 // The fast path of Decoder.Decode: one forward pass over the event bytes that walks the
 // top-level object, skips every value it does not need without building anything, and
 // extracts only choices[].{index,text,finish_reason}, the length of
 // choices[].logprobs.tokens (else of choices[].logprobs.content) and usage.{prompt_tokens,
-// completion_tokens,total_tokens,prompt_tokens_details.cached_tokens}.
+// completion_tokens,total_tokens,prompt_tokens_details.cached_tokens}, and llama.cpp's
+// timings.{predicted_n,predicted_ms} (predicted_ms parsed by fastjson's own number parser).
 //
 // Contract: when scanChunk returns true, the Chunk it built is exactly the Chunk the
 // fastjson path (decodeFastjson) builds for the same bytes. It only returns true for
@@ -39,7 +41,7 @@ func (d *Decoder) scanChunk(data []byte) bool {
 	}
 	d.buf = d.buf[:0]
 	c := &d.chunk
-	var seenChoices, seenUsage bool
+	var seenChoices, seenUsage, seenTimings bool
 	i, ok := jsonscan.Object(b, i+1, func(key []byte, i int) (int, bool) {
 		var ok bool
 		switch string(key) {
@@ -72,6 +74,15 @@ func (d *Decoder) scanChunk(data []byte) bool {
 				return 0, false // a server error: fastjson builds the ServerError
 			}
 			return i + 4, true
+		case "timings":
+			if seenTimings {
+				return 0, false
+			}
+			seenTimings = true
+			if b[i] == '{' {
+				return scanTimings(b, i+1, c)
+			}
+			return jsonscan.SkipValue(b, i, 1)
 		case "object":
 			if b[i] != '"' {
 				return jsonscan.SkipValue(b, i, 1)
@@ -216,6 +227,48 @@ func scanLogprobs(b []byte, i int, ch *Choice) (int, bool) {
 		ch.Logprobs, ch.HasLogprobs = tokens, true
 	case content >= 0:
 		ch.Logprobs, ch.HasLogprobs = content, true
+	}
+	return end, ok
+}
+
+// scanTimings reads llama.cpp's timings object starting at b[i] (after '{') into c: both
+// predicted_n (a plain integer) and predicted_ms (any number, parsed as fastjson parses it)
+// make Timings valid, as in decodeFastjson.
+func scanTimings(b []byte, i int, c *Chunk) (int, bool) {
+	var seenN, seenMs, isN, isMs bool
+	end, ok := jsonscan.Object(b, i, func(key []byte, i int) (int, bool) {
+		switch string(key) {
+		case "predicted_n":
+			if seenN {
+				return 0, false
+			}
+			seenN = true
+			if b[i] == '-' || jsonscan.IsNumByte(b[i]) {
+				v, end, ok := jsonscan.Uint(b, i)
+				if !ok {
+					return 0, false // not a plain integer: fastjson decides
+				}
+				c.Timings.PredictedN, isN = v, true
+				return end, true
+			}
+		case "predicted_ms":
+			if seenMs {
+				return 0, false
+			}
+			seenMs = true
+			if b[i] == '-' || jsonscan.IsNumByte(b[i]) {
+				end, ok := jsonscan.SkipValue(b, i, 2)
+				if !ok {
+					return 0, false
+				}
+				c.Timings.PredictedMs, isMs = fastfloat.ParseBestEffort(string(b[i:end])), true
+				return end, true
+			}
+		}
+		return jsonscan.SkipValue(b, i, 2)
+	})
+	if c.HasTimings = ok && isN && isMs; !c.HasTimings {
+		c.Timings = Timings{}
 	}
 	return end, ok
 }

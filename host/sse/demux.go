@@ -121,6 +121,9 @@ func (d *Demux) Feed(ev Event) error {
 		} else {
 			s.continuous = false
 		}
+		if len(c.Choices) == 1 && c.HasTimings {
+			s.Timings, s.HasTimings = c.Timings, true
+		}
 		if ch.HasLogprobs {
 			s.lpChunks++
 			s.lpSum += ch.Logprobs

@@ -70,8 +70,8 @@ func TestDemuxTokenCounts(t *testing.T) {
 			ev(0, "c", -1, zero, ""), ev(1, "c", -1, zero, ""), ev(0, "d", -1, zero, "length"), ev(1, "d", -1, zero, "length"),
 			usageOnly(8), done,
 		}, []want{
-			{4, TokensEvenSplit, []int32{-1, -1, -1, -1}, "per-chunk usage was 0 while text arrived; split the request's usage evenly"},
-			{4, TokensEvenSplit, []int32{-1, -1, -1, -1}, "per-chunk usage was 0 while text arrived; split the request's usage evenly"},
+			{4, TokensUsageChunks, []int32{-1, -1, -1, -1}, "per-chunk usage was 0 while text arrived; the request's usage equals its chunks with text: one token each"},
+			{4, TokensUsageChunks, []int32{-1, -1, -1, -1}, "per-chunk usage was 0 while text arrived; the request's usage equals its chunks with text: one token each"},
 		}},
 		// the zeros as placeholders, the real count on the sequence's own final chunk
 		{"zero-usage-every-chunk, final count on the choice", 1, 3, []string{
@@ -154,13 +154,32 @@ func TestDemuxTokenCounts(t *testing.T) {
 			ev(0, "a", -1, 1, ""), ev(0, "b", -1, -1, ""), ev(0, "c", -1, -1, ""), ev(0, "d", -1, -1, "length"), done,
 		}, []want{{4, TokensChunks, []int32{-1, -1, -1, -1}, "per-chunk usage (1) was below the 4 chunks with text; counted chunks"}}},
 		// 3 sequences, no usage of their own; total 10 ≠ 3 × max_tokens 4: not used
-		{"request total that does not split over 3 sequences", 3, 4, []string{
+		// 10 chunks with text, 10 tokens: one token each, whatever the split
+		{"request total equal to the chunks with text of 3 sequences", 3, 4, []string{
 			ev(0, "a", -1, -1, ""), ev(1, "a", -1, -1, ""), ev(2, "a", -1, -1, ""),
 			ev(0, "b", -1, -1, ""), ev(1, "b", -1, -1, ""), ev(2, "b", -1, -1, ""),
 			ev(0, "c", -1, -1, ""), ev(1, "c", -1, -1, "length"), ev(2, "c", -1, -1, "length"),
 			ev(0, "d", -1, -1, "length"), usageOnly(10), done,
 		}, []want{
-			{4, TokensChunks, []int32{-1, -1, -1, -1}, "the request's usage (10) does not split over its 3 sequences without their own count; counted chunks"},
+			{4, TokensUsageChunks, []int32{-1, -1, -1, -1}, ""},
+			{3, TokensUsageChunks, []int32{-1, -1, -1}, ""},
+			{3, TokensUsageChunks, []int32{-1, -1, -1}, ""},
+		}},
+		// three of eight finishing without a token and one after 3 of 4: 4·4 + 3 = 19 tokens
+		// in 19 chunks with text
+		{"zero-token and early-stopped sequences, request total only", 8, 4, zeroAndEarly(), []want{
+			{4, TokensUsageChunks, nil, ""}, {4, TokensUsageChunks, nil, ""}, {4, TokensUsageChunks, nil, ""},
+			{4, TokensUsageChunks, nil, ""}, {3, TokensUsageChunks, nil, ""},
+			{0, TokensUsageChunks, nil, ""}, {0, TokensUsageChunks, nil, ""}, {0, TokensUsageChunks, nil, ""},
+		}},
+		// 11 tokens in 10 chunks: a chunk carried two, which one is unknown
+		{"request total that does not split over 3 sequences", 3, 4, []string{
+			ev(0, "a", -1, -1, ""), ev(1, "a", -1, -1, ""), ev(2, "a", -1, -1, ""),
+			ev(0, "b", -1, -1, ""), ev(1, "b", -1, -1, ""), ev(2, "b", -1, -1, ""),
+			ev(0, "c", -1, -1, ""), ev(1, "c", -1, -1, "length"), ev(2, "c", -1, -1, "length"),
+			ev(0, "d", -1, -1, "length"), usageOnly(11), done,
+		}, []want{
+			{4, TokensChunks, []int32{-1, -1, -1, -1}, "the request's usage (11) does not split over its 3 sequences without their own count; counted chunks"},
 			{3, TokensChunks, []int32{-1, -1, -1}, "does not split"},
 			{3, TokensChunks, []int32{-1, -1, -1}, "does not split"},
 		}},
@@ -237,4 +256,28 @@ func TestRequestUsageSkipsDiscarded(t *testing.T) {
 	if u, ok := d.RequestUsage(); !ok || u.CompletionTokens != 2 || u.PromptTokens != 5 {
 		t.Fatalf("request usage %+v %v, want 2 completion and 5 prompt tokens", u, ok)
 	}
+}
+
+// zeroAndEarly is the stream of 8 sequences of max_tokens 4 with request usage only:
+// sequences 0–3 run 4 tokens, 4 stops after 3, 5–7 finish with no text.
+func zeroAndEarly() []string {
+	var evs []string
+	for k := range 4 {
+		for i := range 5 {
+			fin := ""
+			switch {
+			case i < 4 && k == 3:
+				fin = "length"
+			case i == 4 && k == 2:
+				fin = "stop"
+			case i == 4 && k == 3:
+				continue
+			}
+			evs = append(evs, ev(i, "x", -1, -1, fin))
+		}
+	}
+	for i := 5; i < 8; i++ {
+		evs = append(evs, ev(i, "", -1, -1, "stop"))
+	}
+	return append(evs, usageOnly(19), done)
 }

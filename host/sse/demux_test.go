@@ -53,8 +53,8 @@ func TestDemuxUsageOnlyChunk(t *testing.T) {
 		if s.Marks.Len() != 2 || !s.Finished || s.FinishReason != "length" {
 			t.Fatalf("seq %d = %+v", i, s)
 		}
-		// usage 4 − 0 known = 2 (max_tokens) × 2 sequences → even split
-		if s.CompletionTokens != 2 || s.TokenSource != TokensEvenSplit {
+		// usage 4 − 0 known = the 4 chunks with text: one token each
+		if s.CompletionTokens != 2 || s.TokenSource != TokensUsageChunks {
 			t.Fatalf("seq %d tokens %d from %s", i, s.CompletionTokens, s.TokenSource)
 		}
 	}
@@ -247,6 +247,14 @@ func TestDemuxEndings(t *testing.T) {
 		{"clean EOF before finish", []string{chunk(0, "a", "")}, false},
 		{"[DONE] before finish", []string{chunk(0, "a", ""), done}, false},
 		{"empty stream", nil, false},
+		// [DONE] written with two spaces after the colon (one is the field separator)
+		{"finish, [DONE] after two spaces", []string{chunk(0, "b", "length"), "data:  [DONE]\n\n"}, true},
+		{"finish, [DONE] with trailing space", []string{chunk(0, "b", "length"), "data: [DONE] \r\n\r\n"}, true},
+		// a final [DONE] whose blank line (or whole line end) never came
+		{"finish, [DONE] without its blank line", []string{chunk(0, "b", "length"), "data: [DONE]\n"}, true},
+		{"finish, [DONE] without a line end", []string{chunk(0, "b", "length"), usageChunk, "data: [DONE]"}, true},
+		{"[DONE] without its blank line before finish", []string{chunk(0, "a", ""), "data: [DONE]\n"}, false},
+		{"unterminated chunk after finish", []string{chunk(0, "b", "length"), `data: {"choices":[]}`}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

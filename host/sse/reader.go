@@ -94,7 +94,7 @@ func (rd *Reader) Next() (Event, error) {
 		if i < 0 {
 			rd.scan = rd.w
 			if rd.err != nil {
-				return Event{}, rd.end()
+				return rd.end()
 			}
 			if err := rd.fill(); err != nil {
 				return Event{}, err
@@ -153,21 +153,47 @@ func (rd *Reader) materialize() {
 	}
 }
 
-// end reports the state at the end of the source.
-func (rd *Reader) end() error {
+// end reports the state at the end of the source. An unfinished event that is the
+// `[DONE]` sentinel alone (its blank line, or its whole line end, never came) is returned
+// as an event, then io.EOF: the stream said it was done, and whether it is complete is for
+// its sequences to tell (Demux.Run). Any other unfinished event is a truncation.
+func (rd *Reader) end() (Event, error) {
 	pending := rd.buf[rd.r:rd.w]
 	if n := len(pending); n > 0 && pending[n-1] == '\r' {
 		pending = pending[:n-1]
 	}
 	if !errors.Is(rd.err, io.EOF) {
-		return fmt.Errorf("sse: read: %w", rd.err)
+		return Event{}, fmt.Errorf("sse: read: %w", rd.err)
 	}
 	if len(pending) > 0 || rd.hasData {
 		rd.materialize()
-		return fmt.Errorf("sse: %w: ended inside an event (%d bytes of an unfinished line, %d bytes of data)",
+		if data, ok := unterminatedDone(rd.hasData, rd.data, pending); ok {
+			rd.r, rd.scan = rd.w, rd.w
+			rd.data = rd.data[:0]
+			rd.hasData = false
+			return Event{Data: data, At: rd.at}, nil
+		}
+		return Event{}, fmt.Errorf("sse: %w: ended inside an event (%d bytes of an unfinished line, %d bytes of data)",
 			ErrTruncated, len(pending), len(rd.data))
 	}
-	return io.EOF
+	return Event{}, io.EOF
+}
+
+// unterminatedDone returns the data of an event cut at the end of the stream when it is the
+// `[DONE]` sentinel alone: either its data line ended and only the blank line is missing
+// (hasData, data, nothing pending), or its data line is the unfinished line itself.
+func unterminatedDone(hasData bool, data, pending []byte) ([]byte, bool) {
+	switch {
+	case hasData && len(pending) == 0:
+		return data, isDone(data)
+	case !hasData && len(pending) > 0:
+		field, value, ok := bytes.Cut(pending, []byte(":"))
+		if !ok || string(field) != "data" {
+			return nil, false
+		}
+		return value, isDone(value)
+	}
+	return nil, false
 }
 
 // fill compacts the buffer, grows it when full, and performs one read, stamping the

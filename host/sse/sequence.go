@@ -36,6 +36,14 @@ type Sequence struct {
 	// while text arrived; used the request's usage". "" when the best source was used.
 	// Set by Demux.Finalize.
 	TokenNote string `json:"token_note,omitempty"`
+	// Timings is the server's own timing of the sequence (llama.cpp's "timings" on a chunk of
+	// this choice alone, the last one seen), valid when HasTimings.
+	Timings    Timings `json:"timings"`
+	HasTimings bool    `json:"has_timings,omitempty"`
+	// Deltas is where the marks' known token deltas (Mark.Tokens ≥ 0) came from:
+	// TokensLogprobs or TokensChoiceUsage (continuous usage), "" when none is known. Set by
+	// Demux.Finalize.
+	Deltas TokenSource `json:"deltas,omitempty"`
 
 	seen       bool
 	continuous bool // every chunk so far carried usage

@@ -29,6 +29,12 @@ const (
 	// logprobs), summed over the sequence's chunks, every token-bearing chunk having
 	// them; exact per chunk.
 	TokensLogprobs TokenSource = "logprobs"
+	// TokensUsageChunks: the request's usage, less the exact counts of its other sequences,
+	// equals the number of chunks with text of the sequences without a count of their own:
+	// since each such chunk carries at least one token, each carried exactly one, and each
+	// sequence's count is its chunks with text (0 for one that finished without text); exact
+	// per chunk.
+	TokensUsageChunks TokenSource = "usage_equals_chunks"
 )
 
 // Exact reports whether a count from s is the server's own count of generated tokens
@@ -37,7 +43,7 @@ const (
 // one token each.
 func (s TokenSource) Exact() bool {
 	switch s {
-	case TokensChoiceUsage, TokensRequestUsage, TokensEvenSplit, TokensLogprobs:
+	case TokensChoiceUsage, TokensRequestUsage, TokensEvenSplit, TokensLogprobs, TokensUsageChunks:
 		return true
 	}
 	return false
@@ -106,6 +112,8 @@ func usedText(src TokenSource) string {
 		return "split the request's usage evenly"
 	case TokensLogprobs:
 		return "used logprobs"
+	case TokensUsageChunks:
+		return "the request's usage equals its chunks with text: one token each"
 	}
 	return countedChunks
 }
@@ -129,9 +137,10 @@ func usedText(src TokenSource) string {
 //  2. one sequence and request usage → TokensRequestUsage (even when logprobs exist);
 //  3. logprobs on every token-bearing chunk → TokensLogprobs, their sum;
 //  4. request usage minus the counts of rules 1 and 3, R: one sequence left → it gets R
-//     (TokensRequestUsage); k left, R = maxTokens × k and none with more than maxTokens
-//     chunks with text → TokensEvenSplit, each maxTokens; a total that does not split is
-//     used for no sequence;
+//     (TokensRequestUsage); k left whose chunks with text sum to R → each gets its chunks
+//     with text (TokensUsageChunks: one token per chunk); else R = maxTokens × k and none
+//     with more than maxTokens chunks with text → TokensEvenSplit, each maxTokens; a total
+//     that does not split is used for no sequence;
 //  5. otherwise Σ over marks of (Tokens if known, else 1) → TokensChunks.
 //
 // When the source of a sequence's mark deltas was discarded, or the known deltas sum above
@@ -176,7 +185,7 @@ func (d *Demux) Finalize(maxTokens int) []Sequence {
 		}
 	}
 	one := len(d.seqs) == 1
-	known, rest := 0, 0
+	known, rest, restText := 0, 0, 0
 	var last *Sequence
 	for i := range d.seqs {
 		s := &d.seqs[i]
@@ -192,6 +201,7 @@ func (d *Demux) Finalize(maxTokens int) []Sequence {
 			s.CompletionTokens, s.TokenSource = s.lpSum, TokensLogprobs
 		default:
 			rest++
+			restText += s.textChunks
 			last = s
 			continue
 		}
@@ -199,9 +209,12 @@ func (d *Demux) Finalize(maxTokens int) []Sequence {
 	}
 	left := total - known
 	split := reqOK && rest > 0
+	perChunk := false
 	if split {
 		if rest == 1 {
 			split = left >= last.textChunks
+		} else if restText == left {
+			perChunk = true
 		} else {
 			split = maxTokens > 0 && left == maxTokens*rest
 			for i := range d.seqs {
@@ -220,6 +233,8 @@ func (d *Demux) Finalize(maxTokens int) []Sequence {
 			switch {
 			case split && rest == 1:
 				s.CompletionTokens, s.TokenSource = left, TokensRequestUsage
+			case perChunk:
+				s.CompletionTokens, s.TokenSource = s.textChunks, TokensUsageChunks
 			case split:
 				s.CompletionTokens, s.TokenSource = maxTokens, TokensEvenSplit
 			default:
@@ -249,6 +264,14 @@ func (d *Demux) settle(s *Sequence, reqWhy why, reqA, reqB int) {
 	if drop && nKnown > 0 {
 		s.Marks.clearTokens()
 		s.lpMarks, s.usageMarks, s.deltaSum = 0, 0, 0
+	}
+	switch {
+	case s.lpMarks > 0:
+		s.Deltas = TokensLogprobs
+	case s.usageMarks > 0:
+		s.Deltas = TokensChoiceUsage
+	default:
+		s.Deltas = ""
 	}
 	if s.TokenSource == TokensChunks {
 		// Σ over marks of (Tokens if known, else 1)

@@ -82,3 +82,34 @@ func (t *Tokenizer) StripTextSpecials(text string) string {
 	}
 	return text
 }
+
+// TemplateBOS returns the text of the BOS token (tokenizer_config.json's bos_token) when the
+// chat template writes it at the start of a rendering (Llama 3's does), "" otherwise — also
+// when TextSpecials already has the server add it, since ApplyChatTemplateText then leaves it
+// out. A server that adds a BOS of its own to every text prompt (llama.cpp reads
+// add_bos_token from the model) would read it twice: see ApplyChatTemplateNoBOS.
+func (t *Tokenizer) TemplateBOS() string {
+	bos, _, _ := t.SpecialToken("bos_token") // its text, whether or not it encodes to one id
+	if bos == "" || !t.HasChatTemplate() {
+		return ""
+	}
+	s, err := t.ApplyChatTemplateText([]Message{{Role: "user", Content: "x"}}, true)
+	if err != nil || !strings.HasPrefix(s, bos) {
+		return ""
+	}
+	return bos
+}
+
+// ApplyChatTemplateNoBOS renders msgs like ApplyChatTemplateText, without the BOS text the
+// template writes at its start (TemplateBOS), for a server that adds its own BOS to a text
+// prompt. Errors are ApplyChatTemplate's.
+func (t *Tokenizer) ApplyChatTemplateNoBOS(msgs []Message, addGenerationPrompt bool) (string, error) {
+	s, err := t.ApplyChatTemplateText(msgs, addGenerationPrompt)
+	if err != nil {
+		return "", err
+	}
+	if bos := t.TemplateBOS(); bos != "" {
+		s = strings.TrimPrefix(s, bos)
+	}
+	return s, nil
+}

@@ -45,6 +45,7 @@ type Tokenizer struct {
 	pre       []preTokenizer
 	post      postProcessor
 	decoders  []decoder
+	byteLevel bool // the decoder chain maps byte-level tokens back to bytes
 
 	idToken   []string // id -> token content (model vocabulary and added tokens)
 	special   []bool   // id -> is a special added token
@@ -210,6 +211,7 @@ func build(name, tjPath string, tj []byte, tcPath string, tc []byte, mcPath stri
 	if t.decoders, err = buildDecoders(spec.decoder, tjPath, "decoder"); err != nil {
 		return nil, err
 	}
+	t.byteLevel = hasByteLevel(spec.decoder)
 	n := int32(len(t.model.vocabR))
 	for _, a := range spec.added {
 		if a.ID < 0 {
@@ -351,6 +353,58 @@ func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) string {
 		toks = d(toks)
 	}
 	return strings.Join(toks, "")
+}
+
+// TokenEnds encodes text as Encode does and returns each token's end offset in text, in
+// bytes (ends[i] is where token i ends; the last is len(text)). ok is false when the tokens'
+// bytes do not add up to text — a normalizer that changed it, invalid UTF-8, a decoder that
+// does not give each token's bytes back — and the offsets are then not to be used. A
+// token's bytes are, with a ByteLevel decoder, one per rune of its byte-level form; else the
+// length of its own decoding.
+func (t *Tokenizer) TokenEnds(text string) (ids []int32, ends []int, ok bool) {
+	ids = t.Encode(text)
+	ends = make([]int, len(ids))
+	end := 0
+	for i, id := range ids {
+		end += t.tokenBytes(id)
+		ends[i] = end
+	}
+	return ids, ends, end == len(text)
+}
+
+// tokenBytes is the length in bytes of token id's text (see TokenEnds).
+func (t *Tokenizer) tokenBytes(id int32) int {
+	if id < 0 || int(id) >= len(t.idToken) {
+		return 0
+	}
+	s := t.idToken[id]
+	if t.byteLevel && !t.special[id] {
+		n := 0
+		for _, r := range s {
+			if _, in := runeToByte[r]; !in {
+				return len(t.Decode([]int32{id}, false))
+			}
+			n++
+		}
+		return n
+	}
+	return len(t.Decode([]int32{id}, false))
+}
+
+// hasByteLevel reports whether the decoder n is or contains a ByteLevel decoder.
+func hasByteLevel(n *jNode) bool {
+	if n == nil {
+		return false
+	}
+	if n.Type == "ByteLevel" {
+		return true
+	}
+	for i := range n.Decoders {
+		if hasByteLevel(&n.Decoders[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // ModelMaxLen returns the model's context length in tokens and where it was read, e.g.

@@ -6,6 +6,7 @@
 package k8s_test
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -33,6 +35,10 @@ type decoded struct {
 	jobs       []batchv1.Job
 	pods       []corev1.Pod
 }
+
+// otherProgram finds a command of a pod script that is neither a /bin/sh builtin nor genload
+// (the programs a shell script most often runs).
+var otherProgram = regexp.MustCompile(`(^|[\s;&|(])(mkdir|sleep|tar|cat|cp|mv|rm|ls|tee|touch|env|test)(\s|$)`)
 
 // docSep is the YAML document separator, a line "---".
 var docSep = regexp.MustCompile(`(?m)^---\n`)
@@ -100,8 +106,17 @@ func TestManifestsDecodeStrictlyIntoTheAPITypes(t *testing.T) {
 	}
 	s := job.Spec
 	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion || *s.Completions != 4 || *s.Parallelism != 2 ||
-		s.BackoffLimitPerIndex == nil || *s.BackoffLimitPerIndex != 1 {
-		t.Fatalf("Job spec: mode %v completions %v parallelism %v backoffLimitPerIndex %v", s.CompletionMode, s.Completions, s.Parallelism, s.BackoffLimitPerIndex)
+		s.BackoffLimitPerIndex == nil || *s.BackoffLimitPerIndex != 1 || s.BackoffLimit != nil {
+		t.Fatalf("Job spec: mode %v completions %v parallelism %v backoffLimitPerIndex %v backoffLimit %v", s.CompletionMode, s.Completions, s.Parallelism, s.BackoffLimitPerIndex, s.BackoffLimit)
+	}
+	// Exit codes 2, 3 and 4 fail the shard at once; an evicted pod does not use a retry.
+	if p := s.PodFailurePolicy; p == nil || len(p.Rules) != 2 ||
+		p.Rules[0].Action != batchv1.PodFailurePolicyActionFailIndex || p.Rules[0].OnExitCodes == nil ||
+		*p.Rules[0].OnExitCodes.ContainerName != "genload" || p.Rules[0].OnExitCodes.Operator != batchv1.PodFailurePolicyOnExitCodesOpIn ||
+		!slices.Equal(p.Rules[0].OnExitCodes.Values, []int32{2, 3, 4}) ||
+		p.Rules[1].Action != batchv1.PodFailurePolicyActionIgnore || len(p.Rules[1].OnPodConditions) != 1 ||
+		p.Rules[1].OnPodConditions[0].Type != corev1.DisruptionTarget || p.Rules[1].OnPodConditions[0].Status != corev1.ConditionTrue {
+		t.Fatalf("podFailurePolicy %+v", p)
 	}
 	ps := s.Template.Spec
 	if ps.RestartPolicy != corev1.RestartPolicyNever || len(ps.Containers) != 1 {
@@ -136,18 +151,26 @@ func TestManifestsDecodeStrictlyIntoTheAPITypes(t *testing.T) {
 		t.Fatalf("merge.yaml: %+v", md.jobs)
 	}
 	fd := decode(t, ms.Fetch)
-	if len(fd.pods) != 1 || fd.pods[0].Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "genload-results" {
+	if len(fd.pods) != 1 || fd.pods[0].Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "genload-results" ||
+		!slices.Equal(fd.pods[0].Spec.Containers[0].Command, []string{"genload", "k8s", "idle", "1h"}) {
 		t.Fatalf("fetch.yaml: %+v", fd.pods)
 	}
+	// Every command is genload, or /bin/sh running only builtins and genload.
+	for _, script := range []string{c.Args[0], md.jobs[0].Spec.Template.Spec.Containers[0].Args[0]} {
+		if m := otherProgram.FindString(script); m != "" {
+			t.Errorf("pod script runs %q, which the image has not:\n%s", strings.TrimSpace(m), script)
+		}
+	}
 
-	// Without retries the Job fails a shard at once (backoffLimit 0), and no claim is created.
+	// Without retries a failed shard fails at once (backoffLimitPerIndex 0: the other shards
+	// go on), and no claim is created.
 	j.RetriesPerShard, j.PVCSize = 0, ""
 	ms, err = k8s.Build(j)
 	if err != nil {
 		t.Fatal(err)
 	}
 	d = decode(t, ms.Job)
-	if len(d.claims) != 0 || d.jobs[0].Spec.BackoffLimit == nil || *d.jobs[0].Spec.BackoffLimit != 0 || d.jobs[0].Spec.BackoffLimitPerIndex != nil {
+	if len(d.claims) != 0 || d.jobs[0].Spec.BackoffLimit != nil || d.jobs[0].Spec.BackoffLimitPerIndex == nil || *d.jobs[0].Spec.BackoffLimitPerIndex != 0 {
 		t.Fatalf("no retries: %d claims, backoffLimit %v, per index %v", len(d.claims), d.jobs[0].Spec.BackoffLimit, d.jobs[0].Spec.BackoffLimitPerIndex)
 	}
 }
@@ -171,28 +194,24 @@ func moduleRoot(t *testing.T) string {
 	return root
 }
 
-// buildGenload builds genload and its plugins (unless GENLOAD_PLUGIN_DIR has them) into dir.
-func buildGenload(t *testing.T, dir string) (bin, plugins string) {
+// buildGenload builds genload into dir/bin/genload, alone in its directory, and checks that
+// the plugins are built into it (make test runs make plugins first, which puts them where
+// go:embed takes them).
+func buildGenload(t *testing.T, dir string) (bin string) {
 	t.Helper()
 	root := moduleRoot(t)
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	run := func(env []string, args ...string) {
-		cmd := exec.Command(goBin, args...)
-		cmd.Dir, cmd.Env = root, append(os.Environ(), env...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
 	bin = filepath.Join(dir, "bin")
-	run(nil, "build", "-o", filepath.Join(bin, "genload"), "./host/cmd/genload")
-	plugins = os.Getenv("GENLOAD_PLUGIN_DIR")
-	if _, err := os.Stat(filepath.Join(plugins, "gamma.wasm")); plugins == "" || err != nil {
-		plugins = filepath.Join(dir, "plugins")
-		for _, p := range []string{"gamma", "uniform", "router-rr"} {
-			run([]string{"GOOS=wasip1", "GOARCH=wasm"}, "build", "-buildmode=c-shared", "-o", filepath.Join(plugins, p+".wasm"), "./plugins/"+p)
-		}
+	cmd := exec.Command(goBin, "build", "-o", filepath.Join(bin, "genload"), "./host/cmd/genload")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return bin, plugins
+	out, err := exec.Command(filepath.Join(bin, "genload"), "version").Output()
+	if err != nil || !strings.Contains(string(out), "plugins built in: gamma") {
+		t.Fatalf("genload version: %v\n%s\nthe plugins are not built into genload: run `make plugins` first", err, out)
+	}
+	return bin
 }
 
 const simBench = `max_tokens = 6
@@ -211,7 +230,7 @@ time_scale = 0.05
 // killed continues the shard's file; a shard that never ran is named by the merge.
 func TestIndexedJobSimulatedLocally(t *testing.T) {
 	dir := t.TempDir()
-	bin, plugins := buildGenload(t, dir)
+	bin := buildGenload(t, dir)
 	const n = 3
 	j := k8s.Job{Name: "sim", Image: "genload:test", Shards: n, PVC: "results", Bench: simBench}
 	ms, err := k8s.Build(j)
@@ -230,9 +249,10 @@ func TestIndexedJobSimulatedLocally(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(d.configMaps[0].Data["bench.toml"]), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The pod's environment and nothing else: PATH holds only the directory with the genload
+	// binary (as an image with genload and /bin/sh alone), no HOME, no GENLOAD_PLUGIN_DIR.
 	env := func(extra ...string) []string {
-		return append(os.Environ(), append([]string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
-			"GENLOAD_PLUGIN_DIR=" + plugins, "GENLOAD_RESULTS=" + results, "GENLOAD_CONFIG=" + conf}, extra...)...)
+		return append([]string{"PATH=" + bin, "GENLOAD_RESULTS=" + results, "GENLOAD_CONFIG=" + conf}, extra...)
 	}
 	sh := func(script string, extra ...string) (string, error) {
 		cmd := exec.Command("/bin/sh", "-c", script)
@@ -282,6 +302,37 @@ func TestIndexedJobSimulatedLocally(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The fetch pod: genload streams the merged file out byte for byte (kubectl exec … genload
+	// k8s cat … > file), and its idle command ends at once on SIGTERM (kubectl delete).
+	var cat bytes.Buffer
+	catCmd := exec.Command("/bin/sh", "-c", "exec genload k8s cat "+filepath.Join(results, "sim.json"))
+	catCmd.Dir, catCmd.Env, catCmd.Stdout = dir, env(), &cat
+	if err := catCmd.Run(); err != nil {
+		t.Fatalf("genload k8s cat: %v", err)
+	}
+	if want, _ := os.ReadFile(filepath.Join(results, "sim.json")); len(want) == 0 || !bytes.Equal(cat.Bytes(), want) {
+		t.Fatalf("genload k8s cat gave %d bytes, the file has %d", cat.Len(), len(want))
+	}
+	fetch := decode(t, ms.Fetch).pods[0].Spec.Containers[0].Command
+	idle := exec.Command(filepath.Join(bin, fetch[0]), fetch[1:]...)
+	idle.Env = env()
+	idleErr, err := idle.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idle.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(idleErr).ReadString('\n'); err != nil || line != "genload k8s idle: waiting 1h0m0s, or until stopped\n" {
+		t.Fatalf("%v said %q, %v", fetch, line, err)
+	}
+	if err := idle.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := idle.Wait(); err != nil {
+		t.Fatalf("%v after SIGTERM: %v, want exit 0", fetch, err)
+	}
+
 	// One process, the same bench.toml.
 	if out, err := sh(`genload run -c "$GENLOAD_CONFIG" --run-id single --out single`); err != nil {
 		t.Fatalf("single run: %v\n%s", err, out)

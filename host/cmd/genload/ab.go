@@ -80,6 +80,7 @@ func cmdAB(ctx context.Context, args []string, e *env) error {
 	if doc == nil {
 		return err
 	}
+	fmt.Fprintln(e.stdout, doc.Comparable)
 	doc.WriteMarkdown(e.stdout)
 	if doc.JSON != "" {
 		fmt.Fprintf(e.stdout, "pairs: %s\n", doc.JSON)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
@@ -31,6 +32,8 @@ the changes over the common cells; cells measured in only one run are left out a
 	if err != nil {
 		return err
 	}
+	// A server before and after an upgrade: another engine profile is what is compared.
+	fmt.Fprintln(e.stdout, report.RunsComparability(runs, files).Line(report.FieldProfile))
 	d.WriteMarkdown(e.stdout)
 	return nil
 }

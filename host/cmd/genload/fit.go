@@ -5,18 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
-	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/latmodel"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/run"
 )
 
 // readResults reads results files; a file that cannot be read or decoded is invalid input.
@@ -59,20 +58,21 @@ func placeSyntaxError(path string, err error) error {
 }
 
 // expertFlags declares --experts and --active and returns a function giving the Experts they
-// describe (nil when neither is set) or a usage error.
-func expertFlags(fs interface {
-	Int(string, int, string) *int
-}, cmd string) func() (*latmodel.Experts, error) {
-	e := fs.Int("experts", 0, "mixture of experts: routed experts per layer E (with --active: adds the term E·(1 − (1 − k/E)^B))")
+// describe (nil when neither is set), whether the dense form was asked for (--experts 0 given
+// explicitly), or a usage error.
+func expertFlags(fs *flag.FlagSet, cmd string) func() (*latmodel.Experts, bool, error) {
+	e := fs.Int("experts", 0, "mixture of experts: routed experts per layer E (with --active: adds the term E·(1 − (1 − k/E)^B)); 0 given explicitly fits the dense form. Default: the structure the runs record (built-in engine profile, the model's config.json)")
 	k := fs.Int("active", 0, "mixture of experts: experts active per token k (1 ≤ k ≤ E)")
-	return func() (*latmodel.Experts, error) {
+	return func() (*latmodel.Experts, bool, error) {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if *e == 0 && *k == 0 {
-			return nil, nil
+			return nil, set["experts"], nil
 		}
 		if *e < 1 || *k < 1 || *k > *e {
-			return nil, exitcode.Errorf(exitcode.Usage, "--experts %d --active %d: want 1 ≤ active ≤ experts (see 'genload %s --help')", *e, *k, cmd)
+			return nil, false, exitcode.Errorf(exitcode.Usage, "--experts %d --active %d: want 1 ≤ active ≤ experts (see 'genload %s --help')", *e, *k, cmd)
 		}
-		return &latmodel.Experts{Experts: *e, Active: *k}, nil
+		return &latmodel.Experts{Experts: *e, Active: *k}, false, nil
 	}
 }
 
@@ -83,13 +83,18 @@ as a function of each cell's realised mean prompt length L̄ and batch size B:
 
   T = fixed + per_seq·B + kv_read·B·(L̄ + m/2) + kv_tail·(L_max + m/2) + moe·E·(1 − (1 − k/E)^B)
 
-(m = max_tokens). Every candidate form (fixed and kv_read, with any of the others; moe only
-with --experts and --active) is fitted by weighted least squares, each cell weighted by its
-measured uncertainty, and the form with the smallest leave-one-cell-out error is kept. Prints
-the coefficients with units and 95 % intervals, R², the leave-one-out median and max relative
-error, the candidates and the per-cell residuals; against the built-in engine also the
-engine profile's parameters beside the fitted ones. -o writes the model file (JSON, schema
-genload.latmodel/v1) and a plot of measured points and fitted curves beside it.
+(m = max_tokens). Every candidate form (fixed and kv_read, with any of the others) is fitted
+by weighted least squares, each cell weighted by its measured uncertainty, and the form with
+the smallest leave-one-cell-out error is kept. The moe term is tried when the model is a
+mixture of experts: as the runs record it (the built-in engine's profile, or the config.json
+beside the tokenizer of an external server's model), or as --experts and --active say; a
+dense model does not get it, and the output says where the structure came from. Prints the
+coefficients with units and 95 % intervals, R², the leave-one-out median and max relative
+error, the candidates and the per-cell residuals, every cell not fitted (outliers, partial
+and failed cells) counted and listed; against the built-in engine also the profile's
+parameters beside the fitted ones. -o writes the model file (JSON, schema
+genload.latmodel/v1) and a plot of measured points (cells not fitted hollow) and fitted
+curves beside it.
 
 Runs given together are repeats of one deployment: they must share the served model, the
 [labels], max_tokens and the target (built-in engine profile, time_scale, quirks and noise;
@@ -100,13 +105,12 @@ prints how well the model predicts them.
 A cell whose leave-one-out error is an outlier — above 5 × the median over the cells and
 above 25 % (a figure that is wrong, e.g. a host stall, not noisy) — is left out of the final
 fit and listed with its reason (--keep-outliers fits it anyway). When the chosen form's
-leave-one-cell-out median error exceeds --max-fit-error (default 10 %: above it the model
-cannot tell the gate's default 15 % regression from its own error), fit warns on stderr and
-'genload gate' refuses the model: re-measure, or run with --repeat N and fit the repeats.`,
+leave-one-cell-out median error exceeds --max-fit-error (default 10 %), fit warns on stderr
+and 'genload gate' refuses the model: re-measure, or run with --repeat N and fit the repeats.`,
 		[][2]string{
 			{"fit a run and keep the model", "genload fit -o results/model.json results/20261201-101500.json"},
-			{"a mixture-of-experts model (128 experts, 8 active per token)", "genload fit --experts 128 --active 8 -o model.json results/a.json"},
-			{"fit on every other cell and predict the others", "genload fit --hold-out 2 --experts 128 --active 8 results/a.json"},
+			{"a mixture of experts the run does not record (128 experts, 8 active per token)", "genload fit --experts 128 --active 8 -o model.json results/a.json"},
+			{"fit on every other cell and predict the others", "genload fit --hold-out 2 results/a.json"},
 		}, e)
 	out := fs.String("o", "", "write the model file here (JSON) and its plot as <name>.png and .svg")
 	plotPrefix := fs.String("plot", "", "write the plot as PREFIX.png and PREFIX.svg (default: beside -o)")
@@ -120,7 +124,7 @@ cannot tell the gate's default 15 % regression from its own error), fit warns on
 	if err != nil {
 		return err
 	}
-	ex, err := experts()
+	ex, dense, err := experts()
 	if err != nil {
 		return err
 	}
@@ -137,7 +141,7 @@ cannot tell the gate's default 15 % regression from its own error), fit warns on
 	if err != nil {
 		return err
 	}
-	m, held, err := latmodel.FitRuns(runs, files, *mixed, *holdOut, latmodel.FitOptions{Experts: ex, KeepOutliers: *keepOutliers})
+	m, held, err := latmodel.FitRuns(runs, files, *mixed, *holdOut, latmodel.FitOptions{Experts: ex, Dense: dense, KeepOutliers: *keepOutliers, Lookup: run.LookupProfileStructure})
 	if err != nil {
 		return err
 	}
@@ -158,7 +162,13 @@ cannot tell the gate's default 15 % regression from its own error), fit warns on
 		m.WriteSummary(e.stdout)
 		fmt.Fprintln(e.stdout)
 		m.WriteResiduals(e.stdout)
-		profileComparison(e.stdout, m)
+		if name, ok := m.Engine["profile"].(string); ok {
+			if p, err := run.ProfileFigures(name); err != nil {
+				fmt.Fprintf(e.stdout, "\n(engine profile not compared: %v)\n", err)
+			} else {
+				m.WriteProfileComparison(e.stdout, p)
+			}
+		}
 		if len(held) > 0 {
 			v, err := m.Check(held)
 			if err != nil {
@@ -199,83 +209,14 @@ func checkPct(cmd, name string, v float64) error {
 	return nil
 }
 
-// profileComparison prints, for a model of the built-in engine, each fitted term beside the
-// engine profile's parameter it estimates, in simulated time (fitted ÷ the run's time scale).
-// It prints nothing for another target, and a note when the profile cannot be read.
-func profileComparison(w io.Writer, m *latmodel.Model) {
-	name, _ := m.Engine["profile"].(string)
-	ts, _ := m.Engine["time_scale"].(float64)
-	if m.Engine == nil || ts <= 0 {
-		return
-	}
-	p, err := engine.LoadProfile(name)
-	if err != nil {
-		fmt.Fprintf(w, "\n(engine profile not compared: %v)\n", err)
-		return
-	}
-	want := map[string]struct {
-		v   float64
-		src string
-	}{
-		latmodel.TermFixed:  {p.FixedMs, "fixed_ms"},
-		latmodel.TermPerSeq: {p.PerSeqMs, "per_seq_ms"},
-		latmodel.TermKVRead: {p.KVReadNsPerToken, "kv_read_ns_per_token"},
-		latmodel.TermKVTail: {p.KVTailNsPerToken, "kv_tail_ns_per_token"},
-		latmodel.TermMoE:    {p.MoEExpertUs * float64(p.MoELayers), "moe_expert_us × moe_layers"},
-	}
-	fmt.Fprintf(w, "\nbuilt-in engine profile %s at time scale %g: fitted terms in simulated time (÷ %g)\n\n", p.Name, ts, ts)
-	fmt.Fprintln(w, "| term | fitted (simulated) | 95 % interval | profile | parameter | fitted/profile |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
-	for _, t := range m.Terms {
-		c, lo, hi := t.Display()
-		wv := want[t.Name]
-		ratio := "–"
-		if wv.v > 0 {
-			ratio = strconv.FormatFloat(c/ts/wv.v, 'f', 3, 64)
-		}
-		fmt.Fprintf(w, "| %s | %.4g %s | [%.4g, %.4g] | %.4g | %s | %s |\n", t.Name, c/ts, t.Unit, lo/ts, hi/ts, wv.v, wv.src, ratio)
-	}
-	if p.IsMoE() && m.Experts == nil {
-		fmt.Fprintf(w, "\nthe profile is a mixture of experts (%d experts, %d active): fit with --experts %d --active %d for its expert term\n",
-			p.MoEExperts, p.MoETopK, p.MoEExperts, p.MoETopK)
-	}
-}
-
-// parseGrid reads "L1,L2,…xB1,B2,…" (mean prompt lengths in tokens × batch sizes) into the
-// points of their product, lengths outer.
-func parseGrid(s string) ([]latmodel.GridPoint, error) {
-	ls, bs, ok := strings.Cut(s, "x")
-	if !ok {
-		return nil, fmt.Errorf("--grid %q: want LENGTHSxBATCHES, e.g. 1000,4000x1,8,64", s)
-	}
-	var lens []float64
-	for _, f := range strings.Split(ls, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
-			return nil, fmt.Errorf("--grid %q: length %q is not a positive number of tokens", s, f)
-		}
-		lens = append(lens, v)
-	}
-	var grid []latmodel.GridPoint
-	var batches intList
-	if err := batches.Set(bs); err != nil {
-		return nil, fmt.Errorf("--grid %q: batch sizes: %v", s, err)
-	}
-	for _, l := range lens {
-		for _, b := range batches {
-			grid = append(grid, latmodel.GridPoint{MeanLen: l, Batch: b})
-		}
-	}
-	return grid, nil
-}
-
 func cmdPredict(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("predict", "genload predict MODEL.json (--seq-len L --batch B | --grid L1,L2xB1,B2) [--extrapolate] [--json]",
 		`Predict per-forward decode latency (ms) from a model file written by 'genload fit', at a mean
 prompt length L (tokens, the realised mean the model was fitted against) and batch size B, or
 at every point of a grid. Each prediction has its standard error from the coefficients'
-covariance. A point outside the measured range (mean length and batch size) is refused unless
---extrapolate, when it is printed and flagged.`,
+covariance. Points outside the measured range (mean length and batch size) are listed with
+where they lie, not predicted, and the command exits with code 9 after printing the others;
+--extrapolate predicts them too, flagged (exit 0).`,
 		[][2]string{
 			{"one point", "genload predict model.json --seq-len 6000 --batch 24"},
 			{"a grid of 3 lengths × 4 batch sizes", "genload predict model.json --grid 2000,8000,32000x1,8,32,64"},
@@ -283,7 +224,7 @@ covariance. A point outside the measured range (mean length and batch size) is r
 	seqLen := fs.Float64("seq-len", 0, "mean prompt length L̄ in tokens")
 	batch := fs.Int("batch", 0, "batch size B (sequences)")
 	gridS := fs.String("grid", "", "LENGTHSxBATCHES: predict at every (length, batch size) pair, e.g. 1000,4000x1,8,64")
-	extrapolate := fs.Bool("extrapolate", false, "predict outside the measured range (flagged) instead of refusing")
+	extrapolate := fs.Bool("extrapolate", false, "predict outside the measured range (flagged) instead of leaving those points out")
 	asJSON := fs.Bool("json", false, "print the predictions as JSON")
 	files, err := parseFiles(fs, args)
 	if err != nil {
@@ -297,7 +238,7 @@ covariance. A point outside the measured range (mean length and batch size) is r
 	case *gridS != "" && (*seqLen != 0 || *batch != 0):
 		return exitcode.Errorf(exitcode.Usage, "--grid or --seq-len/--batch, not both (see 'genload predict --help')")
 	case *gridS != "":
-		if grid, err = parseGrid(*gridS); err != nil {
+		if grid, err = latmodel.ParseGrid(*gridS); err != nil {
 			return exitcode.With(exitcode.Usage, err)
 		}
 	default:
@@ -324,78 +265,89 @@ covariance. A point outside the measured range (mean length and batch size) is r
 	if err != nil {
 		return err
 	}
-	var ps []latmodel.Prediction
-	for _, g := range grid {
-		p, err := m.Predict(g.MeanLen, g.Batch, *extrapolate)
-		if err != nil {
-			return fmt.Errorf("%w (--extrapolate to predict it anyway)", err)
-		}
-		ps = append(ps, p)
+	ps, outside, perr := m.PredictGrid(grid, *extrapolate)
+	if perr != nil && exitcode.Of(perr) != exitcode.OutOfRange {
+		return perr
 	}
 	if *asJSON {
-		b, err := json.MarshalIndent(ps, "", "  ")
+		b, err := json.MarshalIndent(struct {
+			Predictions []latmodel.Prediction `json:"predictions"`
+			OutOfRange  []latmodel.Prediction `json:"out_of_range,omitempty"`
+		}{ps, outside}, "", "  ")
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "%s\n", b)
-		return nil
+		return perr
 	}
 	fmt.Fprintf(e.stdout, "model %s (form %s, runs %s)\n\n", files[0], m.Form, strings.Join(m.Runs, ", "))
 	latmodel.WritePredictions(e.stdout, ps)
-	return nil
+	latmodel.WriteOutOfRange(e.stdout, outside, *extrapolate)
+	return perr
 }
 
-// modelOf reads path as a model file, or fits the results file(s) at path.
-func modelOf(paths []string, mixed bool, ex *latmodel.Experts) (*latmodel.Model, error) {
-	if len(paths) == 1 && latmodel.IsModelFile(paths[0]) {
-		return latmodel.ReadFile(paths[0])
+// gateSide reads one side of a gate: a model file, or one or more results files given as a
+// comma-separated list (repeats fitted together).
+func gateSide(arg string) (latmodel.Side, error) {
+	files := strings.Split(arg, ",")
+	if len(files) == 1 && latmodel.IsModelFile(files[0]) {
+		m, err := latmodel.ReadFile(files[0])
+		return latmodel.Side{Model: m, Names: files}, err
 	}
-	runs, err := readResults(paths)
-	if err != nil {
-		return nil, err
-	}
-	m, _, err := latmodel.FitRuns(runs, paths, mixed, 0, latmodel.FitOptions{Experts: ex})
-	return m, err
+	runs, err := readResults(files)
+	return latmodel.Side{Runs: runs, Names: files}, err
 }
 
 func cmdGate(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("gate", "genload gate [--mean-increase 15] [--point-increase 50] [--grid L…xB…] [--json] BASELINE NEW",
 		`Check a run for a latency regression against a baseline. BASELINE is a model file written by
-'genload fit' or a results file (fitted here); NEW is a results file (fitted here). Both
-models are evaluated on a grid — by default the cells both were fitted on, at their realised
-mean lengths — and each point's change new/baseline − 1 is printed. The gate fails, with exit
-code 6, when the mean change over the grid exceeds --mean-increase percent or the change at
-any point exceeds --point-increase percent.
+'genload fit' or results files; NEW is results files; each side given as results files is
+fitted here, several files of one side comma-separated (repeats, fitted together: a.json,b.json).
+The first line says whether the two are comparable (served model, max_tokens, labels, engine
+profile by name and hash; another engine profile is what a gate may compare). Both models are
+evaluated on a grid — by default every cell the new run measured, at its realised mean length —
+and each point's change new/baseline − 1 is printed with its bounds, as is the mean change over
+the grid. The bounds count both models' coefficient covariance, their residual scatter and
+their repeats, and each model's level uncertainty: a run's cells share its host, so a single run
+may be off as a whole by as much as its cells scatter (RATIONALE.md). Each bound is one-sided
+at --confidence (the points' Bonferroni-corrected over the grid).
 
-Each model's fit quality is printed: R² and the leave-one-cell-out median and max relative
-error. A model whose leave-one-cell-out median error exceeds --max-fit-error percent (default
-10) is refused with exit code 3: it misses its own cells by more than two thirds of the
-default 15 % threshold, so a regression of that size cannot be told from the model's error
-(a baseline run with host-stalled cells fits badly and would pass real regressions).
-Re-measure it, or measure several times (genload run --repeat N) and fit the repeats together.
+The verdict, and the exit code:
+  pass (0)         the mean's upper bound ≤ --mean-increase and every point's ≤ --point-increase
+  fail (6)         the mean's lower bound > --mean-increase, or some point's > --point-increase
+  cannot tell (8)  otherwise: a bound straddles a threshold; the output says how many repeats
+                   of which run would decide it (genload run --repeat N, gated as repeats)
+  out of range (9) a pass on the points in range, with grid points outside a model's measured
+                   range listed and not judged (--extrapolate judges them, flagged)
+Refused with exit code 3: a model whose leave-one-cell-out median error exceeds
+--max-fit-error percent, a baseline whose own bound on its mean level over the grid is wider
+than --max-baseline-noise × --mean-increase (too noisy to judge: it says how many repeats would
+do), and models of another served model, [labels] or max_tokens (--allow-mixed compares them
+anyway, with a warning).
 
-The two must be of the same served model, [labels] and max_tokens (--allow-mixed compares
-them anyway, with a warning). A --grid point outside either model's measured range is refused
-unless --extrapolate (then flagged). --experts/--active apply to the fits made here; without
-them NEW is fitted with the baseline model's experts, if it has them.`,
+The moe term is fitted as 'genload fit' does (the runs' recorded structure, or
+--experts/--active); a new run that records nothing is fitted with the baseline's experts.`,
 		[][2]string{
 			{"this week's sweep against the kept model", "genload gate results/model.json results/20261208-101500.json"},
-			{"two runs, stricter, JSON for CI", "genload gate --mean-increase 10 --point-increase 25 --json results/base.json results/new.json"},
+			{"two repeats of each side", "genload gate results/b1.json,results/b2.json results/n1.json,results/n2.json"},
+			{"stricter, JSON for CI", "genload gate --mean-increase 10 --point-increase 25 --json results/base.json results/new.json"},
 			{"on a grid of mean lengths × batch sizes", "genload gate --grid 2000,8000x1,8,32 model.json results/new.json"},
 		}, e)
-	meanInc := fs.Float64("mean-increase", 15, "fail when the mean per-point change exceeds PCT percent")
-	pointInc := fs.Float64("point-increase", 50, "fail when any point's change exceeds PCT percent")
-	gridS := fs.String("grid", "", "LENGTHSxBATCHES to evaluate at (mean prompt lengths in tokens × batch sizes); default: the shared cells")
-	extrapolate := fs.Bool("extrapolate", false, "evaluate grid points outside a model's measured range (flagged) instead of refusing")
+	meanInc := fs.Float64("mean-increase", 15, "fail when the mean per-point change exceeds PCT percent with its bounds")
+	pointInc := fs.Float64("point-increase", 50, "fail when some point's change exceeds PCT percent with its bounds")
+	gridS := fs.String("grid", "", "LENGTHSxBATCHES to evaluate at (mean prompt lengths in tokens × batch sizes); default: the new run's cells")
+	extrapolate := fs.Bool("extrapolate", false, "judge grid points outside a model's measured range (flagged) instead of listing them unjudged")
 	mixed := fs.Bool("allow-mixed", false, "compare models of different served models or labels")
 	asJSON := fs.Bool("json", false, "print the result as JSON (for CI)")
 	maxFitErr := fs.Float64("max-fit-error", 100*latmodel.DefaultMaxFitError, "refuse a model whose leave-one-cell-out median error exceeds PCT percent (0: accept any)")
+	conf := fs.Float64("confidence", latmodel.DefaultConfidence, "one-sided confidence of each bound, in (0.5, 1)")
+	maxNoise := fs.Float64("max-baseline-noise", latmodel.DefaultMaxBaselineNoise, "refuse a baseline whose own bound on its mean level is wider than FRAC × --mean-increase (0: accept any)")
 	experts := expertFlags(fs, "gate")
 	files, err := parseFiles(fs, args)
 	if err != nil {
 		return err
 	}
-	ex, err := experts()
+	ex, dense, err := experts()
 	if err != nil {
 		return err
 	}
@@ -410,52 +362,56 @@ them NEW is fitted with the baseline model's experts, if it has them.`,
 	if err := checkPct("gate", "--max-fit-error", *maxFitErr); err != nil {
 		return err
 	}
+	if !(*conf > 0.5 && *conf < 1) {
+		return exitcode.Errorf(exitcode.Usage, "--confidence %v: want a one-sided confidence in (0.5, 1), such as 0.95 (see 'genload gate --help')", *conf)
+	}
+	if !(*maxNoise >= 0) || math.IsInf(*maxNoise, 0) {
+		return exitcode.Errorf(exitcode.Usage, "--max-baseline-noise %v: want a fraction ≥ 0 of --mean-increase (see 'genload gate --help')", *maxNoise)
+	}
 	if len(files) != 2 {
-		return exitcode.Errorf(exitcode.Usage, "want BASELINE and NEW, got %d file(s) (see 'genload gate --help')", len(files))
+		return exitcode.Errorf(exitcode.Usage, "want BASELINE and NEW, got %d argument(s); several files of one side are comma-separated (see 'genload gate --help')", len(files))
 	}
-	base, err := modelOf(files[:1], *mixed, ex)
-	if err != nil {
-		return fmt.Errorf("baseline %s: %w", files[0], err)
-	}
-	if ex == nil {
-		ex = base.Experts // fit the new run with the baseline's expert shape
-	}
-	if latmodel.IsModelFile(files[1]) {
-		return exitcode.Errorf(exitcode.Usage, "NEW %s is a model file: want a results file (see 'genload gate --help')", files[1])
-	}
-	next, err := modelOf(files[1:], *mixed, ex)
-	if err != nil {
-		return fmt.Errorf("new %s: %w", files[1], err)
-	}
-	grid := latmodel.SharedGrid(base, next)
+	var grid []latmodel.GridPoint
 	if *gridS != "" {
-		if grid, err = parseGrid(*gridS); err != nil {
+		if grid, err = latmodel.ParseGrid(*gridS); err != nil {
 			return exitcode.With(exitcode.Usage, err)
 		}
 	}
-	g, err := latmodel.Gate(base, next, grid, latmodel.Thresholds{MeanIncrease: *meanInc / 100, PointIncrease: *pointInc / 100, MaxFitError: *maxFitErr / 100}, *mixed, *extrapolate)
-	if errors.Is(err, latmodel.ErrPoorFit) {
+	base, err := gateSide(files[0])
+	if err != nil {
+		return fmt.Errorf("baseline %s: %w", files[0], err)
+	}
+	next, err := gateSide(files[1])
+	if err != nil {
+		return fmt.Errorf("new %s: %w", files[1], err)
+	}
+	if next.Model != nil {
+		return exitcode.Errorf(exitcode.Usage, "NEW %s is a model file: want a results file (see 'genload gate --help')", files[1])
+	}
+	noise := *maxNoise
+	if noise == 0 {
+		noise = -1 // accept any
+	}
+	g, err := latmodel.RunGate(latmodel.GateRequest{Base: base, New: next,
+		Fit:        latmodel.FitOptions{Experts: ex, Dense: dense, Lookup: run.LookupProfileStructure},
+		Grid:       grid,
+		Thresholds: latmodel.Thresholds{MeanIncrease: *meanInc / 100, PointIncrease: *pointInc / 100, MaxFitError: *maxFitErr / 100, Confidence: *conf, MaxBaselineNoise: noise},
+		AllowMixed: *mixed, Extrapolate: *extrapolate})
+	if g != nil && err != nil {
+		// A refusal: the first line and both fits, then why.
+		if g.Comparable != "" {
+			fmt.Fprintln(e.stderr, g.Comparable)
+		}
 		g.WriteFits(e.stderr)
+	}
+	if errors.Is(err, latmodel.ErrPoorFit) {
 		return fmt.Errorf("%w; re-measure that run (a loaded host stalls cells: 'genload fit' lists its residuals and outliers), or measure several times (genload run --repeat N) and fit the repeats together; --max-fit-error sets the limit", err)
 	}
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		b, err := json.MarshalIndent(struct {
-			Base       string               `json:"baseline"`
-			New        string               `json:"new"`
-			Thresholds latmodel.Thresholds  `json:"thresholds"`
-			BaseFit    latmodel.FitQuality  `json:"baseline_fit"`
-			NewFit     latmodel.FitQuality  `json:"new_fit"`
-			Points     []latmodel.GatePoint `json:"points"`
-			Mean       float64              `json:"mean_change"`
-			Max        float64              `json:"max_change"`
-			MaxAt      latmodel.GridPoint   `json:"max_at"`
-			Passed     bool                 `json:"passed"`
-			Failed     []string             `json:"failed,omitempty"`
-			Warnings   []string             `json:"warnings,omitempty"`
-		}{g.Base, g.New, g.Thresholds, g.BaseFit, g.NewFit, g.Points, g.Mean, g.Max, g.MaxAt, g.Passed(), g.Failed, g.Warnings}, "", "  ")
+		b, err := g.JSON()
 		if err != nil {
 			return err
 		}

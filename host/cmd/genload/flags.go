@@ -5,7 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/agnivade/levenshtein"
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
@@ -42,15 +47,20 @@ func newFlagSet(name, synopsis, description string, examples [][2]string, e *env
 // parse parses args with flags and positional arguments in any order (flag.Parse alone stops
 // at the first positional, so "genload plugin check x.wasm --set k=1" would lose --set); "--"
 // ends the flags. Afterwards fs.Args() holds the positional arguments in order. --help prints
-// the usage (the flag package does) and returns errHelp; a bad flag is a Usage error.
+// the usage and returns errHelp; a bad flag is a Usage error of one line that names the flag
+// (flagError), without the usage after it.
 func parse(fs *flag.FlagSet, args []string) error {
+	usage := fs.Usage
+	fs.Usage = func() {} // the flag package calls it on every error, not only for --help
+	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				usage()
 				return errHelp
 			}
-			return exitcode.Errorf(exitcode.Usage, "%v (see 'genload %s --help')", err, fs.Name())
+			return exitcode.Errorf(exitcode.Usage, "%s (see 'genload %s --help')", flagError(fs, err), fs.Name())
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -67,17 +77,84 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return fs.Parse(append([]string{"--"}, pos...))
 }
 
-// intList is a comma-separated list of positive integers flag.
+var (
+	badValueRe = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-([^:]+): (.*)$`)
+	unknownRe  = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	noValueRe  = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+)
+
+// flagError rewords the flag package's errors, naming the flag as genload writes it (--name):
+// `--batch-sizes "8abc": "8abc" is not a positive integer: …`, `--seed "x": not a valid
+// value`, `unknown flag --max-token (did you mean --max-tokens?)`, `--seed: wants a value`.
+func flagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if m := badValueRe.FindStringSubmatch(msg); m != nil {
+		why := m[3]
+		if why == "parse error" || strings.HasPrefix(why, "strconv.") {
+			why = "not a valid value"
+			if f := fs.Lookup(m[2]); f != nil {
+				why = "not a valid " + valueKind(f)
+			}
+		}
+		return fmt.Sprintf("--%s %q: %s", m[2], m[1], why)
+	}
+	if m := unknownRe.FindStringSubmatch(msg); m != nil {
+		name, _, _ := strings.Cut(m[1], "=")
+		out := "unknown flag --" + name
+		best, bestD := "", 3
+		fs.VisitAll(func(f *flag.Flag) {
+			if d := levenshtein.ComputeDistance(name, f.Name); d < bestD && 2*d < len(name) {
+				best, bestD = f.Name, d
+			}
+		})
+		if best != "" {
+			out += " (did you mean --" + best + "?)"
+		}
+		return out
+	}
+	if m := noValueRe.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("--%s: wants a value", m[1])
+	}
+	return msg
+}
+
+// valueKind names what a flag takes, from its default's type: "number", "whole number",
+// "true or false", "duration".
+func valueKind(f *flag.Flag) string {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return "value"
+	}
+	switch g.Get().(type) {
+	case float64:
+		return "number"
+	case int, int64, uint, uint64:
+		return "whole number"
+	case bool:
+		return "value: want true or false"
+	case time.Duration:
+		return "duration, such as 2s or 500ms"
+	}
+	return "value"
+}
+
+// intList is a comma-separated list of positive integers flag (--seq-lens 1000,4000): each
+// entry is a whole decimal number ≥ 1, with spaces around it allowed — "8abc", "2.5" and an
+// empty entry are errors, not 8, 2 and a skipped one.
 type intList []int
 
 func (l *intList) String() string { return fmt.Sprint([]int(*l)) }
 
 func (l *intList) Set(s string) error {
 	*l = (*l)[:0]
-	for _, f := range strings.Split(s, ",") {
-		var n int
-		if _, err := fmt.Sscanf(strings.TrimSpace(f), "%d", &n); err != nil || n < 1 {
-			return fmt.Errorf("%q is not a positive integer", f)
+	for i, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		n, err := strconv.Atoi(f)
+		switch {
+		case f == "":
+			return fmt.Errorf("entry %d is empty: want positive integers separated by commas, such as 1,8,64", i+1)
+		case err != nil || n < 1:
+			return fmt.Errorf("%q is not a positive integer: want positive integers separated by commas, such as 1,8,64", f)
 		}
 		*l = append(*l, n)
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 
@@ -15,30 +17,45 @@ import (
 	"github.com/genload/genload/host/k8s"
 )
 
-func cmdK8s(_ context.Context, args []string, e *env) error {
+func cmdK8s(ctx context.Context, args []string, e *env) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "cat":
+			return cmdK8sCat(args[1:], e)
+		case "idle":
+			return cmdK8sIdle(ctx, args[1:], e)
+		}
+	}
 	fs := newFlagSet("k8s", "genload k8s job --name NAME --image IMAGE --shards N --pvc CLAIM [-c bench.toml] [-o DIR] [-- run flags]",
 		`Write the Kubernetes manifests that run a matrix as an Indexed Job, one pod per shard: pod i
 runs genload run --shard i/N (its index is JOB_COMPLETION_INDEX) with the bench.toml from a
-ConfigMap and writes its results file to the volume; a pod started again after a failure
-(--retries) continues its shard's file. Then a merge Job joins the shards with genload merge,
-and a pod mounts the volume to copy the results out. Flags after -- are passed to genload run
-(checked against its flags here).
+ConfigMap and writes its results file to the volume. A failed shard's pod is started again up
+to --retries times (backoffLimitPerIndex; Kubernetes ≥ 1.29), continuing the shard's file; a
+pod that exits 2, 3 or 4 (bad flags, config or plugin: a retry gives the same) fails its shard
+at once, and the other shards run to their end. Then a merge Job joins the shards with genload
+merge, and a pod mounts the volume so that genload streams the results out (genload k8s cat).
+The image needs genload on its PATH and /bin/sh, nothing else (see the Dockerfile). Flags
+after -- are passed to genload run (checked against its flags here).
 
 Written to DIR: job.yaml (ConfigMap, the claim if --pvc-size, the Indexed Job), merge.yaml
-and fetch.yaml; the kubectl commands to run them are printed.`,
+and fetch.yaml; the kubectl commands to run them are printed (POSIX sh).
+
+In the pods: genload k8s cat FILE… writes the files to stdout (kubectl exec POD -- genload k8s
+cat /results/NAME/NAME.json > NAME.json), and genload k8s idle DURATION waits (the fetch pod's
+command) until the duration ends or the pod is deleted.`,
 		[][2]string{
 			{"four shards against a vLLM service, results on an existing ReadWriteMany claim",
 				"genload k8s job --name nightly --image ghcr.io/acme/genload:1.4 --shards 4 --pvc genload-results -c bench.toml -- --target http://vllm:8000"},
-			{"eight shards two at a time, the claim created, each shard retried once",
-				"genload k8s job --name sweep-a --image genload:dev --shards 8 --parallelism 2 --pvc sweep-a --pvc-size 1Gi --retries 1"},
+			{"eight shards two at a time, the claim created, no retries",
+				"genload k8s job --name sweep-a --image genload:dev --shards 8 --parallelism 2 --pvc sweep-a --pvc-size 1Gi --retries 0"},
 		}, e)
 	j := k8s.Job{}
 	fs.StringVar(&j.Name, "name", "", "the Job's name, run id and results directory (a DNS label)")
 	fs.StringVar(&j.Namespace, "namespace", "", "namespace of every object (default: kubectl's)")
-	fs.StringVar(&j.Image, "image", "", "container image with genload on its PATH and /bin/sh")
+	fs.StringVar(&j.Image, "image", "", "container image with genload on its PATH and /bin/sh (the Dockerfile builds one)")
 	fs.IntVar(&j.Shards, "shards", 0, "number of shards: the Indexed Job's completions")
 	fs.IntVar(&j.Parallelism, "parallelism", 0, "pods running at once (default --shards)")
-	fs.IntVar(&j.RetriesPerShard, "retries", 0, "times a failed shard's pod is started again (backoffLimitPerIndex; it continues the shard)")
+	fs.IntVar(&j.RetriesPerShard, "retries", k8s.DefaultRetries, "times a failed shard's pod is started again, continuing the shard (backoffLimitPerIndex)")
 	fs.StringVar(&j.PVC, "pvc", "", "PersistentVolumeClaim for the results (ReadWriteMany when pods may run on several nodes)")
 	fs.StringVar(&j.PVCSize, "pvc-size", "", "create the claim with this size, e.g. 1Gi (default: it exists)")
 	fs.StringVar(&j.StorageClass, "storage-class", "", "storage class of the claim created (default: the cluster's)")
@@ -50,7 +67,7 @@ and fetch.yaml; the kubectl commands to run them are printed.`,
 		return err
 	}
 	if fs.NArg() == 0 || fs.Arg(0) != "job" {
-		return exitcode.Errorf(exitcode.Usage, "want 'genload k8s job …' (see 'genload k8s --help')")
+		return exitcode.Errorf(exitcode.Usage, "want 'genload k8s job …', 'genload k8s cat FILE…' or 'genload k8s idle DURATION' (see 'genload k8s --help')")
 	}
 	j.RunArgs = fs.Args()[1:]
 	if err := checkRunArgs(j.RunArgs); err != nil {
@@ -87,24 +104,61 @@ and fetch.yaml; the kubectl commands to run them are printed.`,
 			return err
 		}
 	}
-	ns := ""
-	if j.Namespace != "" {
-		ns = " -n " + j.Namespace
+	fmt.Fprint(e.stdout, j.Commands(filepath.Clean(dir)))
+	return nil
+}
+
+// cmdK8sCat writes each file to stdout, byte for byte: the results leave a pod through
+// kubectl exec without tar in the image.
+func cmdK8sCat(args []string, e *env) error {
+	fs := newFlagSet("k8s cat", "genload k8s cat FILE…",
+		"Write the files to stdout, in order, byte for byte: in a pod without tar, kubectl exec POD -- genload k8s cat /results/NAME/NAME.json > NAME.json.", nil, e)
+	if err := parse(fs, args); err != nil {
+		return err
 	}
-	fmt.Fprintf(e.stdout, `# %d shards of %s, results in %s on the claim %s:
-kubectl%s apply -f %s
-kubectl%s wait --for=condition=complete --timeout=24h job/%s
-# the merge (it names any shard that is missing or incomplete):
-kubectl%s apply -f %s
-kubectl%s wait --for=condition=complete --timeout=10m job/%s-merge && kubectl%s logs job/%s-merge
-# the results, copied out:
-kubectl%s apply -f %s && kubectl%s wait --for=condition=ready pod/%s-fetch
-kubectl%s cp %s-fetch:%s ./results/%s && kubectl%s delete pod %s-fetch
-`, j.Shards, j.Name, j.Dir(), j.PVC,
-		ns, filepath.Join(dir, "job.yaml"), ns, j.Name,
-		ns, filepath.Join(dir, "merge.yaml"), ns, j.Name, ns, j.Name,
-		ns, filepath.Join(dir, "fetch.yaml"), ns, j.Name,
-		ns, j.Name, j.Dir(), j.Name, ns, j.Name)
+	if fs.NArg() == 0 {
+		return exitcode.Errorf(exitcode.Usage, "cat: want the files to write (see 'genload k8s cat --help')")
+	}
+	for _, name := range fs.Args() {
+		f, err := os.Open(name)
+		if err != nil {
+			return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("cat: %w", err))
+		}
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			f.Close()
+			return exitcode.Errorf(exitcode.InvalidConfig, "cat: %s is a directory, want a file", name)
+		}
+		_, err = io.Copy(e.stdout, f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("cat %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// cmdK8sIdle waits for the duration, or until interrupted (SIGTERM from a pod's deletion),
+// and exits 0: the fetch pod's command, where /bin/sh may have no sleep.
+func cmdK8sIdle(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("k8s idle", "genload k8s idle DURATION",
+		"Wait for DURATION (such as 1h) or until the process is stopped (kubectl delete sends SIGTERM), then exit 0: the command of the pod the results are streamed out of.", nil, e)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return exitcode.Errorf(exitcode.Usage, "idle: want one duration, such as 1h (see 'genload k8s idle --help')")
+	}
+	d, err := time.ParseDuration(fs.Arg(0))
+	if err != nil || d <= 0 {
+		return exitcode.Errorf(exitcode.Usage, "idle %q: want a positive duration, such as 1h or 30m", fs.Arg(0))
+	}
+	// Said once the signal handlers are in place (main sets them before any command): a
+	// SIGTERM after this line ends the wait with exit 0.
+	fmt.Fprintf(e.stderr, "genload k8s idle: waiting %v, or until stopped\n", d)
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
 	return nil
 }
 

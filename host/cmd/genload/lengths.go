@@ -11,10 +11,14 @@ import (
 )
 
 func cmdLengths(ctx context.Context, args []string, e *env) error {
+	if len(args) > 0 && args[0] == "fit" {
+		return cmdLengthsFit(ctx, args[1:], e)
+	}
 	fs := newFlagSet("lengths", "genload lengths --plugin NAME|FILE.wasm --mean L --batch B [--set key=value]…",
 		`Print the prompt lengths (tokens) a length plugin gives for one cell of target mean L and batch
 size B, their mean, p50, p90 and max, and a small text histogram, so a plugin author sees the
-shape before a run. Lengths are bounded by [--min, --max] as a run bounds them.`,
+shape before a run. Lengths are bounded by [--min, --max] as a run bounds them.
+'genload lengths fit TRACE…' fits distributions to the prompt lengths of request logs.`,
 		[][2]string{
 			{"the default gamma (k = 0.9) for L = 4000, B = 64", "genload lengths --plugin gamma --mean 4000 --batch 64"},
 			{"a flatter gamma", "genload lengths --plugin gamma --mean 4000 --batch 64 --set k=4"},

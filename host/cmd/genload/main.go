@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -64,7 +65,8 @@ func commands() []command {
 	return []command{
 		{"run", "run a benchmark matrix (bench.toml) and write results", cmdRun},
 		{"serve", "start the built-in serving engine (OpenAI-compatible) on a loopback port", cmdServe},
-		{"lengths", "print the prompt lengths a length plugin gives for one cell", cmdLengths},
+		{"lengths", "print the prompt lengths a length plugin gives for one cell; 'lengths fit' fits request logs", cmdLengths},
+		{"replay", "replay a request log open loop at its timestamps; per-request records and a summary", cmdReplay},
 		{"consistency", "per-cell CV of per-forward latency across repeated runs of a matrix", cmdConsistency},
 		{"ab", "paired A/B of two configs on identical prompts, AB/BA per cell, a verdict per cell (exit 6)", cmdAB},
 		{"diff", "per-cell change in % of per-forward latency and TTFT from one run to another", cmdDiff},
@@ -77,6 +79,7 @@ func commands() []command {
 		{"report", "one self-contained HTML report of runs (tables, warnings, plots, consistency, A/B)", cmdReport},
 		{"fit", "fit a latency model (per-forward latency vs mean length and batch size) to runs", cmdFit},
 		{"predict", "per-forward latency from a fitted model at a length and batch size, or a grid", cmdPredict},
+		{"gap", "a replay's forward passes (server step log) against a fitted matrix model, per batch occupancy", cmdGap},
 		{"gate", "latency regression check of a run against a baseline model or run (exit 6)", cmdGate},
 		{"plugin", "check a WebAssembly plugin: genload plugin check FILE.wasm", cmdPlugin},
 		{"version", "print genload's version", cmdVersion},
@@ -88,7 +91,7 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "\nRun 'genload <command> --help' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'genload <command> --help' for a command's flags, 'genload --version' for the version.\n")
 }
 
 // doMain runs one command line and returns the exit code. Errors are printed once, here; a panic
@@ -101,6 +104,9 @@ func doMain(ctx context.Context, args []string, e *env) (code exitcode.Code) {
 			code = exitcode.Panic
 		}
 	}()
+	if args = slices.Clone(args); len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args[0] = "version"
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(e.stdout)
 		if len(args) == 0 {

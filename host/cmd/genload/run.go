@@ -21,6 +21,7 @@ import (
 type runFlags struct {
 	cfgPath, target, model, out, mode, lengths *string
 	runID, resume, shardSpec, cvStat           *string
+	records                                    *string
 	sets                                       setFlags
 	seqLens, batches                           intList
 	maxTokens, repeats, minRepeats, maxRepeats *int
@@ -78,6 +79,7 @@ it exists, else the defaults.`,
 	f.maxRepeats = fs.Int("max-repeats", 8, "with --until-cv: the most repeats of any cell")
 	f.cvConfidence = fs.Float64("cv-confidence", 0.9, "with --until-cv: the one-sided confidence of the CV's upper bound, in (0, 1); lower stops quiet cells sooner and lets more noisy cells pass as stable")
 	f.maxCV, f.cvStat = cvFlags(fs)
+	f.records = fs.String("records", "", "also write every request's record (send time, chunk times and token counts; schema genload.records/v1) to this new JSON Lines file")
 	f.shardSpec = fs.String("shard", "", "measure shard I/N of the matrix: I 0-based, or JOB_COMPLETION_INDEX/N in a Kubernetes Indexed Job; run id <id>-shard-I-of-N (join the shards with genload merge)")
 	return fs, f
 }
@@ -99,7 +101,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	opt := run.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
-		RunID: *f.runID, Getenv: e.getenv, Resume: *f.resume, Wide: *f.wide, Legends: f.legends, Repeats: rule}
+		RunID: *f.runID, Getenv: e.getenv, Resume: *f.resume, Wide: *f.wide, Legends: f.legends, Repeats: rule, Records: *f.records}
 	if err := shardOptions(*f.shardSpec, e, &opt); err != nil {
 		return err
 	}

@@ -115,8 +115,8 @@ func TestK8sJobChecksTheRunFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown flag", []string{"--bogus"}, "genload run flags after --: flag provided but not defined: -bogus (see 'genload run --help')"},
-		{"bad value", []string{"--target", "http://vllm:8000", "--max-tokens", "x"}, `genload run flags after --: invalid value "x" for flag -max-tokens`},
+		{"unknown flag", []string{"--bogus"}, "genload run flags after --: unknown flag --bogus (see 'genload run --help')"},
+		{"bad value", []string{"--target", "http://vllm:8000", "--max-tokens", "x"}, `genload run flags after --: --max-tokens "x": not a valid whole number (see 'genload run --help')`},
 		{"stray argument", []string{"--target", "http://vllm:8000", "bench.toml"}, `genload run flags after --: unexpected argument "bench.toml"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

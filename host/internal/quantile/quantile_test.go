@@ -22,3 +22,14 @@ func TestNearestRankMatchesIntegerCeiling(t *testing.T) {
 		}
 	}
 }
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{{[]float64{3}, 3}, {[]float64{1, 5}, 3}, {[]float64{1, 2, 9}, 2}, {[]float64{1, 2, 4, 100}, 3}} {
+		if got := Median(c.xs); got != c.want {
+			t.Errorf("Median(%v) = %v, want %v", c.xs, got, c.want)
+		}
+	}
+}

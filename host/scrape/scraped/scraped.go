@@ -9,7 +9,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"time"
+
+	"github.com/genload/genload/host/internal/quantile"
+	"github.com/genload/genload/host/warning"
 )
 
 // Steps are server-side figures of one cell from a scrape before and one after it
@@ -60,6 +65,40 @@ type Steps struct {
 	// estimates. Valid when HasTruthDecode.
 	TruthDecodeStepTime time.Duration `json:"-"`
 	HasTruthDecode      bool          `json:"has_truth_decode"`
+	// Overrun is how late the built-in engine's steps ran against their plan (simulated
+	// duration × time scale) during the cell, from genload_engine_step_planned_seconds_total,
+	// genload_engine_step_overrun_seconds_total and the genload_engine_step_overrun_ratio
+	// histogram; nil when the engine does not sleep or is not the target.
+	Overrun *Overrun `json:"overrun,omitempty"`
+}
+
+// OverrunShareLimit is the stated share: a cell whose engine steps ran, in all, more than 2 %
+// over their planned wall time measured the host's load as much as the cost model (at the
+// large batch sizes of the default matrix a step is 3–4 % longer than the previous B's).
+const OverrunShareLimit = 0.02
+
+// Overrun is the built-in engine's lateness over a cell's steps.
+type Overrun struct {
+	// Steps is the steps observed. Share = max(0, Σ measured − Σ planned) / Σ planned over
+	// them: how much longer than the cost model's the steps ran in all, the bias of a mean
+	// such as fwd (the engine repays small delays with shorter steps, so it is net of them).
+	// Late = Σ max(0, measured − planned) / Σ planned: the delays before repayment.
+	Steps float64 `json:"steps"`
+	Share float64 `json:"share"`
+	Late  float64 `json:"late"`
+	// P50 and P99 are quantiles of one step's overrun as a share of its planned duration
+	// (upper bounds of the histogram's buckets).
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+// Note returns the warning for an overrun above OverrunShareLimit, "" otherwise (and for nil).
+func (o *Overrun) Note() string {
+	if o == nil || o.Share <= OverrunShareLimit {
+		return ""
+	}
+	return fmt.Sprintf("the built-in engine's steps ran %.1f %% over their planned wall time in all (one step's delay p50 %.1f %%, p99 %.0f %% of it; over %.0f steps), above the %.0f %% this cell allows: the host was busy, so fwd follows its load as much as the cost model (a larger [engine] time_scale, or a quieter host)",
+		100*o.Share, 100*o.P50, 100*o.P99, o.Steps, 100*OverrunShareLimit)
 }
 
 // MarshalJSON writes the durations as step_time_ms and truth_step_time_ms.
@@ -98,10 +137,15 @@ func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 // trailing samples with 0 running (before the first request arrived, after the last
 // finished) are dropped; the rest are "samples".
 //
-//	Mode    = the most frequent value (ties → the larger)
+//	Mode     = the most frequent value (ties → the larger)
 //	AtTarget = share of samples equal to the target batch size B
-//	Max     = the largest sample (a value above B means other load on the server)
-//	Mean    = arithmetic mean of the samples
+//	Max      = the largest sample (a value above B means other load on the server)
+//	Mean     = arithmetic mean of the samples
+//	P10, P50, P90 = nearest-rank percentiles of the samples: the ⌈q·N⌉-th smallest
+//
+// The mode alone can mislead: a server that ramps up to B and down again in a long tail
+// spends most samples at 1 (the mode) although it peaked near B; the percentiles and the
+// mean show the distribution. Records written before the percentiles existed have them 0.
 type Occupancy struct {
 	Samples  int     `json:"samples"`
 	Target   int     `json:"target"`
@@ -109,6 +153,9 @@ type Occupancy struct {
 	AtTarget float64 `json:"share_at_target"`
 	Max      int     `json:"max"`
 	Mean     float64 `json:"mean"`
+	P10      int     `json:"p10,omitempty"`
+	P50      int     `json:"p50,omitempty"`
+	P90      int     `json:"p90,omitempty"`
 	// Errors counts failed scrapes during the cell.
 	Errors int `json:"scrape_errors"`
 }
@@ -145,7 +192,65 @@ func Occupy(samples []int, b int) Occupancy {
 	}
 	o.AtTarget = float64(at) / float64(len(s))
 	o.Mean = float64(sum) / float64(len(s))
+	sorted := slices.Clone(s)
+	slices.Sort(sorted)
+	o.P10, o.P50, o.P90 = sorted[quantile.NearestRank(len(s), 0.1)], sorted[quantile.NearestRank(len(s), 0.5)], sorted[quantile.NearestRank(len(s), 0.9)]
 	return o
+}
+
+// Distribution describes the samples in a phrase: "median 300, mean 358, p10–p90 1–1,020,
+// max 1,020 over 57 samples, 0 % at 1,024" (without the percentiles in records written
+// before they existed: "mean 358, max 1,020, mostly 1 over 57 samples, 0 % at 1,024").
+func (o Occupancy) Distribution() string {
+	if o.P50 == 0 && o.Samples > 0 && o.Max > 0 {
+		return fmt.Sprintf("mean %s, max %s, mostly %s over %d samples, %.0f %% at %s",
+			count(o.Mean), warning.Thousands(o.Max), warning.Thousands(o.Mode), o.Samples, 100*o.AtTarget, warning.Thousands(o.Target))
+	}
+	return fmt.Sprintf("median %s, mean %s, p10–p90 %s–%s, max %s over %d samples, %.0f %% at %s",
+		warning.Thousands(o.P50), count(o.Mean), warning.Thousands(o.P10), warning.Thousands(o.P90), warning.Thousands(o.Max), o.Samples, 100*o.AtTarget, warning.Thousands(o.Target))
+}
+
+// MinSamples is the fewest gauge samples (one every 20 ms) on which Judge gives a verdict.
+const MinSamples = 3
+
+// BriefShare is the share of gauge samples at the target below which a batch that was
+// reached counts as reached only briefly.
+const BriefShare = 0.5
+
+// Judge is the gauge's verdict on a batch of o.Target sequences sent to one server (who:
+// "the server", or "server URL" in a routed cell; what: how the target reads, "B = 16" or
+// "the 4 sequences routed to it"); ok is false when there is nothing to say or fewer than
+// MinSamples samples. It reads the distribution, not only the mode:
+//
+//   - Max > Target: other load shares the server (warning.OtherLoad);
+//   - Max < Target: the batch was not reached — no sample saw the target running
+//     (warning.BatchNotReached; the cell is partial);
+//   - AtTarget < BriefShare: reached, but for under half of the samples
+//     (warning.BatchBrief).
+func (o Occupancy) Judge(who, what string) (w warning.Warning, ok bool) {
+	if o.Samples < MinSamples || o.Target <= 0 {
+		return w, false
+	}
+	switch {
+	case o.Max > o.Target:
+		return warning.Newf(warning.OtherLoad, "%s ran up to %s requests at once, more than %s: other load shares it (gauge: %s)",
+			who, warning.Thousands(o.Max), what, o.Distribution()), true
+	case o.Max < o.Target:
+		return warning.Newf(warning.BatchNotReached, "batch not reached: %s ran at most %s sequences at once, not %s (gauge: %s); the figures are kept, for a batch of at most %s",
+			who, warning.Thousands(o.Max), what, o.Distribution(), warning.Thousands(o.Max)), true
+	case o.AtTarget < BriefShare:
+		return warning.Newf(warning.BatchBrief, "batch reached briefly: %s ran %s in %.0f %% of the samples only (gauge: %s)",
+			who, what, 100*o.AtTarget, o.Distribution()), true
+	}
+	return w, false
+}
+
+// count writes a mean number of sequences: one decimal below 10, else rounded (358).
+func count(v float64) string {
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return warning.Thousands(int(math.Round(v)))
 }
 
 // CellMetrics are the server-side figures of one cell. For a cell routed over several
@@ -173,34 +278,50 @@ type ServerMetrics struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Notes are the cell's lines for its warnings that the caller does not derive itself:
-// why the (combined) step time is absent and, per server of a routed cell, a failed
-// scrape, an absent step time, and an occupancy (≥ 3 samples) whose most frequent value
-// is below the server's share of B or whose maximum is above it (other load on it). The
-// single-server occupancy against B is left to the caller, which knows the request shape.
-func (m CellMetrics) Notes() []string {
-	var ns []string
+// Notes are the cell's warnings that the caller does not derive itself: why the (combined)
+// step time is absent and, per server of a routed cell, a failed scrape, an absent step time,
+// and the gauge's verdict on the share of B routed to it (Occupancy.Judge: other load, a
+// share not reached, or reached briefly). The single-server occupancy against B is left to
+// the caller, which knows the request shape.
+func (m CellMetrics) Notes() []warning.Warning {
+	var ns []warning.Warning
 	if !m.Steps.HasStepTime && m.Steps.StepTimeReason != "" {
-		ns = append(ns, "metrics fwd absent: "+m.Steps.StepTimeReason)
+		ns = append(ns, warning.New(warning.MetricsFwdAbsent, "metrics fwd absent: "+m.Steps.StepTimeReason))
+	}
+	if n := m.Steps.Overrun.Note(); n != "" {
+		ns = append(ns, warning.New(warning.EngineOverrun, n))
 	}
 	for _, s := range m.Servers {
 		switch {
 		case s.Error != "":
-			ns = append(ns, fmt.Sprintf("server %s: %s", s.URL, s.Error))
+			ns = append(ns, warning.Newf(warning.MetricsFailed, "server %s: %s", s.URL, s.Error))
 			continue
 		case !s.Steps.HasStepTime && s.Steps.StepTimeReason != "":
-			ns = append(ns, fmt.Sprintf("server %s: metrics fwd absent: %s", s.URL, s.Steps.StepTimeReason))
+			ns = append(ns, warning.Newf(warning.MetricsFwdAbsent, "server %s: metrics fwd absent: %s", s.URL, s.Steps.StepTimeReason))
 		}
-		o := s.Occupancy
-		if s.Sequences <= 0 || o.Samples < 3 {
+		if s.Sequences <= 0 {
 			continue
 		}
-		switch {
-		case o.Max > s.Sequences:
-			ns = append(ns, fmt.Sprintf("server %s ran up to %d requests at once, more than the %d routed to it: other load shares it", s.URL, o.Max, s.Sequences))
-		case o.Mode < s.Sequences:
-			ns = append(ns, fmt.Sprintf("batch attainment: server %s mostly ran %d sequences at once, not the %d routed to it (%.0f %% of samples at %d)", s.URL, o.Mode, s.Sequences, 100*o.AtTarget, s.Sequences))
+		o := s.Occupancy
+		o.Target = s.Sequences
+		if w, ok := o.Judge("server "+s.URL, fmt.Sprintf("the %d routed to it", s.Sequences)); ok {
+			ns = append(ns, w)
 		}
 	}
 	return ns
+}
+
+// NotReached reports whether the gauge of any server of m (the combined one for a single
+// server, against b) shows that its share of the batch was never running at once
+// (Occupancy.Judge's BatchNotReached). A cell of one server is judged against b by the
+// caller, which knows whether the request shape lets the gauge count sequences.
+func (m CellMetrics) NotReached() bool {
+	for _, s := range m.Servers {
+		o := s.Occupancy
+		o.Target = s.Sequences
+		if w, ok := o.Judge("", ""); ok && s.Error == "" && s.Sequences > 0 && w.Name == warning.BatchNotReached {
+			return true
+		}
+	}
+	return false
 }

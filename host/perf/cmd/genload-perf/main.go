@@ -4,7 +4,7 @@
 // the machine, the load during the run and one Markdown table of ratios (PERF.md). The raw
 // benchmark output goes to <out>/bench.txt and the table to <out>/table.md.
 //
-//	go run ./host/perf/cmd/genload-perf [-rounds 5] [-chunk-benchtime 1s] [-out build/perf]
+//	go run ./host/perf/cmd/genload-perf [-rounds 5] [-only bench,paced,binary] [-out build/perf]
 package main
 
 import (
@@ -26,23 +26,47 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "serve" {
-		if err := serve(); err != nil {
-			fmt.Fprintln(os.Stderr, "genload-perf serve:", err)
-			os.Exit(1)
+	if len(os.Args) > 1 {
+		sub := map[string]func([]string) error{
+			"serve":        func([]string) error { return serve() },
+			"paced-serve":  pacedServe,
+			"paced-client": pacedClient,
+			"busy-bench":   busyBench,
+			"spin":         spin,
 		}
-		return
+		if f, ok := sub[os.Args[1]]; ok {
+			if err := f(os.Args[2:]); err != nil {
+				fmt.Fprintf(os.Stderr, "genload-perf %s: %v\n", os.Args[1], err)
+				os.Exit(1)
+			}
+			return
+		}
 	}
-	rounds := flag.Int("rounds", 5, "rounds of every benchmark (medians and ranges are over rounds)")
-	chunkBT := flag.String("chunk-benchtime", "1s", "-test.benchtime of the chunk-cost benchmark")
-	out := flag.String("out", "build/perf", "directory for bench.txt (raw output), table.md and the test binaries")
-	goCmd := flag.String("go", "go", "go command")
-	split := flag.Bool("split", true, "also run rows 1 and 2 against a server in its own process (taskset: server on CPU 0, client on CPU 1)")
+	o := options{}
+	flag.IntVar(&o.rounds, "rounds", 5, "rounds of every benchmark (medians and ranges are over rounds)")
+	flag.StringVar(&o.chunkBT, "chunk-benchtime", "1s", "-test.benchtime of the chunk-cost benchmark")
+	flag.StringVar(&o.out, "out", "build/perf", "directory for bench.txt (raw output), table.md and the test binaries")
+	flag.StringVar(&o.goCmd, "go", "go", "go command")
+	flag.BoolVar(&o.split, "split", true, "also run rows 1 and 2 against a server in its own process (taskset: server on CPU 0, client on CPU 1)")
+	flag.StringVar(&o.only, "only", "bench,paced,binary", "row groups to run, comma-separated: bench (the Go benchmarks, rows 1–7), paced (paced streams, three clients), binary (genload run: fixed cost, per-token cost, the largest cells)")
+	flag.StringVar(&o.pacedSteps, "paced-steps", "1ms,2ms,10ms", "paced rows: server step lengths")
+	flag.StringVar(&o.pacedN, "paced-n", "64,256,1024,4096", "paced rows: stream counts N")
+	flag.IntVar(&o.pacedTokens, "paced-tokens", 200, "paced rows: tokens per stream")
+	flag.StringVar(&o.python, "python", "/usr/bin/python3", "the Python with aiohttp for the asyncio client (\"\" skips it)")
 	flag.Parse()
-	if err := run(*rounds, *chunkBT, *out, *goCmd, *split); err != nil {
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "genload-perf:", err)
 		os.Exit(1)
 	}
+}
+
+// options are genload-perf's flags.
+type options struct {
+	rounds                     int
+	chunkBT, out, goCmd, only  string
+	split                      bool
+	pacedSteps, pacedN, python string
+	pacedTokens                int
 }
 
 // serve is the server process of the split benchmarks: it prints one NAME=host:port line per
@@ -61,17 +85,17 @@ func serve() error {
 	return nil
 }
 
-// startServer runs this executable's serve subcommand (pinned to CPU 0 with taskset when there
+// startServer runs this executable's server subcommand sub (serve or paced-serve) (pinned to CPU 0 with taskset when there
 // are at least 2 CPUs) and returns its addresses, the client CPU to pin to ("" for none) and a
 // stop function.
-func startServer(ctx context.Context) (env []string, clientCPU string, pid int, stop func(), err error) {
+func startServer(ctx context.Context, sub string, args ...string) (env []string, clientCPU string, pid int, stop func(), err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", 0, nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, "serve")
+	cmd := exec.CommandContext(ctx, self, append([]string{sub}, args...)...)
 	if _, terr := exec.LookPath("taskset"); terr == nil && runtime.NumCPU() >= 2 {
-		cmd = exec.CommandContext(ctx, "taskset", "-c", "0", self, "serve")
+		cmd = exec.CommandContext(ctx, "taskset", append([]string{"-c", "0", self, sub}, args...)...)
 		clientCPU = "1"
 	}
 	stdin, err := cmd.StdinPipe()
@@ -109,9 +133,20 @@ func startServer(ctx context.Context) (env []string, clientCPU string, pid int, 
 	return nil, "", 0, nil, fmt.Errorf("server process ended before READY")
 }
 
-func run(rounds int, chunkBT, out, goCmd string, split bool) error {
-	if rounds < 1 {
-		return fmt.Errorf("-rounds must be >= 1, got %d", rounds)
+func run(o options) error {
+	if o.rounds < 1 {
+		return fmt.Errorf("-rounds must be >= 1, got %d", o.rounds)
+	}
+	groups := map[string]bool{}
+	for _, g := range strings.Split(o.only, ",") {
+		g = strings.TrimSpace(g)
+		switch g {
+		case "bench", "paced", "binary":
+			groups[g] = true
+		case "":
+		default:
+			return fmt.Errorf("-only %q: unknown group %q (want bench, paced or binary)", o.only, g)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -119,6 +154,7 @@ func run(rounds int, chunkBT, out, goCmd string, split bool) error {
 	if err != nil {
 		return err
 	}
+	out := o.out
 	if !filepath.IsAbs(out) {
 		out = filepath.Join(root, out)
 	}
@@ -134,58 +170,60 @@ func run(rounds int, chunkBT, out, goCmd string, split bool) error {
 	if d := os.Getenv("GENLOAD_PLUGIN_DIR"); d != "" {
 		env = append(env, "GENLOAD_PLUGIN_DIR="+d)
 	}
-	r := &perf.Runner{Root: root, BinDir: filepath.Join(out, "bin"), Go: goCmd, Env: env, Log: logf, Progress: os.Stderr}
-	jobs := perf.Jobs(chunkBT)
-	if split {
-		senv, cpu, pid, stopServer, err := startServer(ctx)
+	load0, up0 := loadavg(), uptime()
+	start := time.Now()
+	var buf bytes.Buffer
+	w := io.MultiWriter(os.Stdout, &buf)
+	var own time.Duration
+	var loads []float64
+	var failures []string
+	var body bytes.Buffer
+	if groups["bench"] {
+		r := &perf.Runner{Root: root, BinDir: filepath.Join(out, "bin"), Go: o.goCmd, Env: env, Log: logf, Progress: os.Stderr}
+		f, err := benchGroup(ctx, r, o, &body)
 		if err != nil {
 			return err
 		}
-		defer stopServer()
-		r.SplitEnv, r.ClientCPU, r.ServerPID = senv, cpu, pid
+		failures = append(failures, f...)
+		own += r.Own
+		loads = append(loads, r.Loads...)
 	}
-	load0 := loadavg()
-	start := time.Now()
-	fmt.Fprintln(os.Stderr, "compiling test binaries…")
-	if err := r.Compile(ctx, jobs); err != nil {
-		return err
-	}
-	s := perf.NewSamples(rounds)
-	var failures []string
-	for rnd := range rounds {
-		for _, j := range jobs {
-			if j.Once && rnd > 0 {
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := r.RunJob(ctx, j, rnd, s); err != nil {
-				failures = append(failures, err.Error())
-				fmt.Fprintln(os.Stderr, err)
-			}
+	if groups["paced"] {
+		r := &perf.Runner{Root: root, BinDir: filepath.Join(out, "bin"), Go: o.goCmd, Env: env, Log: logf, Progress: os.Stderr}
+		f, err := pacedGroup(ctx, r, o, &body)
+		if err != nil {
+			return err
 		}
+		failures = append(failures, f...)
+		own += r.Own
+		loads = append(loads, r.Loads...)
+	}
+	if groups["binary"] {
+		r := &perf.Runner{Root: root, BinDir: filepath.Join(out, "bin"), Go: o.goCmd, Env: env, Log: logf, Progress: os.Stderr}
+		f, err := binaryGroup(ctx, r, o, &body)
+		if err != nil {
+			return err
+		}
+		failures = append(failures, f...)
+		own += r.Own
+		loads = append(loads, r.Loads...)
 	}
 	elapsed := time.Since(start)
-	load1 := loadavg()
-	fl := perf.Summarize(r.Loads)
+	load1, up1 := loadavg(), uptime()
+	fl := perf.Summarize(loads)
 
-	var buf bytes.Buffer
-	w := io.MultiWriter(os.Stdout, &buf)
 	fmt.Fprintf(w, "\n## genload perf — %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(w, "- command: `make perf` (go run ./host/perf/cmd/genload-perf -rounds %d -chunk-benchtime %s)\n", rounds, chunkBT)
-	fmt.Fprintf(w, "- machine: %d CPUs, %s, %s, %s, Linux %s\n", runtime.NumCPU(), cpuModel(), goVersion(goCmd), runtime.GOARCH, kernel())
+	fmt.Fprintf(w, "- command: go run ./host/perf/cmd/genload-perf -rounds %d -only %s\n", o.rounds, o.only)
+	fmt.Fprintf(w, "- machine: %d CPUs, %s, %s, %s, Linux %s\n", runtime.NumCPU(), cpuModel(), goVersion(o.goCmd), runtime.GOARCH, kernel())
 	fmt.Fprintf(w, "- run: %s wall, %d rounds; genload's own CPU %.0f s; load average %s before, %s after\n",
-		elapsed.Round(time.Second), rounds, r.Own.Seconds(), load0, load1)
-	fmt.Fprintf(w, "- foreign load (other processes, cores busy outside this run, per benchmark process): median %.2f [%.2f–%.2f] of %d cores\n",
+		elapsed.Round(time.Second), o.rounds, own.Seconds(), load0, load1)
+	fmt.Fprintf(w, "- uptime before: %s\n- uptime after: %s\n", up0, up1)
+	fmt.Fprintf(w, "- foreign load (other processes, cores busy outside this run, per process run): median %.2f [%.2f–%.2f] of %d cores\n",
 		fl.Median, fl.Min, fl.Max, runtime.NumCPU())
-	if split {
-		fmt.Fprintf(w, "- split rows: SSE server in its own process on CPU 0, client benchmark process pinned to CPU %s (taskset)\n", r.ClientCPU)
-	}
-	fmt.Fprintf(w, "- figures: median [min–max] over rounds; ratio = genload / baseline per round (same process, seconds apart), median [min–max]; verdicts on medians\n\n")
-	perf.WriteTable(w, perf.Table(s))
+	fmt.Fprintf(w, "- figures: median [min–max] over rounds; ratio = genload / baseline per round (same process or seconds apart), median [min–max]; verdicts on medians\n")
+	_, _ = w.Write(body.Bytes())
 	if len(failures) > 0 {
-		fmt.Fprintf(w, "\n%d benchmark runs failed (their figures are missing from the medians):\n", len(failures))
+		fmt.Fprintf(w, "\n%d runs failed (their figures are missing from the medians):\n", len(failures))
 		for _, f := range failures {
 			first, _, _ := strings.Cut(f, "\n")
 			fmt.Fprintf(w, "- %s\n", first)
@@ -193,6 +231,45 @@ func run(rounds int, chunkBT, out, goCmd string, split bool) error {
 	}
 	fmt.Fprintf(w, "\nraw output: %s\n", filepath.Join(out, "bench.txt"))
 	return os.WriteFile(filepath.Join(out, "table.md"), buf.Bytes(), 0o644)
+}
+
+// benchGroup runs the Go benchmarks of rows 1–7 in interleaved rounds and writes their table.
+func benchGroup(ctx context.Context, r *perf.Runner, o options, w io.Writer) ([]string, error) {
+	jobs := perf.Jobs(o.chunkBT)
+	if o.split {
+		senv, cpu, pid, stopServer, err := startServer(ctx, "serve")
+		if err != nil {
+			return nil, err
+		}
+		defer stopServer()
+		r.SplitEnv, r.ClientCPU, r.ServerPID = senv, cpu, pid
+	}
+	fmt.Fprintln(os.Stderr, "compiling test binaries…")
+	if err := r.Compile(ctx, jobs); err != nil {
+		return nil, err
+	}
+	s := perf.NewSamples(o.rounds)
+	var failures []string
+	for rnd := range o.rounds {
+		for _, j := range jobs {
+			if j.Once && rnd > 0 {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if err := r.RunJob(ctx, j, rnd, s); err != nil {
+				failures = append(failures, err.Error())
+				fmt.Fprintln(os.Stderr, err)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n### Go benchmarks (rows 1–7)\n\n")
+	if o.split {
+		fmt.Fprintf(w, "split rows: SSE server in its own process on CPU 0, client benchmark process pinned to CPU %s (taskset)\n\n", r.ClientCPU)
+	}
+	perf.WriteTable(w, perf.Table(s))
+	return failures, nil
 }
 
 // moduleRoot walks up from the working directory to the directory holding go.mod.
@@ -211,6 +288,14 @@ func moduleRoot() (string, error) {
 		}
 		d = p
 	}
+}
+
+// uptime is the output of uptime(1), or the load average when it is missing.
+func uptime() string {
+	if b, err := exec.Command("uptime").Output(); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return "load average " + loadavg()
 }
 
 func loadavg() string {

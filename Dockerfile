@@ -1,0 +1,28 @@
+# genload as a container image: one static binary with its plugins, corpus and tokenizer built
+# in, on busybox for the /bin/sh the Kubernetes manifests of `genload k8s job` run it with.
+#
+#   docker build -t genload:dev --build-arg VERSION=$(git describe --always --dirty) .
+#   docker run --rm genload:dev genload run --target http://host.docker.internal:8000
+#
+# The build stage runs `make plugins` (the three plugins for wasip1, copied where go:embed takes
+# them, with their SHA-256 in SHA256SUMS), then a static build of genload: CGO_ENABLED=0 (no
+# libc: wazero, fasthttp and the rest are pure Go).
+
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN make plugins \
+ && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/genload ./host/cmd/genload \
+ && /out/genload version
+
+# busybox's musl build is a few MB with /bin/sh; genload needs nothing of it but the shell
+# (the pod scripts use shell builtins and genload only). CA certificates for https targets.
+FROM busybox:1.37-musl
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY --from=build /out/genload /usr/local/bin/genload
+WORKDIR /work
+ENTRYPOINT []
+CMD ["genload", "--help"]

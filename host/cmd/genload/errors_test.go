@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/plugin"
+)
+
+// The exact one-line errors of the mistakes a new user makes: each names the flag, the key
+// (with file:line) or the plugin at fault, says what was wrong in the user's terms, and
+// suggests the nearest right name.
+func TestErrorsInTheUsersTerms(t *testing.T) {
+	pdir := testplugins.Dir(t)
+	t.Setenv("GENLOAD_PLUGIN_DIR", pdir)
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, "<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Error response</title>\n</head>\n<body>\n<h1>Error response</h1>\n<p>Error code: 404</p>\n<p>Message: File not found.</p>\n</body>\n</html>\n")
+	}))
+	defer html.Close()
+	var builtIn []string
+	for _, b := range plugin.Builtins() {
+		builtIn = append(builtIn, b.Name)
+	}
+	if len(builtIn) == 0 {
+		builtIn = []string{"none (compiled without `make plugins`)"}
+	}
+	cases := []struct {
+		name, toml string
+		args       []string
+		code       exitcode.Code
+		want       string // the whole of stderr
+	}{
+		{"list flag with a suffix", "", []string{"--batch-sizes", "8abc"}, exitcode.Usage,
+			`genload run: --batch-sizes "8abc": "8abc" is not a positive integer: want positive integers separated by commas, such as 1,8,64 (see 'genload run --help')`},
+		{"list flag with a fraction", "", []string{"--seq-lens", "1000,2.5"}, exitcode.Usage,
+			`genload run: --seq-lens "1000,2.5": "2.5" is not a positive integer: want positive integers separated by commas, such as 1,8,64 (see 'genload run --help')`},
+		{"unknown flag", "", []string{"--max-token", "5"}, exitcode.Usage,
+			"genload run: unknown flag --max-token (did you mean --max-tokens?) (see 'genload run --help')"},
+		{"type error", "[matrix]\nseq_lens = 300\n", nil, exitcode.InvalidConfig,
+			"genload run: BENCH:2: [matrix.seq_lens] must be an array of integers, not an integer (300); write [300]"},
+		{"unknown key", "max_tokns = 5\n", nil, exitcode.InvalidConfig,
+			"genload run: BENCH:1: unknown key [max_tokns]; did you mean [max_tokens]?"},
+		{"plugin name", "[lengths]\nplugin = \"gama\"\n", nil, exitcode.PluginRejected,
+			fmt.Sprintf(`genload run: BENCH:2: [lengths.plugin]: plugin "gama" not found: it is not built into genload (built in: %s); searched %s; did you mean "gamma"? (a plugin of your own: give its .wasm path, or set GENLOAD_PLUGIN_DIR to its directory)`,
+				strings.Join(builtIn, ", "), filepath.Join(pdir, "gama.wasm"))},
+		{"no cell left blamed on its flag", "", []string{"--seq-lens", "200000", "--batch-sizes", "1"}, exitcode.InvalidConfig,
+			"genload run: flag --seq-lens: matrix: no cells left (1 dropped: L + max_tokens = 200100 exceeds the model context 131072)"},
+		{"not an OpenAI-compatible server", "", []string{"--target", html.URL}, exitcode.TargetFailed,
+			"genload run: GET " + html.URL + `/v1/models answered HTTP 404 with an HTML page titled "Error response": this is not an OpenAI-compatible server (check the target: the base URL of a vLLM, SGLang, llama.cpp or TGI server, such as http://127.0.0.1:8000)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := writeConfig(t, tc.toml)
+			code, stdout, stderr := cli(t, context.Background(), append([]string{"run", "-c", cfg, "--out", t.TempDir()}, tc.args...)...)
+			want := strings.ReplaceAll(tc.want, "BENCH", cfg) + "\n"
+			if code != tc.code || stderr != want || stdout != "" {
+				t.Errorf("exit %d, want %d\nstderr:\n%s\nwant:\n%s\nstdout: %q", code, tc.code, stderr, want, stdout)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	want := fmt.Sprintf("genload %s (%s, %s/%s)\n%s\n", fullVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH, builtinLine())
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		code, out, errs := cli(t, context.Background(), args...)
+		if code != exitcode.OK || out != want || errs != "" {
+			t.Errorf("%v: exit %d\n%s%s\nwant\n%s", args, code, out, errs, want)
+		}
+	}
+	if bs := plugin.Builtins(); len(bs) > 0 && !strings.HasPrefix(builtinLine(), "plugins built in: "+bs[0].Name+" "+bs[0].SHA256[:16]) {
+		t.Errorf("builtinLine() = %q", builtinLine())
+	}
+}
+
+// Mode "n" says the length plugin is ignored, and the header does not name it.
+func TestModeNDoesNotNameTheLengthPlugin(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	code, stdout, stderr := cli(t, context.Background(), "run", "--mode", "n", "--seq-lens", "300", "--batch-sizes", "2",
+		"--max-tokens", "4", "--time-scale", "0.05", "--out", t.TempDir())
+	if code != exitcode.OK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, `mode "n": each cell sends one prompt of length L with n = B`) || !strings.Contains(stderr, "the length plugin gamma is ignored") {
+		t.Errorf("stderr does not say the plugin is ignored:\n%s", stderr)
+	}
+	if !strings.Contains(stdout, "mode n, lengths –") || strings.Contains(stdout, "gamma") {
+		t.Errorf("the header names the length plugin:\n%s", stdout)
+	}
+}

@@ -1,0 +1,126 @@
+package latmodel
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/report"
+)
+
+// PredictGrid predicts m at every grid point. Points inside the measured range are in ps;
+// points outside are in out, flagged — and predicted only when extrapolate, when they are in
+// ps too. Out-of-range points are not fatal: the error, when some were left unpredicted,
+// wraps ErrExtrapolation with exitcode.OutOfRange and counts them, and ps holds the others.
+// A non-positive or non-finite point is an InvalidConfig error.
+func (m *Model) PredictGrid(grid []GridPoint, extrapolate bool) (ps, out []Prediction, err error) {
+	for _, g := range grid {
+		p, err := m.Predict(g.MeanLen, g.Batch, true)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p.Extrapolated {
+			out = append(out, p)
+			if !extrapolate {
+				continue
+			}
+		}
+		ps = append(ps, p)
+	}
+	if len(out) > 0 && !extrapolate {
+		return ps, out, exitcode.With(exitcode.OutOfRange, fmt.Errorf("predict: %w: %d of %d point(s), not predicted (first: %s); --extrapolate to predict them",
+			ErrExtrapolation, len(out), len(grid), out[0].Why))
+	}
+	return ps, out, nil
+}
+
+// WriteOutOfRange writes the points PredictGrid left out, one row each with where they
+// lie outside the range; nothing for none.
+func WriteOutOfRange(w io.Writer, out []Prediction, predicted bool) {
+	if len(out) == 0 {
+		return
+	}
+	if predicted {
+		fmt.Fprintf(w, "\n%d point(s) outside the measured range, predicted by extrapolation (flagged above)\n", len(out))
+		return
+	}
+	fmt.Fprintf(w, "\n%d point(s) outside the measured range, not predicted (--extrapolate to predict them):\n\n", len(out))
+	rows := [][]string{{"mean len", "B", "outside the range"}}
+	for _, p := range out {
+		rows = append(rows, []string{fmt.Sprintf("%g", p.MeanLen), fmt.Sprint(p.Batch), p.Why})
+	}
+	table(w, rows)
+}
+
+// Side is one side of a gate: a model read from a model file (Model set), or the results
+// files of one or more runs (repeats) to fit.
+type Side struct {
+	Model *Model
+	Runs  []*report.Run
+	Names []string
+}
+
+// GateRequest is everything a gate is asked: the two sides, the fit options for the sides
+// fitted here (Fit.Experts/Dense from flags; Lookup for old files), the grid (nil: the
+// default, see [DefaultGrid]), the thresholds, and whether to allow mixed groups and
+// extrapolation.
+type GateRequest struct {
+	Base, New   Side
+	Fit         FitOptions
+	Grid        []GridPoint
+	Thresholds  Thresholds
+	AllowMixed  bool
+	Extrapolate bool
+}
+
+// fitSide fits a side's runs (or returns its model) with opt.
+func fitSide(s Side, allowMixed bool, opt FitOptions) (*Model, error) {
+	if s.Model != nil {
+		return s.Model, nil
+	}
+	m, _, err := FitRuns(s.Runs, s.Names, allowMixed, 0, opt)
+	return m, err
+}
+
+// RunGate fits what needs fitting and gates the new side against the baseline ([Gate]).
+// The new side is fitted with the flags' structure, else the structure its runs record, else
+// the baseline model's experts (a baseline model file keeps the shape it was fitted with).
+// Errors name the side ("baseline FILE: …", "new FILE: …").
+func RunGate(req GateRequest) (*GateResult, error) {
+	base, err := fitSide(req.Base, req.AllowMixed, req.Fit)
+	if err != nil {
+		return nil, fmt.Errorf("baseline %s: %w", strings.Join(req.Base.Names, ","), err)
+	}
+	nopt := req.Fit
+	if nopt.Experts == nil && !nopt.Dense {
+		if ex, _, err := ResolveExperts(nil, false, req.New.Runs, nopt.Lookup, req.AllowMixed); err == nil && ex == nil && !recordsStructure(req.New.Runs, nopt.Lookup) {
+			nopt.Experts = base.Experts // nothing known of the new runs: the baseline's shape
+		}
+	}
+	next, err := fitSide(req.New, req.AllowMixed, nopt)
+	if err != nil {
+		return nil, fmt.Errorf("new %s: %w", strings.Join(req.New.Names, ","), err)
+	}
+	grid := req.Grid
+	if grid == nil {
+		grid = DefaultGrid(base, next)
+	}
+	return Gate(base, next, grid, req.Thresholds, req.AllowMixed, req.Extrapolate)
+}
+
+// recordsStructure reports whether some run records its model structure (or has a built-in
+// engine profile lookup finds).
+func recordsStructure(runs []*report.Run, lookup ProfileLookup) bool {
+	for _, r := range runs {
+		if r.Header.Structure != nil {
+			return true
+		}
+		if lookup != nil && r.Header.Engine != nil {
+			if name, ok := r.Header.Engine["profile"].(string); ok && lookup(name) != nil {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/genload/genload/host/perf"
+	"github.com/genload/genload/host/report"
+)
+
+// binaryCell is a one-cell run of the genload binary against the step server.
+type binaryCell struct {
+	mode string
+	n    int
+}
+
+// The per-token cells of the binary rows, and the largest cells (once).
+var (
+	binaryCells  = []binaryCell{{"routed", 256}, {"routed", 1024}, {"array", 1024}}
+	binaryTokens = 200
+	binaryL      = 128 // uniform prompt length of the per-token cells: prompt work stays small
+)
+
+type largestCell struct {
+	name      string
+	mode      string
+	b, l      int
+	lengthsFn string
+}
+
+var largestCells = []largestCell{
+	{"array B=256 L=128000", "array", 256, 128000, "uniform"}, // 32.8 M ids; gamma's longest would pass the context
+	{"routed B=4096 L=1000", "routed", 4096, 1000, "gamma"},
+}
+
+// binaryGroup runs the rows of the genload binary itself (`genload run`, one cell, against the
+// step server at 10 ms steps): its fixed cost (one sequence, two tokens: tokenizer, corpus,
+// plugins, probes, warmup), its marginal CPU per token at N streams against the raw-socket Go
+// client of the same cell and round (and its peak RSS against the asyncio client's), and,
+// in the first round, the largest cells' time to build and send their bodies against a
+// modeled TTFT and its RSS against their size.
+func binaryGroup(ctx context.Context, r *perf.Runner, o options, w io.Writer) ([]string, error) {
+	if os.Getenv("GENLOAD_PLUGIN_DIR") == "" {
+		return nil, fmt.Errorf("binary rows: GENLOAD_PLUGIN_DIR is not set (run through make perf, which builds the plugins)")
+	}
+	gl, err := buildTool(ctx, r, "genload", "./host/cmd/genload")
+	if err != nil {
+		return nil, err
+	}
+	raw, err := buildTool(ctx, r, "paced-raw", "./host/perf/cmd/paced-raw")
+	if err != nil {
+		return nil, err
+	}
+	python, note := asyncioPython(o.python)
+	env, cpu, pid, stop, err := startServer(ctx, "paced-serve", "-steps", "10ms")
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	r.ClientCPU, r.ServerPID = cpu, pid
+	_, addr, _ := strings.Cut(env[0], "=")
+	target := "http://" + addr
+	dir := filepath.Join(r.BinDir, "..", "binary")
+	if err := os.RemoveAll(filepath.Join(dir, "results")); err != nil { // the previous run's results (run ids repeat)
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// writeCfg writes a one-cell config; rows > 256 uses a corpus of that many rows (the
+	// embedded one has 256, and a cell's prompts must be distinct).
+	writeCfg := func(name, mode string, b, l, tokens int, lengths string, rows int) (string, error) {
+		p := filepath.Join(dir, name+".toml")
+		cfg := fmt.Sprintf("target = %q\nmode = %q\nmax_tokens = %d\nout = %q\n[matrix]\nseq_lens = [%d]\nbatch_sizes = [%d]\n[lengths]\nplugin = %q\n",
+			target, mode, tokens, filepath.Join(dir, "results"), l, b, lengths)
+		if rows > 256 {
+			corpus, err := bigCorpus(r.Root, dir, rows)
+			if err != nil {
+				return "", err
+			}
+			cfg += fmt.Sprintf("[prompt]\ncorpus = %q\n", corpus)
+		}
+		return p, os.WriteFile(p, []byte(cfg), 0o644)
+	}
+	runGenload := func(cfgPath, runID string) (perf.Proc, error) {
+		return r.RunProc(ctx, 30*time.Minute, nil, gl, "run", "-c", cfgPath, "--run-id", runID)
+	}
+	fixedCfg, err := writeCfg("fixed", "array", 1, 1000, 2, "gamma", 0)
+	if err != nil {
+		return nil, err
+	}
+	// The per-token cells subtract the fixed cost of a run with their corpus: preparing a
+	// corpus of N rows is a cost per run, not per token.
+	fixedFor := map[int]string{}
+	for _, c := range binaryCells {
+		if c.n > 256 && fixedFor[c.n] == "" {
+			if fixedFor[c.n], err = writeCfg(fmt.Sprintf("fixed-c%d", c.n), "array", 1, binaryL, 2, "uniform", c.n); err != nil {
+				return nil, err
+			}
+		}
+	}
+	s := perf.NewSamples(o.rounds)
+	var failures []string
+	fail := func(e error) {
+		failures = append(failures, e.Error())
+		fmt.Fprintln(os.Stderr, e)
+	}
+	for rnd := range o.rounds {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p, err := runGenload(fixedCfg, fmt.Sprintf("fixed-r%d", rnd))
+		if err != nil {
+			fail(fmt.Errorf("binary fixed cost: %w", err))
+			continue
+		}
+		s.Add("Binary/fixed|cpu-s", rnd, p.CPU.Seconds())
+		s.Add("Binary/fixed|maxrss-MB", rnd, p.MaxRSS)
+		fmt.Fprintf(os.Stderr, "round %d  binary fixed cost   %.2f CPU-s  %.1f MB\n", rnd+1, p.CPU.Seconds(), p.MaxRSS)
+		fixedCPU := map[int]time.Duration{}
+		for n, cfgPath := range fixedFor {
+			pf, err := runGenload(cfgPath, fmt.Sprintf("fixed-c%d-r%d", n, rnd))
+			if err != nil {
+				fail(fmt.Errorf("binary fixed cost with %d corpus rows: %w", n, err))
+				continue
+			}
+			fixedCPU[n] = pf.CPU
+		}
+		for _, c := range binaryCells {
+			name := fmt.Sprintf("%s-N%d", c.mode, c.n)
+			rows := 0
+			if c.n > 256 {
+				rows = c.n
+			}
+			cfgPath, err := writeCfg(name, c.mode, c.n, binaryL, binaryTokens, "uniform", rows)
+			if err != nil {
+				return nil, err
+			}
+			base, ok := p.CPU, true
+			if rows > 0 {
+				base, ok = fixedCPU[rows]
+			}
+			if !ok {
+				continue
+			}
+			key := fmt.Sprintf("Binary/%s/N=%d", c.mode, c.n)
+			pg, err := runGenload(cfgPath, fmt.Sprintf("%s-r%d", name, rnd))
+			if err != nil {
+				fail(fmt.Errorf("binary %s: %w", name, err))
+				continue
+			}
+			tokens := float64(c.n * binaryTokens)
+			s.Add(key+"|marginal-ns/token", rnd, float64((pg.CPU-base).Nanoseconds())/tokens)
+			s.Add(key+"|maxrss-MB", rnd, pg.MaxRSS)
+			cell := perf.PacedCell{Mode: c.mode, Step: 10 * time.Millisecond, N: c.n}
+			clients := perf.PacedClients("", raw, python, r.Root)[1:] // the raw and asyncio clients
+			for _, cl := range clients {
+				argv := append(cl.Argv(target, cell, binaryTokens), promptLenFlag(cl.Name), fmt.Sprint(binaryL))
+				pc, err := r.RunProc(ctx, 10*time.Minute, nil, argv...)
+				if err != nil {
+					fail(fmt.Errorf("binary %s, %s client: %w", name, cl.Name, err))
+					continue
+				}
+				var rep perf.ClientReport
+				if err := json.Unmarshal(bytes.TrimSpace(pc.Stdout), &rep); err != nil || rep.Tokens == 0 {
+					fail(fmt.Errorf("binary %s, %s client: report %q: %v", name, cl.Name, pc.Stdout, err))
+					continue
+				}
+				s.Add(key+"/"+cl.Name+"|cpu-ns/token", rnd, float64(rep.StreamCPUNS)/float64(rep.Tokens))
+				s.Add(key+"/"+cl.Name+"|maxrss-MB", rnd, pc.MaxRSS)
+			}
+			fmt.Fprintf(os.Stderr, "round %d  binary %-12s %.2f µs/token marginal  %.1f MB\n", rnd+1, name, float64((pg.CPU-base).Nanoseconds())/tokens/1e3, pg.MaxRSS)
+		}
+		if rnd > 0 {
+			continue
+		}
+		for _, c := range largestCells {
+			name := strings.NewReplacer(" ", "-", "=", "").Replace(c.name)
+			cfgPath, err := writeCfg(name, c.mode, c.b, c.l, 2, c.lengthsFn, c.b)
+			if err != nil {
+				return nil, err
+			}
+			runID := "largest-" + name
+			pg, err := runGenload(cfgPath, runID)
+			if err != nil {
+				fail(fmt.Errorf("largest cell %s: %w", c.name, err))
+				continue
+			}
+			run, err := report.ReadFile(filepath.Join(dir, "results", runID+".json"))
+			if err != nil || len(run.Cells) != 1 || run.Cells[0].Client == nil {
+				fail(fmt.Errorf("largest cell %s: results: %v", c.name, err))
+				continue
+			}
+			cl := run.Cells[0].Client
+			ttft, err := modeledTTFT(r.Root, run.Cells[0].Lengths.Each)
+			if err != nil {
+				return nil, err
+			}
+			key := "Largest/" + c.name
+			s.Add(key+"|build-ms", 0, float64(cl.Build)/1e6)
+			s.Add(key+"|sent-ms", 0, float64(cl.Sent)/1e6)
+			s.Add(key+"|body-MB", 0, float64(cl.BodyBytes)/(1<<20))
+			s.Add(key+"|maxrss-MB", 0, pg.MaxRSS)
+			s.Add(key+"|ttft-model-s", 0, ttft.Seconds())
+			s.Add(key+"|cpu-s", 0, pg.CPU.Seconds())
+			fmt.Fprintf(os.Stderr, "largest %s: build %.0f ms, sent %.0f ms, bodies %.1f MB, RSS %.1f MB, modeled TTFT p50 %.1f s\n",
+				c.name, float64(cl.Build)/1e6, float64(cl.Sent)/1e6, float64(cl.BodyBytes)/(1<<20), pg.MaxRSS, ttft.Seconds())
+		}
+	}
+	fmt.Fprintf(w, "\n### The genload binary (row 9)\n\n")
+	fmt.Fprintf(w, "`genload run`, one cell, against the step server at 10 ms steps (server on CPU 0, each process on CPU %s); per-token cells: uniform prompts of %d tokens, %d tokens per stream; baselines: the raw-socket Go client and the asyncio client on the same cell in the same round", cpu, binaryL, binaryTokens)
+	if note != "" {
+		fmt.Fprintf(w, " (%s)", note)
+	}
+	fmt.Fprintf(w, "\n\n")
+	perf.WriteTable(w, perf.BinaryRows(s, binaryCellNames(), largestNames()))
+	return failures, nil
+}
+
+func promptLenFlag(client string) string {
+	if client == "asyncio" {
+		return "--prompt-len"
+	}
+	return "-prompt-len"
+}
+
+func binaryCellNames() []perf.BinaryCell {
+	var out []perf.BinaryCell
+	for _, c := range binaryCells {
+		out = append(out, perf.BinaryCell{Mode: c.mode, N: c.n})
+	}
+	return out
+}
+
+func largestNames() []string {
+	var out []string
+	for _, c := range largestCells {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// modeledTTFT is the median time to first token of a cell whose prompts (lengths, in order)
+// are prefilled one after another on the dense-8b profile (host/engine/profiles/dense-8b.toml:
+// one H100): prompt i's first token comes after Σ_{k ≤ i} (L_k · prefill_ns_per_token +
+// L_k²/2 · prefill_attn_ns_per_pair), the per-step fixed cost left out.
+func modeledTTFT(root string, lengths []int) (time.Duration, error) {
+	var p struct {
+		PrefillNsPerToken    float64 `toml:"prefill_ns_per_token"`
+		PrefillAttnNsPerPair float64 `toml:"prefill_attn_ns_per_pair"`
+	}
+	path := filepath.Join(root, "host", "engine", "profiles", "dense-8b.toml")
+	if _, err := toml.DecodeFile(path, &p); err != nil {
+		return 0, fmt.Errorf("modeled TTFT: %s: %w", path, err)
+	}
+	if len(lengths) == 0 || p.PrefillNsPerToken <= 0 {
+		return 0, fmt.Errorf("modeled TTFT: no lengths or no prefill cost in %s", path)
+	}
+	var t float64
+	firsts := make([]float64, len(lengths))
+	for i, l := range lengths {
+		t += float64(l)*p.PrefillNsPerToken + float64(l)*float64(l)/2*p.PrefillAttnNsPerPair
+		firsts[i] = t
+	}
+	sort.Float64s(firsts)
+	return time.Duration(firsts[(len(firsts)-1)/2]), nil
+}
+
+// bigCorpus writes a corpus of rows rows to dir (JSONL, one "text" per line) from the embedded
+// corpus's 256 texts (corpus/prompts.jsonl), each copy numbered so that every row is distinct,
+// for cells of more than 256 prompts; it returns its path.
+func bigCorpus(root, dir string, rows int) (string, error) {
+	b, err := os.ReadFile(filepath.Join(root, "corpus", "prompts.jsonl"))
+	if err != nil {
+		return "", fmt.Errorf("corpus for the binary rows: %w", err)
+	}
+	var texts []string
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var row struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(line, &row); err != nil || row.Text == "" {
+			return "", fmt.Errorf("corpus/prompts.jsonl: a line without text: %v", err)
+		}
+		texts = append(texts, row.Text)
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	for k := range rows {
+		if err := enc.Encode(map[string]string{"text": fmt.Sprintf("Copy %d of text %d. %s", k/len(texts)+1, k%len(texts)+1, texts[k%len(texts)])}); err != nil {
+			return "", err
+		}
+	}
+	p := filepath.Join(dir, fmt.Sprintf("corpus-%d.jsonl", rows))
+	return p, os.WriteFile(p, out.Bytes(), 0o644)
+}

@@ -1,0 +1,70 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/engine"
+	"github.com/genload/genload/host/records"
+	"github.com/genload/genload/host/trace"
+)
+
+// BenchmarkReplaySendLag replays 600 requests at 200 requests/s (3 s) against the built-in
+// engine (MoE profile, time scale 0.05) and reports the client's send lag behind its schedule:
+// lag-p50-ms, lag-p99-ms, lag-max-ms and late-1ms (requests sent more than 1 ms late). Prompts
+// are 1,000–3,000 tokens with 16–80 output tokens and a 512-token prefix shared by every
+// fourth, so about 40 requests are in flight. Each iteration is one whole replay; run it with
+// -benchtime 1x:
+//
+//	go test -run '^$' -bench ReplaySendLag -benchtime 1x ./host/replay
+func BenchmarkReplaySendLag(b *testing.B) {
+	bl, tok := builder(b)
+	ecfg := engine.DefaultConfig()
+	eng, err := engine.New(ecfg, tok)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer eng.Close()
+	url, err := eng.Start("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n, rate = 600, 200
+	var reqs []trace.Request
+	for i := range n {
+		h := []int64{int64(1000 + i), int64(5000 + i), int64(9000 + i), int64(13000 + i), int64(17000 + i), int64(21000 + i)}
+		if i%4 == 0 {
+			h[0] = 0
+		}
+		reqs = append(reqs, trace.Request{Src: fmt.Sprint(i), Arrival: time.Duration(i) * time.Second / rate,
+			Input: 1000 + (i*737)%2000, Output: 16 + (i*13)%64, Hashes: h})
+	}
+	s, err := NewSchedule(reqs, 0, 0, 1, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	client, err := dispatch.New(dispatch.Options{Target: url, Model: ecfg.ModelName, ContinuousUsage: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	var sum *Summary
+	for i := 0; b.Loop(); i++ {
+		path := filepath.Join(b.TempDir(), fmt.Sprintf("r%d.jsonl", i))
+		sum, err = Run(context.Background(), Options{Schedule: s, Blocks: bl, Sender: client, Records: path, Header: records.Header{ID: "bench"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if sum.OK != n {
+			b.Fatalf("%d of %d requests ok: %s", sum.OK, n, sum.FirstError)
+		}
+	}
+	b.ReportMetric(sum.Lag.P50, "lag-p50-ms")
+	b.ReportMetric(sum.Lag.P99, "lag-p99-ms")
+	b.ReportMetric(sum.Lag.Max, "lag-max-ms")
+	b.ReportMetric(float64(sum.Late1ms), "late-1ms")
+}

@@ -1,0 +1,149 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/genload/genload/host/cell"
+	"github.com/genload/genload/host/recording"
+	"github.com/genload/genload/host/records"
+)
+
+// Sender sends one plan: host/dispatch's *Client satisfies it.
+type Sender interface {
+	Do(ctx context.Context, p *cell.Plan) (*recording.Result, error)
+}
+
+// Options configure [Run].
+type Options struct {
+	// Schedule is what to send (NewSchedule); Blocks the prompt source (host/prompt's
+	// Builder).
+	Schedule *Schedule
+	Blocks   Blocks
+	// Sender sends each request (host/dispatch's Client, made with the target's options).
+	Sender Sender
+	// MaxConcurrency caps the requests in flight (0: no cap, fully open loop).
+	MaxConcurrency int
+	// Records is the records file to create (host/records); Header its header (Source, Type
+	// and Schema are set here, Started is the origin t₀).
+	Records string
+	Header  records.Header
+	// Lead is how long before the first send the origin t₀ is put, after the prompts are
+	// built (default 200 ms): the first requests' bodies are built and sent on time.
+	Lead time.Duration
+	// SLO bounds a request's TTFT and TPOT for goodput (0: no bound).
+	SLOTTFT, SLOTPOT time.Duration
+	// Stderr receives progress lines (nil: none).
+	Stderr io.Writer
+}
+
+// prepare is how long before its send time an item's goroutine starts: it copies the
+// prompt's blocks and dispatch builds the body, then waits for the instant.
+const prepare = 25 * time.Millisecond
+
+// Run builds the schedule's prompts, then sends every item at t₀ + At and appends each
+// request's record as it finishes; it returns when every request sent has finished. Canceling
+// ctx (Ctrl-C) stops sending, aborts the requests in flight (their records say so) and returns
+// the summary of what was sent, with Interrupted set; the records file keeps every record
+// written. Errors: prompts that cannot be built, a records file that cannot be created or
+// written (the summary so far is returned with it).
+func Run(ctx context.Context, o Options) (*Summary, error) {
+	if o.Lead <= 0 {
+		o.Lead = 200 * time.Millisecond
+	}
+	s := o.Schedule
+	ps, err := buildPrompts(s, o.Blocks)
+	if err != nil {
+		return nil, err
+	}
+	if o.Stderr != nil {
+		fmt.Fprintf(o.Stderr, "replay: prompts built (%d prefix blocks); sending %d requests\n", len(ps.blocks), len(s.Items))
+	}
+	t0 := time.Now().Add(o.Lead)
+	h := o.Header
+	h.Source, h.Started = "replay", t0.UTC()
+	w, err := records.Create(o.Records, h)
+	if err != nil {
+		return nil, err
+	}
+	acc := newAccumulator(o, t0)
+	var sem chan struct{}
+	if o.MaxConcurrency > 0 {
+		sem = make(chan struct{}, o.MaxConcurrency)
+	}
+	var wg sync.WaitGroup
+	var werr error
+	var werrOnce sync.Once
+	sent := 0
+	for i := range s.Items {
+		it := &s.Items[i]
+		at := t0.Add(it.At)
+		if !sleepUntil(ctx, at.Add(-prepare)) {
+			break
+		}
+		if sem != nil {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		sent++
+		wg.Go(func() {
+			if sem != nil {
+				defer func() { <-sem }()
+			}
+			prompt := ps.prompt(it)
+			plan, err := cell.ForPrompts(recording.ModeRouted, [][]int32{prompt}, nil, 1, it.Output)
+			if err != nil {
+				acc.failed(it, err)
+				return
+			}
+			plan.SendAt = at
+			res, err := o.Sender.Do(ctx, plan)
+			if err != nil {
+				acc.failed(it, err)
+				return
+			}
+			rs := records.FromResult(res, t0, []int{len(prompt)}, func(r *records.Record) {
+				r.Index, r.Src = it.Index, it.Src
+				sched := records.Ms(it.At)
+				lag := r.SentMs - sched
+				r.ScheduledMs, r.LagMs = &sched, &lag
+			})
+			acc.add(it, rs)
+			if err := w.Write(rs...); err != nil {
+				werrOnce.Do(func() { werr = err })
+			}
+		})
+	}
+	wg.Wait()
+	cerr := w.Close()
+	sum := acc.summary(s, sent, ctx.Err() != nil)
+	sum.Records = w.Path()
+	if werr == nil {
+		werr = cerr
+	}
+	return sum, werr
+}
+
+// sleepUntil waits until at or until ctx ends (false).
+func sleepUntil(ctx context.Context, at time.Time) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

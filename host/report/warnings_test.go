@@ -1,0 +1,99 @@
+package report
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/warning"
+)
+
+// A cell record written before warnings had names holds their texts alone: it still loads,
+// and its warnings are named from the catalogue. A record written now keeps its names.
+func TestWarningNamesOfOldAndNewRecords(t *testing.T) {
+	old := `{"type":"cell","cell":{"index":0,"seq_len":1000,"batch":8},"status":"ok","warnings":[` +
+		`"per-forward estimators disagree: fwd (the mean forward pass) 1.045 ms is +16.6 % of the robust fit 0.896 ms (the typical one)",` +
+		`"batch attainment: the server mostly ran 1 sequence at once, not B = 8 (0 % of samples at B)",` +
+		`"a text no kind knows"]}`
+	var c Cell
+	if err := json.Unmarshal([]byte(old), &c); err != nil {
+		t.Fatal(err)
+	}
+	want := []warning.Name{warning.EstimatesDisagree, warning.BatchNotReached, warning.Other}
+	if got := names(c.NamedWarnings()); !slices.Equal(got, want) {
+		t.Errorf("old record's names %v, want %v", got, want)
+	}
+	// A new record: Warn keeps the names beside the texts, through JSON.
+	var n Cell
+	n.Warnings = append(n.Warnings, "realised mean length 206 is +3.2 % off L = 200: 2 of 8 lengths clamped") // appended without a name
+	n.Warn(warning.New(warning.ServersDiffer, "a text whose own words would classify otherwise"))
+	b, err := json.Marshal(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Cell
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	want = []warning.Name{warning.LengthsOffTarget, warning.ServersDiffer}
+	if got := names(back.NamedWarnings()); !slices.Equal(got, want) || !slices.Equal(back.WarningNames, want) {
+		t.Errorf("new record's names %v (stored %v), want %v\n%s", got, back.WarningNames, want, b)
+	}
+}
+
+// The table's groups are the catalogue's kinds, headed by their sentence: "estimators
+// disagree" (measure's fit check) and "estimates disagree" (the server's figures) are one
+// kind; a text no kind knows keeps its own words with its varying numbers as ….
+func TestGroupsAreTheCataloguesKinds(t *testing.T) {
+	run := &Run{Cells: []Cell{
+		{Cell: matrix.Cell{Index: 0, SeqLen: 1000, Batch: 1}, Warnings: []string{
+			"per-forward estimators disagree: fwd (the mean forward pass) 1.045 ms is +16.6 % of the robust fit 0.896 ms (the typical one)",
+			"odd thing 3 happened"}},
+		{Cell: matrix.Cell{Index: 1, SeqLen: 1000, Batch: 8}, Warnings: []string{
+			"per-forward estimates disagree: metrics fwd (/metrics) 10.000 ms is +39 % of the client's fwd 7.190 ms (a late first token or a stall)",
+			"odd thing 4 happened"}},
+	}}
+	gs := GroupWarnings(run)
+	if len(gs) != 2 {
+		t.Fatalf("%d groups: %+v", len(gs), gs)
+	}
+	if g := gs[0]; g.Name != warning.EstimatesDisagree || g.Kind != "Per-forward estimates disagree by more than 5 %" || len(g.Cells) != 2 {
+		t.Errorf("first group %s %q over %d cells", g.Name, g.Kind, len(g.Cells))
+	}
+	if g := gs[1]; g.Name != warning.Other || g.Kind != "odd thing … happened" || len(g.Cells) != 2 {
+		t.Errorf("second group %s %q over %d cells", g.Name, g.Kind, len(g.Cells))
+	}
+}
+
+func names(ws []warning.Warning) []warning.Name {
+	out := make([]warning.Name, len(ws))
+	for i, w := range ws {
+		out[i] = w.Name
+	}
+	return out
+}
+
+// Repeats of one run: repeat 1's warmups sent the prompts to a cold cache (the counts of the
+// second run of the live test, 0 of 600), repeats 2 and 3 found them there (576 of 600): the
+// note names the repeats; a run whose server counted no cached tokens gets none.
+func TestCacheNotesNameTheRepeats(t *testing.T) {
+	r := &Run{Header: Header{RunID: "r"}}
+	for rep := 1; rep <= 3; rep++ {
+		cached := 0
+		if rep > 1 {
+			cached = 576
+		}
+		r.Cells = append(r.Cells, Cell{Cell: matrix.Cell{SeqLen: 300, Batch: 2}, Repeat: rep, CacheBefore: &PromptCache{Cached: cached, Prompt: 600, Warmup: true}})
+	}
+	want := []string{"prompts already cached: r: 2 of 3 cell records (repeat 2, 3) found their prompts in the server's prefix cache before sending them (an earlier run, repeat or cell had sent the same prompts): their warmup found them there, so the measured requests are warm as in any run"}
+	if got := CacheNotes([]*Run{r}); !slices.Equal(got, want) {
+		t.Errorf("notes %q,\nwant %q", got, want)
+	}
+	for i := range r.Cells {
+		r.Cells[i].CacheBefore = nil
+	}
+	if got := CacheNotes([]*Run{r}); len(got) != 0 {
+		t.Errorf("a server without cached-token counts: %q", got)
+	}
+}

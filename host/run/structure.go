@@ -1,0 +1,73 @@
+package run
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/engine"
+	"github.com/genload/genload/host/latmodel"
+	"github.com/genload/genload/host/report"
+)
+
+// ProfileHash identifies a built-in engine profile by its cost figures: "sha256:" and the
+// first 16 hex digits of the SHA-256 of the profile as JSON (its fields in declaration order),
+// so that a profile file edited in place no longer compares equal to the old one while
+// comments and key order do not count.
+func ProfileHash(p engine.Profile) string {
+	b, _ := json.Marshal(p) // a struct of numbers and strings: cannot fail
+	h := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(h[:8])
+}
+
+// ProfileStructure is the model structure a built-in engine profile simulates: a mixture of
+// experts when it has an expert term ([engine.Profile.IsMoE]), else dense.
+func ProfileStructure(p engine.Profile) *report.ModelStructure {
+	if p.IsMoE() {
+		return &report.ModelStructure{Kind: report.StructureMoE, Experts: p.MoEExperts, Active: p.MoETopK,
+			Source: fmt.Sprintf("built-in engine profile %s (moe_experts = %d, moe_top_k = %d)", p.Name, p.MoEExperts, p.MoETopK)}
+	}
+	return &report.ModelStructure{Kind: report.StructureDense, Source: fmt.Sprintf("built-in engine profile %s (no moe_layers)", p.Name)}
+}
+
+// LookupProfileStructure is a [latmodel.ProfileLookup] over the built-in engine's profiles
+// (an embedded name or a .toml path): nil when the profile cannot be read.
+func LookupProfileStructure(name string) *report.ModelStructure {
+	p, err := engine.LoadProfile(name)
+	if err != nil {
+		return nil
+	}
+	return ProfileStructure(p)
+}
+
+// modelStructure is what the run knows of the served model's structure: the built-in
+// engine's profile, else the config.json beside the tokenizer ([tokenizer] path); nil, with
+// the reason printed by the caller, when neither says.
+func modelStructure(cfg *config.Config, engineInfo map[string]any) (*report.ModelStructure, error) {
+	if engineInfo != nil {
+		if name, ok := engineInfo["profile"].(string); ok {
+			if s := LookupProfileStructure(name); s != nil {
+				return s, nil
+			}
+		}
+	}
+	return latmodel.StructureFromModelDir(cfg.Tokenizer.Path)
+}
+
+// ProfileFigures returns a built-in engine profile's cost figures for the latency model's
+// comparison of fitted terms with the profile (an embedded name or a .toml path). Errors are
+// engine.LoadProfile's.
+func ProfileFigures(name string) (latmodel.ProfileFigures, error) {
+	p, err := engine.LoadProfile(name)
+	if err != nil {
+		return latmodel.ProfileFigures{}, err
+	}
+	f := latmodel.ProfileFigures{Name: p.Name, FixedMs: p.FixedMs, PerSeqMs: p.PerSeqMs, KVReadNs: p.KVReadNsPerToken,
+		KVTailNs: p.KVTailNsPerToken, MoEUs: p.MoEExpertUs * float64(p.MoELayers)}
+	if p.IsMoE() {
+		f.Experts, f.TopK = p.MoEExperts, p.MoETopK
+	}
+	return f, nil
+}

@@ -1,0 +1,103 @@
+package warning
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// One text of every kind as genload writes it (most of them taken from runs against the
+// built-in engine), and the texts of results written before names existed.
+var samples = map[Name][]string{
+	RequestFailed: {"1 request errors: POST http://127.0.0.1:8000/v1/completions: status 503: busy",
+		"1 of 4 requests failed (their sequences are left out, the others kept): POST http://127.0.0.1:8000/v1/completions: status 503"},
+	ResentAfterBatch: {"resent after the batch: request 3 (worker w1) was sent again 1.2 s after the first, when 7 of the other 7 sequences had finished"},
+	RequestsResent:   {"requests resent: 0 warmup, 2 measured (status 500: Internal Server Error ×2): the figures are the last attempt's"},
+	PromptsTruncated: {"prompts truncated by the server: 1 of 1 requests counted fewer prompt tokens than sent (worst: request 0, the server counted 4,096 of the 6,000 prompt tokens sent); its context is smaller than genload's — set context to the server's"},
+	PromptTokens:     {"prompt tokens deviate on 8 of 8 requests (max |deviation| 1, sum +8; worst: request 0, the server counted 201 of 200 sent): token-id prompts: the server adds tokens of its own (a BOS, or a template)"},
+	PromptsCached:    {"prompts already cached: its warmup found 97.8 % of the prompt tokens (1,612 of 1,648) in the server's prefix cache before the cell had sent them"},
+	LengthsOffTarget: {"realised mean length 206 is +3.2 % off L = 200: 2 of 8 lengths clamped to [50, 131024]"},
+	ChunksTogether:   {"over half of the chunk intervals are 0: chunks arrived together in one read (the client fell behind, or the server or network coalesced them); per-forward figures are unreliable"},
+	FwdAbsent:        {"no per-forward figure: no sequence ran its max_tokens; left out: 2 of 2 sequences finished with no token"},
+	FwdSubset:        {"fwd over 6 of 10 sequences: left out: 4 of 10 sequences finished with no token"},
+	SlowForwards:     {"fwd 15.263 ms is 3.1× the median chunk interval 5.000 ms, and ITL p99 is 200.0 ms: a few very slow forward passes weigh on the mean"},
+	TokensUnverified: {"3 of 8 sequences' token counts are unverified (counted from chunks: the server sent no usable usage); the table shows them as a lower bound"},
+	TokensPerChunk:   {"chunks carry 2.00 tokens on average: fwd counts one forward pass per token"},
+	TokenCountSource: {"token counts of 8 of 8 sequences: all-zero usage on every chunk: counted from logprobs"},
+	LateFirstChunks:  {"the first chunks of 16 of 16 sequences arrived late, bunched with the chunks behind them (held back: Nagle's algorithm): fwd starts at their first on-time chunk"},
+	MetricConstant:   {"server metric does not vary with load: metrics fwd (/metrics) reads 10.000 ms in 3 cells whose client fwd spans 7.2–14.1 ms"},
+	EstimatesDisagree: {
+		"per-forward estimates disagree: metrics fwd (/metrics) 10.000 ms is +39 % of the client's fwd 7.190 ms (a late first token or a stall)",
+		"per-forward estimators disagree: fwd (the mean forward pass) 1.045 ms is +16.6 % of the robust fit 0.896 ms (the typical one)",
+		"full-batch estimators disagree: full-batch fwd (the mean forward pass) 8.1 ms is +6.0 % of the pooled robust fit 7.6 ms",
+	},
+	HeaderFwdAbsent:  {"hdr fwd absent: no generation-duration header"},
+	MetricsFwdAbsent: {"metrics fwd absent: x is not exposed", "server http://a/metrics: metrics fwd absent: y had no observation during the cell"},
+	MetricsFailed:    {"metrics: scrape: GET http://a/metrics: status 500", "server http://a/metrics: scrape: GET http://a/metrics: status 500"},
+	OtherLoad: {
+		"the server ran up to 12 requests at once, more than B = 8: other load shares it",
+		"server http://a/metrics ran up to 3 requests at once, more than the 2 routed to it: other load shares it",
+	},
+	CapacityShort: {"server capacity too small: the 256 prompts need 33,570,816 tokens of KV cache at once, the server holds 8,388,608",
+		"server http://a capacity too small: the 4 prompts routed to it need 8,448 tokens of KV cache at once"},
+	BatchNotReached: {
+		"batch not reached: the server ran at most 8 sequences at once, not B = 16 (gauge: median 8, mean 8.0, p10–p90 8–8, max 8 over 23 samples, 0 % at 16)",
+		"batch attainment: the server mostly ran 8 sequences at once, not B = 16 (0 % of samples at B)",
+		"batch attainment: server a mostly ran 2 sequences at once, not the 4 routed to it (20 % of samples at 4)",
+		"batch probably not reached (no running-requests gauge from /metrics; the client's marks): only 3 of 8 sequences streamed a token",
+	},
+	BatchBrief:        {"batch reached briefly: the server ran B = 8 in 20 % of the samples only (gauge: median 2)"},
+	AttainmentUnknown: {"batch attainment unknown (no running-requests gauge from /metrics): the client saw 8 sequences decoding together, consistent with B = 8"},
+	FullBatchAbsent:   {"no full-batch figure: routed over 2 workers: the sequences share no single batch"},
+	ServersDiffer:     {"servers differ: fwd http://127.0.0.1:1 7.100 ms, http://127.0.0.1:2 14.200 ms (+100 %)"},
+	ClientBottleneck:  {"the client was the bottleneck: genload's process used 98 % of its 2 cores (1960.0 ms of CPU in 1000.0 ms)"},
+	EngineOverrun:     {"the built-in engine's steps ran 5.0 % over their planned wall time in all (one step's delay p50 1.0 %, p99 10 % of it; over 100 steps), above the 2 % this cell allows"},
+	RoutedSplit:       {"routed over 2 workers: B = 8 is the total; each worker ran about 4 sequences"},
+}
+
+func TestEveryKindIsRecognisedByItsTexts(t *testing.T) {
+	for _, k := range Catalogue() {
+		texts := samples[k.Name]
+		if len(texts) == 0 {
+			t.Errorf("kind %s has no sample text in this test", k.Name)
+		}
+		for _, s := range texts {
+			if got := Classify(s); got != k.Name {
+				t.Errorf("Classify(%q) = %s, want %s", s, got, k.Name)
+			}
+		}
+	}
+	if got := Classify("something genload never wrote"); got != Other {
+		t.Errorf("an unknown text is %s, want %s", got, Other)
+	}
+}
+
+func TestNamesAreStableAndHeadlinesAreSentences(t *testing.T) {
+	seen := map[Name]bool{}
+	for _, k := range Catalogue() {
+		if seen[k.Name] {
+			t.Errorf("name %s twice", k.Name)
+		}
+		seen[k.Name] = true
+		if k.Name == Other || strings.ToLower(string(k.Name)) != string(k.Name) || strings.ContainsAny(string(k.Name), " _") {
+			t.Errorf("name %q: lowercase words joined by '-'", k.Name)
+		}
+		h := []rune(k.Headline)
+		switch {
+		case len(h) == 0:
+			t.Errorf("%s: no headline", k.Name)
+		case !unicode.IsUpper(h[0]) && h[0] != '/':
+			t.Errorf("%s: headline %q does not start a sentence", k.Name, k.Headline)
+		case strings.HasSuffix(k.Headline, "."):
+			t.Errorf("%s: headline %q ends with a full stop", k.Name, k.Headline)
+		case strings.ContainsAny(k.Headline, "…%") && !strings.Contains(k.Headline, "5 %"):
+			t.Errorf("%s: headline %q has a placeholder", k.Name, k.Headline)
+		}
+		if got, ok := Lookup(k.Name); !ok || got.Headline != k.Headline {
+			t.Errorf("Lookup(%s) = %+v, %v", k.Name, got, ok)
+		}
+	}
+	if _, ok := Lookup(Other); ok {
+		t.Error("Other is in the catalogue")
+	}
+}
