@@ -306,6 +306,8 @@ func runFacts(r *report.Run) factsView {
 	if u := h.UntilCV; u != nil {
 		what += fmt.Sprintf("; each cell repeated (%d to %d times) until the %g %% upper confidence bound of its CV was ≤ %g %%: %d records",
 			u.MinRepeats, u.MaxRepeats, 100*u.Confidence, 100*u.TargetCV, len(r.Cells))
+	} else if h.Repeats > 0 {
+		what += fmt.Sprintf("; each cell repeated %d times, in interleaved rounds: %d records", h.Repeats, len(r.Cells))
 	} else if r.HasRepeats() {
 		what += fmt.Sprintf("; cells repeated: %d records", len(r.Cells))
 	}

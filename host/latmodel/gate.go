@@ -606,7 +606,7 @@ func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, ne
 	if len(opts) == 0 {
 		return fmt.Sprintf("%s is %.1f %% from the threshold: even 50 runs of each side would not decide it", what, 100*gap)
 	}
-	s := fmt.Sprintf("%s would decide %s if its estimate %+.1f %% held (genload run --repeat N; gate each side's files together, comma-separated)", strings.Join(opts, ", or "), what, 100*iv.Est)
+	s := fmt.Sprintf("%s would decide %s if its estimate %+.1f %% held (genload run --repeat N: one file of N repeats; or runs measured apart, comma-separated)", strings.Join(opts, ", or "), what, 100*iv.Est)
 	if !lb.Measured() || !ln.Measured() {
 		s += ". A single run's level is taken as uncertain as its cells scatter; repeats measure it (this assumes they find the runs' levels as close as their cells' noise allows)"
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -19,6 +20,9 @@ var canonicalTokenizers = []string{"embedded", "qwen3", "llama3", "llama3_1", "d
 
 func loadForTest(t testing.TB, name string) *tokenizer.Tokenizer {
 	t.Helper()
+	if tok, ok := loadedTokenizers.Load(name); ok {
+		return tok.(*tokenizer.Tokenizer)
+	}
 	if name == "embedded" {
 		tok, err := tokenizer.Default()
 		if err != nil {
@@ -34,8 +38,14 @@ func loadForTest(t testing.TB, name string) *tokenizer.Tokenizer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	loadedTokenizers.Store(name, tok)
 	return tok
 }
+
+// loadedTokenizers holds the tokenizers loadForTest read (name → *tokenizer.Tokenizer), so
+// that the tests of the package parse each tokenizer.json once (gemma3's takes seconds); a
+// Tokenizer is safe for concurrent use and no test changes one.
+var loadedTokenizers sync.Map
 
 // chatTemplate is the tokenizer's chat template for one user message, nil without one.
 func chatTemplate(t testing.TB, tok *tokenizer.Tokenizer) Template {

@@ -81,8 +81,7 @@ func legendFor(head string, run *Run, wide bool) string {
 }
 
 // Legends keeps the legend of the columns to once per command: the tables of a command
-// (every repeat of genload run --repeat, every point of a sweep, every file of genload
-// report) written with one *Legends print under them only the legend lines no earlier table
+// (every point of a sweep, every file of genload report) written with one *Legends print under them only the legend lines no earlier table
 // printed — the first table the whole legend, a later one only a column it adds or whose
 // meaning differs in its run (cached %, TTFT p50) — and none when Off (--no-legend). The zero
 // value prints each line once; a nil *Legends prints every table's whole legend.

@@ -434,9 +434,9 @@ func (s *setup) makeHeader() report.Header {
 	} else {
 		h.Structure = st
 	}
-	if r := s.opt.UntilCV; r != nil {
-		d := r.WithDefaults()
-		h.UntilCV = &report.StoppingRule{TargetCV: d.TargetCV, MinRepeats: d.MinRepeats, MaxRepeats: d.MaxRepeats, Confidence: d.Confidence}
+	if r := s.opt.Repeats; r != nil {
+		headerRepeats(&h, r)
+		s.repeatNoise(r.WithDefaults().MaxRepeats)
 	}
 	if s.opt.Shard.Enabled() {
 		h.Shard = &report.Shard{Index: s.opt.Shard.Index, Count: s.opt.Shard.Count, MatrixCells: s.matrixCells}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/tokenizer"
 )
@@ -58,7 +57,6 @@ func repeatsTable(out string) string {
 // alone: genload consistency and genload report print the same summary, diff compares each
 // cell by the mean of its measured repeats (pooled), and --resume is refused.
 func TestUntilCVKeepGoingFromTheFile(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	tok, err := tokenizer.Default()
 	if err != nil {
 		t.Fatal(err)
