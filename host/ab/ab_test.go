@@ -9,24 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/stats"
+
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 )
-
-func TestTInterval(t *testing.T) {
-	// 1, 2, 3: mean 2, SD 1; t(0.975; 2) = 4.302653 (tables), half-width 4.302653/√3 = 2.484138
-	m, lo, hi := TInterval([]float64{1, 2, 3}, 0.95)
-	if m != 2 || math.Abs(hi-2-2.484138) > 1e-6 || math.Abs(2-lo-2.484138) > 1e-6 {
-		t.Fatalf("mean %v, interval [%v, %v]", m, lo, hi)
-	}
-	// one value: no interval
-	if m, lo, hi := TInterval([]float64{5}, 0.95); m != 5 || !math.IsNaN(lo) || !math.IsNaN(hi) {
-		t.Errorf("one value: mean %v, interval [%v, %v], want 5 [NaN, NaN]", m, lo, hi)
-	}
-}
 
 // fakeSide answers every measurement with a per-forward mean of base × scale × a lognormal
 // factor of CV cv (seeded): the noise of a real server, of a known size.
@@ -128,7 +118,7 @@ func TestABLeavesOutPairsWithoutAFigure(t *testing.T) {
 			t.Errorf("pair %d: d %v, fwd A %v ms, B %v ms", q.Pair, q.D, q.FwdAms, q.FwdBms)
 		}
 	}
-	if m, lo, hi := TInterval(row.D, 0.95); row.Mean != m || row.Lo != lo || row.Hi != hi || row.Verdict != "B slower" {
+	if m, lo, hi := stats.TInterval(row.D, 0.95); row.Mean != m || row.Lo != lo || row.Hi != hi || row.Verdict != "B slower" {
 		t.Errorf("interval %v [%v, %v] %q, want %v [%v, %v] over the 3 pairs, B slower", row.Mean, row.Lo, row.Hi, row.Verdict, m, lo, hi)
 	}
 

@@ -3,11 +3,11 @@ package ab
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 
+	"github.com/genload/genload/host/stats"
+
 	"gonum.org/v1/gonum/stat"
-	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
@@ -108,7 +108,7 @@ func measureCell(ctx context.Context, sides []side, c matrix.Cell, pairs int, co
 		return row, nil
 	}
 	row.FwdA, row.FwdB = stat.Mean(as, nil), stat.Mean(bs, nil)
-	row.Mean, row.Lo, row.Hi = TInterval(row.D, conf)
+	row.Mean, row.Lo, row.Hi = stats.TInterval(row.D, conf)
 	switch {
 	case row.Lo > 0:
 		row.Verdict, row.significant = "B slower", true
@@ -128,23 +128,4 @@ func firstSkip(ps []Pair) string {
 		}
 	}
 	return ""
-}
-
-// TInterval returns the mean of xs (n = len(xs) ≥ 2, any unit) and its two-sided Student t
-// interval [lo, hi] at confidence conf in (0, 1), in xs's unit:
-//
-//	mean ± t(1 − (1 − conf)/2; n − 1) · s / √n
-//
-// with s the sample standard deviation and t the Student t quantile with n − 1 degrees of
-// freedom (gonum's distuv.StudentsT). With fewer than two values there is no interval: the
-// bounds are NaN (and the mean too for none).
-func TInterval(xs []float64, conf float64) (mean, lo, hi float64) {
-	if len(xs) < 2 {
-		return stat.Mean(xs, nil), math.NaN(), math.NaN()
-	}
-	mean, sd := stat.MeanStdDev(xs, nil)
-	n := float64(len(xs))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(1 - (1-conf)/2)
-	h := t * sd / math.Sqrt(n)
-	return mean, mean - h, mean + h
 }

@@ -66,6 +66,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/genload/genload/host/stats"
+
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -159,7 +161,7 @@ func (r Rule) Decide(xs []float64) (Verdict, error) {
 		}
 	}
 	if len(xs) >= 2 {
-		v.CV = cv(xs)
+		v.CV = stats.CV(xs)
 		v.UpperCV = v.CV * UpperFactor(len(xs), r.Confidence)
 	}
 	switch {
@@ -205,20 +207,6 @@ func UpperFactor(n int, confidence float64) float64 {
 	}
 	q := distuv.ChiSquared{K: float64(n - 1)}.Quantile(1 - confidence)
 	return math.Sqrt(float64(n-1) / q)
-}
-
-// cv is the sample standard deviation over the mean.
-func cv(xs []float64) float64 {
-	m := 0.0
-	for _, x := range xs {
-		m += x
-	}
-	m /= float64(len(xs))
-	ss := 0.0
-	for _, x := range xs {
-		ss += (x - m) * (x - m)
-	}
-	return math.Sqrt(ss/float64(len(xs)-1)) / m
 }
 
 // Order returns the visiting order of a round: the indices 0…n−1 of the cells still open,

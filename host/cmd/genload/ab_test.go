@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genload/genload/host/stats"
+
 	"github.com/genload/genload/host/ab"
 	"github.com/genload/genload/host/exitcode"
 	"gonum.org/v1/gonum/stat"
@@ -174,7 +176,7 @@ func TestABOfAConfigAgainstItselfShowsTheNoise(t *testing.T) {
 		if len(ds) != c.N || c.N < 2 {
 			t.Fatalf("%s: %d differences, n %d", c.Cell.Key(), len(ds), c.N)
 		}
-		m, lo, hi := ab.TInterval(ds, 0.95)
+		m, lo, hi := stats.TInterval(ds, 0.95)
 		if math.Abs(m-c.Mean) > 1e-12 || math.Abs(lo-c.Lo) > 1e-12 || math.Abs(hi-c.Hi) > 1e-12 {
 			t.Errorf("%s: interval %v [%v, %v] in the file, %v [%v, %v] from its pairs", c.Cell.Key(), c.Mean, c.Lo, c.Hi, m, lo, hi)
 		}
@@ -191,7 +193,7 @@ func TestABOfAConfigAgainstItselfShowsTheNoise(t *testing.T) {
 	if doft != 12 {
 		t.Fatalf("engine truth in %d degrees of freedom, want 12 (every pair of the 4 cells)", doft)
 	}
-	pt, med := math.Sqrt(sst/float64(doft)), medianOf(sdt)
+	pt, med := math.Sqrt(sst/float64(doft)), stats.Median(sdt)
 	t.Logf("engine truth: pooled SD of d %.2f %%, median cell %.2f %% (%d degrees of freedom)", 100*pt, 100*med, doft)
 	if pt < 0.035 || med > 0.21 {
 		t.Errorf("engine truth: pooled SD of the paired differences %.2f %%, median cell %.2f %%; want about 7.1 %% (pooled ≥ 3.5 %%, median ≤ 21 %%)", 100*pt, 100*med)

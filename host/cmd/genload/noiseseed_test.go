@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/genload/genload/host/stats"
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
@@ -105,18 +106,7 @@ func pooledCV(t *testing.T, what string, byCell map[string][]float64) (pooled fl
 	if len(cvs) == 0 {
 		return 0, 0, 0
 	}
-	pooled, median = math.Sqrt(ss/float64(len(cvs))), medianOf(cvs)
+	pooled, median = math.Sqrt(ss/float64(len(cvs))), stats.Median(cvs)
 	t.Logf("%s: pooled CV %.2f %%, median %.2f %% over %d cells (5 %% injected)", what, 100*pooled, 100*median, len(cvs))
 	return pooled, len(cvs), median
-}
-
-// medianOf returns the median of xs (the mean of the middle two for an even count).
-func medianOf(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

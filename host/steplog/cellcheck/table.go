@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/genload/genload/host/stats"
+
 	"github.com/genload/genload/host/report"
 )
 
@@ -138,21 +140,10 @@ func summary(rows []Row, unit string) string {
 	}
 	sum := fmt.Sprintf("%d of %d cells have step-log records: B is the modal occupancy in %d, never exceeded in %d", measured, len(rows), modalOK, neverAbove)
 	if len(shares) > 0 {
-		sum += fmt.Sprintf("; share of %s at B: median %.2f %%", unit, 100*medianOf(shares))
+		sum += fmt.Sprintf("; share of %s at B: median %.2f %%", unit, 100*stats.Median(shares))
 	}
 	if len(cvs) > 0 {
-		sum += fmt.Sprintf("; fwd CV at B: median %.2f %%, max %.2f %%", 100*medianOf(cvs), 100*slices.Max(cvs))
+		sum += fmt.Sprintf("; fwd CV at B: median %.2f %%, max %.2f %%", 100*stats.Median(cvs), 100*slices.Max(cvs))
 	}
 	return sum
-}
-
-// medianOf returns the median of xs (the mean of the middle two for an even count).
-func medianOf(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
