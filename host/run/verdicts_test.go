@@ -385,7 +385,7 @@ func TestMetricThatDoesNotVaryWithLoadIsNamed(t *testing.T) {
 		t.Fatalf("%d cells\n%s", len(res.Run.Cells), stderr)
 	}
 	for i, c := range res.Run.Cells {
-		fixed, disagree := named(&c, warning.MetricConstant), named(&c, warning.EstimatesDisagree)
+		fixed, disagree := named(&c, warning.MetricConstant), named(&c, warning.SourcesDisagree)
 		t.Logf("%s: fwd %.3f ms, metrics %.3f ms, warnings %q", c.Cell.Key(), float64(c.Figures.PerForward.Mean)/1e6, float64(c.Server.Steps.StepTime)/1e6, c.Warnings)
 		for _, d := range disagree {
 			if strings.Contains(d, "metrics fwd") && strings.Contains(d, "shortens or lengthens the client's decode window") {
@@ -394,7 +394,7 @@ func TestMetricThatDoesNotVaryWithLoadIsNamed(t *testing.T) {
 		}
 		if i == 1 && (len(fixed) != 1 || !strings.Contains(fixed[0], "reads 10.000 ms in 2 cells (L=200,B=1; L=8000,B=32)") ||
 			slices.ContainsFunc(disagree, func(d string) bool { return strings.Contains(d, "metrics fwd") })) {
-			t.Errorf("%s: metric-constant %q, estimates-disagree %q", c.Cell.Key(), fixed, disagree)
+			t.Errorf("%s: metric-constant %q, sources-disagree %q", c.Cell.Key(), fixed, disagree)
 		}
 	}
 }
