@@ -27,6 +27,19 @@ func TestErrorsInTheUsersTerms(t *testing.T) {
 		fmt.Fprint(w, "<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Error response</title>\n</head>\n<body>\n<h1>Error response</h1>\n<p>Error code: 404</p>\n<p>Message: File not found.</p>\n</body>\n</html>\n")
 	}))
 	defer html.Close()
+	// A web server that lists a model (a static file) and answers POST with its 501 page.
+	page := "<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <meta charset=\"utf-8\">\n        <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n        <p>Error code: 501</p>\n        <p>Message: Unsupported method ('POST').</p>\n    </body>\n</html>\n"
+	static := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+			fmt.Fprint(w, `{"data":[{"id":"m"}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html;charset=utf-8")
+		w.WriteHeader(http.StatusNotImplemented)
+		fmt.Fprint(w, page)
+	}))
+	defer static.Close()
+	notOpenAI := " answered HTTP 501 with an HTML page titled \"Error response\": this is not an OpenAI-compatible server (check the target: the base URL of a vLLM, SGLang, llama.cpp or TGI server, such as http://127.0.0.1:8000)"
 	var builtIn []string
 	for _, b := range plugin.Builtins() {
 		builtIn = append(builtIn, b.Name)
@@ -57,6 +70,10 @@ func TestErrorsInTheUsersTerms(t *testing.T) {
 			"genload run: flag --seq-lens: matrix: no cells left (1 dropped: L + max_tokens = 200100 exceeds the model context 131072)"},
 		{"not an OpenAI-compatible server", "", []string{"--target", html.URL}, exitcode.TargetFailed,
 			"genload run: GET " + html.URL + `/v1/models answered HTTP 404 with an HTML page titled "Error response": this is not an OpenAI-compatible server (check the target: the base URL of a vLLM, SGLang, llama.cpp or TGI server, such as http://127.0.0.1:8000)`},
+		{"HTML page at the token-count probe", "", []string{"--target", static.URL, "--seq-lens", "100", "--batch-sizes", "1"}, exitcode.TargetFailed,
+			"genload run: token-count probe: POST " + static.URL + "/v1/completions" + notOpenAI},
+		{"HTML page at the capability probe", "", []string{"--target", static.URL, "--mode", "auto", "--seq-lens", "100", "--batch-sizes", "1"}, exitcode.TargetFailed,
+			"genload run: flag --target: capability probe (every prompt shape): POST " + static.URL + "/v1/completions" + notOpenAI},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
