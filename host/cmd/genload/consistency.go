@@ -53,7 +53,7 @@ With --max-cv the command exits with code 6 (thresholds failed) when the statist
 	}
 	runs, err := report.ReadRuns(files)
 	if err != nil {
-		return err
+		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
 	if len(runs) == 1 {
 		if !runs[0].HasRepeats() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,22 +101,55 @@ func flagError(fs *flag.FlagSet, err error) string {
 	}
 	if m := unknownRe.FindStringSubmatch(msg); m != nil {
 		name, _, _ := strings.Cut(m[1], "=")
-		out := "unknown flag --" + name
-		best, bestD := "", 3
-		fs.VisitAll(func(f *flag.Flag) {
-			if d := levenshtein.ComputeDistance(name, f.Name); d < bestD && 2*d < len(name) {
-				best, bestD = f.Name, d
-			}
-		})
-		if best != "" {
-			out += " (did you mean --" + best + "?)"
-		}
-		return out
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		return "unknown flag --" + name + didYouMean(suggest(name, names, false), "--")
 	}
 	if m := noValueRe.FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("--%s: wants a value", m[1])
 	}
 	return msg
+}
+
+// suggest returns the names an unknown one was probably meant to be, from names: the nearest
+// within 2 edits and fewer than half its characters (--max-token → --max-tokens); for a
+// command (short: true) fewer edits than its characters (rn → run); else the names it begins,
+// when it has 3 characters or more and begins at most 3 (--batch → --batch-sizes,
+// --mean-incr → --mean-increase, --max → --max-cv, --max-repeats, --max-tokens). nil when none.
+func suggest(name string, names []string, short bool) []string {
+	best, bestD := "", 3
+	for _, n := range names {
+		d := levenshtein.ComputeDistance(name, n)
+		if d < bestD && (2*d < len([]rune(name)) || short && d < len([]rune(name))) {
+			best, bestD = n, d
+		}
+	}
+	if best != "" {
+		return []string{best}
+	}
+	var longer []string
+	for _, n := range names {
+		if len([]rune(name)) >= 3 && strings.HasPrefix(n, name) {
+			longer = append(longer, n)
+		}
+	}
+	if len(longer) > 3 {
+		return nil
+	}
+	slices.Sort(longer)
+	return longer
+}
+
+// didYouMean words suggestions, each with prefix: " (did you mean --a?)", " (did you mean one
+// of --a, --b?)"; "" for none.
+func didYouMean(names []string, prefix string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return " (did you mean " + prefix + names[0] + "?)"
+	}
+	return " (did you mean one of " + prefix + strings.Join(names, ", "+prefix) + "?)"
 }
 
 // valueKind names what a flag takes, from its default's type: "number", "whole number",

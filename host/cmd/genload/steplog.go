@@ -110,7 +110,7 @@ has no fwd CV, with that reason.`,
 	}
 	run, err := report.ReadFile(pos[0])
 	if err != nil {
-		return err
+		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
 	p := steplog.NewParser(f, steplog.Options{Location: loc, Reference: run.Header.Started})
 	var cmdErr error // the command's failure or the interrupt: reported after the table
