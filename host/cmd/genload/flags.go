@@ -174,13 +174,28 @@ func valueKind(f *flag.Flag) string {
 
 // intList is a comma-separated list of positive integers flag (--seq-lens 1000,4000): each
 // entry is a whole decimal number ≥ 1, with spaces around it allowed — "8abc", "2.5" and an
-// empty entry are errors, not 8, 2 and a skipped one.
+// empty entry are errors, not 8, 2 and a skipped one. The flag is given once, each value once:
+// a second --seq-lens and a value given twice are errors, not the last list kept and a
+// value dropped in silence.
 type intList []int
 
 func (l *intList) String() string { return fmt.Sprint([]int(*l)) }
 
 func (l *intList) Set(s string) error {
-	*l = (*l)[:0]
+	if len(*l) > 0 {
+		prev := make([]string, len(*l))
+		for i, n := range *l {
+			prev[i] = strconv.Itoa(n)
+		}
+		all := slices.Clone(prev)
+		for _, f := range strings.Split(s, ",") {
+			if f = strings.TrimSpace(f); f != "" && !slices.Contains(all, f) {
+				all = append(all, f)
+			}
+		}
+		return fmt.Errorf("given a second time, after %s: give one comma-separated list, such as %s", strings.Join(prev, ","), strings.Join(all, ","))
+	}
+	var out []int
 	for i, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		n, err := strconv.Atoi(f)
@@ -189,9 +204,12 @@ func (l *intList) Set(s string) error {
 			return fmt.Errorf("entry %d is empty: want positive integers separated by commas, such as 1,8,64", i+1)
 		case err != nil || n < 1:
 			return fmt.Errorf("%q is not a positive integer: want positive integers separated by commas, such as 1,8,64", f)
+		case slices.Contains(out, n):
+			return fmt.Errorf("%d is given twice: give each value once", n)
 		}
-		*l = append(*l, n)
+		out = append(out, n)
 	}
+	*l = out
 	return nil
 }
 
