@@ -59,6 +59,9 @@ shape before a run. Lengths are bounded by [--min, --max] as a run bounds them.
 	}
 	defer host.Close(context.Background())
 	p, err := host.LoadLengths(ctx, *name, cfg)
+	if ce, ok := plugin.AsConfigError(err, "lengths.config", cfg); ok {
+		return exitcode.With(exitcode.PluginRejected, fmt.Errorf("flag --set: %w", ce))
+	}
 	if err != nil {
 		return exitcode.With(exitcode.PluginRejected, err)
 	}

@@ -194,7 +194,6 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		}
 	}
 	if len(sets) > 0 {
-		cfg.Override("lengths.config", "--set")
 		kv, err := plugin.ParseSet(sets)
 		if err != nil {
 			return exitcode.With(exitcode.Usage, err)
@@ -204,6 +203,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 		}
 		for k, v := range kv {
 			cfg.Lengths.Config[k] = v
+			cfg.Override("lengths.config."+k, "--set") // a message about k blames the flag, about the file's keys the file
 		}
 	}
 	if err := cfg.Validate(); err != nil {
