@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
@@ -153,9 +155,15 @@ time_scale = 1
 			}
 		}
 	}
-	code, stdout, stderr = cli(t, ctx, "diff", r1, r2)
-	if code != exitcode.OK || !strings.Contains(stdout, "Change from t-r1 (before) to t-r2 (after)") || !strings.Contains(stdout, "over 4 common cells: median") {
-		t.Errorf("diff: exit %d\n%s%s", code, stdout, stderr)
+	code, diff, stderr := cli(t, ctx, "diff", r1, r2)
+	if code != exitcode.OK || !strings.Contains(diff, "Change from t-r1 (before) to t-r2 (after)") || !strings.Contains(diff, "over 4 common cells: median") {
+		t.Errorf("diff: exit %d\n%s%s", code, diff, stderr)
+	}
+	// The default views keep within the table's 120 columns (the "comparable:" line was 121).
+	for name, text := range map[string]string{"run --repeat": stdout, "consistency": cons, "diff": diff} {
+		if long := textcheck.Wider(text, report.NarrowWidth); len(long) > 0 {
+			t.Errorf("%s: lines over %d columns:\n%s", name, report.NarrowWidth, strings.Join(long, "\n"))
+		}
 	}
 	prefix := filepath.Join(t.TempDir(), "ab")
 	code, stdout, stderr = cli(t, ctx, "plot", r1, r2, "-o", prefix)
@@ -182,6 +190,34 @@ time_scale = 1
 		b, err := os.ReadFile(p)
 		if err != nil || !strings.Contains(string(b), "<svg") || len(b) < 4_000 {
 			t.Errorf("%s: %v, %d bytes", p, err, len(b))
+		}
+	}
+}
+
+// Two repeats against one server: the second finds its prompts in the server's prefix cache,
+// which run --repeat, consistency and diff say in a note that was 257 columns wide, after a
+// "comparable:" line of 122: both are wrapped within the table's 120 columns.
+func TestCachedNoteAndComparableLineFitTheWidth(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	ecfg := engine.DefaultConfig()
+	ecfg.TimeScale = 1 // steps of ≥ 3.5 ms: chunks read apart on a loaded machine
+	url := serveEngine(t, ecfg, nil)
+	out := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf("target = %q\nmax_tokens = 12\nout = %q\n[labels]\nhardware = \"a-rather-long-name-of-the-machine-under-test\"\n[matrix]\nseq_lens = [1000]\nbatch_sizes = [2]\n", url, out))
+	ctx := context.Background()
+	code, stdout, stderr := cli(t, ctx, "run", "-c", cfg, "--run-id", "c", "--repeat", "2")
+	if code != exitcode.OK {
+		t.Fatalf("run --repeat 2: exit %d\n%s%s", code, stdout, stderr)
+	}
+	r1, r2 := filepath.Join(out, "c-r1.json"), filepath.Join(out, "c-r2.json")
+	_, cons, _ := cli(t, ctx, "consistency", r1, r2)
+	_, diff, _ := cli(t, ctx, "diff", r1, r2)
+	for name, text := range map[string]string{"run --repeat": stdout, "consistency": cons, "diff": diff} {
+		if long := textcheck.Wider(text, report.NarrowWidth); len(long) > 0 {
+			t.Errorf("%s: lines over %d columns:\n%s", name, report.NarrowWidth, strings.Join(long, "\n"))
+		}
+		if !strings.Contains(text, "⚠ prompts already cached: ") || !strings.Contains(text, "comparable: 2 runs of ") {
+			t.Errorf("%s lacks the note of the prompts already cached or the comparable line:\n%s", name, text)
 		}
 	}
 }

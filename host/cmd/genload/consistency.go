@@ -73,7 +73,7 @@ func repeatsConsistency(r *report.Run, file string, maxCV float64, cvStat string
 	if err != nil {
 		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", file, err))
 	}
-	fmt.Fprintln(e.stdout, report.RunsComparability([]*report.Run{r}, nil).Line())
+	report.Prose(e.stdout, "", "  ", report.RunsComparability([]*report.Run{r}, nil).Line())
 	c.WriteMarkdown(e.stdout)
 	if r.Header.UntilCV != nil {
 		cells, rule, err := run.RepeatsOf(r)
@@ -114,7 +114,7 @@ func consistency(runs []*report.Run, maxCV float64, cvStat string, e *env) error
 	}
 	// Repeats of one matrix: every field must agree; the first line says whether they do.
 	// Runs are called by their run ids: the same line whichever file of a run is read.
-	fmt.Fprintln(e.stdout, report.RunsComparability(runs, nil).Line())
+	report.Prose(e.stdout, "", "  ", report.RunsComparability(runs, nil).Line())
 	c.WriteMarkdown(e.stdout)
 	return threshold(c, maxCV, cvStat, e)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
@@ -33,7 +32,7 @@ the changes over the common cells; cells measured in only one run are left out a
 		return err
 	}
 	// A server before and after an upgrade: another engine profile is what is compared.
-	fmt.Fprintln(e.stdout, report.RunsComparability(runs, files).Line(report.FieldProfile))
+	report.Prose(e.stdout, "", "  ", report.RunsComparability(runs, files).Line(report.FieldProfile))
 	d.WriteMarkdown(e.stdout)
 	return nil
 }
