@@ -20,6 +20,8 @@ func TestConfigErrorsInTOMLWords(t *testing.T) {
 			"unknown key [lengths.config.nrm] of plugin p; its keys are k, normalize"},
 		{`config: json: unknown field "norm" (known keys: k, normalize)`, "lengths.config.norm",
 			"unknown key [lengths.config.norm] of plugin p; did you mean [lengths.config.normalize]?"},
+		{`config: json: unknown field "mena" (known keys: mean, sd)`, "lengths.config.mena",
+			"unknown key [lengths.config.mena] of plugin p; did you mean [lengths.config.mean]?"},
 		{`config: json: unknown field "kk" (known keys: none)`, "lengths.config.kk",
 			"unknown key [lengths.config.kk] of plugin p; it takes no config keys"},
 		{`config: json: unknown field "kk"`, "lengths.config.kk",

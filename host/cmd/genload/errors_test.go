@@ -63,6 +63,8 @@ func TestErrorsInTheUsersTerms(t *testing.T) {
 			`genload run: --batch-sizes "1,1": 1 is given twice: give each value once (see 'genload run --help')`},
 		{"list key with a value twice", "[matrix]\nseq_lens = [200]\nbatch_sizes = [1, 8, 1]\n", nil, exitcode.InvalidConfig,
 			"genload run: BENCH:3: [matrix.batch_sizes] lists 1 twice: give each batch size once"},
+		{"length given twice", "[matrix]\nseq_lens = [200, 400, 200]\nbatch_sizes = [1]\n", nil, exitcode.InvalidConfig,
+			"genload run: BENCH:2: [matrix.seq_lens] lists 200 twice: give each sequence length once"},
 		{"label of another type", "[labels]\ngpus = [1]\n", nil, exitcode.InvalidConfig,
 			"genload run: BENCH:2: [labels.gpus] must be a string or an integer, not an array ([1])"},
 		{"unknown flag", "", []string{"--max-token", "5"}, exitcode.Usage,
