@@ -230,6 +230,7 @@ func TestUnknownKeyListsTheKnownOnes(t *testing.T) {
 		Hidden int `json:"-"`
 		secret int
 	}
+	_ = config{secret: 1} // an unexported field: not a key
 	for _, tc := range []struct {
 		v    any
 		want string
