@@ -69,7 +69,7 @@ func TestConsistencyThresholdExitCodes(t *testing.T) {
 		{[]string{a}, exitcode.Usage, "one results file without repeats: need at least two results files"},
 		{[]string{"--cv-stat", "mean", a, b}, exitcode.Usage, `--cv-stat "mean"`},
 		{[]string{"--max-cv", "-1", a, b}, exitcode.Usage, "must be ≥ 0"},
-		{[]string{a, filepath.Join(dir, "missing.json")}, exitcode.Failure, "missing.json"},
+		{[]string{a, filepath.Join(dir, "missing.json")}, exitcode.InvalidConfig, "missing.json"},
 	} {
 		code, stdout, stderr := cli(t, ctx, append([]string{"consistency"}, tc.args...)...)
 		where := stdout
