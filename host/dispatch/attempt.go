@@ -248,7 +248,17 @@ func statusError(resp *fasthttp.Response, body io.Reader, out *Request) (retry b
 		msg = resp.Body()
 	}
 	se := sse.ParseError(msg)
-	out.Err = &RequestError{Kind: KindHTTP, URL: u, Status: out.Status, Message: se.Message, Err: se}
+	re := &RequestError{Kind: KindHTTP, URL: u, Status: out.Status, Message: se.Message, Err: se}
+	if ct := string(resp.Header.ContentType()); isHTML(ct, msg) {
+		// An HTML page (a web server or proxy that is not the OpenAI-compatible server): what
+		// was seen on one line, not the page.
+		seen := htmlPage(msg)
+		se.Message, re.Message, re.Hint = seen, seen, adviceNotOpenAI
+		if proxied(out.Status) {
+			re.Hint = adviceProxy
+		}
+	}
+	out.Err = re
 	if out.Status == fasthttp.StatusTooManyRequests || out.Status >= 500 {
 		if s, err := strconv.Atoi(strings.TrimSpace(string(resp.Header.Peek("Retry-After")))); err == nil && s > 0 {
 			retryAfter = time.Duration(s) * time.Second

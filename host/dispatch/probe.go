@@ -359,38 +359,101 @@ var titleRe = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
 // NotOpenAI words, on one line, a response that shows the target is not an OpenAI-compatible
 // server — an HTML page or any body that is not JSON — as what was seen: "GET
 // http://h:8000/v1/models answered HTTP 404 with an HTML page titled \"Error response\": this
-// is not an OpenAI-compatible server (…)"; for a 5xx status it suggests a proxy in front of a
-// server that is down or loading instead. It returns "" for a JSON body (an OpenAI-compatible
-// server's error or answer). status is the HTTP status, contentType the Content-Type ("" for
-// none).
+// is not an OpenAI-compatible server (…)"; for a 5xx status other than 501 it suggests a
+// proxy in front of a server that is down or loading instead. It returns "" for a JSON body
+// (an OpenAI-compatible server's error or answer). status is the HTTP status, contentType the
+// Content-Type ("" for none).
 func NotOpenAI(method, url string, status int, contentType string, body []byte) string {
-	trimmed := bytes.TrimSpace(body)
-	if json.Valid(trimmed) && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+	seen, ok := nonJSON(contentType, body)
+	if !ok {
 		return ""
 	}
-	var seen string
-	lower := bytes.ToLower(trimmed[:min(len(trimmed), 512)])
+	if proxied(status) {
+		return fmt.Sprintf("%s %s answered HTTP %d with %s, %s", method, url, status, seen, adviceProxy)
+	}
+	return fmt.Sprintf("%s %s answered HTTP %d with %s: %s", method, url, status, seen, adviceNotOpenAI)
+}
+
+// The advice NotOpenAI and a streamed request's error give about a body that is not JSON.
+const (
+	adviceNotOpenAI = "this is not an OpenAI-compatible server (check the target: the base URL of a vLLM, SGLang, llama.cpp or TGI server, such as http://127.0.0.1:8000)"
+	adviceProxy     = "not an OpenAI-compatible server's JSON error: a proxy in front of the server? (the server may be down or still loading)"
+)
+
+// proxied reports a status that a proxy answers for a server behind it that is down or still
+// loading (a 5xx other than 501 Not Implemented, which is the server's own "no such method").
+func proxied(status int) bool { return status >= 500 && status != fasthttp.StatusNotImplemented }
+
+// nonJSON describes a body that is not a JSON object or array on one line — "an empty body",
+// "an HTML page titled \"Error response\"", "text/plain, not JSON: \"busy\"" — and reports
+// whether it is one.
+func nonJSON(contentType string, body []byte) (string, bool) {
+	trimmed := bytes.TrimSpace(body)
+	if json.Valid(trimmed) && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		return "", false
+	}
 	switch {
 	case len(trimmed) == 0:
-		seen = "an empty body"
-	case strings.HasPrefix(strings.ToLower(contentType), "text/html") || bytes.HasPrefix(lower, []byte("<!doctype html")) || bytes.HasPrefix(lower, []byte("<html")):
-		seen = "an HTML page"
-		if m := titleRe.FindSubmatch(body); m != nil {
-			if t := strings.Join(strings.Fields(html.UnescapeString(string(m[1]))), " "); t != "" {
-				seen += fmt.Sprintf(" titled %q", short(t))
-			}
-		}
-	default:
-		ct := contentType
-		if ct == "" {
-			ct = "no Content-Type"
-		}
-		seen = fmt.Sprintf("%s, not JSON: %q", ct, short(firstBytes(trimmed)))
+		return "an empty body", true
+	case isHTML(contentType, trimmed):
+		return htmlPage(body), true
 	}
-	if status >= 500 {
-		return fmt.Sprintf("%s %s answered HTTP %d with %s, not an OpenAI-compatible server's JSON error: a proxy in front of the server? (the server may be down or still loading)",
-			method, url, status, seen)
+	ct := contentType
+	if ct == "" {
+		ct = "no Content-Type"
 	}
-	return fmt.Sprintf("%s %s answered HTTP %d with %s: this is not an OpenAI-compatible server (check the target: the base URL of a vLLM, SGLang, llama.cpp or TGI server, such as http://127.0.0.1:8000)",
-		method, url, status, seen)
+	return fmt.Sprintf("%s, not JSON: %q", ct, short(firstBytes(trimmed))), true
 }
+
+// htmlPage describes an HTML page by its title — "an HTML page titled \"Error response\"" —
+// else by the start of its text: "an HTML page reading \"bad gateway\"".
+func htmlPage(body []byte) string {
+	if m := titleRe.FindSubmatch(body); m != nil {
+		if t := strings.Join(strings.Fields(html.UnescapeString(string(m[1]))), " "); t != "" {
+			return fmt.Sprintf("an HTML page titled %q", short(t))
+		}
+	}
+	text := strings.Join(strings.Fields(html.UnescapeString(tagRe.ReplaceAllString(string(body[:min(len(body), 4096)]), " "))), " ")
+	if text == "" {
+		return "an HTML page"
+	}
+	if r := []rune(text); len(r) > 80 {
+		text = string(r[:80]) + "…"
+	}
+	return fmt.Sprintf("an HTML page reading %q", text)
+}
+
+// tagRe matches an HTML tag, a comment or a doctype.
+var tagRe = regexp.MustCompile(`(?s)<!--.*?-->|<[^>]*>`)
+
+// isHTML reports a body an HTML page: by its Content-Type or its first bytes.
+func isHTML(contentType string, body []byte) bool {
+	lower := bytes.ToLower(bytes.TrimSpace(body[:min(len(body), 512)]))
+	return strings.HasPrefix(strings.ToLower(contentType), "text/html") || bytes.HasPrefix(lower, []byte("<!doctype html")) || bytes.HasPrefix(lower, []byte("<html"))
+}
+
+// NotOpenAIAnswer returns, for a failed request whose server answered with an HTML page (a
+// web server or proxy that is not an OpenAI-compatible server), an error of the one line
+// NotOpenAI gives for it — "POST http://h/v1/completions answered HTTP 501 with an HTML page
+// titled \"Error response\": this is not an OpenAI-compatible server (…)" — wrapping err,
+// and true; err itself and false for any other error.
+func NotOpenAIAnswer(err error) (error, bool) {
+	var re *RequestError
+	if !errors.As(err, &re) || re.Kind != KindHTTP || (re.Hint != adviceNotOpenAI && re.Hint != adviceProxy) {
+		return err, false
+	}
+	sep := ": "
+	if re.Hint == adviceProxy {
+		sep = ", "
+	}
+	return &notOpenAIError{fmt.Sprintf("POST %s answered HTTP %d with %s%s%s", re.URL, re.Status, re.Message, sep, re.Hint), err}, true
+}
+
+// notOpenAIError is NotOpenAIAnswer's error: its line, and the request's error.
+type notOpenAIError struct {
+	msg string
+	err error
+}
+
+func (e *notOpenAIError) Error() string { return e.msg }
+func (e *notOpenAIError) Unwrap() error { return e.err }

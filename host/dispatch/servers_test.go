@@ -377,7 +377,7 @@ func TestModelsNotUnderstood(t *testing.T) {
 		name, status, ctype, body string
 		want                      string // after "GET <url>/v1/models"
 	}{
-		{"login page", "200 OK", "text/html", "<html><body>Sign in</body></html>", " answered HTTP 200 with an HTML page" + hint},
+		{"login page", "200 OK", "text/html", "<html><body>Sign in</body></html>", ` answered HTTP 200 with an HTML page reading "Sign in"` + hint},
 		{"plain HTTP server", "404 File not found", "text/html;charset=utf-8",
 			"<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<title>Error response</title>\n</head>\n<body>\n<h1>Error response</h1>\n</body>\n</html>\n",
 			` answered HTTP 404 with an HTML page titled "Error response"` + hint},

@@ -45,11 +45,11 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/stats"
 	"github.com/genload/genload/host/latmodel"
 	"github.com/genload/genload/host/records"
 	"github.com/genload/genload/host/replay"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/stats"
 	"github.com/genload/genload/host/steplog"
 )
 
@@ -463,7 +463,6 @@ func (r *Result) OutOfRangeError() error {
 	return exitcode.Errorf(exitcode.OutOfRange, "%d of %d decode forward passes lie outside the model's measured range (%s) and were left out (counted per band); --extrapolate compares them, flagged",
 		r.OutOfRange, len(r.Forwards), r.Range)
 }
-
 
 // WriteText writes the report: whether the model and the replay are comparable, what was
 // compared and left out, a markdown table of the bands and the notes.

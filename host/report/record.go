@@ -351,8 +351,8 @@ func (c *Cell) alignNames() {
 }
 
 // NamedWarnings returns the cell's warnings with their names: WarningNames[i] where the
-// record has it, else the catalogue's name of the text (warning.Classify; a record written
-// before names existed, or a text appended to Warnings alone).
+// record has it, else the catalogue's name of the text (a record written before names
+// existed, a text appended to Warnings alone, or a retired name: warning.Resolve).
 func (c *Cell) NamedWarnings() []warning.Warning {
 	out := make([]warning.Warning, len(c.Warnings))
 	for i, t := range c.Warnings {
@@ -360,9 +360,7 @@ func (c *Cell) NamedWarnings() []warning.Warning {
 		if i < len(c.WarningNames) {
 			n = c.WarningNames[i]
 		}
-		if n == "" {
-			n = warning.Classify(t)
-		}
+		n = warning.Resolve(n, t)
 		out[i] = warning.Warning{Name: n, Text: t}
 	}
 	return out

@@ -35,6 +35,10 @@ func loadPlugins(ctx context.Context, cfg *config.Config) loadedPlugins {
 	}
 	lp, err := host.LoadLengths(ctx, cfg.Lengths.Plugin, cfg.Lengths.Config)
 	if err != nil {
+		if ce, ok := plugin.AsConfigError(err, "lengths.config", cfg.Lengths.Config); ok {
+			// The plugin rejected its configuration: the key at fault, in bench.toml's words.
+			return loadedPlugins{host: host, err: exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: %w", cfg.Where(ce.Key), ce))}
+		}
 		key := "lengths.plugin"
 		if pe := (*plugin.Error)(nil); errors.As(err, &pe) && pe.Export == "genload_init" {
 			key = "lengths.config" // the plugin rejected its configuration

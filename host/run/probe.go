@@ -201,6 +201,10 @@ func probeServer(ctx context.Context, cfg *config.Config, opts dispatch.Options,
 	}
 	chosen, why, err := decideShape(cfg, allowed, caps.Shapes, caps.URL)
 	if err != nil {
+		if answer, ok := notOpenAI(caps.Shapes); ok {
+			// Not the settings' fault: the target answers every shape with an HTML page.
+			return nil, fmt.Errorf("%s: capability probe (every prompt shape): %w", cfg.Where("target"), answer)
+		}
 		// Probe the shapes the settings exclude, to say which one works.
 		for _, s := range dispatch.Shapes {
 			if caps.Shape(s) != nil {
@@ -238,6 +242,23 @@ func probeServer(ctx context.Context, cfg *config.Config, opts dispatch.Options,
 	info.cfg = &c2
 	info.line = fmt.Sprintf("probe of %s: mode = %q, prompt.format = %q (auto): %s; %s", caps.URL, mode, format, why, capsSummary(caps, chosen))
 	return info, nil
+}
+
+// notOpenAI returns the one-line answer (dispatch.NotOpenAIAnswer) of the first shape when
+// every shape probed was refused with an HTML page: the target is not an OpenAI-compatible
+// server, whatever the shape.
+func notOpenAI(results []dispatch.ShapeResult) (error, bool) {
+	var first error
+	for _, r := range results {
+		answer, ok := dispatch.NotOpenAIAnswer(r.Err)
+		if r.Accepted || !ok {
+			return nil, false
+		}
+		if first == nil {
+			first = answer
+		}
+	}
+	return first, first != nil
 }
 
 // capsSummary says what else the probe found: usage, /metrics, tokenize.

@@ -42,7 +42,7 @@ func Repeated(ctx context.Context, cfg *config.Config, opt Options) (*report.Con
 	}
 	c, cerr := report.ConsistentRepeats(r)
 	if cerr == nil {
-		fmt.Fprintln(opt.Stdout, report.RunsComparability([]*report.Run{r}, nil).Line())
+		report.Prose(opt.Stdout, "", "  ", report.RunsComparability([]*report.Run{r}, nil).Line())
 		c.WriteMarkdown(opt.Stdout)
 	} else if runErr == nil {
 		return nil, cerr
@@ -68,7 +68,7 @@ func WriteConsistency(w io.Writer, runs []*report.Run, files []string) (*report.
 		}
 		// Repeats of one matrix: every field must agree; the first line says whether they do.
 		// Runs are called by their run ids: the same line whichever file of a run is read.
-		fmt.Fprintln(w, report.RunsComparability(runs, nil).Line())
+		report.Prose(w, "", "  ", report.RunsComparability(runs, nil).Line())
 		c.WriteMarkdown(w)
 		return c, nil
 	}
@@ -80,7 +80,7 @@ func WriteConsistency(w io.Writer, runs []*report.Run, files []string) (*report.
 	if err != nil {
 		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", files[0], err))
 	}
-	fmt.Fprintln(w, report.RunsComparability([]*report.Run{r}, nil).Line())
+	report.Prose(w, "", "  ", report.RunsComparability([]*report.Run{r}, nil).Line())
 	c.WriteMarkdown(w)
 	if _, ok := RuleOf(r.Header); ok {
 		cells, rule, err := RepeatsOf(r)

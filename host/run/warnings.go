@@ -277,7 +277,7 @@ func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards, 
 		case strings.HasPrefix(e.name, "metrics"):
 			why = "the server's metric may not be its step time — a fixed or configured value, which the next cells tell by whether it follows the load — or a late first token or a stall moved the client's decode window"
 		}
-		ws = append(ws, warning.Newf(warning.EstimatesDisagree, "per-forward estimates disagree: %s %.3f ms is %+.0f %% of %s %.3f ms (%s)",
+		ws = append(ws, warning.Newf(warning.SourcesDisagree, "per-forward sources disagree: %s %.3f ms is %+.0f %% of %s %.3f ms (%s)",
 			e.name, float64(e.d)/1e6, 100*dev, ref.name, float64(ref.d)/1e6, why))
 	}
 	return ws

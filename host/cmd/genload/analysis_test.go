@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
@@ -67,7 +70,7 @@ func TestConsistencyThresholdExitCodes(t *testing.T) {
 		{[]string{a}, exitcode.Usage, "one results file without repeats: need at least two results files"},
 		{[]string{"--cv-stat", "mean", a, b}, exitcode.Usage, `--cv-stat "mean"`},
 		{[]string{"--max-cv", "-1", a, b}, exitcode.Usage, "must be ≥ 0"},
-		{[]string{a, filepath.Join(dir, "missing.json")}, exitcode.Failure, "missing.json"},
+		{[]string{a, filepath.Join(dir, "missing.json")}, exitcode.InvalidConfig, "missing.json"},
 	} {
 		code, stdout, stderr := cli(t, ctx, append([]string{"consistency"}, tc.args...)...)
 		where := stdout
@@ -173,10 +176,17 @@ time_scale = 1
 		t.Fatalf("run u: exit %d\n%s", code, stderr)
 	}
 	r1, r2 := tr, filepath.Join(out, "u.jsonl")
-	code, stdout, stderr = cli(t, ctx, "diff", r1, r2)
-	if code != exitcode.OK || !strings.Contains(stdout, "Change from t (before) to u (after)") || !strings.Contains(stdout, "over 4 common cells: median") ||
-		!strings.Contains(stdout, "before (t): each cell's figure is the mean over its measured repeats (2 to 2 per cell)") {
-		t.Errorf("diff: exit %d\n%s%s", code, stdout, stderr)
+	runOut := stdout
+	code, diff, stderr := cli(t, ctx, "diff", r1, r2)
+	if code != exitcode.OK || !strings.Contains(diff, "Change from t (before) to u (after)") || !strings.Contains(diff, "over 4 common cells: median") ||
+		!strings.Contains(diff, "before (t): each cell's figure is the mean over its measured repeats (2 to 2 per cell)") {
+		t.Errorf("diff: exit %d\n%s%s", code, diff, stderr)
+	}
+	// The default views keep within the table's 120 columns (the "comparable:" line was 121).
+	for name, text := range map[string]string{"run --repeat": runOut, "consistency": cons, "diff": diff} {
+		if long := textcheck.Wider(text, report.NarrowWidth); len(long) > 0 {
+			t.Errorf("%s: lines over %d columns:\n%s", name, report.NarrowWidth, strings.Join(long, "\n"))
+		}
 	}
 	prefix := filepath.Join(t.TempDir(), "ab")
 	code, stdout, stderr = cli(t, ctx, "plot", r1, r2, "-o", prefix)
@@ -237,6 +247,38 @@ func TestOldRepeatFilesStillRead(t *testing.T) {
 			if !strings.Contains(stdout, w) {
 				t.Errorf("%s: output lacks %q:\n%s", c.args[0], w, stdout)
 			}
+		}
+	}
+}
+
+// Two repeats against one server, then a second run: the later measurements find their
+// prompts in the server's prefix cache, which run --repeat, consistency and diff say in a note
+// that was 257 columns wide, after a "comparable:" line of 122: both are wrapped within the
+// table's 120 columns.
+func TestCachedNoteAndComparableLineFitTheWidth(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	ecfg := engine.DefaultConfig()
+	ecfg.TimeScale = 1 // steps of ≥ 3.5 ms: chunks read apart on a loaded machine
+	url := serveEngine(t, ecfg, nil)
+	out := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf("target = %q\nmax_tokens = 12\nout = %q\n[labels]\nhardware = \"a-rather-long-name-of-the-machine-under-test\"\n[matrix]\nseq_lens = [1000]\nbatch_sizes = [2]\n", url, out))
+	ctx := context.Background()
+	code, stdout, stderr := cli(t, ctx, "run", "-c", cfg, "--run-id", "c", "--repeat", "2")
+	if code != exitcode.OK {
+		t.Fatalf("run --repeat 2: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := cli(t, ctx, "run", "-c", cfg, "--run-id", "d"); code != exitcode.OK {
+		t.Fatalf("run d: exit %d\n%s", code, stderr)
+	}
+	c, d := filepath.Join(out, "c.json"), filepath.Join(out, "d.json")
+	_, cons, _ := cli(t, ctx, "consistency", c)
+	_, diff, _ := cli(t, ctx, "diff", c, d)
+	for name, text := range map[string]string{"run --repeat": stdout, "consistency": cons, "diff": diff} {
+		if long := textcheck.Wider(text, report.NarrowWidth); len(long) > 0 {
+			t.Errorf("%s: lines over %d columns:\n%s", name, report.NarrowWidth, strings.Join(long, "\n"))
+		}
+		if !strings.Contains(text, "⚠ prompts already cached: ") || !strings.Contains(text, "comparable: ") {
+			t.Errorf("%s lacks the note of the prompts already cached or the comparable line:\n%s", name, text)
 		}
 	}
 }

@@ -52,7 +52,7 @@ With --max-cv the command exits with code 6 (thresholds failed) when the statist
 	}
 	runs, err := report.ReadRuns(files)
 	if err != nil {
-		return err
+		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
 	c, err := run.WriteConsistency(e.stdout, runs, files)
 	if err != nil {

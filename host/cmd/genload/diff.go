@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
@@ -26,14 +25,14 @@ the changes over the common cells; cells measured in only one run are left out a
 	}
 	runs, err := report.ReadRuns(files)
 	if err != nil {
-		return err
+		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
 	d, err := report.Compare(runs[0], runs[1])
 	if err != nil {
 		return err
 	}
 	// A server before and after an upgrade: another engine profile is what is compared.
-	fmt.Fprintln(e.stdout, report.RunsComparability(runs, files).Line(report.FieldProfile))
+	report.Prose(e.stdout, "", "  ", report.RunsComparability(runs, files).Line(report.FieldProfile))
 	d.WriteMarkdown(e.stdout)
 	return nil
 }

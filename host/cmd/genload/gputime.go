@@ -41,7 +41,7 @@ against an adaptive run (--until-cv), or runs measured apart.`,
 	}
 	runs, err := report.ReadRuns(files)
 	if err != nil {
-		return err
+		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
 	source := ""
 	if *gpus > 0 {

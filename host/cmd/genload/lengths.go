@@ -90,6 +90,9 @@ dir and call_timeout are read too); --plugin, --set, --min and --call-timeout ov
 	}
 	defer host.Close(context.Background())
 	p, err := host.LoadLengths(ctx, *name, cfg)
+	if ce, ok := plugin.AsConfigError(err, "lengths.config", cfg); ok {
+		return exitcode.With(exitcode.PluginRejected, fmt.Errorf("flag --set: %w", ce))
+	}
 	if err != nil {
 		if _, serr := os.Stat(*name); *cfgPath != "" && strings.HasSuffix(*name, ".wasm") && serr != nil {
 			err = fmt.Errorf("%w (the [lengths] plugin of %s: build it there, as the file's comment says)", err, *cfgPath)

@@ -61,7 +61,7 @@ followed by how each cell's repeats ended (its fixed count or stopping rule).`,
 	var runs []*report.Run
 	if len(files) > 0 {
 		if runs, err = report.ReadRuns(files); err != nil {
-			return err
+			return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 		}
 	}
 	if *out == "" {

@@ -228,7 +228,6 @@ func runConfig(fs *flag.FlagSet, f *runFlags) (*config.Config, error) {
 		}
 	}
 	if len(f.sets) > 0 {
-		cfg.Override("lengths.config", "--set")
 		kv, err := plugin.ParseSet(f.sets)
 		if err != nil {
 			return nil, exitcode.With(exitcode.Usage, err)
@@ -238,6 +237,7 @@ func runConfig(fs *flag.FlagSet, f *runFlags) (*config.Config, error) {
 		}
 		for k, v := range kv {
 			cfg.Lengths.Config[k] = v
+			cfg.Override("lengths.config."+k, "--set") // a message about k blames the flag, about the file's keys the file
 		}
 	}
 	if err := cfg.Validate(); err != nil {

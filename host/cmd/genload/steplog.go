@@ -105,7 +105,7 @@ func cmdSteplog(ctx context.Context, args []string, e *env) error {
 	}
 	run, err := report.ReadFile(pos[0])
 	if err != nil {
-		return err
+		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
 	res, err := cellcheck.Check(ctx, run, cellcheck.Options{Format: f, Location: loc, TZ: *tz, Offset: *offset, Files: pos[1:], Command: *command})
 	if res == nil {

@@ -94,7 +94,7 @@ func TestSteplogArgumentErrors(t *testing.T) {
 		{[]string{"steplog", "--preset", "tgi", "run.json", log}, exitcode.Usage, `preset "tgi": unknown`},
 		{[]string{"steplog", "--regex", `(?P<active>\d+)`, "run.json", log}, exitcode.Usage, "no (?P<time>…) group"},
 		{[]string{"steplog", "--tz", "Mars/Olympus", "run.json", log}, exitcode.Usage, "--tz"},
-		{[]string{"steplog", filepath.Join(dir, "missing.json"), log}, exitcode.Failure, "missing.json"},
+		{[]string{"steplog", filepath.Join(dir, "missing.json"), log}, exitcode.InvalidConfig, "missing.json"},
 	}
 	for _, c := range cases {
 		code, _, stderr := cli(t, context.Background(), c.args...)
