@@ -136,6 +136,17 @@ func TestDemuxGenerate(t *testing.T) {
 	if u, ok := d.RequestUsage(); !ok || u.PromptTokens != 7 || u.CompletionTokens != 4 {
 		t.Errorf("request usage %+v %v", u, ok)
 	}
+	// EOS sampled at once: the final object alone, one token counted, no mark (its count is
+	// a total, not a chunk's delta)
+	rd = NewReader(split(`{"response":"","done":true,"done_reason":"stop","eval_count":1,"eval_duration":0}`+"\n"), 0)
+	rd.Lines = true
+	d.Reset(base, 1)
+	if err := d.Run(rd); err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Finalize(4)[0]; s.Marks.Len() != 0 || s.CompletionTokens != 1 || s.FinishReason != "stop" {
+		t.Errorf("EOS at once: %d marks, %d tokens, finish %q", s.Marks.Len(), s.CompletionTokens, s.FinishReason)
+	}
 	// no final object: unfinished
 	rd = NewReader(split(lines[0]+"\n"+lines[1]+"\n"), 0)
 	rd.Lines = true
