@@ -86,3 +86,58 @@ func TestRunOllamaNative(t *testing.T) {
 		}
 	}
 }
+
+// chooseAPI keeps /v1/completions, saying why, for a server that answers /api/version but
+// whose /api/generate fails or sends no eval_count, for settings that need arrays or token
+// ids, and for a mix of ollama and other servers; a server that is not ollama gets no line.
+func TestChooseAPIFallbacks(t *testing.T) {
+	tok, err := tokenizer.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := func(generate string, status int) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/api/version":
+				w.Write([]byte(`{"version":"9.9.9"}`))
+			case "/api/generate":
+				w.WriteHeader(status)
+				w.Write([]byte(generate))
+			default:
+				http.NotFound(w, r)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	noMetrics := fake(`{"response":"hi","done":false}`+"\n"+`{"response":"","done":true,"done_reason":"length"}`+"\n", 200)
+	failing := fake(`{"error":"boom"}`, 500)
+	good := fake(`{"response":"hi","done":false}`+"\n"+`{"response":"","done":true,"done_reason":"length","eval_count":2,"eval_duration":5}`+"\n", 200)
+	other := httptest.NewServer(http.NotFoundHandler())
+	defer other.Close()
+	cases := []struct {
+		name, target, mode, format, extra, line string
+		native                                  bool
+	}{
+		{"ollama", good, "auto", "auto", "", "requests go to its native POST /api/generate", true},
+		{"no eval_count", noMetrics, "auto", "auto", "", "sent no eval_count: /v1/completions instead", false},
+		{"failing", failing, "routed", "text", "", "/api/generate: status 500: boom): /v1/completions instead", false},
+		{"array", good, "array", "auto", "", `with mode = "array" and prompt.format = "auto" genload speaks /v1/completions`, false},
+		{"tokens", good, "routed", "tokens", "", `prompt.format = "tokens"`, false},
+		{"mixed", good, "routed", "text", fmt.Sprintf("[[workers]]\nurl = %q\n[[workers]]\nurl = %q\n", good, other.URL), "is not ollama", false},
+		{"not ollama", other.URL, "auto", "auto", "", "", false},
+	}
+	for _, c := range cases {
+		cfg := probeCfg(t, fmt.Sprintf("target = %q\nmode = %q\n[prompt]\nformat = %q\n%s", c.target, c.mode, c.format, c.extra))
+		got, opts, line, err := chooseAPI(context.Background(), cfg, clientOptions(cfg, c.target, "m", "", cfg.ResolvedWorkers(c.target)), tok)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if native := opts.API == "ollama" && apiOf(got) == "ollama"; native != c.native || c.line == "" && line != "" || !strings.Contains(line, c.line) {
+			t.Errorf("%s: native %v (api %q), line %q; want native %v, a line with %q", c.name, native, got.Chosen[ChosenAPI], line, c.native, c.line)
+		}
+		if c.native && (got.Mode != config.ModeRouted || got.Prompt.Format != config.FormatText) || !c.native && got != cfg {
+			t.Errorf("%s: mode %q, format %q (config changed: %v)", c.name, got.Mode, got.Prompt.Format, got != cfg)
+		}
+	}
+}

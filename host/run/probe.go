@@ -63,7 +63,7 @@ func apiOf(cfg *config.Config) dispatch.API {
 // when every distinct server of the run answers GET /api/version as ollama does and the
 // settings allow one text prompt per request (mode "routed" or "auto", prompt.format "text"
 // or "auto"), one tiny native request (max_tokens 2) is sent to the first; when it is
-// accepted, cfg comes back with Chosen[ChosenAPI] (and mode and prompt.format resolved) and
+// accepted with ollama's eval_count on its final object, cfg comes back with Chosen[ChosenAPI] (and mode and prompt.format resolved) and
 // opts with API ollama. The native API is the same runner behind ollama's /v1 layer, so the
 // client's figures are unchanged; what it adds is the server's own eval_count and
 // eval_duration of each sequence (the server's figure beside the client's) and a prompt
@@ -122,8 +122,11 @@ func chooseAPI(ctx context.Context, cfg *config.Config, opts dispatch.Options, t
 	if err != nil {
 		return nil, opts, "", err
 	}
-	if !rs[0].Accepted {
+	switch {
+	case !rs[0].Accepted:
 		return cfg, opts, fmt.Sprintf("%s, but its native POST /api/generate failed (%s): /v1/completions instead", where, rs[0].Error), nil
+	case !rs[0].Usage: // a server imitating ollama's API without its metrics
+		return cfg, opts, fmt.Sprintf("%s, but its native POST /api/generate sent no eval_count: /v1/completions instead", where), nil
 	}
 	c2 := *cfg
 	c2.Chosen = map[string]string{}
