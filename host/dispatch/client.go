@@ -11,7 +11,9 @@
 // Files: client.go (the Client and its options), send.go (a plan's requests and their
 // sequences), attempt.go (one request: retries, errors), stream.go (reading its SSE stream),
 // abort.go (timers and cancellation), conns.go (the connections), body.go (request bodies),
-// probe.go, models.go, hints.go, understand.go and stall.go.
+// probe.go, models.go, hints.go, understand.go and stall.go. With Options.API ollama the same
+// path posts to ollama's native /api/generate instead and reads its newline-delimited JSON
+// stream (body.go's appendGenerate, sse's line mode).
 package dispatch
 
 import (
