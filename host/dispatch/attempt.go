@@ -70,7 +70,11 @@ func (c *Client) newRequest(w *endpoint, p *call) (*fasthttp.Request, *fasthttp.
 	req.SetRequestURI(w.url)
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json")
-	req.Header.Set("Accept", "text/event-stream")
+	if c.ollama() {
+		req.Header.Set("Accept", "application/x-ndjson")
+	} else {
+		req.Header.Set("Accept", "text/event-stream")
+	}
 	if c.opts.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
 	}
@@ -153,7 +157,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	}
 	t1, t2 := c.armStream(resp, body, sent, ab, out)
 	defer stopTimers(t1, t2)
-	if notStream(resp, body, out) {
+	if notStream(resp, body, out, c.ollama()) {
 		return nil, false, 0
 	}
 	seqs, serr := c.readStream(start, p, body, ab, d, maxTokens, out)
@@ -165,7 +169,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	}
 	if serr != nil {
 		retry = streamError(ctx, serr, out, warm)
-		notUnderstood(resp, d, ab, out)
+		notUnderstood(resp, d, ab, out, c.ollama())
 	}
 	return seqs, retry, 0
 }

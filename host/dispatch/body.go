@@ -74,6 +74,8 @@ type bodyTemplate struct {
 	streamOpts  []byte
 	extra       []byte // `,"k":v` pairs of ExtraBody, keys sorted
 	skip        map[string]bool
+	// ollama writes ollama's native /api/generate body instead (appendGenerate).
+	ollama bool
 }
 
 // fixedKeys are the body fields genload writes itself; ExtraBody may override any of them.
@@ -83,7 +85,11 @@ func newBodyTemplate(o *Options) (*bodyTemplate, error) {
 	if o.Logprobs < 0 {
 		return nil, fmt.Errorf("dispatch: logprobs %d: must be 0 (not asked) or more", o.Logprobs)
 	}
-	t := &bodyTemplate{skip: map[string]bool{}}
+	t := &bodyTemplate{skip: map[string]bool{}, ollama: o.API == APIOllama}
+	fixed := fixedKeys
+	if t.ollama {
+		fixed = ollamaKeys
+	}
 	keys := make([]string, 0, len(o.ExtraBody))
 	for k := range o.ExtraBody {
 		keys = append(keys, k)
@@ -99,7 +105,7 @@ func newBodyTemplate(o *Options) (*bodyTemplate, error) {
 			return nil, fmt.Errorf("dispatch: extra_body key %q: %w", k, err)
 		}
 		t.extra = append(append(append(append(t.extra, ','), kb...), ':'), vb...)
-		if slices.Contains(fixedKeys, k) {
+		if slices.Contains(fixed, k) {
 			t.skip[k] = true
 		}
 	}
@@ -123,6 +129,44 @@ func newBodyTemplate(o *Options) (*bodyTemplate, error) {
 		}
 	}
 	return t, nil
+}
+
+// ollamaKeys are the top-level fields of ollama's native body that genload writes; ExtraBody
+// may override any of them ("options" replaces genload's whole options object).
+var ollamaKeys = []string{"model", "prompt", "raw", "stream", "options"}
+
+// appendGenerate appends the body of ollama's native POST /api/generate for text prompt i
+// of ps:
+//
+//	{"model":M,"prompt":P,"raw":true,"stream":true,
+//	 "options":{"num_predict":T,"temperature":X[,"seed":S]}[,extra…]}
+//
+// "raw" sends the prompt as it is, without the model's template (genload's prompt is
+// already rendered in the tokenizer's chat template; ollama's /v1/completions applies the
+// model's template to it again); num_predict is max_tokens. ollama has no ignore_eos: a
+// sequence that samples EOS stops early, and measure leaves it out of the per-forward
+// figures. Same inputs → same bytes.
+func (t *bodyTemplate) appendGenerate(dst []byte, ps promptSet, i, maxTokens int) []byte {
+	dst = append(dst, '{')
+	dst = append(dst, t.model...)
+	dst = append(dst, `"prompt":`...)
+	dst = ps.Append(dst, i)
+	if !t.skip["raw"] {
+		dst = append(dst, `,"raw":true`...)
+	}
+	if !t.skip["stream"] {
+		dst = append(dst, `,"stream":true`...)
+	}
+	if !t.skip["options"] {
+		dst = strconv.AppendInt(append(dst, `,"options":{"num_predict":`...), int64(maxTokens), 10)
+		if len(t.temperature) > 0 {
+			dst = append(dst, t.temperature...)
+		}
+		dst = append(dst, t.seed...)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, t.extra...)
+	return append(dst, '}')
 }
 
 // promptSet is the cell's prompts as token-id arrays or as strings.
@@ -159,9 +203,13 @@ func (p textPrompts) Empty(i int) bool                { return p[i] == "" }
 //	 "stream":true,"stream_options":{"include_usage":true}[,"seed":S][,"logprobs":L][,extra…]}
 //
 // P is the JSON array of the prompts idx when array, else the single prompt idx[0]. Same
-// inputs → same bytes (extra keys are sorted). It is appendHead, then appendPrompt for each
+// inputs → same bytes (extra keys are sorted). For ollama's native API it is appendGenerate
+// of prompt idx[0]. It is appendHead, then appendPrompt for each
 // prompt, then appendTail (a bodyStream writes the same parts as it is read).
 func (t *bodyTemplate) appendBody(dst []byte, ps promptSet, idx []int, array bool, n, maxTokens int) []byte {
+	if t.ollama {
+		return t.appendGenerate(dst, ps, idx[0], maxTokens)
+	}
 	dst = t.appendHead(dst, array)
 	for k, i := range idx {
 		dst = appendPrompt(dst, ps, k, i, array)

@@ -124,6 +124,11 @@ func (c *Client) ProbeShapes(ctx context.Context, shapes []Shape, ids [][]int32,
 	defer pc.Close()
 	out := make([]ShapeResult, 0, len(shapes))
 	for _, s := range shapes {
+		if c.ollama() && s != ShapeString {
+			msg := "ollama's native API takes one text prompt per request"
+			out = append(out, ShapeResult{Shape: s, Error: msg, Err: errors.New(msg)})
+			continue
+		}
 		pi, pt := ids, []string(nil)
 		if s.Text() {
 			pi, pt = nil, texts
@@ -207,9 +212,12 @@ func (c *Client) Probe(ctx context.Context, shapes []Shape, ids [][]int32, texts
 	return caps, nil
 }
 
-// baseURL is the server root of a /v1/completions URL (or of a base URL).
+// baseURL is the server root of a /v1/completions or /api/generate URL (or of a base URL).
 func baseURL(u string) string {
 	u = strings.TrimRight(u, "/")
+	if v, ok := strings.CutSuffix(u, "/api/generate"); ok {
+		return v
+	}
 	u = strings.TrimSuffix(u, "/completions")
 	return strings.TrimSuffix(u, "/v1")
 }
@@ -242,6 +250,32 @@ func doSimple(ctx context.Context, method, url, apiKey string, body []byte, time
 		b = b[:1<<20]
 	}
 	return resp.StatusCode(), append([]byte(nil), b...), nil
+}
+
+// ProbeOllama asks the server at base (its base URL, optionally ending in /v1) for GET
+// /api/version, which ollama answers {"version":"0.6.8"}: it returns the version when the
+// answer is 200 with a JSON object whose "version" is a non-empty string, else an error
+// saying what came (unreachable, the status, or the body). apiKey is sent as a Bearer token
+// and never appears in errors; timeout bounds the request (0 = 10 s).
+func ProbeOllama(ctx context.Context, base, apiKey string, timeout time.Duration) (string, error) {
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	u := baseURL(base) + "/api/version"
+	st, b, err := doSimple(ctx, fasthttp.MethodGet, u, apiKey, nil, timeout)
+	if err != nil {
+		return "", err
+	}
+	if st != fasthttp.StatusOK {
+		return "", fmt.Errorf("GET %s: status %d", u, st)
+	}
+	var v struct {
+		Version *string `json:"version"`
+	}
+	if json.Unmarshal(b, &v) != nil || v.Version == nil || *v.Version == "" {
+		return "", fmt.Errorf("GET %s: status 200 but not ollama's {\"version\": …}: %s", u, firstBytes(b))
+	}
+	return *v.Version, nil
 }
 
 // probeMetrics checks that GET <base>/metrics answers 200 with Prometheus text.

@@ -65,7 +65,7 @@ func stopTimers(a, b *time.Timer) {
 	}
 }
 
-// readStream reads the SSE stream of body into d and returns its sequences (aliasing d until
+// readStream reads the SSE stream of body (ollama's newline-delimited JSON with APIOllama) into d and returns its sequences (aliasing d until
 // its next Reset) and the stream's error.
 func (c *Client) readStream(start time.Time, p *call, body io.Reader, ab *abortState, d *sse.Demux, maxTokens int, out *Request) ([]sse.Sequence, error) {
 	rd := c.openStream(start, p, body, d, maxTokens)
@@ -86,7 +86,8 @@ func (c *Client) readStream(start time.Time, p *call, body io.Reader, ab *abortS
 func (c *Client) openStream(start time.Time, p *call, body io.Reader, d *sse.Demux, maxTokens int) *sse.Reader {
 	rd := readerPool.Get().(*sse.Reader)
 	rd.Reset(body)
-	d.KeepText, d.MarkCap = c.opts.KeepText, min(maxTokens+1, 4096)
+	rd.Lines = c.ollama() // newline-delimited JSON
+	d.KeepText, d.MarkCap, d.Generate = c.opts.KeepText, min(maxTokens+1, 4096), c.ollama()
 	expect := len(p.prompts)
 	if p.n > 1 {
 		expect = p.n
