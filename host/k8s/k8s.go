@@ -105,8 +105,6 @@ func (j Job) Check() error {
 		switch name {
 		case "shard", "run-id", "out", "resume", "c", "config":
 			errs = append(errs, fmt.Errorf("run flag %s: the Job sets it itself (each pod's shard, run id, results directory and bench.toml; a retried pod resumes its shard)", flag))
-		case "repeat":
-			errs = append(errs, fmt.Errorf("run flag %s: not in a Job: each repeat writes a results file of its own (%s-shard-I-of-%d-r1.jsonl …), which the merge Job does not join and a retried pod cannot resume; apply the Job once per repeat, each under its own --name, or use --until-cv, whose repeats stay in the shard's one file (a failed pod of it is not retried: repeats cannot be resumed)", flag, j.Name, j.Shards))
 		}
 	}
 	return errors.Join(errs...)

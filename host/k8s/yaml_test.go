@@ -39,8 +39,8 @@ func TestShardFileIsWhatRunWrites(t *testing.T) {
 }
 
 // The run flags a Job refuses, each with its true reason, in any of the flag package's
-// spellings: --repeat is not set by the Job — its repeats are files the merge Job and a
-// retried pod do not handle.
+// spellings; the repeat flags are taken: a shard's repeats stay in its one results file,
+// whose every record the merge Job keeps.
 func TestRefusedRunFlagsSayWhy(t *testing.T) {
 	base := Job{Name: "nightly", Image: "i", Shards: 4, PVC: "p"}
 	sets := "the Job sets it itself (each pod's shard, run id, results directory and bench.toml; a retried pod resumes its shard)"
@@ -48,9 +48,6 @@ func TestRefusedRunFlagsSayWhy(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--repeat", "3"}, "run flag --repeat: not in a Job: each repeat writes a results file of its own (nightly-shard-I-of-4-r1.jsonl …), which the merge Job does not join and a retried pod cannot resume; apply the Job once per repeat, each under its own --name, or use --until-cv, whose repeats stay in the shard's one file (a failed pod of it is not retried: repeats cannot be resumed)"},
-		{[]string{"--repeat=3"}, "run flag --repeat: not in a Job"},
-		{[]string{"-repeat", "3"}, "run flag -repeat: not in a Job"},
 		{[]string{"--shard", "1/2"}, "run flag --shard: " + sets},
 		{[]string{"--out=/tmp"}, "run flag --out: " + sets},
 		{[]string{"-c", "b.toml"}, "run flag -c: " + sets},
@@ -61,9 +58,11 @@ func TestRefusedRunFlagsSayWhy(t *testing.T) {
 			t.Errorf("%q: %v\nwant %q", tc.args, err, tc.want)
 		}
 	}
-	j := base
-	j.RunArgs = []string{"--target", "http://vllm:8000", "--model", "repeat", "--until-cv", "3"}
-	if err := j.Check(); err != nil {
-		t.Errorf("%q refused: %v", j.RunArgs, err)
+	for _, args := range [][]string{{"--target", "http://vllm:8000", "--model", "repeat", "--until-cv", "3"}, {"--repeat", "3"}, {"--repeat=3"}, {"-repeat", "3"}} {
+		j := base
+		j.RunArgs = args
+		if err := j.Check(); err != nil {
+			t.Errorf("%q refused: %v", j.RunArgs, err)
+		}
 	}
 }
