@@ -118,8 +118,18 @@ func TestABLeavesOutPairsWithoutAFigure(t *testing.T) {
 			t.Errorf("pair %d: d %v, fwd A %v ms, B %v ms", q.Pair, q.D, q.FwdAms, q.FwdBms)
 		}
 	}
-	if m, lo, hi := stats.TInterval(row.D, 0.95); row.Mean != m || row.Lo != lo || row.Hi != hi || row.Verdict != "B slower" {
-		t.Errorf("interval %v [%v, %v] %q, want %v [%v, %v] over the 3 pairs, B slower", row.Mean, row.Lo, row.Hi, row.Verdict, m, lo, hi)
+	// The interval is taken on ln(1 + d) and mapped back; the change is then the ratio of the
+	// two columns (geometric means over the 3 pairs).
+	var logs []float64
+	for _, d := range row.D {
+		logs = append(logs, math.Log1p(d))
+	}
+	m, lo, hi := stats.TInterval(logs, 0.95)
+	if math.Abs(row.Mean-math.Expm1(m)) > 1e-12 || math.Abs(row.Lo-math.Expm1(lo)) > 1e-12 || math.Abs(row.Hi-math.Expm1(hi)) > 1e-12 || row.Verdict != "B slower" {
+		t.Errorf("interval %v [%v, %v] %q, want %v [%v, %v] over the 3 pairs, B slower", row.Mean, row.Lo, row.Hi, row.Verdict, math.Expm1(m), math.Expm1(lo), math.Expm1(hi))
+	}
+	if got := row.FwdB/row.FwdA - 1; math.Abs(got-row.Mean) > 1e-12 {
+		t.Errorf("columns give %v, the change printed %v", got, row.Mean)
 	}
 
 	// three of four pairs without a figure on A: one pair left, no interval
@@ -162,8 +172,8 @@ func TestCheckMaxDiff(t *testing.T) {
 	}{
 		{cell(3, -0.02, 0.03), ""},
 		{cell(3, 0.04, 0.08), ""}, // reaches inside +5 %
-		{cell(3, 0.06, 0.10), "cell L=1000,B=4: B − A per-forward difference +8.00 % [+6.00, +10.00] lies beyond --max-diff ±5 %"},
-		{cell(3, -0.10, -0.06), "cell L=1000,B=4: B − A per-forward difference -8.00 % [-10.00, -6.00] lies beyond --max-diff ±5 %"},
+		{cell(3, 0.06, 0.10), "cell L=1000,B=4: B/A − 1 per-forward change +8.00 % [+6.00, +10.00] lies beyond --max-diff ±5 %"},
+		{cell(3, -0.10, -0.06), "cell L=1000,B=4: B/A − 1 per-forward change -8.00 % [-10.00, -6.00] lies beyond --max-diff ±5 %"},
 		{cell(1, 0, 0), "cell L=1000,B=4: no interval to hold to --max-diff ±5 % (v)"},
 	} {
 		err := (&Doc{Cells: []Cell{c.cell}}).CheckMaxDiff(5)
@@ -173,5 +183,27 @@ func TestCheckMaxDiff(t *testing.T) {
 		case c.want != "" && (err == nil || err.Error() != c.want || exitcode.Of(err) != exitcode.ThresholdsFailed):
 			t.Errorf("[%g, %g]: %v (exit %d), want %q (exit 6)", c.cell.Lo, c.cell.Hi, err, exitcode.Of(err), c.want)
 		}
+	}
+}
+
+// Pairs as noisy as a new user's (one side 0.38 ms, the other between 0.1 and 0.6 ms): the
+// mean of the relative differences gave an interval reaching −113 %; the interval on the log
+// ratio cannot pass −100 %, and the change is the ratio of the geometric means shown.
+func TestRatioIntervalStaysAboveMinus100(t *testing.T) {
+	as := []float64{0.384e6, 0.390e6, 0.380e6}
+	bs := []float64{0.100e6, 0.600e6, 0.150e6}
+	fa, fb, change, lo, hi := ratioInterval(as, bs, 0.95)
+	var ds []float64
+	for i := range as {
+		ds = append(ds, bs[i]/as[i]-1)
+	}
+	if _, dlo, _ := stats.TInterval(ds, 0.95); dlo > -1 {
+		t.Fatalf("the arithmetic interval's lower bound %v does not pass −100 %%: the case does not test the rule", dlo)
+	}
+	if lo <= -1 || !(lo < change && change < hi) {
+		t.Errorf("change %v [%v, %v]: want a lower bound above −100 %% around the change", change, lo, hi)
+	}
+	if want := math.Cbrt(bs[0]*bs[1]*bs[2])/math.Cbrt(as[0]*as[1]*as[2]) - 1; math.Abs(change-want) > 1e-12 || math.Abs(fb/fa-1-change) > 1e-12 {
+		t.Errorf("change %v, fwd %v → %v: want the geometric means' ratio − 1, %v", change, fa, fb, want)
 	}
 }

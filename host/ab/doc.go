@@ -27,8 +27,9 @@ type Doc struct {
 	// JSON is the file the document was written to at the end ("" when none was).
 	JSON string `json:"-"`
 	// Comparable is the line on what differs between the sides' runs besides the
-	// comparison's subject (report.CheckComparable's Line), printed before the table.
-	Comparable string `json:"-"`
+	// comparison's subject (report.CheckComparable's Line), printed before the table and
+	// kept in the file for the HTML report's A/B section.
+	Comparable string `json:"comparable,omitempty"`
 	of         int    // the cells of A's matrix
 }
 
@@ -51,8 +52,10 @@ type Pair struct {
 }
 
 // Cell is one cell's paired comparison: every pair, the N pairs with a difference D
-// (B/A − 1), their mean and t interval [Lo, Hi] (N ≥ 2; else absent and Verdict says why),
-// and each side's mean per-forward latency over those pairs in ns.
+// (B/A − 1), the change Mean = exp(mean ln(B/A)) − 1 and its t interval [Lo, Hi] taken on
+// ln(B/A) and mapped back (N ≥ 2; else absent and Verdict says why; see ratioInterval), and
+// each side's geometric mean per-forward latency over those pairs in ns (FwdB/FwdA − 1 is
+// Mean).
 type Cell struct {
 	Cell        matrix.Cell `json:"cell"`
 	PairList    []Pair      `json:"pair_list"`
@@ -72,7 +75,7 @@ type Cell struct {
 func (d *Doc) WriteMarkdown(w io.Writer) {
 	rows, pairs, conf := d.Cells, d.Pairs, d.Confidence
 	fmt.Fprintf(w, "\n## Paired A/B: per-forward latency, B vs A on identical prompts (%d pairs per cell, AB/BA alternating)\n\n", pairs)
-	fmt.Fprintf(w, "| L | B | pairs | A fwd ms | B fwd ms | B − A %% | %.0f %% interval %% | verdict |\n", 100*conf)
+	fmt.Fprintf(w, "| L | B | pairs | A fwd ms | B fwd ms | B/A − 1 %% | %.0f %% interval %% | verdict |\n", 100*conf)
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---|---|")
 	sig, none := 0, 0
 	for _, r := range rows {
@@ -113,7 +116,7 @@ func (d *Doc) CheckMaxDiff(pct float64) error {
 			return exitcode.Errorf(exitcode.ThresholdsFailed, "cell %s: no interval to hold to --max-diff ±%g %% (%s)", r.Cell.Key(), pct, r.Verdict)
 		}
 		if 100*r.Lo > pct || 100*r.Hi < -pct {
-			return exitcode.Errorf(exitcode.ThresholdsFailed, "cell %s: B − A per-forward difference %+.2f %% [%+.2f, %+.2f] lies beyond --max-diff ±%g %%",
+			return exitcode.Errorf(exitcode.ThresholdsFailed, "cell %s: B/A − 1 per-forward change %+.2f %% [%+.2f, %+.2f] lies beyond --max-diff ±%g %%",
 				r.Cell.Key(), 100*r.Mean, 100*r.Lo, 100*r.Hi, pct)
 		}
 	}

@@ -3,6 +3,7 @@ package ab
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/genload/genload/host/stats"
@@ -107,8 +108,7 @@ func measureCell(ctx context.Context, sides []side, c matrix.Cell, pairs int, co
 		row.Verdict = fmt.Sprintf("too few pairs (%d of %d with a figure on both sides): %s", row.N, pairs, firstSkip(row.PairList))
 		return row, nil
 	}
-	row.FwdA, row.FwdB = stat.Mean(as, nil), stat.Mean(bs, nil)
-	row.Mean, row.Lo, row.Hi = stats.TInterval(row.D, conf)
+	row.FwdA, row.FwdB, row.Mean, row.Lo, row.Hi = ratioInterval(as, bs, conf)
 	switch {
 	case row.Lo > 0:
 		row.Verdict, row.significant = "B slower", true
@@ -118,6 +118,26 @@ func measureCell(ctx context.Context, sides []side, c matrix.Cell, pairs int, co
 		row.Verdict = "no significant difference"
 	}
 	return row, nil
+}
+
+// ratioInterval returns the geometric means of the pairs' sides as (ns) and bs (ns, one
+// each per pair, n ≥ 2, positive) and the change B/A − 1 with its t interval at confidence
+// conf, all taken on the logarithm of each pair's ratio r_i = b_i / a_i:
+//
+//	ℓ_i = ln r_i,  ℓ̄ ± t(1 − (1 − conf)/2; n − 1) · s_ℓ / √n,  change = exp(·) − 1
+//
+// A ratio of latencies is multiplicative: its log is symmetric about 0 for a side twice as
+// fast or as slow, and the bounds, mapped back, never pass −100 %, which the mean of the
+// relative differences r_i − 1 does when a pair is noisy. exp(ℓ̄) is the ratio of the two
+// geometric means, so the change printed is exactly that of the two columns beside it.
+func ratioInterval(as, bs []float64, conf float64) (fwdA, fwdB, change, lo, hi float64) {
+	la, lb, lr := make([]float64, len(as)), make([]float64, len(bs)), make([]float64, len(as))
+	for i := range as {
+		la[i], lb[i] = math.Log(as[i]), math.Log(bs[i])
+		lr[i] = lb[i] - la[i]
+	}
+	m, l, h := stats.TInterval(lr, conf)
+	return math.Exp(stat.Mean(la, nil)), math.Exp(stat.Mean(lb, nil)), math.Expm1(m), math.Expm1(l), math.Expm1(h)
 }
 
 // firstSkip returns the first left-out pair's reason.

@@ -158,7 +158,14 @@ func Write(w io.Writer, runs []*report.Run, opt Options) error {
 		v.AB = abOfRuns(runs[0], runs[1])
 	}
 	if v.AB != nil {
-		v.Summary = append([]factsView{{Name: "A/B", Lines: [][2]string{{"change", v.AB.Headline}, {"intervals", v.AB.Source}}}}, v.Summary...)
+		lines := [][2]string{{"change", v.AB.Headline}, {"intervals", v.AB.Source}}
+		switch {
+		case opt.AB != nil && opt.AB.Comparable != "":
+			lines = append(lines, [2]string{"compared", opt.AB.Comparable})
+		case opt.AB == nil:
+			lines = append(lines, [2]string{"compared", report.RunsComparability(runs, nil).Line()})
+		}
+		v.Summary = append([]factsView{{Name: "A/B", Lines: lines}}, v.Summary...)
 	}
 	for i, r := range runs {
 		v.Runs = append(v.Runs, runSection(r, i))
