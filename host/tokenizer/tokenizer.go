@@ -46,8 +46,11 @@ type Tokenizer struct {
 	post      postProcessor
 	decoders  []decoder
 
-	idToken   []string // id -> token content (model vocabulary and added tokens)
-	special   []bool   // id -> is a special added token
+	// id -> token content: model.toks for the model vocabulary, extra for the added tokens
+	// beyond it, override for an added token of a model id whose content differs.
+	extra     []string
+	override  map[int32]string
+	special   []bool // id -> is a special added token
 	vocabSize int
 
 	cfg       *tokenizerConfig // nil without tokenizer_config.json
@@ -194,10 +197,18 @@ func build(name, tjPath string, tj []byte, tcPath string, tc []byte, mcPath stri
 	if err != nil {
 		return nil, err
 	}
-	t := &Tokenizer{name: name, file: tjPath}
-	if t.model, err = newBPE(&spec.model); err != nil {
+	model, err := newBPE(&spec.model)
+	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: [model]: %w", tjPath, err)
 	}
+	return assemble(name, tjPath, spec, model, tcPath, tc, mcPath, mc)
+}
+
+// assemble builds the Tokenizer of a parsed tokenizer.json around its BPE model (built from
+// the file's vocabulary and merges, or read from the prepared-tables cache).
+func assemble(name, tjPath string, spec *fileSpec, model *bpeModel, tcPath string, tc []byte, mcPath string, mc []byte) (*Tokenizer, error) {
+	var err error
+	t := &Tokenizer{name: name, file: tjPath, model: model}
 	if t.normalize, err = buildNormalizer(spec.normalizer, tjPath, "normalizer"); err != nil {
 		return nil, err
 	}
@@ -210,7 +221,7 @@ func build(name, tjPath string, tj []byte, tcPath string, tc []byte, mcPath stri
 	if t.decoders, err = buildDecoders(spec.decoder, tjPath, "decoder"); err != nil {
 		return nil, err
 	}
-	n := int32(len(t.model.vocabR))
+	n := int32(model.vocabN)
 	for _, a := range spec.added {
 		if a.ID < 0 {
 			return nil, fmt.Errorf("tokenizer: %s: [added_tokens] %q: negative id %d", tjPath, a.Content, a.ID)
@@ -218,13 +229,19 @@ func build(name, tjPath string, tj []byte, tcPath string, tc []byte, mcPath stri
 		n = max(n, a.ID+1)
 	}
 	t.vocabSize = int(n)
-	t.idToken = make([]string, n)
-	copy(t.idToken, t.model.vocabR)
-	t.model.vocabR = nil // idToken replaces it
+	t.extra = make([]string, int(n)-model.vocabN)
 	t.special = make([]bool, n)
 	var raw, normd []addedToken
 	for _, a := range spec.added {
-		t.idToken[a.ID] = a.Content
+		switch {
+		case int(a.ID) >= model.vocabN:
+			t.extra[int(a.ID)-model.vocabN] = a.Content
+		case a.Content != model.toks.str(int(a.ID)) || hasKey(t.override, a.ID):
+			if t.override == nil {
+				t.override = map[int32]string{}
+			}
+			t.override[a.ID] = a.Content
+		}
 		t.special[a.ID] = a.Special
 		if a.Normalized {
 			normd = append(normd, a)
@@ -244,6 +261,21 @@ func build(name, tjPath string, tj []byte, tcPath string, tc []byte, mcPath stri
 	return t, nil
 }
 
+func hasKey(m map[int32]string, k int32) bool { _, ok := m[k]; return ok }
+
+// token returns the content of id, 0 ≤ id < vocabSize.
+func (t *Tokenizer) token(id int32) string {
+	if t.override != nil {
+		if s, ok := t.override[id]; ok {
+			return s
+		}
+	}
+	if int(id) < t.model.vocabN {
+		return t.model.toks.str(int(id))
+	}
+	return t.extra[int(id)-t.model.vocabN]
+}
+
 // Name returns a human-readable name: DefaultName for the embedded tokenizer, otherwise the
 // path given to Load.
 func (t *Tokenizer) Name() string { return t.name }
@@ -257,10 +289,10 @@ func (t *Tokenizer) VocabSize() int { return t.vocabSize }
 // Token returns the string of token id (its byte-level form for byte-level vocabularies,
 // e.g. "Ġthe"), and false when id is out of range.
 func (t *Tokenizer) Token(id int32) (string, bool) {
-	if id < 0 || int(id) >= len(t.idToken) {
+	if id < 0 || int(id) >= t.vocabSize {
 		return "", false
 	}
-	return t.idToken[id], true
+	return t.token(id), true
 }
 
 // IsSpecial reports whether id is a special added token (e.g. <|im_end|>), i.e. one
@@ -336,13 +368,13 @@ func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) string {
 	toks := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if id < 0 || int(id) >= len(t.idToken) {
+		if id < 0 || int(id) >= t.vocabSize {
 			continue
 		}
 		if skipSpecial && t.special[id] {
 			continue
 		}
-		toks = append(toks, t.idToken[id])
+		toks = append(toks, t.token(id))
 	}
 	if len(t.decoders) == 0 {
 		return strings.Join(toks, " ")
