@@ -154,13 +154,13 @@ func (m *mergeTab) lookup(a, b int32) (mergeInfo, bool) {
 	}
 }
 
-// check verifies the invariants lookups rely on, for tables read from a file: offsets
+// checkTables verifies the invariants lookups rely on, for tables read from a file: offsets
 // within the blob and non-decreasing, slot tables a power of two in size and at most 3/4
 // full (a lookup of an absent key ends at an empty slot), every slot naming an id or rank in
 // range, every merge naming ids of the vocabulary.
 func (m *bpeModel) checkTables() error {
 	n := m.toks.len()
-	if n < 0 || m.toks.offs[0] != 0 || int(m.toks.offs[n]) != len(m.toks.blob) {
+	if n < m.vocabN || m.toks.offs[0] != 0 || int(m.toks.offs[n]) != len(m.toks.blob) {
 		return fmt.Errorf("token offsets do not span the token bytes")
 	}
 	for i := range n {
@@ -168,34 +168,38 @@ func (m *bpeModel) checkTables() error {
 			return fmt.Errorf("token offset %d decreases", i)
 		}
 	}
-	slots := func(what string, s []uint32, b uint, limit int) error {
-		if b > 31 || len(s) != 1<<b {
-			return fmt.Errorf("%s: %d slots for %d bits", what, len(s), b)
-		}
-		used := 0
-		for _, e := range s {
-			if e != 0 {
-				used++
-				if int(e) > limit {
-					return fmt.Errorf("%s: slot entry %d out of range (%d)", what, e, limit)
-				}
-			}
-		}
-		if used > len(s)*3/4 {
-			return fmt.Errorf("%s: %d of %d slots used", what, used, len(s))
-		}
-		return nil
-	}
-	if err := slots("vocabulary index", m.vocab.slots, m.vocab.bits, n); err != nil {
+	if err := checkSlots("vocabulary index", m.vocab.slots, m.vocab.bits, n); err != nil {
 		return err
 	}
-	if err := slots("merge index", m.merges.slots, m.merges.bits, len(m.merges.pairs)); err != nil {
+	if err := checkSlots("merge index", m.merges.slots, m.merges.bits, len(m.merges.pairs)); err != nil {
 		return err
 	}
+	v := m.vocabN
 	for r, p := range m.merges.pairs {
-		if p.a < 0 || p.b < 0 || p.id < 0 || int(p.a) >= n || int(p.b) >= n || int(p.id) >= n {
+		if p.a < 0 || p.b < 0 || p.id < 0 || int(p.a) >= v || int(p.b) >= v || int(p.id) >= v {
 			return fmt.Errorf("merge %d names an id outside the vocabulary", r)
 		}
+	}
+	return nil
+}
+
+// checkSlots checks a slot table of 1<<b entries, each 0 or at most limit, at most 3/4 used.
+func checkSlots(what string, s []uint32, b uint, limit int) error {
+	if b > 31 || len(s) != 1<<b {
+		return fmt.Errorf("%s: %d slots for %d bits", what, len(s), b)
+	}
+	used, top := 0, uint32(0)
+	for _, e := range s {
+		top = max(top, e)
+		if e != 0 {
+			used++
+		}
+	}
+	if int64(top) > int64(limit) {
+		return fmt.Errorf("%s: slot entry %d out of range (%d)", what, top, limit)
+	}
+	if used > len(s)*3/4 {
+		return fmt.Errorf("%s: %d of %d slots used", what, used, len(s))
 	}
 	return nil
 }
