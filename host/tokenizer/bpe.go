@@ -224,7 +224,7 @@ func (m *bpeModel) tokenize(dst []int32, w string) []int32 {
 	if cacheable {
 		m.cacheMu.Lock()
 		if len(m.cache) < bpeCacheCap {
-			m.cache[w] = ids
+			m.cache[strings.Clone(w)] = ids // w may be cut from an Encode's arena
 		}
 		m.cacheMu.Unlock()
 	}

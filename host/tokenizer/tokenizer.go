@@ -346,10 +346,10 @@ func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
 	if addSpecial {
 		ids = append(ids, t.post.before...)
 	}
-	var words, next []string
-	pieces := t.rawAdded.split(nil, text)
-	var normPieces []piece
-	for pi, p := range pieces {
+	sc := scratchPool.Get().(*encodeScratch)
+	defer scratchPool.Put(sc)
+	sc.pieces = t.rawAdded.split(sc.pieces[:0], text)
+	for pi, p := range sc.pieces {
 		if p.id >= 0 {
 			ids = append(ids, p.id)
 			continue
@@ -358,24 +358,25 @@ func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
 		if t.normalize != nil {
 			s = t.normalize(s)
 		}
-		normPieces = t.normAdded.split(normPieces[:0], s)
-		for qi, q := range normPieces {
+		sc.normPieces = t.normAdded.split(sc.normPieces[:0], s)
+		for qi, q := range sc.normPieces {
 			if q.id >= 0 {
 				ids = append(ids, q.id)
 				continue
 			}
 			atStart := pi == 0 && qi == 0 // the piece begins the text
-			words = append(words[:0], q.s)
+			words, next := append(sc.words[:0], q.s), sc.next[:0]
 			for _, st := range t.pre {
 				next = next[:0]
 				for wi, w := range words {
-					next = st.split(next, w, atStart && wi == 0)
+					next = st.split(sc, next, w, atStart && wi == 0)
 				}
 				words, next = next, words
 			}
 			for _, w := range words {
 				ids = t.model.tokenize(ids, w)
 			}
+			sc.words, sc.next = words, next
 		}
 	}
 	if addSpecial {
