@@ -54,6 +54,7 @@ type Tokenizer struct {
 	special   []bool // id -> is a special added token
 	vocabSize int
 	prepared  bool // the model's tables came from the prepared-tables cache
+	byteLevel bool // the decoder is ByteLevel alone
 
 	cfg       *tokenizerConfig // nil without tokenizer_config.json
 	maxLen    int
@@ -245,6 +246,7 @@ func assemble(name, tjPath string, spec *fileSpec, model *bpeModel, tcPath strin
 	if t.decoders, err = buildDecoders(spec.decoder, tjPath, "decoder"); err != nil {
 		return nil, err
 	}
+	t.byteLevel = spec.decoder != nil && spec.decoder.Type == "ByteLevel" && len(t.decoders) == 1
 	n := int32(model.vocabN)
 	for _, a := range spec.added {
 		if a.ID < 0 {
@@ -391,6 +393,24 @@ func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
 // U+FFFD as in Rust's String::from_utf8_lossy. Without a decoder the tokens are joined by
 // spaces.
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) string {
+	if t.byteLevel {
+		// The ByteLevel decoder alone: the tokens' bytes, read as UTF-8, without the list of
+		// tokens the chain needs.
+		n := 0
+		for _, id := range ids {
+			if id >= 0 && int(id) < t.vocabSize {
+				n += len(t.token(id))
+			}
+		}
+		b := make([]byte, 0, n)
+		for _, id := range ids {
+			if id < 0 || int(id) >= t.vocabSize || skipSpecial && t.special[id] {
+				continue
+			}
+			b = appendByteLevel(b, t.token(id))
+		}
+		return lossyUTF8(b)
+	}
 	toks := make([]string, 0, len(ids))
 	for _, id := range ids {
 		if id < 0 || int(id) >= t.vocabSize {
