@@ -154,7 +154,7 @@ func (b *Builder) cut(p *rowPlan, q, v, want int) (int, []int32) {
 	win := make([]int32, 0, len(rs.ctx)+j-rs.at)
 	win = append(append(win, rs.ctx...), p.unit[rs.at:j]...)
 	d := c.Decode(win, false)
-	if !strings.HasPrefix(rs.text, d) {
+	if !rs.hasPrefix(p.unitTxt, d) {
 		return -1, nil // the cut splits a character
 	}
 	a := b.anchors[p.anchor]

@@ -48,7 +48,11 @@ func (sc *encodeScratch) byteLevel(s string, space bool) string {
 		sc.arena.WriteString(byteToRune[' '])
 	}
 	for i := 0; i < len(s); i++ {
-		sc.arena.WriteString(byteToRune[s[i]])
+		if c := s[i]; c >= '!' && c <= '~' { // printable ASCII maps to itself
+			sc.arena.WriteByte(c)
+		} else {
+			sc.arena.WriteString(byteToRune[c])
+		}
 	}
 	return sc.arena.String()[start:]
 }
