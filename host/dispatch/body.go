@@ -47,13 +47,17 @@ var idTable = sync.OnceValue(func() []uint64 {
 })
 
 // appendIDs appends ids as a JSON array of integers ("[1,2,3]"). Cost: one 8-byte store
-// and an add per id below idTableSize; at most one growth of dst per call.
+// and an add per id below idTableSize; at most one growth of dst per call, to the exact
+// length (idsLen, plus the 8 bytes the last store writes) when dst has less room than 8
+// bytes an id.
 func appendIDs(dst []byte, ids []int32) []byte {
 	if len(ids) == 0 {
 		return append(dst, '[', ']')
 	}
+	if cap(dst)-len(dst) < 8*len(ids)+16 {
+		dst = slices.Grow(dst, idsLen(ids)+8)
+	}
 	dst = append(dst, '[')
-	dst = slices.Grow(dst, 8*len(ids)+16)
 	tab := idTable()
 	b := dst[:cap(dst)]
 	pos := len(dst)
@@ -153,7 +157,7 @@ type promptSet interface {
 type idPrompts [][]int32
 
 func (p idPrompts) Len() int                        { return len(p) }
-func (p idPrompts) Size(i int) int                  { return 8*len(p[i]) + 16 }
+func (p idPrompts) Size(i int) int                  { return idsLen(p[i]) + 8 }
 func (p idPrompts) Append(dst []byte, i int) []byte { return appendIDs(dst, p[i]) }
 func (p idPrompts) Empty(i int) bool                { return len(p[i]) == 0 }
 
