@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"errors"
 	"math"
 	"slices"
 	"sync"
@@ -80,9 +81,17 @@ func (p *LengthsPlugin) Release(ctx context.Context) bool {
 	}
 	in.close(ctx)
 	p.host.forget(ctx, in.m)
+	// Nothing may keep the closed instance reachable (its module, and through it the machine
+	// code, are freed by the collector): in is replaced by one that only names the plugin,
+	// for errors.
+	m := in.m
+	p.in = &instance{host: in.host, info: in.info, dead: errReleased,
+		m: &module{path: m.path, name: m.name, kind: m.kind, size: m.size, sum: m.sum}}
 	p.released = true
 	return true
 }
+
+var errReleased = errors.New("released (every cell's lengths were cached)")
 
 // ready loads a released plugin again (p.mu held).
 func (p *LengthsPlugin) ready(ctx context.Context) error {

@@ -39,15 +39,15 @@ func TestReleasePure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := p.Info()
+	info, old := p.Info(), p.in
 	if !p.Release(ctx) {
 		t.Fatal("Release of a pure plugin returned false")
 	}
-	if !p.in.mod.IsClosed() || !p.released {
-		t.Fatal("the released plugin's instance is still open")
+	if !old.mod.IsClosed() || !p.released || p.in == old || p.in.mod != nil || p.in.m.compiled != nil {
+		t.Fatal("the released plugin's instance is still open, or still referenced")
 	}
 	h.mu.Lock()
-	_, kept := h.compiled[p.in.m.sum]
+	_, kept := h.compiled[old.m.sum]
 	h.mu.Unlock()
 	if kept {
 		t.Fatal("the released plugin's compiled module is still the host's")
