@@ -17,8 +17,10 @@ import (
 // to the socket (16 KiB per read): with 4 KiB SSE buffers the same burst cost ~8 % more CPU
 // per chunk at C = 1. A stream holds its reader from its first byte to its end, so a Do of
 // many streams takes its readers from smallReaderPool instead: at 1,024 streams 16 KiB
-// readers are 16 MB, and a stream's share of the bytes falls as the streams grow (a paced
-// stream reads one chunk of a few hundred bytes per read whatever the buffer).
+// readers are 16 MB of heap (resident only where bytes were read, but counted by the
+// collector, which sizes the heap on them), and a stream's share of the bytes falls as the
+// streams grow (a paced stream reads one chunk of a few hundred bytes per read whatever the
+// buffer).
 var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, 0) }}
 
 // smallReaderPool holds the 4 KiB SSE readers of Do calls of at least smallReaderStreams
