@@ -29,24 +29,24 @@ func TestIDTableEveryEntry(t *testing.T) {
 	}
 }
 
-// A body buffer sized by idPrompts.Size holds its ids without growing: appendIDs writes
-// exactly idsLen bytes and needs 8 bytes of room past them, no more (bodies were sized at 8
-// bytes an id, about 1.5 times their length). Ids beyond the table (or negative) are written
-// right, growing the buffer if they must.
-func TestIDsExactSize(t *testing.T) {
+// A body buffer sized by idPrompts.Size (7 bytes an id, the most an id of the table takes,
+// and the last store's spare bytes) holds its ids without growing, up to the largest id of
+// the table; ids beyond it (or negative) are written right, growing the buffer if they must.
+func TestIDsBoundedSize(t *testing.T) {
 	long := make([]int32, 1000)
 	for i := range long {
 		long[i] = int32(i * 151)
 	}
+	largest := make([]int32, 500)
+	for i := range largest {
+		largest[i] = idTableSize - 1
+	}
 	for _, c := range []struct {
 		ids     []int32
 		inTable bool
-	}{{[]int32{0}, true}, {[]int32{7, 42}, true}, {[]int32{151668, 1000, 99, 262143}, true}, {long, true},
+	}{{[]int32{0}, true}, {[]int32{7, 42}, true}, {[]int32{151668, 1000, 99, 262143}, true}, {long, true}, {largest, true},
 		{[]int32{262144, -1, 5}, false}} {
 		size := idPrompts{c.ids}.Size(0)
-		if size != idsLen(c.ids)+8 {
-			t.Errorf("%v: Size %d, want idsLen %d + 8", c.ids[:1], size, idsLen(c.ids))
-		}
 		buf := make([]byte, 0, size)
 		out := appendIDs(buf, c.ids)
 		want, _ := json.Marshal(c.ids)
@@ -54,7 +54,10 @@ func TestIDsExactSize(t *testing.T) {
 			t.Errorf("appendIDs = %.40s, want %.40s", out, want)
 		}
 		if grew := &out[0] != &buf[:1][0]; c.inTable && grew {
-			t.Errorf("%d ids: the buffer of Size %d grew", len(c.ids), size)
+			t.Errorf("%d ids: the buffer of Size %d grew for a body of %d bytes", len(c.ids), size, len(out))
+		}
+		if c.inTable && size > 7*len(c.ids)+25 {
+			t.Errorf("%d ids: Size %d above 7 bytes an id", len(c.ids), size)
 		}
 	}
 }
