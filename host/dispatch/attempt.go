@@ -160,6 +160,15 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	if notStream(resp, body, out, c.ollama()) {
 		return nil, false, 0
 	}
+	if !warm && p.body != nil && (p.small || cap(p.body) >= 1<<20) {
+		// A measured request whose stream has begun is not sent again (only a warmup's
+		// in-stream error is retried): in a Do of many requests, or for a large body, the
+		// body is dropped rather than held until the end of every stream of the Do (19 MB at
+		// 4,096 requests of 1,000 tokens). A few small bodies go back to the Client's
+		// buffers for the next Do, as before.
+		req.SetBodyRaw(nil)
+		p.body = nil
+	}
 	seqs, serr := c.readStream(start, p, body, ab, d, maxTokens, out)
 	c.captureHeaders(resp, out)
 	if cause := ab.get(); cause != nil {

@@ -23,6 +23,9 @@ type call struct {
 	stream *bodyStream
 	// seqs are the request's records in Result.Sequences (set by Do, filled by do).
 	seqs []Sequence
+	// small: the Do has at least smallReaderStreams requests, its streams read through
+	// small SSE buffers (stream.go).
+	small bool
 }
 
 // bodyBytes is the size of the request body.
@@ -82,6 +85,7 @@ func (c *Client) Do(ctx context.Context, p *cell.Plan) (*Result, error) {
 			res.Sequences[off+k] = Sequence{Sequence: sse.Sequence{Index: k}, Prompt: q.prompts[k/q.n], Request: ri}
 		}
 		q.seqs = res.Sequences[off : off+q.want()]
+		q.small = len(ps) >= smallReaderStreams
 		off += len(q.seqs)
 	}
 

@@ -466,3 +466,51 @@ func TestStallIsSendWide(t *testing.T) {
 		}
 	}
 }
+
+// In a Do of many requests a measured request's body is dropped once its stream has begun
+// (it is never sent again), so the bodies of a Do are not held until its last stream ends; a
+// warmup keeps its bodies (an in-stream error is retried) and returns them to the Client's
+// buffers at the end, and so does a Do of a few small requests.
+func TestMeasuredBodiesDroppedAtStreamStart(t *testing.T) {
+	s := newFakeServer(t)
+	c, _ := New(Options{Target: s.URL})
+	defer c.Close()
+	few, err := cell.ForPrompts(ModeRouted, prompts3, nil, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Do(context.Background(), few); err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	if len(c.bufs) != len(prompts3) {
+		t.Fatalf("%d bodies back in the Client's buffers after a Do of %d small requests, want all", len(c.bufs), len(prompts3))
+	}
+	c.bufs = nil
+	many := make([][]int32, smallReaderStreams)
+	for i := range many {
+		many[i] = []int32{int32(i), 7}
+	}
+	p, err := cell.ForPrompts(ModeRouted, many, nil, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Do(context.Background(), p)
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	if len(c.bufs) != 0 {
+		t.Fatalf("%d bodies back in the Client's buffers after a measured Do, want 0 (dropped when their streams began)", len(c.bufs))
+	}
+	for _, q := range res.Requests {
+		if q.BodyBytes == 0 {
+			t.Fatalf("request without its body size: %+v", q)
+		}
+	}
+	wres, err := c.Do(context.Background(), p.ForWarmup())
+	if err != nil || wres.Err() != nil {
+		t.Fatal(err, wres.Err())
+	}
+	if len(c.bufs) != len(many) {
+		t.Fatalf("%d bodies back after a warmup of %d requests", len(c.bufs), len(many))
+	}
+}

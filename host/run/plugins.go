@@ -63,5 +63,11 @@ func checkLengths(ctx context.Context, lp *plugin.LengthsPlugin, st lengths.Stag
 	if err := lp.VerifyPure(ctx, c.Batch, c.SeqLen, st.Lo, st.Hi); err != nil {
 		return exitcode.With(exitcode.PluginRejected, fmt.Errorf("cell %s: %w", c.Key(), err))
 	}
-	return exitcode.With(exitcode.PluginRejected, st.Prefetch(ctx, cells))
+	if err := st.Prefetch(ctx, cells); err != nil {
+		return exitcode.With(exitcode.PluginRejected, err)
+	}
+	// Every cell's lengths are cached now: the plugin's code and memory are freed for the
+	// cells (a call the cache does not answer loads it again).
+	lp.Release(ctx)
+	return nil
 }
