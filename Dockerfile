@@ -2,7 +2,11 @@
 # in, on busybox for the /bin/sh the Kubernetes manifests of `genload k8s job` run it with.
 #
 #   docker build -t genload:dev --build-arg VERSION=$(git describe --always --dirty) .
-#   docker run --rm genload:dev genload run --target http://host.docker.internal:8000
+#   docker run --rm --add-host=host.docker.internal:host-gateway genload:dev \
+#       genload run --target http://host.docker.internal:8000
+#
+# (host.docker.internal is the host's address under Docker Desktop; on Linux the --add-host
+# flag above makes it so. A server in another container: its name on a shared network.)
 #
 # The build stage runs `make plugins` (the three plugins for wasip1, copied where go:embed takes
 # them, with their SHA-256 in SHA256SUMS), then a static build of genload: CGO_ENABLED=0 (no
@@ -23,6 +27,17 @@ RUN make plugins \
 FROM busybox:1.37-musl
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/genload /usr/local/bin/genload
+# genload runs as a user of its own (uid and gid 10001, as the Kubernetes manifests of
+# `genload k8s job` run it), not root. Its home holds the one file genload writes outside its
+# results: the compiled plugins' cache, $HOME/.cache/genload/wazero (without a writable home,
+# as under a read-only root filesystem, it compiles them in memory at each start instead). The
+# working directory /work, where results go by default, is the user's too.
+RUN addgroup -g 10001 genload \
+ && adduser -D -u 10001 -G genload -h /home/genload genload \
+ && mkdir -p /work \
+ && chown genload:genload /work
+ENV HOME=/home/genload
+USER 10001:10001
 WORKDIR /work
 ENTRYPOINT []
 CMD ["genload", "--help"]

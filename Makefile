@@ -70,20 +70,28 @@ $(TESTSUM): FORCE
 # in real time (steps of 7–9 ms): it runs alone, after the other packages, so that their
 # test binaries do not share its two cores.
 CONFORMANCE := ./host/internal/conformance
+# go test runs the packages in the order given, -p (the cores) at a time: the packages whose
+# tests take longest go first, so that a phase does not end with one of them running alone
+# on one core (cmd/genload waits on engines in real time; tokenizer and prompt encode). The
+# rest follow in `go list` order.
+MODULE      := github.com/genload/genload
+SLOW_PKGS   := ./host/cmd/genload ./host/tokenizer ./host/prompt ./host/sweep ./host/plugin ./host/htmlreport
+TEST_PKGS   = $$({ printf '$(MODULE)/%s\n' $(SLOW_PKGS:./%=%); $(GO) list ./...; } | awk '!seen[$$0]++' | grep -v '/host/internal/conformance$$')
 # tools/k8s is a module of its own (k8s.io/api stays out of genload's go.mod): it decodes the
 # Kubernetes manifests strictly into the API types and simulates the Indexed Job locally.
 test: plugins lint $(TESTSUM)
 	@rm -f $(OUTCOMES)
-	$(GOTEST) $$($(GO) list ./... | grep -v '/host/internal/conformance$$') | $(TESTSUM) -record $(OUTCOMES)
+	$(GOTEST) $(TEST_PKGS) | $(TESTSUM) -record $(OUTCOMES)
 	$(GOTEST) $(CONFORMANCE) | $(TESTSUM) -record $(OUTCOMES)
 	cd tools/k8s && $(GO) vet ./... && $(GOTEST) ./... | $(CURDIR)/$(TESTSUM) -record $(CURDIR)/$(OUTCOMES)
 	$(MAKE) --no-print-directory race
 	@$(TESTSUM) -summary $(OUTCOMES)
 
 # The packages that run goroutines of their own (clients, servers, scrapers, the CLI that drives
-# them), tested again under the race detector. The client-against-engine checks compare timings
-# within 10 %, so they run alone, not beside the other race-instrumented test binaries.
-RACE_PKGS := ./host/dispatch ./host/run ./host/sse ./host/engine ./host/scrape ./host/sweep ./host/cmd/genload ./host/replay
+# them), tested again under the race detector, the longest first (as TEST_PKGS). The
+# client-against-engine checks compare timings within 10 %, so they run alone, not beside the
+# other race-instrumented test binaries.
+RACE_PKGS := ./host/cmd/genload ./host/sweep ./host/run ./host/dispatch ./host/engine ./host/replay ./host/sse ./host/scrape
 race: $(TESTSUM)
 	$(GOTEST) -race $(RACE_PKGS) | $(TESTSUM) -record $(OUTCOMES)
 	$(GOTEST) -race ./host/internal/clientcheck | $(TESTSUM) -record $(OUTCOMES)

@@ -268,8 +268,9 @@ type Engine struct {
 	Quirks string `toml:"quirks" json:"quirks"`
 	// Noise is seeded step-time noise of a known size for the engine to inject, as `genload
 	// serve` takes it ("step-cv=0.02,burst-cv=0.05,slow-prob=0.001,slow-factor=5,seed=1").
-	// Each engine start of `run --repeat` and of `ab` draws with a seed derived from this
-	// seed and the start (the header's engine info records it). Default "" (none).
+	// Each round of `run --repeat` and `--until-cv` and each side of `ab` draws with a seed
+	// derived from this seed and the round or side (the header's engine info records it).
+	// Default "" (none).
 	Noise string `toml:"noise" json:"noise,omitempty"`
 }
 

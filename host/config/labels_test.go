@@ -40,8 +40,8 @@ func TestLabels(t *testing.T) {
 	if err == nil {
 		t.Fatal("want errors")
 	}
-	for _, want := range []string{"bench.toml:2: [labels.ratio] must be a string or an integer, got 2.5",
-		"bench.toml:4: [labels.fast] must be a string or an integer, got bool true"} {
+	for _, want := range []string{"bench.toml:2: [labels.ratio] must be a string or an integer, not a float (2.5)",
+		"bench.toml:4: [labels.fast] must be a string or an integer, not a boolean (true)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)
 		}

@@ -114,6 +114,14 @@ func (v *validation) matrix() {
 			v.bad("matrix.batch_sizes", "batch sizes must be ≥ 1, got %d", b)
 		}
 	}
+	if !m.AutoSeqLens {
+		if d, ok := repeated(m.SeqLens); ok {
+			v.bad("matrix.seq_lens", "lists %d twice: give each sequence length once", d)
+		}
+	}
+	if d, ok := repeated(m.BatchSizes); ok {
+		v.bad("matrix.batch_sizes", "lists %d twice: give each batch size once", d)
+	}
 	for i, p := range m.Pairs {
 		if len(p) != 2 || p[0] < 1 || p[1] < 1 {
 			v.bad("matrix.pairs", "pair %d must be [seq_len, batch] with both ≥ 1, got %v", i, p)
@@ -229,10 +237,10 @@ func (v *validation) labels() {
 		case string, int64:
 		case float64: // a stored config read back from a results file's JSON
 			if x != math.Trunc(x) || math.IsInf(x, 0) {
-				v.bad("labels."+k, "must be a string or an integer, got %v", x)
+				v.bad("labels."+k, "must be a string or an integer, not %s", gotWords(x))
 			}
 		default:
-			v.bad("labels."+k, "must be a string or an integer, got %T %v", x, x)
+			v.bad("labels."+k, "must be a string or an integer, not %s", gotWords(x))
 		}
 		if !labelKeyRe.MatchString(k) {
 			v.bad("labels."+k, "key must be letters, digits, '_', '-' or '.'")
@@ -275,4 +283,16 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// repeated returns the first value of xs that appears in it twice.
+func repeated(xs []int) (int, bool) {
+	seen := map[int]bool{}
+	for _, x := range xs {
+		if seen[x] {
+			return x, true
+		}
+		seen[x] = true
+	}
+	return 0, false
 }

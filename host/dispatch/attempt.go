@@ -70,7 +70,11 @@ func (c *Client) newRequest(w *endpoint, p *call) (*fasthttp.Request, *fasthttp.
 	req.SetRequestURI(w.url)
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json")
-	req.Header.Set("Accept", "text/event-stream")
+	if c.ollama() {
+		req.Header.Set("Accept", "application/x-ndjson")
+	} else {
+		req.Header.Set("Accept", "text/event-stream")
+	}
 	if c.opts.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.opts.APIKey)
 	}
@@ -153,8 +157,17 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	}
 	t1, t2 := c.armStream(resp, body, sent, ab, out)
 	defer stopTimers(t1, t2)
-	if notStream(resp, body, out) {
+	if notStream(resp, body, out, c.ollama()) {
 		return nil, false, 0
+	}
+	if !warm && p.body != nil && (p.small || cap(p.body) >= 1<<20) {
+		// A measured request whose stream has begun is not sent again (only a warmup's
+		// in-stream error is retried): in a Do of many requests, or for a large body, the
+		// body is dropped rather than held until the end of every stream of the Do (19 MB at
+		// 4,096 requests of 1,000 tokens). A few small bodies go back to the Client's
+		// buffers for the next Do, as before.
+		req.SetBodyRaw(nil)
+		p.body = nil
 	}
 	seqs, serr := c.readStream(start, p, body, ab, d, maxTokens, out)
 	c.captureHeaders(resp, out)
@@ -165,7 +178,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	}
 	if serr != nil {
 		retry = streamError(ctx, serr, out, warm)
-		notUnderstood(resp, d, ab, out)
+		notUnderstood(resp, d, ab, out, c.ollama())
 	}
 	return seqs, retry, 0
 }
@@ -248,7 +261,17 @@ func statusError(resp *fasthttp.Response, body io.Reader, out *Request) (retry b
 		msg = resp.Body()
 	}
 	se := sse.ParseError(msg)
-	out.Err = &RequestError{Kind: KindHTTP, URL: u, Status: out.Status, Message: se.Message, Err: se}
+	re := &RequestError{Kind: KindHTTP, URL: u, Status: out.Status, Message: se.Message, Err: se}
+	if ct := string(resp.Header.ContentType()); isHTML(ct, msg) {
+		// An HTML page (a web server or proxy that is not the OpenAI-compatible server): what
+		// was seen on one line, not the page.
+		seen := htmlPage(msg)
+		se.Message, re.Message, re.Hint = seen, seen, adviceNotOpenAI
+		if proxied(out.Status) {
+			re.Hint = adviceProxy
+		}
+	}
+	out.Err = re
 	if out.Status == fasthttp.StatusTooManyRequests || out.Status >= 500 {
 		if s, err := strconv.Atoi(strings.TrimSpace(string(resp.Header.Peek("Retry-After")))); err == nil && s > 0 {
 			retryAfter = time.Duration(s) * time.Second

@@ -11,7 +11,9 @@
 // Files: client.go (the Client and its options), send.go (a plan's requests and their
 // sequences), attempt.go (one request: retries, errors), stream.go (reading its SSE stream),
 // abort.go (timers and cancellation), conns.go (the connections), body.go (request bodies),
-// probe.go, models.go, hints.go, understand.go and stall.go.
+// probe.go, models.go, hints.go, understand.go and stall.go. With Options.API ollama the same
+// path posts to ollama's native /api/generate instead and reads its newline-delimited JSON
+// stream (body.go's appendGenerate, sse's line mode).
 package dispatch
 
 import (
@@ -98,7 +100,26 @@ type Options struct {
 	Logprobs int
 	// KeepText keeps each sequence's generated text in the Result.
 	KeepText bool
+	// API is the server API the requests use: APIOpenAI ("", the default: POST
+	// /v1/completions, SSE) or APIOllama (ollama's native POST /api/generate, one text
+	// prompt per request, streamed as newline-delimited JSON whose final object carries the
+	// server's own eval_count and eval_duration; see ollamaBody).
+	API API
 }
+
+// API names a server API (Options.API).
+type API string
+
+// The APIs a Client speaks.
+const (
+	// APIOpenAI is POST /v1/completions, streamed as server-sent events.
+	APIOpenAI API = "openai"
+	// APIOllama is ollama's native POST /api/generate, streamed as newline-delimited JSON.
+	APIOllama API = "ollama"
+)
+
+// ollama reports whether the Client speaks ollama's native API.
+func (c *Client) ollama() bool { return c.opts.API == APIOllama }
 
 // Client sends requests; it is safe for concurrent use, but one Send at a time gives the
 // cleanest measurements. Close it to release connections.
@@ -129,12 +150,20 @@ func New(opts Options) (*Client, error) {
 		ws = []Worker{{Name: "target"}}
 	}
 	c := &Client{opts: opts}
+	endpointURL := completionsURL
+	switch opts.API {
+	case "", APIOpenAI:
+	case APIOllama:
+		endpointURL = generateURL
+	default:
+		return nil, fmt.Errorf("dispatch: API %q: want %q or %q", opts.API, APIOpenAI, APIOllama)
+	}
 	for i, w := range ws {
 		base := w.URL
 		if base == "" {
 			base = opts.Target
 		}
-		u, err := completionsURL(base)
+		u, err := endpointURL(base)
 		if err != nil {
 			return nil, fmt.Errorf("dispatch: worker %d (%q): %w", i, w.Name, err)
 		}
@@ -216,6 +245,17 @@ func completionsURL(base string) (string, error) {
 		p += "/v1/completions"
 	}
 	u.Path = p
+	return u.String(), nil
+}
+
+// generateURL turns a base URL (optionally ending in /v1, /v1/completions or /api/generate)
+// into ollama's native /api/generate URL.
+func generateURL(base string) (string, error) {
+	if _, err := completionsURL(base); err != nil { // the same checks
+		return "", err
+	}
+	u, _ := url.Parse(base)
+	u.Path = baseURL(u.Path) + "/api/generate"
 	return u.String(), nil
 }
 

@@ -811,7 +811,7 @@ func TestServerFaults(t *testing.T) {
 		{"non-JSON 502", func(c net.Conn) {
 			body := "<html>bad gateway</html>"
 			fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-		}, KindHTTP, "status 502: <html>bad gateway</html>"},
+		}, KindHTTP, `status 502: an HTML page reading "bad gateway" (not an OpenAI-compatible server's JSON error: a proxy in front of the server? (the server may be down or still loading))`},
 		{"huge error body", func(c net.Conn) {
 			body := strings.Repeat("x", 1<<20)
 			fmt.Fprintf(c, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: %d\r\n\r\n%s", len(body), body)

@@ -124,6 +124,11 @@ func (c *Client) ProbeShapes(ctx context.Context, shapes []Shape, ids [][]int32,
 	defer pc.Close()
 	out := make([]ShapeResult, 0, len(shapes))
 	for _, s := range shapes {
+		if c.ollama() && s != ShapeString {
+			msg := "ollama's native API takes one text prompt per request"
+			out = append(out, ShapeResult{Shape: s, Error: msg, Err: errors.New(msg)})
+			continue
+		}
 		pi, pt := ids, []string(nil)
 		if s.Text() {
 			pi, pt = nil, texts
@@ -207,9 +212,12 @@ func (c *Client) Probe(ctx context.Context, shapes []Shape, ids [][]int32, texts
 	return caps, nil
 }
 
-// baseURL is the server root of a /v1/completions URL (or of a base URL).
+// baseURL is the server root of a /v1/completions or /api/generate URL (or of a base URL).
 func baseURL(u string) string {
 	u = strings.TrimRight(u, "/")
+	if v, ok := strings.CutSuffix(u, "/api/generate"); ok {
+		return v
+	}
 	u = strings.TrimSuffix(u, "/completions")
 	return strings.TrimSuffix(u, "/v1")
 }
@@ -242,6 +250,32 @@ func doSimple(ctx context.Context, method, url, apiKey string, body []byte, time
 		b = b[:1<<20]
 	}
 	return resp.StatusCode(), append([]byte(nil), b...), nil
+}
+
+// ProbeOllama asks the server at base (its base URL, optionally ending in /v1) for GET
+// /api/version, which ollama answers {"version":"0.6.8"}: it returns the version when the
+// answer is 200 with a JSON object whose "version" is a non-empty string, else an error
+// saying what came (unreachable, the status, or the body). apiKey is sent as a Bearer token
+// and never appears in errors; timeout bounds the request (0 = 10 s).
+func ProbeOllama(ctx context.Context, base, apiKey string, timeout time.Duration) (string, error) {
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	u := baseURL(base) + "/api/version"
+	st, b, err := doSimple(ctx, fasthttp.MethodGet, u, apiKey, nil, timeout)
+	if err != nil {
+		return "", err
+	}
+	if st != fasthttp.StatusOK {
+		return "", fmt.Errorf("GET %s: status %d", u, st)
+	}
+	var v struct {
+		Version *string `json:"version"`
+	}
+	if json.Unmarshal(b, &v) != nil || v.Version == nil || *v.Version == "" {
+		return "", fmt.Errorf("GET %s: status 200 but not ollama's {\"version\": …}: %s", u, firstBytes(b))
+	}
+	return *v.Version, nil
 }
 
 // probeMetrics checks that GET <base>/metrics answers 200 with Prometheus text.
@@ -359,38 +393,101 @@ var titleRe = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
 // NotOpenAI words, on one line, a response that shows the target is not an OpenAI-compatible
 // server — an HTML page or any body that is not JSON — as what was seen: "GET
 // http://h:8000/v1/models answered HTTP 404 with an HTML page titled \"Error response\": this
-// is not an OpenAI-compatible server (…)"; for a 5xx status it suggests a proxy in front of a
-// server that is down or loading instead. It returns "" for a JSON body (an OpenAI-compatible
-// server's error or answer). status is the HTTP status, contentType the Content-Type ("" for
-// none).
+// is not an OpenAI-compatible server (…)"; for a 5xx status other than 501 it suggests a
+// proxy in front of a server that is down or loading instead. It returns "" for a JSON body
+// (an OpenAI-compatible server's error or answer). status is the HTTP status, contentType the
+// Content-Type ("" for none).
 func NotOpenAI(method, url string, status int, contentType string, body []byte) string {
-	trimmed := bytes.TrimSpace(body)
-	if json.Valid(trimmed) && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+	seen, ok := nonJSON(contentType, body)
+	if !ok {
 		return ""
 	}
-	var seen string
-	lower := bytes.ToLower(trimmed[:min(len(trimmed), 512)])
+	if proxied(status) {
+		return fmt.Sprintf("%s %s answered HTTP %d with %s, %s", method, url, status, seen, adviceProxy)
+	}
+	return fmt.Sprintf("%s %s answered HTTP %d with %s: %s", method, url, status, seen, adviceNotOpenAI)
+}
+
+// The advice NotOpenAI and a streamed request's error give about a body that is not JSON.
+const (
+	adviceNotOpenAI = "this is not an OpenAI-compatible server (check the target: the base URL of a vLLM, SGLang, llama.cpp or TGI server, such as http://127.0.0.1:8000)"
+	adviceProxy     = "not an OpenAI-compatible server's JSON error: a proxy in front of the server? (the server may be down or still loading)"
+)
+
+// proxied reports a status that a proxy answers for a server behind it that is down or still
+// loading (a 5xx other than 501 Not Implemented, which is the server's own "no such method").
+func proxied(status int) bool { return status >= 500 && status != fasthttp.StatusNotImplemented }
+
+// nonJSON describes a body that is not a JSON object or array on one line — "an empty body",
+// "an HTML page titled \"Error response\"", "text/plain, not JSON: \"busy\"" — and reports
+// whether it is one.
+func nonJSON(contentType string, body []byte) (string, bool) {
+	trimmed := bytes.TrimSpace(body)
+	if json.Valid(trimmed) && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		return "", false
+	}
 	switch {
 	case len(trimmed) == 0:
-		seen = "an empty body"
-	case strings.HasPrefix(strings.ToLower(contentType), "text/html") || bytes.HasPrefix(lower, []byte("<!doctype html")) || bytes.HasPrefix(lower, []byte("<html")):
-		seen = "an HTML page"
-		if m := titleRe.FindSubmatch(body); m != nil {
-			if t := strings.Join(strings.Fields(html.UnescapeString(string(m[1]))), " "); t != "" {
-				seen += fmt.Sprintf(" titled %q", short(t))
-			}
-		}
-	default:
-		ct := contentType
-		if ct == "" {
-			ct = "no Content-Type"
-		}
-		seen = fmt.Sprintf("%s, not JSON: %q", ct, short(firstBytes(trimmed)))
+		return "an empty body", true
+	case isHTML(contentType, trimmed):
+		return htmlPage(body), true
 	}
-	if status >= 500 {
-		return fmt.Sprintf("%s %s answered HTTP %d with %s, not an OpenAI-compatible server's JSON error: a proxy in front of the server? (the server may be down or still loading)",
-			method, url, status, seen)
+	ct := contentType
+	if ct == "" {
+		ct = "no Content-Type"
 	}
-	return fmt.Sprintf("%s %s answered HTTP %d with %s: this is not an OpenAI-compatible server (check the target: the base URL of a vLLM, SGLang, llama.cpp or TGI server, such as http://127.0.0.1:8000)",
-		method, url, status, seen)
+	return fmt.Sprintf("%s, not JSON: %q", ct, short(firstBytes(trimmed))), true
 }
+
+// htmlPage describes an HTML page by its title — "an HTML page titled \"Error response\"" —
+// else by the start of its text: "an HTML page reading \"bad gateway\"".
+func htmlPage(body []byte) string {
+	if m := titleRe.FindSubmatch(body); m != nil {
+		if t := strings.Join(strings.Fields(html.UnescapeString(string(m[1]))), " "); t != "" {
+			return fmt.Sprintf("an HTML page titled %q", short(t))
+		}
+	}
+	text := strings.Join(strings.Fields(html.UnescapeString(tagRe.ReplaceAllString(string(body[:min(len(body), 4096)]), " "))), " ")
+	if text == "" {
+		return "an HTML page"
+	}
+	if r := []rune(text); len(r) > 80 {
+		text = string(r[:80]) + "…"
+	}
+	return fmt.Sprintf("an HTML page reading %q", text)
+}
+
+// tagRe matches an HTML tag, a comment or a doctype.
+var tagRe = regexp.MustCompile(`(?s)<!--.*?-->|<[^>]*>`)
+
+// isHTML reports a body an HTML page: by its Content-Type or its first bytes.
+func isHTML(contentType string, body []byte) bool {
+	lower := bytes.ToLower(bytes.TrimSpace(body[:min(len(body), 512)]))
+	return strings.HasPrefix(strings.ToLower(contentType), "text/html") || bytes.HasPrefix(lower, []byte("<!doctype html")) || bytes.HasPrefix(lower, []byte("<html"))
+}
+
+// NotOpenAIAnswer returns, for a failed request whose server answered with an HTML page (a
+// web server or proxy that is not an OpenAI-compatible server), an error of the one line
+// NotOpenAI gives for it — "POST http://h/v1/completions answered HTTP 501 with an HTML page
+// titled \"Error response\": this is not an OpenAI-compatible server (…)" — wrapping err,
+// and true; err itself and false for any other error.
+func NotOpenAIAnswer(err error) (error, bool) {
+	var re *RequestError
+	if !errors.As(err, &re) || re.Kind != KindHTTP || (re.Hint != adviceNotOpenAI && re.Hint != adviceProxy) {
+		return err, false
+	}
+	sep := ": "
+	if re.Hint == adviceProxy {
+		sep = ", "
+	}
+	return &notOpenAIError{fmt.Sprintf("POST %s answered HTTP %d with %s%s%s", re.URL, re.Status, re.Message, sep, re.Hint), err}, true
+}
+
+// notOpenAIError is NotOpenAIAnswer's error: its line, and the request's error.
+type notOpenAIError struct {
+	msg string
+	err error
+}
+
+func (e *notOpenAIError) Error() string { return e.msg }
+func (e *notOpenAIError) Unwrap() error { return e.err }

@@ -23,6 +23,9 @@ type call struct {
 	stream *bodyStream
 	// seqs are the request's records in Result.Sequences (set by Do, filled by do).
 	seqs []Sequence
+	// small: the Do has at least smallReaderStreams requests, its streams read through
+	// small SSE buffers (stream.go).
+	small bool
 }
 
 // bodyBytes is the size of the request body.
@@ -82,6 +85,7 @@ func (c *Client) Do(ctx context.Context, p *cell.Plan) (*Result, error) {
 			res.Sequences[off+k] = Sequence{Sequence: sse.Sequence{Index: k}, Prompt: q.prompts[k/q.n], Request: ri}
 		}
 		q.seqs = res.Sequences[off : off+q.want()]
+		q.small = len(ps) >= smallReaderStreams
 		off += len(q.seqs)
 	}
 
@@ -157,6 +161,9 @@ func (c *Client) calls(p *cell.Plan) ([]call, error) {
 	if len(p.Requests) == 0 {
 		return nil, errors.New("dispatch: the plan has no requests")
 	}
+	if _, ids := prompts.(idPrompts); c.ollama() && ids {
+		return nil, errors.New(`dispatch: ollama's native API takes text prompts only (prompt.format = "text")`)
+	}
 	ps := make([]call, len(p.Requests))
 	for i, r := range p.Requests {
 		switch {
@@ -166,6 +173,9 @@ func (c *Client) calls(p *cell.Plan) ([]call, error) {
 		case len(r.Prompts) == 0 || r.N < 1 || !r.Array && len(r.Prompts) != 1:
 			c.putBufs(ps[:i])
 			return nil, fmt.Errorf("dispatch: request %d has %d prompts and n = %d, want at least one (one unless sent as an array) and n ≥ 1", i, len(r.Prompts), r.N)
+		case c.ollama() && (r.Array || r.N != 1):
+			c.putBufs(ps[:i])
+			return nil, fmt.Errorf(`dispatch: request %d: ollama's native API takes one prompt per request and n = 1 (mode = "routed"), got %d prompts as an array, n = %d`, i, len(r.Prompts), r.N)
 		}
 		for _, k := range r.Prompts {
 			if k < 0 || k >= prompts.Len() {

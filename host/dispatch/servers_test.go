@@ -377,7 +377,7 @@ func TestModelsNotUnderstood(t *testing.T) {
 		name, status, ctype, body string
 		want                      string // after "GET <url>/v1/models"
 	}{
-		{"login page", "200 OK", "text/html", "<html><body>Sign in</body></html>", " answered HTTP 200 with an HTML page" + hint},
+		{"login page", "200 OK", "text/html", "<html><body>Sign in</body></html>", ` answered HTTP 200 with an HTML page reading "Sign in"` + hint},
 		{"plain HTTP server", "404 File not found", "text/html;charset=utf-8",
 			"<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<title>Error response</title>\n</head>\n<body>\n<h1>Error response</h1>\n</body>\n</html>\n",
 			` answered HTTP 404 with an HTML page titled "Error response"` + hint},
@@ -464,5 +464,53 @@ func TestStallIsSendWide(t *testing.T) {
 		if !errors.As(q.Err, &se) || se.Streams != 2 || !strings.Contains(q.Error, "stall timeout: no byte on any of the 2 streams for 0.3 s after token ") {
 			t.Fatalf("request %d: %v", i, q.Err)
 		}
+	}
+}
+
+// In a Do of many requests a measured request's body is dropped once its stream has begun
+// (it is never sent again), so the bodies of a Do are not held until its last stream ends; a
+// warmup keeps its bodies (an in-stream error is retried) and returns them to the Client's
+// buffers at the end, and so does a Do of a few small requests.
+func TestMeasuredBodiesDroppedAtStreamStart(t *testing.T) {
+	s := newFakeServer(t)
+	c, _ := New(Options{Target: s.URL})
+	defer c.Close()
+	few, err := cell.ForPrompts(ModeRouted, prompts3, nil, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.Do(context.Background(), few); err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	if len(c.bufs) != len(prompts3) {
+		t.Fatalf("%d bodies back in the Client's buffers after a Do of %d small requests, want all", len(c.bufs), len(prompts3))
+	}
+	c.bufs = nil
+	many := make([][]int32, smallReaderStreams)
+	for i := range many {
+		many[i] = []int32{int32(i), 7}
+	}
+	p, err := cell.ForPrompts(ModeRouted, many, nil, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Do(context.Background(), p)
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	if len(c.bufs) != 0 {
+		t.Fatalf("%d bodies back in the Client's buffers after a measured Do, want 0 (dropped when their streams began)", len(c.bufs))
+	}
+	for _, q := range res.Requests {
+		if q.BodyBytes == 0 {
+			t.Fatalf("request without its body size: %+v", q)
+		}
+	}
+	wres, err := c.Do(context.Background(), p.ForWarmup())
+	if err != nil || wres.Err() != nil {
+		t.Fatal(err, wres.Err())
+	}
+	if len(c.bufs) != len(many) {
+		t.Fatalf("%d bodies back after a warmup of %d requests", len(c.bufs), len(many))
 	}
 }

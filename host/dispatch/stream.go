@@ -14,9 +14,20 @@ import (
 
 // readerPool recycles SSE readers (and their buffers) across requests. Their default
 // 16 KiB buffer is larger than the connection's read buffer, so bufio hands reads straight
-// to the socket (16 KiB per read): with 4 KiB SSE buffers the same peak RSS cost ~8 % more
-// CPU per chunk at C = 1. Only the streams being read hold one (a few even at 512 streams).
+// to the socket (16 KiB per read): with 4 KiB SSE buffers the same burst cost ~8 % more CPU
+// per chunk at C = 1. A stream holds its reader from its first byte to its end, so a Do of
+// many streams takes its readers from smallReaderPool instead: at 1,024 streams 16 KiB
+// readers are 16 MB of heap (resident only where bytes were read, but counted by the
+// collector, which sizes the heap on them), and a stream's share of the bytes falls as the
+// streams grow (a paced stream reads one chunk of a few hundred bytes per read whatever the
+// buffer).
 var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, 0) }}
+
+// smallReaderPool holds the 4 KiB SSE readers of Do calls of at least smallReaderStreams
+// streams (a reader still grows to hold a longer line).
+var smallReaderPool = sync.Pool{New: func() any { return sse.NewReader(nil, 4<<10) }}
+
+const smallReaderStreams = 64
 
 // demuxPool recycles demuxes (their array of sequence records) across requests; the
 // Marks and Text of the sequences are the caller's and never reused (sse.Demux.Reset).
@@ -65,7 +76,7 @@ func stopTimers(a, b *time.Timer) {
 	}
 }
 
-// readStream reads the SSE stream of body into d and returns its sequences (aliasing d until
+// readStream reads the SSE stream of body (ollama's newline-delimited JSON with APIOllama) into d and returns its sequences (aliasing d until
 // its next Reset) and the stream's error.
 func (c *Client) readStream(start time.Time, p *call, body io.Reader, ab *abortState, d *sse.Demux, maxTokens int, out *Request) ([]sse.Sequence, error) {
 	rd := c.openStream(start, p, body, d, maxTokens)
@@ -77,16 +88,21 @@ func (c *Client) readStream(start time.Time, p *call, body io.Reader, ab *abortS
 		defer ab.stall.stop()
 	}
 	serr := c.stream(rd, d, ab)
-	return closeStream(start, rd, d, maxTokens, out), serr
+	return closeStream(start, rd, d, maxTokens, out, p.small), serr
 }
 
 // openStream readies a pooled SSE reader on body and resets d for the plan's sequences.
 //
 //go:noinline
 func (c *Client) openStream(start time.Time, p *call, body io.Reader, d *sse.Demux, maxTokens int) *sse.Reader {
-	rd := readerPool.Get().(*sse.Reader)
+	pool := &readerPool
+	if p.small {
+		pool = &smallReaderPool
+	}
+	rd := pool.Get().(*sse.Reader)
 	rd.Reset(body)
-	d.KeepText, d.MarkCap = c.opts.KeepText, min(maxTokens+1, 4096)
+	rd.Lines = c.ollama() // newline-delimited JSON
+	d.KeepText, d.MarkCap, d.Generate = c.opts.KeepText, min(maxTokens+1, 4096), c.ollama()
 	expect := len(p.prompts)
 	if p.n > 1 {
 		expect = p.n
@@ -99,10 +115,14 @@ func (c *Client) openStream(start time.Time, p *call, body io.Reader, d *sse.Dem
 // sequences.
 //
 //go:noinline
-func closeStream(start time.Time, rd *sse.Reader, d *sse.Demux, maxTokens int, out *Request) []sse.Sequence {
+func closeStream(start time.Time, rd *sse.Reader, d *sse.Demux, maxTokens int, out *Request, small bool) []sse.Sequence {
 	rd.Reset(nil)
 	rd.Now = nil
-	readerPool.Put(rd)
+	if small {
+		smallReaderPool.Put(rd)
+	} else {
+		readerPool.Put(rd)
+	}
 	out.End = time.Since(start)
 	out.Done = d.Done
 	out.Usage, out.HasUsage = d.RequestUsage()

@@ -25,12 +25,17 @@ func firstBytes(b []byte) string {
 // notStream fails a 200 response that is plainly not an SSE stream: Content-Type
 // application/json (one completion: the server ignored "stream": true; or a JSON body
 // without choices) or text/html (a proxy's or login page). Other or missing content types
-// are read as SSE, and a body without events fails later (notUnderstood).
+// are read as SSE, and a body without events fails later (notUnderstood). For ollama's
+// native API (ndjson) only an HTML page is not a stream: its objects are JSON, and a server
+// that ignored "stream": true sends one final object, which reads as a stream of one.
 //
 //go:noinline
-func notStream(resp *fasthttp.Response, body io.Reader, out *Request) bool {
+func notStream(resp *fasthttp.Response, body io.Reader, out *Request, ndjson bool) bool {
 	raw := resp.Header.ContentType()
 	json1, html := hasPrefixFold(raw, "application/json"), hasPrefixFold(raw, "text/html")
+	if ndjson {
+		json1 = false
+	}
 	if !json1 && !html {
 		return false // text/event-stream, or read as such
 	}
@@ -78,13 +83,18 @@ func hasPrefixFold(b []byte, p string) bool {
 // token: what was expected, and the first event (or that there was none).
 //
 //go:noinline
-func notUnderstood(resp *fasthttp.Response, d *sse.Demux, ab *abortState, out *Request) {
+func notUnderstood(resp *fasthttp.Response, d *sse.Demux, ab *abortState, out *Request, ndjson bool) {
 	var re *RequestError
 	if !errors.As(out.Err, &re) || re.Kind != KindStream || !errors.Is(re.Err, sse.ErrUnfinished) || d.Marks() > 0 {
 		return
 	}
 	ct := string(resp.Header.ContentType())
 	switch {
+	case ndjson && d.Events == 0:
+		re.Err = fmt.Errorf("expected newline-delimited JSON objects of /api/generate; the body (Content-Type %s) had none: %w", ct, re.Err)
+	case ndjson:
+		re.Err = fmt.Errorf("expected /api/generate objects with \"response\" text; %d objects brought no token, the first: %s: %w",
+			d.Events, firstBytes(ab.firstEv), re.Err)
 	case d.Events == 0:
 		re.Err = fmt.Errorf("expected SSE \"data:\" events of completion chunks; the body (Content-Type %s) had none: %w", ct, re.Err)
 	case d.Events == 1 && d.Done:

@@ -163,6 +163,9 @@ type dialect struct {
 	// of POST /detokenize's.
 	tokenize      func(e *Engine, ids []int32, tokenStrs bool) any
 	detokenizeKey string
+	// native serves ollama's native API beside /v1 (GET /api/version, POST /api/generate:
+	// native.go); not with Quirks.NoNativeAPI.
+	native bool
 
 	// --- metrics ---
 
@@ -229,7 +232,7 @@ func wireFor(cfg Config) dialect {
 // (zero-usage, no-usage, usage-every-chunk), chunking (tokens-per-chunk, empty-first-chunk,
 // separate-finish, no-done), request reading (ignore-n, strings-only, add-bos,
 // server-template, usage-total-only) and the side endpoints (no-model-len, no-metrics, late-histogram,
-// hide-truth). The other quirks change timing or generation (coalesce, late-first-chunk,
+// hide-truth, no-native-api). The other quirks change timing or generation (coalesce, late-first-chunk,
 // zero-token, early-stop, ignore-max-tokens, truncate, stall, body-limit) and are read
 // from Quirks where they act.
 func (d dialect) withQuirks(q Quirks) dialect {
@@ -254,6 +257,7 @@ func (d dialect) withQuirks(q Quirks) dialect {
 	d.noMetrics = d.noMetrics || q.NoMetrics
 	d.lateHistogram = d.lateHistogram || q.LateHistogram
 	d.hideTruth = d.hideTruth || q.HideTruth
+	d.native = d.native && !q.NoNativeAPI
 	if q.UsageTotalOnly {
 		d.continuousUsage, d.logprobs = false, lpNone
 	}

@@ -13,7 +13,10 @@ package engine
 //     "length" on the last token's chunk;
 //   - usage only in a final choices:[] chunk, with stream_options.include_usage — the
 //     request's total, which routed requests of one prompt make each sequence's;
-//   - no /metrics, no /tokenize, /v1/models without max_model_len.
+//   - no /metrics, no /tokenize, /v1/models without max_model_len;
+//   - its native API beside /v1: GET /api/version and POST /api/generate, streamed as
+//     newline-delimited JSON whose final object carries ollama's eval_count and
+//     eval_duration (native.go).
 var ollamaDialect = dialect{
 	name:             DialectOllama,
 	idPrefix:         "cmpl-",
@@ -38,7 +41,8 @@ var ollamaDialect = dialect{
 	appendError:       appendNestedError,
 	appendStreamError: func(b []byte, status int, typ, msg string) []byte { return appendNestedError(b, status, typ, msg, "") },
 
-	owner: "library",
+	owner:  "library",
+	native: true,
 
 	metricLabels: func(string) string { return "" },
 	writeMetrics: writeVLLMMetrics,

@@ -120,6 +120,8 @@ func (e *Engine) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/detokenize", e.handleDetokenize)
 	mux.HandleFunc("GET /metrics", e.handleMetrics)
 	mux.HandleFunc("POST /reset_prefix_cache", e.handleResetPrefixCache)
+	mux.HandleFunc("GET /api/version", e.handleVersion)    // ollama only (dialect.native)
+	mux.HandleFunc("POST /api/generate", e.handleGenerate) // ollama only
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		e.writeError(w, http.StatusNotFound, "NotFoundError", "Not Found", "")
 	})

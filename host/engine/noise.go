@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Noise perturbs the cost model's step times with noise of a known size, so that a
@@ -196,19 +197,36 @@ func (n Noise) ForStart(start string) Noise {
 	return n
 }
 
-// noiser draws the factors of Noise; used by the scheduler goroutine only.
+// ReseedNoise makes the engine's noise, from the next burst on (the next step planned when no
+// sequence is running), draw from a generator seeded with seed — the draws an engine started
+// with Noise.Seed = seed makes from its first burst — so that the repeats of one invocation
+// measured on one engine (genload run --repeat, --until-cv: one seed per round, see
+// Noise.ForStart) draw independent noise that a given seed still replays. It reports whether
+// the engine injects noise at all (false: nothing to reseed). Safe to call from any goroutine.
+func (e *Engine) ReseedNoise(seed uint64) bool {
+	z := e.sched.noise
+	if z == nil {
+		return false
+	}
+	z.reseed.Store(&seed)
+	return true
+}
+
+// noiser draws the factors of Noise; used by the scheduler goroutine only, except reseed.
 type noiser struct {
 	n            Noise
 	rng          *rand.Rand
 	sigS, sigB   float64 // lognormal σ of the step and burst factors
 	burst        float64 // the current burst's factor b
 	steps, slows uint64  // steps perturbed and slow steps drawn (tests)
+	// reseed is the seed of the next burst's generator (Engine.ReseedNoise), nil for none.
+	reseed atomic.Pointer[uint64]
 }
 
 func newNoiser(n Noise) *noiser {
 	return &noiser{
 		n:     n,
-		rng:   rand.New(rand.NewPCG(n.Seed, 0x6e6f697365)), // "noise"
+		rng:   noiseRand(n.Seed),
 		sigS:  math.Sqrt(math.Log1p(n.StepCV * n.StepCV)),
 		sigB:  math.Sqrt(math.Log1p(n.BurstCV * n.BurstCV)),
 		burst: 1,
@@ -223,8 +241,17 @@ func (z *noiser) lognormal(sig float64) float64 {
 	return math.Exp(sig*z.rng.NormFloat64() - sig*sig/2)
 }
 
-// newBurst draws the factor of a burst that starts now.
-func (z *noiser) newBurst() { z.burst = z.lognormal(z.sigB) }
+// noiseRand is the noise generator of seed.
+func noiseRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x6e6f697365)) } // "noise"
+
+// newBurst draws the factor of a burst that starts now, from a new generator when a reseed
+// is pending.
+func (z *noiser) newBurst() {
+	if seed := z.reseed.Swap(nil); seed != nil {
+		z.n.Seed, z.rng = *seed, noiseRand(*seed)
+	}
+	z.burst = z.lognormal(z.sigB)
+}
 
 // factor returns the next step's multiplier b·s·w.
 func (z *noiser) factor() float64 {

@@ -142,6 +142,10 @@ type Quirks struct {
 	// every server but this one does, so that a client is checked on what real servers
 	// offer; the step log, Config.SeqLog and Engine.WriteMetrics keep it. Default false.
 	HideTruth bool
+	// NoNativeAPI ("no-native-api"): the ollama dialect answers only its OpenAI-compatible
+	// endpoints: GET /api/version and POST /api/generate answer 404 (a proxy in front of
+	// ollama that passes /v1 alone). Default false.
+	NoNativeAPI bool
 }
 
 // quirkField describes one Quirks field for parsing and printing.
@@ -181,6 +185,7 @@ func (q *Quirks) fields() []quirkField {
 		{"ignore-n", "", &q.IgnoreN},
 		{"constant-itl", "D duration", &q.ConstantITL},
 		{"hide-truth", "", &q.HideTruth},
+		{"no-native-api", "", &q.NoNativeAPI},
 	}
 }
 

@@ -21,6 +21,10 @@ type streamFrames struct {
 	promptTotal, reqTokens int
 	// choicePre caches SGLang's per-choice prefixes (the id varies per sub-request).
 	choicePre map[int32][]byte
+	// native writes ollama's /api/generate objects, one per line, instead of SSE chunks
+	// (native.go): every chunk is {"model","created_at","response","done":false}, the
+	// stream ends with nativeDone's object, an error is {"error"} alone.
+	native bool
 }
 
 func newStreamFrames(e *Engine, spec completionSpec) *streamFrames {
@@ -83,6 +87,12 @@ func (f *streamFrames) token(b []byte, choice int32, c *choiceState, cr *request
 // tokens when withLogprobs and the request asked for them.
 func (f *streamFrames) chunk(b []byte, choice int32, text []byte, fin uint8, c *choiceState, withLogprobs bool) []byte {
 	d := &f.e.wire
+	if f.native { // the final object comes at the end of the stream
+		b = f.e.nativeHead(b, f.spec.model)
+		b = append(b, `"response":`...)
+		b = jsonenc.AppendString(b, string(text))
+		return append(b, `,"done":false}`+"\n"...)
+	}
 	pre := f.pre
 	if d.idPerChoice { // SGLang: the id varies per sub-request (choice)
 		if pre = f.choicePre[choice]; pre == nil {
@@ -165,6 +175,9 @@ func (f *streamFrames) appendPerf(b []byte, gen time.Duration, acc float64) []by
 
 // errorEvent appends an in-stream error event and, where the dialect does, [DONE].
 func (f *streamFrames) errorEvent(b []byte, status int, msg string) []byte {
+	if f.native {
+		return append(jsonenc.AppendString(append(b, `{"error":`...), msg), "}\n"...)
+	}
 	typ, _ := f.e.statusError(status)
 	b = append(b, "data: "...)
 	b = f.e.wire.appendStreamError(b, status, typ, msg)
@@ -180,13 +193,29 @@ func (f *streamFrames) errorEvent(b []byte, status int, msg string) []byte {
 // requested, then "data: [DONE]" — each in the dialect's shape — with the faults of spec and
 // the engine's quirks.
 func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionSpec, cr *request) {
+	e.streamAs(w, r, spec, cr, false)
+}
+
+// streamNative serves ollama's /api/generate stream: stream's writer in its ndjson form
+// (streamFrames.native), without the timing trailers.
+func (e *Engine) streamNative(w http.ResponseWriter, r *http.Request, spec completionSpec, cr *request) {
+	e.streamAs(w, r, spec, cr, true)
+}
+
+// streamAs is stream, writing ollama's native objects when native.
+func (e *Engine) streamAs(w http.ResponseWriter, r *http.Request, spec completionSpec, cr *request, native bool) {
 	h := w.Header()
-	h.Set("Content-Type", "text/event-stream; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
+	if native {
+		h.Set("Content-Type", "application/x-ndjson")
+	} else {
+		h.Set("Content-Type", "text/event-stream; charset=utf-8")
+		h.Set("Cache-Control", "no-cache")
+	}
 	if e.wire.streamHeaders != nil {
 		e.wire.streamHeaders(h, spec)
 	}
-	if e.cfg.TimingHeaders {
+	timingHeaders := e.cfg.TimingHeaders && !native
+	if timingHeaders {
 		tr := "Generation-Duration"
 		if e.cfg.SpecTokens > 0 {
 			tr += ", Speculation-Acceptance"
@@ -197,6 +226,7 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 	rc := http.NewResponseController(w)
 	rc.Flush()
 	frames := newStreamFrames(e, spec)
+	frames.native = native
 	flt := spec.faults
 	q := e.cfg.Quirks
 	st := newChoiceStates(spec, cr)
@@ -292,7 +322,11 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 			continue
 		}
 		if ka {
-			b = append(b, ": keep-alive\n\n"...)
+			if native {
+				b = append(b, '\n') // a blank line: ndjson has no comments
+			} else {
+				b = append(b, ": keep-alive\n\n"...)
+			}
 			if !write() {
 				return
 			}
@@ -377,16 +411,21 @@ func (e *Engine) stream(w http.ResponseWriter, r *http.Request, spec completionS
 			}
 			prompt, completion, cached := e.usage(spec, cr, st)
 			gen, acc := timing(cr, st)
-			if spec.includeUsage && e.wire.usageChunk {
-				b = frames.usageChunk(b, prompt, completion, cached, gen, acc)
-			}
-			if e.wire.done {
-				b = append(b, "data: [DONE]\n\n"...)
+			switch {
+			case native:
+				b = e.nativeDone(b, spec.model, &st[0], cr, nil)
+			default:
+				if spec.includeUsage && e.wire.usageChunk {
+					b = frames.usageChunk(b, prompt, completion, cached, gen, acc)
+				}
+				if e.wire.done {
+					b = append(b, "data: [DONE]\n\n"...)
+				}
 			}
 			if !write() {
 				return
 			}
-			if e.cfg.TimingHeaders {
+			if timingHeaders {
 				h.Set("Generation-Duration", strconv.FormatFloat(gen.Seconds(), 'f', 6, 64))
 				if acc >= 0 {
 					h.Set("Speculation-Acceptance", strconv.FormatFloat(acc, 'f', 4, 64))

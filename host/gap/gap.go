@@ -18,8 +18,16 @@
 // ([latmodel.Model.PredictContexts]); the relative error is (predicted − observed)/observed,
 // negative when the model is too fast. Per occupancy band (B in [2^j, 2^(j+1))) the report
 // gives the forwards, the median observed and predicted latency, the median relative error and
-// the 90th percentile of |relative error| (nearest-rank), and the share of predictions outside
-// the model's measured range.
+// the 90th percentile of |relative error| (nearest-rank), and how many passes lay outside the
+// model's measured range (B and L̄ of the cells fitted).
+//
+// # What is refused or left out
+//
+// The model and the replay must have measured the same server ([CheckComparable]: served
+// model, target, engine profile, time scale); otherwise Run refuses unless told to compare
+// anyway. A pass outside the model's measured range is an extrapolation, not a test of the
+// matrix: it is counted per band and left out of every figure (the command then exits 9, as
+// predict and gate do), unless extrapolation is asked for, when it is compared and counted.
 package gap
 
 import (
@@ -36,9 +44,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/latmodel"
 	"github.com/genload/genload/host/records"
 	"github.com/genload/genload/host/replay"
+	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/stats"
 	"github.com/genload/genload/host/steplog"
 )
@@ -67,8 +77,9 @@ type Band struct {
 	// Lo and Hi bound its batch sizes, Lo ≤ B ≤ Hi.
 	Lo, Hi int    `json:"-"`
 	Name   string `json:"band"`
-	// N forwards; medians of observed and predicted ms; median relative error and P90 of its
-	// absolute value; Outside the forwards predicted beyond the measured range.
+	// N forwards compared; medians of observed and predicted ms; median relative error and
+	// P90 of its absolute value (NaN, null in JSON, when N = 0); Outside the band's forwards
+	// beyond the model's measured range: left out of N, or, when extrapolating, in N.
 	N            int     `json:"forwards"`
 	ObservedMs   float64 `json:"observed_median_ms"`
 	PredictedMs  float64 `json:"predicted_median_ms"`
@@ -78,13 +89,37 @@ type Band struct {
 	MedianAbsRel float64 `json:"median_abs_rel_error"`
 }
 
+// MarshalJSON writes the band with null for the figures of a band with no forward compared.
+func (b Band) MarshalJSON() ([]byte, error) {
+	type plain Band
+	if b.N > 0 {
+		return json.Marshal(plain(b))
+	}
+	return json.Marshal(struct {
+		Name    string `json:"band"`
+		N       int    `json:"forwards"`
+		Outside int    `json:"outside_range"`
+		Why     string `json:"why"`
+	}{b.Name, 0, b.Outside, "no forward pass of the band compared"})
+}
+
 // Result is a gap report.
 type Result struct {
 	// Model and Replay name what was compared; Log the step log read and its format.
 	Model, Replay, Log, Format string
-	// Forwards are the decode passes compared, in time order.
+	// Comparable is the comparability line ([Comparability.Line]), Mixed set when the two
+	// are not comparable and were compared anyway.
+	Comparable string
+	Mixed      bool
+	// Range describes the model's measured range; Extrapolate says passes outside it were
+	// compared (else left out); OutOfRange counts them.
+	Range       string
+	Extrapolate bool
+	OutOfRange  int
+	// Forwards are the decode passes priced, in time order (those outside the range too:
+	// Forward.Outside says so).
 	Forwards []Forward
-	// Bands per occupancy, then All over every forward.
+	// Bands per occupancy, then All over every forward compared.
 	Bands []Band
 	All   Band
 	// Left out: log records outside the replay's span, without a forward time, that decoded
@@ -105,11 +140,17 @@ type Options struct {
 	Log, Preset string
 	// ClockOffset is added to the log's times to put them on the client's clock.
 	ClockOffset time.Duration
+	// AllowMixed compares a model and a replay that are not comparable (a warning then);
+	// Extrapolate compares the passes outside the model's measured range too (flagged).
+	AllowMixed, Extrapolate bool
 }
 
-// Run reads the model, the replay and the step log and compares them. Errors: a file that
-// cannot be read, a log format without forward times, no decode forward pass in the replay's
-// span (the spans are named).
+// Run reads the model and the replay, checks that they are comparable, reads the step log and
+// compares them. Errors (exitcode.InvalidConfig): a file that cannot be read, a model and a
+// replay that are not comparable (unless AllowMixed; the result holds the line), a log
+// format without forward times, no decode forward pass in the replay's span (the spans are
+// named). Passes outside the model's range are not an error of Run: see
+// [Result.OutOfRangeError].
 func Run(o Options) (*Result, error) {
 	m, err := latmodel.ReadFile(o.Model)
 	if err != nil {
@@ -118,6 +159,15 @@ func Run(o Options) (*Result, error) {
 	sum, err := readSummary(o.Replay)
 	if err != nil {
 		return nil, err
+	}
+	cmp := CheckComparable(o.Model, m, o.Replay, sum)
+	r := &Result{Model: o.Model, Replay: o.Replay, Comparable: cmp.Line(), Extrapolate: o.Extrapolate,
+		Range: rangeText(m.Range)}
+	if !cmp.Comparable() {
+		if !o.AllowMixed {
+			return r, exitcode.Errorf(exitcode.InvalidConfig, "%s (--allow-mixed compares them anyway)", r.Comparable)
+		}
+		r.Mixed = true
 	}
 	dir := filepath.Dir(o.Replay)
 	recs, err := records.Read(filepath.Join(dir, sum.Records))
@@ -146,7 +196,7 @@ func Run(o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Model: o.Model, Replay: o.Replay, Log: log, Format: preset}
+	r.Log, r.Format = log, preset
 	r.Notes = append(r.Notes, f.Notes()...)
 	compare(r, m, recs, p.Records(), extra, o.ClockOffset)
 	if len(r.Forwards) == 0 {
@@ -155,6 +205,18 @@ func Run(o Options) (*Result, error) {
 	}
 	summarize(r)
 	return r, nil
+}
+
+// rangeText describes a model's measured range: "B 1–16, L̄ 500–8000 tokens".
+func rangeText(r latmodel.Range) string {
+	b, l := strconv.Itoa(r.Batch[0]), strconv.FormatFloat(r.MeanLen[0], 'g', 6, 64)
+	if r.Batch[1] != r.Batch[0] {
+		b += "–" + strconv.Itoa(r.Batch[1])
+	}
+	if r.MeanLen[1] != r.MeanLen[0] {
+		l += "–" + strconv.FormatFloat(r.MeanLen[1], 'g', 6, 64)
+	}
+	return "B " + b + ", L̄ " + l + " tokens"
 }
 
 func readSummary(path string) (*replay.Summary, error) {
@@ -333,11 +395,16 @@ func bandOf(b int) (lo, hi int) {
 	return lo, 2*lo - 1
 }
 
+// summarize counts the passes outside the range and bands every pass ([band] leaves those
+// outside out of the figures unless extrapolating, and counts them).
 func summarize(r *Result) {
 	by := map[int][]Forward{}
 	for _, f := range r.Forwards {
 		lo, _ := bandOf(f.Batch)
 		by[lo] = append(by[lo], f)
+		if f.Outside != "" {
+			r.OutOfRange++
+		}
 	}
 	var los []int
 	for lo := range by {
@@ -345,13 +412,15 @@ func summarize(r *Result) {
 	}
 	slices.Sort(los)
 	for _, lo := range los {
-		r.Bands = append(r.Bands, band(by[lo], lo))
+		r.Bands = append(r.Bands, band(by[lo], lo, r.Extrapolate))
 	}
-	r.All = band(r.Forwards, 0)
+	r.All = band(r.Forwards, 0, r.Extrapolate)
 }
 
-func band(fs []Forward, lo int) Band {
-	b := Band{Lo: lo, N: len(fs), Name: "all"}
+// band summarises the forwards fs of the band starting at lo (0: all), leaving those outside
+// the range out of the figures unless extrapolate.
+func band(fs []Forward, lo int, extrapolate bool) Band {
+	b := Band{Lo: lo, Name: "all"}
 	if lo > 0 {
 		_, hi := bandOf(lo)
 		b.Hi = hi
@@ -360,13 +429,17 @@ func band(fs []Forward, lo int) Band {
 			b.Name = fmt.Sprintf("%d–%d", lo, hi)
 		}
 	}
-	obs, pred, rel, abs := make([]float64, len(fs)), make([]float64, len(fs)), make([]float64, len(fs)), make([]float64, len(fs))
-	for i, f := range fs {
-		obs[i], pred[i], rel[i], abs[i] = f.ObservedMs, f.PredictedMs, f.Rel, math.Abs(f.Rel)
+	var obs, pred, rel, abs []float64
+	for _, f := range fs {
 		if f.Outside != "" {
 			b.Outside++
+			if !extrapolate {
+				continue
+			}
 		}
+		obs, pred, rel, abs = append(obs, f.ObservedMs), append(pred, f.PredictedMs), append(rel, f.Rel), append(abs, math.Abs(f.Rel))
 	}
+	b.N = len(obs)
 	b.ObservedMs, b.PredictedMs, b.MedianRel = stats.Median(obs), stats.Median(pred), stats.Median(rel)
 	b.MedianAbsRel, b.P90AbsRel = stats.Median(abs), math.NaN()
 	if len(abs) > 0 {
@@ -376,28 +449,72 @@ func band(fs []Forward, lo int) Band {
 	return b
 }
 
-// WriteText writes the report: what was compared, what was left out, a markdown table of the
-// bands and the notes.
-func (r *Result) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "gap: model %s against %d decode forward passes of replay %s (step log %s, preset %s)\n", r.Model, len(r.Forwards), r.Replay, r.Log, r.Format)
-	fmt.Fprintf(w, "left out: %d log records outside the replay, %d without a forward time, %d that decoded nothing, %d that also prefilled, %d without contexts\n\n",
-		r.Outside, r.NoFwd, r.NoDecode, r.Prefill, r.NoContext)
-	fmt.Fprintf(w, "| B | forwards | observed ms (median) | predicted ms (median) | median rel. error | P90 |rel. error| | outside the fit's range |\n|---|---|---|---|---|---|---|\n")
-	for _, b := range append(slices.Clone(r.Bands), r.All) {
-		fmt.Fprintf(w, "| %s | %d | %.3f | %.3f | %+.1f %% | %.1f %% | %d |\n", b.Name, b.N, b.ObservedMs, b.PredictedMs, 100*b.MedianRel, 100*b.P90AbsRel, b.Outside)
+// OutOfRangeError is the error the command ends with when passes outside the model's
+// measured range were left out (exitcode.OutOfRange, as predict and gate; nil when none
+// were, or when extrapolating).
+func (r *Result) OutOfRangeError() error {
+	switch {
+	case r.Extrapolate || r.OutOfRange == 0:
+		return nil
+	case r.All.N == 0:
+		return exitcode.Errorf(exitcode.OutOfRange, "all %d decode forward passes lie outside the model's measured range (%s): none compared; --extrapolate compares them, flagged",
+			r.OutOfRange, r.Range)
 	}
+	return exitcode.Errorf(exitcode.OutOfRange, "%d of %d decode forward passes lie outside the model's measured range (%s) and were left out (counted per band); --extrapolate compares them, flagged",
+		r.OutOfRange, len(r.Forwards), r.Range)
+}
+
+// WriteText writes the report: whether the model and the replay are comparable, what was
+// compared and left out, a markdown table of the bands and the notes.
+func (r *Result) WriteText(w io.Writer) {
+	line := r.Comparable
+	if r.Mixed {
+		line += " (compared anyway: --allow-mixed)"
+	}
+	fmt.Fprintln(w, line)
+	fmt.Fprintf(w, "gap: model %s against %d decode forward passes of replay %s (step log %s, preset %s)\n", r.Model, r.All.N, r.Replay, r.Log, r.Format)
+	out := fmt.Sprintf("%d outside the model's measured range (%s)", r.OutOfRange, r.Range)
+	if r.Extrapolate {
+		out = fmt.Sprintf("none (--extrapolate: %d of the passes compared lie outside the model's measured range, %s, and are extrapolations)", r.OutOfRange, r.Range)
+	}
+	fmt.Fprintf(w, "left out: %d log records outside the replay, %d without a forward time, %d that decoded nothing, %d that also prefilled, %d without contexts; of the passes priced, %s\n\n",
+		r.Outside, r.NoFwd, r.NoDecode, r.Prefill, r.NoContext, out)
+	outCol := "left out: outside the model's range"
+	if r.Extrapolate {
+		outCol = "of which outside the model's range (extrapolated)"
+	}
+	head := []string{"B", "forwards", "observed ms (median)", "predicted ms (median)", "median rel. error", "P90 |rel. error|", outCol}
+	var rows [][]string
+	for _, b := range append(slices.Clone(r.Bands), r.All) {
+		row := []string{b.Name, strconv.Itoa(b.N), "—", "—", "—", "—", strconv.Itoa(b.Outside)}
+		if b.N > 0 {
+			row[2], row[3] = fmt.Sprintf("%.3f", b.ObservedMs), fmt.Sprintf("%.3f", b.PredictedMs)
+			row[4], row[5] = fmt.Sprintf("%+.1f %%", 100*b.MedianRel), fmt.Sprintf("%.1f %%", 100*b.P90AbsRel)
+		}
+		rows = append(rows, row)
+	}
+	report.MarkdownTable(w, head, rows, 0)
 	fmt.Fprintln(w)
+	if r.All.N == 0 {
+		fmt.Fprintf(w, "no figure: every pass lies outside the model's measured range (%s); measure the matrix over the replay's B and contexts, or give --extrapolate\n", r.Range)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	fmt.Fprintf(w, "relative error = (predicted − observed) / observed: negative when the matrix model is faster than the replayed traffic ran.\n")
 }
 
-// WriteJSON writes the bands, the totals and every forward.
+// WriteJSON writes the comparability, the bands, the totals and every forward priced.
 func (r *Result) WriteJSON(w io.Writer) error {
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")
-	return e.Encode(map[string]any{"model": r.Model, "replay": r.Replay, "log": r.Log, "preset": r.Format, "bands": r.Bands, "all": r.All,
-		"left_out": map[string]int{"outside": r.Outside, "no_fwd": r.NoFwd, "no_decode": r.NoDecode, "prefill": r.Prefill, "no_context": r.NoContext},
+	leftOut := r.OutOfRange
+	if r.Extrapolate {
+		leftOut = 0
+	}
+	return e.Encode(map[string]any{"model": r.Model, "replay": r.Replay, "log": r.Log, "preset": r.Format,
+		"comparable": r.Comparable, "compared_anyway": r.Mixed, "range": r.Range, "extrapolate": r.Extrapolate,
+		"bands": r.Bands, "all": r.All,
+		"left_out": map[string]int{"outside": r.Outside, "no_fwd": r.NoFwd, "no_decode": r.NoDecode, "prefill": r.Prefill, "no_context": r.NoContext, "outside_model_range": leftOut},
 		"notes":    r.Notes, "forwards": r.Forwards})
 }

@@ -16,12 +16,16 @@ import (
 )
 
 // writeModel writes a model of form fixed+per_seq+kv_read+kv_tail (ms per unit) with max_tokens m.
-func writeModel(t *testing.T, dir string, fixed, perSeq, kvRead, kvTail float64, m int) string {
+// Each edit changes the model before it is written.
+func writeModel(t *testing.T, dir string, fixed, perSeq, kvRead, kvTail float64, m int, edit ...func(*latmodel.Model)) string {
 	t.Helper()
 	mod := latmodel.Model{Schema: latmodel.Schema, MaxTokens: m, Form: "fixed+per_seq+kv_read+kv_tail",
 		Terms: []latmodel.Term{{Name: "fixed", Coef: fixed}, {Name: "per_seq", Coef: perSeq}, {Name: "kv_read", Coef: kvRead}, {Name: "kv_tail", Coef: kvTail}},
 		Cov:   [][]float64{{0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
 		Range: latmodel.Range{MeanLen: [2]float64{100, 20000}, Batch: [2]int{1, 8}}}
+	for _, e := range edit {
+		e(&mod)
+	}
 	b, _ := json.Marshal(mod)
 	p := filepath.Join(dir, "model.json")
 	if err := os.WriteFile(p, b, 0o644); err != nil {
@@ -30,16 +34,15 @@ func writeModel(t *testing.T, dir string, fixed, perSeq, kvRead, kvTail float64,
 	return p
 }
 
-// A replay of three sequences and a step log written by hand: the gap prices each decode step
-// at its own contexts, leaves out the prefilling and the out-of-span steps, and bands by B.
-func TestGapPricesEachLoggedStep(t *testing.T) {
-	dir := t.TempDir()
-	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	// Model: 1 ms + 0.1 ms/seq + 1e-4 ms per cached token read + 1e-5 ms per token of the
-	// longest context; m = 100, so contexts enter as they are.
-	model := writeModel(t, dir, 1, 0.1, 1e-4, 1e-5, 100)
-	// Sequences a (prompt 1000) and b (prompt 3000) decode tokens 2…4 at 10, 20, 30 ms; c
-	// (prompt 500) alone at 50, 60 ms.
+// t0 is the origin of the hand-written replay.
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+// writeReplay writes, in dir, a replay of three sequences and a step log by hand, and the
+// replay summary sum (its schema and files filled in); it returns the log's text and the
+// summary's path. Sequences a (prompt 1000) and b (prompt 3000) decode tokens 2…4 at 10, 20,
+// 30 ms; c (prompt 500) alone at 50, 60 ms.
+func writeReplay(t *testing.T, dir string, sum replay.Summary) (log, path string) {
+	t.Helper()
 	recs := []records.Record{
 		{Index: 0, PromptTokens: 1000, MaxTokens: 4, CompletionTokens: 4, Status: 200, Chunks: []records.Chunk{{5, 1}, {15, 1}, {25, 1}, {35, 1}}},
 		{Index: 1, PromptTokens: 3000, MaxTokens: 4, CompletionTokens: 4, Status: 200, Chunks: []records.Chunk{{5, 1}, {15, 1}, {25, 1}, {35, 1}}},
@@ -61,7 +64,7 @@ func TestGapPricesEachLoggedStep(t *testing.T) {
 		return fmt.Sprintf("time=%s step=1 active=%d decode=%d decoding=%d prefill_tokens=%d spec_tokens=0 waiting=0 kv_blocks=1 experts=0 sum_ctx=%d max_ctx=%d fwd_ms=1.0 wall_ms=%.3f\n",
 			t0.Add(time.Duration(ms*float64(time.Millisecond))).Format("2006-01-02T15:04:05.000000Z07:00"), active, active, decoding, prefill, sum, mx, wall)
 	}
-	log := step(-5, 1, 0, 900, 0, 0, 3) + // before the replay
+	log = step(-5, 1, 0, 900, 0, 0, 3) + // before the replay
 		step(4, 2, 0, 4000, 0, 0, 9) + // the prefill: nothing decodes
 		step(40, 2, 1, 500, 500, 500, 9) + // c's prefill mixed with a decode
 		step(10, 2, 2, 0, 4002, 3001, 1.5) +
@@ -73,10 +76,23 @@ func TestGapPricesEachLoggedStep(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "r.steps.log"), []byte(log), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum := replay.Summary{Schema: replay.SummarySchema, Records: "r.records.jsonl", Steps: "r.steps.log"}
+	sum.Schema, sum.Records, sum.Steps = replay.SummarySchema, "r.records.jsonl", "r.steps.log"
 	b, _ := json.Marshal(sum)
-	rp := filepath.Join(dir, "r.json")
-	os.WriteFile(rp, b, 0o644)
+	path = filepath.Join(dir, "r.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return log, path
+}
+
+// A replay of three sequences and a step log written by hand: the gap prices each decode step
+// at its own contexts, leaves out the prefilling and the out-of-span steps, and bands by B.
+func TestGapPricesEachLoggedStep(t *testing.T) {
+	dir := t.TempDir()
+	// Model: 1 ms + 0.1 ms/seq + 1e-4 ms per cached token read + 1e-5 ms per token of the
+	// longest context; m = 100, so contexts enter as they are.
+	model := writeModel(t, dir, 1, 0.1, 1e-4, 1e-5, 100)
+	log, rp := writeReplay(t, dir, replay.Summary{})
 
 	r, err := Run(Options{Model: model, Replay: rp})
 	if err != nil {

@@ -22,8 +22,9 @@ import (
 const ABConfidence = 0.95
 
 // ABFile is a paired A/B comparison as genload ab --json writes it: the two configurations,
-// the pairs per cell, the confidence, and per cell the mean relative difference of the
-// per-forward latency d = fwd_B / fwd_A − 1 over its pairs with its Student t interval.
+// the pairs per cell, the confidence, what differs between the sides besides the subject, and
+// per cell the change of the per-forward latency B/A − 1 over its pairs with its Student t
+// interval (taken on the pairs' log ratios; see package ab).
 type ABFile struct {
 	// Path is the file read (not in the JSON).
 	Path       string   `json:"-"`
@@ -32,6 +33,9 @@ type ABFile struct {
 	Pairs      int      `json:"pairs"`
 	Confidence float64  `json:"confidence"`
 	Cells      []ABCell `json:"cells"`
+	// Comparable is genload ab's first line: what differs between the sides' runs besides
+	// the comparison's subject ("" in files written before it was kept).
+	Comparable string `json:"comparable,omitempty"`
 	// Status is how the comparison ended ("ok", "error", "interrupted"; "" while it ran),
 	// Error why it stopped.
 	Status string `json:"status"`
@@ -214,7 +218,7 @@ func abOfRuns(before, after *report.Run) *abView {
 // abOfFile is the A/B section of a genload ab --json file: its per-cell paired intervals.
 func abOfFile(f *ABFile) *abView {
 	v := &abView{Title: fmt.Sprintf("A/B: %s (A) → %s (B), paired on identical prompts", f.A, f.B), confidence: f.Confidence, paired: true}
-	v.Source = fmt.Sprintf("%.0f %% Student t intervals of the mean of d = fwd_B/fwd_A − 1 over each cell's pairs (%d pairs per cell, AB/BA alternating), from genload ab (%s)",
+	v.Source = fmt.Sprintf("%.0f %% Student t intervals of B/A − 1, taken on the log ratio ln(fwd_B/fwd_A) of each cell's pairs (%d pairs per cell, AB/BA alternating), from genload ab (%s)",
 		100*f.Confidence, f.Pairs, f.Path)
 	switch f.Status {
 	case "ok":

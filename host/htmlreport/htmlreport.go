@@ -158,7 +158,14 @@ func Write(w io.Writer, runs []*report.Run, opt Options) error {
 		v.AB = abOfRuns(runs[0], runs[1])
 	}
 	if v.AB != nil {
-		v.Summary = append([]factsView{{Name: "A/B", Lines: [][2]string{{"change", v.AB.Headline}, {"intervals", v.AB.Source}}}}, v.Summary...)
+		lines := [][2]string{{"change", v.AB.Headline}, {"intervals", v.AB.Source}}
+		switch {
+		case opt.AB != nil && opt.AB.Comparable != "":
+			lines = append(lines, [2]string{"compared", opt.AB.Comparable})
+		case opt.AB == nil:
+			lines = append(lines, [2]string{"compared", report.RunsComparability(runs, nil).Line(report.AcrossDeployments...)})
+		}
+		v.Summary = append([]factsView{{Name: "A/B", Lines: lines}}, v.Summary...)
 	}
 	for i, r := range runs {
 		v.Runs = append(v.Runs, runSection(r, i))
@@ -306,6 +313,8 @@ func runFacts(r *report.Run) factsView {
 	if u := h.UntilCV; u != nil {
 		what += fmt.Sprintf("; each cell repeated (%d to %d times) until the %g %% upper confidence bound of its CV was ≤ %g %%: %d records",
 			u.MinRepeats, u.MaxRepeats, 100*u.Confidence, 100*u.TargetCV, len(r.Cells))
+	} else if h.Repeats > 0 {
+		what += fmt.Sprintf("; each cell repeated %d times, in interleaved rounds: %d records", h.Repeats, len(r.Cells))
 	} else if r.HasRepeats() {
 		what += fmt.Sprintf("; cells repeated: %d records", len(r.Cells))
 	}

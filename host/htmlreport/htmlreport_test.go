@@ -193,8 +193,9 @@ func TestReportOfTwoRuns(t *testing.T) {
 			t.Errorf("A/B lacks %q:\n%s", want, ab)
 		}
 	}
-	if s := section(html, "summary"); !strings.Contains(s, "<h3>A: run a</h3>") || !strings.Contains(s, "<h3>B: run b</h3>") || !strings.Contains(s, "<dt>change</dt><dd>B against A") {
-		t.Errorf("the summary does not name A and B and the change:\n%s", s)
+	if s := section(html, "summary"); !strings.Contains(s, "<h3>A: run a</h3>") || !strings.Contains(s, "<h3>B: run b</h3>") || !strings.Contains(s, "<dt>change</dt><dd>B against A") ||
+		!strings.Contains(s, "<dt>compared</dt><dd>comparable: ") {
+		t.Errorf("the summary does not name A and B, the change and whether they are comparable:\n%s", s)
 	}
 	b.Header.Engine["profile"] = "dense-8b"
 	html = render(t, []*report.Run{a, b}, Options{})
@@ -320,7 +321,7 @@ func TestRatioIntervalCoverage(t *testing.T) {
 func TestReportOfABFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ab.json")
-	doc := `{"a": "base.toml", "b": "new.toml", "pairs": 5, "confidence": 0.95, "engines": [null, null], "status": "ok", "cells": [
+	doc := `{"a": "base.toml", "b": "new.toml", "pairs": 5, "confidence": 0.95, "engines": [null, null], "status": "ok", "comparable": "comparable: same served model \"m\"", "cells": [
 	  {"cell": {"index": 0, "seq_len": 1000, "batch": 8}, "pair_list": [], "n": 5, "mean": 0.05, "lo": 0.02, "hi": 0.08, "fwd_a_ns": 2000000, "fwd_b_ns": 2100000, "verdict": "B slower"},
 	  {"cell": {"index": 1, "seq_len": 1000, "batch": 32}, "pair_list": [], "n": 1, "verdict": "too few pairs (1 of 5 with a figure on both sides): pair 2, side B: status error"}]}`
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
@@ -331,6 +332,9 @@ func TestReportOfABFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := render(t, nil, Options{AB: f})
+	if s := section(html, "summary"); !strings.Contains(s, `<dt>compared</dt><dd>comparable: same served model "m"</dd>`) {
+		t.Errorf("the summary lacks genload ab's comparable line:\n%s", s)
+	}
 	ab := section(html, "ab")
 	for _, want := range []string{"A/B: base.toml (A) → new.toml (B), paired on identical prompts",
 		"<tr><td>1000</td><td>8</td><td>5</td><td>2.000</td><td>2.100</td><td>+5.0</td><td>[+2.0, +8.0]</td><td>B slower</td></tr>",

@@ -60,6 +60,10 @@ type Job struct {
 	CPU, Memory string
 }
 
+// UID is the user and group the pods run as, the Dockerfile's user (not root): the results
+// volume is made writable by it through the pods' fsGroup.
+const UID = 10001
+
 // DefaultRetries is genload k8s job's default --retries: each shard's pod is started up to
 // 3 times (a target that fails a cell, a node lost), each retry continuing the shard's file.
 const DefaultRetries = 2
@@ -93,9 +97,14 @@ func (j Job) Check() error {
 		errs = append(errs, fmt.Errorf("--pvc %q: want the name of a PersistentVolumeClaim (a DNS label)", j.PVC))
 	}
 	for _, a := range j.RunArgs {
-		switch a {
-		case "--shard", "--run-id", "--out", "--resume", "-c", "--config", "--repeat":
-			errs = append(errs, fmt.Errorf("run flag %s: the Job sets it itself", a))
+		flag, _, _ := strings.Cut(a, "=") // --out=/x and -out name the flag too
+		name := strings.TrimLeft(flag, "-")
+		if !strings.HasPrefix(a, "-") || a == "--" {
+			continue
+		}
+		switch name {
+		case "shard", "run-id", "out", "resume", "c", "config":
+			errs = append(errs, fmt.Errorf("run flag %s: the Job sets it itself (each pod's shard, run id, results directory and bench.toml; a retried pod resumes its shard)", flag))
 		}
 	}
 	return errors.Join(errs...)
@@ -178,9 +187,11 @@ func Build(j Job) (*Manifests, error) {
 			// A pod evicted or preempted (a node drained) is started again without using a retry.
 			m("action", "Ignore", "onPodConditions", []any{m("type", "DisruptionTarget", "status", "True")}),
 		}))
+	// Each pod runs as the image's user, not root, with the results volume's files in its group.
+	security := m("runAsNonRoot", true, "runAsUser", UID, "runAsGroup", UID, "fsGroup", UID)
 	jobSpec = append(jobSpec, kv{"template", m(
 		"metadata", m("labels", labels),
-		"spec", m("restartPolicy", "Never", "containers", []any{container},
+		"spec", m("restartPolicy", "Never", "securityContext", security, "containers", []any{container},
 			"volumes", []any{results, m("name", "config", "configMap", m("name", j.Name+"-config"))}))})
 	docs = append(docs, doc(m("apiVersion", "batch/v1", "kind", "Job", "metadata", meta(j.Name), "spec", jobSpec)))
 
@@ -188,9 +199,9 @@ func Build(j Job) (*Manifests, error) {
 		"env", env[:1], "volumeMounts", []any{m("name", "results", "mountPath", ResultsMount)})
 	mergeJob := m("apiVersion", "batch/v1", "kind", "Job", "metadata", meta(j.Name+"-merge"), "spec", m(
 		"backoffLimit", 0,
-		"template", m("metadata", m("labels", labels), "spec", m("restartPolicy", "Never", "containers", []any{merge}, "volumes", []any{results}))))
+		"template", m("metadata", m("labels", labels), "spec", m("restartPolicy", "Never", "securityContext", security, "containers", []any{merge}, "volumes", []any{results}))))
 	fetch := m("apiVersion", "v1", "kind", "Pod", "metadata", meta(j.Name+"-fetch"), "spec", m(
-		"restartPolicy", "Never",
+		"restartPolicy", "Never", "securityContext", security,
 		"containers", []any{m("name", "fetch", "image", j.Image, "command", []any{"genload", "k8s", "idle", FetchHold},
 			"volumeMounts", []any{m("name", "results", "mountPath", ResultsMount, "readOnly", true)})},
 		"volumes", []any{results}))

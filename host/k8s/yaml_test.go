@@ -37,3 +37,32 @@ func TestShardFileIsWhatRunWrites(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// The run flags a Job refuses, each with its true reason, in any of the flag package's
+// spellings; the repeat flags are taken: a shard's repeats stay in its one results file,
+// whose every record the merge Job keeps.
+func TestRefusedRunFlagsSayWhy(t *testing.T) {
+	base := Job{Name: "nightly", Image: "i", Shards: 4, PVC: "p"}
+	sets := "the Job sets it itself (each pod's shard, run id, results directory and bench.toml; a retried pod resumes its shard)"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shard", "1/2"}, "run flag --shard: " + sets},
+		{[]string{"--out=/tmp"}, "run flag --out: " + sets},
+		{[]string{"-c", "b.toml"}, "run flag -c: " + sets},
+	} {
+		j := base
+		j.RunArgs = tc.args
+		if err := j.Check(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: %v\nwant %q", tc.args, err, tc.want)
+		}
+	}
+	for _, args := range [][]string{{"--target", "http://vllm:8000", "--model", "repeat", "--until-cv", "3"}, {"--repeat", "3"}, {"--repeat=3"}, {"-repeat", "3"}} {
+		j := base
+		j.RunArgs = args
+		if err := j.Check(); err != nil {
+			t.Errorf("%q refused: %v", j.RunArgs, err)
+		}
+	}
+}

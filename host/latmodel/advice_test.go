@@ -27,8 +27,8 @@ func TestDecideStatesItsAssumption(t *testing.T) {
 	got := decide(iv, 0.15, "the mean change over 15 points", lb, ln, 15, 15)
 	want := "3 to 12 runs of each side would decide the mean change over 15 points if its estimate +12.1 % held and each run's " +
 		"level scattered about its side's by ±1.0–3.8 % (baseline, one run: its cells' noise to its cells' scatter) and ±0.8–3.0 % " +
-		"(new, one run: its cells' noise to its cells' scatter); more if the runs scatter more (genload run --repeat N; gate each " +
-		"side's files together, comma-separated)"
+		"(new, one run: its cells' noise to its cells' scatter); more if the runs scatter more (genload run --repeat N: one file of N " +
+		"repeats; or runs measured apart, comma-separated)"
 	if got != want {
 		t.Errorf("single runs:\n got %s\nwant %s", got, want)
 	}

@@ -715,6 +715,6 @@ func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, ne
 	if len(opts) == 0 {
 		return fmt.Sprintf("%s is %.1f %% from the threshold: even 50 runs of each side would not decide it %s", what, 100*gap, assume)
 	}
-	return fmt.Sprintf("%s would decide %s %s; more if the runs scatter more (genload run --repeat N; gate each side's files together, comma-separated)",
+	return fmt.Sprintf("%s would decide %s %s; more if the runs scatter more (genload run --repeat N: one file of N repeats; or runs measured apart, comma-separated)",
 		strings.Join(opts, ", or "), what, assume)
 }

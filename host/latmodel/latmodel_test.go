@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -695,5 +696,46 @@ func TestInterpolationInLogB(t *testing.T) {
 	}
 	if got := (&Model{}).maxLenRatio(4); got != 1 {
 		t.Errorf("no ratio measured: %v, want 1", got)
+	}
+}
+
+// A run of genload run --repeat 2 (one file, a record per cell and repeat, header repeats 2)
+// fits as the two runs an earlier genload wrote for it: the same observations, and a level
+// per repeat — the gate's measure of how far a whole run can be off.
+func TestFixedRepeatsFitAsRuns(t *testing.T) {
+	obs := synthetic("fixed+per_seq+kv_read", 0, nil)
+	slow := append([]Obs(nil), obs...)
+	for i := range slow {
+		slow[i].FwdMs *= 1.04
+	}
+	a, b := run("t-r1", "m", nil, obs), run("t-r2", "m", nil, slow)
+	one := run("t", "m", nil, nil)
+	one.Header.Repeats = 2
+	for k, r := range []*report.Run{a, b} {
+		for _, c := range r.Cells {
+			c.Repeat = k + 1
+			one.Cells = append(one.Cells, c)
+		}
+	}
+	mTwo, obsTwo, err := FitRuns([]*report.Run{a, b}, nil, false, 0, FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mOne, obsOne, err := FitRuns([]*report.Run{one}, []string{"t.json"}, false, 0, FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(obsOne, obsTwo) {
+		t.Errorf("observations of the one file:\n%+v\nof the two:\n%+v", obsOne, obsTwo)
+	}
+	if len(mOne.RunLevels) != 2 || len(mTwo.RunLevels) != 2 || mOne.RunLevels[0].Level != mTwo.RunLevels[0].Level || mOne.RunLevels[1].Level != mTwo.RunLevels[1].Level ||
+		mOne.RunLevels[0].Run != "t repeat 1" || mOne.RunLevels[1].Run != "t repeat 2" {
+		t.Errorf("levels of the one file %+v, of the two %+v", mOne.RunLevels, mTwo.RunLevels)
+	}
+	// a run with a stopping rule stays one run, its repeats pooled per cell
+	one.Header.Repeats, one.Header.UntilCV = 0, &report.StoppingRule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 8, Confidence: 0.9}
+	mU, obsU, err := FitRuns([]*report.Run{one}, nil, false, 0, FitOptions{})
+	if err != nil || len(mU.RunLevels) != 1 || !reflect.DeepEqual(obsU, obsTwo) {
+		t.Errorf("until_cv run: %v, levels %+v, observations equal to the two runs': %v", err, mU.RunLevels, reflect.DeepEqual(obsU, obsTwo))
 	}
 }

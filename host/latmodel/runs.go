@@ -46,6 +46,54 @@ type Source struct {
 	perRun [][]runCell
 }
 
+// fixedRepeatsAsRuns returns runs with each run of a fixed count of repeats (genload run
+// --repeat N: a record per cell and repeat, Header.Repeats = N) replaced by its N repeats as N
+// runs — repeat k's records, run id "<id> repeat k", named "<name> (repeat k)" — as the N
+// results files of an earlier genload's --repeat N were: round k measured every cell once, so
+// repeat k is a run of the matrix, and its level counts as a run's (see [RunLevel]). A run
+// with a stopping rule (until_cv: cells repeated different numbers of times, so its repeat k
+// is no run of the matrix) or without repeats is kept as it is, its repeated records pooled
+// per cell. names may be nil.
+func fixedRepeatsAsRuns(runs []*report.Run, names []string) ([]*report.Run, []string) {
+	split := false
+	for _, r := range runs {
+		split = split || r.Header.Repeats > 0
+	}
+	if !split {
+		return runs, names
+	}
+	var outRuns []*report.Run
+	var outNames []string
+	for i, r := range runs {
+		name := ""
+		if i < len(names) {
+			name = names[i]
+		}
+		n := r.Header.Repeats
+		if n == 0 {
+			outRuns, outNames = append(outRuns, r), append(outNames, name)
+			continue
+		}
+		for k := 1; k <= n; k++ {
+			h := r.Header
+			h.RunID = fmt.Sprintf("%s repeat %d", h.RunID, k)
+			rk := &report.Run{Header: h, Footer: r.Footer}
+			for _, c := range r.Cells {
+				if c.Repeat == k {
+					rk.Cells = append(rk.Cells, c)
+				}
+			}
+			outRuns = append(outRuns, rk)
+			if name != "" {
+				outNames = append(outNames, fmt.Sprintf("%s (repeat %d)", name, k))
+			} else {
+				outNames = append(outNames, "")
+			}
+		}
+	}
+	return outRuns, outNames
+}
+
 // runMaxTokens is the max_tokens of a run (its stored config; 0 when absent).
 func runMaxTokens(h report.Header) int {
 	if h.Config == nil {
@@ -56,7 +104,8 @@ func runMaxTokens(h report.Header) int {
 
 // FromRuns turns the measured cells of runs into observations, one per (L, B) cell measured
 // in any run: the runs are repeats when they share cells (the figure is then the mean over
-// them, and their spread enters σ, see [Obs]). Only cells of status ok with a per-forward
+// them, and their spread enters σ, see [Obs]); a run of a fixed count of repeats counts as
+// that many runs (see fixedRepeatsAsRuns). Only cells of status ok with a per-forward
 // figure are used; partial cells (fewer than B sequences counted: not a batch of B) and failed
 // ones are listed in Source.Excluded.
 //
@@ -76,6 +125,7 @@ func runMaxTokens(h report.Header) int {
 // a duration holds: the file's milliseconds overflowed when read) is an error naming the
 // file, the run and the cell. Errors carry exitcode.InvalidConfig.
 func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Source, error) {
+	runs, names = fixedRepeatsAsRuns(runs, names)
 	src, where, err := sourceOf(runs, names, allowMixed)
 	if err != nil {
 		return nil, nil, err

@@ -3,8 +3,11 @@ package lengthfit
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -61,14 +64,46 @@ func FitTrace(reqs []trace.Request, outputs, groups bool, opt Options) []Group {
 	return sets
 }
 
-// fitNamed is FitAll with a bad value's error naming its record.
+// SampleError is a sample of a log that cannot be fitted, with where its records are: the
+// record of a bad value ("file:line"), or, for a sample that is empty, too small or all
+// equal, the span of its records ("file:2-4", or "a.csv:2 … b.csv:9" across files).
+type SampleError struct {
+	Where string
+	Err   error
+}
+
+func (e *SampleError) Error() string { return e.Where + ": " + e.Err.Error() }
+
+// Unwrap returns the fit's error (ErrAllEqual, ErrTooFew, a *ValueError's …).
+func (e *SampleError) Unwrap() error { return e.Err }
+
+// fitNamed is FitAll with its error naming the records at fault (a *SampleError).
 func fitNamed(xs []float64, qs []trace.Request, opt Options) (*Result, error) {
 	r, err := FitAll(xs, opt)
+	if err == nil {
+		return r, nil
+	}
 	var ve *ValueError
 	if errors.As(err, &ve) && ve.Index < len(qs) {
-		return nil, fmt.Errorf("%s: %w", qs[ve.Index].Src, errors.Unwrap(err))
+		return nil, &SampleError{Where: qs[ve.Index].Src, Err: errors.Unwrap(err)}
 	}
-	return r, err
+	if len(qs) > 0 {
+		return nil, &SampleError{Where: span(qs[0].Src, qs[len(qs)-1].Src), Err: err}
+	}
+	return nil, err
+}
+
+// span names the records from first to last ("file:line" each): "file:2-4" in one file, the
+// two sources joined by " … " otherwise, first alone when they are the same record.
+func span(first, last string) string {
+	if first == last {
+		return first
+	}
+	i, j := strings.LastIndexByte(first, ':'), strings.LastIndexByte(last, ':')
+	if i > 0 && j > 0 && first[:i] == last[:j] {
+		return first + "-" + last[j+1:]
+	}
+	return first + " … " + last
 }
 
 // WriteReport writes each group's fits as markdown tables and the [lengths] settings for
@@ -86,7 +121,7 @@ func WriteReport(w io.Writer, groups []Group, inName, outName string) {
 			writeSample(w, "output lengths ("+outName+")", g.Output, g.OutputErr)
 		}
 		if g.Input != nil {
-			writeSettings(w, g.Input)
+			writeSettings(w, g.Input, inName)
 		}
 	}
 }
@@ -138,7 +173,28 @@ func bestParametric(r *Result) *Fit {
 	return best
 }
 
-func writeSettings(w io.Writer, r *Result) {
+// MaxSuggestSpread is the widest 95 % interval of gamma's k, as hi/lo, for which the report
+// suggests [lengths] settings: beyond it the sample does not pin the shape down (with k near
+// 0.9 it takes about 50 lengths to get within it: the Fisher information of k, θ profiled
+// out, is ψ′(k) − 1/k per length, so hi/lo ≈ exp(2·1.96/(k·√(n·(ψ′(k) − 1/k))))).
+const MaxSuggestSpread = 2.0
+
+// TooFewToSuggest says why r's sample is too small to suggest settings from ("" when it is
+// not): k's 95 % interval spans more than a factor MaxSuggestSpread.
+func TooFewToSuggest(r *Result) string {
+	k := r.Get(Gamma).Param("k")
+	if spread := k.Hi / k.Lo; !(spread <= MaxSuggestSpread) {
+		return fmt.Sprintf("%d lengths are too few to suggest [lengths] settings: gamma's k = %.3g has the 95 %% interval [%.4g, %.4g], a factor %.3g wide (more than %g); fit a larger log",
+			r.Summary.N, k.Value, k.Lo, k.Hi, spread, MaxSuggestSpread)
+	}
+	return ""
+}
+
+func writeSettings(w io.Writer, r *Result, inName string) {
+	if why := TooFewToSuggest(r); why != "" {
+		fmt.Fprintf(w, "no bench.toml settings for the prompt lengths (%s): %s.\n\n", inName, why)
+		return
+	}
 	g := r.Get(Gamma)
 	k := g.Param("k")
 	fmt.Fprintf(w, "bench.toml (the shipped gamma plugin; a cell rescales its lengths to mean L, so only the shape k carries over):\n\n")
@@ -163,18 +219,23 @@ func shortFloat(v float64) string {
 }
 
 // TablePaths returns the file each group's quantile table is written to by -o path: path for
-// all requests, path with ".<group>" before its extension for each group (characters other
-// than letters, digits, '-', '_' and '.' become '_').
-func TablePaths(path string, groups []Group) []string {
+// all requests, path with ".<group>" before its extension for each group. A group name with
+// characters other than letters, digits, '-', '_' and '.' has them replaced by '_' and, so
+// that two groups never share a file ("b/c" and "b_c"), the FNV-1a hash of the whole name
+// added: ".b_c-88647327" for "b/c". Two groups that still share a path are an error naming
+// both.
+func TablePaths(path string, groups []Group) ([]string, error) {
 	ext := ""
 	if i := strings.LastIndexByte(path, '.'); i > strings.LastIndexByte(path, '/') {
 		ext = path[i:]
 	}
 	base := strings.TrimSuffix(path, ext)
 	out := make([]string, len(groups))
+	owner := map[string]string{}
 	for i, g := range groups {
 		if i == 0 {
 			out[i] = path
+			owner[path] = "all requests"
 			continue
 		}
 		name := strings.Map(func(r rune) rune {
@@ -183,9 +244,19 @@ func TablePaths(path string, groups []Group) []string {
 			}
 			return '_'
 		}, g.Name)
+		if name != g.Name {
+			h := fnv.New32a()
+			h.Write([]byte(g.Name))
+			name = fmt.Sprintf("%s-%08x", name, h.Sum32())
+		}
 		out[i] = base + "." + name + ext
+		what := fmt.Sprintf("group %q", g.Name)
+		if o, dup := owner[out[i]]; dup {
+			return nil, fmt.Errorf("-o %s: %s and %s would both be written to %s: choose another -o", path, o, what, out[i])
+		}
+		owner[out[i]] = what
 	}
-	return out
+	return out, nil
 }
 
 // SortGroups orders groups after the first (all requests) by name, for stable output.
@@ -207,14 +278,18 @@ type Command struct {
 	// Bins is the quantile table's bins (default 32).
 	Bins int
 	// Table, when not "", is where the quantile table of all prompt lengths is written (and,
-	// per group, beside it: [TablePaths]).
+	// per group, beside it: [TablePaths]); Force lets them replace files that exist (else
+	// Run refuses, before writing any).
 	Table string
+	Force bool
 }
 
-// Run reads the logs, fits every group and writes the report to w, then the quantile tables.
-// Errors (carrying exitcode.InvalidConfig from the caller's point of view): a log that cannot
-// be read or holds a bad value (file:line), prompt lengths of all requests that cannot be
-// fitted (empty, all equal…); a group that cannot be fitted is reported in its section.
+// Run reads the logs, fits every group and writes the report to w, then the quantile tables
+// through writeFile (which must not replace a file unless Force is set). Errors (carrying
+// exitcode.InvalidConfig from the caller's point of view): a log that cannot be read or holds
+// a bad value (file:line), prompt lengths of all requests that cannot be fitted (empty, all
+// equal…: the span of their records), a table file that exists without Force (named, nothing
+// written); a group that cannot be fitted is reported in its section.
 func (c Command) Run(w io.Writer, writeFile func(path string, data []byte) error) ([]Group, error) {
 	var reqs []trace.Request
 	outputs, groups := true, c.Fields.Group != "" && c.Fields.Group != "-"
@@ -233,32 +308,59 @@ func (c Command) Run(w io.Writer, writeFile func(path string, data []byte) error
 	}
 	gs := FitTrace(reqs, outputs, groups, Options{Bins: c.Bins})
 	SortGroups(gs)
+	var paths []string
+	if c.Table != "" {
+		var err error
+		if paths, err = TablePaths(c.Table, gs); err != nil {
+			return gs, err
+		}
+	}
 	fmt.Fprintf(w, "# lengths fit: %d requests from %s\n\n", len(reqs), strings.Join(c.Paths, ", "))
 	WriteReport(w, gs, fields.Input, fields.Output)
-	if gs[0].InputErr != nil {
-		return gs, fmt.Errorf("prompt lengths (%s): %w", fields.Input, gs[0].InputErr)
-	}
-	if c.Table != "" {
-		for i, p := range TablePaths(c.Table, gs) {
-			if gs[i].Input == nil {
-				continue
-			}
-			var b strings.Builder
-			what := "all requests"
-			if i > 0 {
-				what = fmt.Sprintf("group %q", gs[i].Name)
-			}
-			s := gs[i].Input.Summary
-			_ = gs[i].Input.Table.WriteTOML(&b, []string{
-				fmt.Sprintf("Quantile table of the prompt lengths (%s) of %s in %s, written by genload lengths fit:", fields.Input, what, strings.Join(c.Paths, ", ")),
-				fmt.Sprintf("%d lengths, mean %.0f tokens, CV %.2f; a cell rescales these to its mean L.", s.N, s.Mean, s.CV),
-				"Build the plugin: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o build/plugins/empirical.wasm ./sdk/examples/empirical",
-			})
-			if err := writeFile(p, []byte(b.String())); err != nil {
-				return gs, fmt.Errorf("-o %s: %w", p, err)
-			}
-			fmt.Fprintf(w, "wrote %s (%d bins, the empirical plugin's [lengths] table)\n", p, len(gs[i].Input.Table.Counts))
+	if err := gs[0].InputErr; err != nil {
+		var se *SampleError
+		if errors.As(err, &se) {
+			return gs, fmt.Errorf("%s: prompt lengths (%s): %w", se.Where, fields.Input, se.Err)
 		}
+		return gs, fmt.Errorf("prompt lengths (%s): %w", fields.Input, err)
+	}
+	for i, p := range paths {
+		if _, err := os.Lstat(p); err == nil && gs[i].Input != nil && !c.Force {
+			return gs, fmt.Errorf("-o %s: %s exists: remove it, choose another -o, or give --force to replace it (no table written)", c.Table, p)
+		}
+	}
+	for i, p := range paths {
+		if gs[i].Input == nil {
+			continue
+		}
+		var b strings.Builder
+		what := "all requests"
+		if i > 0 {
+			what = fmt.Sprintf("group %q", gs[i].Name)
+		}
+		dir, err := filepath.Abs(filepath.Dir(p))
+		if err != nil {
+			dir = filepath.Dir(p)
+		}
+		s := gs[i].Input.Summary
+		comment := []string{
+			fmt.Sprintf("Quantile table of the prompt lengths (%s) of %s in %s, written by genload lengths fit:", fields.Input, what, strings.Join(c.Paths, ", ")),
+			fmt.Sprintf("%d lengths, mean %.0f tokens, CV %.2f; a cell rescales these to its mean L.", s.N, s.Mean, s.CV),
+		}
+		if why := TooFewToSuggest(gs[i].Input); why != "" {
+			comment = append(comment, "Beware: "+why+".")
+		}
+		comment = append(comment,
+			"The plugin is the SDK's empirical example, at the path \"plugin\" gives, relative to the folder",
+			"of the file holding this table (this file for genload lengths -c, your bench.toml if you",
+			"paste the table there). Build it beside this file, from a genload checkout:",
+			"  GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o "+filepath.Join(dir, EmpiricalWasm)+" ./sdk/examples/empirical",
+			"Preview the lengths of a cell: genload lengths -c "+p+" --mean 4000 --batch 64")
+		_ = gs[i].Input.Table.WriteTOML(&b, comment)
+		if err := writeFile(p, []byte(b.String())); err != nil {
+			return gs, fmt.Errorf("-o %s: %w", p, err)
+		}
+		fmt.Fprintf(w, "wrote %s (%d bins, the empirical plugin's [lengths] table)\n", p, len(gs[i].Input.Table.Counts))
 	}
 	return gs, nil
 }

@@ -94,14 +94,20 @@ func (t *Table) Quantile(p float64) float64 {
 	return t.Edges[j] + (target-t.cum[j])/t.Counts[j]*(t.Edges[j+1]-t.Edges[j])
 }
 
-// WriteTOML writes the table as bench.toml's [lengths] table for the empirical plugin, with
-// comment lines (each prefixed "# ") before it.
+// EmpiricalWasm is the plugin path a written table names: a path, which genload resolves
+// relative to the folder of the TOML file holding it (bench.toml, or the table file itself
+// for genload lengths -c), so that the plugin is found wherever genload is run from and
+// however it was installed.
+const EmpiricalWasm = "empirical.wasm"
+
+// WriteTOML writes the table as bench.toml's [lengths] table for the empirical plugin
+// ([EmpiricalWasm]), with comment lines (each prefixed "# ") before it.
 func (t *Table) WriteTOML(w io.Writer, comment []string) error {
 	var b strings.Builder
 	for _, c := range comment {
 		b.WriteString("# " + c + "\n")
 	}
-	b.WriteString("[lengths]\nplugin = \"empirical\"        # sdk/examples/empirical built to build/plugins/empirical.wasm\n")
+	b.WriteString("[lengths]\nplugin = \"" + EmpiricalWasm + "\"    # sdk/examples/empirical built to this path (relative to this file's folder)\n")
 	b.WriteString("[lengths.config]\nmode = \"quantiles\"\n")
 	b.WriteString("edges = " + floats(t.Edges) + "\n")
 	b.WriteString("counts = " + floats(t.Counts) + "\n")

@@ -81,7 +81,7 @@ func TestTheEmpiricalPluginReadsTheTable(t *testing.T) {
 	if _, err := toml.Decode(buf.String(), &file); err != nil {
 		t.Fatalf("%v\n%s", err, buf.String())
 	}
-	if file.Lengths.Plugin != "empirical" {
+	if file.Lengths.Plugin != EmpiricalWasm {
 		t.Errorf("plugin %q", file.Lengths.Plugin)
 	}
 	wasm := testplugins.Build(t, "./sdk/examples/empirical", testplugins.Options{})

@@ -172,7 +172,8 @@ type Figures struct {
 	Errors     []string       `json:"errors,omitempty"`
 	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
 	// ServerTimings is the server's own per-forward figure where it times each sequence in
-	// the stream (llama.cpp's "timings"); nil when no full sequence has them.
+	// the stream (llama.cpp's "timings", ollama's eval_duration); nil when no full sequence
+	// has them.
 	ServerTimings *ServerTimings `json:"server_timings,omitempty"`
 	// Header is the server-header figure; nil when the headers were absent.
 	Header *HeaderFigure `json:"header,omitempty"`
@@ -193,10 +194,12 @@ type Figures struct {
 // figures: per sequence, predicted_ms / (predicted_n − 1) — llama.cpp times from the first
 // token's sampling to the last's and counts every token decoded, the first included, so its
 // span holds predicted_n − 1 forward passes (its predicted_per_token_ms, over predicted_n,
-// reads (n − 1)/n low). Without speculative decoding only: with it, tokens are not forward
-// passes (Reason says so and PerForward is empty).
+// reads (n − 1)/n low) — or, from ollama's native API, eval_duration / (eval_count − 1), for
+// the same reason (sse.GenerateMetrics.PerForward: ollama's eval_count / eval_duration
+// "tokens per second" reads n/(n − 1) high). Without speculative decoding only: with it,
+// tokens are not forward passes (Reason says so and PerForward is empty).
 type ServerTimings struct {
-	// Source names the server field ("llama.cpp timings").
+	// Source names the server field ("llama.cpp timings", "ollama eval_duration").
 	Source string `json:"source"`
 	// PerForward has one sample per full sequence with timings of at least 2 tokens.
 	PerForward Summary `json:"per_forward"`
@@ -206,21 +209,25 @@ type ServerTimings struct {
 // serverTimings returns the ServerTimings of the full sequences, nil when none has timings.
 func serverTimings(fulls []fullSeq, chunkForwards bool) *ServerTimings {
 	var per []time.Duration
-	seen := false
+	source := ""
 	for _, q := range fulls {
-		t := q.s.Timings
-		if !q.s.HasTimings {
-			continue
-		}
-		seen = true
-		if t.PredictedN >= 2 && t.PredictedMs > 0 {
-			per = append(per, time.Duration(math.Round(t.PredictedMs*1e6/float64(t.PredictedN-1))))
+		switch t := q.s.Timings; {
+		case q.s.HasTimings:
+			source = "llama.cpp timings"
+			if t.PredictedN >= 2 && t.PredictedMs > 0 {
+				per = append(per, time.Duration(math.Round(t.PredictedMs*1e6/float64(t.PredictedN-1))))
+			}
+		case q.s.HasGenerate:
+			source = "ollama eval_duration"
+			if d, ok := q.s.Generate.PerForward(); ok {
+				per = append(per, d)
+			}
 		}
 	}
-	if !seen {
+	if source == "" {
 		return nil
 	}
-	st := &ServerTimings{Source: "llama.cpp timings"}
+	st := &ServerTimings{Source: source}
 	switch {
 	case chunkForwards:
 		st.Reason = "speculative decoding (draft_tokens set): the server's timings count tokens, not forward passes"

@@ -268,8 +268,10 @@ func records(x Input, i, n int) ([]report.Cell, string) {
 		why = append(why, "no footer: the run was killed")
 	}
 	next := fmt.Sprintf("continue it with genload run --resume %s --shard %d/%d", x.File, i, n)
-	if x.Run.Header.UntilCV != nil { // refused by --resume: its rounds cannot be continued
+	if h := x.Run.Header; h.UntilCV != nil { // refused by --resume: its rounds cannot be continued
 		next = fmt.Sprintf("measure it again with genload run --until-cv … --shard %d/%d (a run with repeats cannot be resumed)", i, n)
+	} else if h.Repeats > 0 {
+		next = fmt.Sprintf("measure it again with genload run --repeat %d --shard %d/%d (a run with repeats cannot be resumed)", h.Repeats, i, n)
 	}
 	return cells, fmt.Sprintf("shard %d/%d (%s) is incomplete: %s; %s", i, n, x.File, strings.Join(why, "; "), next)
 }

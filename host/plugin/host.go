@@ -77,7 +77,8 @@ type Host struct {
 
 	mu       sync.Mutex
 	compiled map[[32]byte]wazero.CompiledModule
-	outMu    sync.Mutex // serialises writes to opts.Output
+	outMu    sync.Mutex    // serialises writes to opts.Output
+	memory   *linearMemory // the instances' linear memory (memory_unix.go)
 }
 
 // NewHost creates a wazero runtime with the options' memory limit, WithCloseOnContextDone and the
@@ -127,12 +128,15 @@ func NewHost(ctx context.Context, opts Options) (*Host, error) {
 		_ = cache.Close(ctx)
 		return nil, fmt.Errorf("plugin host: instantiate WASI: %w", err)
 	}
-	return &Host{opts: opts, rt: rt, cache: cache, compiled: map[[32]byte]wazero.CompiledModule{}}, nil
+	return &Host{opts: opts, rt: rt, cache: cache, compiled: map[[32]byte]wazero.CompiledModule{}, memory: &linearMemory{}}, nil
 }
 
-// Close closes every instance and compiled module, then the compilation cache.
+// Close closes every instance and compiled module, then the compilation cache, and returns
+// the instances' memory.
 func (h *Host) Close(ctx context.Context) error {
-	return errors.Join(h.rt.Close(ctx), h.cache.Close(ctx))
+	err := errors.Join(h.rt.Close(ctx), h.cache.Close(ctx))
+	h.memory.release()
+	return err
 }
 
 // Options returns the options in force, defaults filled in.

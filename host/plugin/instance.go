@@ -15,6 +15,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/genload/genload/sdk/abi"
@@ -60,7 +61,7 @@ func (h *Host) instantiate(ctx context.Context, m *module, config map[string]any
 		WithStdout(in.out).
 		WithStderr(in.out).
 		WithRandSource(rand.NewChaCha8(seed))
-	mod, err := h.rt.InstantiateModule(ctx, m.compiled, cfg)
+	mod, err := h.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, h.memory), m.compiled, cfg)
 	if err != nil {
 		return nil, in.classify("", err, ctx)
 	}

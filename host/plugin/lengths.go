@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"errors"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/genload/genload/sdk/abi"
 )
@@ -13,9 +15,18 @@ import (
 // LengthsPlugin is a loaded length distribution (ABI kind "lengths"). It is safe for concurrent
 // use (calls are serialised).
 type LengthsPlugin struct {
-	in *instance
+	mu   sync.Mutex // held over in, cache and released (before in.mu)
+	in   *instance
+	info Info
 
 	cache map[lengthsKey][]int // results of a "pure" plugin
+
+	// After Release, in is closed: a call the cache does not answer loads the plugin again
+	// from where it was found, with the same config.
+	host       *Host
+	nameOrPath string
+	config     map[string]any
+	released   bool
 }
 
 // lengthsKey identifies a call of a pure plugin.
@@ -30,7 +41,7 @@ func (h *Host) LoadLengths(ctx context.Context, nameOrPath string, config map[st
 	if err != nil {
 		return nil, err
 	}
-	p := &LengthsPlugin{in: in}
+	p := &LengthsPlugin{in: in, info: in.info, host: h, nameOrPath: nameOrPath, config: config}
 	if in.info.HasCap(abi.CapPure) {
 		p.cache = map[lengthsKey][]int{}
 	}
@@ -38,13 +49,60 @@ func (h *Host) LoadLengths(ctx context.Context, nameOrPath string, config map[st
 }
 
 // Info returns the plugin's info.
-func (p *LengthsPlugin) Info() Info { return p.in.info }
+func (p *LengthsPlugin) Info() Info { return p.info }
 
 // Close releases the instance (Host.Close does it for every plugin too).
 func (p *LengthsPlugin) Close(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.in.mu.Lock()
 	defer p.in.mu.Unlock()
 	p.in.close(ctx)
+	return nil
+}
+
+// Release closes the instance of a plugin with the "pure" capability and drops its compiled
+// module, keeping its cached answers, and reports whether it did: a Go plugin's machine code
+// (13 MB for gamma), decoded module and linear memory are freed, for a run that has asked for
+// every cell it measures (lengths.Stage.Prefetch). A later call the cache does not answer
+// loads the plugin again (tens of milliseconds, from the compilation cache). A plugin that is
+// not pure (its answers are not cached), or whose instance failed, is kept.
+func (p *LengthsPlugin) Release(ctx context.Context) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cache == nil || p.released {
+		return p.released
+	}
+	in := p.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.dead != nil {
+		return false
+	}
+	in.close(ctx)
+	p.host.forget(ctx, in.m)
+	// Nothing may keep the closed instance reachable (its module, and through it the machine
+	// code, are freed by the collector): in is replaced by one that only names the plugin,
+	// for errors.
+	m := in.m
+	p.in = &instance{host: in.host, info: in.info, dead: errReleased,
+		m: &module{path: m.path, name: m.name, kind: m.kind, size: m.size, sum: m.sum}}
+	p.released = true
+	return true
+}
+
+var errReleased = errors.New("released (every cell's lengths were cached)")
+
+// ready loads a released plugin again (p.mu held).
+func (p *LengthsPlugin) ready(ctx context.Context) error {
+	if !p.released {
+		return nil
+	}
+	in, err := p.host.load(ctx, p.nameOrPath, abi.KindLengths, p.config)
+	if err != nil {
+		return err
+	}
+	p.in, p.released = in, false
 	return nil
 }
 
@@ -65,11 +123,17 @@ func (p *LengthsPlugin) Lengths(ctx context.Context, n, mean, min, max int) ([]i
 		return nil, in.errf(abi.Lengths, "check min_len, the model context and max_tokens", "length range [%d, %d] is empty or outside [1, %d]", min, max, math.MaxInt32)
 	}
 	key := lengthsKey{n, mean, min, max}
-	in.mu.Lock()
-	defer in.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if ls, ok := p.cache[key]; ok {
 		return slices.Clone(ls), nil
 	}
+	if err := p.ready(ctx); err != nil {
+		return nil, err
+	}
+	in = p.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	out, err := p.call(ctx, n, mean, min, max)
 	if err != nil {
 		return nil, err
@@ -91,6 +155,11 @@ func (p *LengthsPlugin) VerifyPure(ctx context.Context, n, mean, min, max int) e
 		return nil
 	}
 	if _, err := p.Lengths(ctx, n, mean, min, max); err != nil { // the arguments checked
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.ready(ctx); err != nil {
 		return err
 	}
 	in := p.in

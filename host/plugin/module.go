@@ -85,6 +85,18 @@ func (h *Host) openSource(ctx context.Context, src Source, wantKind string) (*mo
 	return m, nil
 }
 
+// forget drops m's compiled module from the host and closes it (its machine code is freed
+// once no instance of it is left): a released plugin's module is compiled again if it is
+// loaded again.
+func (h *Host) forget(ctx context.Context, m *module) {
+	h.mu.Lock()
+	if cm, ok := h.compiled[m.sum]; ok && cm == m.compiled {
+		delete(h.compiled, m.sum)
+	}
+	h.mu.Unlock()
+	_ = m.compiled.Close(ctx)
+}
+
 // check validates imports, the version marker, every export's exact signature, the memory
 // export and the kind.
 func (m *module) check(wantKind string) error {

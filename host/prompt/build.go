@@ -2,8 +2,11 @@ package prompt
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -24,6 +27,7 @@ type joint struct {
 // corpus row (firstRow + i) mod Rows while i < Rows, a rotation of a row beyond (distinct.go)
 // — and has exactly lengths[i] tokens. It fails when a length is below Overhead + 1.
 func (b *Builder) Build(firstRow int, lengths []int) ([][]int32, error) {
+	b.prepare(firstRow, len(lengths))
 	out := make([][]int32, len(lengths))
 	for i, n := range lengths {
 		p, err := b.One(b.Source(firstRow, i), n)
@@ -33,6 +37,27 @@ func (b *Builder) Build(firstRow int, lengths []int) ([][]int32, error) {
 		out[i] = p
 	}
 	return out, nil
+}
+
+// prepare plans the sources of prompts 0 … n-1 of a cell whose first corpus row is firstRow
+// (see [Builder.Source]) on every CPU, so that building them one by one finds them planned; a
+// source is planned once, on its first use, whoever asks. Build calls it; [Builder.One] plans
+// on demand. Errors are left to the prompts' builds.
+func (b *Builder) prepare(firstRow, n int) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers < 2 {
+		return
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				_, _, _ = b.planOf(b.Source(firstRow, i))
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // maxTries bounds the cuts tried for one prompt (each costs a tokenization of the end of the
@@ -129,7 +154,7 @@ func (b *Builder) cut(p *rowPlan, q, v, want int) (int, []int32) {
 	win := make([]int32, 0, len(rs.ctx)+j-rs.at)
 	win = append(append(win, rs.ctx...), p.unit[rs.at:j]...)
 	d := c.Decode(win, false)
-	if !strings.HasPrefix(rs.text, d) {
+	if !rs.hasPrefix(p.unitTxt, d) {
 		return -1, nil // the cut splits a character
 	}
 	a := b.anchors[p.anchor]

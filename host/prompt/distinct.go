@@ -175,6 +175,13 @@ func (b *Builder) describe(q int) string {
 	return fmt.Sprintf("prompt source %d", q)
 }
 
+// rowSlot is the plan of a corpus row, made on first use.
+type rowSlot struct {
+	once  sync.Once
+	plan  rowPlan
+	empty bool // the row tokenizes to no tokens
+}
+
 // variants caches the plans of sources beyond the rows (planned on first use: a plan costs a
 // tokenization of four repeats of the text).
 type variants struct {
@@ -194,7 +201,17 @@ func (b *Builder) planOf(q int) (*rowPlan, string, error) {
 		return nil, "", fmt.Errorf("prompt source %d: want ≥ 0", q)
 	}
 	if q < len(b.rows) {
-		return &b.rows[q], fmt.Sprintf("corpus row %d", q), nil
+		r := &b.rows[q]
+		r.once.Do(func() {
+			text := b.texts[q]
+			if r.empty = len(b.codec.Encode(text)) == 0; !r.empty {
+				r.plan = b.plan(text + b.sep)
+			}
+		})
+		if r.empty {
+			return nil, "", fmt.Errorf("corpus row %d tokenizes to no tokens", q)
+		}
+		return &r.plan, fmt.Sprintf("corpus row %d", q), nil
 	}
 	if len(b.startList()) == 0 {
 		return nil, "", fmt.Errorf("prompt source %d: the corpus has %d rows and no sentence or word to rotate them at", q, len(b.rows))

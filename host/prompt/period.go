@@ -27,9 +27,20 @@ type rowPlan struct {
 // restart is a point of the unit from which the rest tokenizes on its own: a cut at j ≥ at
 // tokenizes only the text from at (after ctx, the tokens before at, as left context).
 type restart struct {
-	at   int     // position in the unit
-	ctx  []int32 // the tokens before at (for at = 0, the end of the previous repeat)
-	text string  // Decode(ctx) ‖ the unit's text from at (a window's text is a prefix of it)
+	at     int     // position in the unit
+	ctx    []int32 // the tokens before at (for at = 0, the end of the previous repeat)
+	ctxTxt string  // Decode(ctx)
+	off    int     // byte offset of position at in the unit's text
+}
+
+// hasPrefix reports whether d is a prefix of the text from the restart point on, ctxTxt ‖
+// ut[off:] (ut the unit's text): a window's text is one. The text is not stored whole, which
+// would copy the rest of the unit at every restart point.
+func (rs *restart) hasPrefix(ut, d string) bool {
+	if len(d) <= len(rs.ctxTxt) {
+		return strings.HasPrefix(rs.ctxTxt, d)
+	}
+	return strings.HasPrefix(d, rs.ctxTxt) && strings.HasPrefix(ut[rs.off:], d[len(rs.ctxTxt):])
 }
 
 // restartEvery is the spacing in tokens of the restart points New looks for in a unit: a cut
@@ -98,9 +109,11 @@ func (b *Builder) findPeriod(p *rowPlan, e4 []int32, full, u string, period int)
 				got := c.Encode(a.text + ctxTxt + ut)
 				if len(got) == len(a.ids)+r+len(unit) && slices.Equal(got[:len(a.ids)], a.ids) &&
 					slices.Equal(got[len(a.ids):len(a.ids)+r], ctx) && slices.Equal(got[len(a.ids)+r:], unit) {
-					p.head, p.unit, p.headTxt, p.unitTxt = e4[:h], unit, headUnit, ut
+					// The plan keeps its own copy of head ‖ unit, not e4 (two more repeats).
+					hu := slices.Clone(e4[:h+period])
+					p.head, p.unit, p.headTxt, p.unitTxt = hu[:h], hu[h:], headUnit, ut
 					p.anchor, p.periodic = ai, true
-					p.restarts = b.restarts(unit, ut, ctx, ctxTxt, a)
+					p.restarts = b.restarts(p.unit, ut, p.unit[len(p.unit)-r:], ctxTxt, a)
 					return true
 				}
 			}
@@ -115,7 +128,7 @@ func (b *Builder) findPeriod(p *rowPlan, e4 []int32, full, u string, period int)
 // restart point, at 0, is the one plan verified over the whole unit.
 func (b *Builder) restarts(unit []int32, ut string, ctx0 []int32, ctx0Txt string, a anchor) []restart {
 	c := b.codec
-	out := []restart{{at: 0, ctx: ctx0, text: ctx0Txt + ut}}
+	out := []restart{{at: 0, ctx: ctx0, ctxTxt: ctx0Txt, off: 0}}
 	// Offsets in ut are decoded from the previous restart point on (its context stands for
 	// the text before it), so that each costs a decoding of about restartEvery tokens.
 	prevCtx, prevTxt, prevAt, prevOff := ctx0, ctx0Txt, 0, 0
@@ -151,7 +164,7 @@ func (b *Builder) restarts(unit []int32, ut string, ctx0 []int32, ctx0Txt string
 				want := len(a.ids) + r + (end - k)
 				if len(got) >= want && slices.Equal(got[:len(a.ids)], a.ids) && slices.Equal(got[len(a.ids):len(a.ids)+r], cx) &&
 					slices.Equal(got[len(a.ids)+r:want], unit[k:end]) {
-					out = append(out, restart{at: k, ctx: cx, text: cxTxt + ut[off:]})
+					out = append(out, restart{at: k, ctx: cx, ctxTxt: cxTxt, off: off})
 					prevCtx, prevTxt, prevAt, prevOff = cx, cxTxt, k, off
 					break candidates
 				}

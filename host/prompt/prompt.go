@@ -14,7 +14,8 @@
 // in 231, "… \n\n" in 43 and " " in 3.
 //
 // Encoding every prompt whole would cost a tokenization of every token sent (26 M tokens for
-// the default matrix), so New finds once per row the period of Encode(pre ‖ u⁴), u = row ‖ sep:
+// the default matrix), so the builder finds once per row — when a prompt first uses it — the
+// period of Encode(pre ‖ u⁴), u = row ‖ sep:
 // head ‖ unit ‖ unit ‖ …, where the unit's text is u or a rotation of it (gpt-oss tokenizes
 // the junction "}\n\n//" of two code rows as one token), and restart points in the unit from
 // which the rest tokenizes on its own after a few tokens of left context. A prompt is then
@@ -26,11 +27,8 @@ package prompt
 
 import (
 	"fmt"
-	"runtime"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 )
 
 // Codec turns text into token ids, recognising special tokens written in the text
@@ -68,7 +66,7 @@ type Builder struct {
 	tmplTokens   int     // tokens of the chat template's own text: Encode(pre) + Encode(post)
 	joints       []joint // text between the body and the suffix, tried in order
 	anchors      []anchor
-	rows         []rowPlan
+	rows         []rowSlot
 	minBody      int
 	texts        []string // the corpus rows
 	starts       []start  // the rotations' start points (distinct.go), made on first use
@@ -80,9 +78,11 @@ type Builder struct {
 // the rendered text, so it must not be touched by the template (no escaping in chat templates).
 const sentinel = "\uE000genload-body\uE001"
 
-// New tokenizes every row and the template parts, and checks for each row that its repeats
-// tokenize periodically (see the package comment). It fails when the template does not
-// render, renders the content other than exactly once, or a row tokenizes to nothing.
+// New renders the chat template and tokenizes its parts; each row is planned (its repeats
+// tokenized and their period found, see the package comment) when a prompt first uses it, so
+// a run pays for the rows its cells use, once. It fails when the template does not render or
+// renders the content other than exactly once; a row that tokenizes to nothing fails the
+// prompts built from it.
 func New(codec Codec, tmpl Template, rows []string, opt Options) (*Builder, error) {
 	if opt.Suffix == "" {
 		return nil, fmt.Errorf("prompt: empty suffix")
@@ -123,24 +123,7 @@ func New(codec Codec, tmpl Template, rows []string, opt Options) (*Builder, erro
 	b.joints = []joint{{b.tailTxt, true}, {" " + b.tailTxt, true}, {"\u2026 " + b.tailTxt, true},
 		{" " + rest, false}, {"\n" + rest, false}, {rest, false}}
 	b.anchors = []anchor{{}, {text: opt.Separator, ids: codec.Encode(opt.Separator)}}
-	// Rows are planned in parallel (each costs a tokenization of four repeats).
-	b.rows = make([]rowPlan, len(rows))
-	empty := make([]bool, len(rows))
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range min(runtime.GOMAXPROCS(0), len(rows)) {
-		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < len(rows); i = int(next.Add(1)) - 1 {
-				if empty[i] = len(codec.Encode(rows[i])) == 0; !empty[i] {
-					b.rows[i] = b.plan(rows[i] + opt.Separator)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if i := slices.Index(empty, true); i >= 0 {
-		return nil, fmt.Errorf("prompt: corpus row %d tokenizes to no tokens", i)
-	}
+	b.rows = make([]rowSlot, len(rows))
 	return b, nil
 }
 

@@ -161,7 +161,9 @@ func TestNonPeriodicRowsAreTokenizedWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.rows[0].periodic || b.rows[1].periodic {
+	p0, _, _ := b.planOf(0)
+	p1, _, _ := b.planOf(1)
+	if p0.periodic || p1.periodic {
 		t.Fatal("3-byte chunks of a 10-byte repeat (row + \"\\n\\n\") found periodic")
 	}
 	for _, n := range []int{b.Overhead() + 1, 10, 11, 12, 100} {

@@ -70,6 +70,7 @@ func NewTextFitter(b *Builder, codec Codec, opt TextOptions) *TextFitter {
 
 // Build fits one text prompt per length: prompt i uses source Builder.Source(firstRow, i).
 func (f *TextFitter) Build(ctx context.Context, firstRow int, lengths []int) ([]TextPrompt, error) {
+	f.b.prepare(firstRow, len(lengths))
 	out := make([]TextPrompt, len(lengths))
 	for i, n := range lengths {
 		p, err := f.One(ctx, f.b.Source(firstRow, i), n)

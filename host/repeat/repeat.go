@@ -48,6 +48,12 @@
 // a matrix of 1 % cells costs 2.2 repeats per cell at (5 %, 0.8) or (10 %, 0.9), 2.0 at
 // (10 %, 0.8).
 //
+// # A fixed count
+//
+// A Rule with Count N (genload run --repeat N) has no stopping rule: every cell is measured N
+// times, in the same interleaved rounds (round k measures every cell's k-th repeat), and its
+// Verdict is Done once it has N repeats; its CV is reported, not judged.
+//
 // The CV of single repeats is the statistic, not the half-width of the mean's confidence
 // interval, because it is what genload consistency reports and what --max-cv gates: a matrix
 // "consistent to 5 %" means that repeating any cell gives a value within that spread, which
@@ -60,11 +66,18 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/genload/genload/host/stats"
+
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// Rule is the stopping rule. Build one with the fields below and call Validate.
+// Rule is the stopping rule, or a fixed count of repeats. Build one with the fields below and
+// call Validate.
 type Rule struct {
+	// Count, when > 0, is a fixed number of repeats of every cell (≥ 2), without a stopping
+	// rule; TargetCV, MinRepeats, MaxRepeats and Confidence must then be 0 (MinRepeats and
+	// MaxRepeats default to Count, Confidence to 0.9 for the reported UpperCV).
+	Count int
 	// TargetCV is the per-cell CV to reach, as a fraction (0.05 = 5 %). Required (> 0).
 	TargetCV float64
 	// MinRepeats is the fewest repeats of every cell; at least 2 (a CV needs two). Defaults
@@ -79,6 +92,9 @@ type Rule struct {
 
 // WithDefaults returns r with its zero fields set to their defaults.
 func (r Rule) WithDefaults() Rule {
+	if r.Count > 0 && r.MinRepeats == 0 && r.MaxRepeats == 0 {
+		r.MinRepeats, r.MaxRepeats = r.Count, r.Count
+	}
 	if r.MinRepeats == 0 {
 		r.MinRepeats = 2
 	}
@@ -93,6 +109,16 @@ func (r Rule) WithDefaults() Rule {
 
 // Validate reports every invalid field at once, naming each flag in brackets.
 func (r Rule) Validate() error {
+	if r.Count != 0 {
+		var errs []error
+		if r.Count < 2 {
+			errs = append(errs, fmt.Errorf("[repeat] must be >= 2 (a CV needs two repeats), got %d", r.Count))
+		}
+		if r.TargetCV != 0 || r.MinRepeats != 0 || r.MaxRepeats != 0 || r.Confidence != 0 {
+			errs = append(errs, errors.New("[repeat] is a fixed count: not with [until-cv], [min-repeats], [max-repeats] or [cv-confidence]"))
+		}
+		return errors.Join(errs...)
+	}
 	r = r.WithDefaults()
 	var errs []error
 	if !(r.TargetCV > 0 && r.TargetCV < 1) {
@@ -118,8 +144,9 @@ type Verdict struct {
 	CV      float64
 	UpperCV float64
 	// Again is true when the cell needs another repeat; Stable when it met the target;
-	// Exhausted when it reached MaxRepeats without meeting it (flag it).
-	Again, Stable, Exhausted bool
+	// Exhausted when it reached MaxRepeats without meeting it (flag it); Done, for a rule
+	// with a fixed Count, when it has its Count repeats (never Stable nor Exhausted).
+	Again, Stable, Exhausted, Done bool
 }
 
 // Decide applies the rule to one cell's repeat values xs (its mean per-forward latency per
@@ -134,18 +161,40 @@ func (r Rule) Decide(xs []float64) (Verdict, error) {
 		}
 	}
 	if len(xs) >= 2 {
-		v.CV = cv(xs)
+		v.CV = stats.CV(xs)
 		v.UpperCV = v.CV * UpperFactor(len(xs), r.Confidence)
 	}
 	switch {
 	case len(xs) < r.MinRepeats:
 		v.Again = true
+	case r.Count > 0:
+		v.Done = true
 	case v.UpperCV <= r.TargetCV:
 		v.Stable = true
 	case len(xs) >= r.MaxRepeats:
 		v.Exhausted = true
 	default:
 		v.Again = true
+	}
+	return v, nil
+}
+
+// Judge is Decide for a cell measured repeats times, xs the values among its repeats (a
+// repeat without a value, partial, counts against MaxRepeats but gives no value): a cell that
+// would need another repeat but has MaxRepeats of them is Exhausted — under a fixed Count,
+// Done.
+func (r Rule) Judge(xs []float64, repeats int) (Verdict, error) {
+	v, err := r.Decide(xs)
+	if err != nil {
+		return v, err
+	}
+	if v.Again && repeats >= r.WithDefaults().MaxRepeats {
+		v.Again = false
+		if r.Count > 0 {
+			v.Done = true
+		} else {
+			v.Exhausted = true
+		}
 	}
 	return v, nil
 }
@@ -158,20 +207,6 @@ func UpperFactor(n int, confidence float64) float64 {
 	}
 	q := distuv.ChiSquared{K: float64(n - 1)}.Quantile(1 - confidence)
 	return math.Sqrt(float64(n-1) / q)
-}
-
-// cv is the sample standard deviation over the mean.
-func cv(xs []float64) float64 {
-	m := 0.0
-	for _, x := range xs {
-		m += x
-	}
-	m /= float64(len(xs))
-	ss := 0.0
-	for _, x := range xs {
-		ss += (x - m) * (x - m)
-	}
-	return math.Sqrt(ss/float64(len(xs)-1)) / m
 }
 
 // Order returns the visiting order of a round: the indices 0…n−1 of the cells still open,

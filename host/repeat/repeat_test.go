@@ -138,3 +138,61 @@ func TestOrderIsASeededPermutation(t *testing.T) {
 		}
 	}
 }
+
+// A fixed count has no stopping rule: a cell needs another repeat until it has Count values,
+// then it is Done (never Stable nor Exhausted, whatever its CV); Judge counts a repeat without
+// a value against the count. Count 1 and a count mixed with the stopping rule's settings are
+// refused, naming the flags.
+func TestFixedCount(t *testing.T) {
+	r := Rule{Count: 3}
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		xs      []float64
+		repeats int
+		want    string
+	}{
+		{[]float64{10}, 1, "again"},
+		{[]float64{10, 10}, 2, "again"},
+		{[]float64{10, 10}, 3, "done"}, // the third repeat had no value
+		{[]float64{10, 10, 10}, 3, "done"},
+		{[]float64{10, 20, 40}, 3, "done"}, // CV 65 %: reported, not judged
+	} {
+		v, err := r.Judge(c.xs, c.repeats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[bool]string{true: "again", false: "done"}[v.Again]
+		if got != c.want || v.Stable || v.Exhausted || v.Done == v.Again {
+			t.Errorf("%v after %d repeats: %+v, want %s", c.xs, c.repeats, v, c.want)
+		}
+		if len(c.xs) == 3 && c.xs[2] == 40 && math.Abs(v.CV-0.6547) > 1e-4 {
+			t.Errorf("CV %v, want 0.6547 (SD 15.275 over mean 23.333)", v.CV)
+		}
+	}
+	if d := r.WithDefaults(); d.MinRepeats != 3 || d.MaxRepeats != 3 {
+		t.Errorf("defaults %+v, want 3 to 3 repeats", d)
+	}
+	for _, bad := range []struct {
+		r    Rule
+		want string
+	}{
+		{Rule{Count: 1}, "[repeat] must be >= 2"},
+		{Rule{Count: 3, TargetCV: 0.05}, "[repeat] is a fixed count: not with [until-cv]"},
+		{Rule{Count: 3, MaxRepeats: 8}, "[repeat] is a fixed count"},
+	} {
+		if err := bad.r.Validate(); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: %v, want %q", bad.r, err, bad.want)
+		}
+	}
+	// Judge under the stopping rule: a cell still short of the target at MaxRepeats records
+	// (one of them without a value) is exhausted, as Decide says of MaxRepeats values.
+	s := Rule{TargetCV: 0.01, MaxRepeats: 3}
+	if v, _ := s.Judge([]float64{10, 11}, 3); v.Again || !v.Exhausted || v.Done {
+		t.Errorf("stopping rule at its maximum: %+v, want exhausted", v)
+	}
+	if v, _ := s.Judge([]float64{10, 11}, 2); !v.Again || v.Exhausted {
+		t.Errorf("stopping rule below its maximum: %+v, want again", v)
+	}
+}

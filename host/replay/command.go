@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,7 +62,9 @@ type Command struct {
 // (InvalidConfig), a target that cannot be reached (TargetFailed), Ctrl-C (Interrupted: the
 // records and the summary of what finished are written first).
 func (c Command) Run(ctx context.Context, stdout, stderr io.Writer) (*Summary, error) {
-	tr, err := trace.Read(c.Trace, c.Format, c.Fields)
+	fields := c.Fields
+	fields.RequireTime, fields.RequireOutput = true, true // a schedule needs both
+	tr, err := trace.Read(c.Trace, c.Format, fields)
 	if err != nil {
 		return nil, exitcode.With(exitcode.InvalidConfig, err)
 	}
@@ -77,7 +81,7 @@ func (c Command) Run(ctx context.Context, stdout, stderr io.Writer) (*Summary, e
 	base := filepath.Join(c.Out, c.ID)
 	extra := map[string]any{"trace": c.Trace, "speed": c.Speed, "window_ms": []float64{records.Ms(c.From), records.Ms(c.To)},
 		"max_concurrency": c.MaxConcurrency, "tokenizer": tok.Name()}
-	target, steps := c.Target, ""
+	target, steps, timeScale := c.Target, "", 0.0
 	if target == "" {
 		steps = base + ".steps.log"
 		url, info, stop, err := c.Engine(tok, steps)
@@ -86,6 +90,7 @@ func (c Command) Run(ctx context.Context, stdout, stderr io.Writer) (*Summary, e
 		}
 		defer stop()
 		target, extra["engine"] = url, info
+		timeScale, _ = info["time_scale"].(float64)
 	}
 	model, context, err := c.servedModel(ctx, target)
 	if err != nil {
@@ -100,14 +105,22 @@ func (c Command) Run(ctx context.Context, stdout, stderr io.Writer) (*Summary, e
 		return nil, exitcode.With(exitcode.InvalidConfig, err)
 	}
 	defer client.Close()
-	fmt.Fprintf(stderr, "replay: %d requests of %s (log time %v-%v at speed %g: %.1f requests/s) against %s (%s); building prompts…\n",
-		len(sched.Items), c.Trace, sched.From, sched.To, c.Speed, sched.Rate(), target, model)
+	rate := RateText(len(sched.Items), sched.Rate())
+	if rate != "" {
+		rate = ": " + rate
+	}
+	fmt.Fprintf(stderr, "replay: %s of %s (log time %v-%v at speed %g%s) against %s (%s); building prompts…\n",
+		plural(len(sched.Items), "request"), c.Trace, sched.From, sched.To, c.Speed, rate, target, model)
+	if n := TimeScaleNote(timeScale, c.Speed); n != "" {
+		fmt.Fprintf(stderr, "replay: %s\n", n)
+	}
 	sum, err := Run(ctx, Options{Schedule: sched, Blocks: b, Sender: client, MaxConcurrency: c.MaxConcurrency,
 		Records: base + ".records.jsonl", SLOTTFT: c.SLOTTFT, SLOTPOT: c.SLOTPOT, Stderr: stderr,
 		Header: records.Header{ID: c.ID, Genload: c.Version, Target: target, Model: model, Extra: extra}})
 	if sum == nil {
 		return nil, err
 	}
+	sum.TimeScale = timeScale
 	if werr := c.writeSummary(sum, stdout, base, steps, records.Header{Source: "replay", ID: c.ID, Genload: c.Version, Target: target, Model: model, Extra: extra}); werr != nil && err == nil {
 		err = werr
 	}
@@ -115,8 +128,8 @@ func (c Command) Run(ctx context.Context, stdout, stderr io.Writer) (*Summary, e
 		return sum, err
 	}
 	if sum.Interrupted {
-		return sum, exitcode.Errorf(exitcode.Interrupted, "interrupted after %d of %d requests were sent; the records of the %d that finished are in %s",
-			sum.Sent, sum.Scheduled, sum.Finished, sum.Records)
+		return sum, exitcode.Errorf(exitcode.Interrupted, "interrupted after sending %d of %s; the records of the %d that finished are in %s",
+			sum.Sent, plural(sum.Scheduled, "request"), sum.Finished, filepath.Join(c.Out, sum.Records))
 	}
 	return sum, nil
 }
@@ -192,37 +205,46 @@ func (c Command) writeSummary(sum *Summary, stdout io.Writer, base, steps string
 }
 
 // ParseWindow reads --window START-END: two times of the log, each a Go duration ("90s",
-// "10m") or a number of seconds, END optional ("600-" to the end). Errors name the flag.
+// "10m") or a number of seconds, with 0 ≤ START < END; END may be left out ("600-": to the
+// end, returned as 0). Errors name the flag: a negative or missing start ("-5s-10s"), an end
+// not after the start ("0-0", "660s-600s"), a time that is neither.
 func ParseWindow(s string) (from, to time.Duration, err error) {
 	if s == "" {
 		return 0, 0, nil
 	}
+	const want = "want START-END of the log's time with 0 ≤ START < END (e.g. 600s-660s, 600-660 in seconds, or 600- to the end)"
+	if strings.HasPrefix(strings.TrimSpace(s), "-") {
+		return 0, 0, fmt.Errorf("--window %q: the start is negative or missing: %s", s, want)
+	}
 	a, b, ok := strings.Cut(s, "-")
 	if !ok {
-		return 0, 0, fmt.Errorf("--window %q: want START-END (e.g. 600s-660s, or 600-660 in seconds)", s)
+		return 0, 0, fmt.Errorf("--window %q: %s", s, want)
 	}
 	parse := func(v string) (time.Duration, error) {
-		v = strings.TrimSpace(v)
-		if v == "" {
-			return 0, nil
-		}
 		if d, err := time.ParseDuration(v); err == nil {
+			if d < 0 {
+				return 0, errors.New("negative")
+			}
 			return d, nil
 		}
-		var f float64
-		if _, err := fmt.Sscanf(v, "%g", &f); err != nil || f < 0 {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f*float64(time.Second) > math.MaxInt64 {
 			return 0, errors.New("bad time")
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
 	if from, err = parse(a); err != nil {
-		return 0, 0, fmt.Errorf("--window %q: start %q is not a duration or a number of seconds", s, a)
+		return 0, 0, fmt.Errorf("--window %q: start %q is not a duration or a number of seconds ≥ 0: %s", s, a, want)
+	}
+	if b == "" {
+		return from, 0, nil
 	}
 	if to, err = parse(b); err != nil {
-		return 0, 0, fmt.Errorf("--window %q: end %q is not a duration or a number of seconds", s, b)
+		return 0, 0, fmt.Errorf("--window %q: end %q is not a duration or a number of seconds ≥ 0: %s", s, b, want)
 	}
-	if to != 0 && to <= from {
-		return 0, 0, fmt.Errorf("--window %q: the end must come after the start", s)
+	if to <= from {
+		return 0, 0, fmt.Errorf("--window %q: empty: the end %v must come after the start %v", s, to, from)
 	}
 	return from, to, nil
 }

@@ -60,7 +60,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, err
 	}
 	if o.Stderr != nil {
-		fmt.Fprintf(o.Stderr, "replay: prompts built (%d prefix blocks); sending %d requests\n", len(ps.blocks), len(s.Items))
+		fmt.Fprintf(o.Stderr, "replay: prompts built (%s); sending %s\n", plural(len(ps.blocks), "prefix block"), plural(len(s.Items), "request"))
 	}
 	t0 := time.Now().Add(o.Lead)
 	h := o.Header

@@ -15,6 +15,7 @@ import (
 	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/engine"
+	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/prompt"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/records"
@@ -300,5 +301,94 @@ func TestMaxConcurrencyShowsAsLag(t *testing.T) {
 	// The last two wait for four rounds of two: 160 ms late at least.
 	if ss.most != 2 || sum.OK != 10 || sum.Lag.Max < 160 || sum.TTFTSched.Max < sum.TTFT.Max+160 {
 		t.Errorf("most in flight %d, ok %d, lag %+v, TTFT %+v from schedule %+v", ss.most, sum.OK, sum.Lag, sum.TTFT, sum.TTFTSched)
+	}
+}
+
+// --window accepts 0 ≤ START < END and an open end; a negative start, an empty window and a
+// time that is only partly a number are errors naming the flag, not another window.
+func TestWindowFlagRefusesNegativeAndEmptyWindows(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		from, to time.Duration
+	}{{"90s-2m", 90 * time.Second, 2 * time.Minute}, {"600-", 600 * time.Second, 0}, {"0-0.5", 0, 500 * time.Millisecond}, {" 10 - 20s ", 10 * time.Second, 20 * time.Second}} {
+		from, to, err := ParseWindow(c.in)
+		if err != nil || from != c.from || to != c.to {
+			t.Errorf("ParseWindow(%q) = %v, %v, %v; want %v, %v", c.in, from, to, err, c.from, c.to)
+		}
+	}
+	const want = "want START-END of the log's time with 0 ≤ START < END (e.g. 600s-660s, 600-660 in seconds, or 600- to the end)"
+	for in, msg := range map[string]string{
+		"-5s-10s":   `--window "-5s-10s": the start is negative or missing: ` + want,
+		"-10s":      `--window "-10s": the start is negative or missing: ` + want,
+		"0-0":       `--window "0-0": empty: the end 0s must come after the start 0s`,
+		"660s-600s": `--window "660s-600s": empty: the end 10m0s must come after the start 11m0s`,
+		"5s-5000ms": `--window "5s-5000ms": empty: the end 5s must come after the start 5s`,
+		"5--3s":     `--window "5--3s": end "-3s" is not a duration or a number of seconds ≥ 0: ` + want,
+		"5x-10":     `--window "5x-10": start "5x" is not a duration or a number of seconds ≥ 0: ` + want,
+		"5-10y":     `--window "5-10y": end "10y" is not a duration or a number of seconds ≥ 0: ` + want,
+		"600":       `--window "600": ` + want,
+	} {
+		if _, _, err := ParseWindow(in); err == nil || err.Error() != msg {
+			t.Errorf("ParseWindow(%q): %v\n want %s", in, err, msg)
+		}
+	}
+}
+
+// cancelOn is a stderr that cancels when a line holding word is written.
+type cancelOn struct {
+	word   string
+	cancel func()
+	b      strings.Builder
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	c.b.Write(p)
+	if strings.Contains(string(p), c.word) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// The command: a log without arrival times is refused naming its first record and the
+// field; an interrupted replay names its records file with its directory, and the summary
+// says the built-in engine's time scale.
+func TestCommandRefusesALogWithoutTimesAndNamesTheRecordsPath(t *testing.T) {
+	dir := t.TempDir()
+	noTime := filepath.Join(dir, "nots.jsonl")
+	os.WriteFile(noTime, []byte(`{"input_length": 100, "output_length": 5}`+"\n"), 0o644)
+	started := false
+	builtin := func(tok *tokenizer.Tokenizer, stepLog string) (string, map[string]any, func(), error) {
+		started = true
+		cfg := engine.DefaultConfig()
+		cfg.TimeScale, cfg.StepLogFile = 0.01, stepLog
+		eng, err := engine.New(cfg, tok)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		url, err := eng.Start("127.0.0.1:0")
+		return url, map[string]any{"time_scale": cfg.TimeScale}, func() { eng.Close() }, err
+	}
+	out := filepath.Join(dir, "rp")
+	c := Command{Trace: noTime, Speed: 1, Out: out, ID: "x", Engine: builtin}
+	var stdout strings.Builder
+	_, err := c.Run(context.Background(), &stdout, &stdout)
+	if exitcode.Of(err) != exitcode.InvalidConfig || err == nil || !strings.Contains(err.Error(), noTime+`:1: no field "timestamp" (the arrival time, which the schedule is made of; name another with --time`) || started {
+		t.Fatalf("no timestamps: exit %d, %v (engine started: %v)", exitcode.Of(err), err, started)
+	}
+	log := filepath.Join(dir, "t.jsonl")
+	os.WriteFile(log, []byte(`{"timestamp": 0, "input_length": 100, "output_length": 5}`+"\n"+`{"timestamp": 5000, "input_length": 200, "output_length": 5}`+"\n"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &cancelOn{word: "prompts built", cancel: cancel}
+	c.Trace = log
+	stdout.Reset()
+	sum, err := c.Run(ctx, &stdout, stderr)
+	want := "interrupted after sending 0 of 2 requests; the records of the 0 that finished are in " + filepath.Join(out, "x.records.jsonl")
+	if exitcode.Of(err) != exitcode.Interrupted || err.Error() != want {
+		t.Fatalf("interrupt: exit %d, %v\nwant %s\n%s", exitcode.Of(err), err, want, stderr.b.String())
+	}
+	if sum.TimeScale != 0.01 || sum.Speed != 1 || !strings.Contains(stdout.String(), "time scale: the built-in engine at time scale 0.01") ||
+		!strings.Contains(stderr.b.String(), "replay: 2 requests of "+log+" (log time 0s-5s at speed 1: 0.2 requests/s)") {
+		t.Errorf("summary %+v\n%s\n%s", sum, stdout.String(), stderr.b.String())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,10 +66,14 @@ type Summary struct {
 	// Interrupted is set when the replay was stopped (Ctrl-C) before every request was sent
 	// or finished.
 	Interrupted bool `json:"interrupted,omitempty"`
-	// Rate is the schedule's send rate (requests/s); Duration the wall time from t₀ to the
-	// last request's end (s).
+	// Rate is the schedule's send rate (requests/s; 0 for one request or for requests all
+	// scheduled at one instant); Duration the wall time from t₀ to the last request's end (s).
 	Rate     float64 `json:"rate_per_s"`
 	Duration float64 `json:"duration_s"`
+	// Speed is the replay's --speed (log time ÷ speed = send time); TimeScale the built-in
+	// engine's wall seconds per simulated second (0: another target, whose times are its own).
+	Speed     float64 `json:"speed"`
+	TimeScale float64 `json:"time_scale,omitempty"`
 	// Lag is the client's lag behind its schedule (sent − scheduled); Late1ms how many
 	// requests were sent more than 1 ms late.
 	Lag     Dist `json:"lag"`
@@ -192,6 +197,7 @@ func (a *accumulator) summary(s *Schedule, sent int, interrupted bool) *Summary 
 	sum.Skipped = len(s.Skipped)
 	sum.SkippedFirst = s.Skipped[:min(5, len(s.Skipped))]
 	sum.Interrupted = interrupted
+	sum.Speed = s.Speed
 	sum.Rate = s.Rate()
 	if math.IsInf(sum.Rate, 0) {
 		sum.Rate = 0
@@ -207,14 +213,62 @@ func (a *accumulator) summary(s *Schedule, sent int, interrupted bool) *Summary 
 	return &sum
 }
 
-// WriteText prints the summary: counts, lag, latencies, goodput, one line each.
+// plural is "1 request", "2 requests".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// RateText describes the send rate of n requests: "" for one, "all at one instant" when their
+// times are equal (rate 0 or +Inf), else "65.1 requests/s".
+func RateText(n int, rate float64) string {
+	switch {
+	case n < 2:
+		return ""
+	case rate == 0 || math.IsInf(rate, 0):
+		return "all at one instant"
+	}
+	return fmt.Sprintf("%.1f requests/s", rate)
+}
+
+// TimeScaleNote says what the built-in engine's time scale ts does to a replay's figures at
+// speed ("" for another target, ts = 0): its latencies are wall-clock, ts × the simulated
+// server's; and requests sent at the log's rate × speed arrive, per simulated second, at the
+// log's rate × speed·ts: the log's load when speed = 1/ts.
+func TimeScaleNote(ts, speed float64) string {
+	if ts <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("the built-in engine at time scale %g (wall s per simulated s) is %.3g× faster than the server it simulates: its latencies are wall-clock (× %.3g for the simulated server's)", ts, 1/ts, 1/ts)
+	if ts == 1 {
+		s = "the built-in engine at time scale 1: its latencies are the simulated server's"
+	}
+	if load := speed * ts; math.Abs(load-1) < 1e-9 {
+		s += fmt.Sprintf("; at speed %g = 1/time scale it serves the log's load on its own clock", speed)
+	} else {
+		s += fmt.Sprintf("; at speed %g it serves %.3g× the log's load on its own clock (--speed %.3g replays the log's load)", speed, load, 1/ts)
+	}
+	return s
+}
+
+// WriteText prints the summary: counts, lag, latencies, goodput, one line each, and what the
+// built-in engine's time scale does to the figures.
 func (s *Summary) WriteText(w io.Writer) {
 	state := ""
 	if s.Interrupted {
 		state = " (interrupted: the figures are of the requests that finished)"
 	}
-	fmt.Fprintf(w, "replay: %d scheduled (%.1f requests/s), %d sent, %d finished: %d ok, %d failed, %d with another output length than max_tokens, %d prompts counted otherwise than sent%s\n",
-		s.Scheduled, s.Rate, s.Sent, s.Finished, s.OK, s.Failed, s.WrongLength, s.PromptMismatch, state)
+	rate := RateText(s.Scheduled, s.Rate)
+	if rate != "" {
+		rate = " (" + rate + ")"
+	}
+	fmt.Fprintf(w, "replay: %d scheduled%s, %d sent, %d finished: %d ok, %d failed, %d with another output length than max_tokens, %s counted otherwise than sent%s\n",
+		s.Scheduled, rate, s.Sent, s.Finished, s.OK, s.Failed, s.WrongLength, plural(s.PromptMismatch, "prompt"), state)
+	if n := TimeScaleNote(s.TimeScale, s.Speed); n != "" {
+		fmt.Fprintf(w, "time scale: %s\n", n)
+	}
 	if s.Skipped > 0 {
 		fmt.Fprintf(w, "left out of the window: %d (first: %s: %s)\n", s.Skipped, s.SkippedFirst[0].Src, s.SkippedFirst[0].Why)
 	}
@@ -223,18 +277,29 @@ func (s *Summary) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "send lag behind the schedule: p50 %.3f, p99 %.3f, max %.3f ms; %d of %d sent more than 1 ms late\n",
 		s.Lag.P50, s.Lag.P99, s.Lag.Max, s.Late1ms, s.Lag.N)
-	fmt.Fprintf(w, "\n| ms (ok requests) | n | mean | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|\n")
+	unit := "ms"
+	if s.TimeScale > 0 {
+		unit = fmt.Sprintf("wall ms at time scale %g", s.TimeScale)
+	}
+	fmt.Fprintf(w, "\n| %s (ok requests) | n | mean | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|\n", unit)
 	for _, r := range []struct {
 		name string
 		d    Dist
 	}{{"TTFT", s.TTFT}, {"TTFT from schedule", s.TTFTSched}, {"ITL", s.ITL}, {"TPOT", s.TPOT}, {"E2E", s.E2E}, {"E2E from schedule", s.E2ESched}} {
 		fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f |\n", r.name, r.d.N, r.d.Mean, r.d.P50, r.d.P90, r.d.P99, r.d.Max)
 	}
-	slo := "no SLO given: every ok request counts"
-	if s.SLOTTFTMs > 0 || s.SLOTPOTMs > 0 {
-		slo = fmt.Sprintf("SLO TTFT from schedule ≤ %.0f ms, TPOT ≤ %.1f ms (0: none)", s.SLOTTFTMs, s.SLOTPOTMs)
+	var slos []string
+	if s.SLOTTFTMs > 0 {
+		slos = append(slos, fmt.Sprintf("TTFT from schedule ≤ %.0f ms", s.SLOTTFTMs))
 	}
-	fmt.Fprintf(w, "\ngoodput: %d requests, %.2f requests/s, %.0f output tokens/s (%s); throughput %.0f output tokens/s over %.1f s\n",
-		s.Good, s.Goodput, s.GoodTokens, slo, s.Throughput, s.Duration)
+	if s.SLOTPOTMs > 0 {
+		slos = append(slos, fmt.Sprintf("TPOT ≤ %.1f ms", s.SLOTPOTMs))
+	}
+	slo := "no SLO given: every ok request counts"
+	if len(slos) > 0 {
+		slo = "SLO " + strings.Join(slos, ", ")
+	}
+	fmt.Fprintf(w, "\ngoodput: %s, %.2f requests/s, %.0f output tokens/s (%s); throughput %.0f output tokens/s over %.3g s\n",
+		plural(s.Good, "request"), s.Goodput, s.GoodTokens, slo, s.Throughput, s.Duration)
 	fmt.Fprintf(w, "\"from schedule\" adds the client's lag: where it differs from the line above, requests were sent late (coordinated omission) and it is what a user would have seen.\n")
 }

@@ -23,6 +23,9 @@ type column struct {
 	// perServer marks a column of routed cells' per-server figures: in the wide table only
 	// when some cell has them (the CSV always has it).
 	perServer bool
+	// timings marks the column of the server's own per-sequence timings: in the wide table
+	// only when some cell has them (the CSV always has it).
+	timings bool
 }
 
 // inNarrow marks c as one of the default table's columns.
@@ -94,7 +97,8 @@ func columns(withHeader, withServer, withTruth, wide bool) []column {
 }
 
 // allColumns is every column in table order: the figures of every run ([figureColumns]),
-// the optional groups (the header's figure, the server's metrics and its per-server columns,
+// the optional groups (the server's own timings: its headers' figure and its per-sequence
+// timings (llama.cpp, ollama); the server's metrics and its per-server columns,
 // the built-in engine's truth) and last the counted sequences and the status.
 func allColumns(withHeader, withServer, withTruth bool) []column {
 	cols := figureColumns()
@@ -105,6 +109,14 @@ func allColumns(withHeader, withServer, withTruth bool) []column {
 			}
 			return f.Header.PerForward.Mean, true
 		})))
+		srv := durCol("srv fwd ms", "server_timings_per_forward_mean_ms", 3, "", figDur(func(f *measure.Figures) (time.Duration, bool) {
+			if f.ServerTimings == nil || f.ServerTimings.PerForward.N == 0 {
+				return 0, false
+			}
+			return f.ServerTimings.PerForward.Mean, true
+		}))
+		srv.timings = true
+		cols = append(cols, srv)
 	}
 	if withServer {
 		cols = append(cols, durCol("metrics fwd ms", "metrics_step_ms", 3, "", srvDur(func(m *scraped.CellMetrics) (time.Duration, bool) {
@@ -271,7 +283,7 @@ func batchSeenOf(c *Cell, samples bool) string {
 // /metrics figures, and the built-in engine's truth.
 func present(run *Run) (header, server, truth bool) {
 	for _, c := range run.Cells {
-		header = header || (c.Figures != nil && c.Figures.Header != nil)
+		header = header || (c.Figures != nil && (c.Figures.Header != nil || c.Figures.ServerTimings != nil))
 		server = server || c.Server != nil
 		truth = truth || (c.Server != nil && c.Server.Steps.HasTruthDecode)
 	}
@@ -334,6 +346,16 @@ func perServerColumns() []column {
 }
 
 // hasPerServer reports whether a cell of run has per-server figures.
+// hasTimings reports whether some cell of run has the server's own per-sequence timings.
+func hasTimings(run *Run) bool {
+	for _, c := range run.Cells {
+		if c.Figures != nil && c.Figures.ServerTimings != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func hasPerServer(run *Run) bool {
 	for _, c := range run.Cells {
 		if len(c.PerServer) > 0 {

@@ -128,6 +128,6 @@ func writeNotes(w io.Writer, pooled []string, left []LeftOut, warnings []string)
 		fmt.Fprintf(w, "left out %s: %s\n", l.CellKey, l.Reason)
 	}
 	for _, warn := range warnings {
-		fmt.Fprintf(w, "⚠ %s\n", warn)
+		Prose(w, "⚠ ", "  ", warn) // within the table's width, as the cells' warnings
 	}
 }

@@ -12,6 +12,7 @@ var legend = map[string]string{
 	"tokens":                "completion tokens generated in the cell; ≥: counted from chunks, unverified (the server sent no usable count)",
 	"counted":               "sequences in the per-forward figures / B: the others stopped early, ran past max_tokens, returned no token or failed (the cell is partial), or could not be timed (the warnings say why)",
 	"hdr fwd ms":            "per forward pass from the server's generation-duration (and speculation-acceptance) headers",
+	"srv fwd ms":            "per forward pass from the server's own timing of each sequence (llama.cpp's timings: predicted_ms / (predicted_n − 1); ollama's eval_duration / (eval_count − 1))",
 	"metrics fwd ms":        "per forward pass from the server's /metrics before and after the cell",
 	"B seen":                "the batch the cell ran at: the server's running-requests gauge, most frequent value (share of samples at B); (client): the most sequences the client saw decoding together, where no gauge was sampled (<B: probably not reached); ?: neither could tell",
 	"fwd per server":        "routed over several servers: each server's fwd over the sequences routed to it, in the order of the workers' servers above (/ between servers)",
@@ -81,8 +82,7 @@ func legendFor(head string, run *Run, wide bool) string {
 }
 
 // Legends keeps the legend of the columns to once per command: the tables of a command
-// (every repeat of genload run --repeat, every point of a sweep, every file of genload
-// report) written with one *Legends print under them only the legend lines no earlier table
+// (every point of a sweep, every file of genload report) written with one *Legends print under them only the legend lines no earlier table
 // printed — the first table the whole legend, a later one only a column it adds or whose
 // meaning differs in its run (cached %, TTFT p50) — and none when Off (--no-legend). The zero
 // value prints each line once; a nil *Legends prints every table's whole legend.

@@ -101,8 +101,12 @@ type Header struct {
 	// from Config when the header leaves them nil.
 	Labels map[string]any `json:"labels,omitempty"`
 	// UntilCV is the stopping rule of a run that repeated its cells until stable (genload run
-	// --until-cv); nil for a run that measured each cell once.
+	// --until-cv); nil for a run that measured each cell once or a fixed count of times.
 	UntilCV *StoppingRule `json:"until_cv,omitempty"`
+	// Repeats is the fixed number of times a run measured each cell, in interleaved rounds
+	// (genload run --repeat N, N ≥ 2: a record per cell and repeat); 0 for a run that
+	// measured each cell once or by a stopping rule (UntilCV).
+	Repeats int `json:"repeats,omitempty"`
 	// Structure is what genload knew of the served model's architecture when it ran — a
 	// mixture of experts or dense, and where that was read — for the latency model's terms
 	// (genload fit adds the expert term for a mixture of experts without flags); nil when
@@ -347,8 +351,8 @@ func (c *Cell) alignNames() {
 }
 
 // NamedWarnings returns the cell's warnings with their names: WarningNames[i] where the
-// record has it, else the catalogue's name of the text (warning.Classify; a record written
-// before names existed, or a text appended to Warnings alone).
+// record has it, else the catalogue's name of the text (a record written before names
+// existed, a text appended to Warnings alone, or a retired name: warning.Resolve).
 func (c *Cell) NamedWarnings() []warning.Warning {
 	out := make([]warning.Warning, len(c.Warnings))
 	for i, t := range c.Warnings {
@@ -356,9 +360,7 @@ func (c *Cell) NamedWarnings() []warning.Warning {
 		if i < len(c.WarningNames) {
 			n = c.WarningNames[i]
 		}
-		if n == "" {
-			n = warning.Classify(t)
-		}
+		n = warning.Resolve(n, t)
 		out[i] = warning.Warning{Name: n, Text: t}
 	}
 	return out

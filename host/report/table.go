@@ -39,6 +39,9 @@ type Grid struct {
 func TableGrid(run *Run, opt TableOptions) Grid {
 	h, s, t := present(run)
 	cols := columns(h, s, t, opt.Wide)
+	if !hasTimings(run) {
+		cols = slices.DeleteFunc(cols, func(c column) bool { return c.timings })
+	}
 	if !hasPerServer(run) {
 		cols = slices.DeleteFunc(cols, func(c column) bool { return c.perServer })
 	} else {

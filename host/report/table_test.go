@@ -274,3 +274,25 @@ func TestMarkdownTable(t *testing.T) {
 	}()
 	MarkdownTable(&b, []string{"L", "note"}, [][]string{{"1"}})
 }
+
+// A run whose server times its own sequences (llama.cpp, ollama) shows that figure in the
+// wide table as "srv fwd ms", with its legend; a run without such timings has no such column.
+func TestWideTableShowsTheServersOwnTimings(t *testing.T) {
+	run := &Run{Header: Header{RunID: "t", Model: "m"}}
+	c := sampleCell(0, 1000, 2, 7*time.Millisecond)
+	run.Cells = []Cell{c}
+	if g := TableGrid(run, TableOptions{Wide: true}); slices.Contains(g.Head, "srv fwd ms") {
+		t.Fatalf("column without timings: %v", g.Head)
+	}
+	run.Cells[0].Figures.ServerTimings = &measure.ServerTimings{Source: "llama.cpp timings", PerForward: measure.Summary{N: 2, Mean: 7250 * time.Microsecond}}
+	g := TableGrid(run, TableOptions{Wide: true})
+	i := slices.Index(g.Head, "srv fwd ms")
+	if i < 0 || g.Rows[0][i] != "7.250" {
+		t.Fatalf("head %v, row %v: want srv fwd ms 7.250", g.Head, g.Rows[0])
+	}
+	if !slices.ContainsFunc(g.Legend, func(l [2]string) bool {
+		return l[0] == "srv fwd ms" && strings.Contains(l[1], "eval_duration / (eval_count − 1)")
+	}) {
+		t.Errorf("no legend for srv fwd ms: %v", g.Legend)
+	}
+}

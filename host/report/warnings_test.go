@@ -20,7 +20,7 @@ func TestWarningNamesOfOldAndNewRecords(t *testing.T) {
 	if err := json.Unmarshal([]byte(old), &c); err != nil {
 		t.Fatal(err)
 	}
-	want := []warning.Name{warning.EstimatesDisagree, warning.BatchNotReached, warning.Other}
+	want := []warning.Name{warning.FwdVsFit, warning.BatchNotReached, warning.Other}
 	if got := names(c.NamedWarnings()); !slices.Equal(got, want) {
 		t.Errorf("old record's names %v, want %v", got, want)
 	}
@@ -43,26 +43,39 @@ func TestWarningNamesOfOldAndNewRecords(t *testing.T) {
 }
 
 // The table's groups are the catalogue's kinds, headed by their sentence: "estimators
-// disagree" (measure's fit check) and "estimates disagree" (the server's figures) are one
-// kind; a text no kind knows keeps its own words with its varying numbers as ….
+// disagree" (measure's fit check) and "estimates disagree" (the server's figures) are two
+// kinds, each with its own headline, also in a record that stored the one retired name for
+// both; a text no kind knows keeps its own words with its varying numbers as ….
 func TestGroupsAreTheCataloguesKinds(t *testing.T) {
 	run := &Run{Cells: []Cell{
 		{Cell: matrix.Cell{Index: 0, SeqLen: 1000, Batch: 1}, Warnings: []string{
 			"per-forward estimators disagree: fwd (the mean forward pass) 1.045 ms is +16.6 % of the robust fit 0.896 ms (the typical one)",
 			"odd thing 3 happened"}},
 		{Cell: matrix.Cell{Index: 1, SeqLen: 1000, Batch: 8}, Warnings: []string{
+			"per-forward estimators disagree: fwd (the mean forward pass) 1.2 ms is +20.0 % of the robust fit 1.0 ms (the typical one)",
 			"per-forward estimates disagree: metrics fwd (/metrics) 10.000 ms is +39 % of the client's fwd 7.190 ms (a late first token or a stall)",
-			"odd thing 4 happened"}},
+			"odd thing 4 happened"},
+			WarningNames: []warning.Name{"estimates-disagree", "estimates-disagree", warning.Other}},
 	}}
 	gs := GroupWarnings(run)
-	if len(gs) != 2 {
+	if len(gs) != 3 {
 		t.Fatalf("%d groups: %+v", len(gs), gs)
 	}
-	if g := gs[0]; g.Name != warning.EstimatesDisagree || g.Kind != "Per-forward estimates disagree by more than 5 %" || len(g.Cells) != 2 {
-		t.Errorf("first group %s %q over %d cells", g.Name, g.Kind, len(g.Cells))
+	for i, want := range []struct {
+		name  warning.Name
+		kind  string
+		cells int
+	}{
+		{warning.FwdVsFit, "The mean forward pass and the typical one (the robust fit) differ by more than 5 %", 2},
+		{warning.Other, "odd thing … happened", 2},
+		{warning.SourcesDisagree, "The client's, the server's and the engine's per-forward figures differ by more than 5 %", 1},
+	} {
+		if g := gs[i]; g.Name != want.name || g.Kind != want.kind || len(g.Cells) != want.cells {
+			t.Errorf("group %d: %s %q over %d cells, want %s %q over %d", i, g.Name, g.Kind, len(g.Cells), want.name, want.kind, want.cells)
+		}
 	}
-	if g := gs[1]; g.Name != warning.Other || g.Kind != "odd thing … happened" || len(g.Cells) != 2 {
-		t.Errorf("second group %s %q over %d cells", g.Name, g.Kind, len(g.Cells))
+	if got, want := csvWarnings(&run.Cells[1]), "fwd-vs-fit; sources-disagree; other"; got != want {
+		t.Errorf("CSV warnings column %q, want %q", got, want)
 	}
 }
 

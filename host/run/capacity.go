@@ -3,7 +3,6 @@ package run
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/config"
@@ -27,7 +26,7 @@ var _ capacityReader = (*scrape.Watcher)(nil)
 func builtinCapacity(eng *engine.Engine) scrape.Capacity {
 	c := eng.Config()
 	return scrape.Capacity{KVTokens: c.KVCacheTokens / c.BlockSize * c.BlockSize, BlockSize: c.BlockSize, MaxSeqs: c.MaxNumSeqs,
-		Source: "the built-in engine's kv_cache_tokens and max_num_seqs"}
+		KVSource: "the built-in engine's kv_cache_tokens", SeqsSource: "the built-in engine's max_num_seqs"}
 }
 
 // capacities returns the capacity of each worker's server (by worker index; one entry, the
@@ -121,26 +120,46 @@ func (r *cellRunner) capacityWarnings(plan *cell.Plan) []warning.Warning {
 }
 
 // capacityWarning is the warning of a share of lens (prompt lengths, tokens) that c cannot
-// hold at once ("" server: the cell's one server); ok is false when it fits.
+// hold at once ("" server: the cell's one server); ok is false when it fits. It names the
+// limit that binds with its figure: the sequences the server runs at once (the KV cache then
+// said to hold them, when it is known), or its KV cache against what the sequences need.
 func capacityWarning(c scrape.Capacity, lens []int, maxTokens int, shared bool, server string) (warning.Warning, bool) {
 	f := c.Check(lens, maxTokens, shared)
 	if f.Fits {
 		return warning.Warning{}, false
 	}
-	who, what := "server capacity too small: the", "the server holds"
+	who, them := "server capacity too small:", fmt.Sprintf("the %s of the batch", warning.Thousands(len(lens)))
 	if server != "" {
-		who, what = fmt.Sprintf("server %s capacity too small: the", server), "it holds"
+		who, them = fmt.Sprintf("server %s capacity too small:", server), fmt.Sprintf("the %s routed to it", warning.Thousands(len(lens)))
 	}
-	return warning.Newf(warning.CapacityShort, "%s %d sequences need %s tokens of KV cache at once (each prompt + max_tokens %d, in blocks of %d), %s %s: at most %d of them run at once, the others wait or are preempted and recomputed; the figures are kept, for a batch of at most %d",
-		who, len(lens), warning.Thousands(f.Need), maxTokens, max(c.BlockSize, 1), what, c, f.At, f.At), true
+	need := fmt.Sprintf("%s tokens of KV cache at once (each prompt + max_tokens %d, in blocks of %d)", warning.Thousands(f.Need), maxTokens, max(c.BlockSize, 1))
+	if f.Binds == scrape.LimitSeqs {
+		kv := ""
+		switch {
+		case c.KVTokens > 0 && f.KVAt == len(lens):
+			kv = fmt.Sprintf("; the KV cache is not the limit: they need %s, it holds %s", need, warning.Thousands(c.KVTokens))
+		case c.KVTokens > 0:
+			kv = fmt.Sprintf("; its KV cache would hold %s of them (they need %s, it holds %s)", warning.Thousands(f.KVAt), need, warning.Thousands(c.KVTokens))
+		}
+		return warning.Newf(warning.CapacityShort, "%s it %s, fewer than %s%s: the others wait for a free slot; the figures are kept, for a batch of at most %s",
+			who, c.Limit(scrape.LimitSeqs), them, kv, warning.Thousands(f.At)), true
+	}
+	return warning.Newf(warning.CapacityShort, "%s its KV cache is the limit: %s need %s, it %s: at most %s of them run at once, the others wait or are preempted and recomputed; the figures are kept, for a batch of at most %s",
+		who, them, need, c.Limit(scrape.LimitKV), warning.Thousands(f.At), warning.Thousands(f.At)), true
 }
 
 // announceCapacity says, before the first cell is sent, which cells of the matrix a server
-// cannot hold at once (each estimated with every prompt of length L; the cell's own warning
-// uses the realised lengths).
+// cannot hold at once and which of its limits binds (each cell estimated with every prompt of
+// length L; the cell's own warning uses the realised lengths), wrapped within the table's
+// width.
 func (r *cellRunner) announceCapacity(w io.Writer, cells []matrix.Cell) {
-	byCap := map[string][]matrix.Cell{}
-	var order []string
+	type limit struct {
+		server string
+		binds  scrape.Limit
+		words  string
+	}
+	byLimit := map[limit][]matrix.Cell{}
+	var order []limit
 	for _, c := range cells {
 		for _, g := range r.groups(roundRobin(c.Batch, len(r.capacity), r.cfg.Mode), c.Batch) {
 			if !g.cap.Known() {
@@ -150,20 +169,32 @@ func (r *cellRunner) announceCapacity(w io.Writer, cells []matrix.Cell) {
 			for i := range lens {
 				lens[i] = c.SeqLen
 			}
-			if g.cap.Check(lens, r.cfg.MaxTokens, r.cfg.Mode == config.ModeN).Fits {
+			f := g.cap.Check(lens, r.cfg.MaxTokens, r.cfg.Mode == config.ModeN)
+			if f.Fits {
 				continue
 			}
-			key := strings.TrimSpace(g.server + " " + g.cap.String())
-			if _, ok := byCap[key]; !ok {
-				order = append(order, key)
+			k := limit{g.server, f.Binds, g.cap.Limit(f.Binds)}
+			if _, ok := byLimit[k]; !ok {
+				order = append(order, k)
 			}
-			byCap[key] = append(byCap[key], c)
+			byLimit[k] = append(byLimit[k], c)
 			break
 		}
 	}
 	for _, k := range order {
-		fmt.Fprintf(w, "server capacity: %s cannot hold all B sequences of %s at once (prompts of L tokens + max_tokens %d): their batch will not be reached, and the cells will say so\n",
-			k, report.CellList(byCap[k], cells), r.cfg.MaxTokens)
+		who := "the server"
+		if k.server != "" {
+			who = "server " + k.server
+		}
+		var s string
+		if k.binds == scrape.LimitSeqs {
+			s = fmt.Sprintf("server capacity: %s %s, fewer than the B sequences of %s: their batch will not be reached (the others wait for a free slot), and the cells will say so",
+				who, k.words, report.CellList(byLimit[k], cells))
+		} else {
+			s = fmt.Sprintf("server capacity: %s %s, too few for the B sequences of %s at once (prompts of L tokens + max_tokens %d): their batch will not be reached, and the cells will say so",
+				who, k.words, report.CellList(byLimit[k], cells), r.cfg.MaxTokens)
+		}
+		report.Prose(w, "", "  ", s)
 	}
 }
 

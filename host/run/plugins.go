@@ -35,6 +35,10 @@ func loadPlugins(ctx context.Context, cfg *config.Config) loadedPlugins {
 	}
 	lp, err := host.LoadLengths(ctx, cfg.Lengths.Plugin, cfg.Lengths.Config)
 	if err != nil {
+		if ce, ok := plugin.AsConfigError(err, "lengths.config", cfg.Lengths.Config); ok {
+			// The plugin rejected its configuration: the key at fault, in bench.toml's words.
+			return loadedPlugins{host: host, err: exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: %w", cfg.Where(ce.Key), ce))}
+		}
 		key := "lengths.plugin"
 		if pe := (*plugin.Error)(nil); errors.As(err, &pe) && pe.Export == "genload_init" {
 			key = "lengths.config" // the plugin rejected its configuration
@@ -59,5 +63,11 @@ func checkLengths(ctx context.Context, lp *plugin.LengthsPlugin, st lengths.Stag
 	if err := lp.VerifyPure(ctx, c.Batch, c.SeqLen, st.Lo, st.Hi); err != nil {
 		return exitcode.With(exitcode.PluginRejected, fmt.Errorf("cell %s: %w", c.Key(), err))
 	}
-	return exitcode.With(exitcode.PluginRejected, st.Prefetch(ctx, cells))
+	if err := st.Prefetch(ctx, cells); err != nil {
+		return exitcode.With(exitcode.PluginRejected, err)
+	}
+	// Every cell's lengths are cached now: the plugin's code and memory are freed for the
+	// cells (a call the cache does not answer loads it again).
+	lp.Release(ctx)
+	return nil
 }

@@ -42,8 +42,108 @@ func clientOptions(cfg *config.Config, target, model, apiKey string, workers []c
 		TotalTimeout: cfg.Timeouts.Total.Duration, ContinuousUsage: cfg.ContinuousUsage,
 		StallSteps: cfg.Timeouts.StallSteps, StallMin: cfg.Timeouts.StallMin.Duration, Stall: cfg.Timeouts.Stall.Duration,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
-		Logprobs: logprobsOf(cfg), KeepText: retokenize(cfg),
+		Logprobs: logprobsOf(cfg), KeepText: retokenize(cfg), API: apiOf(cfg),
 	}
+}
+
+// ChosenAPI is the key in config.Config.Chosen that records which server API the run uses when
+// the probe chose ollama's native API (its value starts with "ollama"); absent, the run
+// speaks /v1/completions.
+const ChosenAPI = "api"
+
+// apiOf is the dispatch API of cfg: ollama's native API when the probe chose it.
+func apiOf(cfg *config.Config) dispatch.API {
+	if strings.HasPrefix(cfg.Chosen[ChosenAPI], string(dispatch.APIOllama)) {
+		return dispatch.APIOllama
+	}
+	return dispatch.APIOpenAI
+}
+
+// chooseAPI decides, before the capability probe, whether the run speaks ollama's native API:
+// when every distinct server of the run answers GET /api/version as ollama does and the
+// settings allow one text prompt per request (mode "routed" or "auto", prompt.format "text"
+// or "auto"), one tiny native request (max_tokens 2) is sent to the first; when it is
+// accepted with ollama's eval_count on its final object, cfg comes back with Chosen[ChosenAPI] (and mode and prompt.format resolved) and
+// opts with API ollama. The native API is the same runner behind ollama's /v1 layer, so the
+// client's figures are unchanged; what it adds is the server's own eval_count and
+// eval_duration of each sequence (the server's figure beside the client's) and a prompt
+// sent as it is ("raw": ollama's /v1/completions applies the model's template to a prompt
+// genload already templated). line says what was found and chosen ("" for a server that is
+// not ollama). Errors are only a canceled context's.
+func chooseAPI(ctx context.Context, cfg *config.Config, opts dispatch.Options, tok *tokenizer.Tokenizer) (*config.Config, dispatch.Options, string, error) {
+	timeout := max(cfg.Timeouts.Connect.Duration, 10*time.Second)
+	var bases, versions []string
+	seen := map[string]bool{}
+	for _, w := range opts.Workers {
+		u := w.URL
+		if u == "" {
+			u = opts.Target
+		}
+		if b := strings.TrimSuffix(strings.TrimSuffix(u, "/"), "/v1"); !seen[b] {
+			seen[b] = true
+			bases = append(bases, b)
+		}
+	}
+	if len(bases) == 0 {
+		bases = []string{strings.TrimSuffix(strings.TrimSuffix(opts.Target, "/"), "/v1")}
+	}
+	for _, b := range bases {
+		v, err := dispatch.ProbeOllama(ctx, b, opts.APIKey, timeout)
+		if ctx.Err() != nil {
+			return nil, opts, "", ctx.Err()
+		}
+		if err != nil {
+			if len(versions) > 0 { // a mix of servers: one API for all
+				return cfg, opts, fmt.Sprintf("ollama at %s, but %s is not ollama (%v): /v1/completions for every server", bases[0], b, err), nil
+			}
+			return cfg, opts, "", nil
+		}
+		versions = append(versions, v)
+	}
+	where := fmt.Sprintf("ollama %s at %s", versions[0], bases[0])
+	if len(bases) > 1 {
+		where = fmt.Sprintf("ollama at every server (%s: %s)", strings.Join(bases, ", "), strings.Join(versions, ", "))
+	}
+	modeOK := cfg.Mode == config.ModeRouted || cfg.Mode == config.ModeAuto
+	formatOK := cfg.Prompt.Format == config.FormatText || cfg.Prompt.Format == config.FormatAuto
+	if !modeOK || !formatOK {
+		return cfg, opts, fmt.Sprintf("%s: its native API (the server's own eval_duration of each sequence) takes one text prompt per request; with mode = %q and prompt.format = %q genload speaks /v1/completions (set mode = \"routed\" and prompt.format = \"text\" for the native API)",
+			where, cfg.Mode, cfg.Prompt.Format), nil
+	}
+	native := opts
+	native.API = dispatch.APIOllama
+	client, err := probeClient(native)
+	if err != nil {
+		return nil, opts, "", err
+	}
+	defer client.Close()
+	text := tok.Decode(tok.Encode(probeTexts[0]), false)
+	rs, err := client.ProbeShapes(ctx, []dispatch.Shape{dispatch.ShapeString}, [][]int32{tok.Encode(probeTexts[0])}, []string{text})
+	if err != nil {
+		return nil, opts, "", err
+	}
+	switch {
+	case !rs[0].Accepted:
+		return cfg, opts, fmt.Sprintf("%s, but its native POST /api/generate failed (%s): /v1/completions instead", where, rs[0].Error), nil
+	case !rs[0].Usage: // a server imitating ollama's API without its metrics
+		return cfg, opts, fmt.Sprintf("%s, but its native POST /api/generate sent no eval_count: /v1/completions instead", where), nil
+	}
+	c2 := *cfg
+	c2.Chosen = map[string]string{}
+	for k, v := range cfg.Chosen {
+		c2.Chosen[k] = v
+	}
+	why := "ollama's native API takes one text prompt per request"
+	if cfg.Mode == config.ModeAuto {
+		c2.Mode = config.ModeRouted
+		c2.Chosen["mode"] = config.ModeRouted + ": " + why
+	}
+	if cfg.Prompt.Format == config.FormatAuto {
+		c2.Prompt.Format = config.FormatText
+		c2.Chosen["prompt.format"] = config.FormatText + ": " + why
+	}
+	c2.Chosen[ChosenAPI] = string(dispatch.APIOllama) + ": " + where + " (GET /api/version): its native POST /api/generate gives each sequence's eval_count and eval_duration, the server's figure beside the client's"
+	return &c2, native, fmt.Sprintf("%s: requests go to its native POST /api/generate (raw prompts, mode = \"routed\", prompt.format = \"text\"), whose eval_count and eval_duration give the server's own time per forward pass of each sequence", where), nil
 }
 
 // probeClient is a client for the probes before the first cell: the run's options, sent to
@@ -143,13 +243,31 @@ func decideShape(cfg *config.Config, allowed []dispatch.Shape, results []dispatc
 }
 
 // probeServer runs the capability probe against the first worker before the first cell:
-// /metrics and the tokenize endpoint always; the prompt shapes (tiny requests, max_tokens
+// the server API (chooseAPI: ollama's native API for an ollama server), /metrics and the
+// tokenize endpoint always; the prompt shapes (tiny requests, max_tokens
 // 2) when mode or prompt.format is "auto", to resolve them — array before routed, token
 // ids before text — printing one line with the choice and why. When no shape the settings
 // allow is accepted, it probes the others too and fails naming the settings to change.
 // Shapes are not probed when both are set: a rejection then comes with the first request,
 // and its hint names the setting.
 func probeServer(ctx context.Context, cfg *config.Config, opts dispatch.Options, tok *tokenizer.Tokenizer, severalWorkers bool) (*serverInfo, error) {
+	cfg, opts, apiLine, err := chooseAPI(ctx, cfg, opts, tok)
+	if err != nil {
+		return nil, err
+	}
+	info, err := probeShapes(ctx, cfg, opts, tok, severalWorkers)
+	if err != nil || apiLine == "" {
+		return info, err
+	}
+	if info.line != "" {
+		apiLine += "\n" + info.line
+	}
+	info.line = apiLine
+	return info, nil
+}
+
+// probeShapes is probeServer after the API is chosen.
+func probeShapes(ctx context.Context, cfg *config.Config, opts dispatch.Options, tok *tokenizer.Tokenizer, severalWorkers bool) (*serverInfo, error) {
 	info := &serverInfo{cfg: cfg}
 	auto := cfg.Mode == config.ModeAuto || cfg.Prompt.Format == config.FormatAuto
 	client, err := probeClient(opts)
@@ -201,6 +319,10 @@ func probeServer(ctx context.Context, cfg *config.Config, opts dispatch.Options,
 	}
 	chosen, why, err := decideShape(cfg, allowed, caps.Shapes, caps.URL)
 	if err != nil {
+		if answer, ok := notOpenAI(caps.Shapes); ok {
+			// Not the settings' fault: the target answers every shape with an HTML page.
+			return nil, fmt.Errorf("%s: capability probe (every prompt shape): %w", cfg.Where("target"), answer)
+		}
 		// Probe the shapes the settings exclude, to say which one works.
 		for _, s := range dispatch.Shapes {
 			if caps.Shape(s) != nil {
@@ -238,6 +360,23 @@ func probeServer(ctx context.Context, cfg *config.Config, opts dispatch.Options,
 	info.cfg = &c2
 	info.line = fmt.Sprintf("probe of %s: mode = %q, prompt.format = %q (auto): %s; %s", caps.URL, mode, format, why, capsSummary(caps, chosen))
 	return info, nil
+}
+
+// notOpenAI returns the one-line answer (dispatch.NotOpenAIAnswer) of the first shape when
+// every shape probed was refused with an HTML page: the target is not an OpenAI-compatible
+// server, whatever the shape.
+func notOpenAI(results []dispatch.ShapeResult) (error, bool) {
+	var first error
+	for _, r := range results {
+		answer, ok := dispatch.NotOpenAIAnswer(r.Err)
+		if r.Accepted || !ok {
+			return nil, false
+		}
+		if first == nil {
+			first = answer
+		}
+	}
+	return first, first != nil
 }
 
 // capsSummary says what else the probe found: usage, /metrics, tokenize.

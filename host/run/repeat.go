@@ -11,20 +11,22 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
 )
 
-// CellRepeats is how a cell of a run with repeats ([Options.UntilCV]) ended.
+// CellRepeats is how a cell of a run with repeats ([Options.Repeats]) ended.
 type CellRepeats struct {
 	Cell matrix.Cell
 	// Repeats is the number of times the cell was measured (its records); Values the
 	// measured repeats among them (status ok with a per-forward sample), whose mean
 	// per-forward latencies the rule judged.
 	Repeats, Values int
-	// Verdict is the rule's last answer on the values (Stable, or Exhausted: flagged).
+	// Verdict is the rule's last answer on the values (Stable, or Exhausted: flagged; Done
+	// under a fixed count).
 	Verdict repeat.Verdict
 	// Failed is the error of a repeat that failed, when the cell was closed by it
 	// ([run] on_error = "continue"); the cell is then neither stable nor exhausted.
@@ -40,12 +42,14 @@ type CellRepeats struct {
 	Wall time.Duration
 }
 
-// Flagged reports whether the cell did not reach the target (exhausted, failed or stopped).
-func (c CellRepeats) Flagged() bool { return !c.Verdict.Stable }
+// Flagged reports whether the cell's repeats did not end as the protocol meant: not stable
+// under a stopping rule (exhausted, failed or stopped), not all measured under a fixed count
+// (failed or stopped).
+func (c CellRepeats) Flagged() bool { return !c.Verdict.Stable && !c.Verdict.Done }
 
 // Outcome is how the cell's repeats ended, as the summary writes it: "failed" (Failed),
-// "interrupted" or "stopped" (Stopped), "stable", or "flagged" (exhausted: MaxRepeats reached
-// without meeting the target).
+// "interrupted" or "stopped" (Stopped), "stable", "done" (a fixed count measured), or
+// "flagged" (exhausted: MaxRepeats reached without meeting the target).
 func (c CellRepeats) Outcome() string {
 	switch {
 	case c.Failed != "":
@@ -54,6 +58,8 @@ func (c CellRepeats) Outcome() string {
 		return c.Stopped
 	case c.Verdict.Stable:
 		return "stable"
+	case c.Verdict.Done:
+		return "done"
 	}
 	return "flagged"
 }
@@ -68,23 +74,31 @@ func repeatValue(rec *report.Cell) (float64, bool) {
 	return float64(rec.Figures.PerForward.Mean), true
 }
 
-// runRepeats measures cells in rounds until each is stable under rule (see package repeat):
+// runRepeats measures cells in rounds until each is stable under rule, or has the rule's fixed
+// count of repeats (see package repeat):
 // round 1 measures every cell in matrix order — the order of a run without repeats, so a
 // stateful lengths or router plugin is asked for the same cells in the same order and the
 // plans are that run's — and each cell's plan is then measured again, unchanged (same
 // lengths, prompts and routing), in later rounds; rounds 2, 3, … visit the cells still open in
 // the order repeat.Order(open, seed, round), so that a slow drift of the server falls on every
-// cell alike. After each round every cell's values are judged by rule.Decide; a cell leaves
-// when it is stable or exhausted (flagged). A repeat without a value (partial) counts against
-// MaxRepeats. Every record is written before the next starts, with its Repeat (1-based).
+// cell alike. Round k measures every open cell's k-th repeat; newProg is called at the start
+// of each round with its cells. After each round every cell's values are judged by
+// rule.Judge; a cell leaves when it is stable or exhausted (flagged), or done. A repeat without
+// a value (partial) counts against MaxRepeats. Every record is written before the next starts,
+// with its Repeat (1-based).
 //
 // A failed repeat closes its cell (no more repeats of it: the server failed that cell, and its
 // CV would be judged on the repeats before the failure) and stops the run (keepGoing false)
 // or goes on with the other cells; an interruption stops at once. When the run stops before
 // every cell is closed, each open cell is judged on every value measured, the unfinished
-// round's included: one that the rule closes on them (stable, or exhausted at MaxRepeats) has
-// that verdict, the others — and the cell whose repeat was cut — are Stopped. The returned
+// round's included: one that the rule closes on them (stable, exhausted at MaxRepeats, done)
+// has that verdict, the others — and the cell whose repeat was cut — are Stopped. The returned
 // error is as runCells'.
+//
+// It is longer than 100 lines for a reason: one loop whose three early exits (a record that
+// cannot be written, an interrupt, a failed repeat without keepGoing) each close the open
+// cells by the same closures over the same per-cell state; the planning and the visiting
+// order are roundOrder's and measureRepeat's.
 func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule repeat.Rule, seed uint64,
 	w cellWriter, newProg func(cells []matrix.Cell) *progress, keepGoing bool) ([]CellRepeats, error) {
 	if err := rule.Validate(); err != nil {
@@ -98,15 +112,12 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 		out[i].Cell = c
 		open[i] = i
 	}
-	maxRepeats := rule.WithDefaults().MaxRepeats
 	// decide is the rule's verdict on cell i's values, its repeats counted against MaxRepeats.
 	decide := func(i int) (repeat.Verdict, error) {
-		v, err := rule.Decide(values[i])
+		v, err := rule.Judge(values[i], out[i].Repeats)
 		if err != nil { // values are positive durations: cannot happen
 			return v, fmt.Errorf("cell %s: %w", cells[i].Key(), err)
 		}
-		v.Again = v.Again && out[i].Repeats < maxRepeats
-		v.Exhausted = !v.Stable && !v.Again
 		return v, nil
 	}
 	// stop judges the cells still open when the run stops (why: "interrupted" or "stopped")
@@ -118,7 +129,7 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 			}
 			v, _ := decide(i)
 			if v.Again || i == cut {
-				v.Again, v.Stable, v.Exhausted = false, false, false
+				v.Again, v.Stable, v.Exhausted, v.Done = false, false, false, false
 				out[i].Stopped = why
 			}
 			out[i].Verdict, out[i].Values = v, len(values[i])
@@ -126,13 +137,7 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 	}
 	var failed []error
 	for round := 1; len(open) > 0; round++ {
-		order := make([]int, len(open))
-		copy(order, open)
-		if round > 1 {
-			for k, j := range repeat.Order(len(open), seed, round) {
-				order[k] = open[j]
-			}
-		}
+		order := roundOrder(open, seed, round)
 		roundCells := make([]matrix.Cell, len(order))
 		for k, i := range order {
 			roundCells[k] = cells[i]
@@ -140,17 +145,7 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 		prog := newProg(roundCells)
 		for _, i := range order {
 			c := cells[i]
-			var rec report.Cell
-			var err error
-			if plans[i] == nil {
-				p, perr := cr.plan(ctx, c)
-				plans[i] = &p
-				if rec, err = p.rec, perr; perr == nil {
-					rec, err = cr.measurePlan(ctx, p)
-				}
-			} else {
-				rec, err = cr.measurePlan(ctx, plans[i].again())
-			}
+			rec, err := measureRepeat(ctx, cr, c, &plans[i])
 			out[i].Repeats++
 			rec.Repeat = out[i].Repeats
 			if ctx.Err() != nil {
@@ -173,7 +168,7 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 				out[i].Failed = err.Error()
 				out[i].Values = len(values[i])
 				out[i].Verdict, _ = rule.Decide(values[i])
-				out[i].Verdict.Again, out[i].Verdict.Stable, out[i].Verdict.Exhausted = false, false, false
+				out[i].Verdict.Again, out[i].Verdict.Stable, out[i].Verdict.Exhausted, out[i].Verdict.Done = false, false, false, false
 				if !keepGoing {
 					prog.finish()
 					stop("stopped", -1)
@@ -212,14 +207,42 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 	return out, fmt.Errorf("%d of %d cells failed ([run] on_error = %q):\n%w", len(failed), len(cells), config.OnErrorContinue, errors.Join(failed...))
 }
 
+// roundOrder is the order in which round visits the open cells (indices into the matrix):
+// round 1 in matrix order, the later rounds permuted by repeat.Order(len(open), seed, round).
+func roundOrder(open []int, seed uint64, round int) []int {
+	order := slices.Clone(open)
+	if round > 1 {
+		for k, j := range repeat.Order(len(open), seed, round) {
+			order[k] = open[j]
+		}
+	}
+	return order
+}
+
+// measureRepeat measures cell c's next repeat: the first plans the cell (lengths, prompts,
+// route) and keeps the plan in *plan, the later ones measure that plan again unchanged. The
+// record is filled as far as the cell got; the error is the plan's or the measurement's.
+func measureRepeat(ctx context.Context, cr *cellRunner, c matrix.Cell, plan **planned) (report.Cell, error) {
+	if *plan != nil {
+		return cr.measurePlan(ctx, (*plan).again())
+	}
+	p, err := cr.plan(ctx, c)
+	*plan = &p
+	if err != nil {
+		return p.rec, err
+	}
+	return cr.measurePlan(ctx, p)
+}
+
 // WriteRepeats writes how the cells of a run with repeats ended: one line of totals (cells
-// stable, flagged, and — when there are — failed and interrupted or stopped; repeats; wall
-// time), then per cell its repeats, measured values, CV and the CV's upper confidence bound
-// (%, "–" with fewer than two values), the verdict ([CellRepeats.Outcome]) and its wall time
-// in seconds (its share of the GPU time, per GPU), and a line per cell that did not end
-// stable.
+// stable and flagged under a stopping rule, or done under a fixed count, and — when there are
+// — failed and interrupted or stopped; repeats; wall time), then per cell its repeats,
+// measured values, CV and, under a stopping rule, the CV's upper confidence bound (%, "–" with
+// fewer than two values), the verdict ([CellRepeats.Outcome]) and its wall time in seconds
+// (its share of the GPU time, per GPU), and a line per cell that did not end stable or done.
 func WriteRepeats(w io.Writer, cells []CellRepeats, rule repeat.Rule) {
 	r := rule.WithDefaults()
+	fixed := r.Count > 0
 	count := map[string]int{}
 	total := 0
 	var wall time.Duration
@@ -232,17 +255,27 @@ func WriteRepeats(w io.Writer, cells []CellRepeats, rule repeat.Rule) {
 	if len(cells) > 0 {
 		mean = float64(total) / float64(len(cells))
 	}
-	fmt.Fprintf(w, "\n## Repeats until the CV's %.0f %% upper bound ≤ %g %% (%d to %d repeats per cell)\n\n",
-		100*r.Confidence, 100*r.TargetCV, r.MinRepeats, r.MaxRepeats)
-	fmt.Fprintf(w, "%d of %d cells stable, %d flagged", count["stable"], len(cells), count["flagged"])
+	if fixed {
+		fmt.Fprintf(w, "\n## Repeats: %d per cell, in interleaved rounds\n\n", r.Count)
+		fmt.Fprintf(w, "%d of %d cells measured %d times", count["done"], len(cells), r.Count)
+	} else {
+		fmt.Fprintf(w, "\n## Repeats until the CV's %.0f %% upper bound ≤ %g %% (%d to %d repeats per cell)\n\n",
+			100*r.Confidence, 100*r.TargetCV, r.MinRepeats, r.MaxRepeats)
+		fmt.Fprintf(w, "%d of %d cells stable, %d flagged", count["stable"], len(cells), count["flagged"])
+	}
 	for _, o := range []string{"failed", "interrupted", "stopped"} {
 		if count[o] > 0 {
 			fmt.Fprintf(w, ", %d %s", count[o], o)
 		}
 	}
 	fmt.Fprintf(w, "; %d repeats in all (%.2f per cell); cells' wall time %s\n\n", total, mean, wall.Round(time.Millisecond))
-	fmt.Fprintln(w, "| L | B | repeats | measured | CV % | CV upper % | verdict | wall s |")
-	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---|---:|")
+	if fixed {
+		fmt.Fprintln(w, "| L | B | repeats | measured | CV % | verdict | wall s |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---|---:|")
+	} else {
+		fmt.Fprintln(w, "| L | B | repeats | measured | CV % | CV upper % | verdict | wall s |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---|---:|")
+	}
 	// pct is a CV in %, "–" when the cell has fewer than two values (no CV, no bound).
 	pct := func(f float64, values int) string {
 		if values < 2 || math.IsInf(f, 0) || math.IsNaN(f) {
@@ -254,6 +287,10 @@ func WriteRepeats(w io.Writer, cells []CellRepeats, rule repeat.Rule) {
 	for _, c := range cells {
 		v := c.Verdict
 		cv, up := pct(v.CV, c.Values), pct(v.UpperCV, c.Values)
+		bound := ", upper bound " + up + " %"
+		if fixed {
+			bound = ""
+		}
 		switch c.Outcome() {
 		case "failed":
 			notes = append(notes, fmt.Sprintf("⚠ %s failed (no more repeats of it after %d, %d measured): %s", c.Cell.Key(), c.Repeats, c.Values, c.Failed))
@@ -261,10 +298,14 @@ func WriteRepeats(w io.Writer, cells []CellRepeats, rule repeat.Rule) {
 			notes = append(notes, fmt.Sprintf("⚠ %s did not reach the target: CV %s %%, upper bound %s %% > %g %% after %d repeats (%d measured)",
 				c.Cell.Key(), cv, up, 100*r.TargetCV, c.Repeats, c.Values))
 		case "interrupted", "stopped":
-			notes = append(notes, fmt.Sprintf("⚠ %s %s before its repeats ended: CV %s %%, upper bound %s %% after %d repeats (%d measured)",
-				c.Cell.Key(), c.Stopped, cv, up, c.Repeats, c.Values))
+			notes = append(notes, fmt.Sprintf("⚠ %s %s before its repeats ended: CV %s %%%s after %d repeats (%d measured)",
+				c.Cell.Key(), c.Stopped, cv, bound, c.Repeats, c.Values))
 		}
-		fmt.Fprintf(w, "| %d | %d | %d | %d | %s | %s | %s | %.3f |\n", c.Cell.SeqLen, c.Cell.Batch, c.Repeats, c.Values, cv, up, c.Outcome(), c.Wall.Seconds())
+		if fixed {
+			fmt.Fprintf(w, "| %d | %d | %d | %d | %s | %s | %.3f |\n", c.Cell.SeqLen, c.Cell.Batch, c.Repeats, c.Values, cv, c.Outcome(), c.Wall.Seconds())
+		} else {
+			fmt.Fprintf(w, "| %d | %d | %d | %d | %s | %s | %s | %.3f |\n", c.Cell.SeqLen, c.Cell.Batch, c.Repeats, c.Values, cv, up, c.Outcome(), c.Wall.Seconds())
+		}
 	}
 	if len(notes) > 0 {
 		fmt.Fprintln(w)
@@ -274,20 +315,20 @@ func WriteRepeats(w io.Writer, cells []CellRepeats, rule repeat.Rule) {
 	}
 }
 
-// RepeatsOf rebuilds, from a results file of a run with repeats (its header's until_cv and
-// its records), how each cell's repeats ended — what [WriteRepeats] printed at the end of the
-// run — in the header's cell order, and the rule. A cell's values are its measured repeats
-// (see repeatValue), in repeat order; a failed repeat makes it Failed; a cell whose last
-// record was interrupted, or that the rule would measure again, was open when the run ended:
-// Stopped is "interrupted" when the footer says so or is absent (the run was killed), else
-// "stopped". It fails for a run without until_cv in its header.
+// RepeatsOf rebuilds, from a results file of a run with repeats (its header's until_cv or
+// repeats, and its records), how each cell's repeats ended — what [WriteRepeats] printed at
+// the end of the run — in the header's cell order, and the rule. A cell's values are its
+// measured repeats (see repeatValue), in repeat order; a failed repeat makes it Failed; a cell
+// whose last record was interrupted, or that the rule would measure again, was open when the
+// run ended: Stopped is "interrupted" when the footer says so or is absent (the run was
+// killed), else "stopped". It fails for a run whose header has neither (a run without
+// repeats, or the N files of a --repeat N run of a genload before one file held them: read
+// those as N runs, as genload consistency does).
 func RepeatsOf(r *report.Run) ([]CellRepeats, repeat.Rule, error) {
-	u := r.Header.UntilCV
-	if u == nil {
-		return nil, repeat.Rule{}, fmt.Errorf("run %s: the header has no until_cv (not a run of genload run --until-cv)", r.Header.RunID)
+	rule, ok := RuleOf(r.Header)
+	if !ok {
+		return nil, repeat.Rule{}, fmt.Errorf("run %s: the header has no until_cv or repeats (not a run of genload run --until-cv or --repeat)", r.Header.RunID)
 	}
-	rule := repeat.Rule{TargetCV: u.TargetCV, MinRepeats: u.MinRepeats, MaxRepeats: u.MaxRepeats, Confidence: u.Confidence}
-	maxRepeats := rule.WithDefaults().MaxRepeats
 	ended := "interrupted"
 	if f := r.Footer; f != nil && f.Status != report.StatusInterrupted {
 		ended = "stopped"
@@ -316,14 +357,12 @@ func RepeatsOf(r *report.Run) ([]CellRepeats, repeat.Rule, error) {
 				cut = true
 			}
 		}
-		v, err := rule.Decide(values)
+		v, err := rule.Judge(values, c.Repeats)
 		if err != nil {
 			return nil, rule, fmt.Errorf("run %s, cell %s: %w", r.Header.RunID, mc.Key(), err)
 		}
-		v.Again = v.Again && c.Repeats < maxRepeats
-		v.Exhausted = !v.Stable && !v.Again
 		if c.Failed != "" || cut || v.Again {
-			v.Again, v.Stable, v.Exhausted = false, false, false
+			v.Again, v.Stable, v.Exhausted, v.Done = false, false, false, false
 			if c.Failed == "" {
 				c.Stopped = ended
 			}
@@ -332,4 +371,83 @@ func RepeatsOf(r *report.Run) ([]CellRepeats, repeat.Rule, error) {
 		out = append(out, c)
 	}
 	return out, rule, nil
+}
+
+// RuleOf returns the repeat protocol a results header records — the stopping rule of
+// until_cv, or the fixed count of repeats — and whether it records one.
+func RuleOf(h report.Header) (repeat.Rule, bool) {
+	switch u := h.UntilCV; {
+	case u != nil:
+		return repeat.Rule{TargetCV: u.TargetCV, MinRepeats: u.MinRepeats, MaxRepeats: u.MaxRepeats, Confidence: u.Confidence}, true
+	case h.Repeats > 0:
+		return repeat.Rule{Count: h.Repeats}, true
+	}
+	return repeat.Rule{}, false
+}
+
+// headerRepeats sets, in h, the repeat protocol of rule (nil: none): until_cv with the
+// stopping rule's settings (defaults filled in), or repeats with the fixed count.
+func headerRepeats(h *report.Header, rule *repeat.Rule) {
+	switch {
+	case rule == nil:
+	case rule.Count > 0:
+		h.Repeats = rule.Count
+	default:
+		d := rule.WithDefaults()
+		h.UntilCV = &report.StoppingRule{TargetCV: d.TargetCV, MinRepeats: d.MinRepeats, MaxRepeats: d.MaxRepeats, Confidence: d.Confidence}
+	}
+}
+
+// roundStart names the engine start whose noise round k of a run with repeats draws (the
+// built-in engine is started with round 1's, Options.EngineStart, and reseeded before each
+// round: see engine.Engine.ReseedNoise), so that each repeat draws its own noise, as when each
+// repeat was a run of its own.
+func roundStart(k int) string { return "repeat " + strconv.Itoa(k) }
+
+// roundStarter returns runRepeats' newProg for the run: each call starts the next round k
+// (1, 2, …) — it reseeds the built-in engine's noise for round k (reseedNoise), says "round
+// k: N cells" on Stderr and returns the round's progress.
+func (s *setup) roundStarter() func(cells []matrix.Cell) *progress {
+	round := 0
+	return func(cells []matrix.Cell) *progress {
+		round++
+		s.reseedNoise(round)
+		fmt.Fprintf(s.opt.Stderr, "round %d: %s\n", round, plural(len(cells), "cell"))
+		return newProgress(s.opt.Stderr, s.opt.Progress, cells, s.cfg.MaxTokens)
+	}
+}
+
+// reseedNoise draws round k's noise on the built-in engine (none: nothing to do): from the
+// seed derived from the configured [engine] noise and roundStart(k), which the header lists
+// (repeatNoise).
+func (s *setup) reseedNoise(k int) {
+	if n, ok := s.configuredNoise(); ok {
+		s.eng.ReseedNoise(n.ForStart(roundStart(k)).Seed)
+	}
+}
+
+// configuredNoise is the built-in engine's [engine] noise as configured (before a seed is
+// derived from it), and whether the run has a built-in engine that injects noise.
+func (s *setup) configuredNoise() (engine.Noise, bool) {
+	if s.eng == nil {
+		return engine.Noise{}, false
+	}
+	n, err := engine.ParseNoise(s.cfg.Engine.Noise) // parsed without error when the engine started
+	return n, err == nil && n.On()
+}
+
+// repeatNoise records, in the built-in engine's header info, the noise each round of a run
+// with repeats draws (rounds repeats: the fixed count, or the stopping rule's MaxRepeats):
+// "noise_repeats", the noise of round k at index k − 1, each with its derived seed.
+func (s *setup) repeatNoise(rounds int) {
+	n, ok := s.configuredNoise()
+	if !ok || s.engineInfo == nil {
+		return
+	}
+	list := make([]string, rounds)
+	for k := range list {
+		list[k] = n.ForStart(roundStart(k + 1)).String()
+	}
+	s.engineInfo["noise_repeats"] = list
+	s.engineInfo["noise_seed_from"] = fmt.Sprintf("seed=%d of [engine] noise, engine start %q for repeat k (noise_repeats: the noise of each)", n.Seed, "repeat k")
 }

@@ -347,3 +347,71 @@ func TestRepeatsOf(t *testing.T) {
 		t.Errorf("a run without until_cv: %v", err)
 	}
 }
+
+// --repeat 3 is the same rounds with a fixed count: every cell is measured three times,
+// round 1 in matrix order and rounds 2 and 3 in the seed's orders (repeat.Order), each plan
+// measured again unchanged, whatever the CV (L=200 measures 2, 3, 3 ms: CV 21.65 %, done, not
+// flagged). The summary has no stopping rule's bound; read back from a file whose header
+// records the count, RepeatsOf gives the same cells and outcomes.
+func TestRunRepeatsFixedCount(t *testing.T) {
+	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}}
+	d := stepsOf(map[int][]float64{100: {2}, 200: {2, 3}, 300: {2}})
+	src := &countingLengths{lens: []int{100, 100}}
+	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: cell.Stages{Lengths: lengths.Stage{Source: src, Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	w := &memWriter{}
+	var rounds [][]int
+	newProg := func(cs []matrix.Cell) *progress {
+		var ls []int
+		for _, c := range cs {
+			ls = append(ls, c.SeqLen)
+		}
+		rounds = append(rounds, ls)
+		return newProgress(io.Discard, false, cs, 16)
+	}
+	rule := repeat.Rule{Count: 3}
+	out, err := runRepeats(context.Background(), cr, cells, rule, 42, w, newProg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rounds) != 3 || !slices.Equal(rounds[0], []int{100, 200, 300}) {
+		t.Fatalf("rounds %v, want 3, the first in matrix order", rounds)
+	}
+	for k := 2; k <= 3; k++ {
+		var want []int
+		for _, j := range repeat.Order(3, 42, k) {
+			want = append(want, cells[j].SeqLen)
+		}
+		if !slices.Equal(rounds[k-1], want) {
+			t.Errorf("round %d visits %v, want the seed's order %v", k, rounds[k-1], want)
+		}
+	}
+	if src.calls != 3 || len(w.cells) != 9 {
+		t.Fatalf("lengths asked %d times (want 3), %d records (want 9)", src.calls, len(w.cells))
+	}
+	for _, c := range out {
+		if c.Repeats != 3 || c.Values != 3 || c.Outcome() != "done" || c.Flagged() {
+			t.Errorf("%s: %+v, want 3 repeats, done", c.Cell.Key(), c)
+		}
+	}
+	var b strings.Builder
+	WriteRepeats(&b, out, rule)
+	for _, s := range []string{"## Repeats: 3 per cell, in interleaved rounds", "3 of 3 cells measured 3 times; 9 repeats in all (3.00 per cell)",
+		"| L | B | repeats | measured | CV % | verdict | wall s |", "| 200 | 2 | 3 | 3 | 21.65 | done |"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("summary lacks %q:\n%s", s, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "upper") || strings.Contains(b.String(), "⚠") {
+		t.Errorf("a fixed count's summary with a bound or a warning:\n%s", b.String())
+	}
+	r := &report.Run{Header: report.Header{RunID: "fixed", Cells: cells, Repeats: 3}, Cells: w.cells, Footer: &report.Footer{Status: report.StatusOK}}
+	back, brule, err := RepeatsOf(r)
+	if err != nil || brule.Count != 3 {
+		t.Fatalf("RepeatsOf: %v, rule %+v", err, brule)
+	}
+	var again strings.Builder
+	WriteRepeats(&again, back, brule)
+	if again.String() != b.String() {
+		t.Errorf("from the file:\n%s\nas the run wrote it:\n%s", again.String(), b.String())
+	}
+}

@@ -64,19 +64,22 @@ type Options struct {
 	// Legends is the command's legend of the table's columns, shared by its runs so that it
 	// is printed once (report.TableOptions.Legends); nil prints it under every table.
 	Legends *report.Legends
-	// UntilCV, when set, measures every cell repeatedly until its CV is within the rule's
-	// target or it reaches the rule's maximum (genload run --until-cv; see runRepeats and
-	// package repeat): one results file with a record per (cell, repeat). Not with Resume.
-	UntilCV *repeat.Rule
+	// Repeats, when set, measures every cell repeatedly in interleaved rounds: a fixed count
+	// of times (genload run --repeat N), or until its CV is within the rule's target or it
+	// reaches the rule's maximum (--until-cv); see runRepeats and package repeat. One results
+	// file with a record per (cell, repeat). Not with Resume. A built-in engine draws each
+	// round's noise from its own seed, derived from the configured one and "repeat k".
+	Repeats *repeat.Rule
 	// Records, when not "", is a per-request records file to create (host/records: every
 	// warmup and measured sequence's send time, chunk times and token counts; genload run
 	// --records FILE.jsonl). It must not exist.
 	Records string
 	// EngineStart names what distinguishes this run's start of the built-in engine from the
-	// other starts of the same configuration in one invocation ("repeat 2" of --repeat, "ab
-	// side B"): the [engine] noise seed used is derived from the configured one and it
-	// (engine.Noise.ForStart), so that the starts draw independent noise, and the results
-	// header's engine info records the seed used. "" uses the configured seed.
+	// other starts of the same configuration in one invocation ("ab side B"): the [engine]
+	// noise seed used is derived from the configured one and it (engine.Noise.ForStart), so
+	// that the starts draw independent noise, and the results header's engine info records
+	// the seed used. "" uses the configured seed; a run with Repeats starts the engine as
+	// "repeat 1" and reseeds it before every round k with "repeat k"'s seed.
 	EngineStart string
 }
 
@@ -87,7 +90,7 @@ type Result struct {
 	JSON     string // results/<run-id>.json ("" if the run could not finish writing)
 	CSV      string // results/<run-id>.csv
 	Measured int    // cells with a measured record (status ok or partial)
-	// Repeats is, with Options.UntilCV, how each cell's repeats ended (matrix order).
+	// Repeats is, with Options.Repeats, how each cell's repeats ended (matrix order).
 	Repeats []CellRepeats
 }
 
@@ -103,12 +106,15 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	if opt.Getenv == nil {
 		opt.Getenv = os.Getenv
 	}
-	if opt.UntilCV != nil {
+	if opt.Repeats != nil {
 		if opt.Resume != "" {
-			return nil, exitcode.Errorf(exitcode.Usage, "--until-cv with --resume: a run with repeats cannot be resumed (its rounds would start over); start a new run")
+			return nil, exitcode.Errorf(exitcode.Usage, "--resume of a run with repeats (--repeat, --until-cv): its rounds would start over; start a new run")
 		}
-		if err := opt.UntilCV.Validate(); err != nil {
+		if err := opt.Repeats.Validate(); err != nil {
 			return nil, exitcode.With(exitcode.Usage, err)
+		}
+		if opt.EngineStart == "" {
+			opt.EngineStart = roundStart(1)
 		}
 	}
 	if opt.Resume != "" {
@@ -130,15 +136,33 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 				cfg.Where("out"), cfg.Out)
 		}
 	}
+	if opt.Records != "" {
+		// Likewise a records file that exists or has no directory: before the engine starts
+		// and before the results file is created, which it would leave holding a header only.
+		if err := checkRecordsPath(opt.Records); err != nil {
+			return nil, err
+		}
+	}
 	s := &setup{cfg: cfg, opt: opt, start: start}
 	defer s.close()
 	cr, err := s.run(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if cr.records, err = createRecords(opt.Records, records.Header{ID: opt.RunID, Genload: opt.Version, Target: s.target, Model: s.model}); err != nil {
+		return nil, err
+	}
 	w, done, err := openResults(s.cfg, s.header, opt, autoID, len(s.cells))
 	if err != nil {
+		cr.records.discard()
 		return nil, err
+	}
+	if cr.records != nil {
+		defer func() {
+			if err := cr.records.w.Close(); err != nil {
+				fmt.Fprintf(opt.Stderr, "genload: %v\n", err)
+			}
+		}()
 	}
 	res := &Result{JSONL: w.Path(), Run: w.Run()}
 	if s.empty {
@@ -165,32 +189,14 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	cr.watcher = s.watcher(ctx)
 	cr.capacity = capacities(s.cfg, s.eng, s.target, s.workers, cr.watcher)
 	cr.announceCapacity(opt.Stderr, s.cells)
-	if opt.Records != "" {
-		origin := time.Now()
-		rw, err := records.Create(opt.Records, records.Header{Source: "run", ID: opt.RunID, Genload: opt.Version,
-			Started: origin.UTC(), Target: s.target, Model: s.model})
-		if err != nil {
-			return res, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("--records: %w", err))
-		}
-		cr.records = &cellRecords{w: rw, origin: origin}
-		defer func() {
-			if err := rw.Close(); err != nil {
-				fmt.Fprintf(opt.Stderr, "genload: %v\n", err)
-			}
-		}()
+	if cr.records != nil {
 		fmt.Fprintf(opt.Stderr, "  per-request records → %s\n", opt.Records)
 	}
 
 	keepGoing := s.cfg.Run.OnError == config.OnErrorContinue
 	var runErr error
-	if opt.UntilCV != nil {
-		round := 0
-		newProg := func(cells []matrix.Cell) *progress {
-			round++
-			fmt.Fprintf(opt.Stderr, "round %d: %s\n", round, plural(len(cells), "cell"))
-			return newProgress(opt.Stderr, opt.Progress, cells, s.cfg.MaxTokens)
-		}
-		res.Repeats, runErr = runRepeats(ctx, cr, s.cells, *opt.UntilCV, s.cfg.Seed, w, newProg, keepGoing)
+	if opt.Repeats != nil {
+		res.Repeats, runErr = runRepeats(ctx, cr, s.cells, *opt.Repeats, s.cfg.Seed, w, s.roundStarter(), keepGoing)
 	} else {
 		prog := newProgress(opt.Stderr, opt.Progress, s.cells, s.cfg.MaxTokens)
 		runErr = runCells(ctx, cr, s.cells, done, w, prog, keepGoing)
@@ -264,12 +270,14 @@ func resumable(path string) error {
 	switch u := prev.Header.UntilCV; {
 	case u != nil:
 		why = fmt.Sprintf("its header has until_cv (target CV %g %%, %d to %d repeats per cell)", 100*u.TargetCV, u.MinRepeats, u.MaxRepeats)
+	case prev.Header.Repeats > 0:
+		why = fmt.Sprintf("its header has repeats (%d per cell)", prev.Header.Repeats)
 	case prev.HasRepeats():
 		why = "its records are repeats of the cells"
 	default:
 		return nil
 	}
-	return exitcode.Errorf(exitcode.InvalidConfig, "cannot resume %s: %s: a run with repeats cannot be continued (resuming would skip every cell measured once and end the cells still open without their remaining repeats); start a new run with --until-cv", path, why)
+	return exitcode.Errorf(exitcode.InvalidConfig, "cannot resume %s: %s: a run with repeats cannot be continued (resuming would skip every cell measured once and end the cells still open without their remaining repeats); start a new run with --repeat or --until-cv", path, why)
 }
 
 // cellWriter takes each cell's record as it is measured (host/report's *Writer).

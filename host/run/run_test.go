@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/warning"
+
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/scrape"
 )
@@ -45,5 +47,20 @@ func TestEstimateWarningsFlagEachEstimateAgainstTheTruth(t *testing.T) {
 	ws = texts(estimateWarnings(f, &scrape.CellMetrics{}, true, false))
 	if len(ws) != 1 || !strings.Contains(ws[0], "of the client's fwd 1.096 ms") {
 		t.Fatalf("warnings without truth:\n%s", strings.Join(ws, "\n"))
+	}
+}
+
+// The server's own per-sequence timings (llama.cpp, ollama) are one more source: within 5 %
+// of the client's fwd they say nothing; 8 % off, they are named with their field.
+func TestServerTimingsJoinTheSources(t *testing.T) {
+	f := &measure.Figures{PerForward: measure.Summary{N: 8, Mean: 7 * time.Millisecond}, TokensPerChunk: 1,
+		ServerTimings: &measure.ServerTimings{Source: "ollama eval_duration", PerForward: measure.Summary{N: 8, Mean: 7140 * time.Microsecond}}}
+	if ws := texts(estimateWarnings(f, nil, false, false)); len(ws) != 0 {
+		t.Fatalf("+2 %%: warnings %q", ws)
+	}
+	f.ServerTimings.PerForward.Mean = 7560 * time.Microsecond
+	ws := estimateWarnings(f, nil, false, false)
+	if len(ws) != 1 || ws[0].Name != warning.SourcesDisagree || !strings.Contains(ws[0].Text, "srv fwd (ollama eval_duration) 7.560 ms is +8 % of the client's fwd 7.000 ms") {
+		t.Fatalf("+8 %%: warnings %+v", ws)
 	}
 }

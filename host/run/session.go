@@ -29,7 +29,7 @@ type Plan struct{ p planned }
 func (p *Plan) Cell() matrix.Cell { return p.p.rec.Cell }
 
 // Prepare runs cfg's setup (as Run does before its first cell) and returns the session; the
-// error carries an exit code. opt.Stdout, Resume, Shard, UntilCV and RunID are not used.
+// error carries an exit code. opt.Stdout, Resume, Shard, Repeats and RunID are not used.
 func Prepare(ctx context.Context, cfg *config.Config, opt Options) (*Session, error) {
 	if opt.Stderr == nil {
 		opt.Stderr = io.Discard

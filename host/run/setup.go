@@ -15,6 +15,7 @@ import (
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/lengths"
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/prompt"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/report"
@@ -376,6 +377,9 @@ func (s *setup) loadPlugins(ctx context.Context) error {
 	}
 	if cfg.Mode == config.ModeRouted {
 		rp, err := s.plugins.host.LoadRouter(ctx, cfg.Router.Plugin, cfg.Router.Config)
+		if ce, ok := plugin.AsConfigError(err, "router.config", cfg.Router.Config); ok {
+			return exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: %w", cfg.Where(ce.Key), ce))
+		}
 		if err != nil {
 			return exitcode.With(exitcode.PluginRejected, fmt.Errorf("%s: [router.plugin]: %w", cfg.Where("router.plugin"), err))
 		}
@@ -434,9 +438,9 @@ func (s *setup) makeHeader() report.Header {
 	} else {
 		h.Structure = st
 	}
-	if r := s.opt.UntilCV; r != nil {
-		d := r.WithDefaults()
-		h.UntilCV = &report.StoppingRule{TargetCV: d.TargetCV, MinRepeats: d.MinRepeats, MaxRepeats: d.MaxRepeats, Confidence: d.Confidence}
+	if r := s.opt.Repeats; r != nil {
+		headerRepeats(&h, r)
+		s.repeatNoise(r.WithDefaults().MaxRepeats)
 	}
 	if s.opt.Shard.Enabled() {
 		h.Shard = &report.Shard{Index: s.opt.Shard.Index, Count: s.opt.Shard.Count, MatrixCells: s.matrixCells}

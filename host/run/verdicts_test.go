@@ -16,6 +16,7 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
@@ -266,8 +267,12 @@ func TestCellBeyondTheKVCacheIsSaidBeforeItIsSent(t *testing.T) {
 	url := verdictEngine(t, func(c *engine.Config) { c.KVCacheTokens = 4096 })
 	res, stderr := runToml(t, fmt.Sprintf("target = %q\nmax_tokens = 32\n[lengths]\nplugin = \"uniform\"\n[matrix]\nseq_lens = [200, 1000]\nbatch_sizes = [8]\n", url), false)
 	first := strings.Index(stderr, "server capacity: ")
-	if first < 0 || !strings.Contains(stderr[first:], "4,096 KV-cache tokens (vllm:cache_config_info num_gpu_blocks × block_size) cannot hold all B sequences of L=1000 B=8 at once") {
-		t.Errorf("no announcement of the cell beyond the KV cache:\n%s", stderr)
+	want := "server capacity: the server holds 4,096 KV-cache tokens (vllm:cache_config_info num_gpu_blocks × block_size), too few for the B sequences of L=1000 B=8 at once (prompts of L tokens + max_tokens 32): their batch will not be reached, and the cells will say so"
+	if first < 0 || unwrapped(stderr[first:]) != want {
+		t.Errorf("no announcement of the cell beyond the KV cache:\n%s\nwant (wrapped within 120 columns)\n%s", stderr, want)
+	}
+	if long := textcheck.Wider(announcement(stderr[max(first, 0):]), report.NarrowWidth); len(long) > 0 {
+		t.Errorf("announcement lines over %d columns: %q", report.NarrowWidth, long)
 	}
 	if strings.Contains(stderr[:max(first, 0)], "L=1000,B=8") {
 		t.Errorf("the announcement comes after the cell:\n%s", stderr)
@@ -281,7 +286,8 @@ func TestCellBeyondTheKVCacheIsSaidBeforeItIsSent(t *testing.T) {
 				t.Errorf("%s fits (8 × 232 tokens): status %s, %q", c.Cell.Key(), c.Status, w)
 			}
 		case 1000:
-			if c.Status != report.StatusPartial || len(w) != 1 || !strings.Contains(w[0], "at most 3 of them run at once") || c.Figures.PerForward.N == 0 {
+			if c.Status != report.StatusPartial || len(w) != 1 || !strings.Contains(w[0], "server capacity too small: its KV cache is the limit: the 8 of the batch need ") ||
+				!strings.Contains(w[0], ", it holds 4,096 KV-cache tokens (vllm:cache_config_info num_gpu_blocks × block_size): at most 3 of them run at once") || c.Figures.PerForward.N == 0 {
 				t.Errorf("%s: status %s, capacity warnings %q, fwd over %d", c.Cell.Key(), c.Status, w, c.Figures.PerForward.N)
 			}
 		}
@@ -290,7 +296,11 @@ func TestCellBeyondTheKVCacheIsSaidBeforeItIsSent(t *testing.T) {
 
 // The built-in engine's defaults (8,388,608 KV-cache tokens, 256 sequences) asked for
 // L = 128,000 and B = 256 (the cell that ran 4 minutes at a few sequences at a time and came
-// out "ok ⚠" with a 37.7 ms fwd): the run says before sending anything that 65 of the 256 fit.
+// out "ok ⚠" with a 37.7 ms fwd): the run says before sending anything that 65 of the 256 fit
+// its KV cache. At L = 200, B = 300 the KV cache holds all 300 and max_num_seqs (256) binds:
+// the run said "the 300 sequences need 70,384 tokens of KV cache at once …, the server holds
+// 8,388,608 KV-cache tokens, 256 sequences at once", as if the KV cache were short; it names
+// the limit that binds, with its figure.
 func TestBuiltinEngineCapacityIsAnnounced(t *testing.T) {
 	eng, err := engine.New(engine.DefaultConfig(), nil)
 	if err != nil {
@@ -301,15 +311,62 @@ func TestBuiltinEngineCapacityIsAnnounced(t *testing.T) {
 	cfg.MaxTokens = 100
 	cr := &cellRunner{cfg: cfg, capacity: capacities(cfg, eng, "http://builtin", nil, nil)}
 	var out bytes.Buffer
-	cr.announceCapacity(&out, []matrix.Cell{{Index: 0, SeqLen: 128000, Batch: 256}, {Index: 1, SeqLen: 128000, Batch: 64}, {Index: 2, SeqLen: 1000, Batch: 256}})
-	want := "server capacity: 8,388,608 KV-cache tokens, 256 sequences at once (the built-in engine's kv_cache_tokens and max_num_seqs) cannot hold all B sequences of L=128000 B=256 at once"
-	if !strings.HasPrefix(out.String(), want) || strings.Count(out.String(), "\n") != 1 {
-		t.Errorf("announcement:\n%s\nwant one line starting %q", out.String(), want)
+	cells := []matrix.Cell{{Index: 0, SeqLen: 128000, Batch: 256}, {Index: 1, SeqLen: 128000, Batch: 64}, {Index: 2, SeqLen: 1000, Batch: 256}, {Index: 3, SeqLen: 200, Batch: 300}}
+	cr.announceCapacity(&out, cells)
+	want := "server capacity: the server holds 8,388,608 KV-cache tokens (the built-in engine's kv_cache_tokens), too few for the B\n" +
+		"  sequences of L=128000 B=256 at once (prompts of L tokens + max_tokens 100): their batch will not be reached, and the\n" +
+		"  cells will say so\n" +
+		"server capacity: the server runs at most 256 sequences at once (the built-in engine's max_num_seqs), fewer than the B\n" +
+		"  sequences of L=200 B=300: their batch will not be reached (the others wait for a free slot), and the cells will say so\n"
+	if out.String() != want {
+		t.Errorf("announcement:\n%s\nwant\n%s", out.String(), want)
 	}
-	w, ok := capacityWarning(cr.capacity[0], slices.Repeat([]int{128000}, 256), 100, false, "")
-	if !ok || !strings.Contains(w.Text, "at most 65 of them run at once") {
-		t.Errorf("cell warning %v %q", ok, w.Text)
+	for _, tc := range []struct {
+		lens      []int
+		maxTokens int
+		want      string
+	}{
+		{slices.Repeat([]int{128000}, 256), 100, "server capacity too small: its KV cache is the limit: the 256 of the batch need 32,796,672 tokens of KV cache at once (each prompt + max_tokens 100, in blocks of 16), it holds 8,388,608 KV-cache tokens (the built-in engine's kv_cache_tokens): at most 65 of them run at once, the others wait or are preempted and recomputed; the figures are kept, for a batch of at most 65"},
+		{slices.Repeat([]int{200}, 300), 20, "server capacity too small: it runs at most 256 sequences at once (the built-in engine's max_num_seqs), fewer than the 300 of the batch; the KV cache is not the limit: they need 67,200 tokens of KV cache at once (each prompt + max_tokens 20, in blocks of 16), it holds 8,388,608: the others wait for a free slot; the figures are kept, for a batch of at most 256"},
+	} {
+		w, ok := capacityWarning(cr.capacity[0], tc.lens, tc.maxTokens, false, "")
+		if !ok || w.Text != tc.want || w.Name != warning.CapacityShort {
+			t.Errorf("cell warning %v %s\n%q\nwant\n%q", ok, w.Name, w.Text, tc.want)
+		}
 	}
+}
+
+// SGLang's max_running_requests = 4 and a KV cache of 161,721 tokens from /metrics, a routed
+// server of 8 prompts: the sequences at once bind, with the figure and series that say so.
+func TestRunningRequestsLimitIsNamed(t *testing.T) {
+	fams, err := scrape.Parse(strings.NewReader("# TYPE sglang:max_total_num_tokens gauge\nsglang:max_total_num_tokens{name=\"m\"} 161721\n# TYPE sglang:max_running_requests gauge\nsglang:max_running_requests{name=\"m\"} 4\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := scrape.CapacityOf(scrape.Snapshot{Families: fams})
+	if !ok {
+		t.Fatal("no capacity")
+	}
+	w, ok := capacityWarning(c, slices.Repeat([]int{1000}, 8), 32, false, "http://a")
+	want := "server http://a capacity too small: it runs at most 4 sequences at once (sglang:max_running_requests), fewer than the 8 routed to it; the KV cache is not the limit: they need 8,256 tokens of KV cache at once (each prompt + max_tokens 32, in blocks of 1), it holds 161,721: the others wait for a free slot; the figures are kept, for a batch of at most 4"
+	if !ok || w.Text != want || warning.Classify(w.Text) != warning.CapacityShort {
+		t.Errorf("warning %v\n%q\nwant\n%q", ok, w.Text, want)
+	}
+}
+
+// unwrapped joins the first line of s with the indented lines that continue it.
+func unwrapped(s string) string {
+	return strings.Join(strings.Fields(announcement(s)), " ")
+}
+
+// announcement is the first line of s with the indented lines that continue it.
+func announcement(s string) string {
+	lines := strings.Split(s, "\n")
+	n := 1
+	for n < len(lines) && strings.HasPrefix(lines[n], "  ") {
+		n++
+	}
+	return strings.Join(lines[:n], "\n")
 }
 
 // A server whose /metrics inter-token latency echoes a configured 10 ms whatever the load
@@ -328,7 +385,7 @@ func TestMetricThatDoesNotVaryWithLoadIsNamed(t *testing.T) {
 		t.Fatalf("%d cells\n%s", len(res.Run.Cells), stderr)
 	}
 	for i, c := range res.Run.Cells {
-		fixed, disagree := named(&c, warning.MetricConstant), named(&c, warning.EstimatesDisagree)
+		fixed, disagree := named(&c, warning.MetricConstant), named(&c, warning.SourcesDisagree)
 		t.Logf("%s: fwd %.3f ms, metrics %.3f ms, warnings %q", c.Cell.Key(), float64(c.Figures.PerForward.Mean)/1e6, float64(c.Server.Steps.StepTime)/1e6, c.Warnings)
 		for _, d := range disagree {
 			if strings.Contains(d, "metrics fwd") && strings.Contains(d, "shortens or lengthens the client's decode window") {
@@ -337,7 +394,7 @@ func TestMetricThatDoesNotVaryWithLoadIsNamed(t *testing.T) {
 		}
 		if i == 1 && (len(fixed) != 1 || !strings.Contains(fixed[0], "reads 10.000 ms in 2 cells (L=200,B=1; L=8000,B=32)") ||
 			slices.ContainsFunc(disagree, func(d string) bool { return strings.Contains(d, "metrics fwd") })) {
-			t.Errorf("%s: metric-constant %q, estimates-disagree %q", c.Cell.Key(), fixed, disagree)
+			t.Errorf("%s: metric-constant %q, sources-disagree %q", c.Cell.Key(), fixed, disagree)
 		}
 	}
 }

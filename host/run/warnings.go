@@ -257,6 +257,9 @@ func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards, 
 	if d := headerMean(f); d > 0 {
 		others = append(others, est{"hdr fwd (timing headers)", d})
 	}
+	if st := f.ServerTimings; st != nil && st.PerForward.N > 0 {
+		others = append(others, est{"srv fwd (" + st.Source + ")", st.PerForward.Mean})
+	}
 	if m != nil && m.Steps.HasStepTime && m.Steps.StepTime > 0 && !metricsFixed {
 		others = append(others, est{"metrics fwd (/metrics)", m.Steps.StepTime})
 	}
@@ -272,12 +275,14 @@ func estimateWarnings(f *measure.Figures, m *scrape.CellMetrics, chunkForwards, 
 			why = fmt.Sprintf("chunks carry %.2f tokens: the server's inter-token latency is per token, not per forward pass", f.TokensPerChunk)
 		case strings.HasPrefix(e.name, "client") && f.TokensPerChunk > 1.05 && !chunkForwards:
 			why = "speculative decoding: see draft_tokens"
+		case strings.HasPrefix(e.name, "srv"):
+			why = "the server times each sequence from its first token's sampling; a late first token or a stall moved the client's decode window, or the server's clock counts work the client does not see (sampling, detokenizing)"
 		case strings.HasPrefix(e.name, "hdr"):
 			why = "the header's generation time or acceptance does not match the forward passes seen (check draft_tokens)"
 		case strings.HasPrefix(e.name, "metrics"):
 			why = "the server's metric may not be its step time — a fixed or configured value, which the next cells tell by whether it follows the load — or a late first token or a stall moved the client's decode window"
 		}
-		ws = append(ws, warning.Newf(warning.EstimatesDisagree, "per-forward estimates disagree: %s %.3f ms is %+.0f %% of %s %.3f ms (%s)",
+		ws = append(ws, warning.Newf(warning.SourcesDisagree, "per-forward sources disagree: %s %.3f ms is %+.0f %% of %s %.3f ms (%s)",
 			e.name, float64(e.d)/1e6, 100*dev, ref.name, float64(ref.d)/1e6, why))
 	}
 	return ws

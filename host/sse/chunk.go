@@ -114,6 +114,10 @@ type Chunk struct {
 	// HasTimings.
 	Timings    Timings
 	HasTimings bool
+	// Generate is ollama's own account of the sequence on the final object of its native
+	// API (Decoder.DecodeGenerate), valid when HasGenerate.
+	Generate    GenerateMetrics
+	HasGenerate bool
 }
 
 // Timings is the server's own account of one sequence's decoding (llama.cpp's "timings":
@@ -240,8 +244,8 @@ func (d *Decoder) Decode(data []byte) (*Chunk, error) {
 
 func (d *Decoder) resetChunk() {
 	c := &d.chunk
-	c.Done, c.Err, c.HasUsage, c.HasTimings = false, nil, false, false
-	c.Usage, c.Timings = Usage{}, Timings{}
+	c.Done, c.Err, c.HasUsage, c.HasTimings, c.HasGenerate = false, nil, false, false, false
+	c.Usage, c.Timings, c.Generate = Usage{}, Timings{}, GenerateMetrics{}
 	c.Choices = c.Choices[:0]
 }
 

@@ -30,6 +30,10 @@ type Demux struct {
 	// MarkCap is the initial capacity of each new sequence's Marks (e.g. max_tokens,
 	// bounded by the caller), so that recording a stream does not regrow them.
 	MarkCap int
+	// Generate decodes events as objects of ollama's native /api/generate stream
+	// (Decoder.DecodeGenerate: one sequence, index 0) instead of completions chunks; its
+	// final object (done) sets Done and the sequence's Generate metrics. Reset keeps it.
+	Generate bool
 
 	// Usage is the request's usage: the last usage-only chunk (`"choices":[]`), valid
 	// when HasUsage.
@@ -81,7 +85,13 @@ func (d *Demux) Feed(ev Event) error {
 	if d.dec == nil {
 		d.dec = decoderPool.Get().(*Decoder)
 	}
-	c, err := d.dec.Decode(ev.Data)
+	var c *Chunk
+	var err error
+	if d.Generate {
+		c, err = d.dec.DecodeGenerate(ev.Data)
+	} else {
+		c, err = d.dec.Decode(ev.Data)
+	}
 	if err != nil {
 		return err
 	}
@@ -117,12 +127,18 @@ func (d *Demux) Feed(ev Event) error {
 		}
 		delta := int32(-1)
 		if len(c.Choices) == 1 && c.HasUsage {
+			if d.Generate {
+				first, s.continuous = false, false // the final object's total, never a chunk's delta
+			}
 			delta = s.feedUsage(c.Usage, first, text)
 		} else {
 			s.continuous = false
 		}
 		if len(c.Choices) == 1 && c.HasTimings {
 			s.Timings, s.HasTimings = c.Timings, true
+		}
+		if len(c.Choices) == 1 && c.HasGenerate {
+			s.Generate, s.HasGenerate = c.Generate, true
 		}
 		if ch.HasLogprobs {
 			s.lpChunks++
@@ -151,6 +167,9 @@ func (d *Demux) Feed(ev Event) error {
 		}
 		if ch.Finished && !s.Finished {
 			s.Finished, s.FinishReason, s.FinishAt = true, finishReason(ch.FinishReason), at
+		}
+		if d.Generate && ch.Finished {
+			d.Done = true // the final object: nothing follows it
 		}
 	}
 	if c.HasUsage && len(c.Choices) != 1 {

@@ -6,10 +6,16 @@
 // → Demux (chunks → one Sequence per choices[].index, plus usage, [DONE] and in-stream
 // errors). Wire facts follow /v1/completions as served by vLLM, SGLang, llama.cpp and TGI
 // (see the project's wire-format reference, §7 "client must handle").
+//
+// The same pipeline reads ollama's native POST /api/generate stream (generate.go):
+// newline-delimited JSON objects instead of SSE events (Reader.Lines), each decoded into
+// the Chunk of choice 0 (Decoder.DecodeGenerate, Demux.Generate), the final one carrying
+// ollama's own counts and durations (GenerateMetrics).
 package sse
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +57,12 @@ type Reader struct {
 	// MaxLine limits one line's length in bytes; 0 means no limit. A longer line fails
 	// Next with an error.
 	MaxLine int
+	// Lines makes every non-empty line an event of its own, its data the whole line (a
+	// trailing "\r" removed): newline-delimited JSON, as ollama's native API streams it,
+	// instead of SSE fields. At is then the stamp of the read that delivered the line's
+	// "\n". At the end of the stream an unterminated last line is an event when it is
+	// valid JSON (a server that omits the final newline), else a truncation. Reset keeps it.
+	Lines bool
 
 	src     io.Reader
 	buf     []byte
@@ -108,6 +120,12 @@ func (rd *Reader) Next() (Event, error) {
 		if n := len(line); n > 0 && line[n-1] == '\r' {
 			line = line[:n-1]
 		}
+		if rd.Lines {
+			if len(line) == 0 {
+				continue
+			}
+			return Event{Data: line, At: rd.at}, nil
+		}
 		if len(line) == 0 {
 			if !rd.hasData {
 				continue
@@ -156,7 +174,8 @@ func (rd *Reader) materialize() {
 // end reports the state at the end of the source. An unfinished event that is the
 // `[DONE]` sentinel alone (its blank line, or its whole line end, never came) is returned
 // as an event, then io.EOF: the stream said it was done, and whether it is complete is for
-// its sequences to tell (Demux.Run). Any other unfinished event is a truncation.
+// its sequences to tell (Demux.Run). Any other unfinished event is a truncation. With Lines,
+// an unterminated last line that is valid JSON is returned as an event.
 func (rd *Reader) end() (Event, error) {
 	pending := rd.buf[rd.r:rd.w]
 	if n := len(pending); n > 0 && pending[n-1] == '\r' {
@@ -164,6 +183,13 @@ func (rd *Reader) end() (Event, error) {
 	}
 	if !errors.Is(rd.err, io.EOF) {
 		return Event{}, fmt.Errorf("sse: read: %w", rd.err)
+	}
+	if rd.Lines && len(pending) > 0 {
+		if json.Valid(pending) {
+			rd.r, rd.scan = rd.w, rd.w
+			return Event{Data: pending, At: rd.at}, nil
+		}
+		return Event{}, fmt.Errorf("sse: %w: ended inside a line (%d bytes without a newline, not a JSON value)", ErrTruncated, len(pending))
 	}
 	if len(pending) > 0 || rd.hasData {
 		rd.materialize()

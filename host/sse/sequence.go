@@ -40,6 +40,10 @@ type Sequence struct {
 	// this choice alone, the last one seen), valid when HasTimings.
 	Timings    Timings `json:"timings"`
 	HasTimings bool    `json:"has_timings,omitempty"`
+	// Generate is ollama's own account of the sequence (the final object of its native
+	// /api/generate stream), valid when HasGenerate.
+	Generate    GenerateMetrics `json:"generate,omitzero"`
+	HasGenerate bool            `json:"has_generate,omitempty"`
 	// Deltas is where the marks' known token deltas (Mark.Tokens ≥ 0) came from:
 	// TokensLogprobs or TokensChoiceUsage (continuous usage), "" when none is known. Set by
 	// Demux.Finalize.

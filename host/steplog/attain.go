@@ -5,6 +5,9 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/genload/genload/host/stats"
+	"gonum.org/v1/gonum/stat"
 )
 
 // Span is one cell of a run as the step log sees it: [Start, End) in wall-clock time and the
@@ -136,20 +139,13 @@ func Attain(recs []Record, s Span, hasFwd bool) Figures {
 
 func mid(r Record) time.Time { return r.Time.Add(r.Res / 2) }
 
-// meanCV returns the mean and the CV (sample standard deviation / mean; 0 for one value,
-// which Attain leaves absent).
+// meanCV returns the mean and the CV (stats.CV; 0 for one value or a mean of 0, which Attain
+// leaves absent).
 func meanCV(xs []float64) (float64, float64) {
-	m := 0.0
-	for _, x := range xs {
-		m += x
+	m := stat.Mean(xs, nil)
+	cv := stats.CV(xs)
+	if math.IsNaN(cv) {
+		cv = 0
 	}
-	m /= float64(len(xs))
-	if len(xs) < 2 || m == 0 {
-		return m, 0
-	}
-	ss := 0.0
-	for _, x := range xs {
-		ss += (x - m) * (x - m)
-	}
-	return m, math.Sqrt(ss/float64(len(xs)-1)) / m
+	return m, cv
 }

@@ -44,14 +44,34 @@ func BenchmarkEncode200k(b *testing.B) {
 	}
 }
 
-// BenchmarkLoadDefault measures building the embedded Qwen3 tokenizer (gunzip, JSON, vocab
-// and merge maps), what the first Default call costs.
+// BenchmarkLoadDefault measures what the first Default call costs: building the embedded
+// Qwen3 tokenizer from its JSON (gunzip, JSON, vocabulary and merge tables; "json", a
+// machine's first run) and reading it from the prepared-tables cache ("prepared", every later
+// run).
 func BenchmarkLoadDefault(b *testing.B) {
-	for i := 0; i < b.N; i++ {
-		if _, err := loadEmbedded(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	b.Run("json", func(b *testing.B) {
+		withPreparedDir(b, "", func() {
+			for i := 0; i < b.N; i++ {
+				if _, err := loadEmbedded(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("prepared", func(b *testing.B) {
+		withPreparedDir(b, b.TempDir(), func() {
+			if _, err := loadEmbedded(); err != nil { // writes the cache
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				tk, err := loadEmbedded()
+				if err != nil || !tk.prepared {
+					b.Fatalf("prepared %v, %v", tk != nil && tk.prepared, err)
+				}
+			}
+		})
+	})
 }
 
 // BenchmarkLoad measures Load of each cached tokenizer directory (the variants of

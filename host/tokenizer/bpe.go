@@ -2,6 +2,8 @@ package tokenizer
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -11,10 +13,12 @@ import (
 // token when absent), then adjacent pairs are merged by ascending merge rank, ties broken by
 // leftmost position, exactly as Word::merge_all's binary heap does.
 type bpeModel struct {
-	vocab        map[string]int32
-	vocabR       []string // id -> token (model vocabulary only); nil once build copied it
-	merges       map[uint64]mergeInfo
-	unk          int32 // -1 if none
+	toks         strTab     // id -> token of the model vocabulary ("" for an id no token has), then the aliases
+	vocabN       int        // ids of the model vocabulary: 0 … vocabN-1
+	aliasID      []int32    // id of toks.str(vocabN+i), a token whose id another token has too
+	vocab        vocabIndex // token -> index into toks
+	merges       mergeTab   // pair of ids -> rank and merged id
+	unk          int32      // -1 if none
 	fuseUnk      bool
 	byteFallback bool
 	ignoreMerges bool
@@ -37,14 +41,10 @@ const (
 	bpeCacheMaxWord = 256
 )
 
-func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
-
+// newBPE builds the model's tables from a parsed tokenizer.json: the vocabulary in id order,
+// its index, and the merges resolved to ids (an error names a merge whose tokens, or merged
+// token, are not in the vocabulary).
 func newBPE(s *bpeSpec) (*bpeModel, error) {
-	m := &bpeModel{
-		vocab: s.vocab, unk: -1, fuseUnk: s.fuseUnk, byteFallback: s.byteFallback,
-		ignoreMerges: s.ignoreMerges, contPrefix: s.contPrefix, eowSuffix: s.eowSuffix,
-		cache: make(map[string][]int32),
-	}
 	n := int32(0)
 	for _, id := range s.vocab {
 		if id < 0 {
@@ -52,24 +52,40 @@ func newBPE(s *bpeSpec) (*bpeModel, error) {
 		}
 		n = max(n, id+1)
 	}
-	m.vocabR = make([]string, n)
+	// A token of an id another token has too (a vocabulary with duplicate ids) is an alias:
+	// the id's token is the smallest of them, the others are found by lookup and decode as it.
+	strs := make([]string, n)
+	present := make([]bool, n)
+	type alias struct {
+		tok string
+		id  int32
+	}
+	var aliases []alias
 	for tok, id := range s.vocab {
-		m.vocabR[id] = tok
-	}
-	if s.unk != nil {
-		id, ok := s.vocab[*s.unk]
-		if !ok {
-			return nil, fmt.Errorf("[unk_token] %q is not in the vocabulary", *s.unk)
-		}
-		m.unk = id
-	}
-	for i := range m.byteIDs {
-		m.byteIDs[i] = -1
-		if id, ok := s.vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
-			m.byteIDs[i] = id
+		switch {
+		case !present[id]:
+			strs[id], present[id] = tok, true
+		case tok < strs[id]:
+			aliases = append(aliases, alias{strs[id], id})
+			strs[id] = tok
+		default:
+			aliases = append(aliases, alias{tok, id})
 		}
 	}
-	m.merges = make(map[uint64]mergeInfo, len(s.merges))
+	slices.SortFunc(aliases, func(a, b alias) int { return strings.Compare(a.tok, b.tok) })
+	aliasID := make([]int32, len(aliases))
+	for i, a := range aliases {
+		strs = append(strs, a.tok)
+		present = append(present, true)
+		aliasID[i] = a.id
+	}
+	toks := newStrTab(strs)
+	m := &bpeModel{toks: toks, vocabN: int(n), aliasID: aliasID, vocab: newVocabIndex(&toks, present)}
+	if err := m.setOptions(s); err != nil {
+		return nil, err
+	}
+	pairs := make([]mergePair, len(s.merges))
+	contPrefix := s.contPrefix
 	buf := make([]byte, 0, 64)
 	for rank, mg := range s.merges {
 		a, b := mg[0], mg[1]
@@ -79,18 +95,49 @@ func newBPE(s *bpeSpec) (*bpeModel, error) {
 			return nil, fmt.Errorf("[merges][%d] %q %q: token not in the vocabulary", rank, a, b)
 		}
 		rb := b
-		if len(m.contPrefix) > 0 && len(b) >= len(m.contPrefix) && b[:len(m.contPrefix)] == m.contPrefix {
-			rb = b[len(m.contPrefix):]
+		if len(contPrefix) > 0 && len(b) >= len(contPrefix) && b[:len(contPrefix)] == contPrefix {
+			rb = b[len(contPrefix):]
 		}
 		buf = append(append(buf[:0], a...), rb...)
 		id, ok := s.vocab[string(buf)]
 		if !ok {
 			return nil, fmt.Errorf("[merges][%d] %q %q: merged token not in the vocabulary", rank, a, b)
 		}
-		// tokenizers collects merges into a HashMap, so a repeated pair keeps its last rank.
-		m.merges[pairKey(ia, ib)] = mergeInfo{int32(rank), id}
+		pairs[rank] = mergePair{ia, ib, id}
 	}
+	m.merges = newMergeTab(pairs)
 	return m, nil
+}
+
+// setOptions sets the model's options from s and resolves the unknown token and the byte
+// fallback tokens in the vocabulary (an error when unk_token is not in it).
+func (m *bpeModel) setOptions(s *bpeSpec) error {
+	m.unk, m.fuseUnk, m.byteFallback = -1, s.fuseUnk, s.byteFallback
+	m.ignoreMerges, m.contPrefix, m.eowSuffix = s.ignoreMerges, s.contPrefix, s.eowSuffix
+	m.cache = make(map[string][]int32)
+	if s.unk != nil {
+		id, ok := m.lookup(*s.unk)
+		if !ok {
+			return fmt.Errorf("[unk_token] %q is not in the vocabulary", *s.unk)
+		}
+		m.unk = id
+	}
+	for i := range m.byteIDs {
+		m.byteIDs[i] = -1
+		if id, ok := m.lookup(fmt.Sprintf("<0x%02X>", i)); ok {
+			m.byteIDs[i] = id
+		}
+	}
+	return nil
+}
+
+// lookup returns the id of token s of the model vocabulary.
+func (m *bpeModel) lookup(s string) (int32, bool) {
+	i, ok := m.vocab.lookup(&m.toks, s)
+	if ok && int(i) >= m.vocabN {
+		return m.aliasID[int(i)-m.vocabN], true
+	}
+	return i, ok
 }
 
 // symbol is one node of the doubly linked list of a word being merged; len 0 marks a symbol
@@ -160,7 +207,7 @@ func (m *bpeModel) tokenize(dst []int32, w string) []int32 {
 		return dst
 	}
 	if m.ignoreMerges {
-		if id, ok := m.vocab[w]; ok {
+		if id, ok := m.lookup(w); ok {
 			return append(dst, id)
 		}
 	}
@@ -177,7 +224,7 @@ func (m *bpeModel) tokenize(dst []int32, w string) []int32 {
 	if cacheable {
 		m.cacheMu.Lock()
 		if len(m.cache) < bpeCacheCap {
-			m.cache[w] = ids
+			m.cache[strings.Clone(w)] = ids // w may be cut from an Encode's arena
 		}
 		m.cacheMu.Unlock()
 	}
@@ -204,7 +251,7 @@ func (m *bpeModel) mergeWord(w string) []int32 {
 			}
 			s = string(key)
 		}
-		id, ok := m.vocab[s]
+		id, ok := m.lookup(s)
 		switch {
 		case ok:
 			if unkID >= 0 {
@@ -241,7 +288,7 @@ func (m *bpeModel) mergeWord(w string) []int32 {
 	}
 	h := make(mergeHeap, 0, n)
 	for i := int32(0); i+1 < n; i++ {
-		if mi, ok := m.merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
+		if mi, ok := m.merges.lookup(syms[i].id, syms[i+1].id); ok {
 			h.push(mergeCand{i, mi.rank, mi.id})
 		}
 	}
@@ -253,7 +300,7 @@ func (m *bpeModel) mergeWord(w string) []int32 {
 		}
 		nextPos := cur.next
 		right := syms[nextPos]
-		if mi, ok := m.merges[pairKey(cur.id, right.id)]; !ok || mi.id != top.id {
+		if mi, ok := m.merges.lookup(cur.id, right.id); !ok || mi.id != top.id {
 			continue // stale candidate
 		}
 		cur.id = top.id
@@ -264,12 +311,12 @@ func (m *bpeModel) mergeWord(w string) []int32 {
 			syms[right.next].prev = top.pos
 		}
 		if cur.prev >= 0 {
-			if mi, ok := m.merges[pairKey(syms[cur.prev].id, cur.id)]; ok {
+			if mi, ok := m.merges.lookup(syms[cur.prev].id, cur.id); ok {
 				h.push(mergeCand{cur.prev, mi.rank, mi.id})
 			}
 		}
 		if cur.next >= 0 {
-			if mi, ok := m.merges[pairKey(cur.id, syms[cur.next].id)]; ok {
+			if mi, ok := m.merges.lookup(cur.id, syms[cur.next].id); ok {
 				h.push(mergeCand{top.pos, mi.rank, mi.id})
 			}
 		}

@@ -70,23 +70,37 @@ func buildDecoders(n *jNode, file, path string) ([]decoder, error) {
 // outside the byte map contributes its own UTF-8 instead. The bytes are then read as UTF-8
 // lossily, like Rust's String::from_utf8_lossy.
 func decodeByteLevel(toks []string) []string {
-	var b []byte
+	n := 0
 	for _, s := range toks {
-		n := len(b)
-		ok := true
-		for _, r := range s {
-			c, in := runeToByte[r]
-			if !in {
-				ok = false
-				break
-			}
-			b = append(b, c)
-		}
-		if !ok {
-			b = append(b[:n], s...)
-		}
+		n += len(s)
+	}
+	b := make([]byte, 0, n)
+	for _, s := range toks {
+		b = appendByteLevel(b, s)
 	}
 	return []string{lossyUTF8(b)}
+}
+
+// runeByte is runeToByte as an array: runeByte[r] is the byte of rune r + 1, 0 for a rune
+// outside the byte map (the map's runes are all below 0x144).
+var runeByte = func() (t [0x144]uint16) {
+	for r, c := range runeToByte {
+		t[r] = uint16(c) + 1
+	}
+	return t
+}()
+
+// appendByteLevel appends the bytes of byte-level token s (its own UTF-8 when a rune of it
+// is outside the byte map).
+func appendByteLevel(b []byte, s string) []byte {
+	n := len(b)
+	for _, r := range s {
+		if r >= rune(len(runeByte)) || runeByte[r] == 0 {
+			return append(b[:n], s...)
+		}
+		b = append(b, byte(runeByte[r]-1))
+	}
+	return b
 }
 
 // decodeByteFallback turns runs of <0xXX> tokens back into bytes: a run that is valid UTF-8

@@ -396,14 +396,18 @@ func matchDeepSeek(rc *runeClasses, emit func(a, b int)) {
 
 // fastFindMatches is findMatches with a hand-written matcher.
 func fastFindMatches(s string, match func(*runeClasses, func(a, b int))) []span {
-	if s == "" {
-		return []span{{0, 0, false}}
-	}
 	var rc runeClasses
+	return appendFastMatches(make([]span, 0, len(s)/4+2), &rc, s, match) // words average more than 4 bytes
+}
+
+// appendFastMatches appends fastFindMatches(s, match) to out, decoding s into rc (reused).
+func appendFastMatches(out []span, rc *runeClasses, s string, match func(*runeClasses, func(a, b int))) []span {
+	if s == "" {
+		return append(out, span{0, 0, false})
+	}
 	rc.load(s)
-	out := make([]span, 0, len(s)/4+2) // words average more than 4 bytes
 	prev := 0
-	match(&rc, func(a, b int) {
+	match(rc, func(a, b int) {
 		a, b = rc.off[a], rc.off[b]
 		if prev != a {
 			out = append(out, span{prev, a, false})

@@ -124,10 +124,18 @@ func compileRegex(p string) (*regexp2.Regexp, error) {
 // stability policy), this is exactly Unicode 9.0 normalization.
 func unicode9Form(f norm.Form) normalizer {
 	return func(s string) string {
+		// ASCII is invariant under every normalization form (and below normOpaqueMin).
+		k := 0
+		for k < len(s) && s[k] < utf8.RuneSelf {
+			k++
+		}
+		if k == len(s) {
+			return s
+		}
 		first := -1
-		for i, r := range s {
+		for i, r := range s[k:] {
 			if inNormOpaque(r) {
-				first = i
+				first = i + k
 				break
 			}
 		}

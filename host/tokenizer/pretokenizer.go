@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -15,7 +16,45 @@ import (
 // Metaspace, which replaces spaces. atStart tells that the word begins the input text
 // (tokenizers: offsets_original().0 == 0), which Metaspace's prepend_scheme "first" needs.
 type preTokenizer interface {
-	split(dst []string, word string, atStart bool) []string
+	split(sc *encodeScratch, dst []string, word string, atStart bool) []string
+}
+
+// encodeScratch holds the working buffers of one Encode call: Encode takes one from a pool, so
+// that tokenizing a text allocates little beyond its ids (it allocated about 10 bytes per
+// byte of text, most of a prompt build's cost). Strings cut from the arena are never
+// rewritten (a full arena is replaced, not reused), so they stay valid as long as they are
+// referenced; the BPE cache copies a word before keeping it.
+type encodeScratch struct {
+	rc          runeClasses
+	spans, acc  []span
+	words, next []string
+	pieces      []piece
+	normPieces  []piece
+	arena       strings.Builder
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(encodeScratch) }}
+
+// byteLevel returns the byte-level form of s (GPT-2's bytes_to_unicode of every byte), after
+// a space when space is set, cut from the arena.
+func (sc *encodeScratch) byteLevel(s string, space bool) string {
+	need := 2 * (len(s) + 1) // a byte maps to one or two bytes of UTF-8
+	if sc.arena.Cap()-sc.arena.Len() < need {
+		sc.arena = strings.Builder{}
+		sc.arena.Grow(max(16<<10, need))
+	}
+	start := sc.arena.Len()
+	if space {
+		sc.arena.WriteString(byteToRune[' '])
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= '!' && c <= '~' { // printable ASCII maps to itself
+			sc.arena.WriteByte(c)
+		} else {
+			sc.arena.WriteString(byteToRune[c])
+		}
+	}
+	return sc.arena.String()[start:]
 }
 
 // splitBehavior is tokenizers' SplitDelimiterBehavior.
@@ -161,14 +200,15 @@ func findMatches(s string, re *regexp2.Regexp, lit string) []span {
 	return out
 }
 
-// applyBehavior is NormalizedString::split's handling of the delimiter spans.
-func applyBehavior(ms []span, b splitBehavior, invert bool) []span {
+// applyBehavior is NormalizedString::split's handling of the delimiter spans; acc is
+// reused for the result (nil: a new slice).
+func applyBehavior(ms []span, b splitBehavior, invert bool, acc []span) []span {
 	if invert {
 		for i := range ms {
 			ms[i].match = !ms[i].match
 		}
 	}
-	var acc []span
+	acc = acc[:0]
 	switch b {
 	case behIsolated:
 		return ms
@@ -228,14 +268,16 @@ type splitPT struct {
 	invert   bool
 }
 
-func (p *splitPT) split(dst []string, w string, _ bool) []string {
+func (p *splitPT) split(sc *encodeScratch, dst []string, w string, _ bool) []string {
 	var ms []span
 	if p.fast != nil && !disableFastSplit {
-		ms = fastFindMatches(w, p.fast)
+		sc.spans = appendFastMatches(sc.spans[:0], &sc.rc, w, p.fast)
+		ms = sc.spans
 	} else {
 		ms = findMatches(w, p.re, p.lit)
 	}
-	for _, sp := range applyBehavior(ms, p.behavior, p.invert) {
+	sc.acc = applyBehavior(ms, p.behavior, p.invert, sc.acc)
+	for _, sp := range sc.acc {
 		if sp.b > sp.a {
 			dst = append(dst, w[sp.a:sp.b])
 		}
@@ -250,16 +292,17 @@ type byteLevelPT struct {
 	re          *regexp2.Regexp
 }
 
-func (p *byteLevelPT) split(dst []string, w string, _ bool) []string {
-	if p.prefixSpace && !strings.HasPrefix(w, " ") {
-		w = " " + w
-	}
+func (p *byteLevelPT) split(sc *encodeScratch, dst []string, w string, _ bool) []string {
+	space := p.prefixSpace && !strings.HasPrefix(w, " ")
 	if p.re == nil {
-		return append(dst, byteLevelMap(w))
+		return append(dst, sc.byteLevel(w, space))
+	}
+	if space {
+		w = " " + w
 	}
 	for _, sp := range findMatches(w, p.re, "") {
 		if sp.b > sp.a {
-			dst = append(dst, byteLevelMap(w[sp.a:sp.b]))
+			dst = append(dst, sc.byteLevel(w[sp.a:sp.b], false))
 		}
 	}
 	return dst
@@ -269,7 +312,7 @@ func (p *byteLevelPT) split(dst []string, w string, _ bool) []string {
 // i.e. Nd, Nl, No) split from the rest, each digit alone when individual is set.
 type digitsPT struct{ individual bool }
 
-func (p digitsPT) split(dst []string, w string, _ bool) []string {
+func (p digitsPT) split(_ *encodeScratch, dst []string, w string, _ bool) []string {
 	start, prevDigit := 0, false
 	for i, r := range w {
 		d := unicode.IsNumber(r)
@@ -301,15 +344,6 @@ var byteToRune, runeToByte = func() (b2r [256]string, r2b map[rune]byte) {
 	}
 	return b2r, r2b
 }()
-
-func byteLevelMap(s string) string {
-	var b strings.Builder
-	b.Grow(2 * len(s))
-	for i := 0; i < len(s); i++ {
-		b.WriteString(byteToRune[s[i]])
-	}
-	return b.String()
-}
 
 // metaspacePT is the Metaspace pre-tokenizer (SentencePiece-style, e.g. Mistral): spaces
 // become the replacement rune (default "▁"), which is prepended to every word ("always"), to
@@ -343,7 +377,7 @@ func newMetaspace(n *jNode, file, path string) (*metaspacePT, error) {
 	return m, nil
 }
 
-func (p *metaspacePT) split(dst []string, w string, atStart bool) []string {
+func (p *metaspacePT) split(_ *encodeScratch, dst []string, w string, atStart bool) []string {
 	w = strings.ReplaceAll(w, " ", p.rep)
 	if (p.prepend == "always" || (p.prepend == "first" && atStart)) && !strings.HasPrefix(w, p.rep) {
 		w = p.rep + w
@@ -351,7 +385,7 @@ func (p *metaspacePT) split(dst []string, w string, atStart bool) []string {
 	if !p.cut {
 		return append(dst, w)
 	}
-	ms := applyBehavior(findMatches(w, nil, p.rep), behMergedWithNext, false)
+	ms := applyBehavior(findMatches(w, nil, p.rep), behMergedWithNext, false, nil)
 	for _, sp := range ms {
 		if sp.b > sp.a {
 			dst = append(dst, w[sp.a:sp.b])

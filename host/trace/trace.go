@@ -10,9 +10,18 @@
 //     encoding/csv). Prefix blocks, when a column holds them, are integers separated by
 //     spaces, commas or semicolons, optionally in brackets ("[0, 1, 2]").
 //
+// A records file of genload (host/records, schema genload.records/v1: what genload replay and
+// genload run --records write) is JSON Lines too: it is recognised by its header line, which
+// is skipped, and its fields are then the defaults: prompt_tokens (the prompt sent),
+// max_tokens (the output asked for), and the arrival time scheduled_ms of a replay's records
+// or sent_ms of a run's (milliseconds from the file's origin); it has no prefix blocks. A
+// field named explicitly keeps its name.
+//
 // Every value is checked where it is read: an error names the file, the line and the field
-// (`trace.csv:12: column "input_length": want an integer number of tokens ≥ 1, got "abc"`).
-// Nothing is skipped silently; a file with no request is an error.
+// (`trace.csv:12: column "input_length": want an integer number of tokens ≥ 1, got "abc"`),
+// and a missing field the command-line flag that names another (--input, --output, --time,
+// --group: genload lengths fit and genload replay call them so). Nothing is skipped silently;
+// a file with no request is an error.
 package trace
 
 import (
@@ -29,6 +38,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/genload/genload/host/records"
 )
 
 // Request is one request of a log. Lengths are in tokens.
@@ -67,9 +78,13 @@ type Fields struct {
 	TimeUnit time.Duration
 	// Hashes is the prefix blocks' field. Default "hash_ids"; optional.
 	Hashes string
-	// Group is the group field. Default "" (no group); when named it is required in every
-	// record.
+	// Group is the group field. Default "" (no group); when named it is required, and not
+	// empty, in every record.
 	Group string
+	// RequireTime and RequireOutput make the time and output fields required in every record
+	// (a replay needs both): a log without one is an error naming the first record's
+	// file:line and the field, not a log of arrivals at 0 or of empty outputs.
+	RequireTime, RequireOutput bool
 }
 
 func (f Fields) withDefaults() Fields {
@@ -88,6 +103,28 @@ func (f Fields) withDefaults() Fields {
 	return f
 }
 
+// withRecordDefaults is f with the defaults of a records file (see the package
+// documentation) for the fields f leaves unnamed; source is the header's ("replay", "run").
+func (f Fields) withRecordDefaults(source string) Fields {
+	def := func(s *string, d string) {
+		if *s == "" {
+			*s = d
+		}
+	}
+	if f.Time == "" {
+		f.TimeUnit = time.Millisecond
+	}
+	def(&f.Input, "prompt_tokens")
+	def(&f.Output, "max_tokens")
+	if source == "replay" {
+		def(&f.Time, "scheduled_ms")
+	} else {
+		def(&f.Time, "sent_ms")
+	}
+	def(&f.Hashes, "-")
+	return f.withDefaults()
+}
+
 // Formats of a log.
 const (
 	FormatJSONL = "jsonl"
@@ -104,6 +141,11 @@ type Trace struct {
 	// (a field is held when every record has it; a field some records lack is an error).
 	HasTime, HasOutput, HasHashes, HasGroup bool
 	Requests                                []Request
+	// Records is the header's source ("replay" or "run") when the log is a records file
+	// (host/records), "" otherwise.
+	Records string
+	// given are the fields as the caller named them, before the defaults.
+	given Fields
 }
 
 // Read reads the log at path. format is FormatJSONL, FormatCSV or "" (by the file's extension:
@@ -145,8 +187,15 @@ func Read(path, format string, f Fields) (*Trace, error) {
 
 // Parse reads a log from r; name stands for the file in errors. See [Read].
 func Parse(r io.Reader, name, format string, f Fields) (*Trace, error) {
-	f = f.withDefaults()
-	t := &Trace{Path: name, Format: format, Fields: f}
+	t := &Trace{Path: name, Format: format, Fields: f.withDefaults(), given: f}
+	for _, c := range []struct {
+		need       bool
+		name, what string
+	}{{f.RequireTime, t.Fields.Time, "--time"}, {f.RequireOutput, t.Fields.Output, "--output"}} {
+		if c.need && c.name == "-" {
+			return nil, fmt.Errorf("trace %s: %s -: this command needs the field, name it", name, c.what)
+		}
+	}
 	var err error
 	switch format {
 	case FormatJSONL:
@@ -192,12 +241,28 @@ func (p *presence) held(file string) (bool, error) {
 	return p.seen > 0, nil
 }
 
+// recordsHeader reports whether obj is the header line of a records file (host/records); an
+// error for a header of another schema.
+func recordsHeader(obj map[string]json.RawMessage, src string) (source string, ok bool, err error) {
+	var typ, schema string
+	if json.Unmarshal(obj["type"], &typ) != nil || typ != "header" {
+		return "", false, nil
+	}
+	if json.Unmarshal(obj["schema"], &schema); schema != records.Schema {
+		return "", false, fmt.Errorf("%s: a header of schema %q: genload reads records files of schema %q", src, schema, records.Schema)
+	}
+	_ = json.Unmarshal(obj["source"], &source)
+	return source, true, nil
+}
+
 func (t *Trace) readJSONL(r io.Reader) error {
 	f := t.Fields
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 64<<20)
-	pOut, pTime, pHash, pGroup := presence{name: f.Output}, presence{name: f.Time}, presence{name: f.Hashes}, presence{name: f.Group}
-	line := 0
+	var pOut, pTime, pHash, pGroup presence
+	name := func() { pOut.name, pTime.name, pHash.name, pGroup.name = f.Output, f.Time, f.Hashes, f.Group }
+	name()
+	line, first := 0, true
 	for sc.Scan() {
 		line++
 		b := bytes.TrimSpace(sc.Bytes())
@@ -209,10 +274,24 @@ func (t *Trace) readJSONL(r io.Reader) error {
 		if err := json.Unmarshal(b, &obj); err != nil {
 			return fmt.Errorf("%s: not a JSON object: %v", src, err)
 		}
+		if first {
+			first = false
+			source, ok, err := recordsHeader(obj, src)
+			if err != nil {
+				return err
+			}
+			if ok {
+				t.Records = source
+				t.Fields = t.given.withRecordDefaults(source)
+				f = t.Fields
+				name()
+				continue
+			}
+		}
 		q := Request{Src: src}
 		raw, ok := obj[f.Input]
 		if !ok {
-			return fmt.Errorf("%s: no field %q (the prompt length; name another with the input field option)", src, f.Input)
+			return fmt.Errorf("%s: no field %q (the prompt length; name another with --input)", src, f.Input)
 		}
 		n, err := jsonInt(raw)
 		if err == nil {
@@ -232,6 +311,8 @@ func (t *Trace) readJSONL(r io.Reader) error {
 			}
 			q.Output = n
 			pOut.mark(true, src)
+		} else if f.RequireOutput {
+			return fmt.Errorf("%s: no field %q (the output length, which max_tokens is set to; name another with --output)", src, f.Output)
 		} else {
 			pOut.mark(false, src)
 		}
@@ -244,6 +325,8 @@ func (t *Trace) readJSONL(r io.Reader) error {
 				return fmt.Errorf("%s: field %q: %w", src, f.Time, err)
 			}
 			pTime.mark(true, src)
+		} else if f.RequireTime {
+			return fmt.Errorf("%s: no field %q (the arrival time, which the schedule is made of; name another with --time, and its unit with --time-unit)", src, f.Time)
 		} else {
 			pTime.mark(false, src)
 		}
@@ -263,11 +346,14 @@ func (t *Trace) readJSONL(r io.Reader) error {
 		if f.Group != "" && f.Group != "-" {
 			raw, ok := obj[f.Group]
 			if !ok {
-				return fmt.Errorf("%s: no field %q (the group field named)", src, f.Group)
+				return fmt.Errorf("%s: no field %q (the group field --group names)", src, f.Group)
 			}
 			var s string
 			if json.Unmarshal(raw, &s) != nil {
 				s = strings.TrimSpace(string(raw)) // a number or a literal stands for itself
+			}
+			if s = strings.TrimSpace(s); s == "" || s == "null" {
+				return fmt.Errorf("%s: field %q (the group field --group names) is empty: every request needs a group", src, f.Group)
 			}
 			q.Group = s
 			pGroup.mark(true, src)
@@ -377,14 +463,18 @@ func (t *Trace) csvColumns(head []string) (csvCols, error) {
 	}
 	c := csvCols{group: -1}
 	var err error
-	if c.in, err = index(f.Input, true, "the prompt length; name another with the input field option"); err != nil {
+	if c.in, err = index(f.Input, true, "the prompt length; name another with --input"); err != nil {
 		return c, err
 	}
-	c.out, _ = index(f.Output, false, "")
-	c.time, _ = index(f.Time, false, "")
+	if c.out, err = index(f.Output, f.RequireOutput, "the output length, which max_tokens is set to; name another with --output"); err != nil {
+		return c, err
+	}
+	if c.time, err = index(f.Time, f.RequireTime, "the arrival time, which the schedule is made of; name another with --time"); err != nil {
+		return c, err
+	}
 	c.hashes, _ = index(f.Hashes, false, "")
 	if f.Group != "" && f.Group != "-" {
-		if c.group, err = index(f.Group, true, "the group column named"); err != nil {
+		if c.group, err = index(f.Group, true, "the group column --group names"); err != nil {
 			return c, err
 		}
 	}
@@ -430,7 +520,9 @@ func (t *Trace) csvRequest(rec []string, cols csvCols, src string) (Request, err
 		}
 	}
 	if cols.group >= 0 {
-		q.Group = strings.TrimSpace(rec[cols.group])
+		if q.Group = strings.TrimSpace(rec[cols.group]); q.Group == "" {
+			return q, fmt.Errorf("%s: column %q (the group column --group names) is empty: every request needs a group", src, f.Group)
+		}
 	}
 	return q, nil
 }

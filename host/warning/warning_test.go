@@ -1,9 +1,14 @@
 package warning
 
 import (
+	"flag"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/genload/genload/host/internal/textcheck"
 )
 
 // One text of every kind as genload writes it (most of them taken from runs against the
@@ -26,10 +31,13 @@ var samples = map[Name][]string{
 	TokenCountSource: {"token counts of 8 of 8 sequences: all-zero usage on every chunk: counted from logprobs"},
 	LateFirstChunks:  {"the first chunks of 16 of 16 sequences arrived late, bunched with the chunks behind them (held back: Nagle's algorithm): fwd starts at their first on-time chunk"},
 	MetricConstant:   {"server metric does not vary with load: metrics fwd (/metrics) reads 10.000 ms in 3 cells whose client fwd spans 7.2–14.1 ms"},
-	EstimatesDisagree: {
-		"per-forward estimates disagree: metrics fwd (/metrics) 10.000 ms is +39 % of the client's fwd 7.190 ms (a late first token or a stall)",
+	FwdVsFit: {
 		"per-forward estimators disagree: fwd (the mean forward pass) 1.045 ms is +16.6 % of the robust fit 0.896 ms (the typical one)",
 		"full-batch estimators disagree: full-batch fwd (the mean forward pass) 8.1 ms is +6.0 % of the pooled robust fit 7.6 ms",
+	},
+	SourcesDisagree: {
+		"per-forward sources disagree: client fwd 2.483 ms is +11 % of the engine's own decode step time 2.230 ms (a late first token or a stall shortens or lengthens the client's decode window)",
+		"per-forward estimates disagree: metrics fwd (/metrics) 10.000 ms is +39 % of the client's fwd 7.190 ms (a late first token or a stall)",
 	},
 	HeaderFwdAbsent:  {"hdr fwd absent: no generation-duration header"},
 	MetricsFwdAbsent: {"metrics fwd absent: x is not exposed", "server http://a/metrics: metrics fwd absent: y had no observation during the cell"},
@@ -39,7 +47,9 @@ var samples = map[Name][]string{
 		"server http://a/metrics ran up to 3 requests at once, more than the 2 routed to it: other load shares it",
 	},
 	CapacityShort: {"server capacity too small: the 256 prompts need 33,570,816 tokens of KV cache at once, the server holds 8,388,608",
-		"server http://a capacity too small: the 4 prompts routed to it need 8,448 tokens of KV cache at once"},
+		"server http://a capacity too small: the 4 prompts routed to it need 8,448 tokens of KV cache at once",
+		"server capacity too small: it runs at most 256 sequences at once (the built-in engine's max_num_seqs), fewer than the 300 of the batch",
+		"server http://a capacity too small: its KV cache is the limit: the 4 routed to it need 8,448 tokens of KV cache at once"},
 	BatchNotReached: {
 		"batch not reached: the server ran at most 8 sequences at once, not B = 16 (gauge: median 8, mean 8.0, p10–p90 8–8, max 8 over 23 samples, 0 % at 16)",
 		"batch attainment: the server mostly ran 8 sequences at once, not B = 16 (0 % of samples at B)",
@@ -99,5 +109,83 @@ func TestNamesAreStableAndHeadlinesAreSentences(t *testing.T) {
 	}
 	if _, ok := Lookup(Other); ok {
 		t.Error("Other is in the catalogue")
+	}
+}
+
+// "estimates-disagree" was written for the texts of two kinds — the client's mean against its
+// robust fit (measure's check) and the client's figure against the engine's own (the run's) —
+// so that a cell's CSV read "slow-forwards; estimates-disagree; estimates-disagree". Read
+// back, each text gets its own kind; other names are kept, known or not; a record without a
+// name is named by its text.
+func TestRetiredNameIsResolvedByItsText(t *testing.T) {
+	for _, tc := range []struct {
+		stored Name
+		text   string
+		want   Name
+	}{
+		{"estimates-disagree", "per-forward estimators disagree: fwd (the mean forward pass) 2.483 ms is +64.1 % of the robust fit 1.513 ms (the typical one)", FwdVsFit},
+		{"estimates-disagree", "full-batch estimators disagree: full-batch fwd (the mean forward pass) 8.1 ms is +6.0 % of the pooled robust fit 7.6 ms", FwdVsFit},
+		{"estimates-disagree", "per-forward estimates disagree: client fwd 2.483 ms is +11 % of the engine's own decode step time 2.230 ms (…)", SourcesDisagree},
+		{"estimates-disagree", "a text no kind knows", "estimates-disagree"},
+		{"", "per-forward estimators disagree: fwd 1 ms", FwdVsFit},
+		{"", "a text no kind knows", Other},
+		{SlowForwards, "per-forward estimators disagree: a text stored under another name keeps it", SlowForwards},
+		{"a-later-kind", "per-forward estimators disagree: …", "a-later-kind"},
+	} {
+		if got := Resolve(tc.stored, tc.text); got != tc.want {
+			t.Errorf("Resolve(%q, %q) = %q, want %q", tc.stored, tc.text, got, tc.want)
+		}
+	}
+	for _, k := range Catalogue() {
+		if retired[k.Name] {
+			t.Errorf("retired name %s is in the catalogue", k.Name)
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite README.md's warning catalogue from Catalogue")
+
+const (
+	readmeStart = "<!-- the warning catalogue: written by go test ./host/warning -update from package warning; do not edit -->"
+	readmeEnd   = "<!-- end of the warning catalogue -->"
+)
+
+// catalogueMarkdown is README.md's table of the catalogue: each kind's name and headline.
+func catalogueMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| name | headline |\n|---|---|\n")
+	for _, k := range Catalogue() {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", k.Name, strings.ReplaceAll(k.Headline, "|", `\|`))
+	}
+	return b.String()
+}
+
+// README.md lists the catalogue where users read about the table; the list is written from
+// Catalogue (with -update) and held to it, so that neither drifts from the other.
+func TestReadmeListsTheCatalogue(t *testing.T) {
+	const path = "../../README.md"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i, j := strings.Index(text, readmeStart), strings.Index(text, readmeEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no warning catalogue between %q and %q", path, readmeStart, readmeEnd)
+	}
+	want := catalogueMarkdown()
+	got := strings.TrimPrefix(text[i+len(readmeStart):j], "\n")
+	if *update && got != want {
+		text = text[:i+len(readmeStart)] + "\n" + want + text[j:]
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got = want
+	}
+	if got != want {
+		t.Errorf("%s's warning catalogue differs from Catalogue (run go test ./host/warning -update and review the diff):\n%s\nwant\n%s", path, got, want)
+	}
+	if n, err := textcheck.MarkdownTables(want); n != 1 || err != nil {
+		t.Errorf("the catalogue's table: %d tables, %v", n, err)
 	}
 }

@@ -363,3 +363,53 @@ func TestIndexedJobSimulatedLocally(t *testing.T) {
 		t.Fatalf("merge without shard 2: %v\n%s", err, out)
 	}
 }
+
+// The image runs as a user of its own, not root, with a home where genload's plugin cache
+// ($HOME/.cache/genload/wazero) can be written and a working directory of its own; every pod
+// of the manifests runs as that user, the results volume in its group (fsGroup), so that a
+// shard can write its results there. The Dockerfile is read, not built (no daemon needed).
+func TestImageAndPodsRunAsNonRoot(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(moduleRoot(t), "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "\\\n", " ")
+	final := text[strings.LastIndex(text, "\nFROM "):] // the image's stage
+	uid := fmt.Sprint(k8s.UID)
+	user := regexp.MustCompile(`(?m)^USER (\S+)$`).FindStringSubmatch(final)
+	home := regexp.MustCompile(`(?m)^ENV HOME=(\S+)$`).FindStringSubmatch(final)
+	workdir := regexp.MustCompile(`(?m)^WORKDIR (\S+)$`).FindStringSubmatch(final)
+	switch {
+	case user == nil || user[1] != uid+":"+uid:
+		t.Errorf("the image's USER is %v, want %s:%s (not root)", user, uid, uid)
+	case home == nil || !strings.Contains(final, "adduser -D -u "+uid+" -G genload -h "+home[1]+" genload"):
+		t.Errorf("HOME %v is not the home adduser makes for uid %s", home, uid)
+	case workdir == nil || !strings.Contains(final, "chown genload:genload "+workdir[1]):
+		t.Errorf("WORKDIR %v is not the user's", workdir)
+	case !strings.Contains(text, "--add-host=host.docker.internal:host-gateway"):
+		t.Error("the docker run example lacks --add-host=host.docker.internal:host-gateway (Linux)")
+	}
+	ms, err := k8s.Build(k8s.Job{Name: "nightly", Image: "i", Shards: 2, PVC: "results"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := map[string]corev1.PodSpec{}
+	for name, text := range map[string]string{"job": ms.Job, "merge": ms.Merge} {
+		for _, j := range decode(t, text).jobs {
+			specs[name] = j.Spec.Template.Spec
+		}
+	}
+	for _, p := range decode(t, ms.Fetch).pods {
+		specs["fetch"] = p.Spec
+	}
+	if len(specs) != 3 {
+		t.Fatalf("pod specs of %v, want job, merge and fetch", specs)
+	}
+	for name, ps := range specs {
+		sc := ps.SecurityContext
+		if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser != k8s.UID ||
+			sc.RunAsGroup == nil || *sc.RunAsGroup != k8s.UID || sc.FSGroup == nil || *sc.FSGroup != k8s.UID {
+			t.Errorf("%s pod: securityContext %+v, want non-root uid, gid and fsGroup %d", name, sc, k8s.UID)
+		}
+	}
+}

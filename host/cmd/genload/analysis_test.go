@@ -6,12 +6,15 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/internal/testplugins"
+	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
@@ -67,7 +70,7 @@ func TestConsistencyThresholdExitCodes(t *testing.T) {
 		{[]string{a}, exitcode.Usage, "one results file without repeats: need at least two results files"},
 		{[]string{"--cv-stat", "mean", a, b}, exitcode.Usage, `--cv-stat "mean"`},
 		{[]string{"--max-cv", "-1", a, b}, exitcode.Usage, "must be ≥ 0"},
-		{[]string{a, filepath.Join(dir, "missing.json")}, exitcode.Failure, "missing.json"},
+		{[]string{a, filepath.Join(dir, "missing.json")}, exitcode.InvalidConfig, "missing.json"},
 	} {
 		code, stdout, stderr := cli(t, ctx, append([]string{"consistency"}, tc.args...)...)
 		where := stdout
@@ -95,8 +98,10 @@ func TestConsistencyThresholdExitCodes(t *testing.T) {
 	}
 }
 
+// genload run --repeat 2 on the built-in engine: one results file with a record per cell and
+// repeat, in two rounds; the consistency printed is the one genload consistency prints for the
+// file; diff (the repeats pooled) and plot read it.
 func TestRepeatConsistencyDiffPlotEndToEnd(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	out := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf(`
 max_tokens = 12
@@ -118,32 +123,45 @@ time_scale = 1
 	if code != exitcode.OK {
 		t.Fatalf("run --repeat 2: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"## Consistency of 2 runs: t-r1, t-r2", "across 4 common cells:", "cells with CV ≤ 5 %:", "threshold: max per-cell CV"} {
+	for _, want := range []string{"## Consistency of the repeats of each cell (2 to 2)", "across 4 cells:", "cells with CV ≤ 5 %:",
+		"## Repeats: 2 per cell, in interleaved rounds", "4 of 4 cells measured 2 times; 8 repeats in all", "threshold: max per-cell CV"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("run --repeat stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	// both repeats' tables, the legend of their columns once
-	if n, m := strings.Count(stdout, "## genload t-r"), strings.Count(stdout, "  fwd ms mean      latency per decode forward pass"); n != 2 || m != 1 {
-		t.Errorf("run --repeat 2: %d tables and the legend %d times, want 2 and once:\n%s", n, m, stdout)
+	if !strings.Contains(stderr, "round 1: 4 cells") || !strings.Contains(stderr, "round 2: 4 cells") {
+		t.Errorf("run --repeat 2: not two rounds of the 4 cells:\n%s", stderr)
 	}
-	r1, r2 := filepath.Join(out, "t-r1.json"), filepath.Join(out, "t-r2.jsonl")
-	for _, p := range []string{r1, r2} {
-		r, err := report.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(r.Cells) != 4 || r.Footer == nil || r.Footer.OK != 4 || r.Header.Config.Seed != 42 {
-			t.Errorf("%s: %d cells, footer %+v", p, len(r.Cells), r.Footer)
+	// one results file, one table, the legend of its columns once
+	if n, m := strings.Count(stdout, "## genload t "), strings.Count(stdout, "  fwd ms mean      latency per decode forward pass"); n != 1 || m != 1 {
+		t.Errorf("run --repeat 2: %d tables and the legend %d times, want 1 and once:\n%s", n, m, stdout)
+	}
+	tr := filepath.Join(out, "t.json")
+	r, err := report.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps := map[string][]int{}
+	for _, c := range r.Cells {
+		reps[c.Cell.Key()] = append(reps[c.Cell.Key()], c.Repeat)
+	}
+	if len(r.Cells) != 8 || len(reps) != 4 || r.Header.Repeats != 2 || r.Header.UntilCV != nil || r.Footer == nil || r.Header.Config.Seed != 42 {
+		t.Errorf("%s: %d records of %d cells (want 8 of 4), header repeats %d, footer %+v", tr, len(r.Cells), len(reps), r.Header.Repeats, r.Footer)
+	}
+	for k, rs := range reps {
+		if slices.Sort(rs); !slices.Equal(rs, []int{1, 2}) {
+			t.Errorf("%s: repeats %v, want 1 and 2", k, rs)
 		}
 	}
-	// The summary printed by run --repeat is exactly what consistency prints for the files.
-	code, cons, stderr := cli(t, ctx, "consistency", r1, r2)
+	// The summary printed by run --repeat is exactly what consistency prints for the file.
+	code, cons, stderr := cli(t, ctx, "consistency", tr)
 	if code != exitcode.OK || !strings.Contains(stdout, cons) {
 		t.Errorf("consistency of the repeats: exit %d, output not the one run printed:\n%s\n%s", code, cons, stderr)
 	}
-	// Real runs keep HDR histograms: merged percentiles are filled in (no "–" in the table).
-	for _, l := range strings.Split(cons, "\n") {
+	// Real runs keep HDR histograms: merged percentiles are filled in (no "–" in the
+	// consistency table, which ends where the repeats' summary begins).
+	table, _, _ := strings.Cut(cons, "## Repeats:")
+	for _, l := range strings.Split(table, "\n") {
 		if strings.HasPrefix(l, "| 1000 ") || strings.HasPrefix(l, "| 4000 ") {
 			f := strings.Split(l, "|") // "", L, B, …, merged p50, p90, p99, ""
 			for _, m := range f[len(f)-4 : len(f)-1] {
@@ -153,9 +171,22 @@ time_scale = 1
 			}
 		}
 	}
-	code, stdout, stderr = cli(t, ctx, "diff", r1, r2)
-	if code != exitcode.OK || !strings.Contains(stdout, "Change from t-r1 (before) to t-r2 (after)") || !strings.Contains(stdout, "over 4 common cells: median") {
-		t.Errorf("diff: exit %d\n%s%s", code, stdout, stderr)
+	// diff and plot of two runs: the run's file before, a second run after
+	if code, _, stderr := cli(t, ctx, "run", "-c", cfg, "--run-id", "u"); code != exitcode.OK {
+		t.Fatalf("run u: exit %d\n%s", code, stderr)
+	}
+	r1, r2 := tr, filepath.Join(out, "u.jsonl")
+	runOut := stdout
+	code, diff, stderr := cli(t, ctx, "diff", r1, r2)
+	if code != exitcode.OK || !strings.Contains(diff, "Change from t (before) to u (after)") || !strings.Contains(diff, "over 4 common cells: median") ||
+		!strings.Contains(diff, "before (t): each cell's figure is the mean over its measured repeats (2 to 2 per cell)") {
+		t.Errorf("diff: exit %d\n%s%s", code, diff, stderr)
+	}
+	// The default views keep within the table's 120 columns (the "comparable:" line was 121).
+	for name, text := range map[string]string{"run --repeat": runOut, "consistency": cons, "diff": diff} {
+		if long := textcheck.Wider(text, report.NarrowWidth); len(long) > 0 {
+			t.Errorf("%s: lines over %d columns:\n%s", name, report.NarrowWidth, strings.Join(long, "\n"))
+		}
 	}
 	prefix := filepath.Join(t.TempDir(), "ab")
 	code, stdout, stderr = cli(t, ctx, "plot", r1, r2, "-o", prefix)
@@ -166,7 +197,7 @@ time_scale = 1
 	if code, _, stderr := cli(t, ctx, "plot", r1); code != exitcode.OK {
 		t.Fatalf("plot one run: exit %d %s", code, stderr)
 	}
-	for _, p := range []string{prefix + ".png", filepath.Join(out, "t-r1.png")} {
+	for _, p := range []string{prefix + ".png", filepath.Join(out, "t.png")} {
 		f, err := os.Open(p)
 		if err != nil {
 			t.Fatal(err)
@@ -178,10 +209,76 @@ time_scale = 1
 			t.Errorf("%s: %v %dx%d %d bytes", p, err, c.Width, c.Height, st.Size())
 		}
 	}
-	for _, p := range []string{prefix + ".svg", filepath.Join(out, "t-r1.svg")} {
+	for _, p := range []string{prefix + ".svg", filepath.Join(out, "t.svg")} {
 		b, err := os.ReadFile(p)
 		if err != nil || !strings.Contains(string(b), "<svg") || len(b) < 4_000 {
 			t.Errorf("%s: %v, %d bytes", p, err, len(b))
+		}
+	}
+}
+
+// The N files of a --repeat N run of an earlier genload (<id>-r1 … <id>-rN, a run each, no
+// repeats in any) still read: as N runs in consistency (with the whole-run figures), as
+// before and after in diff and gate, as runs in report and fit.
+func TestOldRepeatFilesStillRead(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for i, slow := range []float64{1, 1.02, 0.99} {
+		files = append(files, goldenRun(t, dir, fmt.Sprintf("a-r%d", i+1), slow))
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{append([]string{"consistency"}, files...), []string{"## Consistency of 3 runs: a-r1, a-r2, a-r3", "(sample SD / mean over 3 runs) across 4 common cells",
+			"whole-run mean per-forward latency (ms, over the common cells): 3.312, 3.379, 3.279; span 3.03 %"}},
+		{[]string{"diff", files[0], files[1]}, []string{"## Change from a-r1 (before) to a-r2 (after)", "per-forward latency change over 4 common cells: median +2.00 %"}},
+		{append([]string{"report"}, files...), []string{"## genload a-r1 — genload-sim", "## genload a-r3 — genload-sim"}},
+		{append([]string{"fit"}, files...), []string{"runs a-r1, a-r2, a-r3; 4 cells fitted"}},
+		{[]string{"gate", files[0], files[1]}, []string{"(runs a-r1) vs new", "(runs a-r2), through", "mean change +2.00 % [", "gate: pass"}},
+	} {
+		code, stdout, stderr := cli(t, ctx, c.args...)
+		if code != exitcode.OK {
+			t.Errorf("%s: exit %d\n%s\n%s", c.args[0], code, stdout, stderr)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%s: output lacks %q:\n%s", c.args[0], w, stdout)
+			}
+		}
+	}
+}
+
+// Two repeats against one server, then a second run: the later measurements find their
+// prompts in the server's prefix cache, which run --repeat, consistency and diff say in a note
+// that was 257 columns wide, after a "comparable:" line of 122: both are wrapped within the
+// table's 120 columns.
+func TestCachedNoteAndComparableLineFitTheWidth(t *testing.T) {
+	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	ecfg := engine.DefaultConfig()
+	ecfg.TimeScale = 1 // steps of ≥ 3.5 ms: chunks read apart on a loaded machine
+	url := serveEngine(t, ecfg, nil)
+	out := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf("target = %q\nmax_tokens = 12\nout = %q\n[labels]\nhardware = \"a-rather-long-name-of-the-machine-under-test\"\n[matrix]\nseq_lens = [1000]\nbatch_sizes = [2]\n", url, out))
+	ctx := context.Background()
+	code, stdout, stderr := cli(t, ctx, "run", "-c", cfg, "--run-id", "c", "--repeat", "2")
+	if code != exitcode.OK {
+		t.Fatalf("run --repeat 2: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := cli(t, ctx, "run", "-c", cfg, "--run-id", "d"); code != exitcode.OK {
+		t.Fatalf("run d: exit %d\n%s", code, stderr)
+	}
+	c, d := filepath.Join(out, "c.json"), filepath.Join(out, "d.json")
+	_, cons, _ := cli(t, ctx, "consistency", c)
+	_, diff, _ := cli(t, ctx, "diff", c, d)
+	for name, text := range map[string]string{"run --repeat": stdout, "consistency": cons, "diff": diff} {
+		if long := textcheck.Wider(text, report.NarrowWidth); len(long) > 0 {
+			t.Errorf("%s: lines over %d columns:\n%s", name, report.NarrowWidth, strings.Join(long, "\n"))
+		}
+		if !strings.Contains(text, "⚠ prompts already cached: ") || !strings.Contains(text, "comparable: ") {
+			t.Errorf("%s lacks the note of the prompts already cached or the comparable line:\n%s", name, text)
 		}
 	}
 }

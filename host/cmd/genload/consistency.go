@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"strconv"
-	"time"
 
-	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
@@ -27,15 +23,18 @@ summary: median, P90 and max per-cell CV; cells with CV ≤ 5 % and ≤ 10 %; ea
 median per-forward latency over the common cells and their span across runs (max/min − 1).
 
 Cells are matched by (L, B); cells missing from a run or not measured in it are left out and
-listed. A run with repeats (genload run --until-cv: a record per cell and repeat) counts as one
-run whose cells are the means of their measured repeats (said on a "pooled" line). One file of
-such a run gives its own consistency instead: each cell's CV over its repeats, and how each
-cell's repeats ended under the run's stopping rule (the summary the run printed).
+listed. A run with repeats (genload run --repeat N or --until-cv: a record per cell and
+repeat) counts as one run whose cells are the means of their measured repeats (said on a
+"pooled" line). One file of such a run gives its own consistency instead: each cell's CV over
+its repeats, and how each cell's repeats ended, by the run's fixed count or stopping rule (the
+summary the run printed). The N files of a --repeat N run of an earlier genload (<id>-r1 …
+<id>-rN, one run each) are read as N runs.
 
 With --max-cv the command exits with code 6 (thresholds failed) when the statistic chosen by
 --cv-stat (default: the max per-cell CV) exceeds PCT percent — for CI.`,
 		[][2]string{
-			{"three repeats of one matrix", "genload consistency results/a-r1.json results/a-r2.json results/a-r3.json"},
+			{"the repeats of one run of genload run --repeat 3", "genload consistency results/a.json"},
+			{"three runs of one matrix", "genload consistency results/a-r1.json results/a-r2.json results/a-r3.json"},
 			{"fail CI when any cell's CV exceeds 5 %", "genload consistency --max-cv 5 results/a-r*.json"},
 			{"fail CI when the P90 per-cell CV exceeds 3 %", "genload consistency --max-cv 3 --cv-stat p90 results/a-r*.jsonl"},
 			{"the repeats of one run of genload run --until-cv", "genload consistency results/ucv.json"},
@@ -49,40 +48,17 @@ With --max-cv the command exits with code 6 (thresholds failed) when the statist
 		return err
 	}
 	if len(files) == 0 {
-		return exitcode.Errorf(exitcode.Usage, "need at least two results files, or one of a run with repeats (genload run --until-cv), got none (see 'genload consistency --help')")
+		return exitcode.Errorf(exitcode.Usage, "need at least two results files, or one of a run with repeats (genload run --repeat or --until-cv), got none (see 'genload consistency --help')")
 	}
 	runs, err := report.ReadRuns(files)
 	if err != nil {
+		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
+	}
+	c, err := run.WriteConsistency(e.stdout, runs, files)
+	if err != nil {
 		return err
 	}
-	if len(runs) == 1 {
-		if !runs[0].HasRepeats() {
-			return exitcode.Errorf(exitcode.Usage, "%s: one results file without repeats: need at least two results files, or one of a run with repeats (genload run --until-cv) (see 'genload consistency --help')", files[0])
-		}
-		return repeatsConsistency(runs[0], files[0], *maxCV, *cvStat, e)
-	}
-	return consistency(runs, files, *maxCV, *cvStat, e)
-}
-
-// repeatsConsistency prints the consistency of one run with repeats over each cell's own
-// repeats ([report.ConsistentRepeats]) and, when its header has the stopping rule, how each
-// cell's repeats ended, rebuilt from the file ([run.RepeatsOf]: the summary genload run
-// --until-cv printed), then holds the --cv-stat statistic against maxCV.
-func repeatsConsistency(r *report.Run, file string, maxCV float64, cvStat string, e *env) error {
-	c, err := report.ConsistentRepeats(r)
-	if err != nil {
-		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", file, err))
-	}
-	report.Prose(e.stdout, "", "  ", report.RunsComparability([]*report.Run{r}, []string{file}).Line(report.AcrossInstances...))
-	c.WriteMarkdown(e.stdout)
-	if r.Header.UntilCV != nil {
-		cells, rule, err := run.RepeatsOf(r)
-		if err != nil {
-			return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", file, err))
-		}
-		run.WriteRepeats(e.stdout, cells, rule)
-	}
-	return threshold(c, maxCV, cvStat, e)
+	return threshold(c, *maxCV, *cvStat, e)
 }
 
 // cvFlags declares --max-cv and --cv-stat on fs (run and consistency share them).
@@ -104,21 +80,6 @@ func checkCVFlags(maxCV float64, cvStat, cmd string) error {
 	return exitcode.Errorf(exitcode.Usage, "--cv-stat %q: want max, p90 or median (see 'genload %s --help')", cvStat, cmd)
 }
 
-// consistency prints whether runs are comparable, then their consistency table
-// and summary, and holds the --cv-stat
-// statistic against maxCV percent (0 = no threshold): crossing it is a ThresholdsFailed error.
-func consistency(runs []*report.Run, files []string, maxCV float64, cvStat string, e *env) error {
-	c, err := report.Consistent(runs)
-	if err != nil {
-		return err
-	}
-	// Repeats of one matrix: every field must agree but the instance of an external
-	// deployment; the first line says whether they do. Runs are called by their files.
-	report.Prose(e.stdout, "", "  ", report.RunsComparability(runs, files).Line(report.AcrossInstances...))
-	c.WriteMarkdown(e.stdout)
-	return threshold(c, maxCV, cvStat, e)
-}
-
 // threshold holds c's --cv-stat statistic against maxCV percent (0 = no threshold).
 func threshold(c *report.Consistency, maxCV float64, cvStat string, e *env) error {
 	if maxCV <= 0 {
@@ -137,71 +98,6 @@ func threshold(c *report.Consistency, maxCV float64, cvStat string, e *env) erro
 	}
 	fmt.Fprintf(e.stdout, "threshold: %s per-cell CV %.2f %% ≤ --max-cv %g %%: ok\n", cvStat, 100*v, maxCV)
 	return nil
-}
-
-// runRepeats runs cfg n times (run ids <id>-r1 … <id>-rn, same config and seed), then prints
-// the consistency of the n runs as read back from their .json files (exactly what
-// 'genload consistency' prints for them) and applies the --max-cv threshold.
-func runRepeats(ctx context.Context, cfg *config.Config, opt run.Options, n int, maxCV float64, cvStat string, e *env) error {
-	base := opt.RunID
-	if base == "" {
-		base = time.Now().UTC().Format("20060102-150405")
-	}
-	runs := make([]*report.Run, 0, n)
-	var paths []string
-	for k := 1; k <= n; k++ {
-		opt.RunID = base + "-r" + strconv.Itoa(k)
-		opt.EngineStart = "repeat " + strconv.Itoa(k) // each repeat's built-in engine draws its own noise
-		fmt.Fprintf(e.stderr, "repeat %d of %d: run %s\n", k, n, opt.RunID)
-		res, err := run.Run(ctx, cfg, opt)
-		if err != nil {
-			return fmt.Errorf("repeat %d of %d (run %s): %w", k, n, opt.RunID, err)
-		}
-		r, err := report.ReadFile(res.JSON)
-		if err != nil {
-			return fmt.Errorf("repeat %d of %d: %w", k, n, err)
-		}
-		runs = append(runs, r)
-		paths = append(paths, res.JSON)
-	}
-	fmt.Fprintf(e.stdout, "\nresults of the %d repeats:\n", n)
-	for _, p := range paths {
-		fmt.Fprintf(e.stdout, "  %s\n", p)
-	}
-	return consistency(runs, paths, maxCV, cvStat, e)
-}
-
-// runUntilCV runs cfg with opt.UntilCV set (one results file, a record per repeat), then
-// prints the repeats' consistency as read back from its results file (the table 'genload
-// consistency' prints for it, with each cell's repeat count) and how each cell's repeats
-// ended, and applies the --max-cv threshold. The GPU time of the run is printed once, by
-// run.Run with its other closing lines (stderr). Flagged cells are listed, not an
-// error. A run that failed or was interrupted prints the same from what its file holds (the
-// consistency when a cell has two measured repeats), and returns the run's error.
-func runUntilCV(ctx context.Context, cfg *config.Config, opt run.Options, maxCV float64, cvStat string, e *env) error {
-	res, runErr := run.Run(ctx, cfg, opt)
-	if res == nil {
-		return runErr
-	}
-	path := res.JSON
-	if path == "" {
-		path = res.JSONL
-	}
-	r, err := report.ReadFile(path)
-	if err != nil {
-		return errors.Join(runErr, err)
-	}
-	c, cerr := report.ConsistentRepeats(r)
-	if cerr == nil {
-		c.WriteMarkdown(e.stdout)
-	} else if runErr == nil {
-		return cerr
-	}
-	run.WriteRepeats(e.stdout, res.Repeats, *opt.UntilCV)
-	if runErr != nil {
-		return runErr
-	}
-	return threshold(c, maxCV, cvStat, e)
 }
 
 // parseFiles parses args (flags and files in any order, see parse) and returns the files.

@@ -25,7 +25,7 @@ the changes over the common cells; cells measured in only one run are left out a
 	}
 	runs, err := report.ReadRuns(files)
 	if err != nil {
-		return err
+		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
 	d, err := report.Compare(runs[0], runs[1])
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,22 +101,55 @@ func flagError(fs *flag.FlagSet, err error) string {
 	}
 	if m := unknownRe.FindStringSubmatch(msg); m != nil {
 		name, _, _ := strings.Cut(m[1], "=")
-		out := "unknown flag --" + name
-		best, bestD := "", 3
-		fs.VisitAll(func(f *flag.Flag) {
-			if d := levenshtein.ComputeDistance(name, f.Name); d < bestD && 2*d < len(name) {
-				best, bestD = f.Name, d
-			}
-		})
-		if best != "" {
-			out += " (did you mean --" + best + "?)"
-		}
-		return out
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		return "unknown flag --" + name + didYouMean(suggest(name, names, false), "--")
 	}
 	if m := noValueRe.FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("--%s: wants a value", m[1])
 	}
 	return msg
+}
+
+// suggest returns the names an unknown one was probably meant to be, from names: the nearest
+// within 2 edits and fewer than half its characters (--max-token → --max-tokens); for a
+// command (short: true) fewer edits than its characters (rn → run); else the names it begins,
+// when it has 3 characters or more and begins at most 3 (--batch → --batch-sizes,
+// --mean-incr → --mean-increase, --max → --max-cv, --max-repeats, --max-tokens). nil when none.
+func suggest(name string, names []string, short bool) []string {
+	best, bestD := "", 3
+	for _, n := range names {
+		d := levenshtein.ComputeDistance(name, n)
+		if d < bestD && (2*d < len([]rune(name)) || short && d < len([]rune(name))) {
+			best, bestD = n, d
+		}
+	}
+	if best != "" {
+		return []string{best}
+	}
+	var longer []string
+	for _, n := range names {
+		if len([]rune(name)) >= 3 && strings.HasPrefix(n, name) {
+			longer = append(longer, n)
+		}
+	}
+	if len(longer) > 3 {
+		return nil
+	}
+	slices.Sort(longer)
+	return longer
+}
+
+// didYouMean words suggestions, each with prefix: " (did you mean --a?)", " (did you mean one
+// of --a, --b?)"; "" for none.
+func didYouMean(names []string, prefix string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return " (did you mean " + prefix + names[0] + "?)"
+	}
+	return " (did you mean one of " + prefix + strings.Join(names, ", "+prefix) + "?)"
 }
 
 // valueKind names what a flag takes, from its default's type: "number", "whole number",
@@ -140,13 +174,28 @@ func valueKind(f *flag.Flag) string {
 
 // intList is a comma-separated list of positive integers flag (--seq-lens 1000,4000): each
 // entry is a whole decimal number ≥ 1, with spaces around it allowed — "8abc", "2.5" and an
-// empty entry are errors, not 8, 2 and a skipped one.
+// empty entry are errors, not 8, 2 and a skipped one. The flag is given once, each value once:
+// a second --seq-lens and a value given twice are errors, not the last list kept and a
+// value dropped in silence.
 type intList []int
 
 func (l *intList) String() string { return fmt.Sprint([]int(*l)) }
 
 func (l *intList) Set(s string) error {
-	*l = (*l)[:0]
+	if len(*l) > 0 {
+		prev := make([]string, len(*l))
+		for i, n := range *l {
+			prev[i] = strconv.Itoa(n)
+		}
+		all := slices.Clone(prev)
+		for _, f := range strings.Split(s, ",") {
+			if f = strings.TrimSpace(f); f != "" && !slices.Contains(all, f) {
+				all = append(all, f)
+			}
+		}
+		return fmt.Errorf("given a second time, after %s: give one comma-separated list, such as %s", strings.Join(prev, ","), strings.Join(all, ","))
+	}
+	var out []int
 	for i, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		n, err := strconv.Atoi(f)
@@ -155,9 +204,12 @@ func (l *intList) Set(s string) error {
 			return fmt.Errorf("entry %d is empty: want positive integers separated by commas, such as 1,8,64", i+1)
 		case err != nil || n < 1:
 			return fmt.Errorf("%q is not a positive integer: want positive integers separated by commas, such as 1,8,64", f)
+		case slices.Contains(out, n):
+			return fmt.Errorf("%d is given twice: give each value once", n)
 		}
-		*l = append(*l, n)
+		out = append(out, n)
 	}
+	*l = out
 	return nil
 }
 

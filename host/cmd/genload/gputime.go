@@ -21,10 +21,10 @@ then the sums over the runs — run wall time (the GPUs are held for all of it) 
 time, warmups and measured requests — as GPU-hours: wall time × the GPU count. The count is
 --gpus, else the runs' gpu_count label; without either, GPU-hours are per GPU.
 
-Use it to compare protocols on the same matrix: five fixed repeats (five results files)
-against one adaptive run.`,
+Use it to compare protocols on the same matrix: five fixed repeats (genload run --repeat 5)
+against an adaptive run (--until-cv), or runs measured apart.`,
 		[][2]string{
-			{"five repeats on an 8-GPU server", "genload gpu-time --gpus 8 results/a-r1.json results/a-r2.json results/a-r3.json results/a-r4.json results/a-r5.json"},
+			{"five fixed repeats against an adaptive run, on an 8-GPU server", "genload gpu-time --gpus 8 results/fixed5.json results/untilcv.json"},
 			{"the per-cell figures as JSON", "genload gpu-time --json results/a.json"},
 		}, e)
 	gpus := fs.Int("gpus", 0, "GPUs the server holds (default: the runs' gpu_count label; none: per GPU)")
@@ -41,7 +41,7 @@ against one adaptive run.`,
 	}
 	runs, err := report.ReadRuns(files)
 	if err != nil {
-		return err
+		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
 	source := ""
 	if *gpus > 0 {

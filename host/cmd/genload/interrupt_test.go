@@ -10,14 +10,13 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/testplugins"
 )
 
 // Ctrl-C while the server is still loading its model (every /v1/models answered 503, retried)
 // is an interrupt, exit 130, not a target failure (5): the cancel comes from the third answer,
 // so the run is inside its retries, before its first cell, when it is interrupted.
 func TestInterruptBeforeTheFirstCellExits130(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var asked atomic.Int32

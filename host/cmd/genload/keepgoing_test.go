@@ -9,7 +9,6 @@ import (
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/tokenizer"
 )
@@ -19,7 +18,7 @@ import (
 // measured, the second and fourth recorded as failed, and the exit code is the target's
 // failure. --keep-going=false wins over the file's on_error = "continue".
 func TestKeepGoing(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	tok, err := tokenizer.Default()
 	if err != nil {
 		t.Fatal(err)

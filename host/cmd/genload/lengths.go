@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
+	"os"
+	"strings"
 
+	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/sdk/abi"
@@ -14,16 +18,21 @@ func cmdLengths(ctx context.Context, args []string, e *env) error {
 	if len(args) > 0 && args[0] == "fit" {
 		return cmdLengthsFit(ctx, args[1:], e)
 	}
-	fs := newFlagSet("lengths", "genload lengths --plugin NAME|FILE.wasm --mean L --batch B [--set key=value]…",
+	fs := newFlagSet("lengths", "genload lengths [-c FILE.toml] [--plugin NAME|FILE.wasm] --mean L --batch B [--set key=value]…",
 		`Print the prompt lengths (tokens) a length plugin gives for one cell of target mean L and batch
 size B, their mean, p50, p90 and max, and a small text histogram, so a plugin author sees the
-shape before a run. Lengths are bounded by [--min, --max] as a run bounds them.
+shape before a run. Lengths are bounded by [--min, --max] as a run bounds them. -c reads the
+plugin and its config from the [lengths] table of a bench.toml, or of the table file
+'genload lengths fit -o' writes (a plugin path is relative to that file's folder; [plugins]
+dir and call_timeout are read too); --plugin, --set, --min and --call-timeout override it.
 'genload lengths fit TRACE…' fits distributions to the prompt lengths of request logs.`,
 		[][2]string{
 			{"the default gamma (k = 0.9) for L = 4000, B = 64", "genload lengths --plugin gamma --mean 4000 --batch 64"},
 			{"a flatter gamma", "genload lengths --plugin gamma --mean 4000 --batch 64 --set k=4"},
+			{"the table lengths fit -o wrote (empirical.wasm built beside it)", "genload lengths -c lengths.toml --mean 4000 --batch 64"},
 			{"your own plugin", "genload lengths --plugin ./empirical.wasm --mean 2000 --batch 32 --set 'edges=[0,1000,4000]' --set 'counts=[3,1]'"},
 		}, e)
+	cfgPath := fs.String("c", "", "read [lengths] (plugin, config, min_len) and [plugins] from this bench.toml or lengths-fit table")
 	name := fs.String("plugin", "gamma", "length plugin name or .wasm path")
 	mean := fs.Int("mean", 4000, "target mean length L in tokens")
 	batch := fs.Int("batch", 64, "batch size B (number of lengths)")
@@ -50,16 +59,44 @@ shape before a run. Lengths are bounded by [--min, --max] as a run bounds them.
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
+	dir := ""
+	if *cfgPath != "" {
+		file, err := config.Load(*cfgPath)
+		if err != nil {
+			return err // InvalidConfig, naming file:line
+		}
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		if !given["plugin"] {
+			*name = file.Lengths.Plugin
+		}
+		if !given["set"] {
+			cfg = file.Lengths.Config
+		}
+		if !given["min"] && file.Lengths.MinLen > 0 {
+			*lo = file.Lengths.MinLen
+		}
+		if !given["call-timeout"] && file.Plugins.CallTimeout.Duration > 0 {
+			*timeout = file.Plugins.CallTimeout.Duration
+		}
+		dir = file.Plugins.Dir
+	}
 	if len(cfg) == 0 && *name == "gamma" {
 		cfg = map[string]any{"k": 0.9}
 	}
-	host, err := plugin.NewHost(ctx, plugin.Options{Seed: *seed, CallTimeout: *timeout})
+	host, err := plugin.NewHost(ctx, plugin.Options{Seed: *seed, CallTimeout: *timeout, Dir: dir})
 	if err != nil {
 		return exitcode.With(exitcode.PluginRejected, err)
 	}
 	defer host.Close(context.Background())
 	p, err := host.LoadLengths(ctx, *name, cfg)
+	if ce, ok := plugin.AsConfigError(err, "lengths.config", cfg); ok {
+		return exitcode.With(exitcode.PluginRejected, fmt.Errorf("flag --set: %w", ce))
+	}
 	if err != nil {
+		if _, serr := os.Stat(*name); *cfgPath != "" && strings.HasSuffix(*name, ".wasm") && serr != nil {
+			err = fmt.Errorf("%w (the [lengths] plugin of %s: build it there, as the file's comment says)", err, *cfgPath)
+		}
 		return exitcode.With(exitcode.PluginRejected, err)
 	}
 	ls, err := p.Lengths(ctx, *batch, *mean, *lo, *hi)

@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/internal/textcheck"
 )
 
@@ -62,7 +63,7 @@ func TestLengthsFitCommand(t *testing.T) {
 	}
 	for _, p := range []string{table, filepath.Join(dir, "lengths.a100.toml"), filepath.Join(dir, "lengths.h100.toml")} {
 		body, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(body), "edges = [") || !strings.Contains(string(body), `plugin = "empirical"`) {
+		if err != nil || !strings.Contains(string(body), "edges = [") || !strings.Contains(string(body), `plugin = "empirical.wasm"`) {
 			t.Errorf("%s: %v\n%s", p, err, body)
 		}
 	}
@@ -71,7 +72,7 @@ func TestLengthsFitCommand(t *testing.T) {
 		{"empty.jsonl", "", "no requests"},
 		{"words.csv", "input_length\n12\nmany\n", `words.csv:3: column "input_length": want an integer number of tokens, got "many"`},
 		{"neg.jsonl", `{"input_length": 5}` + "\n" + `{"input_length": -5}`, `neg.jsonl:2: field "input_length": negative length -5 tokens`},
-		{"same.jsonl", strings.Repeat(`{"input_length": 64}`+"\n", 5), "every length is the same: all 5 are 64 tokens"},
+		{"same.jsonl", strings.Repeat(`{"input_length": 64}`+"\n", 5), "same.jsonl:1-5: prompt lengths (input_length): every length is the same: all 5 are 64 tokens"},
 	} {
 		p := filepath.Join(dir, c.name)
 		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
@@ -81,5 +82,71 @@ func TestLengthsFitCommand(t *testing.T) {
 		if code != exitcode.InvalidConfig || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
 			t.Errorf("%s: exit %d, stderr %q; want 3 and one line with %q", c.name, code, errs, c.want)
 		}
+	}
+}
+
+// A records file (what replay writes) is a log lengths fit reads by its header; a table file
+// that exists is not replaced without --force (exit 3, naming it).
+func TestLengthsFitReadsRecordsAndKeepsTables(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString(`{"type":"header","schema":"genload.records/v1","source":"replay","id":"r1","started":"2026-12-01T10:00:00Z","target":"http://x"}` + "\n")
+	for i := range 40 {
+		fmt.Fprintf(&b, `{"type":"request","index":%d,"scheduled_ms":%d,"sent_ms":%d,"prompt_tokens":%d,"max_tokens":%d,"status":200,"completion_tokens":%d,"chunks":[]}`+"\n",
+			i, 10*i, 10*i, 300+(i*977)%4000, 5+i%9, 5+i%9)
+	}
+	recs := filepath.Join(dir, "r1.records.jsonl")
+	os.WriteFile(recs, []byte(b.String()), 0o644)
+	table := filepath.Join(dir, "t.toml")
+	code, out, errs := cli(t, context.Background(), "lengths", "fit", "-o", table, recs)
+	if code != exitcode.OK || !strings.Contains(out, "prompt lengths (prompt_tokens): n 40") || !strings.Contains(out, "output lengths (max_tokens): n 40") {
+		t.Fatalf("records: exit %d, %s\n%s", code, errs, out)
+	}
+	code, _, errs = cli(t, context.Background(), "lengths", "fit", "-o", table, recs)
+	if want := "genload lengths: -o " + table + ": " + table + " exists: remove it, choose another -o, or give --force to replace it (no table written)\n"; code != exitcode.InvalidConfig || errs != want {
+		t.Errorf("again: exit %d, %q\nwant %q", code, errs, want)
+	}
+	if code, _, errs = cli(t, context.Background(), "lengths", "fit", "--force", "-o", table, recs); code != exitcode.OK {
+		t.Errorf("--force: exit %d, %s", code, errs)
+	}
+}
+
+// The table lengths fit -o writes is previewed with genload lengths -c: its plugin, a path
+// relative to the table's folder, is the empirical example built there, whatever the working
+// directory and GENLOAD_PLUGIN_DIR; without the module the error names the table.
+func TestLengthsPreviewsTheFittedTable(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("input_length\n")
+	for i := range 300 {
+		fmt.Fprintf(&b, "%d\n", 100+(i*i*37)%6000)
+	}
+	log := filepath.Join(dir, "log.csv")
+	os.WriteFile(log, []byte(b.String()), 0o644)
+	table := filepath.Join(dir, "lengths.toml")
+	if code, _, errs := cli(t, context.Background(), "lengths", "fit", "-o", table, log); code != exitcode.OK {
+		t.Fatalf("fit: exit %d, %s", code, errs)
+	}
+	code, _, errs := cli(t, context.Background(), "lengths", "-c", table, "--mean", "2000", "--batch", "16")
+	wasm := filepath.Join(dir, "empirical.wasm")
+	if code != exitcode.PluginRejected || !strings.Contains(errs, wasm) || !strings.Contains(errs, "(the [lengths] plugin of "+table+": build it there, as the file's comment says)") {
+		t.Errorf("no module: exit %d, %s", code, errs)
+	}
+	body, err := os.ReadFile(testplugins.Build(t, "./sdk/examples/empirical", testplugins.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(wasm, body, 0o644)
+	t.Setenv("GENLOAD_PLUGIN_DIR", "")
+	code, out, errs := cli(t, context.Background(), "lengths", "-c", table, "--mean", "2000", "--batch", "16")
+	if code != exitcode.OK || !strings.HasPrefix(out, "plugin empirical ") || !strings.Contains(out, "("+wasm+"), L = 2000, B = 16") || !strings.Contains(out, "n=16 mean=2000") {
+		t.Errorf("preview: exit %d, %s\n%s", code, errs, out)
+	}
+	// A bench.toml works the same; --plugin overrides the file's.
+	bench := filepath.Join(dir, "bench.toml")
+	os.WriteFile(bench, []byte("[lengths]\nplugin = \"uniform\"\n"), 0o644)
+	code, out, errs = cli(t, context.Background(), "lengths", "-c", bench, "--plugin", wasm, "--set", "mode=\"quantiles\"", "--set", "edges=[1,10,100]", "--set", "counts=[1,1]", "--mean", "50", "--batch", "4")
+	if code != exitcode.OK || !strings.HasPrefix(out, "plugin empirical ") {
+		t.Errorf("--plugin over -c: exit %d, %s\n%s", code, errs, out)
 	}
 }

@@ -128,7 +128,10 @@ func doMain(ctx context.Context, args []string, e *env) (code exitcode.Code) {
 			return exitcode.Of(err)
 		}
 	}
-	fmt.Fprintf(e.stderr, "genload: unknown command %q\n\n", args[0])
-	usage(e.stderr)
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	fmt.Fprintf(e.stderr, "genload: unknown command %q%s ('genload --help' lists the commands)\n", args[0], didYouMean(suggest(args[0], names, true), "genload "))
 	return exitcode.Usage
 }

@@ -28,12 +28,20 @@ import (
 
 // TestMain lets a test re-run this binary as the genload CLI (for kill and signal tests):
 // with GENLOAD_TEST_MAIN=1 the process runs main() with the arguments after "--".
+//
+// Otherwise $GENLOAD_PLUGIN_DIR is set once for every test (the plugins built if it does not
+// name them), so that tests run in parallel — the commands wait on engines in real time —
+// without a t.Setenv each.
 func TestMain(m *testing.M) {
 	if os.Getenv("GENLOAD_TEST_MAIN") == "1" {
 		i := slices.Index(os.Args, "--")
 		os.Args = append([]string{"genload"}, os.Args[i+1:]...)
 		main()
 		return
+	}
+	if err := testplugins.SetDir(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	os.Exit(m.Run())
 }
@@ -73,7 +81,6 @@ func serveEngine(t testing.TB, ecfg engine.Config, tok engine.Tokenizer) string 
 }
 
 func TestRunOnTheBuiltinEngine(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	out := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf(`
 max_tokens = 20
@@ -213,7 +220,7 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestRequestShapesReachTheServer(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	tok, err := tokenizer.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +299,7 @@ func TestRequestShapesReachTheServer(t *testing.T) {
 }
 
 func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()
@@ -318,7 +325,8 @@ func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
 		{"toml syntax", "seed = 1\nmax_tokens = \"x\"\n", nil, exitcode.InvalidConfig, []string{"bench.toml:2", "max_tokens"}},
 		{"unknown key", "[matrix]\nbatch = [1]\n", nil, exitcode.InvalidConfig, []string{"bench.toml:2", "unknown key [matrix.batch]"}},
 		{"unknown plugin", "[lengths]\nplugin = \"lognormal\"\n", nil, exitcode.PluginRejected, []string{"lognormal", "lengths.plugin"}},
-		{"unreachable target", fmt.Sprintf("target = %q\n", deadURL), nil, exitcode.TargetFailed, []string{deadURL + "/v1/models", "unreachable"}},
+		{"unreachable target", fmt.Sprintf("target = %q\n[warmup]\nretry_delay = \"10ms\"\n", deadURL), nil, exitcode.TargetFailed,
+			[]string{deadURL + "/v1/models", "unreachable", "(after 3 retries)"}},
 		{"4xx from the server", fmt.Sprintf("target = %q\n[matrix]\nseq_lens=[1000]\nbatch_sizes=[1]\n", failing.URL), nil, exitcode.TargetFailed,
 			[]string{"400", "maximum context length is 8192"}},
 		{"bad flag", "", []string{"--mode", "fast"}, exitcode.InvalidConfig, []string{"[mode] unknown mode \"fast\""}},
@@ -347,6 +355,7 @@ func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
 // TestKilledRunKeepsFinishedCells kills a real genload process (SIGKILL: no cleanup at all)
 // once two cells are on disk, then reads the JSONL back.
 func TestKilledRunKeepsFinishedCells(t *testing.T) {
+	t.Parallel()
 	dir := testplugins.Dir(t)
 	out := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "--out", out, "--run-id", "killed",
@@ -360,7 +369,9 @@ func TestKilledRunKeepsFinishedCells(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		b, _ := os.ReadFile(path)
-		if bytes.Count(b, []byte(`"type":"cell"`)) >= 2 {
+		// Only whole lines count: a read can see a line the writer is still writing, and a
+		// SIGKILL can cut a write of several pages short, so that line is never finished.
+		if whole := b[:bytes.LastIndexByte(b, '\n')+1]; bytes.Count(whole, []byte(`"type":"cell"`)) >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -414,7 +425,6 @@ func TestKilledRunKeepsFinishedCells(t *testing.T) {
 	}
 
 	// A resume with another configuration is refused and says what differs.
-	t.Setenv("GENLOAD_PLUGIN_DIR", dir)
 	code, _, stderr := cli(t, context.Background(), "run", "--resume", path, "--max-tokens", "31")
 	if code != exitcode.InvalidConfig || !strings.Contains(stderr, "Config.max_tokens: 30 → 31") {
 		t.Fatalf("resume with other max_tokens: exit %d\n%s", code, stderr)
@@ -444,6 +454,7 @@ func TestKilledRunKeepsFinishedCells(t *testing.T) {
 // TestInterruptWritesWhatWasMeasured sends SIGINT mid-run: exit 130, the measured cells and a
 // footer with status "interrupted" on disk, and the table of what was measured printed.
 func TestInterruptWritesWhatWasMeasured(t *testing.T) {
+	t.Parallel()
 	dir := testplugins.Dir(t)
 	out := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "--", "run", "--out", out, "--run-id", "int",
@@ -488,7 +499,7 @@ func TestInterruptWritesWhatWasMeasured(t *testing.T) {
 // TestAPIKeyNeverLeaks plants a key in the environment and in a key file, runs against a
 // server that requires it, makes one run fail, and greps every output for the key.
 func TestAPIKeyNeverLeaks(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	const key = "sk-planted-7f3a9c1e5b"
 	rc := &recorder{}
 	var authMu sync.Mutex
@@ -559,8 +570,8 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 }
 
 func TestLengthsAndPluginCheckCommands(t *testing.T) {
+	t.Parallel()
 	dir := testplugins.Dir(t)
-	t.Setenv("GENLOAD_PLUGIN_DIR", dir)
 	code, out, errs := cli(t, context.Background(), "lengths", "--plugin", "uniform", "--mean", "1500", "--batch", "4")
 	if code != exitcode.OK || !strings.Contains(out, "lengths: 1500 1500 1500 1500") || !strings.Contains(out, "mean=1500.0") {
 		t.Errorf("lengths: exit %d\n%s%s", code, out, errs)
@@ -610,7 +621,7 @@ func TestLengthsAndPluginCheckCommands(t *testing.T) {
 // TestSameSeedSameBodies: two runs of one config send byte-identical request bodies, in
 // every mode.
 func TestSameSeedSameBodies(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	bodies := func(mode string, seed int) [][]byte {
 		rc := &recorder{}
 		srv := httptest.NewServer(rc)
@@ -642,7 +653,7 @@ func TestSameSeedSameBodies(t *testing.T) {
 // decoded prompts; the per-cell deviation is what it counted minus what genload built, and
 // since the prompts' ids are the canonical tokenization of their text it is 0.
 func TestTextPromptsAreCountedExactly(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	out := t.TempDir()
 	cfg := writeConfig(t, "max_tokens = 4\n[prompt]\nformat = \"text\"\n[matrix]\nseq_lens = [8000]\nbatch_sizes = [4]\n[engine]\ntime_scale = 0.01\n")
 	code, stdout, stderr := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "text")
@@ -670,7 +681,7 @@ func TestTextPromptsAreCountedExactly(t *testing.T) {
 // TestContextTooSmallFailsBeforeAnyRequest: a context that cannot hold chat template +
 // suffix + body + max_tokens is an error before the first completions request.
 func TestContextTooSmallFailsBeforeAnyRequest(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	rc := &recorder{}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
@@ -688,7 +699,7 @@ func TestContextTooSmallFailsBeforeAnyRequest(t *testing.T) {
 // fails in one way per case. The run stops with TargetFailed and one clear line; the two cells
 // measured before stay on disk, and the failed cell is recorded with the reason.
 func TestServerFailureKeepsEarlierCells(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	ecfg := engine.DefaultConfig()
 	ecfg.TimeScale = 0.01
 	eng, err := engine.New(ecfg, nil)
@@ -768,7 +779,6 @@ func firstLine(s, prefix string) string {
 
 func TestFlagsAfterArgumentsAndHelpOnce(t *testing.T) {
 	dir := testplugins.Dir(t)
-	t.Setenv("GENLOAD_PLUGIN_DIR", dir)
 	// --set after the file is still a flag.
 	code, out, errs := cli(t, context.Background(), "plugin", "check", filepath.Join(dir, "gamma.wasm"), "--set", "k=2")
 	if code != exitcode.OK || !strings.Contains(out, "ok   trial") {
@@ -784,7 +794,7 @@ func TestFlagsAfterArgumentsAndHelpOnce(t *testing.T) {
 
 // TestPrecedenceDefaultsFileFlags: defaults < bench.toml < flags, key by key.
 func TestPrecedenceDefaultsFileFlags(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	rc := &recorder{}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
@@ -825,7 +835,7 @@ func TestPrecedenceDefaultsFileFlags(t *testing.T) {
 // The run's first lines say what is measured where — cells, target, model, context and its
 // source, results file — each within the width the tables keep.
 func TestRunStartLinesFitTheTableWidth(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	out := t.TempDir()
 	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [1000]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
 	code, _, stderr := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "w")

@@ -33,7 +33,7 @@ gives results/a.png and results/a.svg; two files give results/a-vs-<second run i
 	}
 	runs, err := report.ReadRuns(files)
 	if err != nil {
-		return err
+		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
 	if *prefix == "" {
 		first := files[0]

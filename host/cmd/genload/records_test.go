@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -51,5 +52,43 @@ func TestRunWritesPerRequestRecords(t *testing.T) {
 	}
 	if code, _, errs := cli(t, context.Background(), "run", "-c", cfg, "--records", path); code != exitcode.InvalidConfig {
 		t.Errorf("an existing records file: exit %d, %s", code, errs)
+	}
+}
+
+// A records path that exists or has no directory is refused before anything starts: exit 3
+// naming the flag, no results file left behind (so the same --run-id runs once the path is
+// fixed), and nothing on stderr of an engine or a results file.
+func TestRunChecksTheRecordsPathFirst(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, fmt.Sprintf("mode = \"routed\"\nmax_tokens = 2\nout = %q\n[engine]\ntime_scale = 0.005\n[matrix]\nseq_lens = [300]\nbatch_sizes = [1]\n", dir))
+	taken := filepath.Join(dir, "taken.jsonl")
+	os.WriteFile(taken, []byte("x\n"), 0o644)
+	missing := filepath.Join(dir, "nonexist", "x.jsonl")
+	for path, want := range map[string]string{
+		taken:   "genload run: --records " + taken + ": the file exists: a records file is never overwritten (choose another path, or remove it)\n",
+		missing: "genload run: --records " + missing + ": no directory " + filepath.Join(dir, "nonexist") + " to write it in\n",
+	} {
+		code, _, errs := cli(t, context.Background(), "run", "-c", cfg, "--run-id", "rec", "--records", path)
+		if code != exitcode.InvalidConfig || errs != want {
+			t.Errorf("--records %s: exit %d, stderr %q\nwant %q", path, code, errs, want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "rec.jsonl")); err == nil {
+			t.Fatalf("--records %s: a results file was left behind", path)
+		}
+	}
+	if b, _ := os.ReadFile(taken); string(b) != "x\n" {
+		t.Errorf("the existing file was changed: %q", b)
+	}
+	code, _, errs := cli(t, context.Background(), "run", "-c", cfg, "--run-id", "rec", "--records", filepath.Join(dir, "rec.records.jsonl"))
+	if code != exitcode.OK {
+		t.Errorf("the same run id with a new path: exit %d, %s", code, errs)
+	}
+	// A run refused for its results file leaves no records file either.
+	again := filepath.Join(dir, "again.records.jsonl")
+	if code, _, errs = cli(t, context.Background(), "run", "-c", cfg, "--run-id", "rec", "--records", again); code != exitcode.InvalidConfig {
+		t.Errorf("the run id again: exit %d, %s", code, errs)
+	}
+	if _, err := os.Stat(again); err == nil {
+		t.Errorf("%s left behind by a run that did not start", again)
 	}
 }

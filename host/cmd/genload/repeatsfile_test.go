@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/tokenizer"
 )
@@ -58,7 +59,6 @@ func repeatsTable(out string) string {
 // alone: genload consistency and genload report print the same summary, diff compares each
 // cell by the mean of its measured repeats (pooled), and --resume is refused.
 func TestUntilCVKeepGoingFromTheFile(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	tok, err := tokenizer.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +122,24 @@ func TestUntilCVKeepGoingFromTheFile(t *testing.T) {
 		t.Errorf("report %s: exit %d\n%s\nwant the table\n%s\n%s", path, code, md, want, stderr)
 	}
 
-	// diff pools each cell's measured repeats: its figure is their mean
-	code, diff, stderr := cli(t, ctx, "diff", path, path)
+	// diff pools each cell's measured repeats: its figure is their mean. The same run given
+	// twice is refused, so the after side is a copy of it under another run id.
+	if code, _, stderr := cli(t, ctx, "diff", path, path); code != exitcode.InvalidConfig || !strings.Contains(stderr, "the same run given twice") {
+		t.Errorf("diff of a run with itself: exit %d\n%s", code, stderr)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := bytes.Replace(b, []byte(`"run_id": "kg"`), []byte(`"run_id": "kg-copy"`), 1)
+	if bytes.Equal(copied, b) {
+		t.Fatalf("%s has no run_id \"kg\"", path)
+	}
+	other := filepath.Join(t.TempDir(), "kg-copy.json")
+	if err := os.WriteFile(other, copied, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, diff, stderr := cli(t, ctx, "diff", path, other)
 	if code != exitcode.OK || !strings.Contains(diff, "pooled before (kg): each cell's figure is the mean over its measured repeats") {
 		t.Fatalf("diff: exit %d\n%s%s", code, diff, stderr)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/replay"
+	"github.com/genload/genload/host/run"
 	"github.com/genload/genload/host/tokenizer"
 	"github.com/genload/genload/host/trace"
 )
@@ -89,8 +90,8 @@ func builtinForReplay(profile string, timeScale float64) replay.Engine {
 			eng.Close()
 			return "", nil, nil, err
 		}
-		info := map[string]any{"profile": cfg.Profile, "time_scale": cfg.TimeScale, "max_model_len": cfg.MaxModelLen, "model": cfg.ModelName,
-			"max_num_seqs": cfg.MaxNumSeqs, "max_num_batched_tokens": cfg.MaxNumBatchedTokens}
+		info := map[string]any{"profile": cfg.Profile, "profile_hash": run.ProfileHash(eng.Profile()), "time_scale": cfg.TimeScale,
+			"max_model_len": cfg.MaxModelLen, "model": cfg.ModelName, "max_num_seqs": cfg.MaxNumSeqs, "max_num_batched_tokens": cfg.MaxNumBatchedTokens}
 		return url, info, func() { eng.Close() }, nil
 	}
 }

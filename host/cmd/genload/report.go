@@ -28,11 +28,11 @@ script are inline: the file opens with no network.
 
 Without -o, the result table of each run is printed as markdown instead (the default columns;
 --wide for every column and one line per warning), as 'genload run' prints it, the legend of
-the columns once (--no-legend: none); for a run of genload run --until-cv, followed by how
-each cell's repeats ended under its stopping rule.`,
+the columns once (--no-legend: none); for a run of genload run --repeat or --until-cv,
+followed by how each cell's repeats ended (its fixed count or stopping rule).`,
 		[][2]string{
 			{"one run, to share", "genload report -o report.html results/20261130-101500.json"},
-			{"five repeats: tables, consistency", "genload report -o repeats.html results/r-r1.json results/r-r2.json results/r-r3.json results/r-r4.json results/r-r5.json"},
+			{"a run of five repeats (genload run --repeat 5): table, consistency", "genload report -o repeats.html results/r.json"},
 			{"before and after an upgrade: A/B", "genload report -o upgrade.html results/before.json results/after.json"},
 			{"the paired intervals of genload ab, with the runs", "genload report -o ab.html --ab ab.json results/before.json results/after.json"},
 			{"every column of a run's table, as markdown", "genload report --wide results/20261130-101500.json"},
@@ -61,13 +61,13 @@ each cell's repeats ended under its stopping rule.`,
 	var runs []*report.Run
 	if len(files) > 0 {
 		if runs, err = report.ReadRuns(files); err != nil {
-			return err
+			return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 		}
 	}
 	if *out == "" {
 		for i, r := range runs {
 			report.WriteTable(e.stdout, r, report.TableOptions{Wide: *wide, Legends: legends})
-			if r.Header.UntilCV != nil { // how the stopping rule ended each cell, as the run printed it
+			if _, ok := run.RuleOf(r.Header); ok { // how each cell's repeats ended, as the run printed it
 				cells, rule, err := run.RepeatsOf(r)
 				if err != nil {
 					return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", files[i], err))

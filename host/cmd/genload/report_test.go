@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genload/genload/host/ab"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
 )
@@ -46,9 +47,9 @@ func TestReportCommand(t *testing.T) {
 func TestReportOfABFile(t *testing.T) {
 	dir := t.TempDir()
 	abPath := filepath.Join(dir, "ab.json")
-	doc := abDoc{A: "base.toml", B: "new.toml", Pairs: 3, Confidence: 0.9, Status: "ok", Cells: []abCell{
-		{Cell: matrix.Cell{Index: 0, SeqLen: 2000, Batch: 4}, PairList: []abPair{}, N: 3, Mean: -0.031, Lo: -0.052, Hi: -0.01, FwdA: 1.5e6, FwdB: 1.4535e6, Verdict: "B faster"}}}
-	if err := writeABJSON(abPath, doc); err != nil {
+	doc := &ab.Doc{A: "base.toml", B: "new.toml", Pairs: 3, Confidence: 0.9, Status: "ok", Cells: []ab.Cell{
+		{Cell: matrix.Cell{Index: 0, SeqLen: 2000, Batch: 4}, PairList: []ab.Pair{}, N: 3, Mean: -0.031, Lo: -0.052, Hi: -0.01, FwdA: 1.5e6, FwdB: 1.4535e6, Verdict: "B faster"}}}
+	if err := doc.WriteJSON(abPath); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "ab.html")

@@ -73,7 +73,7 @@ it exists, else the defaults.`,
 	f.resume = fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
 	f.wide = wideFlag(fs)
 	f.legends = legendFlag(fs)
-	f.repeats = fs.Int("repeat", 1, "run the whole matrix N times (run ids <id>-r1 … <id>-rN, same config and seed; a built-in engine with [engine] noise draws it with a seed per repeat, derived from the configured one), then print their consistency (see 'genload consistency --help')")
+	f.repeats = fs.Int("repeat", 1, "measure every cell N times, in interleaved rounds (one results file, a record per repeat; a built-in engine with [engine] noise draws each round with a seed of its own, derived from the configured one), then print their consistency (see 'genload consistency --help')")
 	f.untilCV = fs.Float64("until-cv", 0, "repeat each cell, in interleaved rounds, until the --cv-confidence upper confidence bound of its per-forward CV is within PCT percent; cells that reach --max-repeats first are flagged (one results file, a record per repeat); 0 = off (each cell once)")
 	f.minRepeats = fs.Int("min-repeats", 2, "with --until-cv: the fewest repeats of every cell (≥ 2)")
 	f.maxRepeats = fs.Int("max-repeats", 8, "with --until-cv: the most repeats of any cell")
@@ -89,101 +89,135 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfgPath, target, model, out, mode, lengths, runID, resume, shardSpec, cvStat := f.cfgPath, f.target, f.model, f.out, f.mode, f.lengths, f.runID, f.resume, f.shardSpec, f.cvStat
-	sets, seqLens, batches := f.sets, f.seqLens, f.batches
-	maxTokens, repeats, minRepeats, maxRepeats, seed := f.maxTokens, f.repeats, f.minRepeats, f.maxRepeats, f.seed
-	timeScale, untilCV, cvConfidence, maxCV, keepGoing, wide := f.timeScale, f.untilCV, f.cvConfidence, f.maxCV, f.keepGoing, f.wide
 	if fs.NArg() > 0 {
 		return exitcode.Errorf(exitcode.Usage, "unexpected argument %q (see 'genload run --help')", fs.Arg(0))
 	}
-	if err := checkCVFlags(*maxCV, *cvStat, "run"); err != nil {
+	rule, err := repeatRule(fs, f)
+	if err != nil {
 		return err
 	}
-	if *untilCV < 0 {
-		return exitcode.Errorf(exitcode.Usage, "--until-cv %g: want a CV target in percent > 0 (0 = off)", *untilCV)
+	cfg, err := runConfig(fs, f)
+	if err != nil {
+		return err
 	}
-	if *untilCV == 0 {
+	opt := run.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
+		RunID: *f.runID, Getenv: e.getenv, Resume: *f.resume, Wide: *f.wide, Legends: f.legends, Repeats: rule, Records: *f.records}
+	if err := shardOptions(*f.shardSpec, e, &opt); err != nil {
+		return err
+	}
+	if rule == nil {
+		_, err = run.Run(ctx, cfg, opt)
+		return err
+	}
+	c, err := run.Repeated(ctx, cfg, opt)
+	if err != nil {
+		return err
+	}
+	return threshold(c, *f.maxCV, *f.cvStat, e)
+}
+
+// repeatRule checks the repeat flags of genload run and returns the repeat protocol they ask
+// for: nil for none (each cell once), a fixed count (--repeat N, N ≥ 2) or the stopping rule
+// (--until-cv and its settings). Every error is a Usage error naming the flag.
+func repeatRule(fs *flag.FlagSet, f *runFlags) (*repeat.Rule, error) {
+	if err := checkCVFlags(*f.maxCV, *f.cvStat, "run"); err != nil {
+		return nil, err
+	}
+	if *f.untilCV < 0 {
+		return nil, exitcode.Errorf(exitcode.Usage, "--until-cv %g: want a CV target in percent > 0 (0 = off)", *f.untilCV)
+	}
+	if *f.untilCV == 0 {
 		// The stopping rule's settings mean nothing without the rule: refuse them rather than
 		// run each cell once as if they had been taken.
 		given := map[string]bool{}
 		fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 		for _, name := range []string{"min-repeats", "max-repeats", "cv-confidence"} {
 			if given[name] {
-				return exitcode.Errorf(exitcode.Usage, "--%s is a setting of --until-cv, which is not given (see 'genload run --help')", name)
+				return nil, exitcode.Errorf(exitcode.Usage, "--%s is a setting of --until-cv, which is not given (see 'genload run --help')", name)
 			}
 		}
 	}
 	var rule *repeat.Rule
-	if *untilCV != 0 {
-		if *repeats > 1 || *resume != "" {
-			return exitcode.Errorf(exitcode.Usage, "--until-cv %g: not with --repeat or --resume (a run with repeats cannot be resumed: start a new one)", *untilCV)
+	if *f.untilCV != 0 {
+		if *f.repeats > 1 || *f.resume != "" {
+			return nil, exitcode.Errorf(exitcode.Usage, "--until-cv %g: not with --repeat or --resume (a run with repeats cannot be resumed: start a new one)", *f.untilCV)
 		}
-		if !(*cvConfidence > 0 && *cvConfidence < 1) {
-			return exitcode.Errorf(exitcode.Usage, "--cv-confidence %g: want a confidence in (0, 1), such as 0.9", *cvConfidence)
+		if !(*f.cvConfidence > 0 && *f.cvConfidence < 1) {
+			return nil, exitcode.Errorf(exitcode.Usage, "--cv-confidence %g: want a confidence in (0, 1), such as 0.9", *f.cvConfidence)
 		}
-		rule = &repeat.Rule{TargetCV: *untilCV / 100, MinRepeats: *minRepeats, MaxRepeats: *maxRepeats, Confidence: *cvConfidence}
+		rule = &repeat.Rule{TargetCV: *f.untilCV / 100, MinRepeats: *f.minRepeats, MaxRepeats: *f.maxRepeats, Confidence: *f.cvConfidence}
+	}
+	if n := *f.repeats; n < 1 || (n > 1 && *f.resume != "") || (*f.maxCV > 0 && n < 2 && rule == nil) {
+		return nil, exitcode.Errorf(exitcode.Usage, "--repeat %d: want N ≥ 1, not with --resume; --max-cv needs --repeat ≥ 2 or --until-cv (see 'genload run --help')", n)
+	} else if n > 1 {
+		rule = &repeat.Rule{Count: n}
+	}
+	if rule != nil {
 		if err := rule.Validate(); err != nil {
-			return exitcode.With(exitcode.Usage, err)
+			return nil, exitcode.With(exitcode.Usage, err)
 		}
 	}
-	if *repeats < 1 || (*repeats > 1 && *resume != "") || (*maxCV > 0 && *repeats < 2 && rule == nil) {
-		return exitcode.Errorf(exitcode.Usage, "--repeat %d: want N ≥ 1, not with --resume; --max-cv needs --repeat ≥ 2 or --until-cv (see 'genload run --help')", *repeats)
-	}
+	return rule, nil
+}
+
+// runConfig returns genload run's configuration: the run's own from its results header
+// (--resume without -c), else -c's file (or ./bench.toml, or the defaults), with the flags
+// given over it — each naming the key it sets, so that messages about that key blame the flag,
+// not the file — and validated.
+func runConfig(fs *flag.FlagSet, f *runFlags) (*config.Config, error) {
 	var cfg *config.Config
 	var err error
-	if *resume != "" {
-		if !strings.HasSuffix(*resume, ".jsonl") {
+	if *f.resume != "" {
+		if !strings.HasSuffix(*f.resume, ".jsonl") {
 			dir := "results"
-			if *out != "" {
-				dir = *out
+			if *f.out != "" {
+				dir = *f.out
 			}
-			*resume = filepath.Join(dir, *resume+".jsonl")
+			*f.resume = filepath.Join(dir, *f.resume+".jsonl")
 		}
-		if *cfgPath == "" {
+		if *f.cfgPath == "" {
 			// The run's own configuration, as recorded in its header.
-			prev, err := report.ReadFile(*resume)
+			prev, err := report.ReadFile(*f.resume)
 			if err != nil {
-				return exitcode.With(exitcode.InvalidConfig, err)
+				return nil, exitcode.With(exitcode.InvalidConfig, err)
 			}
 			if prev.Header.Config == nil {
-				return exitcode.Errorf(exitcode.InvalidConfig, "%s: the header has no config", *resume)
+				return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: the header has no config", *f.resume)
 			}
 			cfg = prev.Header.Config
 		}
 	}
 	if cfg == nil {
-		if cfg, err = loadConfig(*cfgPath); err != nil {
-			return err
+		if cfg, err = loadConfig(*f.cfgPath); err != nil {
+			return nil, err
 		}
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	// Flags override bench.toml: each names the key it sets, so messages about that key blame
-	// the flag, not the file.
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	for _, o := range []struct {
 		flag, key string
 		apply     func()
 	}{
-		{"target", "target", func() { cfg.Target = *target }},
-		{"model", "model", func() { cfg.Model = *model }},
-		{"out", "out", func() { cfg.Out = *out }},
-		{"mode", "mode", func() { cfg.Mode = *mode }},
+		{"target", "target", func() { cfg.Target = *f.target }},
+		{"model", "model", func() { cfg.Model = *f.model }},
+		{"out", "out", func() { cfg.Out = *f.out }},
+		{"mode", "mode", func() { cfg.Mode = *f.mode }},
 		{"lengths", "lengths.plugin", func() {
-			if *lengths != cfg.Lengths.Plugin { // the file's [lengths.config] belongs to the file's plugin
-				cfg.Lengths.Plugin, cfg.Lengths.Config = *lengths, map[string]any{}
-				if *lengths == "gamma" {
+			if *f.lengths != cfg.Lengths.Plugin { // the file's [lengths.config] belongs to the file's plugin
+				cfg.Lengths.Plugin, cfg.Lengths.Config = *f.lengths, map[string]any{}
+				if *f.lengths == "gamma" {
 					cfg.Lengths.Config["k"] = 0.9
 				}
 			}
 		}},
-		{"max-tokens", "max_tokens", func() { cfg.MaxTokens = *maxTokens }},
-		{"seed", "seed", func() { cfg.Seed = *seed }},
-		{"seq-lens", "matrix.seq_lens", func() { cfg.Matrix.SeqLens, cfg.Matrix.AutoSeqLens = seqLens, false }},
-		{"batch-sizes", "matrix.batch_sizes", func() { cfg.Matrix.BatchSizes = batches }},
-		{"time-scale", "engine.time_scale", func() { cfg.Engine.TimeScale = *timeScale }},
+		{"max-tokens", "max_tokens", func() { cfg.MaxTokens = *f.maxTokens }},
+		{"seed", "seed", func() { cfg.Seed = *f.seed }},
+		{"seq-lens", "matrix.seq_lens", func() { cfg.Matrix.SeqLens, cfg.Matrix.AutoSeqLens = f.seqLens, false }},
+		{"batch-sizes", "matrix.batch_sizes", func() { cfg.Matrix.BatchSizes = f.batches }},
+		{"time-scale", "engine.time_scale", func() { cfg.Engine.TimeScale = *f.timeScale }},
 		{"keep-going", "run.on_error", func() {
 			cfg.Run.OnError = config.OnErrorStop
-			if *keepGoing {
+			if *f.keepGoing {
 				cfg.Run.OnError = config.OnErrorContinue
 			}
 		}},
@@ -193,39 +227,23 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 			o.apply()
 		}
 	}
-	if len(sets) > 0 {
-		cfg.Override("lengths.config", "--set")
-		kv, err := plugin.ParseSet(sets)
+	if len(f.sets) > 0 {
+		kv, err := plugin.ParseSet(f.sets)
 		if err != nil {
-			return exitcode.With(exitcode.Usage, err)
+			return nil, exitcode.With(exitcode.Usage, err)
 		}
 		if cfg.Lengths.Config == nil {
 			cfg.Lengths.Config = map[string]any{}
 		}
 		for k, v := range kv {
 			cfg.Lengths.Config[k] = v
+			cfg.Override("lengths.config."+k, "--set") // a message about k blames the flag, about the file's keys the file
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return nil, err
 	}
-	opt := run.Options{Stdout: e.stdout, Stderr: e.stderr, Progress: e.tty, Version: version,
-		RunID: *runID, Getenv: e.getenv, Resume: *resume, Wide: *wide, Legends: f.legends, Records: *f.records}
-	if err := shardOptions(*shardSpec, e, &opt); err != nil {
-		return err
-	}
-	if *repeats > 1 && opt.Records != "" {
-		return exitcode.Errorf(exitcode.Usage, "--records with --repeat %d: a records file holds one run (use --until-cv for repeats in one run)", *repeats)
-	}
-	if *repeats > 1 {
-		return runRepeats(ctx, cfg, opt, *repeats, *maxCV, *cvStat, e)
-	}
-	if rule != nil {
-		opt.UntilCV = rule
-		return runUntilCV(ctx, cfg, opt, *maxCV, *cvStat, e)
-	}
-	_, err = run.Run(ctx, cfg, opt)
-	return err
+	return cfg, nil
 }
 
 // checkRunArgs parses args as genload run's flags would be, for a command that passes them to

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/report"
 )
 
@@ -18,7 +17,7 @@ import (
 // of an Indexed Job — merge into one run of the matrix's four cells; one shard alone is
 // refused with the missing one named.
 func TestRunShardsAndMergeThroughTheCLI(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	out := t.TempDir()
 	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [300, 1000]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
 	if code, _, errs := cli(t, context.Background(), "run", "-c", cfg, "--out", out, "--run-id", "n", "--shard", "0/2"); code != exitcode.OK {
@@ -144,7 +143,7 @@ func TestK8sJobChecksTheRunFlags(t *testing.T) {
 // so that merge finds every shard and joins the other two (the merged target: the two
 // engines the others measured).
 func TestEmptyShardStartsNoEngineAndMerges(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
+	t.Parallel()
 	out := t.TempDir()
 	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [300]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
 	var errs [3]string

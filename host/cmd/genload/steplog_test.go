@@ -14,17 +14,17 @@ import (
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/steplog/cellcheck"
 )
 
 func TestSteplogOnARunOfTheBuiltinEngine(t *testing.T) {
+	t.Parallel()
 	// A run against an engine writing its step log to a file, then genload steplog on the
 	// run and the file: every cell was run at its B (the engine schedules exactly what it
 	// is sent), so B is the modal occupancy, never exceeded, and the forward time at B is
 	// there; --out attaches the same figures to the cells of a copy of the run.
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "steps.log")
 	ecfg := engine.DefaultConfig()
@@ -74,7 +74,7 @@ batch_sizes = [1, 4]
 	}
 	// --json gives the same figures
 	code, js, _ := cli(t, context.Background(), "steplog", "--json", runPath, logPath)
-	var rows []steplogRow
+	var rows []cellcheck.Row
 	if err := json.Unmarshal([]byte(js), &rows); code != exitcode.OK || err != nil || len(rows) != 2 || !reflect.DeepEqual(rows[1].Figures, *run.Cells[1].StepLog) {
 		t.Errorf("--json: exit %d, %v, %+v", code, err, rows)
 	}
@@ -94,7 +94,7 @@ func TestSteplogArgumentErrors(t *testing.T) {
 		{[]string{"steplog", "--preset", "tgi", "run.json", log}, exitcode.Usage, `preset "tgi": unknown`},
 		{[]string{"steplog", "--regex", `(?P<active>\d+)`, "run.json", log}, exitcode.Usage, "no (?P<time>…) group"},
 		{[]string{"steplog", "--tz", "Mars/Olympus", "run.json", log}, exitcode.Usage, "--tz"},
-		{[]string{"steplog", filepath.Join(dir, "missing.json"), log}, exitcode.Failure, "missing.json"},
+		{[]string{"steplog", filepath.Join(dir, "missing.json"), log}, exitcode.InvalidConfig, "missing.json"},
 	}
 	for _, c := range cases {
 		code, _, stderr := cli(t, context.Background(), c.args...)
@@ -189,7 +189,7 @@ func TestSteplogDuplicatesRepeatsAndOneStepCV(t *testing.T) {
 		t.Errorf("the log given twice: exit %d, stderr %q; table twice == once: %v", code, stderr, twice == once)
 	}
 	code, js, _ := cli(t, context.Background(), "steplog", "--json", runPath, logPath)
-	var rows []steplogRow
+	var rows []cellcheck.Row
 	if err := json.Unmarshal([]byte(js), &rows); code != exitcode.OK || err != nil || len(rows) != 2 || rows[0].Repeat != 1 || rows[1].Repeat != 2 ||
 		rows[1].Figures.FwdCV != nil || rows[1].Figures.FwdCVReason == "" || strings.Contains(js, `"fwd_cv": 0,`) || len(rows[0].Notes) != 1 {
 		t.Errorf("--json: exit %d, %v:\n%s", code, err, js)

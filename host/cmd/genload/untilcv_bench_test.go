@@ -27,10 +27,10 @@ var (
 
 // BenchmarkPerfUntilCV compares the repeat protocols side by side on one matrix: five fixed
 // repeats (genload run --repeat 5) and runs with --until-cv (2 to 8 repeats per cell, stable
-// when the upper confidence bound of the cell's CV is within the target). Each protocol runs
-// against its own built-in engine with known noise (its own seed: one engine for all would
-// let a later protocol find the prefix cache warmed by an earlier one's prompts, and an
-// engine per fixed repeat would replay the same noise in each) and with the prefix cache off,
+// when the upper confidence bound of the cell's CV is within the target), both in interleaved
+// rounds on one engine. Each protocol runs against its own built-in engine with known noise
+// (its own seed: one engine for all would let a later protocol find the prefix cache warmed
+// by an earlier one's prompts) and with the prefix cache off,
 // so that every repeat of a cell costs the same in every protocol: a warmup and a measured
 // request, each prefilling cold, as when the matrix does not fit in the KV cache between two
 // visits of a cell. Per protocol P it reports
@@ -148,15 +148,12 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 				}
 				fixedBusy := new(busyTime)
 				runCLI(start(noise, noise.Seed, fixedBusy), id+"-fixed", "--repeat", "5")
-				var fixed []*report.Run
-				for k := 1; k <= 5; k++ {
-					fixed = append(fixed, read(fmt.Sprintf("%s-fixed-r%d", id, k)))
-				}
-				fc, err := report.Consistent(fixed)
+				fixed := read(id + "-fixed")
+				fc, err := report.ConsistentRepeats(fixed)
 				if err != nil {
 					b.Fatal(err)
 				}
-				metrics("fixed5", fc, fixed, fixedBusy)
+				metrics("fixed5", fc, []*report.Run{fixed}, fixedBusy)
 				for k, a := range v.adaptive {
 					if *untilCVOnly != "" && a[0] != *untilCVOnly {
 						continue

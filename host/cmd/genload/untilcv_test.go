@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
 	"gonum.org/v1/gonum/stat"
@@ -23,7 +22,6 @@ import (
 // are the rule's on the values in it, recomputed here from the records; the header records
 // the rule.
 func TestUntilCVOnNoisyEngine(t *testing.T) {
-	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	out := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf(`
 max_tokens = 12

@@ -15,6 +15,7 @@ import (
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
+	"github.com/genload/genload/host/sse"
 	"github.com/genload/genload/host/tokenizer"
 )
 
@@ -173,11 +174,23 @@ func rows() []row {
 		// equal the total — one token each, so the others are counted exactly.
 		row{name: "usage-total-only-zero-token", plain: true, quirks: "usage-total-only,zero-token=0.375", cells: one, check: countedBy(measure.CountsOnePerChunk)},
 		row{name: "usage-total-only-early-stop", plain: true, quirks: "usage-total-only,early-stop=3", cells: one, check: countedBy(measure.CountsOnePerChunk)},
-		// ollama 0.6.8's OpenAI layer: text prompts, routed, 1–3 tokens per chunk, the total
-		// only at the end: the per-chunk counts come from re-encoding the text with the model's
-		// tokenizer.
-		row{name: "ollama-tokenizer", plain: true, engine: func(c *engine.Config) { c.Dialect = engine.DialectOllama },
-			genload: shape(config.ModeRouted, config.FormatText), check: countedBy(measure.CountsTokenizer)},
+		// ollama 0.6.8's OpenAI layer (behind a proxy that passes /v1 alone): text prompts,
+		// routed, 1–3 tokens per chunk, the total only at the end: the per-chunk counts come
+		// from re-encoding the text with the model's tokenizer.
+		row{name: "ollama-tokenizer", plain: true, quirks: "no-native-api", engine: func(c *engine.Config) { c.Dialect = engine.DialectOllama },
+			genload: shape(config.ModeRouted, config.FormatText), check: countedBy(measure.CountsTokenizer), checkRun: chosenAPI("")},
+		// ollama itself: mode and prompt.format "auto" find it by GET /api/version, and every
+		// request goes to its native /api/generate (newline-delimited JSON, the same 1–3
+		// tokens per object): counts from eval_count, per-chunk counts from the tokenizer, and
+		// the server's own eval_duration per forward pass of each sequence beside the client's.
+		row{name: "ollama-native", plain: true, engine: func(c *engine.Config) { c.Dialect = engine.DialectOllama },
+			genload: shape(config.ModeAuto, config.FormatAuto), check: ollamaNative, checkRun: chosenAPI("ollama")},
+		// The same with the first ten objects of each sequence written together: the
+		// estimator's bunched start on the native stream.
+		row{name: "ollama-native-bunch-first=10", plain: true, quirks: "bunch-first=10", cells: one,
+			engine:  func(c *engine.Config) { c.Dialect = engine.DialectOllama },
+			genload: func(c *config.Config) { shape(config.ModeRouted, config.FormatText)(c); c.MaxTokens = 10 + maxTokens },
+			check:   ollamaNative, checkRun: chosenAPI("ollama")},
 		// Chunked prefill: eight prompts of 1,000 tokens in steps of 2,048, the first tokens
 		// staggered over four steps each carrying another prefill chunk: not a late start.
 		row{name: "chunked-prefill", engine: func(c *engine.Config) { c.MaxNumBatchedTokens = 2048 }, cells: one, check: notLate},
@@ -669,6 +682,48 @@ func serverTimings(t *testing.T, c *report.Cell, tr *cellTruth) {
 	}
 	if rel := ms(st.PerForward.Mean)/tr.perForward - 1; math.Abs(rel) > tolerance {
 		t.Errorf("%s: the server's timings read %.3f ms per forward pass, %+.2f %% off the engine's %.3f ms", c.Cell.Key(), ms(st.PerForward.Mean), 100*rel, tr.perForward)
+	}
+}
+
+// ollamaNative: every timed sequence counted by the tokenizer (countedBy), every count from
+// eval_count (the sequence's own usage), and ollama's eval_duration per forward pass of each
+// sequence (the server's figure) within the tolerance of the engine's truth over all of its
+// forward passes.
+func ollamaNative(t *testing.T, c *report.Cell, tr *cellTruth) {
+	t.Helper()
+	countedBy(measure.CountsTokenizer)(t, c, tr)
+	f := c.Figures
+	if f == nil {
+		return
+	}
+	if n := f.TokenSources[string(sse.TokensChoiceUsage)]; n != c.Cell.Batch {
+		t.Errorf("%s: %d of %d sequences counted by their own usage (eval_count): %v", c.Cell.Key(), n, c.Cell.Batch, f.TokenSources)
+	}
+	st := f.ServerTimings
+	if st == nil || st.Source != "ollama eval_duration" || st.PerForward.N != tr.normal {
+		t.Errorf("%s: server figure %+v, want ollama's eval_duration of every sequence (%d)", c.Cell.Key(), st, tr.normal)
+		return
+	}
+	t.Logf("%s: client fwd %.3f ms, full-batch %.3f ms, server (eval_duration) %.3f ms; truth %.3f ms (timed passes %.3f, window %.3f)",
+		c.Cell.Key(), ms(f.PerForward.Mean), ms(f.Window.PerStep), ms(st.PerForward.Mean), tr.perForward, tr.timedFwd, tr.window)
+	if rel := ms(st.PerForward.Mean)/tr.perForward - 1; math.Abs(rel) > tolerance {
+		t.Errorf("%s: ollama's eval_duration reads %.3f ms per forward pass, %+.2f %% off the engine's %.3f ms", c.Cell.Key(), ms(st.PerForward.Mean), 100*rel, tr.perForward)
+	}
+}
+
+// chosenAPI: the run succeeds, and its header records the API the probe chose (Chosen[api]
+// starting with want; "" = none chosen: /v1/completions).
+func chosenAPI(want string) func(*testing.T, *run.Result, error, string) {
+	return func(t *testing.T, res *run.Result, err error, out string) {
+		t.Helper()
+		if err != nil || res == nil || res.Run == nil {
+			t.Errorf("run: %v\n%s", err, out)
+			return
+		}
+		got := res.Run.Header.Config.Chosen[run.ChosenAPI]
+		if want == "" && got != "" || !strings.HasPrefix(got, want) {
+			t.Errorf("chosen api %q, want %q", got, want)
+		}
 	}
 }
 

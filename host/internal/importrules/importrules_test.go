@@ -247,7 +247,7 @@ func TestMeasureAndReportImportNoTransport(t *testing.T) {
 	// transport (as scraped was out of scrape).
 	g := graph(t)
 	for _, p := range []string{"host/recording", "host/scrape/scraped", "host/measure", "host/report",
-		"host/cell", "host/lengths", "host/latmodel", "host/htmlreport", "host/steplog", "host/gputime",
+		"host/cell", "host/lengths", "host/latmodel", "host/htmlreport", "host/steplog", "host/steplog/cellcheck", "host/gputime",
 		"host/merge", "host/shard", "host/repeat", "host/stats", "host/chart"} {
 		if _, ok := g[mod+p]; !ok {
 			t.Errorf("%s does not exist: the rule checks nothing for it", p)

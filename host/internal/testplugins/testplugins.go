@@ -34,15 +34,39 @@ const EnvPluginDir = "GENLOAD_PLUGIN_DIR"
 // cannot be built.
 func Dir(t testing.TB) string {
 	t.Helper()
+	d, err := dirOf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// SetDir sets $GENLOAD_PLUGIN_DIR to Dir's directory (building the plugins if needed), for a
+// TestMain: its tests, and the genload runs they start in the process, then find the plugins
+// without a t.Setenv each, which a parallel test may not call. The error says what failed to
+// build.
+func SetDir() error {
+	d, err := dirOf()
+	if err != nil {
+		return err
+	}
+	return os.Setenv(EnvPluginDir, d)
+}
+
+// dirOf is Dir without a test.
+func dirOf() (string, error) {
 	if d := os.Getenv(EnvPluginDir); d != "" && hasAll(d) {
-		return d
+		return d, nil
 	}
 	var dir string
 	for _, name := range Names {
-		p := Build(t, "./plugins/"+name, Options{Name: name})
+		p, err := build("./plugins/"+name, Options{Name: name})
+		if err != nil {
+			return "", err
+		}
 		dir = filepath.Dir(p)
 	}
-	return dir
+	return dir, nil
 }
 
 // hasAll reports whether dir holds every plugin of Names.
@@ -76,6 +100,15 @@ var (
 // built once per source state, and concurrent test binaries are safe (atomic rename).
 func Build(t testing.TB, pkg string, o Options) string {
 	t.Helper()
+	p, err := build(pkg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// build is Build without a test: the error says what failed.
+func build(pkg string, o Options) (string, error) {
 	if o.Name == "" {
 		o.Name = filepath.Base(pkg)
 	}
@@ -86,16 +119,16 @@ func Build(t testing.TB, pkg string, o Options) string {
 	defer mu.Unlock()
 	id := fmt.Sprintf("%s|%+v", pkg, o)
 	if p, ok := built[id]; ok {
-		return p
+		return p, nil
 	}
 	root, err := ModuleRoot()
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if keyDir == "" {
 		key, err := sourceKey(root)
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		base, err := os.UserCacheDir()
 		if err != nil {
@@ -111,14 +144,14 @@ func Build(t testing.TB, pkg string, o Options) string {
 	out := filepath.Join(dir, o.Name+".wasm")
 	if _, err := os.Stat(out); err == nil {
 		built[id] = out
-		return out
+		return out, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	tmp, err := os.CreateTemp(dir, o.Name+".*.tmp")
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
@@ -132,13 +165,13 @@ func Build(t testing.TB, pkg string, o Options) string {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("testplugins: GOOS=%s GOARCH=wasm go %s %s: %v\n%s", o.GOOS, strings.Join(args, " "), pkg, err, stderr.String())
+		return "", fmt.Errorf("testplugins: GOOS=%s GOARCH=wasm go %s %s: %v\n%s", o.GOOS, strings.Join(args, " "), pkg, err, stderr.String())
 	}
 	if err := os.Rename(tmp.Name(), out); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	built[id] = out
-	return out
+	return out, nil
 }
 
 // Wat assembles testdata/NAME.wat of this package with wat2wasm (Debian package wabt, which

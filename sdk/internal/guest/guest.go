@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"sort"
+	"strings"
 
 	"github.com/genload/genload/sdk/abi"
 )
@@ -42,7 +44,8 @@ type Env struct {
 
 // Decode decodes the plugin's config into v (a pointer to a struct with json tags; fields keep
 // their values when the key is absent, so set defaults first). Unknown keys, wrong types and
-// trailing data are errors of status abi.BadInput, e.g. `config: json: unknown field "meen"`.
+// trailing data are errors of status abi.BadInput, e.g. `config: json: unknown field "meen"
+// (known keys: mean, sd)` — the known keys are v's, so that the host can suggest the nearest.
 func (e *Env) Decode(v any) error {
 	e.decoded = true
 	if len(e.config) == 0 || bytes.Equal(e.config, []byte("null")) {
@@ -51,12 +54,47 @@ func (e *Env) Decode(v any) error {
 	dec := json.NewDecoder(bytes.NewReader(e.config))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			known := "none"
+			if ks := jsonKeys(reflect.TypeOf(v)); len(ks) > 0 {
+				known = strings.Join(ks, ", ")
+			}
+			return &StatusError{Status: abi.BadInput, Err: fmt.Errorf("config: %w (known keys: %s)", err, known)}
+		}
 		return &StatusError{Status: abi.BadInput, Err: fmt.Errorf("config: %w", err)}
 	}
 	if dec.More() {
 		return &StatusError{Status: abi.BadInput, Err: errors.New("config: trailing data after the JSON object")}
 	}
 	return nil
+}
+
+// jsonKeys lists the keys encoding/json decodes into struct type t (through pointers and
+// embedded structs): each exported field's json name, in field order; none for a type that is
+// not a struct.
+func jsonKeys(t reflect.Type) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "":
+			keys = append(keys, jsonKeys(f.Type)...)
+		case !f.IsExported():
+		case name == "":
+			keys = append(keys, f.Name)
+		default:
+			keys = append(keys, name)
+		}
+	}
+	return keys
 }
 
 // StatusError carries an ABI status code; errors without one map to abi.PluginError.

@@ -80,7 +80,7 @@ func TestInitAndGuard(t *testing.T) {
 	}{
 		{"ok", true, `{"abi":1,"abi_minor":0,"host":"genload","seed":18446744073709551615,"config":{"k":2}}`, 0, ""},
 		{"unknown-envelope-key-ignored", true, `{"abi":1,"future":true,"config":{}}`, 0, ""},
-		{"unknown-config-key", true, `{"abi":1,"config":{"kk":2}}`, -1, `config: json: unknown field "kk"`},
+		{"unknown-config-key", true, `{"abi":1,"config":{"kk":2}}`, -1, `config: json: unknown field "kk" (known keys: k)`},
 		{"wrong-type", true, `{"config":{"k":"x"}}`, -1, "cannot unmarshal string"},
 		{"config-never-decoded", false, `{"config":{"a":1,"b":2}}`, -1, `takes no config keys, got ["a" "b"]`},
 		{"abi-v2-host", true, `{"abi":2}`, -4, "host speaks ABI v2"},
@@ -213,5 +213,34 @@ func TestU32s(t *testing.T) {
 	}
 	if c := s.Get(100); len(c) != 100 {
 		t.Errorf("Ints.Get(100) has %d ints", len(c))
+	}
+}
+
+// The known keys of an unknown-key error are the json names Decode fills: tags, untagged
+// exported fields, embedded structs' fields; not "-" or unexported fields. A plugin that
+// takes no keys (an empty struct) says none.
+func TestUnknownKeyListsTheKnownOnes(t *testing.T) {
+	type inner struct {
+		Mode string `json:"mode"`
+	}
+	type config struct {
+		inner
+		K      float64 `json:"k,omitempty"`
+		Scale  int
+		Hidden int `json:"-"`
+		secret int
+	}
+	_ = config{secret: 1} // an unexported field: not a key
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{&config{}, `config: json: unknown field "kk" (known keys: mode, k, Scale)`},
+		{&struct{}{}, `config: json: unknown field "kk" (known keys: none)`},
+	} {
+		e := &Env{config: []byte(`{"kk":1}`)}
+		if err := e.Decode(tc.v); err == nil || err.Error() != tc.want {
+			t.Errorf("Decode(%T) = %v, want %q", tc.v, err, tc.want)
+		}
 	}
 }

@@ -28,7 +28,9 @@ type binaryCell struct {
 var (
 	binaryCells  = []binaryCell{{"routed", 256}, {"routed", 1024}, {"array", 1024}}
 	binaryTokens = 200
-	binaryL      = 128 // uniform prompt length of the per-token cells: prompt work stays small
+	// binaryBaseTokens is the tokens per stream of a per-token cell's base run.
+	binaryBaseTokens = 2
+	binaryL          = 128 // uniform prompt length of the per-token cells: prompt work stays small
 )
 
 type largestCell struct {
@@ -92,22 +94,12 @@ func binaryGroup(ctx context.Context, r *perf.Runner, o options, w io.Writer) ([
 		}
 		return p, os.WriteFile(p, []byte(cfg), 0o644)
 	}
-	runGenload := func(cfgPath, runID string) (perf.Proc, error) {
-		return r.RunProc(ctx, 30*time.Minute, nil, gl, "run", "-c", cfgPath, "--run-id", runID)
+	runGenload := func(cfgPath, runID string, env ...string) (perf.Proc, error) {
+		return r.RunProc(ctx, 30*time.Minute, env, gl, "run", "-c", cfgPath, "--run-id", runID)
 	}
 	fixedCfg, err := writeCfg("fixed", "array", 1, 1000, 2, "gamma", 0)
 	if err != nil {
 		return nil, err
-	}
-	// The per-token cells subtract the fixed cost of a run with their corpus: preparing a
-	// corpus of N rows is a cost per run, not per token.
-	fixedFor := map[int]string{}
-	for _, c := range binaryCells {
-		if c.n > 256 && fixedFor[c.n] == "" {
-			if fixedFor[c.n], err = writeCfg(fmt.Sprintf("fixed-c%d", c.n), "array", 1, binaryL, 2, "uniform", c.n); err != nil {
-				return nil, err
-			}
-		}
 	}
 	s := perf.NewSamples(o.rounds)
 	var failures []string
@@ -127,14 +119,20 @@ func binaryGroup(ctx context.Context, r *perf.Runner, o options, w io.Writer) ([
 		s.Add("Binary/fixed|cpu-s", rnd, p.CPU.Seconds())
 		s.Add("Binary/fixed|maxrss-MB", rnd, p.MaxRSS)
 		fmt.Fprintf(os.Stderr, "round %d  binary fixed cost   %.2f CPU-s  %.1f MB\n", rnd+1, p.CPU.Seconds(), p.MaxRSS)
-		fixedCPU := map[int]time.Duration{}
-		for n, cfgPath := range fixedFor {
-			pf, err := runGenload(cfgPath, fmt.Sprintf("fixed-c%d-r%d", n, rnd))
-			if err != nil {
-				fail(fmt.Errorf("binary fixed cost with %d corpus rows: %w", n, err))
-				continue
-			}
-			fixedCPU[n] = pf.CPU
+		// The same run on a machine's first run: an empty user cache directory, so that the
+		// tokenizer's tables are built from its JSON and the plugin is compiled.
+		cold, err := os.MkdirTemp(dir, "cold-cache-")
+		if err != nil {
+			return nil, err
+		}
+		pc, err := runGenload(fixedCfg, fmt.Sprintf("fixed-cold-r%d", rnd), "XDG_CACHE_HOME="+cold)
+		_ = os.RemoveAll(cold)
+		if err != nil {
+			fail(fmt.Errorf("binary fixed cost, empty caches: %w", err))
+		} else {
+			s.Add("Binary/fixed-cold|cpu-s", rnd, pc.CPU.Seconds())
+			s.Add("Binary/fixed-cold|maxrss-MB", rnd, pc.MaxRSS)
+			fmt.Fprintf(os.Stderr, "round %d  binary fixed cost, empty caches   %.2f CPU-s  %.1f MB\n", rnd+1, pc.CPU.Seconds(), pc.MaxRSS)
 		}
 		for _, c := range binaryCells {
 			name := fmt.Sprintf("%s-N%d", c.mode, c.n)
@@ -146,11 +144,16 @@ func binaryGroup(ctx context.Context, r *perf.Runner, o options, w io.Writer) ([
 			if err != nil {
 				return nil, err
 			}
-			base, ok := p.CPU, true
-			if rows > 0 {
-				base, ok = fixedCPU[rows]
+			// The base is the same cell with 2 tokens a stream: its prompts, bodies,
+			// connections and results are the same, so the difference is the streaming of the
+			// other tokens (a run plans a corpus row when a cell first uses it).
+			baseCfg, err := writeCfg(name+"-base", c.mode, c.n, binaryL, binaryBaseTokens, "uniform", rows)
+			if err != nil {
+				return nil, err
 			}
-			if !ok {
+			pb, err := runGenload(baseCfg, fmt.Sprintf("%s-base-r%d", name, rnd))
+			if err != nil {
+				fail(fmt.Errorf("binary %s with %d tokens: %w", name, binaryBaseTokens, err))
 				continue
 			}
 			key := fmt.Sprintf("Binary/%s/N=%d", c.mode, c.n)
@@ -159,7 +162,8 @@ func binaryGroup(ctx context.Context, r *perf.Runner, o options, w io.Writer) ([
 				fail(fmt.Errorf("binary %s: %w", name, err))
 				continue
 			}
-			tokens := float64(c.n * binaryTokens)
+			base := pb.CPU
+			tokens := float64(c.n * (binaryTokens - binaryBaseTokens))
 			s.Add(key+"|marginal-ns/token", rnd, float64((pg.CPU-base).Nanoseconds())/tokens)
 			s.Add(key+"|maxrss-MB", rnd, pg.MaxRSS)
 			cell := perf.PacedCell{Mode: c.mode, Step: 10 * time.Millisecond, N: c.n}
