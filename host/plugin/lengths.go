@@ -3,8 +3,8 @@ package plugin
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
