@@ -1,4 +1,4 @@
-// Package dispatch sends a cell's plan (host/cell: its prompts, the worker of each, the request
+// Package dispatch sends a cell's plan (host/plan: its prompts, the worker of each, the request
 // shape and max_tokens) to OpenAI-compatible /v1/completions servers over fasthttp (the only
 // package of genload that imports it), streams the responses through host/sse and returns a
 // recording: a recording.Result, which holds no transport type (Result, Sequence, Request,

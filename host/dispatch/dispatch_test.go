@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/internal/jsonenc"
+	"github.com/genload/genload/host/plan"
 )
 
 // recorded is one request as the test server received it.
@@ -114,10 +114,10 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 
 // routedPlan is the routed plan of prompts with prompt i going to workers[i] (a cell's plan
 // carries the worker of each prompt: dispatch asks no router).
-func routedPlan(t *testing.T, prompts [][]int32, texts []string, workers []int, maxTokens int, warm bool) *cell.Plan {
+func routedPlan(t *testing.T, prompts [][]int32, texts []string, workers []int, maxTokens int, warm bool) *plan.Plan {
 	t.Helper()
-	p := &cell.Plan{Shape: ModeRouted, IDs: prompts, Texts: texts, Workers: workers, MaxTokens: maxTokens, Warmup: warm}
-	rs, err := cell.Requests(ModeRouted, p.Prompts(), p.Prompts(), workers)
+	p := &plan.Plan{Shape: ModeRouted, IDs: prompts, Texts: texts, Workers: workers, MaxTokens: maxTokens, Warmup: warm}
+	rs, err := plan.Requests(ModeRouted, p.Prompts(), p.Prompts(), workers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +125,10 @@ func routedPlan(t *testing.T, prompts [][]int32, texts []string, workers []int, 
 	return p
 }
 
-// body returns the bodies of cell.ForPrompts(mode, prompts) over workers.
+// body returns the bodies of plan.ForPrompts(mode, prompts) over workers.
 func body(t *testing.T, c *Client, mode Mode, prompts [][]int32, workers, maxTokens int) [][]byte {
 	t.Helper()
-	p, err := cell.ForPrompts(mode, prompts, nil, workers, maxTokens)
+	p, err := plan.ForPrompts(mode, prompts, nil, workers, maxTokens)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestRequestShapes(t *testing.T) {
 				if warm {
 					maxTok = "1"
 				}
-				p, err := cell.ForPrompts(tc.mode, prompts3, nil, 2, 4)
+				p, err := plan.ForPrompts(tc.mode, prompts3, nil, 2, 4)
 				if tc.mode == ModeRouted {
 					p = routedPlan(t, prompts3, nil, []int{1, 0, 1}, 4, false)
 				}
@@ -639,13 +639,13 @@ func TestNewErrors(t *testing.T) {
 		t.Errorf("a plan naming worker 5 of 2: %v", err)
 	}
 	for _, tc := range []struct {
-		p    *cell.Plan
+		p    *plan.Plan
 		want string
 	}{
-		{&cell.Plan{IDs: prompts3}, "the plan has no requests"},
-		{&cell.Plan{IDs: prompts3, Requests: []cell.Request{{Prompts: []int{0, 3}, Array: true, N: 1}}}, "request 0 carries prompt 3 of 3"},
-		{&cell.Plan{IDs: prompts3, Requests: []cell.Request{{Prompts: []int{0, 1}, N: 1}}}, "request 0 has 2 prompts and n = 1"},
-		{&cell.Plan{IDs: prompts3, Requests: []cell.Request{{Prompts: []int{0}, N: 0}}}, "request 0 has 1 prompts and n = 0"},
+		{&plan.Plan{IDs: prompts3}, "the plan has no requests"},
+		{&plan.Plan{IDs: prompts3, Requests: []plan.Request{{Prompts: []int{0, 3}, Array: true, N: 1}}}, "request 0 carries prompt 3 of 3"},
+		{&plan.Plan{IDs: prompts3, Requests: []plan.Request{{Prompts: []int{0, 1}, N: 1}}}, "request 0 has 2 prompts and n = 1"},
+		{&plan.Plan{IDs: prompts3, Requests: []plan.Request{{Prompts: []int{0}, N: 0}}}, "request 0 has 1 prompts and n = 0"},
 	} {
 		if _, err := c2.Do(context.Background(), tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Do(%+v) = %v, want %q", tc.p.Requests, err, tc.want)

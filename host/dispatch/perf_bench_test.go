@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/genload/genload/host/cell"
+	"github.com/genload/genload/host/plan"
 )
 
 // BenchmarkPerfBodyAllocs plans one /v1/completions request of B prompts × L token ids, the
@@ -30,7 +30,7 @@ func BenchmarkPerfBodyAllocs(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close()
-			plan, err := cell.ForPrompts(ModeArray, prompts, nil, 1, 100)
+			plan, err := plan.ForPrompts(ModeArray, prompts, nil, 1, 100)
 			if err != nil {
 				b.Fatal(err)
 			}

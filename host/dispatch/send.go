@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/genload/genload/host/cell"
+	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/sse"
 )
 
@@ -56,7 +56,7 @@ func (p *call) want() int { return len(p.prompts) * p.n }
 // Canceling ctx aborts the streams at once (Kind KindCanceled) and closes every
 // connection of the Client, including idle ones. After [DONE] a stream is read to its
 // end so that its connection can be reused; TotalTimeout bounds that too.
-func (c *Client) Do(ctx context.Context, p *cell.Plan) (*Result, error) {
+func (c *Client) Do(ctx context.Context, p *plan.Plan) (*Result, error) {
 	tb := time.Now()
 	ps, err := c.calls(p)
 	if err != nil {
@@ -135,7 +135,7 @@ func (c *Client) Do(ctx context.Context, p *cell.Plan) (*Result, error) {
 
 // promptsOf returns the plan's prompts as the body writer reads them, after checking there are
 // some and none is empty.
-func promptsOf(p *cell.Plan) (promptSet, error) {
+func promptsOf(p *plan.Plan) (promptSet, error) {
 	var ps promptSet = idPrompts(p.IDs)
 	if p.Texts != nil {
 		ps = textPrompts(p.Texts)
@@ -153,7 +153,7 @@ func promptsOf(p *cell.Plan) (promptSet, error) {
 
 // calls checks plan p's prompts and builds the body of every request of it (in buffers from
 // the Client's pool: give them back with putBufs).
-func (c *Client) calls(p *cell.Plan) ([]call, error) {
+func (c *Client) calls(p *plan.Plan) ([]call, error) {
 	prompts, err := promptsOf(p)
 	if err != nil {
 		return nil, err
@@ -228,9 +228,9 @@ func (c *Client) putBufs(ps []call) {
 	}
 }
 
-// shaped is cell.ForPrompts over the Client's workers.
-func (c *Client) shaped(mode Mode, ids [][]int32, texts []string, maxTokens int, warm bool) (*cell.Plan, error) {
-	p, err := cell.ForPrompts(mode, ids, texts, len(c.workers), maxTokens)
+// shaped is plan.ForPrompts over the Client's workers.
+func (c *Client) shaped(mode Mode, ids [][]int32, texts []string, maxTokens int, warm bool) (*plan.Plan, error) {
+	p, err := plan.ForPrompts(mode, ids, texts, len(c.workers), maxTokens)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: %w", err)
 	}
@@ -238,7 +238,7 @@ func (c *Client) shaped(mode Mode, ids [][]int32, texts []string, maxTokens int,
 	return p, nil
 }
 
-// Send is Do of the plan cell.ForPrompts(mode, prompts) over the Client's workers: the measured
+// Send is Do of the plan plan.ForPrompts(mode, prompts) over the Client's workers: the measured
 // request(s) of token-id prompts with max_tokens = maxTokens.
 func (c *Client) Send(ctx context.Context, mode Mode, prompts [][]int32, maxTokens int) (*Result, error) {
 	p, err := c.shaped(mode, prompts, nil, maxTokens, false)
@@ -294,7 +294,7 @@ func (c *Client) WarmupText(ctx context.Context, mode Mode, prompts []string) er
 
 // Body returns the exact request bodies Do would post for plan p (one per request), for
 // inspection and tests.
-func (c *Client) Body(p *cell.Plan) ([][]byte, error) {
+func (c *Client) Body(p *plan.Plan) ([][]byte, error) {
 	ps, err := c.calls(p)
 	if err != nil {
 		return nil, err

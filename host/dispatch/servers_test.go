@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/genload/genload/host/cell"
+	"github.com/genload/genload/host/plan"
 )
 
 // rawServer accepts connections and, for each request (read whole), calls serve with the
@@ -270,7 +270,7 @@ func TestRetriesRecorded(t *testing.T) {
 		}
 		return false
 	}
-	wp, err := cell.ForPrompts(ModeArray, prompts3[:1], nil, 1, 4)
+	wp, err := plan.ForPrompts(ModeArray, prompts3[:1], nil, 1, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func TestMeasuredBodiesDroppedAtStreamStart(t *testing.T) {
 	s := newFakeServer(t)
 	c, _ := New(Options{Target: s.URL})
 	defer c.Close()
-	few, err := cell.ForPrompts(ModeRouted, prompts3, nil, 1, 2)
+	few, err := plan.ForPrompts(ModeRouted, prompts3, nil, 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +490,7 @@ func TestMeasuredBodiesDroppedAtStreamStart(t *testing.T) {
 	for i := range many {
 		many[i] = []int32{int32(i), 7}
 	}
-	p, err := cell.ForPrompts(ModeRouted, many, nil, 1, 2)
+	p, err := plan.ForPrompts(ModeRouted, many, nil, 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ const (
 	// arrays, n = 1, sent to worker 0. Sequence i is prompt i (choices[].index = i).
 	ModeArray Mode = "array"
 	// ModeRouted: B concurrent requests, n = 1, request i carrying prompt i as one token-id
-	// array, sent to the worker the cell's plan names for it (host/cell: the router plugin's
+	// array, sent to the worker the cell's plan names for it (host/plan: the router plugin's
 	// choice, made before anything is sent). Sequence i is prompt i.
 	ModeRouted Mode = "routed"
 	// ModeN (legacy): one request of the plan's single prompt with n = B, sent to worker 0.

@@ -7,14 +7,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/genload/genload/host/cell"
+	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/records"
 )
 
 // Sender sends one plan: host/dispatch's *Client satisfies it.
 type Sender interface {
-	Do(ctx context.Context, p *cell.Plan) (*recording.Result, error)
+	Do(ctx context.Context, p *plan.Plan) (*recording.Result, error)
 }
 
 // Options configure [Run].
@@ -99,7 +99,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 				defer func() { <-sem }()
 			}
 			prompt := ps.prompt(it)
-			plan, err := cell.ForPrompts(recording.ModeRouted, [][]int32{prompt}, nil, 1, it.Output)
+			plan, err := plan.ForPrompts(recording.ModeRouted, [][]int32{prompt}, nil, 1, it.Output)
 			if err != nil {
 				acc.failed(it, err)
 				return

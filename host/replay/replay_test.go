@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/genload/genload/corpus"
-	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/prompt"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/records"
@@ -208,7 +208,7 @@ type fakeSender struct {
 	cancel   func()
 }
 
-func (f *fakeSender) Do(ctx context.Context, p *cell.Plan) (*recording.Result, error) {
+func (f *fakeSender) Do(ctx context.Context, p *plan.Plan) (*recording.Result, error) {
 	f.mu.Lock()
 	f.sent++
 	if f.sent == f.cancelAt {
@@ -266,7 +266,7 @@ type slowSender struct {
 	now, most int
 }
 
-func (s *slowSender) Do(ctx context.Context, p *cell.Plan) (*recording.Result, error) {
+func (s *slowSender) Do(ctx context.Context, p *plan.Plan) (*recording.Result, error) {
 	s.mu.Lock()
 	s.now++
 	s.most = max(s.most, s.now)

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/scrape"
 	"github.com/genload/genload/host/warning"
@@ -94,7 +94,7 @@ func (r *cellRunner) groups(workers []int, prompts int) []capacityGroup {
 // over the realised prompt lengths): a server that cannot hold every sequence of its share at
 // once — its KV cache cannot, or it runs fewer sequences at once — gets a warning saying how
 // many it can hold, and the cell's batch is not reached.
-func (r *cellRunner) capacityWarnings(plan *cell.Plan) []warning.Warning {
+func (r *cellRunner) capacityWarnings(plan *plan.Plan) []warning.Warning {
 	lens := plan.Lengths.Each
 	shared := r.cfg.Mode == config.ModeN
 	var ws []warning.Warning

@@ -7,13 +7,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/lengths"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/report"
@@ -25,7 +25,7 @@ import (
 // be sent, each request's failure in the recording. host/dispatch's *Client satisfies it; tests
 // fake it with a canned recording.
 type Dispatcher interface {
-	Do(ctx context.Context, p *cell.Plan) (*recording.Result, error)
+	Do(ctx context.Context, p *plan.Plan) (*recording.Result, error)
 }
 
 // Completer is the optional half of a router: one that declared the "completions" capability
@@ -51,12 +51,12 @@ var (
 )
 
 // cellRunner measures one cell after another, in stages that each take the previous one's
-// value: plan (lengths, prompts, route: cell.Stages) → warmup → measured requests (with
+// value: plan (lengths, prompts, route: plan.Stages) → warmup → measured requests (with
 // /metrics scraped around them) → figures (host/measure) → warnings. Nothing in it talks to
 // a server but its Dispatcher and Watcher.
 type cellRunner struct {
 	cfg     *config.Config
-	stages  cell.Stages
+	stages  plan.Stages
 	client  Dispatcher
 	router  Completer // nil unless routed with a router
 	watcher Watcher   // nil when the servers have no /metrics
@@ -94,7 +94,7 @@ func (r *cellRunner) measure(ctx context.Context, c matrix.Cell) (report.Cell, e
 // warning, and when the cell started (t0, for its elapsed time).
 type planned struct {
 	rec  report.Cell
-	plan *cell.Plan
+	plan *plan.Plan
 	t0   time.Time
 }
 
@@ -110,23 +110,23 @@ func (p planned) again() planned {
 // cell's.
 func (r *cellRunner) plan(ctx context.Context, c matrix.Cell) (planned, error) {
 	p := planned{rec: report.Cell{Cell: c, Status: report.StatusError, Started: time.Now().UTC()}, t0: time.Now()}
-	plan, err := r.stages.Build(ctx, c)
-	if plan != nil && plan.Lengths.Each != nil {
-		p.rec.Lengths = reportLengths(plan.Lengths)
-		if w := plan.Lengths.Warning(); w != "" {
+	built, err := r.stages.Build(ctx, c)
+	if built != nil && built.Lengths.Each != nil {
+		p.rec.Lengths = reportLengths(built.Lengths)
+		if w := built.Lengths.Warning(); w != "" {
 			p.rec.Warn(warning.New(warning.LengthsOffTarget, w))
 		}
 	}
 	if err != nil {
 		code := exitcode.PluginRejected // the lengths or the router plugin
-		if se := (*cell.Error)(nil); errors.As(err, &se) && (se.Stage == "prompts" || se.Stage == "requests") {
+		if se := (*plan.Error)(nil); errors.As(err, &se) && (se.Stage == "prompts" || se.Stage == "requests") {
 			code = exitcode.InvalidConfig
 		}
 		p.rec.Error = err.Error()
 		p.rec.Elapsed = report.Millis(time.Since(p.t0))
 		return p, exitcode.With(code, err)
 	}
-	p.plan = plan
+	p.plan = built
 	return p, nil
 }
 
@@ -257,7 +257,7 @@ func keepsOthers(ctx context.Context, cfg *config.Config, res *recording.Result)
 // figures computes the cell's figures from its recording (host/measure) with the run's
 // settings (tok: see cellRunner). Sequences routed over routedOver > 1 workers share no batch:
 // the full-batch window is then invalid, with that reason.
-func figures(cfg *config.Config, plan *cell.Plan, res *recording.Result, routedOver int, tok measure.TokenEnder) measure.Figures {
+func figures(cfg *config.Config, plan *plan.Plan, res *recording.Result, routedOver int, tok measure.TokenEnder) measure.Figures {
 	fig := measure.Compute(res, measure.Options{MaxTokens: cfg.MaxTokens, DraftTokens: cfg.DraftTokens, ChunkForwards: cfg.DraftTokens > 0, Tokenizer: tok,
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
 		PromptLengths: plan.Built, TextPrompts: plan.Texts != nil, TruncationWarns: cfg.Truncation == "warn"})

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/lengths"
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/report"
@@ -72,11 +72,11 @@ func (fixedPrompts) Prompts(_ context.Context, _ matrix.Cell, lens []int, one bo
 
 // canned is a dispatcher that records the plans it was given and answers each with rec(plan).
 type canned struct {
-	plans []*cell.Plan
-	rec   func(p *cell.Plan) *recording.Result
+	plans []*plan.Plan
+	rec   func(p *plan.Plan) *recording.Result
 }
 
-func (d *canned) Do(_ context.Context, p *cell.Plan) (*recording.Result, error) {
+func (d *canned) Do(_ context.Context, p *plan.Plan) (*recording.Result, error) {
 	d.plans = append(d.plans, p)
 	return d.rec(p), nil
 }
@@ -86,7 +86,7 @@ var _ Dispatcher = (*canned)(nil)
 // lockstep is the recording of a plan whose B sequences all decode together: every sequence's
 // first token at ttft, then one token every step until max_tokens, usage exact (the prompt's
 // built length and max_tokens per sequence); each request's usage is its sequences' sum.
-func lockstep(p *cell.Plan, ttft, step time.Duration) *recording.Result {
+func lockstep(p *plan.Plan, ttft, step time.Duration) *recording.Result {
 	res := &recording.Result{Mode: p.Shape, MaxTokens: p.MaxTokens, Start: time.Unix(0, 0)}
 	for ri, q := range p.Requests {
 		rq := recording.Request{Worker: q.Worker, Prompts: q.Prompts, Attempts: 1, Status: 200, Done: true, HasUsage: true,
@@ -122,8 +122,8 @@ func fakeCfg(t *testing.T, mode string) *config.Config {
 func TestCellStagesWithFakes(t *testing.T) {
 	cfg := fakeCfg(t, "routed")
 	r := &splitRouter{}
-	d := &canned{rec: func(p *cell.Plan) *recording.Result { return lockstep(p, 20*time.Millisecond, 2*time.Millisecond) }}
-	cr := &cellRunner{cfg: cfg, client: d, router: r, stages: cell.Stages{Shape: recording.ModeRouted,
+	d := &canned{rec: func(p *plan.Plan) *recording.Result { return lockstep(p, 20*time.Millisecond, 2*time.Millisecond) }}
+	cr := &cellRunner{cfg: cfg, client: d, router: r, stages: plan.Stages{Shape: recording.ModeRouted,
 		Lengths: lengths.Stage{Source: fakeLengths{60, 100, 100, 160}, Lo: 80, Hi: 150}, Prompts: fixedPrompts{}, Router: r, Workers: 2, MaxTokens: 16}}
 	c := matrix.Cell{Index: 0, SeqLen: 100, Batch: 4}
 	rec, err := cr.measure(context.Background(), c)
@@ -160,8 +160,8 @@ func TestCellStagesWithFakes(t *testing.T) {
 // The legacy n shape is data in the plan: one prompt, one request with n = B, no plugin asked.
 func TestCellNShapeIsOnePromptWithN(t *testing.T) {
 	cfg := fakeCfg(t, "n")
-	d := &canned{rec: func(p *cell.Plan) *recording.Result { return lockstep(p, 20*time.Millisecond, 2*time.Millisecond) }}
-	cr := &cellRunner{cfg: cfg, client: d, stages: cell.Stages{Shape: recording.ModeN,
+	d := &canned{rec: func(p *plan.Plan) *recording.Result { return lockstep(p, 20*time.Millisecond, 2*time.Millisecond) }}
+	cr := &cellRunner{cfg: cfg, client: d, stages: plan.Stages{Shape: recording.ModeN,
 		Lengths: lengths.Stage{Lo: 80, Hi: 150}, Prompts: fixedPrompts{}, MaxTokens: 16}}
 	rec, err := cr.measure(context.Background(), matrix.Cell{SeqLen: 100, Batch: 4})
 	if err != nil {
@@ -180,9 +180,9 @@ func TestCellNShapeIsOnePromptWithN(t *testing.T) {
 // the live one, and a failed request in it fails the cell with the target's exit code.
 func TestRecordingReplaysThroughMeasure(t *testing.T) {
 	cfg := fakeCfg(t, "array")
-	stages := cell.Stages{Shape: recording.ModeArray, Lengths: lengths.Stage{Source: fakeLengths{100, 100, 100, 100}, Lo: 80, Hi: 150},
+	stages := plan.Stages{Shape: recording.ModeArray, Lengths: lengths.Stage{Source: fakeLengths{100, 100, 100, 100}, Lo: 80, Hi: 150},
 		Prompts: fixedPrompts{}, MaxTokens: 16}
-	live := &canned{rec: func(p *cell.Plan) *recording.Result { return lockstep(p, 30*time.Millisecond, 3*time.Millisecond) }}
+	live := &canned{rec: func(p *plan.Plan) *recording.Result { return lockstep(p, 30*time.Millisecond, 3*time.Millisecond) }}
 	want, err := (&cellRunner{cfg: cfg, client: live, stages: stages}).measure(context.Background(), matrix.Cell{SeqLen: 100, Batch: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestRecordingReplaysThroughMeasure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replayed := &canned{rec: func(p *cell.Plan) *recording.Result {
+	replayed := &canned{rec: func(p *plan.Plan) *recording.Result {
 		var r recording.Result
 		if err := json.Unmarshal(disk, &r); err != nil {
 			t.Fatal(err)
@@ -208,7 +208,7 @@ func TestRecordingReplaysThroughMeasure(t *testing.T) {
 		t.Fatalf("replayed figures differ:\n got %s\nwant %s", gj, wj)
 	}
 
-	failed := &canned{rec: func(p *cell.Plan) *recording.Result {
+	failed := &canned{rec: func(p *plan.Plan) *recording.Result {
 		r := lockstep(p, 30*time.Millisecond, 3*time.Millisecond)
 		if !p.Warmup {
 			re := &recording.RequestError{Kind: recording.KindHTTP, URL: "http://x/v1/completions", Status: 500, Message: "boom"}
@@ -225,7 +225,7 @@ func TestRecordingReplaysThroughMeasure(t *testing.T) {
 // A failing lengths plugin is the plugin's failure (exit code), before anything is sent.
 func TestCellLengthsFailureSendsNothing(t *testing.T) {
 	d := &canned{}
-	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: cell.Stages{Lengths: lengths.Stage{Source: errLengths{}, Lo: 1, Hi: 10}, Prompts: fixedPrompts{}}}
+	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: plan.Stages{Lengths: lengths.Stage{Source: errLengths{}, Lo: 1, Hi: 10}, Prompts: fixedPrompts{}}}
 	_, err := cr.measure(context.Background(), matrix.Cell{SeqLen: 5, Batch: 1})
 	if exitcode.Of(err) != exitcode.PluginRejected || len(d.plans) != 0 {
 		t.Fatalf("err %v (code %v), %d plans sent", err, exitcode.Of(err), len(d.plans))
@@ -249,8 +249,8 @@ func (w *fakeWatcher) EndRouted(_ context.Context, b int, _ []int) (scrape.CellM
 
 func TestCellWatcherAroundTheMeasuredRequests(t *testing.T) {
 	w := &fakeWatcher{}
-	d := &canned{rec: func(p *cell.Plan) *recording.Result { return lockstep(p, 20*time.Millisecond, 2*time.Millisecond) }}
-	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, watcher: w, stages: cell.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	d := &canned{rec: func(p *plan.Plan) *recording.Result { return lockstep(p, 20*time.Millisecond, 2*time.Millisecond) }}
+	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, watcher: w, stages: plan.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
 	rec, err := cr.measure(context.Background(), matrix.Cell{SeqLen: 50, Batch: 2})
 	if err != nil || w.begun != 1 || w.ended != 1 || rec.Server != nil || !slices.Contains(rec.Warnings, "metrics: GET /metrics: status 503") {
 		t.Fatalf("err %v, begun %d ended %d, server %v, warnings %q", err, w.begun, w.ended, rec.Server, rec.Warnings)
@@ -266,7 +266,7 @@ func (w *memWriter) Cell(c report.Cell) error { w.cells = append(w.cells, c); re
 // failed request is measured over the others) fail with HTTP 500 in the cells of length L in
 // bad, and succeed in lockstep elsewhere.
 func failOn(bad ...int) *canned {
-	return &canned{rec: func(p *cell.Plan) *recording.Result {
+	return &canned{rec: func(p *plan.Plan) *recording.Result {
 		r := lockstep(p, 20*time.Millisecond, 2*time.Millisecond)
 		if !p.Warmup && slices.Contains(bad, p.Cell.SeqLen) {
 			re := &recording.RequestError{Kind: recording.KindHTTP, URL: "http://x/v1/completions", Status: 500, Message: "boom"}
@@ -285,7 +285,7 @@ func TestRunCellsSkipsResumedAndStopsAtAFailure(t *testing.T) {
 	r := &splitRouter{}
 	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}, {Index: 3, SeqLen: 400, Batch: 2}}
 	d := failOn(300)
-	cr := &cellRunner{cfg: fakeCfg(t, "routed"), client: d, router: r, stages: cell.Stages{Shape: recording.ModeRouted,
+	cr := &cellRunner{cfg: fakeCfg(t, "routed"), client: d, router: r, stages: plan.Stages{Shape: recording.ModeRouted,
 		Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, Router: r, Workers: 2, MaxTokens: 16}}
 	w := &memWriter{}
 	err := runCells(context.Background(), cr, cells, map[int]bool{0: true}, w, newProgress(io.Discard, false, cells, 16), false)
@@ -310,7 +310,7 @@ func statuses(cs []report.Cell) []string {
 // errors, and the run's error counts them, with the first failure's exit code.
 func TestRunCellsKeepsGoing(t *testing.T) {
 	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}, {Index: 3, SeqLen: 400, Batch: 2}}
-	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: failOn(200, 300), stages: cell.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: failOn(200, 300), stages: plan.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
 	w := &memWriter{}
 	err := runCells(context.Background(), cr, cells, nil, w, newProgress(io.Discard, false, cells, 16), true)
 	if exitcode.Of(err) != exitcode.TargetFailed || !strings.HasPrefix(err.Error(), "2 of 4 cells failed ([run] on_error = \"continue\"):\ncell L=200,B=2: ") ||
@@ -330,7 +330,7 @@ func TestRunCellsKeepsGoing(t *testing.T) {
 func TestCellSaysTheClientWasTheBottleneck(t *testing.T) {
 	cfg := fakeCfg(t, "array")
 	for _, busy := range []bool{false, true} {
-		d := &canned{rec: func(p *cell.Plan) *recording.Result {
+		d := &canned{rec: func(p *plan.Plan) *recording.Result {
 			res := lockstep(p, 20*time.Millisecond, 2*time.Millisecond)
 			res.Client = recording.ClientLoad{CPU: 190 * time.Millisecond, Wall: 100 * time.Millisecond, Cores: 2, CPUShare: 0.95}
 			if !busy {
@@ -338,7 +338,7 @@ func TestCellSaysTheClientWasTheBottleneck(t *testing.T) {
 			}
 			return res
 		}}
-		cr := &cellRunner{cfg: cfg, client: d, stages: cell.Stages{Shape: recording.ModeArray,
+		cr := &cellRunner{cfg: cfg, client: d, stages: plan.Stages{Shape: recording.ModeArray,
 			Lengths: lengths.Stage{Source: fakeLengths{100, 100, 100, 100}, Lo: 80, Hi: 150}, Prompts: fixedPrompts{}, MaxTokens: 16}}
 		rec, err := cr.measure(context.Background(), matrix.Cell{Index: 0, SeqLen: 100, Batch: 4})
 		if err != nil {

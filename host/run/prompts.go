@@ -3,8 +3,8 @@ package run
 import (
 	"context"
 
-	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/prompt"
 )
 
@@ -15,7 +15,7 @@ type prompter struct {
 	text    *textMode // nil unless prompt.format = "text"
 }
 
-var _ cell.Prompter = prompter{}
+var _ plan.Prompter = prompter{}
 
 // Prompts builds a cell's prompts for its lengths (clamped already, in tokens); built is the
 // length of each prompt as the server should count it, for the per-request prompt-token check.

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/records"
 )
@@ -27,7 +27,7 @@ type cellRecords struct {
 
 // add writes res's sequences as records of cell c in phase ("warmup" or "measured"); a nil
 // cellRecords writes nothing. A write error is kept by the writer and reported at its Close.
-func (cr *cellRecords) add(c matrix.Cell, phase string, p *cell.Plan, res *recording.Result) {
+func (cr *cellRecords) add(c matrix.Cell, phase string, p *plan.Plan, res *recording.Result) {
 	if cr == nil || res == nil {
 		return
 	}

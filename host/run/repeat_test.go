@@ -14,11 +14,11 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
-	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/lengths"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
@@ -43,7 +43,7 @@ func (f *countingLengths) Lengths(context.Context, int, int, int, int) ([]int, e
 func TestRunRepeatsUntilStable(t *testing.T) {
 	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}}
 	seen := map[int]int{}
-	d := &canned{rec: func(p *cell.Plan) *recording.Result {
+	d := &canned{rec: func(p *plan.Plan) *recording.Result {
 		step := 2 * time.Millisecond
 		if !p.Warmup {
 			seen[p.Cell.SeqLen]++
@@ -54,7 +54,7 @@ func TestRunRepeatsUntilStable(t *testing.T) {
 		return lockstep(p, 20*time.Millisecond, step)
 	}}
 	src := &countingLengths{lens: []int{100, 100}}
-	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: cell.Stages{Lengths: lengths.Stage{Source: src, Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: plan.Stages{Lengths: lengths.Stage{Source: src, Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
 	w := &memWriter{}
 	var rounds [][]int
 	newProg := func(cs []matrix.Cell) *progress {
@@ -77,7 +77,7 @@ func TestRunRepeatsUntilStable(t *testing.T) {
 	if src.calls != 3 {
 		t.Errorf("lengths asked %d times, want once per cell", src.calls)
 	}
-	var measured []*cell.Plan
+	var measured []*plan.Plan
 	for _, p := range d.plans {
 		if !p.Warmup && p.Cell.SeqLen == 200 {
 			measured = append(measured, p)
@@ -119,7 +119,7 @@ func TestRunRepeatsUntilStable(t *testing.T) {
 func TestRunRepeatsFailedRepeat(t *testing.T) {
 	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 300, Batch: 2}}
 	for _, keepGoing := range []bool{true, false} {
-		cr := &cellRunner{cfg: fakeCfg(t, "array"), client: failOn(300), stages: cell.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+		cr := &cellRunner{cfg: fakeCfg(t, "array"), client: failOn(300), stages: plan.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
 		w := &memWriter{}
 		out, err := runRepeats(context.Background(), cr, cells, repeat.Rule{TargetCV: 0.05}, 1, w,
 			func(cs []matrix.Cell) *progress { return newProgress(io.Discard, false, cs, 16) }, keepGoing)
@@ -146,7 +146,7 @@ type cutting struct {
 	measured []int // L of each measured request, in order
 }
 
-func (d *cutting) Do(ctx context.Context, p *cell.Plan) (*recording.Result, error) {
+func (d *cutting) Do(ctx context.Context, p *plan.Plan) (*recording.Result, error) {
 	if !p.Warmup {
 		d.n++
 		d.measured = append(d.measured, p.Cell.SeqLen)
@@ -162,7 +162,7 @@ func (d *cutting) Do(ctx context.Context, p *cell.Plan) (*recording.Result, erro
 // measured request (the last step repeats).
 func stepsOf(steps map[int][]float64) *canned {
 	seen := map[int]int{}
-	return &canned{rec: func(p *cell.Plan) *recording.Result {
+	return &canned{rec: func(p *plan.Plan) *recording.Result {
 		if p.Warmup {
 			return lockstep(p, 20*time.Millisecond, 2*time.Millisecond)
 		}
@@ -184,7 +184,7 @@ func TestRunRepeatsInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	d := &cutting{inner: stepsOf(map[int][]float64{100: {2}, 200: {2, 3, 2, 3}, 300: {2, 2.5, 3, 3.5}}), at: 3 + 3 + 2, cancel: cancel}
-	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: cell.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: plan.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
 	w := &memWriter{}
 	rule := repeat.Rule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 6}
 	out, err := runRepeats(ctx, cr, cells, rule, 42, w, func(cs []matrix.Cell) *progress { return newProgress(io.Discard, false, cs, 16) }, false)
@@ -234,13 +234,13 @@ func TestWriteRepeatsCounts(t *testing.T) {
 	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}}
 	inner := stepsOf(map[int][]float64{100: {2}, 200: {2, 3}, 300: {2}})
 	bad := failOn(300)
-	d := &canned{rec: func(p *cell.Plan) *recording.Result {
+	d := &canned{rec: func(p *plan.Plan) *recording.Result {
 		if p.Cell.SeqLen == 300 {
 			return bad.rec(p)
 		}
 		return inner.rec(p)
 	}}
-	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: cell.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: plan.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
 	rule := repeat.Rule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 3}
 	out, err := runRepeats(context.Background(), cr, cells, rule, 1, &memWriter{}, func(cs []matrix.Cell) *progress { return newProgress(io.Discard, false, cs, 16) }, true)
 	if err == nil {
@@ -357,7 +357,7 @@ func TestRunRepeatsFixedCount(t *testing.T) {
 	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}}
 	d := stepsOf(map[int][]float64{100: {2}, 200: {2, 3}, 300: {2}})
 	src := &countingLengths{lens: []int{100, 100}}
-	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: cell.Stages{Lengths: lengths.Stage{Source: src, Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, stages: plan.Stages{Lengths: lengths.Stage{Source: src, Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
 	w := &memWriter{}
 	var rounds [][]int
 	newProg := func(cs []matrix.Cell) *progress {

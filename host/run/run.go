@@ -3,7 +3,7 @@
 // probes what it accepts, builds the matrix and loads the plugins; then every cell goes through
 // the same stages, each taking the previous one's value:
 //
-//	plan (host/cell: lengths, prompts, route) → warmup → dispatch → measure → warnings → write
+//	plan (host/plan: lengths, prompts, route) → warmup → dispatch → measure → warnings → write
 //
 // Every finished cell is appended and fsynced to results/<run-id>.jsonl before the next cell
 // starts; on a failure or interruption the cells already measured stay on disk and are printed.

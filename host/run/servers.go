@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/scrape"
@@ -45,7 +45,7 @@ func serverKeys(cfg *config.Config, workers []config.Worker) []string {
 // (see cellRunner). A server's full-batch window is kept only
 // where it ran its whole share together: its gauge reached its share (scrape.Occupancy.Judge),
 // and the client's marks saw all of them decoding at once. nil for fewer than two servers.
-func perServer(cfg *config.Config, plan *cell.Plan, res *recording.Result, keys []string, workerNames []string, m *scrape.CellMetrics, tok measure.TokenEnder) []report.ServerFigures {
+func perServer(cfg *config.Config, plan *plan.Plan, res *recording.Result, keys []string, workerNames []string, m *scrape.CellMetrics, tok measure.TokenEnder) []report.ServerFigures {
 	if len(keys) == 0 || res == nil {
 		return nil
 	}

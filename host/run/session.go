@@ -21,7 +21,7 @@ type Session struct {
 	cr *cellRunner
 }
 
-// Plan is a cell's plan (lengths, prompts, route: host/cell) built by a session, to be
+// Plan is a cell's plan (lengths, prompts, route: host/plan) built by a session, to be
 // measured any number of times, by that session or another.
 type Plan struct{ p planned }
 

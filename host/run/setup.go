@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/genload/genload/corpus"
-	"github.com/genload/genload/host/cell"
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/lengths"
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/prompt"
 	"github.com/genload/genload/host/recording"
@@ -61,7 +61,7 @@ type setup struct {
 	joined     bool // plugins received from plugReady
 	pluginInfo map[string]report.PluginInfo
 	workers    []config.Worker
-	stages     cell.Stages
+	stages     plan.Stages
 	completer  Completer
 	client     *dispatch.Client
 	// the results header (made last)
@@ -365,7 +365,7 @@ func (s *setup) loadPlugins(ctx context.Context) error {
 	lp := s.plugins.lengths
 	s.pluginInfo = map[string]report.PluginInfo{"lengths": pluginInfo(lp.Info())}
 	s.workers = cfg.ResolvedWorkers(s.target)
-	s.stages = cell.Stages{Shape: recording.Mode(cfg.Mode), Lengths: lengths.Stage{Source: lp, Lo: s.minLen, Hi: s.maxLen},
+	s.stages = plan.Stages{Shape: recording.Mode(cfg.Mode), Lengths: lengths.Stage{Source: lp, Lo: s.minLen, Hi: s.maxLen},
 		Workers: len(s.workers), MaxTokens: cfg.MaxTokens}
 	if cfg.Mode == config.ModeN {
 		s.stages.Lengths.Source = nil   // the legacy shape: B sequences of one prompt of length L

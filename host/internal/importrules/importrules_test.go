@@ -247,7 +247,7 @@ func TestMeasureAndReportImportNoTransport(t *testing.T) {
 	// transport (as scraped was out of scrape).
 	g := graph(t)
 	for _, p := range []string{"host/recording", "host/scrape/scraped", "host/measure", "host/report",
-		"host/cell", "host/lengths", "host/latmodel", "host/htmlreport", "host/steplog", "host/steplog/cellcheck", "host/gputime",
+		"host/plan", "host/lengths", "host/latmodel", "host/htmlreport", "host/steplog", "host/steplog/cellcheck", "host/gputime",
 		"host/merge", "host/shard", "host/repeat", "host/stats", "host/chart"} {
 		if _, ok := g[mod+p]; !ok {
 			t.Errorf("%s does not exist: the rule checks nothing for it", p)
@@ -266,7 +266,7 @@ func TestPlanStagesImportNoPluginRuntime(t *testing.T) {
 	// host/plugin or wazero from the plan stages would tie every test of a plan to a runtime.
 	g := graph(t)
 	runtime := func(p string) bool { return p == mod+"host/plugin" || under(p, "github.com/tetratelabs/wazero") }
-	for _, p := range []string{"host/cell", "host/lengths"} {
+	for _, p := range []string{"host/plan", "host/lengths"} {
 		if _, ok := g[mod+p]; !ok {
 			t.Errorf("%s does not exist: the rule checks nothing for it", p)
 			continue

@@ -1,4 +1,4 @@
-// Package cell holds a cell's plan: the plain value that says everything about what is sent
+// Package plan holds a cell's plan: the plain value that says everything about what is sent
 // for one (L, B) cell of the matrix — the realised prompt lengths, the prompts, the worker of
 // each prompt, the request shape and max_tokens — built by small stages from a matrix.Cell
 // before anything is sent:
@@ -8,7 +8,7 @@
 // host/dispatch takes a Plan and returns a recording; nothing in a Plan is a transport type,
 // and no stage calls back into an earlier one (dispatch asks no router: the plan carries the
 // worker of each prompt).
-package cell
+package plan
 
 import (
 	"context"
