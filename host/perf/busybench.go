@@ -8,7 +8,7 @@ import (
 
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
-	"github.com/genload/genload/host/scrape/scraped"
+	"github.com/genload/genload/host/scrape/metrics"
 )
 
 // BenchCheck is the verdict of a `make bench` run on a busy host (genload-perf busy-bench):
@@ -57,7 +57,7 @@ func CheckBench(run *report.Run, shareLimit float64) BenchCheck {
 		}
 		c.Cells++
 		byL[cell.Cell.SeqLen] = append(byL[cell.Cell.SeqLen], point{cell.Cell.Batch, measure.Ms(f.PerForward.Mean)})
-		var o *scraped.Overrun
+		var o *metrics.Overrun
 		if cell.Server != nil {
 			o = cell.Server.Steps.Overrun
 		}

@@ -8,14 +8,14 @@ import (
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
-	"github.com/genload/genload/host/scrape/scraped"
+	"github.com/genload/genload/host/scrape/metrics"
 )
 
 func benchCell(l, b int, fwd time.Duration, share float64) report.Cell {
 	f := &measure.Figures{PerForward: measure.Summary{N: b, Mean: fwd}}
 	c := report.Cell{Cell: matrix.Cell{SeqLen: l, Batch: b}, Status: report.StatusOK, Figures: f}
 	if share >= 0 {
-		c.Server = &scraped.CellMetrics{Steps: scraped.Steps{Overrun: &scraped.Overrun{Share: share, Steps: 100}}}
+		c.Server = &metrics.CellMetrics{Steps: metrics.Steps{Overrun: &metrics.Overrun{Share: share, Steps: 100}}}
 	}
 	return c
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/scrape/scraped"
+	"github.com/genload/genload/host/scrape/metrics"
 )
 
 // column is one column of the table and the CSV: a header, the table's display text and the
@@ -69,7 +69,7 @@ func figDur(pick func(f *measure.Figures) (time.Duration, bool)) func(c *Cell) (
 }
 
 // srvDur reads a duration from the server metrics.
-func srvDur(pick func(m *scraped.CellMetrics) (time.Duration, bool)) func(c *Cell) (time.Duration, bool) {
+func srvDur(pick func(m *metrics.CellMetrics) (time.Duration, bool)) func(c *Cell) (time.Duration, bool) {
 	return func(c *Cell) (time.Duration, bool) {
 		if c.Server == nil {
 			return 0, false
@@ -119,7 +119,7 @@ func allColumns(withHeader, withServer, withTruth bool) []column {
 		cols = append(cols, srv)
 	}
 	if withServer {
-		cols = append(cols, durCol("metrics fwd ms", "metrics_step_ms", 3, "", srvDur(func(m *scraped.CellMetrics) (time.Duration, bool) {
+		cols = append(cols, durCol("metrics fwd ms", "metrics_step_ms", 3, "", srvDur(func(m *metrics.CellMetrics) (time.Duration, bool) {
 			return m.Steps.StepTime, m.Steps.HasStepTime
 		})))
 	}
@@ -135,7 +135,7 @@ func allColumns(withHeader, withServer, withTruth bool) []column {
 		}})
 	cols = append(cols, perServerColumns()...)
 	if withTruth {
-		cols = append(cols, durCol("engine fwd ms", "engine_truth_decode_step_ms", 3, "", srvDur(func(m *scraped.CellMetrics) (time.Duration, bool) {
+		cols = append(cols, durCol("engine fwd ms", "engine_truth_decode_step_ms", 3, "", srvDur(func(m *metrics.CellMetrics) (time.Duration, bool) {
 			return m.Steps.TruthDecodeStepTime, m.Steps.HasTruthDecode
 		})))
 	}

@@ -30,7 +30,7 @@ import (
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/recording"
-	"github.com/genload/genload/host/scrape/scraped"
+	"github.com/genload/genload/host/scrape/metrics"
 	"github.com/genload/genload/host/steplog"
 	"github.com/genload/genload/host/warning"
 )
@@ -211,7 +211,7 @@ type Cell struct {
 	// Server holds the figures from the target's /metrics around the measured request:
 	// step time, tokens per step, the engine's truth (built-in engine), and batch
 	// occupancy sampled during the cell. Nil when /metrics was not used.
-	Server *scraped.CellMetrics `json:"server,omitempty"`
+	Server *metrics.CellMetrics `json:"server,omitempty"`
 	// CacheBefore is how much of the cell's prompts the server already held in its prefix
 	// cache when genload first sent them in this cell (the warmup's usage, or the measured
 	// requests' without a warmup); nil when its usage did not count cached tokens.
@@ -282,7 +282,7 @@ type ServerFigures struct {
 	// Attainment is whether its share decoded as one batch as the client's marks show it;
 	// Occupancy its running gauge during the cell against its share (nil without one).
 	Attainment measure.Attainment `json:"attainment"`
-	Occupancy  *scraped.Occupancy `json:"occupancy,omitempty"`
+	Occupancy  *metrics.Occupancy `json:"occupancy,omitempty"`
 }
 
 // Retries counts a cell's resends: Warmup and Measured those counted against [warmup]

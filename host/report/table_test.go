@@ -13,7 +13,7 @@ import (
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/scrape"
-	"github.com/genload/genload/host/scrape/scraped"
+	"github.com/genload/genload/host/scrape/metrics"
 )
 
 // defaultMatrixRun is a run of the default matrix (bench.toml's 7 × 13 cells) against a
@@ -174,7 +174,7 @@ func TestTableHeaderSaysEngineQuirksAndNoise(t *testing.T) {
 // sampled, and dropped it altogether from a run where no cell had one.
 func TestBatchSeenIsOneFigureInBothTables(t *testing.T) {
 	gauge := Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 4}, Status: StatusOK, Figures: &measure.Figures{},
-		Server: &scraped.CellMetrics{Occupancy: scraped.Occupy([]int{4, 4, 3}, 4)}}
+		Server: &metrics.CellMetrics{Occupancy: metrics.Occupy([]int{4, 4, 3}, 4)}}
 	client := Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 2, Index: 1}, Status: StatusOK,
 		Figures: &measure.Figures{Attainment: &measure.Attainment{State: measure.AttainmentReached, Concurrency: 2}}}
 	short := Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 8, Index: 2}, Status: StatusPartial,

@@ -15,7 +15,7 @@ import (
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/scrape"
-	"github.com/genload/genload/host/scrape/scraped"
+	"github.com/genload/genload/host/scrape/metrics"
 	"github.com/genload/genload/host/warning"
 )
 
@@ -168,8 +168,8 @@ func resentAfterBatch(res *recording.Result) []warning.Warning {
 
 // attainmentWarnings says whether the cell's B sequences ran as one batch; notReached
 // reports that they certainly did not (the cell is then partial, its figures kept). The
-// server's running gauge decides where it was sampled (≥ scraped.MinSamples samples, every
-// 20 ms), by its distribution (scraped.Occupancy.Judge: at most Max < B running is not
+// server's running gauge decides where it was sampled (≥ metrics.MinSamples samples, every
+// 20 ms), by its distribution (metrics.Occupancy.Judge: at most Max < B running is not
 // reached; per server when routed over several, in Notes); otherwise the client's marks
 // (measure.Attain), whose "at most k < B sequences decoding at once" is as certain — and a
 // cell whose attainment nobody can tell says so, since its figures may be for a smaller
@@ -181,7 +181,7 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) 
 	if len(rec.PerServer) > 1 {
 		return nil, false // each server's share by the client's marks: serverWarnings
 	}
-	if m := rec.Server; m != nil && m.Occupancy.Samples >= scraped.MinSamples {
+	if m := rec.Server; m != nil && m.Occupancy.Samples >= metrics.MinSamples {
 		o := m.Occupancy
 		o.Target = cell.Batch
 		if cfg.Mode == config.ModeN && o.Max <= cell.Batch {

@@ -13,26 +13,26 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/scrape/scraped"
+	"github.com/genload/genload/host/scrape/metrics"
 )
 
-// The values a cell's scrape yields live in package scraped, which has no transport, so
+// The values a cell's scrape yields live in package metrics (host/scrape/metrics), which has no transport, so
 // that readers of results (report, diff) need no HTTP client; these aliases keep their
 // names here for the scraping side.
 type (
-	// Steps are the server-side step figures of one cell; see scraped.Steps.
-	Steps = scraped.Steps
-	// Occupancy summarises the running gauge during a cell; see scraped.Occupancy.
-	Occupancy = scraped.Occupancy
-	// CellMetrics are the server-side figures of one cell; see scraped.CellMetrics.
-	CellMetrics = scraped.CellMetrics
-	// ServerMetrics are one server's figures of a routed cell; see scraped.ServerMetrics.
-	ServerMetrics = scraped.ServerMetrics
+	// Steps are the server-side step figures of one cell; see metrics.Steps.
+	Steps = metrics.Steps
+	// Occupancy summarises the running gauge during a cell; see metrics.Occupancy.
+	Occupancy = metrics.Occupancy
+	// CellMetrics are the server-side figures of one cell; see metrics.CellMetrics.
+	CellMetrics = metrics.CellMetrics
+	// ServerMetrics are one server's figures of a routed cell; see metrics.ServerMetrics.
+	ServerMetrics = metrics.ServerMetrics
 )
 
 // Occupy computes the Occupancy of raw gauge samples for target batch size b; see
-// scraped.Occupy.
-func Occupy(samples []int, b int) Occupancy { return scraped.Occupy(samples, b) }
+// metrics.Occupy.
+func Occupy(samples []int, b int) Occupancy { return metrics.Occupy(samples, b) }
 
 func secs(v float64) time.Duration { return time.Duration(math.Round(v * 1e9)) }
 
@@ -105,7 +105,7 @@ func (d delta) truth(st *Steps) {
 	}
 	if dp, why := d.val(TruthPlannedSeconds); why == "" && dp > 0 {
 		do, _ := d.val(TruthOverrunSeconds)
-		o := &scraped.Overrun{Late: do / dp}
+		o := &metrics.Overrun{Late: do / dp}
 		if _, dw, w := d.hist(TruthStepDuration); w == "" {
 			o.Share = max(0, dw-dp) / dp
 		}

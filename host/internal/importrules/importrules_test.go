@@ -242,11 +242,11 @@ func firstReached(g map[string]pkg, from string, target func(string) bool) (pkgs
 func TestMeasureAndReportImportNoTransport(t *testing.T) {
 	// Figures and results are computed from recorded values; linking an HTTP client into them
 	// means report, consistency, diff and plot can only be built with one. host/recording and
-	// host/scrape/scraped, the values themselves, are held to the same rule. There is no
+	// host/scrape/metrics, the values themselves, are held to the same rule. There is no
 	// exception: a package here that needs a transport's value type gets it moved out of the
-	// transport (as scraped was out of scrape).
+	// transport (as metrics was out of scrape).
 	g := graph(t)
-	for _, p := range []string{"host/recording", "host/scrape/scraped", "host/measure", "host/report",
+	for _, p := range []string{"host/recording", "host/scrape/metrics", "host/measure", "host/report",
 		"host/plan", "host/lengths", "host/latmodel", "host/htmlreport", "host/steplog", "host/steplog/cellcheck", "host/gputime",
 		"host/merge", "host/shard", "host/repeat", "host/stats", "host/chart"} {
 		if _, ok := g[mod+p]; !ok {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/genload/genload/host/perf"
 	"github.com/genload/genload/host/report"
-	"github.com/genload/genload/host/scrape/scraped"
+	"github.com/genload/genload/host/scrape/metrics"
 )
 
 // busyBench runs `genload run` on a config (bench.toml: the default matrix against the built-in
@@ -30,7 +30,7 @@ func busyBench(args []string) error {
 	gl := fs.String("genload", "build/genload", "genload binary")
 	out := fs.String("out", "build/busy-bench", "results directory")
 	scales := fs.String("time-scales", "0", "built-in engine time scales to run, comma-separated, one run each (0 = the config's, else the engine's default)")
-	share := fs.Float64("share", scraped.OverrunShareLimit, "largest engine overrun share a cell may have")
+	share := fs.Float64("share", metrics.OverrunShareLimit, "largest engine overrun share a cell may have")
 	check := fs.String("check", "", "only check this results file (.json) instead of running")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -1,9 +1,9 @@
-// Package scraped holds the values a scrape of a server's /metrics yields for one cell —
+// Package metrics holds the values a scrape of a server's /metrics yields for one cell —
 // step figures (Steps), the running-gauge occupancy (Occupancy) and their per-server split
 // of a routed cell (CellMetrics, ServerMetrics) — with their JSON forms and notes, and no
 // transport: results readers (report, diff) decode and print them without linking an HTTP
 // client. Package scrape computes them from /metrics over HTTP.
-package scraped
+package metrics
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package scraped
+package metrics
 
 import (
 	"testing"
