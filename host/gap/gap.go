@@ -198,7 +198,7 @@ func Run(o Options) (*Result, error) {
 	}
 	r.Log, r.Format = log, preset
 	r.Notes = append(r.Notes, f.Notes()...)
-	compare(r, m, recs, p.Records(), extra, o.ClockOffset)
+	priceForwards(r, m, recs, p.Records(), extra, o.ClockOffset)
 	if len(r.Forwards) == 0 {
 		return r, fmt.Errorf("no decode forward pass of %s falls in the replay %s (%d records outside its span, %d without a forward time, %d prefilling): check --clock-offset or the log",
 			log, o.Replay, r.Outside, r.NoFwd, r.Prefill)
@@ -284,8 +284,8 @@ func readLog(p *steplog.Parser, path string) (map[string]logExtra, error) {
 	return extra, nil
 }
 
-// compare fills r.Forwards from the log's records within the replay's span.
-func compare(r *Result, m *latmodel.Model, recs *records.File, steps []steplog.Record, extra map[string]logExtra, offset time.Duration) {
+// priceForwards fills r.Forwards from the log's records within the replay's span.
+func priceForwards(r *Result, m *latmodel.Model, recs *records.File, steps []steplog.Record, extra map[string]logExtra, offset time.Duration) {
 	t0 := recs.Header.Started
 	var spanEnd float64
 	for _, q := range recs.Records {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/results"
 )
 
 // CSVHeader lists the CSV columns: one row per cell record (one per repeat of a run with
@@ -31,7 +32,7 @@ func CSVHeader() []string {
 // (package warning: "batch-not-reached", …; "other" for a text the catalogue does not know,
 // see [Cell.NamedWarnings]), in order, joined by "; " ("" for none). The messages themselves
 // are in the JSON files.
-func csvWarnings(c *Cell) string {
+func csvWarnings(c *results.Cell) string {
 	ws := c.NamedWarnings()
 	names := make([]string, len(ws))
 	for i, w := range ws {
@@ -51,8 +52,23 @@ func csvColumns() []column {
 	return out
 }
 
+// Finish ends a run's files: it appends the footer and writes <run-id>.json
+// ([results.Writer.Finish]), then <run-id>.csv beside it ([WriteCSV]), and returns the paths
+// written (csvPath "" when the CSV could not be written; the JSON file is kept).
+func Finish(w *results.Writer, status string, runErr error) (jsonPath, csvPath string, err error) {
+	jsonPath, err = w.Finish(status, runErr)
+	if err != nil {
+		return "", "", err
+	}
+	csvPath = strings.TrimSuffix(jsonPath, ".json") + ".csv"
+	if err := WriteCSV(csvPath, w.Run()); err != nil {
+		return jsonPath, "", err
+	}
+	return jsonPath, csvPath, nil
+}
+
 // WriteCSV writes run as CSV (columns in [CSVHeader]).
-func WriteCSV(path string, run *Run) error {
+func WriteCSV(path string, run *results.Run) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("results: %w", err)

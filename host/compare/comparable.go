@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/genload/genload/host/results"
 )
 
 // Identity is what makes two runs measure the same thing, as far as comparing their figures
@@ -42,11 +44,11 @@ type Identity struct {
 }
 
 // IdentityOf is the identity of a run with header h, called name ("" for its run id).
-func IdentityOf(name string, h Header) Identity {
+func IdentityOf(name string, h results.Header) Identity {
 	if name == "" {
 		name = h.RunID
 	}
-	id := Identity{Name: name, Model: h.Model, MaxTokens: cfgMaxTokens(h), Labels: h.Labels, Context: h.Context, ContextSource: h.ContextSource}
+	id := Identity{Name: name, Model: h.Model, MaxTokens: h.ConfigMaxTokens(), Labels: h.Labels, Context: h.Context, ContextSource: h.ContextSource}
 	if h.Engine != nil || h.TargetKind == "builtin" {
 		id.Builtin = true
 		id.Profile, _ = h.Engine["profile"].(string)
@@ -322,7 +324,7 @@ func CheckComparable(ids []Identity) Comparability {
 
 // RunsComparability is CheckComparable over runs, names[i] calling runs[i] (nil or "": its
 // run id).
-func RunsComparability(runs []*Run, names []string) Comparability {
+func RunsComparability(runs []*results.Run, names []string) Comparability {
 	ids := make([]Identity, len(runs))
 	for i, r := range runs {
 		n := ""

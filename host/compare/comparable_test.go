@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"slices"
@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/results"
 )
 
-func header(id, model string, maxTokens int, labels map[string]any, engine map[string]any) Header {
+func header(id, model string, maxTokens int, labels map[string]any, engine map[string]any) results.Header {
 	cfg := config.Default()
 	cfg.MaxTokens = maxTokens
-	h := Header{RunID: id, Model: model, Config: cfg, Labels: labels, Engine: engine, TargetKind: "external",
+	h := results.Header{RunID: id, Model: model, Config: cfg, Labels: labels, Engine: engine, TargetKind: "external",
 		Context: 131072, ContextSource: "server /v1/models max_model_len"}
 	if engine != nil {
 		h.TargetKind, h.Target = "builtin", "http://127.0.0.1:4"+id // a fresh port every run: not compared
@@ -116,7 +117,7 @@ func TestComparableExternal(t *testing.T) {
 	}
 	// Routed: the workers' URLs are the target.
 	h := header("rt", "genload-sim", 100, nil, nil)
-	h.Target, h.Workers = "http://w1:8000", []Worker{{URL: "http://w1:8000"}, {URL: "http://w2:8000"}}
+	h.Target, h.Workers = "http://w1:8000", []results.Worker{{URL: "http://w1:8000"}, {URL: "http://w2:8000"}}
 	if id := IdentityOf("rt.json", h); id.Target != "http://w1:8000, http://w2:8000" {
 		t.Errorf("routed target %q", id.Target)
 	}

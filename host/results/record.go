@@ -21,9 +21,10 @@
 // returns the (name, text) pairs — naming from the catalogue the texts of a file written
 // before names existed, which load unchanged — and [GroupWarnings] heads each group with its
 // kind's sentence (warning.Kind.Headline). Add warnings with [Cell.Warn].
-package report
+package results
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/genload/genload/host/config"
@@ -313,6 +314,41 @@ type Run struct {
 	Header Header  `json:"header"`
 	Cells  []Cell  `json:"cells"`
 	Footer *Footer `json:"footer,omitempty"`
+}
+
+// Name is how messages call the run: its run id, or "run N" when it has none, N = i+1 for the
+// run at index i of the runs a command was given.
+func (r *Run) Name(i int) string {
+	if r.Header.RunID != "" {
+		return r.Header.RunID
+	}
+	return "run " + strconv.Itoa(i+1)
+}
+
+// ConfigMaxTokens is the config's max_tokens (0 for a header without a config).
+func (h Header) ConfigMaxTokens() int {
+	if h.Config == nil {
+		return 0
+	}
+	return h.Config.MaxTokens
+}
+
+// ConfigMode is the config's mode ("" for a header without a config).
+func (h Header) ConfigMode() string {
+	if h.Config == nil {
+		return ""
+	}
+	return h.Config.Mode
+}
+
+// PluginName is the plugin of kind ("lengths", "router") as "name version", "–" when the run
+// had none.
+func (h Header) PluginName(kind string) string {
+	p, ok := h.Plugins[kind]
+	if !ok {
+		return "–"
+	}
+	return p.Name + " " + p.Version
 }
 
 // Millis is a duration written as float64 milliseconds in JSON.
