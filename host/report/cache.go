@@ -10,7 +10,7 @@ import (
 )
 
 // CacheNotes says of each of runs whose prompts were already in the server's prefix cache
-// before some of its cell records sent them ([Cell.WasCached]: an earlier run, repeat or cell
+// before some of its cell records sent them ([results.Cell.WasCached]: an earlier run, repeat or cell
 // had sent the same prompts) how many records, and in a run with repeats which repeats: with
 // a warmup the measured requests are warm either way; without one, their TTFT is not a cold
 // prefill's. Runs whose records all sent their prompts to a cold cache, or whose server did

@@ -16,7 +16,7 @@ import (
 // repeats, whose repeat column is then set), times in milliseconds with nanosecond
 // precision, lengths in tokens; an unknown value is an empty field. The last column,
 // warnings, names the kind of each of the record's warnings (its catalogue name, see
-// [Cell.NamedWarnings]), "; "-separated.
+// [results.Cell.NamedWarnings]), "; "-separated.
 func CSVHeader() []string {
 	h := []string{"run_id", "cell", "seq_len", "batch", "len_min", "len_mean", "len_max", "len_clamped"}
 	for _, c := range csvColumns() {
@@ -30,7 +30,7 @@ func CSVHeader() []string {
 
 // csvWarnings is a record's warnings column: the catalogue name of each of its warnings
 // (package warning: "batch-not-reached", …; "other" for a text the catalogue does not know,
-// see [Cell.NamedWarnings]), in order, joined by "; " ("" for none). The messages themselves
+// see [results.Cell.NamedWarnings]), in order, joined by "; " ("" for none). The messages themselves
 // are in the JSON files.
 func csvWarnings(c *results.Cell) string {
 	ws := c.NamedWarnings()

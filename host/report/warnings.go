@@ -105,7 +105,7 @@ func kindLabel(key string) string {
 }
 
 // GroupWarnings gathers run's warnings and errors by kind ([WarningGroup]), in the order of
-// each kind's first appearance: warnings by their catalogue name ([Cell.NamedWarnings]),
+// each kind's first appearance: warnings by their catalogue name ([results.Cell.NamedWarnings]),
 // errors and unknown texts by their text with the numbers taken out; errors are grouped
 // apart from warnings.
 func GroupWarnings(run *results.Run) []WarningGroup {

@@ -1,5 +1,8 @@
-// Package report owns genload's results: the per-run JSONL file appended (and fsynced) one cell
-// at a time, the final JSON document and CSV, and the markdown table.
+// Package results holds genload's results records and their files: the run's header, one
+// record per cell and repeat, the footer ([Header], [Cell], [Footer], [Run]); the JSONL file a
+// [Writer] appends (and fsyncs) one record at a time and [Resume] continues; the final JSON
+// document ([WriteJSON]); and reading either back ([ReadFile], [ReadRuns]). What prints a run
+// (tables, CSV, warnings) is package report; what compares runs is package compare.
 //
 // # Results schema (genload.run/v1)
 //
@@ -10,8 +13,9 @@
 //	{"type":"footer", …Footer}   last line, only when the run ended
 //
 // results/<run-id>.json is {"header": Header, "cells": [Cell…], "footer": Footer} and
-// results/<run-id>.csv has one row per cell (columns in [CSVHeader]). Durations are in
-// milliseconds (float64) in JSON and CSV; lengths in tokens.
+// results/<run-id>.csv has one row per cell (columns in report.CSVHeader, written by
+// report.Finish beside the JSON file). Durations are in milliseconds (float64) in JSON and
+// CSV; lengths in tokens.
 //
 // # Warnings
 //
@@ -19,8 +23,8 @@
 // the catalogue of package warning ("late-first-chunks", "batch-not-reached", …), in the
 // same order. Group, filter and write a CSV column by name, never by text: [Cell.NamedWarnings]
 // returns the (name, text) pairs — naming from the catalogue the texts of a file written
-// before names existed, which load unchanged — and [GroupWarnings] heads each group with its
-// kind's sentence (warning.Kind.Headline). Add warnings with [Cell.Warn].
+// before names existed, which load unchanged — and report.GroupWarnings heads each group with
+// its kind's sentence (warning.Kind.Headline). Add warnings with [Cell.Warn].
 package results
 
 import (
