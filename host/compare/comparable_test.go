@@ -131,3 +131,27 @@ func TestComparableExternal(t *testing.T) {
 		t.Errorf("an engine setting of one run listed as shared: %q", c.Line(AcrossDeployments...))
 	}
 }
+
+// CheckFields compares the fields named alone, in the order CheckComparable checks them, and
+// Line calls the inputs by Subject when set (genload gap: a model file and a replay).
+func TestCheckFieldsComparesTheFieldsNamed(t *testing.T) {
+	a := Identity{Name: "model m.json", Model: "m", MaxTokens: 100, Labels: map[string]any{"gpu": 8}}
+	a.SetEngine(eng("moe-30b-a3b", "sha256:1111", 0.05))
+	b := Identity{Name: "replay r.json", Model: "m"}
+	b.SetEngine(map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.2, "noise": "step-cv=0.1,seed=3"})
+	c := CheckFields([]Identity{a, b}, FieldTimeScale, FieldModel)
+	c.Subject = "model m.json and replay r.json"
+	if want := `NOT comparable: different engine time scale: model m.json 0.05 / replay r.json 0.2; same model "m"`; c.Line() != want {
+		t.Errorf("time scale:\n got %s\nwant %s", c.Line(), want)
+	}
+	b.TimeScale = 0.05
+	c = CheckFields([]Identity{a, b}, FieldModel, FieldTimeScale, FieldProfile)
+	c.Subject = "model m.json and replay r.json"
+	if want := `comparable: model m.json and replay r.json of model "m", engine time scale 0.05, engine profile moe-30b-a3b (hash not recorded)`; c.Line() != want {
+		t.Errorf("same:\n got %s\nwant %s", c.Line(), want)
+	}
+	// Over every field the labels, max_tokens and noise differ.
+	if got := CheckComparable([]Identity{a, b}); !got.Differs(FieldLabels) || !got.Differs(FieldMaxTokens) || !got.Differs(FieldNoise) || got.Differs(FieldTimeScale) {
+		t.Errorf("all fields: %+v", got.Diffs)
+	}
+}

@@ -24,7 +24,7 @@
 // # What is refused or left out
 //
 // The model and the replay must have measured the same server ([CheckComparable]: served
-// model, target, engine profile, time scale); otherwise Run refuses unless told to compare
+// model, engine time scale, engine profile, target kind); otherwise Run refuses unless told to compare
 // anyway. A pass outside the model's measured range is an extrapolation, not a test of the
 // matrix: it is counted per band and left out of every figure (the command then exits 9, as
 // predict and gate do), unless extrapolation is asked for, when it is compared and counted.
@@ -107,7 +107,7 @@ func (b Band) MarshalJSON() ([]byte, error) {
 type Result struct {
 	// Model and Replay name what was compared; Log the step log read and its format.
 	Model, Replay, Log, Format string
-	// Comparable is the comparability line ([Comparability.Line]), Mixed set when the two
+	// Comparable is the comparability line ([compare.Comparability.Line]), Mixed set when the two
 	// are not comparable and were compared anyway.
 	Comparable string
 	Mixed      bool
