@@ -377,7 +377,8 @@ type recordKey struct{ index, repeat int }
 
 func keyOfRecord(c *Cell) recordKey { return recordKey{c.Cell.Index, c.Repeat} }
 
-// ByIndexRepeat orders records by cell index, then repeat.
+// ByIndexRepeat orders records by cell index, then repeat (a comparison for slices.SortFunc:
+// negative when a comes first).
 func ByIndexRepeat(a, b Cell) int {
 	if a.Cell.Index != b.Cell.Index {
 		return a.Cell.Index - b.Cell.Index
