@@ -15,7 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/genload/genload/host/perf"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // binaryCell is a one-cell run of the genload binary against the step server.
@@ -200,7 +200,7 @@ func binaryGroup(ctx context.Context, r *perf.Runner, o options, w io.Writer) ([
 				fail(fmt.Errorf("largest cell %s: %w", c.name, err))
 				continue
 			}
-			run, err := report.ReadFile(filepath.Join(dir, "results", runID+".json"))
+			run, err := results.ReadFile(filepath.Join(dir, "results", runID+".json"))
 			if err != nil || len(run.Cells) != 1 || run.Cells[0].Client == nil {
 				fail(fmt.Errorf("largest cell %s: results: %v", c.name, err))
 				continue

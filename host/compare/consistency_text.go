@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/genload/genload/host/report"
 )
 
 // The consistency report as text: the per-cell markdown table and the run-level summary.
@@ -32,12 +34,12 @@ func (c *Consistency) WriteMarkdown(w io.Writer) {
 	}
 	rows := [][]string{head}
 	for _, cc := range c.Cells {
-		r := []string{strconv.Itoa(cc.SeqLen), strconv.Itoa(cc.Batch), ms3(cc.Mean), ms3(cc.SD), ms3(cc.Min), ms3(cc.Max), pct(cc.CV), pct(cc.WindowCV)}
+		r := []string{strconv.Itoa(cc.SeqLen), strconv.Itoa(cc.Batch), report.Ms(cc.Mean, 3), report.Ms(cc.SD, 3), report.Ms(cc.Min, 3), report.Ms(cc.Max, 3), pct(cc.CV), pct(cc.WindowCV)}
 		if c.FromRepeats {
 			r = slices.Insert(r, 2, strconv.Itoa(len(cc.Runs)))
 		}
 		if m := cc.Merged; m != nil {
-			r = append(r, ms3(m.P50), ms3(m.P90), ms3(m.P99))
+			r = append(r, report.Ms(m.P50, 3), report.Ms(m.P90, 3), report.Ms(m.P99, 3))
 		} else {
 			r = append(r, "–", "–", "–")
 		}
@@ -67,7 +69,7 @@ func (c *Consistency) Summary(w io.Writer) {
 	runs := func(xs []time.Duration) string {
 		s := make([]string, len(xs))
 		for i, x := range xs {
-			s[i] = ms3(x)
+			s[i] = report.Ms(x, 3)
 		}
 		return strings.Join(s, ", ")
 	}
