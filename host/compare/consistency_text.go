@@ -32,7 +32,7 @@ func (c *Consistency) WriteMarkdown(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "\n## Consistency of %d runs: %s\n\n", len(c.RunIDs), strings.Join(c.RunIDs, ", "))
 	}
-	rows := [][]string{head}
+	var rows [][]string
 	for _, cc := range c.Cells {
 		r := []string{strconv.Itoa(cc.SeqLen), strconv.Itoa(cc.Batch), report.Ms(cc.Mean, 3), report.Ms(cc.SD, 3), report.Ms(cc.Min, 3), report.Ms(cc.Max, 3), pct(cc.CV), pct(cc.WindowCV)}
 		if c.FromRepeats {
@@ -45,7 +45,7 @@ func (c *Consistency) WriteMarkdown(w io.Writer) {
 		}
 		rows = append(rows, r)
 	}
-	markdownTable(w, rows)
+	report.MarkdownTable(w, head, rows)
 	fmt.Fprintln(w)
 	c.Summary(w)
 }
@@ -87,35 +87,4 @@ func (c *Consistency) repeatRange() (lo, hi int) {
 		lo, hi = min(lo, len(cc.Runs)), max(hi, len(cc.Runs))
 	}
 	return lo, hi
-}
-
-// markdownTable writes rows (the first is the header) as an aligned markdown table, the
-// first two columns (L, B) and every number right-aligned.
-func markdownTable(w io.Writer, rows [][]string) {
-	if len(rows) == 0 {
-		return
-	}
-	width := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for j, s := range r {
-			width[j] = max(width[j], len([]rune(s)), 1)
-		}
-	}
-	line := func(r []string) {
-		var b strings.Builder
-		b.WriteString("|")
-		for j, s := range r {
-			b.WriteString(" " + strings.Repeat(" ", width[j]-len([]rune(s))) + s + " |")
-		}
-		fmt.Fprintln(w, b.String())
-	}
-	line(rows[0])
-	sep := make([]string, len(width))
-	for j := range sep {
-		sep[j] = strings.Repeat("-", width[j])
-	}
-	line(sep)
-	for _, r := range rows[1:] {
-		line(r)
-	}
 }

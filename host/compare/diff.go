@@ -92,12 +92,13 @@ func Compare(before, after *results.Run) (*Diff, error) {
 // the summary over the common cells.
 func (d *Diff) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n## Change from %s (before) to %s (after)\n\n", d.Before, d.After)
-	rows := [][]string{{"L", "B", "fwd ms before", "fwd ms after", "fwd Δ %", "TTFT p50 before", "TTFT p50 after", "TTFT Δ %"}}
+	head := []string{"L", "B", "fwd ms before", "fwd ms after", "fwd Δ %", "TTFT p50 before", "TTFT p50 after", "TTFT Δ %"}
+	var rows [][]string
 	for _, c := range d.Cells {
 		rows = append(rows, []string{strconv.Itoa(c.SeqLen), strconv.Itoa(c.Batch), report.Ms(c.Before, 3), report.Ms(c.After, 3), plus(c.Change),
 			report.Ms(c.TTFTBefore, 1), report.Ms(c.TTFTAfter, 1), plus(c.TTFTChange)})
 	}
-	markdownTable(w, rows)
+	report.MarkdownTable(w, head, rows)
 	fmt.Fprintf(w, "\nper-forward latency change over %d common cells", len(d.Cells))
 	if len(d.LeftOut) > 0 {
 		fmt.Fprintf(w, " (%d left out)", len(d.LeftOut))
