@@ -3,6 +3,7 @@ package dispatch
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/genload/genload/host/internal/jsonenc"
+	"github.com/genload/genload/host/plan"
 )
 
 // idTableSize is the number of token ids whose decimal text is precomputed (ids 0 to
@@ -364,4 +366,125 @@ func bodySize(ps promptSet, idx []int) int {
 		n += ps.Size(i) + 16
 	}
 	return n
+}
+
+// call is one HTTP request of a plan, with its body.
+type call struct {
+	worker  int
+	prompts []int
+	n       int
+	body    []byte
+	// stream, when not nil, replaces body: a large body generated as it is sent.
+	stream *bodyStream
+	// seqs are the request's records in Result.Sequences (set by Do, filled by do).
+	seqs []Sequence
+	// small: the Do has at least smallReaderStreams requests, its streams read through
+	// small SSE buffers (stream.go).
+	small bool
+}
+
+// bodyBytes is the size of the request body.
+func (p *call) bodyBytes() int {
+	if p.stream != nil {
+		return p.stream.size
+	}
+	return len(p.body)
+}
+
+// want is the number of sequences the request yields: n per prompt.
+func (p *call) want() int { return len(p.prompts) * p.n }
+
+// calls checks plan p's prompts and builds the body of every request of it (in buffers from
+// the Client's pool: give them back with putBufs).
+func (c *Client) calls(p *plan.Plan) ([]call, error) {
+	prompts, err := promptsOf(p)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Requests) == 0 {
+		return nil, errors.New("dispatch: the plan has no requests")
+	}
+	if _, ids := prompts.(idPrompts); c.ollama() && ids {
+		return nil, errors.New(`dispatch: ollama's native API takes text prompts only (prompt.format = "text")`)
+	}
+	ps := make([]call, len(p.Requests))
+	for i, r := range p.Requests {
+		switch {
+		case r.Worker < 0 || r.Worker >= len(c.workers):
+			c.putBufs(ps[:i])
+			return nil, fmt.Errorf("dispatch: request %d goes to worker %d, want [0, %d)", i, r.Worker, len(c.workers))
+		case len(r.Prompts) == 0 || r.N < 1 || !r.Array && len(r.Prompts) != 1:
+			c.putBufs(ps[:i])
+			return nil, fmt.Errorf("dispatch: request %d has %d prompts and n = %d, want at least one (one unless sent as an array) and n ≥ 1", i, len(r.Prompts), r.N)
+		case c.ollama() && (r.Array || r.N != 1):
+			c.putBufs(ps[:i])
+			return nil, fmt.Errorf(`dispatch: request %d: ollama's native API takes one prompt per request and n = 1 (mode = "routed"), got %d prompts as an array, n = %d`, i, len(r.Prompts), r.N)
+		}
+		for _, k := range r.Prompts {
+			if k < 0 || k >= prompts.Len() {
+				c.putBufs(ps[:i])
+				return nil, fmt.Errorf("dispatch: request %d carries prompt %d of %d", i, k, prompts.Len())
+			}
+		}
+		size := bodySize(prompts, r.Prompts)
+		if ids, ok := prompts.(idPrompts); ok && size > streamBodyOver {
+			ps[i] = call{worker: r.Worker, prompts: r.Prompts, n: r.N, stream: newBodyStream(c.tmpl, ids, r.Prompts, r.Array, r.N, p.MaxTokens)}
+			continue
+		}
+		b := c.getBuf(size)
+		ps[i] = call{worker: r.Worker, prompts: r.Prompts, n: r.N, body: c.tmpl.appendBody(b, prompts, r.Prompts, r.Array, r.N, p.MaxTokens)}
+	}
+	return ps, nil
+}
+
+// promptsOf returns the plan's prompts as the body writer reads them, after checking there are
+// some and none is empty.
+func promptsOf(p *plan.Plan) (promptSet, error) {
+	var ps promptSet = idPrompts(p.IDs)
+	if p.Texts != nil {
+		ps = textPrompts(p.Texts)
+	}
+	if ps.Len() == 0 {
+		return nil, errors.New("dispatch: no prompts")
+	}
+	for i := range ps.Len() {
+		if ps.Empty(i) {
+			return nil, fmt.Errorf("dispatch: prompt %d is empty", i)
+		}
+	}
+	return ps, nil
+}
+
+func (c *Client) getBuf(size int) []byte {
+	c.bufMu.Lock()
+	defer c.bufMu.Unlock()
+	best := -1
+	for i, b := range c.bufs {
+		if cap(b) >= size && (best < 0 || cap(b) < cap(c.bufs[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		if len(c.bufs) == 0 {
+			return make([]byte, 0, size)
+		}
+		best = len(c.bufs) - 1
+	}
+	b := c.bufs[best]
+	c.bufs = append(c.bufs[:best], c.bufs[best+1:]...)
+	return b[:0]
+}
+
+func (c *Client) putBufs(ps []call) {
+	c.bufMu.Lock()
+	defer c.bufMu.Unlock()
+	for _, p := range ps {
+		if p.body != nil {
+			c.bufs = append(c.bufs, p.body[:0])
+		}
+	}
+	// keep at most 1024 buffers
+	if len(c.bufs) > 1024 {
+		c.bufs = c.bufs[len(c.bufs)-1024:]
+	}
 }
