@@ -8,6 +8,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -337,3 +339,134 @@ func waitUntil(ctx context.Context, at time.Time) {
 		shortSleep(d)
 	}
 }
+
+//go:noinline
+func (c *Client) armStream(resp *fasthttp.Response, body io.Reader, sent time.Time, ab *abortState, out *Request) (total, first *time.Timer) {
+	if conn := c.conns.get(resp.LocalAddr()); conn != nil {
+		var dl time.Time
+		if t := c.opts.TotalTimeout; t > 0 {
+			dl = sent.Add(t)
+		}
+		_ = conn.SetReadDeadline(dl)
+	}
+	rc, ok := body.(fasthttp.ReadCloserWithError)
+	if !ok {
+		return nil, nil
+	}
+	u, status := out.URL, out.Status
+	ab.setStream(rc, u, status)
+	if t := c.opts.TotalTimeout; t > 0 {
+		total = time.AfterFunc(time.Until(sent.Add(t)), func() {
+			ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: status, Timeout: "total", Err: errTimedOut})
+		})
+	}
+	if t := c.opts.FirstTokenTimeout; t > 0 {
+		first = time.AfterFunc(time.Until(sent.Add(t)), func() {
+			ab.mu.Lock()
+			got := ab.first
+			ab.mu.Unlock()
+			if !got {
+				ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: status, Timeout: "first_token", Err: errTimedOut})
+			}
+		})
+	}
+	return total, first
+}
+
+// stopTimers stops the timers armStream started.
+func stopTimers(a, b *time.Timer) {
+	if a != nil {
+		a.Stop()
+	}
+	if b != nil {
+		b.Stop()
+	}
+}
+
+// abortState records why a request's current attempt was aborted by a timer or the
+// context. One per request of a Send; reset by every attempt.
+type abortState struct {
+	mu       sync.Mutex
+	cause    *RequestError
+	stream   fasthttp.ReadCloserWithError
+	url      string
+	status   int
+	first    bool
+	canceled error // the Send's context error, once it was canceled (kept across attempts)
+
+	// stall is the stall watch, made at the first stream with stall detection on; anyByte
+	// (shared by the Send's requests) and streams are its Send-wide inputs.
+	stall   *stallWatch
+	anyByte *atomic.Int64
+	streams int
+	// firstEv holds the first bytes of the stream's first event when it brought no token
+	// (for errors about streams genload does not understand); written and read by the
+	// request's goroutine.
+	firstEv []byte
+}
+
+// keepFirst keeps the first bytes of the stream's first event.
+//
+//go:noinline
+func (a *abortState) keepFirst(data []byte) {
+	a.firstEv = append(a.firstEv[:0], data[:min(len(data), 160)]...)
+}
+
+// reset prepares the state for a new attempt.
+func (a *abortState) reset() {
+	a.mu.Lock()
+	a.cause, a.stream, a.url, a.status, a.first = nil, nil, "", 0, false
+	a.mu.Unlock()
+	a.firstEv = a.firstEv[:0]
+}
+
+func (a *abortState) abort(e *RequestError) {
+	a.mu.Lock()
+	if a.cause == nil {
+		a.cause = e
+	}
+	s := a.stream
+	a.mu.Unlock()
+	if s != nil {
+		_ = s.CloseWithError(e)
+	}
+}
+
+// cancel is called once when the Send's context is canceled: the stream under way, or the
+// next one set, is aborted with KindCanceled.
+func (a *abortState) cancel(err error) {
+	a.mu.Lock()
+	a.canceled = err
+	s := a.stream
+	var e *RequestError
+	if s != nil {
+		e = &RequestError{Kind: KindCanceled, URL: a.url, Status: a.status, Err: err}
+		if a.cause == nil {
+			a.cause = e
+		}
+	}
+	a.mu.Unlock()
+	if s != nil {
+		_ = s.CloseWithError(e)
+	}
+}
+
+// setStream registers the attempt's response stream (of url, HTTP status) so that timers
+// and the context can abort it; if the context was already canceled it is aborted at once.
+func (a *abortState) setStream(s fasthttp.ReadCloserWithError, url string, status int) {
+	a.mu.Lock()
+	a.stream, a.url, a.status = s, url, status
+	err := a.canceled
+	a.mu.Unlock()
+	if err != nil {
+		a.abort(&RequestError{Kind: KindCanceled, URL: url, Status: status, Err: err})
+	}
+}
+
+func (a *abortState) get() *RequestError {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cause
+}
+
+var errTimedOut = errors.New("deadline exceeded")

@@ -33,49 +33,6 @@ const smallReaderStreams = 64
 // Marks and Text of the sequences are the caller's and never reused (sse.Demux.Reset).
 var demuxPool = sync.Pool{New: func() any { return new(sse.Demux) }}
 
-//go:noinline
-func (c *Client) armStream(resp *fasthttp.Response, body io.Reader, sent time.Time, ab *abortState, out *Request) (total, first *time.Timer) {
-	if conn := c.conns.get(resp.LocalAddr()); conn != nil {
-		var dl time.Time
-		if t := c.opts.TotalTimeout; t > 0 {
-			dl = sent.Add(t)
-		}
-		_ = conn.SetReadDeadline(dl)
-	}
-	rc, ok := body.(fasthttp.ReadCloserWithError)
-	if !ok {
-		return nil, nil
-	}
-	u, status := out.URL, out.Status
-	ab.setStream(rc, u, status)
-	if t := c.opts.TotalTimeout; t > 0 {
-		total = time.AfterFunc(time.Until(sent.Add(t)), func() {
-			ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: status, Timeout: "total", Err: errTimedOut})
-		})
-	}
-	if t := c.opts.FirstTokenTimeout; t > 0 {
-		first = time.AfterFunc(time.Until(sent.Add(t)), func() {
-			ab.mu.Lock()
-			got := ab.first
-			ab.mu.Unlock()
-			if !got {
-				ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: status, Timeout: "first_token", Err: errTimedOut})
-			}
-		})
-	}
-	return total, first
-}
-
-// stopTimers stops the timers armStream started.
-func stopTimers(a, b *time.Timer) {
-	if a != nil {
-		a.Stop()
-	}
-	if b != nil {
-		b.Stop()
-	}
-}
-
 // readStream reads the SSE stream of body (ollama's newline-delimited JSON with APIOllama) into d and returns its sequences (aliasing d until
 // its next Reset) and the stream's error.
 func (c *Client) readStream(start time.Time, p *call, body io.Reader, ab *abortState, d *sse.Demux, maxTokens int, out *Request) ([]sse.Sequence, error) {
