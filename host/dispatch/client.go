@@ -188,46 +188,6 @@ func New(opts Options) (*Client, error) {
 	return c, nil
 }
 
-// Per-connection read buffers. A connection holds one from sending a request to the end of
-// its stream, so at 512 streams they are a large part of the client's memory (and of the
-// heap the garbage collector paces itself on): 4 KiB, fasthttp's default. The buffer also
-// bounds the response headers; a response whose headers do not fit fails with
-// fasthttp.ErrSmallBuffer, and the Client then switches for good to bigReadBufferSize and
-// sends the request again (once, not counted as a retry). In practice the first warmup
-// pays for it.
-const (
-	readBufferSize    = 4 << 10
-	bigReadBufferSize = 64 << 10
-)
-
-func (c *Client) newHTTPClient(readBuf int) *fasthttp.Client {
-	return &fasthttp.Client{
-		Name:                      "genload",
-		StreamResponseBody:        true,
-		MaxConnsPerHost:           1 << 16,
-		MaxIdemponentCallAttempts: 1,
-		ReadBufferSize:            readBuf,
-		WriteBufferSize:           16 << 10,
-		MaxIdleConnDuration:       4 * time.Second, // below uvicorn's 5 s keep-alive (vLLM, SGLang)
-		Dial:                      c.dial,
-	}
-}
-
-// httpClient returns the fasthttp client in use.
-func (c *Client) httpClient() *fasthttp.Client {
-	if b := c.big.Load(); b != nil {
-		return b
-	}
-	return c.hc
-}
-
-// growReadBuffers switches to the client with big read buffers.
-func (c *Client) growReadBuffers() {
-	if c.big.Load() == nil {
-		c.big.CompareAndSwap(nil, c.newHTTPClient(bigReadBufferSize))
-	}
-}
-
 // completionsURL turns a base URL into the /v1/completions URL.
 func completionsURL(base string) (string, error) {
 	if base == "" {

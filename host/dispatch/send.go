@@ -185,19 +185,6 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	return seqs, retry, 0
 }
 
-// writeTime returns how long the request just sent took to write on the connection resp came
-// on: from the start of its first write to the return of its last (connecting, before it, is
-// left out); 0 when the connection is not known.
-//
-//go:noinline
-func (c *Client) writeTime(resp *fasthttp.Response) time.Duration {
-	tc, ok := c.conns.get(resp.LocalAddr()).(*trackedConn)
-	if !ok {
-		return 0
-	}
-	return tc.writeSpan()
-}
-
 // roundTrip sends req and reads the response headers under the header-phase deadline: the
 // earlier of first-token and total.
 //

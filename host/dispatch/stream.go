@@ -178,5 +178,3 @@ func (c *Client) captureHeaders(resp *fasthttp.Response, out *Request) {
 		out.Headers[name] = string(v)
 	}
 }
-
-// connSet tracks open connections by local+remote address, so that a streaming

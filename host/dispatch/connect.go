@@ -5,8 +5,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
+// connSet tracks open connections by local+remote address, so that a streaming
 // request's connection can get its read deadline replaced and so that a canceled
 // context can close connections still waiting for headers.
 type connSet struct {
@@ -101,4 +104,57 @@ func (c *Client) dial(addr string) (net.Conn, error) {
 	c.conns.m[t.key] = t
 	c.conns.mu.Unlock()
 	return t, nil
+}
+
+// Per-connection read buffers. A connection holds one from sending a request to the end of
+// its stream, so at 512 streams they are a large part of the client's memory (and of the
+// heap the garbage collector paces itself on): 4 KiB, fasthttp's default. The buffer also
+// bounds the response headers; a response whose headers do not fit fails with
+// fasthttp.ErrSmallBuffer, and the Client then switches for good to bigReadBufferSize and
+// sends the request again (once, not counted as a retry). In practice the first warmup
+// pays for it.
+const (
+	readBufferSize    = 4 << 10
+	bigReadBufferSize = 64 << 10
+)
+
+func (c *Client) newHTTPClient(readBuf int) *fasthttp.Client {
+	return &fasthttp.Client{
+		Name:                      "genload",
+		StreamResponseBody:        true,
+		MaxConnsPerHost:           1 << 16,
+		MaxIdemponentCallAttempts: 1,
+		ReadBufferSize:            readBuf,
+		WriteBufferSize:           16 << 10,
+		MaxIdleConnDuration:       4 * time.Second, // below uvicorn's 5 s keep-alive (vLLM, SGLang)
+		Dial:                      c.dial,
+	}
+}
+
+// httpClient returns the fasthttp client in use.
+func (c *Client) httpClient() *fasthttp.Client {
+	if b := c.big.Load(); b != nil {
+		return b
+	}
+	return c.hc
+}
+
+// growReadBuffers switches to the client with big read buffers.
+func (c *Client) growReadBuffers() {
+	if c.big.Load() == nil {
+		c.big.CompareAndSwap(nil, c.newHTTPClient(bigReadBufferSize))
+	}
+}
+
+// writeTime returns how long the request just sent took to write on the connection resp came
+// on: from the start of its first write to the return of its last (connecting, before it, is
+// left out); 0 when the connection is not known.
+//
+//go:noinline
+func (c *Client) writeTime(resp *fasthttp.Response) time.Duration {
+	tc, ok := c.conns.get(resp.LocalAddr()).(*trackedConn)
+	if !ok {
+		return 0
+	}
+	return tc.writeSpan()
 }
