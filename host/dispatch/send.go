@@ -292,11 +292,6 @@ func smallBuffer(err error) bool {
 	return errors.As(err, &sb)
 }
 
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
 func isDialTimeout(err error) bool {
 	var oe *net.OpError
 	return errors.As(err, &oe) && oe.Op == "dial" && oe.Timeout()
