@@ -37,3 +37,6 @@ const (
 
 // RequestError is the recording type: see recording.RequestError.
 type RequestError = recording.RequestError
+
+// StallError is the recording type: see recording.StallError.
+type StallError = recording.StallError
