@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/genload/genload/host/sse"
@@ -97,28 +96,6 @@ func releaseRequest(req *fasthttp.Request, resp *fasthttp.Response) {
 func putDemux(d *sse.Demux) {
 	d.Reset(time.Time{}, 0)
 	demuxPool.Put(d)
-}
-
-// backoff waits before retry attempt+1: RetryDelay doubled per attempt, or the server's
-// Retry-After if longer. It returns false (with out.Err set) if ctx ended first.
-//
-//go:noinline
-func (c *Client) backoff(ctx context.Context, attempt int, retryAfter time.Duration, out *Request) bool {
-	d := max(c.opts.RetryDelay<<min(attempt, 16), retryAfter)
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	select {
-	case <-ctx.Done():
-		t.Stop()
-	case <-t.C:
-	}
-	if ctx.Err() != nil {
-		out.Err = &RequestError{Kind: KindCanceled, URL: out.URL, Err: ctx.Err()}
-		return false
-	}
-	return true
 }
 
 // attempt sends once and streams the response. retry reports whether the failure may be
@@ -270,28 +247,6 @@ func statusError(resp *fasthttp.Response, body io.Reader, out *Request) (retry b
 	return false, 0
 }
 
-// armStream prepares a 200 response's stream: the header-phase deadline stays on the
-// connection while streaming, so it is replaced with the total deadline (or none); the
-// stream is registered with ab (the Send's context watch aborts it when canceled); and the
-// first-token and total timeouts get timers, returned for the caller to stop (nil if unset).
-//
-// staleConn reports a failure before any response byte on a pooled connection that the
-// server had closed while idle (fasthttp.ErrConnectionClosed, or EOF / reset while writing).
-func staleConn(err error) bool {
-	var re *RequestError
-	if !errors.As(err, &re) || re.Kind != KindTransport || re.Status != 0 {
-		return false
-	}
-	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
-}
-
-// smallBuffer reports response headers larger than the connection's read buffer.
-func smallBuffer(err error) bool {
-	var sb *fasthttp.ErrSmallBuffer
-	return errors.As(err, &sb)
-}
-
 func isDialTimeout(err error) bool {
 	var oe *net.OpError
 	return errors.As(err, &oe) && oe.Op == "dial" && oe.Timeout()
@@ -322,6 +277,11 @@ func waitUntil(ctx context.Context, at time.Time) {
 	}
 }
 
+// armStream prepares a 200 response's stream: the header-phase deadline stays on the
+// connection while streaming, so it is replaced with the total deadline (or none); the
+// stream is registered with ab (the Send's context watch aborts it when canceled); and the
+// first-token and total timeouts get timers, returned for the caller to stop (nil if unset).
+//
 //go:noinline
 func (c *Client) armStream(resp *fasthttp.Response, body io.Reader, sent time.Time, ab *abortState, out *Request) (total, first *time.Timer) {
 	if conn := c.conns.get(resp.LocalAddr()); conn != nil {

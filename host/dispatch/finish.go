@@ -1,21 +1,16 @@
 package dispatch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"syscall"
+	"time"
 
-	"github.com/genload/genload/host/recording"
 	"github.com/valyala/fasthttp"
 )
-
-// Retry is the recording type: see recording.Retry.
-type Retry = recording.Retry
-
-// RetryStats is the recording type: see recording.RetryStats.
-type RetryStats = recording.RetryStats
 
 // reason is err's text without the "POST <url>: " prefix.
 func reason(err error) string {
@@ -176,4 +171,43 @@ func addHint(q *Request, mode Mode, text bool) {
 		re.Hint = Hint(msg, mode, text)
 	}
 	q.Error = re.Error()
+}
+
+// staleConn reports a failure before any response byte on a pooled connection that the
+// server had closed while idle (fasthttp.ErrConnectionClosed, or EOF / reset while writing).
+func staleConn(err error) bool {
+	var re *RequestError
+	if !errors.As(err, &re) || re.Kind != KindTransport || re.Status != 0 {
+		return false
+	}
+	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// smallBuffer reports response headers larger than the connection's read buffer.
+func smallBuffer(err error) bool {
+	var sb *fasthttp.ErrSmallBuffer
+	return errors.As(err, &sb)
+}
+
+// backoff waits before retry attempt+1: RetryDelay doubled per attempt, or the server's
+// Retry-After if longer. It returns false (with out.Err set) if ctx ended first.
+//
+//go:noinline
+func (c *Client) backoff(ctx context.Context, attempt int, retryAfter time.Duration, out *Request) bool {
+	d := max(c.opts.RetryDelay<<min(attempt, 16), retryAfter)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+	case <-t.C:
+	}
+	if ctx.Err() != nil {
+		out.Err = &RequestError{Kind: KindCanceled, URL: out.URL, Err: ctx.Err()}
+		return false
+	}
+	return true
 }
