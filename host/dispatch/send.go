@@ -412,3 +412,7 @@ func (a *abortState) get() *RequestError {
 }
 
 var errTimedOut = errors.New("deadline exceeded")
+
+// demuxPool recycles demuxes (their array of sequence records) across requests; the
+// Marks and Text of the sequences are the caller's and never reused (sse.Demux.Reset).
+var demuxPool = sync.Pool{New: func() any { return new(sse.Demux) }}

@@ -33,10 +33,6 @@ var smallReaderPool = sync.Pool{New: func() any { return sse.NewReader(nil, 4<<1
 
 const smallReaderStreams = 64
 
-// demuxPool recycles demuxes (their array of sequence records) across requests; the
-// Marks and Text of the sequences are the caller's and never reused (sse.Demux.Reset).
-var demuxPool = sync.Pool{New: func() any { return new(sse.Demux) }}
-
 // readStream reads the SSE stream of body (ollama's newline-delimited JSON with APIOllama) into d and returns its sequences (aliasing d until
 // its next Reset) and the stream's error.
 func (c *Client) readStream(start time.Time, p *call, body io.Reader, ab *abortState, d *sse.Demux, maxTokens int, out *Request) ([]sse.Sequence, error) {
