@@ -122,9 +122,6 @@ const (
 	APIOllama API = "ollama"
 )
 
-// ollama reports whether the Client speaks ollama's native API.
-func (c *Client) ollama() bool { return c.opts.API == APIOllama }
-
 // Client sends requests; it is safe for concurrent use, but one Send at a time gives the
 // cleanest measurements. Close it to release connections.
 type Client struct {
@@ -231,6 +228,9 @@ func sortHeaders(h [][2]string) {
 	}
 }
 
+// ollama reports whether the Client speaks ollama's native API.
+func (c *Client) ollama() bool { return c.opts.API == APIOllama }
+
 // Close closes idle and open connections.
 func (c *Client) Close() {
 	c.hc.CloseIdleConnections()
@@ -246,16 +246,6 @@ func (c *Client) OpenConns() int {
 	c.conns.mu.Lock()
 	defer c.conns.mu.Unlock()
 	return len(c.conns.m)
-}
-
-// shaped is plan.ForPrompts over the Client's workers.
-func (c *Client) shaped(mode Mode, ids [][]int32, texts []string, maxTokens int, warm bool) (*plan.Plan, error) {
-	p, err := plan.ForPrompts(mode, ids, texts, len(c.workers), maxTokens)
-	if err != nil {
-		return nil, fmt.Errorf("dispatch: %w", err)
-	}
-	p.Warmup = warm
-	return p, nil
 }
 
 // Send is Do of the plan plan.ForPrompts(mode, prompts) over the Client's workers: the measured
@@ -310,6 +300,16 @@ func (c *Client) WarmupText(ctx context.Context, mode Mode, prompts []string) er
 		return err
 	}
 	return res.Err()
+}
+
+// shaped is plan.ForPrompts over the Client's workers.
+func (c *Client) shaped(mode Mode, ids [][]int32, texts []string, maxTokens int, warm bool) (*plan.Plan, error) {
+	p, err := plan.ForPrompts(mode, ids, texts, len(c.workers), maxTokens)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	p.Warmup = warm
+	return p, nil
 }
 
 // Body returns the exact request bodies Do would post for plan p (one per request), for

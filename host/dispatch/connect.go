@@ -9,103 +9,6 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// connSet tracks open connections by local+remote address, so that a streaming
-// request's connection can get its read deadline replaced and so that a canceled
-// context can close connections still waiting for headers.
-type connSet struct {
-	mu sync.Mutex
-	m  map[net.Addr]net.Conn // by the connection's LocalAddr value (pointer identity)
-}
-
-type trackedConn struct {
-	net.Conn
-	set  *connSet
-	key  net.Addr
-	once sync.Once
-	// from is when the first Write since the last Read began and wrote when the last Write
-	// returned, as offsets from writeBase (ns): a request's writes are consecutive, then its
-	// response is read, so after its round trip they span its Request.Write; read marks that a
-	// Read came since the last Write.
-	from, wrote atomic.Int64
-	read        atomic.Bool
-}
-
-// writeBase is the origin of trackedConn.wrote (monotonic).
-var writeBase = time.Now()
-
-// Write writes to the connection and records when the writes of a request began and ended.
-func (t *trackedConn) Write(b []byte) (int, error) {
-	if t.from.Load() == 0 || t.read.Swap(false) {
-		t.from.Store(int64(time.Since(writeBase)))
-	}
-	n, err := t.Conn.Write(b)
-	t.wrote.Store(int64(time.Since(writeBase)))
-	return n, err
-}
-
-// Read reads from the connection and marks that the next Write begins a new request.
-func (t *trackedConn) Read(b []byte) (int, error) {
-	if !t.read.Load() {
-		t.read.Store(true)
-	}
-	return t.Conn.Read(b)
-}
-
-// writeSpan returns how long the last request's writes took, from the start of the first to
-// the return of the last (0 before any).
-func (t *trackedConn) writeSpan() time.Duration {
-	f, w := t.from.Load(), t.wrote.Load()
-	if f == 0 || w < f {
-		return 0
-	}
-	return time.Duration(w - f)
-}
-
-func (t *trackedConn) Close() error {
-	t.once.Do(func() {
-		t.set.mu.Lock()
-		delete(t.set.m, t.key)
-		t.set.mu.Unlock()
-	})
-	return t.Conn.Close()
-}
-
-// get returns the tracked connection whose LocalAddr() is l (the same value fasthttp
-// copied into the Response), nil if none.
-func (s *connSet) get(l net.Addr) net.Conn {
-	if l == nil {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[l]
-}
-
-func (s *connSet) closeAll() {
-	s.mu.Lock()
-	cs := make([]net.Conn, 0, len(s.m))
-	for _, c := range s.m {
-		cs = append(cs, c)
-	}
-	s.mu.Unlock()
-	for _, c := range cs {
-		_ = c.Close()
-	}
-}
-
-func (c *Client) dial(addr string) (net.Conn, error) {
-	d := net.Dialer{Timeout: c.opts.ConnectTimeout}
-	conn, err := d.Dial("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	t := &trackedConn{Conn: conn, set: &c.conns, key: conn.LocalAddr()}
-	c.conns.mu.Lock()
-	c.conns.m[t.key] = t
-	c.conns.mu.Unlock()
-	return t, nil
-}
-
 // Per-connection read buffers. A connection holds one from sending a request to the end of
 // its stream, so at 512 streams they are a large part of the client's memory (and of the
 // heap the garbage collector paces itself on): 4 KiB, fasthttp's default. The buffer also
@@ -146,6 +49,61 @@ func (c *Client) growReadBuffers() {
 	}
 }
 
+// connSet tracks open connections by local+remote address, so that a streaming
+// request's connection can get its read deadline replaced and so that a canceled
+// context can close connections still waiting for headers.
+type connSet struct {
+	mu sync.Mutex
+	m  map[net.Addr]net.Conn // by the connection's LocalAddr value (pointer identity)
+}
+
+func (c *Client) dial(addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: c.opts.ConnectTimeout}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	t := &trackedConn{Conn: conn, set: &c.conns, key: conn.LocalAddr()}
+	c.conns.mu.Lock()
+	c.conns.m[t.key] = t
+	c.conns.mu.Unlock()
+	return t, nil
+}
+
+type trackedConn struct {
+	net.Conn
+	set  *connSet
+	key  net.Addr
+	once sync.Once
+	// from is when the first Write since the last Read began and wrote when the last Write
+	// returned, as offsets from writeBase (ns): a request's writes are consecutive, then its
+	// response is read, so after its round trip they span its Request.Write; read marks that a
+	// Read came since the last Write.
+	from, wrote atomic.Int64
+	read        atomic.Bool
+}
+
+// writeBase is the origin of trackedConn.wrote (monotonic).
+var writeBase = time.Now()
+
+// Write writes to the connection and records when the writes of a request began and ended.
+func (t *trackedConn) Write(b []byte) (int, error) {
+	if t.from.Load() == 0 || t.read.Swap(false) {
+		t.from.Store(int64(time.Since(writeBase)))
+	}
+	n, err := t.Conn.Write(b)
+	t.wrote.Store(int64(time.Since(writeBase)))
+	return n, err
+}
+
+// Read reads from the connection and marks that the next Write begins a new request.
+func (t *trackedConn) Read(b []byte) (int, error) {
+	if !t.read.Load() {
+		t.read.Store(true)
+	}
+	return t.Conn.Read(b)
+}
+
 // writeTime returns how long the request just sent took to write on the connection resp came
 // on: from the start of its first write to the return of its last (connecting, before it, is
 // left out); 0 when the connection is not known.
@@ -157,4 +115,46 @@ func (c *Client) writeTime(resp *fasthttp.Response) time.Duration {
 		return 0
 	}
 	return tc.writeSpan()
+}
+
+// get returns the tracked connection whose LocalAddr() is l (the same value fasthttp
+// copied into the Response), nil if none.
+func (s *connSet) get(l net.Addr) net.Conn {
+	if l == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[l]
+}
+
+// writeSpan returns how long the last request's writes took, from the start of the first to
+// the return of the last (0 before any).
+func (t *trackedConn) writeSpan() time.Duration {
+	f, w := t.from.Load(), t.wrote.Load()
+	if f == 0 || w < f {
+		return 0
+	}
+	return time.Duration(w - f)
+}
+
+func (t *trackedConn) Close() error {
+	t.once.Do(func() {
+		t.set.mu.Lock()
+		delete(t.set.m, t.key)
+		t.set.mu.Unlock()
+	})
+	return t.Conn.Close()
+}
+
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	cs := make([]net.Conn, 0, len(s.m))
+	for _, c := range s.m {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+	}
 }

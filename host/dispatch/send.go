@@ -16,6 +16,31 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
+// waitUntil blocks until at (monotonic clock) or until ctx ends. A Go timer wakes about 1 ms
+// late on Linux (the netpoller waits in whole milliseconds), which would put a replay's sends
+// a millisecond behind their schedule, so the last 2 ms are slept in nanosleep(2) (a
+// high-resolution timer, tens of µs late; the runtime hands the goroutine's P to another
+// thread meanwhile) and only a longer wait uses a timer.
+func waitUntil(ctx context.Context, at time.Time) {
+	for {
+		d := time.Until(at)
+		if d <= 0 || ctx.Err() != nil {
+			return
+		}
+		if d > 3*time.Millisecond {
+			t := time.NewTimer(d - 2*time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		shortSleep(d)
+	}
+}
+
 // into p.seqs.
 func (c *Client) do(ctx context.Context, start time.Time, p *call, out *Request, ab *abortState, maxTokens int, warm bool) {
 	w := &c.workers[p.worker]
@@ -92,6 +117,10 @@ func releaseRequest(req *fasthttp.Request, resp *fasthttp.Response) {
 	fasthttp.ReleaseRequest(req)
 	fasthttp.ReleaseResponse(resp)
 }
+
+// demuxPool recycles demuxes (their array of sequence records) across requests; the
+// Marks and Text of the sequences are the caller's and never reused (sse.Demux.Reset).
+var demuxPool = sync.Pool{New: func() any { return new(sse.Demux) }}
 
 func putDemux(d *sse.Demux) {
 	d.Reset(time.Time{}, 0)
@@ -210,6 +239,11 @@ func (c *Client) headerError(ctx context.Context, err error, out *Request) (retr
 	}
 }
 
+func isDialTimeout(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial" && oe.Timeout()
+}
+
 // statusError records a non-200 response (or one without a body) and reports whether it may
 // be retried and after how long the server asked to wait.
 //
@@ -245,36 +279,6 @@ func statusError(resp *fasthttp.Response, body io.Reader, out *Request) (retry b
 		return true, retryAfter
 	}
 	return false, 0
-}
-
-func isDialTimeout(err error) bool {
-	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op == "dial" && oe.Timeout()
-}
-
-// waitUntil blocks until at (monotonic clock) or until ctx ends. A Go timer wakes about 1 ms
-// late on Linux (the netpoller waits in whole milliseconds), which would put a replay's sends
-// a millisecond behind their schedule, so the last 2 ms are slept in nanosleep(2) (a
-// high-resolution timer, tens of µs late; the runtime hands the goroutine's P to another
-// thread meanwhile) and only a longer wait uses a timer.
-func waitUntil(ctx context.Context, at time.Time) {
-	for {
-		d := time.Until(at)
-		if d <= 0 || ctx.Err() != nil {
-			return
-		}
-		if d > 3*time.Millisecond {
-			t := time.NewTimer(d - 2*time.Millisecond)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
-			continue
-		}
-		shortSleep(d)
-	}
 }
 
 // armStream prepares a 200 response's stream: the header-phase deadline stays on the
@@ -315,6 +319,8 @@ func (c *Client) armStream(resp *fasthttp.Response, body io.Reader, sent time.Ti
 	return total, first
 }
 
+var errTimedOut = errors.New("deadline exceeded")
+
 // stopTimers stops the timers armStream started.
 func stopTimers(a, b *time.Timer) {
 	if a != nil {
@@ -347,19 +353,24 @@ type abortState struct {
 	firstEv []byte
 }
 
-// keepFirst keeps the first bytes of the stream's first event.
-//
-//go:noinline
-func (a *abortState) keepFirst(data []byte) {
-	a.firstEv = append(a.firstEv[:0], data[:min(len(data), 160)]...)
-}
-
 // reset prepares the state for a new attempt.
 func (a *abortState) reset() {
 	a.mu.Lock()
 	a.cause, a.stream, a.url, a.status, a.first = nil, nil, "", 0, false
 	a.mu.Unlock()
 	a.firstEv = a.firstEv[:0]
+}
+
+// setStream registers the attempt's response stream (of url, HTTP status) so that timers
+// and the context can abort it; if the context was already canceled it is aborted at once.
+func (a *abortState) setStream(s fasthttp.ReadCloserWithError, url string, status int) {
+	a.mu.Lock()
+	a.stream, a.url, a.status = s, url, status
+	err := a.canceled
+	a.mu.Unlock()
+	if err != nil {
+		a.abort(&RequestError{Kind: KindCanceled, URL: url, Status: status, Err: err})
+	}
 }
 
 func (a *abortState) abort(e *RequestError) {
@@ -393,16 +404,11 @@ func (a *abortState) cancel(err error) {
 	}
 }
 
-// setStream registers the attempt's response stream (of url, HTTP status) so that timers
-// and the context can abort it; if the context was already canceled it is aborted at once.
-func (a *abortState) setStream(s fasthttp.ReadCloserWithError, url string, status int) {
-	a.mu.Lock()
-	a.stream, a.url, a.status = s, url, status
-	err := a.canceled
-	a.mu.Unlock()
-	if err != nil {
-		a.abort(&RequestError{Kind: KindCanceled, URL: url, Status: status, Err: err})
-	}
+// keepFirst keeps the first bytes of the stream's first event.
+//
+//go:noinline
+func (a *abortState) keepFirst(data []byte) {
+	a.firstEv = append(a.firstEv[:0], data[:min(len(data), 160)]...)
 }
 
 func (a *abortState) get() *RequestError {
@@ -410,9 +416,3 @@ func (a *abortState) get() *RequestError {
 	defer a.mu.Unlock()
 	return a.cause
 }
-
-var errTimedOut = errors.New("deadline exceeded")
-
-// demuxPool recycles demuxes (their array of sequence records) across requests; the
-// Marks and Text of the sequences are the caller's and never reused (sse.Demux.Reset).
-var demuxPool = sync.Pool{New: func() any { return new(sse.Demux) }}

@@ -16,169 +16,6 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// readerPool recycles SSE readers (and their buffers) across requests. Their default
-// 16 KiB buffer is larger than the connection's read buffer, so bufio hands reads straight
-// to the socket (16 KiB per read): with 4 KiB SSE buffers the same burst cost ~8 % more CPU
-// per chunk at C = 1. A stream holds its reader from its first byte to its end, so a Do of
-// many streams takes its readers from smallReaderPool instead: at 1,024 streams 16 KiB
-// readers are 16 MB of heap (resident only where bytes were read, but counted by the
-// collector, which sizes the heap on them), and a stream's share of the bytes falls as the
-// streams grow (a paced stream reads one chunk of a few hundred bytes per read whatever the
-// buffer).
-var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, 0) }}
-
-// smallReaderPool holds the 4 KiB SSE readers of Do calls of at least smallReaderStreams
-// streams (a reader still grows to hold a longer line).
-var smallReaderPool = sync.Pool{New: func() any { return sse.NewReader(nil, 4<<10) }}
-
-const smallReaderStreams = 64
-
-// readStream reads the SSE stream of body (ollama's newline-delimited JSON with APIOllama) into d and returns its sequences (aliasing d until
-// its next Reset) and the stream's error.
-func (c *Client) readStream(start time.Time, p *call, body io.Reader, ab *abortState, d *sse.Demux, maxTokens int, out *Request) ([]sse.Sequence, error) {
-	rd := c.openStream(start, p, body, d, maxTokens)
-	if stallEnabled(&c.opts) {
-		if ab.stall == nil {
-			ab.stall = stallPool.Get().(*stallWatch)
-		}
-		rd.Now = ab.stall.reset(&c.opts, start, out.Sent, d, d.Expect, ab.anyByte, ab.streams, ab, out.URL, out.Status)
-		defer ab.stall.stop()
-	}
-	serr := c.stream(rd, d, ab)
-	return closeStream(start, rd, d, maxTokens, out, p.small), serr
-}
-
-// openStream readies a pooled SSE reader on body and resets d for the plan's sequences.
-//
-//go:noinline
-func (c *Client) openStream(start time.Time, p *call, body io.Reader, d *sse.Demux, maxTokens int) *sse.Reader {
-	pool := &readerPool
-	if p.small {
-		pool = &smallReaderPool
-	}
-	rd := pool.Get().(*sse.Reader)
-	rd.Reset(body)
-	rd.Lines = c.ollama() // newline-delimited JSON
-	d.KeepText, d.MarkCap, d.Generate = c.opts.KeepText, min(maxTokens+1, 4096), c.ollama()
-	expect := len(p.prompts)
-	if p.n > 1 {
-		expect = p.n
-	}
-	d.Reset(start, expect)
-	return rd
-}
-
-// closeStream returns rd to its pool, records the stream's end in out and returns d's
-// sequences.
-//
-//go:noinline
-func closeStream(start time.Time, rd *sse.Reader, d *sse.Demux, maxTokens int, out *Request, small bool) []sse.Sequence {
-	rd.Reset(nil)
-	rd.Now = nil
-	if small {
-		smallReaderPool.Put(rd)
-	} else {
-		readerPool.Put(rd)
-	}
-	out.End = time.Since(start)
-	out.Done = d.Done
-	out.Usage, out.HasUsage = d.RequestUsage()
-	seqs := d.Finalize(maxTokens)
-	d.Release()
-	return seqs
-}
-
-// streamError records a failed stream and reports whether it may be retried (a warm-up's
-// in-stream 429 or 5xx).
-//
-//go:noinline
-func streamError(ctx context.Context, serr error, out *Request, warm bool) (retry bool) {
-	u := out.URL
-	if ctx.Err() != nil {
-		out.Err = &RequestError{Kind: KindCanceled, URL: u, Status: out.Status, Err: ctx.Err()}
-		return false
-	}
-	var se *sse.ServerError
-	switch {
-	case errors.As(serr, &se):
-		out.Err = &RequestError{Kind: KindServer, URL: u, Status: out.Status, Message: se.Message, Err: se}
-		return warm && (se.Code == 429 || se.Code >= 500)
-	case isTimeout(serr):
-		// the only read deadline set while streaming is the total one
-		out.Err = &RequestError{Kind: KindTimeout, URL: u, Status: out.Status, Timeout: "total", Err: serr}
-	case errors.Is(serr, sse.ErrTruncated) || errors.Is(serr, sse.ErrMalformed):
-		out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: serr}
-	case errors.Is(serr, io.ErrUnexpectedEOF):
-		// The body ended inside a chunk of the chunked encoding: the server stopped
-		// mid-stream, which is a truncated stream, not a failed connection.
-		out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: fmt.Errorf("%w (%v)", sse.ErrTruncated, serr)}
-	default:
-		out.Err = &RequestError{Kind: KindTransport, URL: u, Status: out.Status, Err: serr}
-	}
-	return false
-}
-
-// stream runs the demux. Up to the first token it goes event by event, to keep the first
-// event's bytes (for errors), mark the first token for the first-token timer and arm the
-// stall watch; then d.Run reads the rest with nothing added per chunk.
-func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
-	for {
-		ev, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			return d.Run(rd) // at EOF: Run sees EOF again and checks completion
-		}
-		if err != nil {
-			return err
-		}
-		first := d.Events == 0
-		if err := d.Feed(ev); err != nil {
-			return err
-		}
-		if first && !hasMark(d) {
-			ab.keepFirst(ev.Data)
-		}
-		if hasMark(d) {
-			c.firstToken(ab, ev.At.Sub(d.Base))
-			return d.Run(rd)
-		}
-		if d.Done {
-			return d.Run(rd)
-		}
-	}
-}
-
-// firstToken records the first token (offset at from the Send's start) for the timers.
-//
-//go:noinline
-func (c *Client) firstToken(ab *abortState, at time.Duration) {
-	if c.opts.FirstTokenTimeout > 0 {
-		ab.mu.Lock()
-		ab.first = true
-		ab.mu.Unlock()
-	}
-	if stallEnabled(&c.opts) {
-		ab.stall.arm(at)
-	}
-}
-
-func hasMark(d *sse.Demux) bool { return d.Marks() > 0 }
-
-func (c *Client) captureHeaders(resp *fasthttp.Response, out *Request) {
-	for _, name := range []string{c.opts.GenerationDurationHeader, c.opts.SpeculationAcceptanceHeader} {
-		if name == "" {
-			continue
-		}
-		v := resp.Header.Peek(name)
-		if len(v) == 0 {
-			continue
-		}
-		if out.Headers == nil {
-			out.Headers = map[string]string{}
-		}
-		out.Headers[name] = string(v)
-	}
-}
-
 // Responses genload does not understand fail with a KindStream RequestError that says what
 // was expected and what came, quoting the first bytes.
 
@@ -239,6 +76,191 @@ func hasPrefixFold(b []byte, p string) bool {
 	return true
 }
 
+// firstBytes returns up to 160 bytes of b on one line, for messages.
+func firstBytes(b []byte) string {
+	if len(b) > 160 {
+		b = b[:160]
+	}
+	return strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "\uFFFD")), " ")
+}
+
+// readStream reads the SSE stream of body (ollama's newline-delimited JSON with APIOllama) into d and returns its sequences (aliasing d until
+// its next Reset) and the stream's error.
+func (c *Client) readStream(start time.Time, p *call, body io.Reader, ab *abortState, d *sse.Demux, maxTokens int, out *Request) ([]sse.Sequence, error) {
+	rd := c.openStream(start, p, body, d, maxTokens)
+	if stallEnabled(&c.opts) {
+		if ab.stall == nil {
+			ab.stall = stallPool.Get().(*stallWatch)
+		}
+		rd.Now = ab.stall.reset(&c.opts, start, out.Sent, d, d.Expect, ab.anyByte, ab.streams, ab, out.URL, out.Status)
+		defer ab.stall.stop()
+	}
+	serr := c.stream(rd, d, ab)
+	return closeStream(start, rd, d, maxTokens, out, p.small), serr
+}
+
+// readerPool recycles SSE readers (and their buffers) across requests. Their default
+// 16 KiB buffer is larger than the connection's read buffer, so bufio hands reads straight
+// to the socket (16 KiB per read): with 4 KiB SSE buffers the same burst cost ~8 % more CPU
+// per chunk at C = 1. A stream holds its reader from its first byte to its end, so a Do of
+// many streams takes its readers from smallReaderPool instead: at 1,024 streams 16 KiB
+// readers are 16 MB of heap (resident only where bytes were read, but counted by the
+// collector, which sizes the heap on them), and a stream's share of the bytes falls as the
+// streams grow (a paced stream reads one chunk of a few hundred bytes per read whatever the
+// buffer).
+var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, 0) }}
+
+// smallReaderPool holds the 4 KiB SSE readers of Do calls of at least smallReaderStreams
+// streams (a reader still grows to hold a longer line).
+var smallReaderPool = sync.Pool{New: func() any { return sse.NewReader(nil, 4<<10) }}
+
+const smallReaderStreams = 64
+
+// openStream readies a pooled SSE reader on body and resets d for the plan's sequences.
+//
+//go:noinline
+func (c *Client) openStream(start time.Time, p *call, body io.Reader, d *sse.Demux, maxTokens int) *sse.Reader {
+	pool := &readerPool
+	if p.small {
+		pool = &smallReaderPool
+	}
+	rd := pool.Get().(*sse.Reader)
+	rd.Reset(body)
+	rd.Lines = c.ollama() // newline-delimited JSON
+	d.KeepText, d.MarkCap, d.Generate = c.opts.KeepText, min(maxTokens+1, 4096), c.ollama()
+	expect := len(p.prompts)
+	if p.n > 1 {
+		expect = p.n
+	}
+	d.Reset(start, expect)
+	return rd
+}
+
+// stream runs the demux. Up to the first token it goes event by event, to keep the first
+// event's bytes (for errors), mark the first token for the first-token timer and arm the
+// stall watch; then d.Run reads the rest with nothing added per chunk.
+func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return d.Run(rd) // at EOF: Run sees EOF again and checks completion
+		}
+		if err != nil {
+			return err
+		}
+		first := d.Events == 0
+		if err := d.Feed(ev); err != nil {
+			return err
+		}
+		if first && !hasMark(d) {
+			ab.keepFirst(ev.Data)
+		}
+		if hasMark(d) {
+			c.firstToken(ab, ev.At.Sub(d.Base))
+			return d.Run(rd)
+		}
+		if d.Done {
+			return d.Run(rd)
+		}
+	}
+}
+
+func hasMark(d *sse.Demux) bool { return d.Marks() > 0 }
+
+// firstToken records the first token (offset at from the Send's start) for the timers.
+//
+//go:noinline
+func (c *Client) firstToken(ab *abortState, at time.Duration) {
+	if c.opts.FirstTokenTimeout > 0 {
+		ab.mu.Lock()
+		ab.first = true
+		ab.mu.Unlock()
+	}
+	if stallEnabled(&c.opts) {
+		ab.stall.arm(at)
+	}
+}
+
+// closeStream returns rd to its pool, records the stream's end in out and returns d's
+// sequences.
+//
+//go:noinline
+func closeStream(start time.Time, rd *sse.Reader, d *sse.Demux, maxTokens int, out *Request, small bool) []sse.Sequence {
+	rd.Reset(nil)
+	rd.Now = nil
+	if small {
+		smallReaderPool.Put(rd)
+	} else {
+		readerPool.Put(rd)
+	}
+	out.End = time.Since(start)
+	out.Done = d.Done
+	out.Usage, out.HasUsage = d.RequestUsage()
+	seqs := d.Finalize(maxTokens)
+	d.Release()
+	return seqs
+}
+
+func (c *Client) captureHeaders(resp *fasthttp.Response, out *Request) {
+	for _, name := range []string{c.opts.GenerationDurationHeader, c.opts.SpeculationAcceptanceHeader} {
+		if name == "" {
+			continue
+		}
+		v := resp.Header.Peek(name)
+		if len(v) == 0 {
+			continue
+		}
+		if out.Headers == nil {
+			out.Headers = map[string]string{}
+		}
+		out.Headers[name] = string(v)
+	}
+}
+
+// exactStall replaces the token count of a stall error, published by the stream's last read
+// before that read's events were decoded, with the exact count.
+func exactStall(cause *RequestError, d *sse.Demux) {
+	var se *StallError
+	if cause.Timeout == "stall" && errors.As(cause.Err, &se) {
+		se.Token = d.Marks() / max(se.Sequences, 1)
+	}
+}
+
+// streamError records a failed stream and reports whether it may be retried (a warm-up's
+// in-stream 429 or 5xx).
+//
+//go:noinline
+func streamError(ctx context.Context, serr error, out *Request, warm bool) (retry bool) {
+	u := out.URL
+	if ctx.Err() != nil {
+		out.Err = &RequestError{Kind: KindCanceled, URL: u, Status: out.Status, Err: ctx.Err()}
+		return false
+	}
+	var se *sse.ServerError
+	switch {
+	case errors.As(serr, &se):
+		out.Err = &RequestError{Kind: KindServer, URL: u, Status: out.Status, Message: se.Message, Err: se}
+		return warm && (se.Code == 429 || se.Code >= 500)
+	case isTimeout(serr):
+		// the only read deadline set while streaming is the total one
+		out.Err = &RequestError{Kind: KindTimeout, URL: u, Status: out.Status, Timeout: "total", Err: serr}
+	case errors.Is(serr, sse.ErrTruncated) || errors.Is(serr, sse.ErrMalformed):
+		out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: serr}
+	case errors.Is(serr, io.ErrUnexpectedEOF):
+		// The body ended inside a chunk of the chunked encoding: the server stopped
+		// mid-stream, which is a truncated stream, not a failed connection.
+		out.Err = &RequestError{Kind: KindStream, URL: u, Status: out.Status, Err: fmt.Errorf("%w (%v)", sse.ErrTruncated, serr)}
+	default:
+		out.Err = &RequestError{Kind: KindTransport, URL: u, Status: out.Status, Err: serr}
+	}
+	return false
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 // notUnderstood rewrites the error of a stream that ended unfinished without a single
 // token: what was expected, and the first event (or that there was none).
 //
@@ -265,27 +287,8 @@ func notUnderstood(resp *fasthttp.Response, d *sse.Demux, ab *abortState, out *R
 	}
 }
 
-// exactStall replaces the token count of a stall error, published by the stream's last read
-// before that read's events were decoded, with the exact count.
-func exactStall(cause *RequestError, d *sse.Demux) {
-	var se *StallError
-	if cause.Timeout == "stall" && errors.As(cause.Err, &se) {
-		se.Token = d.Marks() / max(se.Sequences, 1)
-	}
-}
-
-// firstBytes returns up to 160 bytes of b on one line, for messages.
-func firstBytes(b []byte) string {
-	if len(b) > 160 {
-		b = b[:160]
-	}
-	return strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "\uFFFD")), " ")
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
+// enabled reports whether o asks for stall detection.
+func stallEnabled(o *Options) bool { return o.Stall > 0 || o.StallSteps > 0 }
 
 // stallWatch detects a stream that stops sending. The stream's goroutine publishes, on every
 // read that returns bytes, the read's time and the token chunks counted so far (one atomic
@@ -328,21 +331,6 @@ const stallMarkBits = 24
 // worst it re-arms the timer that arm resets anyway.
 var stallPool = sync.Pool{New: func() any { return new(stallWatch) }}
 
-// enabled reports whether o asks for stall detection.
-func stallEnabled(o *Options) bool { return o.Stall > 0 || o.StallSteps > 0 }
-
-// now is the sse.Reader clock hook: it returns time.Now and publishes it.
-func (s *stallWatch) now() time.Time {
-	t := time.Now()
-	us := uint64(t.Sub(s.base) / time.Microsecond)
-	m := uint64(min(s.d.Marks(), 1<<stallMarkBits-1))
-	s.pub.Store(us<<stallMarkBits | m)
-	if a := s.anyByte; a != nil && int64(us) > a.Load()+1000 {
-		a.Store(int64(us)) // racing streams may store a slightly older time: harmless at ms
-	}
-	return t
-}
-
 // reset readies the watch for a new stream of nseq sequences read into d, with times from
 // base. It returns the clock hook to give the stream's sse.Reader.
 func (s *stallWatch) reset(o *Options, base time.Time, sent time.Duration, d *sse.Demux, nseq int, anyByte *atomic.Int64, streams int,
@@ -361,6 +349,18 @@ func (s *stallWatch) reset(o *Options, base time.Time, sent time.Duration, d *ss
 	return s.clock
 }
 
+// now is the sse.Reader clock hook: it returns time.Now and publishes it.
+func (s *stallWatch) now() time.Time {
+	t := time.Now()
+	us := uint64(t.Sub(s.base) / time.Microsecond)
+	m := uint64(min(s.d.Marks(), 1<<stallMarkBits-1))
+	s.pub.Store(us<<stallMarkBits | m)
+	if a := s.anyByte; a != nil && int64(us) > a.Load()+1000 {
+		a.Store(int64(us)) // racing streams may store a slightly older time: harmless at ms
+	}
+	return t
+}
+
 // arm starts the timer at the first token (offset first from base).
 func (s *stallWatch) arm(first time.Duration) {
 	s.mu.Lock()
@@ -375,16 +375,6 @@ func (s *stallWatch) arm(first time.Duration) {
 	} else {
 		s.t.Reset(lim)
 	}
-}
-
-// stop disarms the watch (the stream ended); a check already running does nothing more.
-func (s *stallWatch) stop() {
-	s.mu.Lock()
-	s.stopped = true
-	if s.t != nil {
-		s.t.Stop()
-	}
-	s.mu.Unlock()
 }
 
 // limit returns the allowed silence after the last byte at offset last, with marks token
@@ -434,4 +424,14 @@ func (s *stallWatch) check() {
 	ab, u, status := s.ab, s.url, s.status
 	s.mu.Unlock()
 	ab.abort(&RequestError{Kind: KindTimeout, URL: u, Status: status, Timeout: "stall", Err: e})
+}
+
+// stop disarms the watch (the stream ended); a check already running does nothing more.
+func (s *stallWatch) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	if s.t != nil {
+		s.t.Stop()
+	}
+	s.mu.Unlock()
 }
