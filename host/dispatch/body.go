@@ -101,7 +101,7 @@ func promptsOf(p *plan.Plan) (promptSet, error) {
 	return ps, nil
 }
 
-// promptSet is the cell's prompts as token-id arrays or as strings.
+// promptSet is the plan's prompts as token-id arrays or as strings.
 type promptSet interface {
 	// Len is the number of prompts.
 	Len() int
@@ -116,18 +116,33 @@ type promptSet interface {
 // idPrompts are token-id prompts, sent as arrays of integers.
 type idPrompts [][]int32
 
-func (p idPrompts) Len() int                        { return len(p) }
-func (p idPrompts) Size(i int) int                  { return 7*len(p[i]) + 25 }
+// Len is the number of prompts.
+func (p idPrompts) Len() int { return len(p) }
+
+// Size is appendIDs' bound for prompt i: 7 bytes an id, 24 spare and the '['.
+func (p idPrompts) Size(i int) int { return 7*len(p[i]) + 25 }
+
+// Append appends prompt i as a JSON array of integers (appendIDs).
 func (p idPrompts) Append(dst []byte, i int) []byte { return appendIDs(dst, p[i]) }
-func (p idPrompts) Empty(i int) bool                { return len(p[i]) == 0 }
+
+// Empty reports a prompt i of no token.
+func (p idPrompts) Empty(i int) bool { return len(p[i]) == 0 }
 
 // textPrompts are string prompts (TGI accepts only these), sent as JSON strings.
 type textPrompts []string
 
-func (p textPrompts) Len() int                        { return len(p) }
-func (p textPrompts) Size(i int) int                  { return 6*len(p[i]) + 2 }
+// Len is the number of prompts.
+func (p textPrompts) Len() int { return len(p) }
+
+// Size bounds prompt i's JSON string: 6 bytes a byte (\u00XX, the longest escape) and the
+// quotes.
+func (p textPrompts) Size(i int) int { return 6*len(p[i]) + 2 }
+
+// Append appends prompt i as a JSON string (jsonenc.AppendString).
 func (p textPrompts) Append(dst []byte, i int) []byte { return jsonenc.AppendString(dst, p[i]) }
-func (p textPrompts) Empty(i int) bool                { return p[i] == "" }
+
+// Empty reports an empty prompt i.
+func (p textPrompts) Empty(i int) bool { return p[i] == "" }
 
 // bodySize returns an upper bound of the body length for prompts idx, so that one
 // buffer growth suffices.
@@ -158,6 +173,8 @@ type bodyStream struct {
 	parts     int
 }
 
+// newBodyStream returns the streamed body of prompts idx of ps (all of them when array, else
+// idx[0]) with n and maxTokens, and computes its exact size.
 func newBodyStream(t *bodyTemplate, ps idPrompts, idx []int, array bool, n, maxTokens int) *bodyStream {
 	s := &bodyStream{t: t, ps: ps, idx: idx, array: array, n: n, max: maxTokens, parts: len(idx)}
 	if !array {
@@ -215,6 +232,9 @@ func (s *bodyStream) Read(p []byte) (int, error) {
 // rewind makes the stream start again (a request sent again).
 func (s *bodyStream) rewind() { s.buf, s.off, s.next = s.buf[:0], 0, 0 }
 
+// getBuf returns an empty buffer for a body of up to size bytes: the smallest pooled one that
+// holds size, else the most recently given back (which appendBody then grows once), else a new
+// one.
 func (c *Client) getBuf(size int) []byte {
 	c.bufMu.Lock()
 	defer c.bufMu.Unlock()
@@ -235,6 +255,8 @@ func (c *Client) getBuf(size int) []byte {
 	return b[:0]
 }
 
+// putBufs gives the bodies of ps back to the Client's pool for the next Do; the pool keeps the
+// last 1024.
 func (c *Client) putBufs(ps []call) {
 	c.bufMu.Lock()
 	defer c.bufMu.Unlock()
@@ -249,7 +271,8 @@ func (c *Client) putBufs(ps []call) {
 	}
 }
 
-// bodyTemplate holds the precomputed parts of a /v1/completions body.
+// bodyTemplate holds the precomputed parts of a /v1/completions body (or of ollama's
+// /api/generate body).
 type bodyTemplate struct {
 	model       []byte // `"model":"…",` or empty
 	temperature []byte // `,"temperature":0` or empty when ExtraBody overrides it
@@ -269,6 +292,10 @@ var fixedKeys = []string{"model", "prompt", "n", "max_tokens", "temperature", "i
 // may override any of them ("options" replaces genload's whole options object).
 var ollamaKeys = []string{"model", "prompt", "raw", "stream", "options"}
 
+// newBodyTemplate encodes once the parts of every body that o fixes (model, temperature, seed,
+// logprobs, stream_options and the ExtraBody fields, keys sorted) and notes which of
+// genload's own fields ExtraBody overrides. Errors: a negative Logprobs, an ExtraBody
+// "prompt" or a value that does not encode as JSON, each naming the option or key.
 func newBodyTemplate(o *Options) (*bodyTemplate, error) {
 	if o.Logprobs < 0 {
 		return nil, fmt.Errorf("dispatch: logprobs %d: must be 0 (not asked) or more", o.Logprobs)

@@ -8,12 +8,17 @@
 // Every time in a Result is a monotonic offset from Result.Start, taken when bytes
 // arrive; statistics are computed elsewhere (host/measure, from the recording alone).
 //
-// Files: client.go (the Client and its options), send.go (a plan's requests and their
-// sequences), attempt.go (one request: retries, errors), stream.go (reading its SSE stream),
-// abort.go (timers and cancellation), conns.go (the connections), body.go (request bodies),
-// probe.go, models.go, hints.go, understand.go and stall.go. With Options.API ollama the same
-// path posts to ollama's native /api/generate instead and reads its newline-delimited JSON
-// stream (body.go's appendGenerate, sse's line mode).
+// The files follow a request's life, and read in this order: client.go (the Client, its
+// options, and Do, which runs the stages below for every request of a plan), body.go (build
+// the bodies), send.go (wait for the send time, then the attempts: the round trip, its
+// errors before a stream, the timers and abort state that bound the stream), connect.go (the
+// connections, and the time a request took to write), stream.go (read the SSE stream, or
+// ollama's NDJSON, stamping every read; the stall watch; the stream's errors), finish.go (how
+// a request ends: whether a failure is retried, and the hint each failure gets). Beside
+// them: load.go (the client's own load over a Do), probe.go, models.go and messages.go (what
+// a server accepts, before a run), aliases.go (the recording's types). With Options.API
+// ollama the same path posts to ollama's native /api/generate instead and reads its
+// newline-delimited JSON stream (body.go's appendGenerate, sse's line mode).
 package dispatch
 
 import (
@@ -122,8 +127,8 @@ const (
 	APIOllama API = "ollama"
 )
 
-// Client sends requests; it is safe for concurrent use, but one Send at a time gives the
-// cleanest measurements. Close it to release connections.
+// Client sends requests; it is safe for concurrent use, but one Do (or Send, Warmup) at a
+// time gives the cleanest measurements. Close it to release connections.
 type Client struct {
 	opts    Options
 	workers []endpoint
@@ -138,6 +143,8 @@ type Client struct {
 	bufs  [][]byte
 }
 
+// endpoint is a Worker as New resolved it: its name, the URL requests are posted to, and its
+// headers sorted by name.
 type endpoint struct {
 	name    string
 	url     string
@@ -220,6 +227,8 @@ func generateURL(base string) (string, error) {
 	return u.String(), nil
 }
 
+// sortHeaders sorts name-value pairs by name in place (insertion sort: a worker has a few), so
+// that a worker's headers are set in the same order at every request.
 func sortHeaders(h [][2]string) {
 	for i := 1; i < len(h); i++ {
 		for j := i; j > 0 && h[j][0] < h[j-1][0]; j-- {

@@ -21,6 +21,10 @@ const (
 	bigReadBufferSize = 64 << 10
 )
 
+// newHTTPClient returns a fasthttp client with read buffers of readBuf bytes that streams
+// response bodies, writes through a 16 KiB buffer, dials through c.dial (so that every
+// connection is tracked), makes one attempt per call (retries are do's) and closes a
+// connection idle for 4 s.
 func (c *Client) newHTTPClient(readBuf int) *fasthttp.Client {
 	return &fasthttp.Client{
 		Name:                      "genload",
@@ -49,7 +53,7 @@ func (c *Client) growReadBuffers() {
 	}
 }
 
-// connSet tracks open connections by local+remote address, so that a streaming
+// connSet tracks open connections by their local address, so that a streaming
 // request's connection can get its read deadline replaced and so that a canceled
 // context can close connections still waiting for headers.
 type connSet struct {
@@ -57,6 +61,8 @@ type connSet struct {
 	m  map[net.Addr]net.Conn // by the connection's LocalAddr value (pointer identity)
 }
 
+// dial connects to addr over TCP (within Options.ConnectTimeout) and registers the
+// connection, as a trackedConn, in c.conns until it is closed.
 func (c *Client) dial(addr string) (net.Conn, error) {
 	d := net.Dialer{Timeout: c.opts.ConnectTimeout}
 	conn, err := d.Dial("tcp", addr)
@@ -70,6 +76,8 @@ func (c *Client) dial(addr string) (net.Conn, error) {
 	return t, nil
 }
 
+// trackedConn is a connection of the Client's connSet that records when its writes of a
+// request began and ended.
 type trackedConn struct {
 	net.Conn
 	set  *connSet
@@ -138,6 +146,7 @@ func (t *trackedConn) writeSpan() time.Duration {
 	return time.Duration(w - f)
 }
 
+// Close removes the connection from its set (once) and closes it.
 func (t *trackedConn) Close() error {
 	t.once.Do(func() {
 		t.set.mu.Lock()
@@ -147,6 +156,8 @@ func (t *trackedConn) Close() error {
 	return t.Conn.Close()
 }
 
+// closeAll closes every tracked connection, idle or busy: a request waiting for headers on
+// one fails at once.
 func (s *connSet) closeAll() {
 	s.mu.Lock()
 	cs := make([]net.Conn, 0, len(s.m))

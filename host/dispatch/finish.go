@@ -60,7 +60,8 @@ func (c *Client) backoff(ctx context.Context, attempt int, retryAfter time.Durat
 	return true
 }
 
-// addHints gives every failed request of res the hint that its message calls for.
+// addHints gives every failed request of res the hint that its message calls for, and
+// rewrites its Error text to carry it.
 func addHints(res *Result, text bool) {
 	for i := range res.Requests {
 		q := &res.Requests[i]

@@ -41,7 +41,14 @@ func waitUntil(ctx context.Context, at time.Time) {
 	}
 }
 
-// into p.seqs.
+// do sends request p of a Do (its record out, its abort state ab) until an attempt succeeds
+// or may not be retried, and copies the sequences of its last attempt into p.seqs. start is
+// the Do's Result.Start, from which every time in out is an offset. Attempts beyond the
+// first: one free retry (Retry.Free, not counted against Options.Retries) for a keep-alive
+// connection the server had closed (staleConn) and one for response headers larger than the
+// read buffer (smallBuffer, after growReadBuffers); then up to Options.Retries for a failure
+// attempt reports as retryable, each after backoff. The outcome is in out: Err and its text
+// Error, Attempts, Retries.
 func (c *Client) do(ctx context.Context, start time.Time, p *call, out *Request, ab *abortState, maxTokens int, warm bool) {
 	w := &c.workers[p.worker]
 	out.Worker, out.WorkerName, out.URL, out.Prompts, out.BodyBytes = p.worker, w.name, w.url, p.prompts, p.bodyBytes()
@@ -87,7 +94,9 @@ func (c *Client) do(ctx context.Context, start time.Time, p *call, out *Request,
 	}
 }
 
-// newRequest returns the request of plan p to worker w (release both with releaseRequest).
+// newRequest returns the POST of call p to worker w, with its headers and (unless p's body is
+// streamed, which attempt sets) its body, and the response to read it into (release both
+// with releaseRequest).
 //
 //go:noinline
 func (c *Client) newRequest(w *endpoint, p *call) (*fasthttp.Request, *fasthttp.Response) {
@@ -113,6 +122,7 @@ func (c *Client) newRequest(w *endpoint, p *call) (*fasthttp.Request, *fasthttp.
 	return req, resp
 }
 
+// releaseRequest gives req and resp back to fasthttp's pools.
 func releaseRequest(req *fasthttp.Request, resp *fasthttp.Response) {
 	fasthttp.ReleaseRequest(req)
 	fasthttp.ReleaseResponse(resp)
@@ -122,14 +132,18 @@ func releaseRequest(req *fasthttp.Request, resp *fasthttp.Response) {
 // Marks and Text of the sequences are the caller's and never reused (sse.Demux.Reset).
 var demuxPool = sync.Pool{New: func() any { return new(sse.Demux) }}
 
+// putDemux resets d, so that the pooled demux keeps no reference to the Marks and Text the
+// Result holds, and gives it back to demuxPool.
 func putDemux(d *sse.Demux) {
 	d.Reset(time.Time{}, 0)
 	demuxPool.Put(d)
 }
 
-// attempt sends once and streams the response. retry reports whether the failure may be
-// retried.
-// The returned sequences alias d until its next Reset.
+// attempt sends request p once and reads its response to the end of the stream into d,
+// recording in out its times (Sent, Header, End: offsets from start), Write, Status, usage,
+// captured headers and error (a *RequestError, nil on success). retry reports whether the
+// failure may be retried and retryAfter how long the server asked to wait (Retry-After, 0
+// when it did not). The returned sequences alias d until its next Reset.
 func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fasthttp.Request, resp *fasthttp.Response,
 	out *Request, ab *abortState, d *sse.Demux, maxTokens int, warm bool) (seqs []sse.Sequence, retry bool, retryAfter time.Duration) {
 	// The phases are separate functions, the rare paths kept out of line, so that the frames
@@ -215,8 +229,10 @@ func (c *Client) headerTimeout() (time.Duration, string) {
 	return hdrTimeout, hdrKind
 }
 
-// headerError records a failure before the response headers arrived and reports whether it
-// may be retried.
+// headerError records in out.Err a failure before the response headers arrived: KindCanceled
+// when ctx ended, KindTimeout when a deadline passed (Timeout "connect", or the header-phase
+// one, "first_token" or "total"), else KindTransport. It reports whether the failure may be
+// retried: a connect timeout or a transport error.
 //
 //go:noinline
 func (c *Client) headerError(ctx context.Context, err error, out *Request) (retry bool) {
@@ -239,13 +255,17 @@ func (c *Client) headerError(ctx context.Context, err error, out *Request) (retr
 	}
 }
 
+// isDialTimeout reports a TCP connect that timed out (Options.ConnectTimeout).
 func isDialTimeout(err error) bool {
 	var oe *net.OpError
 	return errors.As(err, &oe) && oe.Op == "dial" && oe.Timeout()
 }
 
-// statusError records a non-200 response (or one without a body) and reports whether it may
-// be retried and after how long the server asked to wait.
+// statusError records in out.Err a non-200 response (KindHTTP, with the server's message read
+// by sse.ParseError from at most 64 KiB of its body; an HTML page is said on one line, with a
+// hint) or a 200 without a body (KindStream). It reports whether the failure may be retried
+// (429 and 5xx) and after how long the server asked to wait (Retry-After in whole seconds; 0
+// when absent).
 //
 //go:noinline
 func statusError(resp *fasthttp.Response, body io.Reader, out *Request) (retry bool, retryAfter time.Duration) {
@@ -283,8 +303,11 @@ func statusError(resp *fasthttp.Response, body io.Reader, out *Request) (retry b
 
 // armStream prepares a 200 response's stream: the header-phase deadline stays on the
 // connection while streaming, so it is replaced with the total deadline (or none); the
-// stream is registered with ab (the Send's context watch aborts it when canceled); and the
-// first-token and total timeouts get timers, returned for the caller to stop (nil if unset).
+// stream is registered with ab (the Do's context watch aborts it when canceled); and the
+// first-token and total timeouts get timers, counted from sent, which abort the stream with a
+// KindTimeout error (Timeout "first_token" or "total", Err errTimedOut); they are returned
+// for the caller to stop (nil if unset). A body that cannot be closed with an error
+// (not a fasthttp.ReadCloserWithError) is neither registered nor timed.
 //
 //go:noinline
 func (c *Client) armStream(resp *fasthttp.Response, body io.Reader, sent time.Time, ab *abortState, out *Request) (total, first *time.Timer) {
@@ -319,6 +342,7 @@ func (c *Client) armStream(resp *fasthttp.Response, body io.Reader, sent time.Ti
 	return total, first
 }
 
+// errTimedOut is the Err of a request that the total or first-token timer aborted.
 var errTimedOut = errors.New("deadline exceeded")
 
 // stopTimers stops the timers armStream started.
@@ -332,7 +356,7 @@ func stopTimers(a, b *time.Timer) {
 }
 
 // abortState records why a request's current attempt was aborted by a timer or the
-// context. One per request of a Send; reset by every attempt.
+// context. One per request of a Do; reset by every attempt.
 type abortState struct {
 	mu       sync.Mutex
 	cause    *RequestError
@@ -340,10 +364,10 @@ type abortState struct {
 	url      string
 	status   int
 	first    bool
-	canceled error // the Send's context error, once it was canceled (kept across attempts)
+	canceled error // the Do's context error, once it was canceled (kept across attempts)
 
 	// stall is the stall watch, made at the first stream with stall detection on; anyByte
-	// (shared by the Send's requests) and streams are its Send-wide inputs.
+	// (shared by the Do's requests) and streams are its Do-wide inputs.
 	stall   *stallWatch
 	anyByte *atomic.Int64
 	streams int
@@ -373,6 +397,8 @@ func (a *abortState) setStream(s fasthttp.ReadCloserWithError, url string, statu
 	}
 }
 
+// abort ends the attempt with e: the first cause recorded wins, and the stream, if one is
+// registered, is closed with e so that its blocked read returns.
 func (a *abortState) abort(e *RequestError) {
 	a.mu.Lock()
 	if a.cause == nil {
@@ -385,7 +411,7 @@ func (a *abortState) abort(e *RequestError) {
 	}
 }
 
-// cancel is called once when the Send's context is canceled: the stream under way, or the
+// cancel is called once when the Do's context is canceled: the stream under way, or the
 // next one set, is aborted with KindCanceled.
 func (a *abortState) cancel(err error) {
 	a.mu.Lock()
@@ -404,13 +430,14 @@ func (a *abortState) cancel(err error) {
 	}
 }
 
-// keepFirst keeps the first bytes of the stream's first event.
+// keepFirst keeps the first 160 bytes of the stream's first event, for notUnderstood.
 //
 //go:noinline
 func (a *abortState) keepFirst(data []byte) {
 	a.firstEv = append(a.firstEv[:0], data[:min(len(data), 160)]...)
 }
 
+// get returns why the attempt was aborted, nil if it was not.
 func (a *abortState) get() *RequestError {
 	a.mu.Lock()
 	defer a.mu.Unlock()

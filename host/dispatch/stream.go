@@ -84,8 +84,10 @@ func firstBytes(b []byte) string {
 	return strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "\uFFFD")), " ")
 }
 
-// readStream reads the SSE stream of body (ollama's newline-delimited JSON with APIOllama) into d and returns its sequences (aliasing d until
-// its next Reset) and the stream's error.
+// readStream reads the SSE stream of body (ollama's newline-delimited JSON with APIOllama)
+// into d, every read stamped as an offset from start, and returns its sequences (aliasing d
+// until its next Reset) and the stream's error. With stall detection on (Options.Stall,
+// StallSteps) ab's stall watch is the reader's clock from the stream's start to its end.
 func (c *Client) readStream(start time.Time, p *call, body io.Reader, ab *abortState, d *sse.Demux, maxTokens int, out *Request) ([]sse.Sequence, error) {
 	rd := c.openStream(start, p, body, d, maxTokens)
 	if stallEnabled(&c.opts) {
@@ -114,6 +116,8 @@ var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil, 0) }}
 // streams (a reader still grows to hold a longer line).
 var smallReaderPool = sync.Pool{New: func() any { return sse.NewReader(nil, 4<<10) }}
 
+// smallReaderStreams is the number of requests of a Do from which its streams read through
+// smallReaderPool.
 const smallReaderStreams = 64
 
 // openStream readies a pooled SSE reader on body and resets d for the plan's sequences.
@@ -165,9 +169,10 @@ func (c *Client) stream(rd *sse.Reader, d *sse.Demux, ab *abortState) error {
 	}
 }
 
+// hasMark reports whether d has seen a token-bearing chunk (the first token came).
 func hasMark(d *sse.Demux) bool { return d.Marks() > 0 }
 
-// firstToken records the first token (offset at from the Send's start) for the timers.
+// firstToken records the first token (offset at from the Do's start) for the timers.
 //
 //go:noinline
 func (c *Client) firstToken(ab *abortState, at time.Duration) {
@@ -181,8 +186,8 @@ func (c *Client) firstToken(ab *abortState, at time.Duration) {
 	}
 }
 
-// closeStream returns rd to its pool, records the stream's end in out and returns d's
-// sequences.
+// closeStream returns rd to its pool, records the stream's end in out (End, Done and the
+// request's usage) and returns d's sequences, finalized against maxTokens.
 //
 //go:noinline
 func closeStream(start time.Time, rd *sse.Reader, d *sse.Demux, maxTokens int, out *Request, small bool) []sse.Sequence {
@@ -201,6 +206,9 @@ func closeStream(start time.Time, rd *sse.Reader, d *sse.Demux, maxTokens int, o
 	return seqs
 }
 
+// captureHeaders copies into out.Headers the response headers named by
+// Options.GenerationDurationHeader and SpeculationAcceptanceHeader, when present. It runs
+// after the stream, so that a value sent as a trailer has arrived.
 func (c *Client) captureHeaders(resp *fasthttp.Response, out *Request) {
 	for _, name := range []string{c.opts.GenerationDurationHeader, c.opts.SpeculationAcceptanceHeader} {
 		if name == "" {
@@ -226,8 +234,10 @@ func exactStall(cause *RequestError, d *sse.Demux) {
 	}
 }
 
-// streamError records a failed stream and reports whether it may be retried (a warm-up's
-// in-stream 429 or 5xx).
+// streamError records in out.Err why the stream failed: KindCanceled when ctx ended,
+// KindServer for an error event of the server, KindTimeout for the total read deadline,
+// KindStream for a truncated or malformed stream, else KindTransport. It reports whether the
+// failure may be retried (a warm-up's in-stream 429 or 5xx).
 //
 //go:noinline
 func streamError(ctx context.Context, serr error, out *Request, warm bool) (retry bool) {
@@ -256,6 +266,7 @@ func streamError(ctx context.Context, serr error, out *Request, warm bool) (retr
 	return false
 }
 
+// isTimeout reports a net.Error that is a timeout (a read deadline that passed).
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
@@ -287,7 +298,7 @@ func notUnderstood(resp *fasthttp.Response, d *sse.Demux, ab *abortState, out *R
 	}
 }
 
-// enabled reports whether o asks for stall detection.
+// stallEnabled reports whether o asks for stall detection.
 func stallEnabled(o *Options) bool { return o.Stall > 0 || o.StallSteps > 0 }
 
 // stallWatch detects a stream that stops sending. The stream's goroutine publishes, on every
@@ -303,7 +314,7 @@ type stallWatch struct {
 	base time.Time
 	d    *sse.Demux // read only by the stream's goroutine (in now)
 	nseq int
-	// anyByte is the last byte's offset from base in µs over every stream of the Send
+	// anyByte is the last byte's offset from base in µs over every stream of the Do
 	// (nil: this stream alone), published at most once per ms per stream; streams counts
 	// them.
 	anyByte *atomic.Int64
@@ -323,9 +334,10 @@ type stallWatch struct {
 	clock   func() time.Time // s.now as a func value, made once per watch
 }
 
+// stallMarkBits is the width of the token-chunk count in stallWatch.pub.
 const stallMarkBits = 24
 
-// stallPool recycles stall watches (their timer and hook) across Sends. A watch's timer
+// stallPool recycles stall watches (their timer and hook) across Do calls. A watch's timer
 // callback that started before stop returned may still run once after the watch was reused;
 // under the watch's mutex it finds either a stopped watch or the new stream's state, so at
 // worst it re-arms the timer that arm resets anyway.
