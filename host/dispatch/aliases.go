@@ -37,3 +37,12 @@ const (
 
 // RequestError is the recording type: see recording.RequestError.
 type RequestError = recording.RequestError
+
+// StallError is the recording type: see recording.StallError.
+type StallError = recording.StallError
+
+// Retry is the recording type: see recording.Retry.
+type Retry = recording.Retry
+
+// RetryStats is the recording type: see recording.RetryStats.
+type RetryStats = recording.RetryStats

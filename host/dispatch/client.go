@@ -8,17 +8,24 @@
 // Every time in a Result is a monotonic offset from Result.Start, taken when bytes
 // arrive; statistics are computed elsewhere (host/measure, from the recording alone).
 //
-// Files: client.go (the Client and its options), send.go (a plan's requests and their
-// sequences), attempt.go (one request: retries, errors), stream.go (reading its SSE stream),
-// abort.go (timers and cancellation), conns.go (the connections), body.go (request bodies),
-// probe.go, models.go, hints.go, understand.go and stall.go. With Options.API ollama the same
-// path posts to ollama's native /api/generate instead and reads its newline-delimited JSON
-// stream (body.go's appendGenerate, sse's line mode).
+// The files follow a request's life, and read in this order: client.go (the Client, its
+// options, and Do, which runs the stages below for every request of a plan), body.go (build
+// the bodies), send.go (wait for the send time, then the attempts: the round trip, its
+// errors before a stream, the timers and abort state that bound the stream), connect.go (the
+// connections, and the time a request took to write), stream.go (read the SSE stream, or
+// ollama's NDJSON, stamping every read; the stall watch; the stream's errors), finish.go (how
+// a request ends: whether a failure is retried, and the hint each failure gets). Beside
+// them: load.go (the client's own load over a Do), probe.go, models.go and messages.go (what
+// a server accepts, before a run), aliases.go (the recording's types). With Options.API
+// ollama the same path posts to ollama's native /api/generate instead and reads its
+// newline-delimited JSON stream (body.go's appendGenerate, sse's line mode).
 package dispatch
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -26,6 +33,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/genload/genload/host/plan"
+	"github.com/genload/genload/host/sse"
 	"github.com/valyala/fasthttp"
 )
 
@@ -118,11 +127,8 @@ const (
 	APIOllama API = "ollama"
 )
 
-// ollama reports whether the Client speaks ollama's native API.
-func (c *Client) ollama() bool { return c.opts.API == APIOllama }
-
-// Client sends requests; it is safe for concurrent use, but one Send at a time gives the
-// cleanest measurements. Close it to release connections.
+// Client sends requests; it is safe for concurrent use, but one Do (or Send, Warmup) at a
+// time gives the cleanest measurements. Close it to release connections.
 type Client struct {
 	opts    Options
 	workers []endpoint
@@ -137,6 +143,8 @@ type Client struct {
 	bufs  [][]byte
 }
 
+// endpoint is a Worker as New resolved it: its name, the URL requests are posted to, and its
+// headers sorted by name.
 type endpoint struct {
 	name    string
 	url     string
@@ -184,46 +192,6 @@ func New(opts Options) (*Client, error) {
 	return c, nil
 }
 
-// Per-connection read buffers. A connection holds one from sending a request to the end of
-// its stream, so at 512 streams they are a large part of the client's memory (and of the
-// heap the garbage collector paces itself on): 4 KiB, fasthttp's default. The buffer also
-// bounds the response headers; a response whose headers do not fit fails with
-// fasthttp.ErrSmallBuffer, and the Client then switches for good to bigReadBufferSize and
-// sends the request again (once, not counted as a retry). In practice the first warmup
-// pays for it.
-const (
-	readBufferSize    = 4 << 10
-	bigReadBufferSize = 64 << 10
-)
-
-func (c *Client) newHTTPClient(readBuf int) *fasthttp.Client {
-	return &fasthttp.Client{
-		Name:                      "genload",
-		StreamResponseBody:        true,
-		MaxConnsPerHost:           1 << 16,
-		MaxIdemponentCallAttempts: 1,
-		ReadBufferSize:            readBuf,
-		WriteBufferSize:           16 << 10,
-		MaxIdleConnDuration:       4 * time.Second, // below uvicorn's 5 s keep-alive (vLLM, SGLang)
-		Dial:                      c.dial,
-	}
-}
-
-// httpClient returns the fasthttp client in use.
-func (c *Client) httpClient() *fasthttp.Client {
-	if b := c.big.Load(); b != nil {
-		return b
-	}
-	return c.hc
-}
-
-// growReadBuffers switches to the client with big read buffers.
-func (c *Client) growReadBuffers() {
-	if c.big.Load() == nil {
-		c.big.CompareAndSwap(nil, c.newHTTPClient(bigReadBufferSize))
-	}
-}
-
 // completionsURL turns a base URL into the /v1/completions URL.
 func completionsURL(base string) (string, error) {
 	if base == "" {
@@ -259,6 +227,8 @@ func generateURL(base string) (string, error) {
 	return u.String(), nil
 }
 
+// sortHeaders sorts name-value pairs by name in place (insertion sort: a worker has a few), so
+// that a worker's headers are set in the same order at every request.
 func sortHeaders(h [][2]string) {
 	for i := 1; i < len(h); i++ {
 		for j := i; j > 0 && h[j][0] < h[j-1][0]; j-- {
@@ -266,6 +236,9 @@ func sortHeaders(h [][2]string) {
 		}
 	}
 }
+
+// ollama reports whether the Client speaks ollama's native API.
+func (c *Client) ollama() bool { return c.opts.API == APIOllama }
 
 // Close closes idle and open connections.
 func (c *Client) Close() {
@@ -282,4 +255,185 @@ func (c *Client) OpenConns() int {
 	c.conns.mu.Lock()
 	defer c.conns.mu.Unlock()
 	return len(c.conns.m)
+}
+
+// Send is Do of the plan plan.ForPrompts(mode, prompts) over the Client's workers: the measured
+// request(s) of token-id prompts with max_tokens = maxTokens.
+func (c *Client) Send(ctx context.Context, mode Mode, prompts [][]int32, maxTokens int) (*Result, error) {
+	p, err := c.shaped(mode, prompts, nil, maxTokens, false)
+	if err != nil {
+		return nil, err
+	}
+	return c.Do(ctx, p)
+}
+
+// SendText is Send with string prompts, JSON-escaped (invalid UTF-8 becomes U+FFFD).
+func (c *Client) SendText(ctx context.Context, mode Mode, prompts []string, maxTokens int) (*Result, error) {
+	if prompts == nil {
+		prompts = []string{}
+	}
+	p, err := c.shaped(mode, nil, prompts, maxTokens, false)
+	if err != nil {
+		return nil, err
+	}
+	return c.Do(ctx, p)
+}
+
+// Warmup sends the prompts as Send would, with max_tokens = 1, as a warmup (in-stream 429
+// and 5xx retried too), and waits for every stream to end. The returned error joins the
+// failures (each a *RequestError).
+func (c *Client) Warmup(ctx context.Context, mode Mode, prompts [][]int32) error {
+	p, err := c.shaped(mode, prompts, nil, 1, true)
+	if err != nil {
+		return err
+	}
+	res, err := c.Do(ctx, p)
+	if err != nil {
+		return err
+	}
+	return res.Err()
+}
+
+// WarmupText is Warmup with string prompts (for servers that accept only strings, such
+// as TGI).
+func (c *Client) WarmupText(ctx context.Context, mode Mode, prompts []string) error {
+	if prompts == nil {
+		prompts = []string{}
+	}
+	p, err := c.shaped(mode, nil, prompts, 1, true)
+	if err != nil {
+		return err
+	}
+	res, err := c.Do(ctx, p)
+	if err != nil {
+		return err
+	}
+	return res.Err()
+}
+
+// shaped is plan.ForPrompts over the Client's workers.
+func (c *Client) shaped(mode Mode, ids [][]int32, texts []string, maxTokens int, warm bool) (*plan.Plan, error) {
+	p, err := plan.ForPrompts(mode, ids, texts, len(c.workers), maxTokens)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	p.Warmup = warm
+	return p, nil
+}
+
+// Body returns the exact request bodies Do would post for plan p (one per request), for
+// inspection and tests.
+func (c *Client) Body(p *plan.Plan) ([][]byte, error) {
+	ps, err := c.calls(p)
+	if err != nil {
+		return nil, err
+	}
+	defer c.putBufs(ps)
+	out := make([][]byte, len(ps))
+	for i, q := range ps {
+		if q.stream != nil {
+			b, err := io.ReadAll(q.stream)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = b
+			continue
+		}
+		out[i] = append([]byte(nil), q.body...)
+	}
+	return out, nil
+}
+
+// Do sends plan p's requests (each to its worker, with max_tokens = p.MaxTokens) and streams
+// them to the end. The error is non-nil only when nothing could be sent (no prompts, an empty
+// prompt, a request naming a worker or prompt that does not exist); failures of individual
+// requests are in Result.Requests[i].Err (see Result.Err) and their sequences stay in the
+// Result, B of them in request order (sequence k of a request continues its prompt
+// Prompts[k / N]). Failures before a response body started (transport, 429, 5xx) are retried
+// (Options.Retries, RetryDelay); a warmup plan (p.Warmup) also retries an in-stream error with
+// code 429 or ≥ 500.
+//
+// Result.Client records the client's own load: the time to build the bodies, each request's
+// write time (Request.Write) against its TTFT, the process's CPU share and the scheduler's
+// latency while the streams ran (recording.ClientLoad.Bottleneck says when they limited the
+// figures).
+//
+// Canceling ctx aborts the streams at once (Kind KindCanceled) and closes every
+// connection of the Client, including idle ones. After [DONE] a stream is read to its
+// end so that its connection can be reused; TotalTimeout bounds that too.
+func (c *Client) Do(ctx context.Context, p *plan.Plan) (*Result, error) {
+	tb := time.Now()
+	ps, err := c.calls(p)
+	if err != nil {
+		return nil, err
+	}
+	build := time.Since(tb)
+	defer c.putBufs(ps)
+	mode := p.Shape
+	if mode == "" {
+		mode = ModeArray
+	}
+	maxTokens, warm := p.MaxTokens, p.Warmup
+
+	// Sequences: each request owns a contiguous range of them (call.seqs) and fills it when it
+	// ends (do). A request that failed before its stream leaves empty records; indices a
+	// request did not ask for are dropped.
+	total := 0
+	for ri := range ps {
+		total += ps[ri].want()
+	}
+	res := &Result{Mode: mode, MaxTokens: maxTokens, Requests: make([]Request, len(ps)), Sequences: make([]Sequence, total)}
+	off := 0
+	for ri := range ps {
+		q := &ps[ri]
+		for k := range q.want() {
+			res.Sequences[off+k] = Sequence{Sequence: sse.Sequence{Index: k}, Prompt: q.prompts[k/q.n], Request: ri}
+		}
+		q.seqs = res.Sequences[off : off+q.want()]
+		q.small = len(ps) >= smallReaderStreams
+		off += len(q.seqs)
+	}
+
+	// One context watch for the whole Do (not one per request): canceling ctx aborts the
+	// streams under way, then closes every connection, which unblocks requests still
+	// waiting for headers.
+	aborts := make([]abortState, len(ps))
+	if stallEnabled(&c.opts) {
+		// A stream is stalled only when no stream of the Do received a byte: a server
+		// that prefills other requests' prompts pauses this one but sends their tokens.
+		anyByte := new(atomic.Int64)
+		for i := range aborts {
+			aborts[i].anyByte, aborts[i].streams = anyByte, len(ps)
+		}
+	}
+	stop := context.AfterFunc(ctx, func() {
+		for i := range aborts {
+			aborts[i].cancel(ctx.Err())
+		}
+		c.conns.closeAll()
+	})
+	defer stop()
+
+	if !p.SendAt.IsZero() {
+		waitUntil(ctx, p.SendAt)
+	}
+	load := startLoad()
+	res.Start = time.Now()
+	var wg sync.WaitGroup
+	for i := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.do(ctx, res.Start, &ps[i], &res.Requests[i], &aborts[i], maxTokens, warm)
+		}()
+	}
+	wg.Wait()
+	load.finish(res, build)
+	for i := range aborts {
+		if aborts[i].stall != nil {
+			stallPool.Put(aborts[i].stall)
+		}
+	}
+	addHints(res, p.Texts != nil)
+	return res, nil
 }

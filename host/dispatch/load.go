@@ -21,8 +21,11 @@ type loadProbe struct {
 	sample []metrics.Sample
 }
 
+// schedMetric is the runtime/metrics histogram of how long runnable goroutines waited to run.
 const schedMetric = "/sched/latencies:seconds"
 
+// startLoad takes the first sample of a Do's load: the scheduler latency histogram, the
+// process's CPU times (getrusage) and the wall clock.
 func startLoad() *loadProbe {
 	p := &loadProbe{sample: []metrics.Sample{{Name: schedMetric}}}
 	metrics.Read(p.sample)

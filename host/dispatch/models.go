@@ -32,6 +32,8 @@ type ModelsError struct {
 	NotOpenAI bool
 }
 
+// Error is "GET <url>: HTTP <status>: <message>" ("GET <url>: <message>" without a response),
+// or the whole one-line message of a NotOpenAI answer.
 func (e *ModelsError) Error() string {
 	if e.NotOpenAI {
 		return e.Msg
@@ -48,8 +50,9 @@ func (e *ModelsError) Retryable() bool { return e.Status == 0 || e.Status == 429
 
 // ListModels asks base (a server's base URL, optionally ending in /v1) for GET /v1/models.
 // An unreachable server or a non-200 status is a *ModelsError naming the URL (and the status
-// and the server's message); a body that is not a model list is an error naming the URL. apiKey is sent as a Bearer
-// token and never appears in errors. timeout bounds the whole request (0 = 30 s).
+// and the server's message); a body that is not a model list is an error naming the URL.
+// apiKey is sent as a Bearer token and never appears in errors. timeout bounds the whole
+// request (0 = 30 s).
 func ListModels(ctx context.Context, base, apiKey string, timeout time.Duration) ([]Model, error) {
 	if timeout <= 0 {
 		timeout = 30 * time.Second

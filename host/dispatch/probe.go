@@ -489,5 +489,8 @@ type notOpenAIError struct {
 	err error
 }
 
+// Error is the one-line message.
 func (e *notOpenAIError) Error() string { return e.msg }
+
+// Unwrap returns the request's error.
 func (e *notOpenAIError) Unwrap() error { return e.err }

@@ -1,21 +1,27 @@
 package dispatch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"syscall"
+	"time"
 
-	"github.com/genload/genload/host/recording"
 	"github.com/valyala/fasthttp"
 )
 
-// Retry is the recording type: see recording.Retry.
-type Retry = recording.Retry
-
-// RetryStats is the recording type: see recording.RetryStats.
-type RetryStats = recording.RetryStats
+// staleConn reports a failure before any response byte on a pooled connection that the
+// server had closed while idle (fasthttp.ErrConnectionClosed, or EOF / reset while writing).
+func staleConn(err error) bool {
+	var re *RequestError
+	if !errors.As(err, &re) || re.Kind != KindTransport || re.Status != 0 {
+		return false
+	}
+	return errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
 
 // reason is err's text without the "POST <url>: " prefix.
 func reason(err error) string {
@@ -24,6 +30,69 @@ func reason(err error) string {
 		return strings.TrimPrefix(re.Error(), "POST "+re.URL+": ")
 	}
 	return err.Error()
+}
+
+// smallBuffer reports response headers larger than the connection's read buffer.
+func smallBuffer(err error) bool {
+	var sb *fasthttp.ErrSmallBuffer
+	return errors.As(err, &sb)
+}
+
+// backoff waits before retry attempt+1: RetryDelay doubled per attempt, or the server's
+// Retry-After if longer. It returns false (with out.Err set) if ctx ended first.
+//
+//go:noinline
+func (c *Client) backoff(ctx context.Context, attempt int, retryAfter time.Duration, out *Request) bool {
+	d := max(c.opts.RetryDelay<<min(attempt, 16), retryAfter)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+	case <-t.C:
+	}
+	if ctx.Err() != nil {
+		out.Err = &RequestError{Kind: KindCanceled, URL: out.URL, Err: ctx.Err()}
+		return false
+	}
+	return true
+}
+
+// addHints gives every failed request of res the hint that its message calls for, and
+// rewrites its Error text to carry it.
+func addHints(res *Result, text bool) {
+	for i := range res.Requests {
+		q := &res.Requests[i]
+		if q.Err != nil {
+			addHint(q, res.Mode, text)
+		}
+	}
+}
+
+// addHint gives the failed request q its hint (out of addHints' loop: the error's variable
+// escapes, and only failures should pay for it).
+func addHint(q *Request, mode Mode, text bool) {
+	var re *RequestError
+	if !errors.As(q.Err, &re) || re.Hint != "" {
+		return
+	}
+	msg := re.Message
+	if msg == "" && re.Err != nil {
+		msg = re.Err.Error()
+	}
+	switch {
+	case re.Kind == KindHTTP && re.Status == fasthttp.StatusRequestEntityTooLarge:
+		re.Hint = bodyHint(q.BodyBytes, mode, true)
+	case re.Kind == KindTransport && re.Status == 0 && q.BodyBytes >= sizedBody && resetBeforeResponse(re.Err):
+		re.Hint = bodyHint(q.BodyBytes, mode, q.BodyBytes > largeBody)
+	case re.Kind == KindStream && strings.HasPrefix(msg, "expected "):
+		// a response genload did not understand: the message says what came
+	default:
+		re.Hint = Hint(msg, mode, text)
+	}
+	q.Error = re.Error()
 }
 
 // largeBody is the body size above which a reset or EOF before any response byte is
@@ -58,6 +127,20 @@ func resetBeforeResponse(err error) bool {
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, fasthttp.ErrConnectionClosed)
 }
 
+// Hint returns the advice for a server message msg answered to a request of this mode and
+// prompt format (text: string prompts), naming the setting(s) to change; "" when the
+// message is not a known one.
+func Hint(msg string, mode Mode, text bool) string {
+	for _, k := range knownMessages {
+		for _, m := range k.match {
+			if strings.Contains(msg, m) {
+				return k.hint(mode, text)
+			}
+		}
+	}
+	return ""
+}
+
 // A knownMessage is a server message genload has met and the setting that avoids it.
 type knownMessage struct {
 	// any of these substrings (case-sensitive) identifies the message
@@ -65,23 +148,6 @@ type knownMessage struct {
 	// hint returns the advice for a request of this mode and prompt format; "" when the
 	// message does not concern them
 	hint func(mode Mode, text bool) string
-}
-
-// rejected names the configured settings among mode/format that the server refused:
-// `[mode] = "array" / [prompt.format] = "tokens"`.
-func rejected(mode Mode, text, modeBad, formatBad bool) string {
-	var parts []string
-	if modeBad {
-		parts = append(parts, fmt.Sprintf("[mode] = %q", string(mode)))
-	}
-	if formatBad {
-		f := "tokens"
-		if text {
-			f = "text"
-		}
-		parts = append(parts, fmt.Sprintf("[prompt.format] = %q", f))
-	}
-	return strings.Join(parts, " / ")
 }
 
 // knownMessages is the table of server messages with a known fix, first match wins. Each
@@ -130,50 +196,19 @@ var knownMessages = []knownMessage{
 	}},
 }
 
-// Hint returns the advice for a server message msg answered to a request of this mode and
-// prompt format (text: string prompts), naming the setting(s) to change; "" when the
-// message is not a known one.
-func Hint(msg string, mode Mode, text bool) string {
-	for _, k := range knownMessages {
-		for _, m := range k.match {
-			if strings.Contains(msg, m) {
-				return k.hint(mode, text)
-			}
+// rejected names the configured settings among mode/format that the server refused:
+// `[mode] = "array" / [prompt.format] = "tokens"`.
+func rejected(mode Mode, text, modeBad, formatBad bool) string {
+	var parts []string
+	if modeBad {
+		parts = append(parts, fmt.Sprintf("[mode] = %q", string(mode)))
+	}
+	if formatBad {
+		f := "tokens"
+		if text {
+			f = "text"
 		}
+		parts = append(parts, fmt.Sprintf("[prompt.format] = %q", f))
 	}
-	return ""
-}
-
-// addHints gives every failed request of res the hint that its message calls for.
-func addHints(res *Result, text bool) {
-	for i := range res.Requests {
-		q := &res.Requests[i]
-		if q.Err != nil {
-			addHint(q, res.Mode, text)
-		}
-	}
-}
-
-// addHint gives the failed request q its hint (out of addHints' loop: the error's variable
-// escapes, and only failures should pay for it).
-func addHint(q *Request, mode Mode, text bool) {
-	var re *RequestError
-	if !errors.As(q.Err, &re) || re.Hint != "" {
-		return
-	}
-	msg := re.Message
-	if msg == "" && re.Err != nil {
-		msg = re.Err.Error()
-	}
-	switch {
-	case re.Kind == KindHTTP && re.Status == fasthttp.StatusRequestEntityTooLarge:
-		re.Hint = bodyHint(q.BodyBytes, mode, true)
-	case re.Kind == KindTransport && re.Status == 0 && q.BodyBytes >= sizedBody && resetBeforeResponse(re.Err):
-		re.Hint = bodyHint(q.BodyBytes, mode, q.BodyBytes > largeBody)
-	case re.Kind == KindStream && strings.HasPrefix(msg, "expected "):
-		// a response genload did not understand: the message says what came
-	default:
-		re.Hint = Hint(msg, mode, text)
-	}
-	q.Error = re.Error()
+	return strings.Join(parts, " / ")
 }
