@@ -66,8 +66,8 @@ func TestClientLoadRecordsBodyWrite(t *testing.T) {
 	if l.Sent != rq.Sent+rq.Write || l.BodyBytes != int64(rq.BodyBytes) || rq.BodyBytes < 20<<20 {
 		t.Fatalf("sent %v (request sent %v + write %v), body bytes %d (request %d)", l.Sent, rq.Sent, rq.Write, l.BodyBytes, rq.BodyBytes)
 	}
-	if w := l.Bottleneck(0); !strings.Contains(w, "writing the body of request 0 took") {
-		t.Fatalf("bottleneck %q does not name the body's write", w)
+	if w := l.BodyWrite(rq.Header-rq.Sent, 0.05); !strings.Contains(w, "writing the body of request 0 took") {
+		t.Fatalf("body write %q does not name the body's write", w)
 	}
 }
 

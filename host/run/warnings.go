@@ -87,6 +87,9 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell, metri
 	if w := rec.Client.Bottleneck(f.ITL.P50); w != "" { // first: the figures and warnings above are then the client's
 		ws = append([]warning.Warning{warning.New(warning.ClientBottleneck, w)}, ws...)
 	}
+	if w := bodyWriteWarning(rec.Client, f); w != nil {
+		ws = append(ws, *w)
+	}
 	if !f.Window.Valid && f.Window.Reason != "" {
 		ws = append(ws, warning.New(warning.FullBatchAbsent, "no full-batch figure: "+f.Window.Reason))
 	}
@@ -389,4 +392,16 @@ func (h *metricHistory) observe(key string, f *measure.Figures, m *scrape.CellMe
 	}
 	return warning.Newf(warning.MetricConstant, "server metric does not vary with load: metrics fwd (/metrics) reads %.3f ms in %d cells (%s) whose %s spans %.3f–%.3f ms: the server reports a fixed or configured value, not its step time, and it is not compared with the other figures",
 		measure.Ms(p.metrics), len(same), strings.Join(cells, "; "), p.refName, measure.Ms(lo), measure.Ms(hi)), true
+}
+
+// bodyWriteWarning flags a cell whose request body took a material share of its TTFT p50 to
+// write (recording.ClientLoad.BodyWrite): material is beyond measure.EstimatorTolerance, the
+// gap genload lets two estimates of one figure differ by before it flags the cell, so a write
+// below it moves the reported TTFT less than its own estimators may disagree. nil otherwise.
+func bodyWriteWarning(l *recording.ClientLoad, f *measure.Figures) *warning.Warning {
+	if w := l.BodyWrite(f.TTFT.P50, measure.EstimatorTolerance); w != "" {
+		wn := warning.New(warning.SlowBodyWrite, w)
+		return &wn
+	}
+	return nil
 }
