@@ -72,6 +72,20 @@ type cellRunner struct {
 	// tok, when not nil, derives per-chunk token counts from the kept text (see
 	// ChunkCountsKey).
 	tok measure.TokenEnder
+	// answered is set once a request of the run succeeded: a failure before it is of the
+	// first request (firstHint).
+	answered bool
+}
+
+// firstHint is summarize(err) with, for a failure of the run's first cell requests (before
+// any succeeded), tokenPromptHint's fix; later failures get none, since token ids were
+// accepted then.
+func (r *cellRunner) firstHint(err error) error {
+	s := summarize(err)
+	if h := promptHint(err, r.cfg.Prompt.Format); h != "" && !r.answered {
+		return fmt.Errorf("%w: %s", s, h)
+	}
+	return s
 }
 
 // replay repeats the routing call of a cell that the run being resumed measured already.
@@ -155,8 +169,9 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 			r.records.add(c, "warmup", plan, wres)
 		}
 		if err != nil {
-			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", summarize(err)))
+			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", r.firstHint(err)))
 		}
+		r.answered = true
 	}
 
 	if r.watcher != nil {
@@ -191,8 +206,9 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 		err = res.Err()
 	}
 	if err != nil {
-		return fail(exitcode.TargetFailed, summarize(err))
+		return fail(exitcode.TargetFailed, r.firstHint(err))
 	}
+	r.answered = true
 
 	routedOver := 0
 	if r.stages.Router != nil {

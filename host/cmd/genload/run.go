@@ -21,6 +21,7 @@ import (
 // runFlags are genload run's flags, as newRunFlags defines them.
 type runFlags struct {
 	cfgPath, target, model, out, mode, lengths *string
+	promptFormat                               *string
 	runID, resume, shardSpec, cvStat           *string
 	records                                    *string
 	sets                                       setFlags
@@ -62,6 +63,7 @@ it exists, else the defaults.`,
 	f.model = fs.String("model", "", "model name (overrides [model])")
 	f.out = fs.String("out", "", "results directory (overrides [out])")
 	f.mode = fs.String("mode", "", "request shape: array, routed or n (overrides [mode])")
+	f.promptFormat = fs.String("prompt-format", "", "prompts as tokens (token ids), text or auto (overrides [prompt] format)")
 	f.lengths = fs.String("lengths", "", "length plugin name or .wasm path (overrides [lengths.plugin]; another plugin than the file's starts from an empty [lengths.config])")
 	fs.Var(&f.sets, "set", "length plugin config key=value, over [lengths.config] (a TOML value, else a string); repeatable")
 	f.maxTokens = fs.Int("max-tokens", 0, "tokens generated per sequence (overrides [max_tokens])")
@@ -203,6 +205,7 @@ func runConfig(fs *flag.FlagSet, f *runFlags) (*config.Config, error) {
 		{"model", "model", func() { cfg.Model = *f.model }},
 		{"out", "out", func() { cfg.Out = *f.out }},
 		{"mode", "mode", func() { cfg.Mode = *f.mode }},
+		{"prompt-format", "prompt.format", func() { cfg.Prompt.Format = *f.promptFormat }},
 		{"lengths", "lengths.plugin", func() {
 			if *f.lengths != cfg.Lengths.Plugin { // the file's [lengths.config] belongs to the file's plugin
 				cfg.Lengths.Plugin, cfg.Lengths.Config = *f.lengths, map[string]any{}
