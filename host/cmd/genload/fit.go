@@ -431,7 +431,7 @@ func gate(files []string, f gateFlags) (*latmodel.GateResult, error) {
 		return nil, fmt.Errorf("new %s: %w", files[1], err)
 	}
 	if next.Model != nil {
-		return nil, exitcode.Errorf(exitcode.Usage, "NEW %s is a model file: want a results file (see 'genload gate --help')", files[1])
+		return nil, exitcode.Errorf(exitcode.InvalidConfig, "NEW %s is a model file: want a results file (see 'genload gate --help')", files[1])
 	}
 	noise := f.maxNoise
 	if noise == 0 {

@@ -117,7 +117,7 @@ func TestFitPredictGateCommands(t *testing.T) {
 		{[]string{"gate", "--grid", "2000,100000x4", base, slow05}, exitcode.OutOfRange, "1 point(s) outside a model's measured range, not judged"},
 		{[]string{"gate", "--grid", "2000,100000x4", base, slow20}, exitcode.ThresholdsFailed, "| – | 100000 | 4 | 0.904 | 1.085 | +20.00 % | – | not judged: outside baseline L̄; new L̄ |"},
 		{[]string{"gate", "--grid", "100000x4", "--extrapolate", model, slow20}, exitcode.ThresholdsFailed, "| extrapolated: baseline L̄; new L̄ |"},
-		{[]string{"gate", model, model}, exitcode.Usage, "is a model file: want a results file"},
+		{[]string{"gate", model, model}, exitcode.InvalidConfig, "is a model file: want a results file"},
 		{[]string{"gate", model}, exitcode.Usage, "want BASELINE and NEW, got 1"},
 		{[]string{"fit", base, other}, exitcode.InvalidConfig, "runs not comparable: different labels: " + base + " {gpu_count=8} / " + other + " {gpu_count=4}; they are not repeats of one deployment"},
 		{[]string{"fit", one}, exitcode.InvalidConfig, "1 cell(s), the smallest form needs 4"},

@@ -245,9 +245,25 @@ func runConfig(fs *flag.FlagSet, f *runFlags) (*config.Config, error) {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
+		if exitcode.Of(err) == exitcode.InvalidConfig && flagsOnly(err) {
+			// every problem is a flag's value, not the file's: a usage error, as a flag
+			// value that does not parse is
+			return nil, &exitcode.Error{Code: exitcode.Usage, Err: err}
+		}
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// flagsOnly reports whether every line of a validation error blames a flag ("flag --x: …",
+// config.Config.Where for a key a flag set).
+func flagsOnly(err error) bool {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if !strings.HasPrefix(line, "flag -") {
+			return false
+		}
+	}
+	return true
 }
 
 // checkRunArgs parses args as genload run's flags would be, for a command that passes them to
