@@ -427,7 +427,7 @@ func TestKilledRunKeepsFinishedCells(t *testing.T) {
 
 	// A resume with another configuration is refused and says what differs.
 	code, _, stderr := cli(t, context.Background(), "run", "--resume", path, "--max-tokens", "31")
-	if code != exitcode.InvalidConfig || !strings.Contains(stderr, "Config.max_tokens: 30 → 31") {
+	if code != exitcode.InvalidConfig || !strings.Contains(stderr, "max_tokens: 30 → 31") {
 		t.Fatalf("resume with other max_tokens: exit %d\n%s", code, stderr)
 	}
 	// The resume skips the measured cells and measures the rest into the same file.
