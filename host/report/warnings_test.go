@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/genload/genload/host/matrix"
@@ -123,6 +124,8 @@ func TestGroupOfRepeatsSaysTheExampleOnce(t *testing.T) {
 			run.Cells = append(run.Cells, results.Cell{Cell: c, Repeat: r, Warnings: []string{cached}})
 		}
 	}
+	// a repeat that found another share: still one example, the first record's
+	run.Cells[2].Warnings = []string{strings.Replace(cached, "99.2 %", "98.0 %", 1)}
 	run.Cells = append(run.Cells, results.Cell{Cell: matrix.Cell{Index: 2, SeqLen: 2000, Batch: 1},
 		Warnings: []string{"token counts of 1 of 1 sequences: x", "token counts of 1 of 1 sequences: y", "token counts of 1 of 1 sequences: x"}})
 	gs := GroupWarnings(run)
