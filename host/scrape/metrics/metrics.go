@@ -279,7 +279,8 @@ type ServerMetrics struct {
 }
 
 // Notes are the cell's warnings that the caller does not derive itself: why the (combined)
-// step time is absent and, per server of a routed cell, a failed scrape, an absent step time,
+// step time is absent and, per server of a routed cell, a failed scrape, an absent step time
+// (not for a server the cell routed no sequence to),
 // and the gauge's verdict on the share of B routed to it (Occupancy.Judge: other load, a
 // share not reached, or reached briefly). The single-server occupancy against B is left to
 // the caller, which knows the request shape.
@@ -296,7 +297,8 @@ func (m CellMetrics) Notes() []warning.Warning {
 		case s.Error != "":
 			ns = append(ns, warning.Newf(warning.MetricsFailed, "server %s: %s", s.URL, s.Error))
 			continue
-		case !s.Steps.HasStepTime && s.Steps.StepTimeReason != "":
+		case !s.Steps.HasStepTime && s.Steps.StepTimeReason != "" && s.Sequences != 0:
+			// (a server the cell routed no sequence to has nothing to observe)
 			ns = append(ns, warning.Newf(warning.MetricsFwdAbsent, "server %s: metrics fwd absent: %s", s.URL, s.Steps.StepTimeReason))
 		}
 		if s.Sequences <= 0 {
