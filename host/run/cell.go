@@ -72,6 +72,8 @@ type cellRunner struct {
 	// tok, when not nil, derives per-chunk token counts from the kept text (see
 	// ChunkCountsKey).
 	tok measure.TokenEnder
+	// gauges is the run's cells whose running-requests gauge read one value throughout.
+	gauges gaugeHistory
 	// answered is set once a request of the run succeeded: a failure before it is of the
 	// first request (firstHint).
 	answered bool
@@ -229,9 +231,13 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 		rec.PromptTokenDeviation = fig.Prompts.Sum
 	}
 	fixed, metricsFixed := r.metrics.observe(c.Key(), &fig, rec.Server)
+	gauge, gaugeFixed := r.gauges.observe(c.Key(), c.Batch, rec.Server)
 	ws, notReached := cellWarnings(cfg, c, &rec, metricsFixed)
 	if metricsFixed {
 		ws = append(ws, fixed)
+	}
+	if gaugeFixed {
+		ws = append(ws, gauge)
 	}
 	ws, notReached = append(short, ws...), notReached || len(short) > 0
 	if late := resentAfterBatch(res); len(late) > 0 {

@@ -184,7 +184,7 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell)
 	if len(rec.PerServer) > 1 {
 		return nil, false // each server's share by the client's marks: serverWarnings
 	}
-	if m := rec.Server; m != nil && m.Occupancy.Samples >= metrics.MinSamples {
+	if m := rec.Server; m != nil && m.Occupancy.Samples >= metrics.MinSamples && !m.Occupancy.Fixed {
 		o := m.Occupancy
 		o.Target = cell.Batch
 		if cfg.Mode == config.ModeN && o.Max <= cell.Batch {
@@ -203,6 +203,9 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell)
 	src := "no running-requests gauge from /metrics"
 	if rec.Server != nil {
 		src = fmt.Sprintf("the running-requests gauge gave %d samples", rec.Server.Occupancy.Samples)
+		if rec.Server.Occupancy.Fixed {
+			src = fmt.Sprintf("the running-requests gauge reads a fixed %d", rec.Server.Occupancy.Max)
+		}
 	}
 	switch a.State {
 	case measure.AttainmentProbablyNotReached:
@@ -216,7 +219,7 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell)
 	case measure.AttainmentUnknown:
 		return []warning.Warning{warning.Newf(warning.AttainmentUnknown, "batch attainment unknown (%s; the client's marks cannot tell: %s)", src, a.Reason)}, false
 	}
-	if rec.Server != nil {
+	if rec.Server != nil && !rec.Server.Occupancy.Fixed {
 		// The gauge exists but the cell was too short to sample it ≥ 3 times; the client's
 		// marks agree with one batch of B.
 		return nil, false

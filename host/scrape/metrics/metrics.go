@@ -158,6 +158,11 @@ type Occupancy struct {
 	P90      int     `json:"p90,omitempty"`
 	// Errors counts failed scrapes during the cell.
 	Errors int `json:"scrape_errors"`
+	// Fixed reports that the gauge read one value in every sample of this cell and of an
+	// earlier cell of the run with another B: the server reports a fixed value, not the
+	// requests it runs, and Judge gives no verdict on it (set by the run, which sees the
+	// cells).
+	Fixed bool `json:"fixed,omitempty"`
 }
 
 // Occupy computes the Occupancy of raw gauge samples for target batch size b.
@@ -228,7 +233,7 @@ const BriefShare = 0.5
 //   - AtTarget < BriefShare: reached, but for under half of the samples
 //     (warning.BatchBrief).
 func (o Occupancy) Judge(who, what string) (w warning.Warning, ok bool) {
-	if o.Samples < MinSamples || o.Target <= 0 {
+	if o.Samples < MinSamples || o.Target <= 0 || o.Fixed {
 		return w, false
 	}
 	switch {
