@@ -22,9 +22,11 @@ type gaugePoint struct {
 }
 
 // observe adds the cell of batch size b and its /metrics (nil: none; several servers: not
-// judged here, each server against its share) to h and, when its gauge read one value in all
-// of at least metrics.MinSamples samples, as it did in an earlier cell of another B, marks the
-// occupancy Fixed (Judge then gives no verdict) and returns the metric-constant warning.
+// judged here, each server against its share) to h and, when its gauge read one value above b
+// in all of at least metrics.MinSamples samples, as it did in an earlier cell of another B,
+// marks the occupancy Fixed (Judge then gives no verdict) and returns the metric-constant
+// warning. A value at or below B is left alone: a server capped at its capacity reads it in
+// every larger cell.
 func (h *gaugeHistory) observe(key string, b int, m *metrics.CellMetrics) (w warning.Warning, ok bool) {
 	if m == nil || len(m.Servers) > 1 {
 		return w, false
@@ -32,6 +34,11 @@ func (h *gaugeHistory) observe(key string, b int, m *metrics.CellMetrics) (w war
 	o := &m.Occupancy
 	if o.Samples < metrics.MinSamples || o.Max <= 0 || o.Mean != float64(o.Max) {
 		return w, false // not one value in every sample (all are ≤ Max, so Mean = Max says so)
+	}
+	if o.Max <= b {
+		// at or below B: a server that runs at most its capacity reads so in every cell of a
+		// larger B, truthfully
+		return w, false
 	}
 	h.points = append(h.points, gaugePoint{cell: key, value: o.Max, batch: b})
 	var cells []string
@@ -46,6 +53,6 @@ func (h *gaugeHistory) observe(key string, b int, m *metrics.CellMetrics) (w war
 		return w, false
 	}
 	o.Fixed = true
-	return warning.Newf(warning.MetricConstant, "server metric does not vary with load: the running-requests gauge reads %s in every sample of %d cells (%s) whose B spans %d–%d: the server reports a fixed value, not the requests it runs, and batch attainment and other load are not judged from it",
-		warning.Thousands(o.Max), len(cells), strings.Join(cells, "; "), lo, hi), true
+	return warning.Newf(warning.MetricConstant, "server metric does not vary with load: the running-requests gauge reads %s in every sample of %d cells (%s) whose B spans %d–%d, above each B: the server reports a fixed value, not the requests it runs, and batch attainment and other load are not judged from it (unless other load kept the server full at %s throughout: the cells' TTFT would then show their queueing)",
+		warning.Thousands(o.Max), len(cells), strings.Join(cells, "; "), lo, hi, warning.Thousands(o.Max)), true
 }

@@ -33,7 +33,7 @@ func TestGaugeFixedOverCellsIsAConstantMetric(t *testing.T) {
 		t.Fatalf("first cell: %v", ws)
 	}
 	rec, w, ok := cell("L=1000,B=4", 4, []int{64, 64, 64, 64})
-	want := "server metric does not vary with load: the running-requests gauge reads 64 in every sample of 2 cells (L=1000,B=1; L=1000,B=4) whose B spans 1–4: the server reports a fixed value, not the requests it runs, and batch attainment and other load are not judged from it"
+	want := "server metric does not vary with load: the running-requests gauge reads 64 in every sample of 2 cells (L=1000,B=1; L=1000,B=4) whose B spans 1–4, above each B: the server reports a fixed value, not the requests it runs, and batch attainment and other load are not judged from it (unless other load kept the server full at 64 throughout: the cells' TTFT would then show their queueing)"
 	if !ok || w.Name != warning.MetricConstant || w.Text != want || !rec.Server.Occupancy.Fixed {
 		t.Fatalf("second cell: %v %q fixed %v", ok, w.Text, rec.Server.Occupancy.Fixed)
 	}
@@ -41,13 +41,18 @@ func TestGaugeFixedOverCellsIsAConstantMetric(t *testing.T) {
 		t.Fatalf("a fixed gauge judged: %v", ws)
 	}
 	// the same B again, or a gauge that varies: nothing said
-	var h2 gaugeHistory
-	h = h2
-	cell("L=1000,B=4", 4, []int{4, 4, 4})
-	if _, _, ok := cell("L=2000,B=4", 4, []int{4, 4, 4}); ok {
+	h = gaugeHistory{}
+	cell("L=1000,B=4", 4, []int{6, 6, 6})
+	if _, _, ok := cell("L=2000,B=4", 4, []int{6, 6, 6}); ok {
 		t.Fatal("one B twice is not a constant gauge")
 	}
 	if _, _, ok := cell("L=1000,B=16", 16, []int{4, 16, 16, 16}); ok {
 		t.Fatal("a gauge that moved is not constant")
+	}
+	// a server capped at 8 sequences reads 8 at B = 8 and at B = 16: its true capacity
+	h = gaugeHistory{}
+	cell("L=200,B=8", 8, []int{8, 8, 8, 8})
+	if _, _, ok := cell("L=200,B=16", 16, []int{8, 8, 8, 8}); ok {
+		t.Fatal("a capacity cap is not a constant gauge")
 	}
 }
