@@ -20,20 +20,44 @@ const maxFitPoints = 100
 // maxWindowFitPoints is the same bound per sequence for the pooled full-batch fit.
 const maxWindowFitPoints = 48
 
-// thin returns at most n of ps, evenly spaced by index, the first and last included.
-func thin(ps []point, n int) []point {
+// fitScratch is the working memory of the fits of one Compute, reused from one sequence to
+// the next so that a cell of B sequences allocates it once, not B times: thinned points,
+// pairwise slopes, residuals. The zero value is ready to use.
+type fitScratch struct {
+	thinned []point
+	slopes  []float64
+	resid   []float64
+}
+
+// thin returns at most n of ps, evenly spaced by index (point i of n is ps[round(i·(len−1)/
+// (n−1))]), the first and last included: ps itself when it has at most n, else a view of
+// sc's buffer, valid until the next thin on sc.
+func (sc *fitScratch) thin(ps []point, n int) []point {
 	if len(ps) <= n {
 		return ps
 	}
-	out := make([]point, n)
+	out := grown(sc.thinned, n)
 	for i := range n {
 		out[i] = ps[int(math.Round(float64(i)*float64(len(ps)-1)/float64(n-1)))]
 	}
+	sc.thinned = out
 	return out
 }
 
+// grown returns buf resized to n elements, reallocated only when its capacity is short.
+func grown[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
+}
+
+// pairs is the number of pairs i < j of n points: n(n − 1)/2, the most slopes appendSlopes
+// appends for them.
+func pairs(n int) int { return n * (n - 1) / 2 }
+
 // appendSlopes appends the slopes (t_j − t_i)/(f_j − f_i), i < j, of every pair of ps with
-// distinct forward indices.
+// distinct forward indices (ns per forward pass; at most pairs(len(ps)) of them).
 func appendSlopes(dst []float64, ps []point) []float64 {
 	for i := range ps {
 		for j := i + 1; j < len(ps); j++ {
@@ -46,36 +70,50 @@ func appendSlopes(dst []float64, ps []point) []float64 {
 }
 
 // theilSen returns the Theil–Sen slope of t against f (ns per forward pass) — the median of
-// the pairwise slopes (Theil 1950, Sen 1968) — and the intercept median(t − slope·f), so that
-// t ≈ intercept + slope·f. ok is false with fewer than two distinct forward indices.
+// the pairwise slopes (Theil 1950, Sen 1968) over ps thinned to maxFitPoints — and the
+// intercept median(t − slope·f) (ns), so that t ≈ intercept + slope·f. ok is false with fewer
+// than two distinct forward indices. The slopes and residuals live in sc (no allocation once
+// it has grown to a sequence's size).
 //
 // The slope is unmoved by up to ~29 % of outlying points (its breakdown point,
 // 1 − 1/√2): a first chunk held back and the few chunks bunched behind it, a read that
 // coalesced chunks, a stall. With independent arrival noise it is median-unbiased whatever the
 // noise's distribution (one-sided network delays included), since the difference of two
 // independent, identically distributed delays is symmetric.
-func theilSen(ps []point) (slope, intercept float64, ok bool) {
-	ps = thin(ps, maxFitPoints)
-	s := appendSlopes(make([]float64, 0, len(ps)*(len(ps)-1)/2), ps)
+func (sc *fitScratch) theilSen(ps []point) (slope, intercept float64, ok bool) {
+	ps = sc.thin(ps, maxFitPoints)
+	s := appendSlopes(grown(sc.slopes, pairs(len(ps)))[:0], ps)
+	sc.slopes = s
 	if len(s) == 0 {
 		return 0, 0, false
 	}
 	slope = stats.MedianInPlace(s)
-	r := make([]float64, len(ps))
+	r := grown(sc.resid, len(ps))
+	sc.resid = r
 	for i, p := range ps {
 		r[i] = p.t - slope*p.f
 	}
 	return slope, stats.MedianInPlace(r), true
 }
 
-// pooledTheilSen returns the common slope of several sequences that share it but each have
-// their own intercept: the median of the within-sequence pairwise slopes of all of them (the
-// intercepts cancel in each within-sequence difference). ok is false without any pair.
-func pooledTheilSen(seqs [][]point) (slope float64, ok bool) {
-	var s []float64
-	for _, ps := range seqs {
-		s = appendSlopes(s, thin(ps, maxWindowFitPoints))
+// pooledTheilSen returns the common slope (ns per forward pass) of several sequences that
+// share it but each have their own intercept: the median of the within-sequence pairwise
+// slopes of all of them, each sequence thinned to maxWindowFitPoints (the intercepts cancel
+// in each within-sequence difference). seqs is a flat list of points cut at ends (sequence k
+// is seqs[ends[k−1]:ends[k]]). ok is false without any pair.
+func (sc *fitScratch) pooledTheilSen(seqs []point, ends []int) (slope float64, ok bool) {
+	total, from := 0, 0
+	for _, e := range ends {
+		total += pairs(min(e-from, maxWindowFitPoints))
+		from = e
 	}
+	s := grown(sc.slopes, total)[:0]
+	from = 0
+	for _, e := range ends {
+		s = appendSlopes(s, sc.thin(seqs[from:e], maxWindowFitPoints))
+		from = e
+	}
+	sc.slopes = s
 	if len(s) == 0 {
 		return 0, false
 	}

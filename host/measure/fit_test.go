@@ -14,7 +14,8 @@ func TestTheilSenOutliers(t *testing.T) {
 		}
 		ps = append(ps, point{t: y, f: float64(i)})
 	}
-	if slope, icpt, ok := theilSen(ps); !ok || slope != 5 || icpt != 3 {
+	var sc fitScratch
+	if slope, icpt, ok := sc.theilSen(ps); !ok || slope != 5 || icpt != 3 {
 		t.Fatalf("slope %v intercept %v ok %v", slope, icpt, ok)
 	}
 }

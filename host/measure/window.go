@@ -9,6 +9,7 @@ import (
 	"github.com/genload/genload/host/stats"
 
 	"github.com/genload/genload/host/recording"
+	"github.com/genload/genload/host/sse"
 )
 
 // fullSeq is a full sequence: its index in Result.Sequences, each mark's forward index (nil
@@ -30,11 +31,18 @@ type fullSeq struct {
 // when the span is empty. It is the one definition of the window both the full-batch figure
 // (window) and the batch attainment (Attain) read.
 func span(seqs []*recording.Sequence) (start, end time.Duration, ref int, ok bool) {
-	start, end = seqs[0].Marks.At(0), seqs[0].Marks.At(seqs[0].Marks.Len()-1)
-	for i, s := range seqs[1:] {
-		start = max(start, s.Marks.At(0))
-		if l := s.Marks.At(s.Marks.Len() - 1); l < end {
-			end, ref = l, i+1
+	return spanOf(len(seqs), func(i int) sse.Marks { return seqs[i].Marks })
+}
+
+// spanOf is span over n sequences whose marks marks(i) gives.
+func spanOf(n int, marks func(i int) sse.Marks) (start, end time.Duration, ref int, ok bool) {
+	m := marks(0)
+	start, end = m.At(0), m.At(m.Len()-1)
+	for i := 1; i < n; i++ {
+		m := marks(i)
+		start = max(start, m.At(0))
+		if l := m.At(m.Len() - 1); l < end {
+			end, ref = l, i
 		}
 	}
 	return start, end, ref, end > start
@@ -42,15 +50,11 @@ func span(seqs []*recording.Sequence) (start, end time.Duration, ref int, ok boo
 
 // window computes the full-occupancy Window (see its doc comment) over the full sequences.
 // tokensPerChunk is only used to say why forward indices are unknown.
-func window(seqs []fullSeq, tokensPerChunk float64) Window {
+func window(seqs []fullSeq, tokensPerChunk float64, sc *computeScratch) Window {
 	if len(seqs) == 0 {
 		return Window{Reason: "no counted sequences"}
 	}
-	raw := make([]*recording.Sequence, len(seqs))
-	for i := range seqs {
-		raw[i] = seqs[i].s
-	}
-	start, end, r, _ := span(raw)
+	start, end, r, _ := spanOf(len(seqs), func(i int) sse.Marks { return seqs[i].s.Marks })
 	ref := seqs[r]
 	w := Window{Start: start, End: end, Ref: ref.idx}
 	for _, s := range seqs {
@@ -78,7 +82,7 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 	// arrive together, but not in one order) — then its first consistent mark from there
 	ms, n := ref.s.Marks, ref.s.Marks.Len()
 	ps := ref.ps
-	half := time.Duration(medianPass(ps) / 2)
+	half := time.Duration(medianPass(ps, &sc.scan.rates) / 2)
 	k := min(sort.Search(n, func(i int) bool { return ms.At(i) >= start-half }), n-1)
 	k2 := k
 	for k2 < n-1 && !ref.con.member[k2] {
@@ -103,31 +107,39 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 	}
 	w.Valid = true
 	w.PerStep = time.Duration(math.Round((ps[e].t - ps[k2].t) / (ps[e].f - ps[k2].f)))
-	pts := make([][]point, 0, len(seqs))
-	for _, s := range seqs {
-		var in []point
-		for i := range s.s.Marks.Len() {
-			if t := s.s.Marks.At(i); t >= start && t <= end && s.con.member[i] {
-				in = append(in, point{float64(t), s.fwd[i]})
-			}
-		}
-		pts = append(pts, in)
-	}
-	if slope, ok := pooledTheilSen(pts); ok && slope > 0 {
+	if slope, ok := pooledFit(seqs, start, end, sc); ok && slope > 0 {
 		w.Fit = time.Duration(math.Round(slope))
 	}
 	return w
 }
 
-// medianPass is the median time per forward pass over the consecutive marks of ps (0 with
-// fewer than two).
-func medianPass(ps []point) float64 {
-	var r []float64
+// pooledFit is the pooled Theil–Sen slope (ns per forward pass, see pooledTheilSen) over the
+// consistent marks of every sequence of seqs inside [start, end], gathered in one buffer of
+// sc.
+func pooledFit(seqs []fullSeq, start, end time.Duration, sc *computeScratch) (float64, bool) {
+	in, ends := sc.window[:0], sc.windowEnds[:0]
+	for _, s := range seqs {
+		for i := range s.s.Marks.Len() {
+			if t := s.s.Marks.At(i); t >= start && t <= end && s.con.member[i] {
+				in = append(in, point{float64(t), s.fwd[i]})
+			}
+		}
+		ends = append(ends, len(in))
+	}
+	sc.window, sc.windowEnds = in, ends
+	return sc.fit.pooledTheilSen(in, ends)
+}
+
+// medianPass is the median time per forward pass (ns) over the consecutive marks of ps (0
+// with fewer than two); scratch holds the rates, kept for the next call.
+func medianPass(ps []point, scratch *[]float64) float64 {
+	r := (*scratch)[:0]
 	for i := 1; i < len(ps); i++ {
 		if df := ps[i].f - ps[i-1].f; df > 0 {
 			r = append(r, (ps[i].t-ps[i-1].t)/df)
 		}
 	}
+	*scratch = r
 	if len(r) == 0 {
 		return 0
 	}
