@@ -1,8 +1,9 @@
 package measure
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/genload/genload/host/stats"
@@ -48,21 +49,15 @@ type Attainment struct {
 //     probably not reached — the sequences overlapped without sharing forward passes (a
 //     server that interleaves requests, or workers on different servers).
 func Attain(res *recording.Result, b int) Attainment {
-	var seqs []*recording.Sequence
-	tokens, marks := 0, 0
-	var gaps []time.Duration
-	for i := range res.Sequences {
-		s := &res.Sequences[i]
-		if s.Request >= len(res.Requests) || res.Requests[s.Request].Err != nil || !s.Finished || s.Marks.Len() == 0 {
-			continue
-		}
-		seqs = append(seqs, s)
-		tokens += s.CompletionTokens
-		marks += s.Marks.Len()
-		for k := 1; k < s.Marks.Len(); k++ {
-			gaps = append(gaps, s.Marks.At(k)-s.Marks.At(k-1))
-		}
-	}
+	return attain(res, b, nil)
+}
+
+// attain is Attain; sortedGaps, when not nil, are the streamed sequences' chunk intervals
+// in ascending order (Compute's sorted ITL samples: the same intervals), else they are
+// gathered from res.
+func attain(res *recording.Result, b int, sortedGaps []time.Duration) Attainment {
+	st := streamedOf(res, sortedGaps == nil)
+	seqs := st.seqs
 	a := Attainment{State: AttainmentUnknown, Concurrency: concurrency(seqs)}
 	switch {
 	case len(seqs) == 0:
@@ -75,16 +70,18 @@ func Attain(res *recording.Result, b int) Attainment {
 		a.State, a.Reason = AttainmentProbablyNotReached, fmt.Sprintf("only %d of %d sequences streamed a token", len(seqs), b)
 		return a
 	}
-	step := stats.MedianDuration(gaps)
+	var step time.Duration
+	if sortedGaps != nil {
+		step = medianSorted(sortedGaps)
+	} else {
+		step = stats.MedianDurationInPlace(st.gaps)
+	}
 	if a.Concurrency < b {
 		a.State = AttainmentProbablyNotReached
 		a.Reason = fmt.Sprintf("at most %d of %d sequences were decoding at once as the client saw them", a.Concurrency, b)
-		first, last := seqs[0].Marks.At(0), seqs[0].Marks.At(0)
-		for _, s := range seqs[1:] {
-			first, last = min(first, s.Marks.At(0)), max(last, s.Marks.At(0))
-		}
 		if step > 0 {
-			a.Reason += fmt.Sprintf("; first tokens spread over %.1f ms ≈ %.0f chunk intervals", Ms(last-first), float64(last-first)/float64(step))
+			spread := firstTokenSpread(seqs)
+			a.Reason += fmt.Sprintf("; first tokens spread over %.1f ms ≈ %.0f chunk intervals", Ms(spread), float64(spread)/float64(step))
 		}
 		return a
 	}
@@ -97,56 +94,189 @@ func Attain(res *recording.Result, b int) Attainment {
 		a.Reason = "no full-occupancy window: a sequence finished before the last one received its first token"
 		return a
 	}
-	type arrival struct {
-		at  time.Duration
-		seq int
-	}
-	var all []arrival
-	inWindow := make([]int, len(seqs))
-	for j, s := range seqs {
-		for k := 0; k < s.Marks.Len(); k++ {
-			at := s.Marks.At(k)
-			all = append(all, arrival{at, j})
-			if at >= wStart && at <= wEnd {
-				inWindow[j]++
-			}
-		}
-	}
-	for j, n := range inWindow {
-		if n < 3 {
-			a.Reason = fmt.Sprintf("sequence %d has %d chunks in the window where all %d decode: too few to compare arrivals", j, n, b)
-			return a
-		}
-	}
-	sort.Slice(all, func(i, k int) bool { return all[i].at < all[k].at })
 	tol := step / 4
-	together, n := 0, 0
-	for i, m := range all {
-		if m.at < wStart || m.at > wEnd {
-			continue
-		}
-		n++
-		near := false
-		for k := i - 1; k >= 0 && m.at-all[k].at <= tol && !near; k-- {
-			near = all[k].seq != m.seq
-		}
-		for k := i + 1; k < len(all) && all[k].at-m.at <= tol && !near; k++ {
-			near = all[k].seq != m.seq
-		}
-		if near {
-			together++
-		}
+	together, n, short := togetherInWindow(seqs, wStart, wEnd, tol)
+	if short >= 0 {
+		a.Reason = fmt.Sprintf("sequence %d has %d chunks in the window where all %d decode: too few to compare arrivals", short, n, b)
+		return a
 	}
 	share := float64(together) / float64(n)
 	switch {
 	case share >= 0.8:
 		a.State = AttainmentReached
 		a.Reason = fmt.Sprintf("all %d sequences decoding at once, %.0f %% of their chunks arriving together (within %.2f ms): they shared forward passes", b, 100*share, Ms(tol))
-	case float64(tokens) > 1.05*float64(marks):
-		a.Reason = fmt.Sprintf("all %d sequences overlapped, but chunks carry %.2f tokens and only %.0f %% arrived together: coalesced streams need not line up", b, float64(tokens)/float64(marks), 100*share)
+	case float64(st.tokens) > 1.05*float64(st.marks):
+		a.Reason = fmt.Sprintf("all %d sequences overlapped, but chunks carry %.2f tokens and only %.0f %% arrived together: coalesced streams need not line up", b, float64(st.tokens)/float64(st.marks), 100*share)
 	default:
 		a.State = AttainmentProbablyNotReached
 		a.Reason = fmt.Sprintf("all %d sequences overlapped, but only %.0f %% of their chunks arrived together (within %.2f ms): they did not share forward passes", b, 100*share, Ms(tol))
+	}
+	return a
+}
+
+// streamed are the sequences Attain counts — succeeded, finished, with a mark — with the sum
+// of their completion tokens and marks, and every interval between consecutive marks of each
+// (ns; the chunk intervals whose median is the step Attain compares arrivals with).
+type streamed struct {
+	seqs          []*recording.Sequence
+	tokens, marks int
+	gaps          []time.Duration
+}
+
+// medianSorted is stats.MedianDuration of an ascending d: its middle value, or lo + (hi −
+// lo)/2 of the two middle ones (0 for an empty d).
+func medianSorted(d []time.Duration) time.Duration {
+	n := len(d)
+	switch {
+	case n == 0:
+		return 0
+	case n%2 == 1:
+		return d[n/2]
+	}
+	lo, hi := d[n/2-1], d[n/2]
+	return lo + (hi-lo)/2
+}
+
+// streamedOf returns the streamed sequences of res, in its order, with their chunk
+// intervals when gaps is set.
+func streamedOf(res *recording.Result, gaps bool) streamed {
+	var st streamed
+	for i := range res.Sequences {
+		s := &res.Sequences[i]
+		if s.Request >= len(res.Requests) || res.Requests[s.Request].Err != nil || !s.Finished || s.Marks.Len() == 0 {
+			continue
+		}
+		st.seqs = append(st.seqs, s)
+		st.tokens += s.CompletionTokens
+		st.marks += s.Marks.Len()
+	}
+	if !gaps {
+		return st
+	}
+	st.gaps = make([]time.Duration, 0, st.marks)
+	for _, s := range st.seqs {
+		for k := 1; k < s.Marks.Len(); k++ {
+			st.gaps = append(st.gaps, s.Marks.At(k)-s.Marks.At(k-1))
+		}
+	}
+	return st
+}
+
+// firstTokenSpread is the latest first mark of seqs less the earliest (ns).
+func firstTokenSpread(seqs []*recording.Sequence) time.Duration {
+	first, last := seqs[0].Marks.At(0), seqs[0].Marks.At(0)
+	for _, s := range seqs[1:] {
+		first, last = min(first, s.Marks.At(0)), max(last, s.Marks.At(0))
+	}
+	return last - first
+}
+
+// togetherInWindow counts the marks of seqs inside [wStart, wEnd] (n) and those of them
+// "together": within tol of a mark of another sequence. short is the first sequence (index
+// in seqs) with fewer than 3 marks in the window, n then its count; else short is −1.
+//
+// Only the marks within tol of the window can be near one inside it, so only they are
+// sorted by arrival; whether a mark has one of another sequence within tol of it does not
+// depend on the order of marks that arrived at the same instant.
+func togetherInWindow(seqs []*recording.Sequence, wStart, wEnd, tol time.Duration) (together, n, short int) {
+	lo, hi := wStart-tol, wEnd+tol
+	near := 0
+	for j, s := range seqs {
+		in := 0
+		for k := range s.Marks.Len() {
+			at := s.Marks.At(k)
+			if at >= lo && at <= hi {
+				near++
+			}
+			if at >= wStart && at <= wEnd {
+				in++
+			}
+		}
+		if in < 3 {
+			return 0, in, j
+		}
+	}
+	all := sortedArrivals(seqs, lo, hi, near)
+	for i := range all.n {
+		at, seq := all.get(i)
+		if at < wStart || at > wEnd {
+			continue
+		}
+		n++
+		found := false
+		for k := i - 1; k >= 0 && !found; k-- {
+			a, q := all.get(k)
+			if at-a > tol {
+				break
+			}
+			found = q != seq
+		}
+		for k := i + 1; k < all.n && !found; k++ {
+			a, q := all.get(k)
+			if a-at > tol {
+				break
+			}
+			found = q != seq
+		}
+		if found {
+			together++
+		}
+	}
+	return together, n, -1
+}
+
+// arrivals are marks of several sequences in ascending order of arrival: packed into one word
+// each — (arrival − lo) << seqBits | sequence — when the span and the sequences fit (a cell's
+// window of hours, a million sequences), else as pairs.
+type arrivals struct {
+	n      int
+	packed []uint64
+	at     []time.Duration
+	seq    []int
+	lo     time.Duration
+}
+
+const seqBits = 20
+
+func (a *arrivals) get(i int) (time.Duration, int) {
+	if a.packed != nil {
+		w := a.packed[i]
+		return a.lo + time.Duration(w>>seqBits), int(w & (1<<seqBits - 1))
+	}
+	return a.at[i], a.seq[i]
+}
+
+// sortedArrivals returns the n marks of seqs inside [lo, hi], sorted by arrival.
+func sortedArrivals(seqs []*recording.Sequence, lo, hi time.Duration, n int) arrivals {
+	a := arrivals{n: n, lo: lo}
+	if uint64(hi-lo) < 1<<(64-seqBits) && len(seqs) < 1<<seqBits {
+		a.packed = make([]uint64, 0, n)
+		for j, s := range seqs {
+			for k := range s.Marks.Len() {
+				if at := s.Marks.At(k); at >= lo && at <= hi {
+					a.packed = append(a.packed, uint64(at-lo)<<seqBits|uint64(j))
+				}
+			}
+		}
+		slices.Sort(a.packed)
+		return a
+	}
+	type pair struct {
+		at  time.Duration
+		seq int
+	}
+	ps := make([]pair, 0, n)
+	for j, s := range seqs {
+		for k := range s.Marks.Len() {
+			if at := s.Marks.At(k); at >= lo && at <= hi {
+				ps = append(ps, pair{at, j})
+			}
+		}
+	}
+	slices.SortFunc(ps, func(x, y pair) int { return cmp.Compare(x.at, y.at) })
+	a.at, a.seq = make([]time.Duration, n), make([]int, n)
+	for i, p := range ps {
+		a.at[i], a.seq[i] = p.at, p.seq
 	}
 	return a
 }
@@ -162,11 +292,11 @@ func concurrency(seqs []*recording.Sequence) int {
 	for _, s := range seqs {
 		edges = append(edges, edge{s.Marks.At(0), 1}, edge{s.Marks.At(s.Marks.Len() - 1), -1})
 	}
-	sort.Slice(edges, func(i, k int) bool {
-		if edges[i].at != edges[k].at {
-			return edges[i].at < edges[k].at
+	slices.SortFunc(edges, func(x, y edge) int {
+		if c := cmp.Compare(x.at, y.at); c != 0 {
+			return c
 		}
-		return edges[i].delta > edges[k].delta // starts before ends at the same instant
+		return cmp.Compare(y.delta, x.delta) // starts before ends at the same instant
 	})
 	best, cur := 0, 0
 	for _, e := range edges {

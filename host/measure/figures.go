@@ -332,20 +332,19 @@ func Compute(res *recording.Result, o Options) Figures {
 	f.Prompts = checkPrompts(res, o)
 	f.Header = headerFigure(res, o)
 	f.ServerTimings = serverTimings(fulls, o.ChunkForwards)
-	att := Attain(res, len(res.Sequences))
+	att := attain(res, len(res.Sequences), st.itl) // sorted by summarizeStreams
 	f.Attainment = &att
 	f.countTokenNotes(res)
 	return f
 }
 
 // computeScratch is the working memory of one Compute, shared by its steps one after
-// another: the fits' and the scans' buffers, and the window's points (flat, cut at
-// windowEnds: see pooledTheilSen).
+// another: the fits' and the scans' buffers, and one sequence's points in the window (see
+// pooledFit).
 type computeScratch struct {
-	fit        fitScratch
-	scan       scanScratch
-	window     []point
-	windowEnds []int
+	fit    fitScratch
+	scan   scanScratch
+	window []point
 }
 
 // countRequests sets f.Errors and ErrorKinds from the failed requests, and the usage sums

@@ -96,26 +96,31 @@ func (sc *fitScratch) theilSen(ps []point) (slope, intercept float64, ok bool) {
 	return slope, stats.MedianInPlace(r), true
 }
 
-// pooledTheilSen returns the common slope (ns per forward pass) of several sequences that
-// share it but each have their own intercept: the median of the within-sequence pairwise
-// slopes of all of them, each sequence thinned to maxWindowFitPoints (the intercepts cancel
-// in each within-sequence difference). seqs is a flat list of points cut at ends (sequence k
-// is seqs[ends[k−1]:ends[k]]). ok is false without any pair.
-func (sc *fitScratch) pooledTheilSen(seqs []point, ends []int) (slope float64, ok bool) {
-	total, from := 0, 0
-	for _, e := range ends {
-		total += pairs(min(e-from, maxWindowFitPoints))
-		from = e
-	}
-	s := grown(sc.slopes, total)[:0]
-	from = 0
-	for _, e := range ends {
-		s = appendSlopes(s, sc.thin(seqs[from:e], maxWindowFitPoints))
-		from = e
-	}
-	sc.slopes = s
-	if len(s) == 0 {
+// pooled is the pooled Theil–Sen fit of several sequences that share a slope but each have
+// their own intercept: the median of the within-sequence pairwise slopes of all of them, each
+// sequence thinned to maxWindowFitPoints (the intercepts cancel in each within-sequence
+// difference). Its slopes live in a fitScratch: reset, add each sequence, then slope.
+type pooled struct {
+	sc     *fitScratch
+	slopes []float64
+}
+
+// reset starts a pooled fit in sc with room for n slopes (the sum of pairs(min(len,
+// maxWindowFitPoints)) over the sequences to add: more is reallocated).
+func (p *pooled) reset(sc *fitScratch, n int) {
+	p.sc, p.slopes = sc, grown(sc.slopes, n)[:0]
+}
+
+// add adds the pairwise slopes of one sequence's points (arrival ns, forward index).
+func (p *pooled) add(ps []point) {
+	p.slopes = appendSlopes(p.slopes, p.sc.thin(ps, maxWindowFitPoints))
+}
+
+// slope returns the common slope (ns per forward pass); ok is false without any pair.
+func (p *pooled) slope() (float64, bool) {
+	p.sc.slopes = p.slopes
+	if len(p.slopes) == 0 {
 		return 0, false
 	}
-	return stats.MedianInPlace(s), true
+	return stats.MedianInPlace(p.slopes), true
 }
