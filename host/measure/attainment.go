@@ -3,6 +3,7 @@ package measure
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -172,20 +173,16 @@ func firstTokenSpread(seqs []*recording.Sequence) time.Duration {
 }
 
 // togetherInWindow counts the marks of seqs inside [wStart, wEnd] (n) and those of them
-// "together": within tol of a mark of another sequence. short is the first sequence (index
-// in seqs) with fewer than 3 marks in the window, n then its count; else short is −1.
-//
-// Only the marks within tol of the window can be near one inside it, so only they are
-// sorted by arrival; whether a mark has one of another sequence within tol of it does not
-// depend on the order of marks that arrived at the same instant.
+// "together": within tol (inclusive) of a mark of another sequence. short is the first
+// sequence (index in seqs) with fewer than 3 marks in the window, n then its count; else
+// short is −1.
 func togetherInWindow(seqs []*recording.Sequence, wStart, wEnd, tol time.Duration) (together, n, short int) {
-	lo, hi := wStart-tol, wEnd+tol
 	near := 0
 	for j, s := range seqs {
 		in := 0
 		for k := range s.Marks.Len() {
 			at := s.Marks.At(k)
-			if at >= lo && at <= hi {
+			if at >= wStart-tol && at <= wEnd+tol {
 				near++
 			}
 			if at >= wStart && at <= wEnd {
@@ -196,89 +193,146 @@ func togetherInWindow(seqs []*recording.Sequence, wStart, wEnd, tol time.Duratio
 			return 0, in, j
 		}
 	}
-	all := sortedArrivals(seqs, lo, hi, near)
-	for i := range all.n {
-		at, seq := all.get(i)
-		if at < wStart || at > wEnd {
+	if tol > 0 && (wEnd-wStart)/tol < time.Duration(4*near+1024) {
+		together, n = togetherByBuckets(seqs, wStart, wEnd, tol)
+	} else {
+		together, n = togetherBySort(seqs, wStart, wEnd, tol, near)
+	}
+	return together, n, -1
+}
+
+// bucket is what togetherByBuckets keeps of the marks in one interval of width tol: the
+// earliest and the latest with their sequences, the earliest and latest of the other
+// sequences (math.MaxInt64 / MinInt64 while there are none), and whether one holds marks of
+// two sequences.
+type bucket struct {
+	first, last           time.Duration
+	firstSeq, lastSeq     int
+	firstOther, lastOther time.Duration
+	used, several         bool
+}
+
+// togetherByBuckets is togetherInWindow's count in two passes over the marks, without
+// sorting them: the marks within tol of the window fall into intervals of width tol, [lo +
+// i·tol, lo + (i+1)·tol); every mark within tol of a mark lies in its interval or the two
+// beside it. In its own interval every mark is nearer than tol, so a mark has one of another
+// sequence there when the interval holds two sequences; in the interval after it, when the
+// earliest mark of a sequence other than its own is within tol (the earliest of all, or the
+// earliest of the other sequences than the earliest's); before it, the same with the latest.
+func togetherByBuckets(seqs []*recording.Sequence, wStart, wEnd, tol time.Duration) (together, n int) {
+	lo := wStart - tol
+	bs := make([]bucket, (wEnd+tol-lo)/tol+1)
+	for i := range bs {
+		bs[i].firstOther, bs[i].lastOther = math.MaxInt64, math.MinInt64
+	}
+	for j, s := range seqs {
+		for k := range s.Marks.Len() {
+			at := s.Marks.At(k)
+			if at < lo || at > wEnd+tol {
+				continue
+			}
+			b := &bs[(at-lo)/tol]
+			switch {
+			case !b.used:
+				*b = bucket{first: at, last: at, firstSeq: j, lastSeq: j, firstOther: math.MaxInt64, lastOther: math.MinInt64, used: true}
+				continue
+			case j != b.firstSeq:
+				b.several = true
+			}
+			// the earliest of the sequences other than the earliest mark's
+			switch {
+			case at < b.first:
+				if j != b.firstSeq {
+					b.firstOther = b.first
+				}
+				b.first, b.firstSeq = at, j
+			case j != b.firstSeq:
+				b.firstOther = min(b.firstOther, at)
+			}
+			switch {
+			case at > b.last:
+				if j != b.lastSeq {
+					b.lastOther = b.last
+				}
+				b.last, b.lastSeq = at, j
+			case j != b.lastSeq:
+				b.lastOther = max(b.lastOther, at)
+			}
+		}
+	}
+	for j, s := range seqs {
+		for k := range s.Marks.Len() {
+			at := s.Marks.At(k)
+			if at < wStart || at > wEnd {
+				continue
+			}
+			n++
+			i := int((at - lo) / tol)
+			if bs[i].several || bs[i+1].earliestOther(j) <= at+tol || (i > 0 && bs[i-1].latestOther(j) >= at-tol) {
+				together++
+			}
+		}
+	}
+	return together, n
+}
+
+// earliestOther is the earliest mark in b of a sequence other than seq (MaxInt64 when none).
+func (b *bucket) earliestOther(seq int) time.Duration {
+	switch {
+	case !b.used:
+		return math.MaxInt64
+	case b.firstSeq != seq:
+		return b.first
+	}
+	return b.firstOther
+}
+
+// latestOther is the latest mark in b of a sequence other than seq (MinInt64 when none).
+func (b *bucket) latestOther(seq int) time.Duration {
+	switch {
+	case !b.used:
+		return math.MinInt64
+	case b.lastSeq != seq:
+		return b.last
+	}
+	return b.lastOther
+}
+
+// togetherBySort is togetherInWindow's count over the near marks within tol of the window,
+// sorted by arrival (a tolerance too fine for togetherByBuckets' intervals): each mark in the
+// window looks at its neighbours within tol on either side. Whether a mark has one of another
+// sequence within tol does not depend on the order of marks that arrived at the same instant.
+func togetherBySort(seqs []*recording.Sequence, wStart, wEnd, tol time.Duration, near int) (together, n int) {
+	type arrival struct {
+		at  time.Duration
+		seq int
+	}
+	all := make([]arrival, 0, near)
+	for j, s := range seqs {
+		for k := range s.Marks.Len() {
+			if at := s.Marks.At(k); at >= wStart-tol && at <= wEnd+tol {
+				all = append(all, arrival{at, j})
+			}
+		}
+	}
+	slices.SortFunc(all, func(x, y arrival) int { return cmp.Compare(x.at, y.at) })
+	for i, m := range all {
+		if m.at < wStart || m.at > wEnd {
 			continue
 		}
 		n++
 		found := false
-		for k := i - 1; k >= 0 && !found; k-- {
-			a, q := all.get(k)
-			if at-a > tol {
-				break
-			}
-			found = q != seq
+		for k := i - 1; k >= 0 && m.at-all[k].at <= tol && !found; k-- {
+			found = all[k].seq != m.seq
 		}
-		for k := i + 1; k < all.n && !found; k++ {
-			a, q := all.get(k)
-			if a-at > tol {
-				break
-			}
-			found = q != seq
+		for k := i + 1; k < len(all) && all[k].at-m.at <= tol && !found; k++ {
+			found = all[k].seq != m.seq
 		}
 		if found {
 			together++
 		}
 	}
-	return together, n, -1
-}
-
-// arrivals are marks of several sequences in ascending order of arrival: packed into one word
-// each — (arrival − lo) << seqBits | sequence — when the span and the sequences fit (a cell's
-// window of hours, a million sequences), else as pairs.
-type arrivals struct {
-	n      int
-	packed []uint64
-	at     []time.Duration
-	seq    []int
-	lo     time.Duration
-}
-
-const seqBits = 20
-
-func (a *arrivals) get(i int) (time.Duration, int) {
-	if a.packed != nil {
-		w := a.packed[i]
-		return a.lo + time.Duration(w>>seqBits), int(w & (1<<seqBits - 1))
-	}
-	return a.at[i], a.seq[i]
-}
-
-// sortedArrivals returns the n marks of seqs inside [lo, hi], sorted by arrival.
-func sortedArrivals(seqs []*recording.Sequence, lo, hi time.Duration, n int) arrivals {
-	a := arrivals{n: n, lo: lo}
-	if uint64(hi-lo) < 1<<(64-seqBits) && len(seqs) < 1<<seqBits {
-		a.packed = make([]uint64, 0, n)
-		for j, s := range seqs {
-			for k := range s.Marks.Len() {
-				if at := s.Marks.At(k); at >= lo && at <= hi {
-					a.packed = append(a.packed, uint64(at-lo)<<seqBits|uint64(j))
-				}
-			}
-		}
-		slices.Sort(a.packed)
-		return a
-	}
-	type pair struct {
-		at  time.Duration
-		seq int
-	}
-	ps := make([]pair, 0, n)
-	for j, s := range seqs {
-		for k := range s.Marks.Len() {
-			if at := s.Marks.At(k); at >= lo && at <= hi {
-				ps = append(ps, pair{at, j})
-			}
-		}
-	}
-	slices.SortFunc(ps, func(x, y pair) int { return cmp.Compare(x.at, y.at) })
-	a.at, a.seq = make([]time.Duration, n), make([]int, n)
-	for i, p := range ps {
-		a.at[i], a.seq[i] = p.at, p.seq
-	}
-	return a
+	return together, n
 }
 
 // concurrency is the largest number of the intervals [first mark, last mark] of seqs that

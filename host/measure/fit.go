@@ -2,6 +2,7 @@ package measure
 
 import (
 	"math"
+	"slices"
 
 	"github.com/genload/genload/host/stats"
 )
@@ -27,6 +28,10 @@ type fitScratch struct {
 	thinned []point
 	slopes  []float64
 	resid   []float64
+	// the pooled fit's thinned points, cut at pooledEnds, and its sample of slopes
+	pooledPts  []point
+	pooledEnds []int
+	sample     []float64
 }
 
 // thin returns at most n of ps, evenly spaced by index (point i of n is ps[round(i·(len−1)/
@@ -99,28 +104,108 @@ func (sc *fitScratch) theilSen(ps []point) (slope, intercept float64, ok bool) {
 // pooled is the pooled Theil–Sen fit of several sequences that share a slope but each have
 // their own intercept: the median of the within-sequence pairwise slopes of all of them, each
 // sequence thinned to maxWindowFitPoints (the intercepts cancel in each within-sequence
-// difference). Its slopes live in a fitScratch: reset, add each sequence, then slope.
+// difference). It keeps the thinned points, not the slopes: reset, add each sequence, then
+// slope.
 type pooled struct {
-	sc     *fitScratch
-	slopes []float64
+	sc   *fitScratch
+	pts  []point
+	ends []int // sequence k is pts[ends[k−1]:ends[k]]
 }
 
-// reset starts a pooled fit in sc with room for n slopes (the sum of pairs(min(len,
-// maxWindowFitPoints)) over the sequences to add: more is reallocated).
-func (p *pooled) reset(sc *fitScratch, n int) {
-	p.sc, p.slopes = sc, grown(sc.slopes, n)[:0]
+// reset starts a pooled fit in sc.
+func (p *pooled) reset(sc *fitScratch) {
+	p.sc, p.pts, p.ends = sc, sc.pooledPts[:0], sc.pooledEnds[:0]
 }
 
-// add adds the pairwise slopes of one sequence's points (arrival ns, forward index).
+// add adds one sequence's points (arrival ns, forward index).
 func (p *pooled) add(ps []point) {
-	p.slopes = appendSlopes(p.slopes, p.sc.thin(ps, maxWindowFitPoints))
+	p.pts = append(p.pts, p.sc.thin(ps, maxWindowFitPoints)...)
+	p.ends = append(p.ends, len(p.pts))
 }
+
+// pooledSample is one in how many slopes the pooled fit samples to bracket the median, and
+// pooledDirect the slopes under which it selects among all of them at once.
+const pooledSample, pooledDirect = 64, 1 << 16
 
 // slope returns the common slope (ns per forward pass); ok is false without any pair.
+//
+// A cell of B sequences has up to B · pairs(maxWindowFitPoints) slopes (1.16 M at B = 1,024:
+// 9 MB). They are not kept: a first pass counts them and keeps every pooledSample-th, whose
+// order statistics bracket the median's rank (±(4√s + 8) of the s samples); a second pass
+// counts the slopes below the bracket and keeps those inside it, among which the median's
+// rank then lies — checked, else every slope is kept and selected from. Either way the
+// median is the same order statistics of the same slopes, computed by the same arithmetic,
+// so the same number: (lo + hi)/2 of the two middle ones for an even count, as
+// stats.MedianInPlace.
 func (p *pooled) slope() (float64, bool) {
-	p.sc.slopes = p.slopes
-	if len(p.slopes) == 0 {
+	sc := p.sc
+	sc.pooledPts, sc.pooledEnds = p.pts, p.ends
+	m, sample := 0, sc.sample[:0]
+	p.each(func(x float64) { sample = append(sample, x) }, func() bool {
+		m++
+		return (m-1)%pooledSample == 0
+	})
+	sc.sample = sample
+	if m == 0 {
 		return 0, false
 	}
-	return stats.MedianInPlace(p.slopes), true
+	kHi, kLo := m/2, m/2
+	if m%2 == 0 {
+		kLo--
+	}
+	if m >= pooledDirect {
+		slices.Sort(sample)
+		s := len(sample)
+		r, margin := kHi*s/m, 4*int(math.Sqrt(float64(s)))+8
+		lo, hi := math.Inf(-1), math.Inf(1)
+		if r-margin >= 0 {
+			lo = sample[r-margin]
+		}
+		if r+margin < s {
+			hi = sample[r+margin]
+		}
+		below, mid := 0, sc.slopes[:0]
+		p.each(func(x float64) {
+			if x < lo {
+				below++
+			} else if x <= hi {
+				mid = append(mid, x)
+			}
+		}, nil)
+		sc.slopes = mid
+		if below <= kLo && kHi < below+len(mid) {
+			v := stats.KthInPlace(mid, kHi-below)
+			if m%2 == 1 {
+				return v, true
+			}
+			return (slices.Max(mid[:kHi-below]) + v) / 2, true
+		}
+	}
+	all := grown(sc.slopes, m)[:0]
+	from := 0
+	for _, e := range p.ends {
+		all = appendSlopes(all, p.pts[from:e])
+		from = e
+	}
+	sc.slopes = all
+	return stats.MedianInPlace(all), true
+}
+
+// each calls visit with every pairwise slope (t_j − t_i)/(f_j − f_i), i < j, of distinct
+// forward indices within each sequence, in appendSlopes' order; when want is not nil, only
+// with the slopes for which want() (called once per slope, in order) is true, the others not
+// computed.
+func (p *pooled) each(visit func(float64), want func() bool) {
+	from := 0
+	for _, e := range p.ends {
+		ps := p.pts[from:e]
+		from = e
+		for i := range ps {
+			for j := i + 1; j < len(ps); j++ {
+				if df := ps[j].f - ps[i].f; df != 0 && (want == nil || want()) {
+					visit((ps[j].t - ps[i].t) / df)
+				}
+			}
+		}
+	}
 }

@@ -113,32 +113,17 @@ func window(seqs []fullSeq, tokensPerChunk float64, sc *computeScratch) Window {
 	return w
 }
 
-// pooledFit is the pooled Theil–Sen slope (ns per forward pass, see pooledTheilSen) over the
-// consistent marks of every sequence of seqs inside [start, end]: a first pass counts each
-// one's marks there to size the slopes once, a second gathers them, one sequence at a time in
-// a buffer of sc.
+// pooledFit is the pooled Theil–Sen slope (ns per forward pass, see pooled) over the
+// consistent marks of every sequence of seqs inside [start, end], gathered one sequence at a
+// time in a buffer of sc.
 func pooledFit(seqs []fullSeq, start, end time.Duration, sc *computeScratch) (float64, bool) {
-	inWindow := func(s fullSeq, i int) bool {
-		t := s.s.Marks.At(i)
-		return t >= start && t <= end && s.con.member[i]
-	}
-	total := 0
-	for _, s := range seqs {
-		n := 0
-		for i := range s.s.Marks.Len() {
-			if inWindow(s, i) {
-				n++
-			}
-		}
-		total += pairs(min(n, maxWindowFitPoints))
-	}
 	var p pooled
-	p.reset(&sc.fit, total)
+	p.reset(&sc.fit)
 	for _, s := range seqs {
 		in := sc.window[:0]
 		for i := range s.s.Marks.Len() {
-			if inWindow(s, i) {
-				in = append(in, point{float64(s.s.Marks.At(i)), s.fwd[i]})
+			if t := s.s.Marks.At(i); t >= start && t <= end && s.con.member[i] {
+				in = append(in, point{float64(t), s.fwd[i]})
 			}
 		}
 		sc.window = in

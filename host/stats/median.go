@@ -103,3 +103,8 @@ func selectKth[T cmp.Ordered](v []T, k int) T {
 	}
 	return v[k]
 }
+
+// KthInPlace reorders v so that v[k] is its k-th smallest value (0-based, 0 ≤ k < len(v)),
+// every value before it ≤ v[k] and every value after it ≥ v[k], and returns v[k]: a
+// selection, O(len(v)) expected time. v holds no NaN.
+func KthInPlace[T cmp.Ordered](v []T, k int) T { return selectKth(v, k) }
