@@ -393,7 +393,7 @@ func (f *Figures) classifySequences(res *recording.Result, o Options, maxTok int
 		ttft: make([]time.Duration, 0, len(res.Sequences)), e2e: make([]time.Duration, 0, len(res.Sequences)),
 		itl: make([]time.Duration, 0, marks),
 	}
-	fwdBuf := newArena[float64](marks)
+	pts := newArena[point](marks)
 	var fulls []fullSeq
 	for i := range res.Sequences {
 		s := &res.Sequences[i]
@@ -406,8 +406,8 @@ func (f *Figures) classifySequences(res *recording.Result, o Options, maxTok int
 			continue
 		}
 		if class == ClassFull {
-			fwd, counts, why := forwardIndexTok(s, o.ChunkForwards, o.Tokenizer, &fwdBuf)
-			fulls = append(fulls, fullSeq{idx: i, s: s, fwd: fwd, counts: counts})
+			ps, counts, why := forwardIndexTok(s, o.ChunkForwards, o.Tokenizer, &pts)
+			fulls = append(fulls, fullSeq{idx: i, s: s, ps: ps, counts: counts})
 			if why != "" {
 				if f.Retokenized == nil {
 					f.Retokenized = map[string]int{}

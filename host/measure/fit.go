@@ -112,9 +112,9 @@ type pooled struct {
 	ends []int // sequence k is pts[ends[k−1]:ends[k]]
 }
 
-// reset starts a pooled fit in sc.
-func (p *pooled) reset(sc *fitScratch) {
-	p.sc, p.pts, p.ends = sc, sc.pooledPts[:0], sc.pooledEnds[:0]
+// reset starts a pooled fit in sc, with room for seqs sequences.
+func (p *pooled) reset(sc *fitScratch, seqs int) {
+	p.sc, p.pts, p.ends = sc, grown(sc.pooledPts, seqs*maxWindowFitPoints)[:0], grown(sc.pooledEnds, seqs)[:0]
 }
 
 // add adds one sequence's points (arrival ns, forward index).
@@ -140,7 +140,15 @@ const pooledSample, pooledDirect = 64, 1 << 16
 func (p *pooled) slope() (float64, bool) {
 	sc := p.sc
 	sc.pooledPts, sc.pooledEnds = p.pts, p.ends
-	m, sample := 0, sc.sample[:0]
+	most := 0
+	for k, e := range p.ends {
+		if k == 0 {
+			most += pairs(e)
+		} else {
+			most += pairs(e - p.ends[k-1])
+		}
+	}
+	m, sample := 0, grown(sc.sample, most/pooledSample+1)[:0]
 	p.each(func(x float64) { sample = append(sample, x) }, func() bool {
 		m++
 		return (m-1)%pooledSample == 0
@@ -164,7 +172,7 @@ func (p *pooled) slope() (float64, bool) {
 		if r+margin < s {
 			hi = sample[r+margin]
 		}
-		below, mid := 0, sc.slopes[:0]
+		below, mid := 0, grown(sc.slopes, (2*margin+1)*(m/s+1)*5/4)[:0]
 		p.each(func(x float64) {
 			if x < lo {
 				below++

@@ -33,7 +33,7 @@ func TestPooledSlopeIsTheMedianOfAllSlopes(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 9))
 		var sc fitScratch
 		var p pooled
-		p.reset(&sc)
+		p.reset(&sc, 0)
 		var all []float64
 		nseq := []int{2, 40, 300, 1500}[seed%4]
 		for range nseq {

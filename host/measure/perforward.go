@@ -30,25 +30,31 @@ const (
 	CountsOnePerChunk = "one_per_chunk"
 )
 
-// forwardIndexTok returns each mark's forward index (see Figures) and the evidence it rests on
-// (a Counts constant), nil and "" when unknown: with chunkForwards the mark index; else the
-// cumulative exact token deltas minus the first mark's, when every mark has one (and they sum
-// to an exact count, if there is one); else the mark index when an exact count equals the
-// number of marks (one token per chunk); else, as the last resort when tok is not nil, the
-// per-chunk counts of re-encoding the text with the model's tokenizer under an exact count
-// (chunkTokensByTokenizer), why being that attempt's outcome ("" when not tried). The indices
-// (one per mark) are carved from buf.
-func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder, buf *arena[float64]) (fwd []float64, evidence, why string) {
+// forwardIndexTok returns s's marks as fit points (arrival ns, forward index; see Figures)
+// and the evidence their forward indices rest on (a Counts constant), nil and "" when
+// unknown: with chunkForwards the mark index; else the cumulative exact token deltas minus
+// the first mark's, when every mark has one (and they sum to an exact count, if there is one);
+// else the mark index when an exact count equals the number of marks (one token per chunk);
+// else, as the last resort when tok is not nil, the per-chunk counts of re-encoding the text
+// with the model's tokenizer under an exact count (chunkTokensByTokenizer), why being that
+// attempt's outcome ("" when not tried). The points (one per mark) are carved from buf.
+func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder, buf *arena[point]) (ps []point, evidence, why string) {
 	n := s.Marks.Len()
-	f := buf.take(n)
-	idx := func() []float64 {
-		for i := range f {
-			f[i] = float64(i)
+	ps = buf.take(n)
+	points := func(evidence, why string) ([]point, string, string) {
+		for i := range ps {
+			ps[i].t = float64(s.Marks.At(i))
 		}
-		return f
+		return ps, evidence, why
+	}
+	idx := func(evidence string) ([]point, string, string) {
+		for i := range ps {
+			ps[i].f = float64(i)
+		}
+		return points(evidence, "")
 	}
 	if chunkForwards {
-		return idx(), CountsChunkForwards, ""
+		return idx(CountsChunkForwards)
 	}
 	cum, known := 0, true
 	for i := range n {
@@ -59,18 +65,18 @@ func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder, 
 			break
 		}
 		cum += int(t)
-		f[i] = float64(cum)
+		ps[i].f = float64(cum)
 	}
 	exact := exactCount(s)
 	if known && n > 0 && (!exact || cum == s.CompletionTokens) {
-		f0 := f[0]
-		for i := range f {
-			f[i] -= f0
+		f0 := ps[0].f
+		for i := range ps {
+			ps[i].f -= f0
 		}
-		return f, deltaEvidence(s), ""
+		return points(deltaEvidence(s), "")
 	}
 	if exact && s.CompletionTokens == n {
-		return idx(), CountsOnePerChunk, ""
+		return idx(CountsOnePerChunk)
 	}
 	if exact && tok != nil && n >= 2 {
 		counts, why := chunkTokensByTokenizer(s, tok)
@@ -80,9 +86,9 @@ func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder, 
 		cum := 0
 		for i, c := range counts {
 			cum += int(c)
-			f[i] = float64(cum - int(counts[0]))
+			ps[i].f = float64(cum - int(counts[0]))
 		}
-		return f, CountsTokenizer, why
+		return points(CountsTokenizer, why)
 	}
 	return nil, "", ""
 }
@@ -137,20 +143,6 @@ type seqFigures struct {
 	firstRes, lastRes   float64 // first and last mark's residual from the fit (ns)
 }
 
-// points returns q's marks as fit points (arrival, forward index), carved from buf; nil
-// without forward indices.
-func (q *fullSeq) points(buf *arena[point]) []point {
-	if q.fwd == nil {
-		return nil
-	}
-	n := q.s.Marks.Len()
-	ps := buf.take(n)
-	for i := range n {
-		ps[i] = point{float64(q.s.Marks.At(i)), q.fwd[i]}
-	}
-	return ps
-}
-
 // sequenceFigures computes q's figures from its consistency scan (q.con); why is "one
 // chunk" (fewer than two marks, or every token in the first), "unverified" (no exact count
 // nor known forward indices), "per-chunk unknown" (an exact total, several tokens per
@@ -163,14 +155,14 @@ func sequenceFigures(q fullSeq, sc *fitScratch) (sf seqFigures, why string) {
 	}
 	t0, tl := s.Marks.At(0), s.Marks.At(n-1)
 	switch {
-	case q.fwd != nil && q.fwd[n-1] > 0:
-		sf.ends = time.Duration(math.Round(float64(tl-t0) / q.fwd[n-1]))
-	case q.fwd == nil && exactCount(s) && s.CompletionTokens >= 2:
+	case q.ps != nil && q.ps[n-1].f > 0:
+		sf.ends = time.Duration(math.Round(float64(tl-t0) / q.ps[n-1].f))
+	case q.ps == nil && exactCount(s) && s.CompletionTokens >= 2:
 		// An exact total, but chunks carry several tokens and which carried how many is
 		// unknown: decode time / (tokens − 1) would assume the first chunk carried one token
 		// (a server that coalesces its first chunks, as TGI does, reads 10–16 % low).
 		return sf, "per-chunk unknown"
-	case q.fwd == nil:
+	case q.ps == nil:
 		return sf, "unverified"
 	default: // every token in the first chunk, later chunks carrying text but no token
 		return sf, "one chunk"
@@ -178,7 +170,7 @@ func sequenceFigures(q fullSeq, sc *fitScratch) (sf seqFigures, why string) {
 	ps := q.ps
 	a := q.con.first
 	sf.skipped = a
-	if a >= n-1 || bunched(s.Marks, q.fwd, a) {
+	if a >= n-1 || bunched(s.Marks, q.ps, a) {
 		return sf, "bunched"
 	}
 	e := q.end
@@ -198,20 +190,17 @@ func sequenceFigures(q fullSeq, sc *fitScratch) (sf seqFigures, why string) {
 // scanAll runs the consistency scan (see scan) over every full sequence with forward
 // indices, twice: the first scan, at a provisional tolerance of a quarter step, measures the
 // cell's jitter from the residuals of the predicting marks; the second judges every mark
-// against it. It sets each one's fit points, consistency and last consistent mark, and
-// returns the jitter.
+// against it. It sets each one's consistency and last consistent mark, and returns the
+// jitter.
 func scanAll(fulls []fullSeq, sc *computeScratch) jitter {
 	marks := 0
 	for i := range fulls {
-		if fulls[i].fwd != nil {
-			marks += fulls[i].s.Marks.Len()
-		}
+		marks += len(fulls[i].ps)
 	}
-	pts, member := newArena[point](marks), newArena[bool](marks)
+	member := newArena[bool](marks)
 	resid := make([]float64, 0, marks)
 	for i := range fulls {
-		q := &fulls[i]
-		if q.ps = q.points(&pts); q.ps != nil {
+		if q := &fulls[i]; q.ps != nil {
 			scan(q.ps, provisionalTol, looseTol, &resid, &sc.scan, nil)
 		}
 	}
@@ -227,26 +216,26 @@ func scanAll(fulls []fullSeq, sc *computeScratch) jitter {
 
 // bunched reports whether over half of the intervals between marks from, from+1, … of ms
 // are "together": shorter than a tenth of the sequence's mean forward pass, (last − first
-// mark) / (forward passes between them), per forward pass they span (fwd[i] the forward index
+// mark) / (forward passes between them), per forward pass they span (ps[i].f the forward index
 // of mark i). One read stamps every chunk it holds with the same time (an interval of 0), and
 // chunks the server or network held back and then released come microseconds apart in reads
 // of their own; either way the client cannot time the forward passes between them — it fell
 // behind, or the stream stalled and burst. A regular stream has every interval near the mean;
 // one long interval (a prefill sharing a step) raises the mean by a fraction, not tenfold.
 // Also true when fewer than one interval is left, or the marks span no forward pass.
-func bunched(ms sse.Marks, fwd []float64, from int) bool {
+func bunched(ms sse.Marks, ps []point, from int) bool {
 	n := ms.Len()
 	if n-1-from < 1 {
 		return true
 	}
-	forwards := fwd[n-1] - fwd[0]
+	forwards := ps[n-1].f - ps[0].f
 	if forwards <= 0 {
 		return true
 	}
 	tenth := float64(ms.At(n-1)-ms.At(0)) / forwards / 10
 	together := 0
 	for i := from + 1; i < n; i++ {
-		if d := float64(ms.At(i) - ms.At(i-1)); d == 0 || d/max(fwd[i]-fwd[i-1], 1) < tenth {
+		if d := float64(ms.At(i) - ms.At(i-1)); d == 0 || d/max(ps[i].f-ps[i-1].f, 1) < tenth {
 			together++
 		}
 	}

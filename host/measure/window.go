@@ -12,13 +12,13 @@ import (
 	"github.com/genload/genload/host/sse"
 )
 
-// fullSeq is a full sequence: its index in Result.Sequences, each mark's forward index (nil
-// when unknown; see Figures) and what it rests on (a Counts constant), the marks as fit
-// points and their consistency scan (see scan; both set by scanAll).
+// fullSeq is a full sequence: its index in Result.Sequences, its marks as fit points (arrival
+// ns, forward index: nil when the forward indices are unknown; see Figures and
+// forwardIndexTok) and what the forward indices rest on (a Counts constant), and the marks'
+// consistency scan (see scan; set by scanAll).
 type fullSeq struct {
 	idx    int
 	s      *recording.Sequence
-	fwd    []float64
 	counts string
 	ps     []point
 	con    consistency
@@ -68,11 +68,11 @@ func window(seqs []fullSeq, tokensPerChunk float64, sc *computeScratch) Window {
 		return w
 	}
 	for _, s := range seqs {
-		if s.fwd == nil && !exactCount(s.s) {
+		if s.ps == nil && !exactCount(s.s) {
 			w.Reason = "token counts unverified (no usable usage, chunks may carry several tokens): the forward passes in the window cannot be counted"
 			return w
 		}
-		if s.fwd == nil {
+		if s.ps == nil {
 			w.Reason = fmt.Sprintf("per-chunk token counts unknown (chunks carry %.2f tokens on average, no per-chunk usage): the forward passes in the window cannot be counted", tokensPerChunk)
 			return w
 		}
@@ -89,15 +89,15 @@ func window(seqs []fullSeq, tokensPerChunk float64, sc *computeScratch) Window {
 		k2++
 	}
 	e := max(ref.end, k2)
-	w.Steps, w.Trail = int(math.Round(ref.fwd[e]-ref.fwd[k2])), int(math.Round(ref.fwd[n-1]-ref.fwd[e]))
+	w.Steps, w.Trail = int(math.Round(ref.ps[e].f-ref.ps[k2].f)), int(math.Round(ref.ps[n-1].f-ref.ps[e].f))
 	if w.Steps == 0 {
 		w.Reason = "no forward pass inside the window"
 		return w
 	}
-	if d := ref.fwd[n-1] - ref.fwd[k]; d > 0 {
+	if d := ref.ps[n-1].f - ref.ps[k].f; d > 0 {
 		w.Endpoints = time.Duration(math.Round(float64(end-start) / d))
 	}
-	if bunched(ms, ref.fwd, k2) {
+	if bunched(ms, ref.ps, k2) {
 		w.Reason = "the chunks of the window's reference sequence arrived mostly together (over half of their intervals under a tenth of its mean forward pass): the forward passes cannot be timed"
 		return w
 	}
@@ -118,12 +118,12 @@ func window(seqs []fullSeq, tokensPerChunk float64, sc *computeScratch) Window {
 // time in a buffer of sc.
 func pooledFit(seqs []fullSeq, start, end time.Duration, sc *computeScratch) (float64, bool) {
 	var p pooled
-	p.reset(&sc.fit)
+	p.reset(&sc.fit, len(seqs))
 	for _, s := range seqs {
 		in := sc.window[:0]
 		for i := range s.s.Marks.Len() {
 			if t := s.s.Marks.At(i); t >= start && t <= end && s.con.member[i] {
-				in = append(in, point{float64(t), s.fwd[i]})
+				in = append(in, point{float64(t), s.ps[i].f})
 			}
 		}
 		sc.window = in
