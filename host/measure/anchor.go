@@ -224,11 +224,15 @@ func (w *passWindow) follow(ps []point, mem []int) float64 {
 		}
 		w.n = L
 	default: // the pair leaving the window, and the pair the new mark makes
-		if r, ok := pairRate(ps, mem, L-1-anchorSlopeW); ok {
-			w.remove(r)
-		}
-		if r, ok := pairRate(ps, mem, L-2); ok {
-			w.insert(r)
+		out, okOut := pairRate(ps, mem, L-1-anchorSlopeW)
+		in, okIn := pairRate(ps, mem, L-2)
+		switch {
+		case okOut && okIn:
+			w.replace(out, in)
+		case okOut:
+			w.remove(out)
+		case okIn:
+			w.insert(in)
 		}
 		w.n = L
 	}
@@ -249,6 +253,26 @@ func (w *passWindow) insert(r float64) {
 		i--
 	}
 	w.sorted = slices.Insert(w.sorted, i, r)
+}
+
+// replace removes one rate equal to out from the window and inserts in, in one pass: the
+// rates between the two places shift by one.
+func (w *passWindow) replace(out, in float64) {
+	v := w.sorted
+	i := slices.Index(v, out)
+	if i < 0 {
+		w.insert(in)
+		return
+	}
+	for i > 0 && v[i-1] > in { // in goes lower: shift the rates between up
+		v[i] = v[i-1]
+		i--
+	}
+	for i+1 < len(v) && v[i+1] < in { // in goes higher: shift the rates between down
+		v[i] = v[i+1]
+		i++
+	}
+	v[i] = in
 }
 
 func (w *passWindow) remove(r float64) {

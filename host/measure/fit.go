@@ -148,11 +148,7 @@ func (p *pooled) slope() (float64, bool) {
 			most += pairs(e - p.ends[k-1])
 		}
 	}
-	m, sample := 0, grown(sc.sample, most/pooledSample+1)[:0]
-	p.each(func(x float64) { sample = append(sample, x) }, func() bool {
-		m++
-		return (m-1)%pooledSample == 0
-	})
+	m, sample := p.sampleSlopes(grown(sc.sample, most/pooledSample+1)[:0])
 	sc.sample = sample
 	if m == 0 {
 		return 0, false
@@ -172,14 +168,7 @@ func (p *pooled) slope() (float64, bool) {
 		if r+margin < s {
 			hi = sample[r+margin]
 		}
-		below, mid := 0, grown(sc.slopes, (2*margin+1)*(m/s+1)*5/4)[:0]
-		p.each(func(x float64) {
-			if x < lo {
-				below++
-			} else if x <= hi {
-				mid = append(mid, x)
-			}
-		}, nil)
+		below, mid := p.bracketSlopes(lo, hi, grown(sc.slopes, (2*margin+1)*(m/s+1)*5/4)[:0])
 		sc.slopes = mid
 		if below <= kLo && kHi < below+len(mid) {
 			v := stats.KthInPlace(mid, kHi-below)
@@ -199,21 +188,46 @@ func (p *pooled) slope() (float64, bool) {
 	return stats.MedianInPlace(all), true
 }
 
-// each calls visit with every pairwise slope (t_j − t_i)/(f_j − f_i), i < j, of distinct
-// forward indices within each sequence, in appendSlopes' order; when want is not nil, only
-// with the slopes for which want() (called once per slope, in order) is true, the others not
-// computed.
-func (p *pooled) each(visit func(float64), want func() bool) {
+// sampleSlopes counts the pairwise slopes (t_j − t_i)/(f_j − f_i), i < j, of distinct
+// forward indices within each sequence (m), taken in appendSlopes' order, and appends every
+// pooledSample-th of them to sample (the others are not computed).
+func (p *pooled) sampleSlopes(sample []float64) (m int, _ []float64) {
 	from := 0
 	for _, e := range p.ends {
 		ps := p.pts[from:e]
 		from = e
 		for i := range ps {
 			for j := i + 1; j < len(ps); j++ {
-				if df := ps[j].f - ps[i].f; df != 0 && (want == nil || want()) {
-					visit((ps[j].t - ps[i].t) / df)
+				if df := ps[j].f - ps[i].f; df != 0 {
+					if m%pooledSample == 0 {
+						sample = append(sample, (ps[j].t-ps[i].t)/df)
+					}
+					m++
 				}
 			}
 		}
 	}
+	return m, sample
+}
+
+// bracketSlopes counts the pairwise slopes below lo and appends those in [lo, hi] to mid.
+func (p *pooled) bracketSlopes(lo, hi float64, mid []float64) (below int, _ []float64) {
+	from := 0
+	for _, e := range p.ends {
+		ps := p.pts[from:e]
+		from = e
+		for i := range ps {
+			for j := i + 1; j < len(ps); j++ {
+				if df := ps[j].f - ps[i].f; df != 0 {
+					switch x := (ps[j].t - ps[i].t) / df; {
+					case x < lo:
+						below++
+					case x <= hi:
+						mid = append(mid, x)
+					}
+				}
+			}
+		}
+	}
+	return below, mid
 }
