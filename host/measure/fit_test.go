@@ -62,3 +62,26 @@ func TestPooledSlopeIsTheMedianOfAllSlopes(t *testing.T) {
 		}
 	}
 }
+
+// A cell whose sampled slopes are all outliers (65,536 sequences of two marks: one slope each,
+// every pooledSample-th of them 200 times the others) makes the sample's bracket miss the
+// median's rank; the pooled fit sees it and selects among all the slopes.
+func TestPooledSlopeWhenTheSampleMisleads(t *testing.T) {
+	var sc fitScratch
+	var p pooled
+	p.reset(&sc, 0)
+	var all []float64
+	for k := range pooledDirect {
+		step := 5e6 + float64(k%7)
+		if k%pooledSample == 0 {
+			step = 1e9
+		}
+		ps := []point{{1e9, 0}, {1e9 + step, 1}}
+		p.add(ps)
+		all = appendSlopes(all, ps)
+	}
+	got, ok := p.slope()
+	if want := stats.MedianInPlace(all); !ok || got != want {
+		t.Fatalf("pooled slope %v (ok %v), the median of all %v", got, ok, want)
+	}
+}
