@@ -53,11 +53,10 @@ func Attain(res *recording.Result, b int) Attainment {
 	return attain(res, b, nil)
 }
 
-// attain is Attain; sortedGaps, when not nil, are the streamed sequences' chunk intervals
-// in ascending order (Compute's sorted ITL samples: the same intervals), else they are
-// gathered from res.
-func attain(res *recording.Result, b int, sortedGaps []time.Duration) Attainment {
-	st := streamedOf(res, sortedGaps == nil)
+// attain is Attain; gapMedian, when not nil, is the median of the streamed sequences' chunk
+// intervals (Compute's ITL median: the same intervals), else they are gathered from res.
+func attain(res *recording.Result, b int, gapMedian *time.Duration) Attainment {
+	st := streamedOf(res, gapMedian == nil)
 	seqs := st.seqs
 	a := Attainment{State: AttainmentUnknown, Concurrency: concurrency(seqs)}
 	switch {
@@ -72,8 +71,8 @@ func attain(res *recording.Result, b int, sortedGaps []time.Duration) Attainment
 		return a
 	}
 	var step time.Duration
-	if sortedGaps != nil {
-		step = medianSorted(sortedGaps)
+	if gapMedian != nil {
+		step = *gapMedian
 	} else {
 		step = stats.MedianDurationInPlace(st.gaps)
 	}
@@ -101,18 +100,23 @@ func attain(res *recording.Result, b int, sortedGaps []time.Duration) Attainment
 		a.Reason = fmt.Sprintf("sequence %d has %d chunks in the window where all %d decode: too few to compare arrivals", short, n, b)
 		return a
 	}
-	share := float64(together) / float64(n)
+	a.State, a.Reason = togetherVerdict(b, float64(together)/float64(n), tol, st.tokens, st.marks)
+	return a
+}
+
+// togetherVerdict is the state and reason of a cell whose b sequences all decoded at once
+// from the share of their window marks that arrived together (within tol): reached at 80 %
+// or more; below it unknown when chunks carry over 1.05 tokens on average (tokens ÷ marks:
+// coalesced streams need not line up), else probably not reached.
+func togetherVerdict(b int, share float64, tol time.Duration, tokens, marks int) (state, reason string) {
 	switch {
 	case share >= 0.8:
-		a.State = AttainmentReached
-		a.Reason = fmt.Sprintf("all %d sequences decoding at once, %.0f %% of their chunks arriving together (within %.2f ms): they shared forward passes", b, 100*share, Ms(tol))
-	case float64(st.tokens) > 1.05*float64(st.marks):
-		a.Reason = fmt.Sprintf("all %d sequences overlapped, but chunks carry %.2f tokens and only %.0f %% arrived together: coalesced streams need not line up", b, float64(st.tokens)/float64(st.marks), 100*share)
+		return AttainmentReached, fmt.Sprintf("all %d sequences decoding at once, %.0f %% of their chunks arriving together (within %.2f ms): they shared forward passes", b, 100*share, Ms(tol))
+	case float64(tokens) > 1.05*float64(marks):
+		return AttainmentUnknown, fmt.Sprintf("all %d sequences overlapped, but chunks carry %.2f tokens and only %.0f %% arrived together: coalesced streams need not line up", b, float64(tokens)/float64(marks), 100*share)
 	default:
-		a.State = AttainmentProbablyNotReached
-		a.Reason = fmt.Sprintf("all %d sequences overlapped, but only %.0f %% of their chunks arrived together (within %.2f ms): they did not share forward passes", b, 100*share, Ms(tol))
+		return AttainmentProbablyNotReached, fmt.Sprintf("all %d sequences overlapped, but only %.0f %% of their chunks arrived together (within %.2f ms): they did not share forward passes", b, 100*share, Ms(tol))
 	}
-	return a
 }
 
 // streamed are the sequences Attain counts — succeeded, finished, with a mark — with the sum

@@ -332,7 +332,7 @@ func Compute(res *recording.Result, o Options) Figures {
 	f.Prompts = checkPrompts(res, o)
 	f.Header = headerFigure(res, o)
 	f.ServerTimings = serverTimings(fulls, o.ChunkForwards)
-	att := attain(res, len(res.Sequences), st.itl) // sorted by summarizeStreams
+	att := attain(res, len(res.Sequences), &st.itlMedian)
 	f.Attainment = &att
 	f.countTokenNotes(res)
 	return f
@@ -378,6 +378,8 @@ func (f *Figures) countRequests(res *recording.Result) {
 type streamSamples struct {
 	ttft, itl, e2e               []time.Duration
 	marks, knownTok, knownChunks int
+	// itlMedian is the median of itl (stats.MedianDuration's), set by summarizeStreams.
+	itlMedian time.Duration
 }
 
 // classifySequences classifies every sequence of res (f.LeftOut and the class counts),
@@ -468,11 +470,13 @@ func (st *streamSamples) add(s *recording.Sequence, sent time.Duration) {
 }
 
 // summarizeStreams sets f's histograms and Summaries of TTFT, ITL and E2E (recorded in the
-// sequences' order, then sorted), ITLTokens (known tokens ÷ intervals with a known delta)
+// sequences' order, then sorted or, for the many ITLs, selected from), st.itlMedian,
+// ITLTokens (known tokens ÷ intervals with a known delta)
 // and TokensPerChunk (CompletionTokens ÷ marks).
 func (f *Figures) summarizeStreams(st *streamSamples) {
 	f.Hist = &Histograms{TTFT: histOf(st.ttft), ITL: histOf(st.itl), E2E: histOf(st.e2e)}
-	f.TTFT, f.ITL, f.E2E = Summarize(st.ttft), Summarize(st.itl), Summarize(st.e2e)
+	f.TTFT, f.E2E = Summarize(st.ttft), Summarize(st.e2e)
+	f.ITL, st.itlMedian = summarizeSelect(st.itl)
 	if st.knownChunks > 0 {
 		f.ITLTokens = float64(st.knownTok) / float64(st.knownChunks)
 	}
