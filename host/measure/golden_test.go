@@ -22,10 +22,11 @@ type goldenCell struct {
 	o    Options
 }
 
-// goldenCells are the recordings whose Figures testdata/figures.golden.json holds: the cells
-// of a one-cell run of 1,024 streams (array: one stream for all; routed: one per sequence),
-// held-back and bunched starts, late and early first chunks, coalesced and speculative
-// streams, every case of TestSyntheticStreams and 80 generated worlds (randomWorld).
+// goldenCells are the 100 recordings whose Figures testdata/figures.golden.json holds: the
+// cells of a one-cell run of 1,024 streams (array: one stream for all; routed: one per
+// sequence), held-back and bunched starts, late and early first chunks, stalls, coalesced
+// and speculative streams, short, zero-token and overlong sequences (14 synthetic streams, as
+// TestSyntheticStreams draws them) and 80 generated worlds (randomWorld).
 func goldenCells() []goldenCell {
 	const S = 5 * time.Millisecond
 	var cells []goldenCell
