@@ -14,9 +14,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 )
 
@@ -52,7 +52,7 @@ type Options struct {
 // interrupt (exit code Interrupted: the cells so far are kept) or a failed write of
 // Options.JSON, which stops the comparison. Doc.JSON is the file written, "" when none was;
 // Doc.Comparable says what differs between the sides besides what is compared (the served
-// model, labels, engine profile: report.CheckComparable), for the caller to print first.
+// model, labels, engine profile: compare.CheckComparable), for the caller to print first.
 func Run(ctx context.Context, cfgs [2]*config.Config, opt Options) (*Doc, error) {
 	if opt.Stderr == nil {
 		opt.Stderr = io.Discard
@@ -85,8 +85,8 @@ func Run(ctx context.Context, cfgs [2]*config.Config, opt Options) (*Doc, error)
 		Engines: [2]map[string]any{sessions[0].Header().Engine, sessions[1].Header().Engine}, Cells: []Cell{}, of: len(cells)}
 	// Two configurations compared on one plan: the served model, labels and engine profile
 	// may be what differs; max_tokens may not (checked above).
-	ids := []report.Identity{report.IdentityOf("A "+opt.Paths[0], sessions[0].Header()), report.IdentityOf("B "+opt.Paths[1], sessions[1].Header())}
-	doc.Comparable = report.CheckComparable(ids).Line(append([]string{report.FieldModel, report.FieldLabels}, report.AcrossDeployments...)...)
+	ids := []compare.Identity{compare.IdentityOf("A "+opt.Paths[0], sessions[0].Header()), compare.IdentityOf("B "+opt.Paths[1], sessions[1].Header())}
+	doc.Comparable = compare.CheckComparable(ids).Line(append([]string{compare.FieldModel, compare.FieldLabels}, compare.AcrossDeployments...)...)
 	sides := []side{sessions[0], sessions[1]}
 	var runErr error
 	for _, c := range cells {

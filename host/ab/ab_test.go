@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 )
 
@@ -31,11 +31,11 @@ func (f *fakeSide) Plan(_ context.Context, c matrix.Cell) (*run.Plan, error) {
 	return &run.Plan{}, nil
 }
 
-func (f *fakeSide) MeasurePlan(context.Context, *run.Plan) (report.Cell, error) {
+func (f *fakeSide) MeasurePlan(context.Context, *run.Plan) (results.Cell, error) {
 	sig := math.Sqrt(math.Log1p(f.cv * f.cv))
 	base := float64(time.Millisecond) * (1 + float64(f.cell.Batch)/10)
 	fwd := time.Duration(base * f.scale * math.Exp(sig*f.rng.NormFloat64()-sig*sig/2))
-	return report.Cell{Status: report.StatusOK, Figures: &measure.Figures{PerForward: measure.Summary{N: 1, Mean: fwd}}}, nil
+	return results.Cell{Status: results.StatusOK, Figures: &measure.Figures{PerForward: measure.Summary{N: 1, Mean: fwd}}}, nil
 }
 
 // The verdicts with noise of a known size (2 % per measurement, 5 pairs, 95 %): a side against
@@ -83,14 +83,14 @@ type gappySide struct {
 	n        int
 }
 
-func (g *gappySide) MeasurePlan(ctx context.Context, p *run.Plan) (report.Cell, error) {
+func (g *gappySide) MeasurePlan(ctx context.Context, p *run.Plan) (results.Cell, error) {
 	g.n++
 	if g.n == g.cancelAt {
 		g.cancel()
-		return report.Cell{Status: report.StatusError, Error: "context canceled"}, ctx.Err()
+		return results.Cell{Status: results.StatusError, Error: "context canceled"}, ctx.Err()
 	}
 	if g.none[g.n] {
-		return report.Cell{Status: report.StatusOK, Figures: &measure.Figures{PerForwardReason: "no sequence reached max_tokens"}}, nil
+		return results.Cell{Status: results.StatusOK, Figures: &measure.Figures{PerForwardReason: "no sequence reached max_tokens"}}, nil
 	}
 	return g.fakeSide.MeasurePlan(ctx, p)
 }

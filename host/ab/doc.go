@@ -27,7 +27,7 @@ type Doc struct {
 	// JSON is the file the document was written to at the end ("" when none was).
 	JSON string `json:"-"`
 	// Comparable is the line on what differs between the sides' runs besides the
-	// comparison's subject (report.CheckComparable's Line), printed before the table and
+	// comparison's subject (compare.CheckComparable's Line), printed before the table and
 	// kept in the file for the HTML report's A/B section.
 	Comparable string `json:"comparable,omitempty"`
 	of         int    // the cells of A's matrix

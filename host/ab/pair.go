@@ -6,28 +6,28 @@ import (
 	"math"
 	"strings"
 
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
 
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
-	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/run"
 )
 
 // side is one side of an A/B comparison (a *run.Session; tests fake it).
 type side interface {
 	Plan(ctx context.Context, c matrix.Cell) (*run.Plan, error)
-	MeasurePlan(ctx context.Context, p *run.Plan) (report.Cell, error)
+	MeasurePlan(ctx context.Context, p *run.Plan) (results.Cell, error)
 }
 
 var _ side = (*run.Session)(nil)
 
 // noFigure returns why rec gives no per-forward figure to compare ("" when it does): its
 // status, error, the figure's own reason, its warnings.
-func noFigure(rec report.Cell) string {
-	if rec.Status == report.StatusOK && rec.Figures != nil && rec.Figures.PerForward.N > 0 {
+func noFigure(rec results.Cell) string {
+	if rec.Status == results.StatusOK && rec.Figures != nil && rec.Figures.PerForward.N > 0 {
 		return ""
 	}
 	why := []string{"status " + rec.Status}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/tomlwords"
 )
 
 // labelKeyRe is what a [labels] key may be.
@@ -237,10 +238,10 @@ func (v *validation) labels() {
 		case string, int64:
 		case float64: // a stored config read back from a results file's JSON
 			if x != math.Trunc(x) || math.IsInf(x, 0) {
-				v.bad("labels."+k, "must be a string or an integer, not %s", gotWords(x))
+				v.bad("labels."+k, "must be a string or an integer, not %s", tomlwords.Value(x))
 			}
 		default:
-			v.bad("labels."+k, "must be a string or an integer, not %s", gotWords(x))
+			v.bad("labels."+k, "must be a string or an integer, not %s", tomlwords.Value(x))
 		}
 		if !labelKeyRe.MatchString(k) {
 			v.bad("labels."+k, "key must be letters, digits, '_', '-' or '.'")

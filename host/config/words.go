@@ -10,6 +10,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/agnivade/levenshtein"
+	"github.com/genload/genload/host/internal/tomlwords"
 )
 
 // This file words bench.toml's mistakes in TOML's terms: what a key must hold ("an array of
@@ -94,52 +95,6 @@ func plural(w string) string {
 	return head + "s"
 }
 
-// gotWords describes a decoded TOML value by its TOML type and, for a scalar, the value:
-// "an integer (300)", "a string (\"8\")", "a float (1.5)", "an array ([1])", "a table".
-func gotWords(v any) string {
-	switch x := v.(type) {
-	case int64:
-		return fmt.Sprintf("an integer (%d)", x)
-	case float64:
-		return fmt.Sprintf("a float (%s)", strconv.FormatFloat(x, 'g', -1, 64))
-	case string:
-		return fmt.Sprintf("a string (%q)", x)
-	case bool:
-		return fmt.Sprintf("a boolean (%t)", x)
-	case time.Time:
-		return "a date-time (" + x.Format(time.RFC3339) + ")"
-	case []any:
-		return "an array (" + tomlText(x) + ")"
-	case []map[string]any:
-		return "an array of tables"
-	case map[string]any:
-		return "a table"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// tomlText writes a short TOML rendering of an array: [1, "a", 2.5].
-func tomlText(a []any) string {
-	parts := make([]string, len(a))
-	for i, v := range a {
-		switch x := v.(type) {
-		case string:
-			parts[i] = strconv.Quote(x)
-		case []any:
-			parts[i] = tomlText(x)
-		case map[string]any:
-			parts[i] = "{…}"
-		default:
-			parts[i] = fmt.Sprint(x)
-		}
-	}
-	s := "[" + strings.Join(parts, ", ") + "]"
-	if len(s) > 60 {
-		s = s[:57] + "…]"
-	}
-	return s
-}
-
 // fits reports whether the decoded TOML value v is what Go type t takes, as the TOML decoder
 // does (an integer for a float, a string for a text type).
 func fits(v any, t reflect.Type) bool {
@@ -205,11 +160,11 @@ func typeMismatch(src []byte, key string) (string, bool) {
 	if arr, ok := v.([]any); ok && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 		for i, e := range arr {
 			if !fits(e, t.Elem()) {
-				return fmt.Sprintf("must be %s; element %d is %s", want, i+1, gotWords(e)), true
+				return fmt.Sprintf("must be %s; element %d is %s", want, i+1, tomlwords.Value(e)), true
 			}
 		}
 	}
-	msg := fmt.Sprintf("must be %s, not %s", want, gotWords(v))
+	msg := fmt.Sprintf("must be %s, not %s", want, tomlwords.Value(v))
 	if t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Struct && fits(v, t.Elem()) {
 		msg += fmt.Sprintf("; write [%v]", tomlScalar(v))
 	}

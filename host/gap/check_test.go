@@ -43,7 +43,8 @@ func replayOn(e map[string]any) replay.Summary {
 
 // A model fitted at one time scale is refused against a replay at another, and so is one of
 // another profile, another profile hash or another target; the first line of the report
-// says which, and --allow-mixed compares them anyway, saying so.
+// says which, in the comparability line every comparing command prints
+// (compare.Comparability.Line), and --allow-mixed compares them anyway, saying so.
 func TestGapChecksTheModelAndTheReplayMeasuredOneServer(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -53,17 +54,22 @@ func TestGapChecksTheModelAndTheReplayMeasuredOneServer(t *testing.T) {
 		mismatch bool
 	}{
 		{"same", onEngine(builtin("sha256:aa", 0.05)), replayOn(builtin("sha256:aa", 0.05)),
-			`comparable: model M and replay R: served model "genload-sim", target built-in engine, engine profile moe-30b-a3b (sha256:aa), time scale 0.05`, false},
+			`comparable: model M and replay R of model "genload-sim", engine time scale 0.05, engine profile moe-30b-a3b (sha256:aa)`, false},
 		{"time scale", onEngine(builtin("sha256:aa", 0.2)), replayOn(builtin("sha256:aa", 0.05)),
-			`NOT comparable: time scale differs: model M 0.2 / replay R 0.05; same served model "genload-sim", target built-in engine, engine profile moe-30b-a3b (sha256:aa)`, true},
+			`NOT comparable: different engine time scale: model M 0.2 / replay R 0.05; same model "genload-sim", engine profile moe-30b-a3b (sha256:aa)`, true},
+		{"the replay's own time scale", onEngine(builtin("sha256:aa", 0.05)), func() replay.Summary {
+			s := replayOn(builtin("sha256:aa", 0.2)) // the engine description's scale, overridden by the replay's run
+			s.TimeScale = 0.05
+			return s
+		}(), `comparable: model M and replay R of model "genload-sim", engine time scale 0.05, engine profile moe-30b-a3b (sha256:aa)`, false},
 		{"no hash in the replay", onEngine(builtin("sha256:aa", 0.05)), replayOn(builtin("", 0.05)),
-			`comparable: model M and replay R: served model "genload-sim", target built-in engine, engine profile moe-30b-a3b (by name: the replay records no hash), time scale 0.05`, false},
+			`comparable: model M and replay R of model "genload-sim", engine time scale 0.05, engine profile moe-30b-a3b (hash not recorded)`, false},
 		{"hash", onEngine(builtin("sha256:aa", 0.05)), replayOn(builtin("sha256:bb", 0.05)),
-			`NOT comparable: engine profile differs: model M moe-30b-a3b (sha256:aa) / replay R moe-30b-a3b (sha256:bb); same served model "genload-sim", target built-in engine, time scale 0.05`, true},
+			`NOT comparable: different engine profile: model M moe-30b-a3b (sha256:aa) / replay R moe-30b-a3b (sha256:bb); same model "genload-sim", engine time scale 0.05`, true},
 		{"target", func(m *latmodel.Model) { m.Model = "genload-sim" }, replayOn(builtin("sha256:aa", 0.05)),
-			`NOT comparable: target differs: model M another server (not the built-in engine) / replay R built-in engine; same served model "genload-sim"`, true},
+			`NOT comparable: different target kind: model M external server / replay R built-in engine; same model "genload-sim"`, true},
 		{"served model", func(m *latmodel.Model) { m.Model = "qwen3" }, replayOn(nil),
-			`NOT comparable: served model differs: model M "qwen3" / replay R "genload-sim"; same target another server (not the built-in engine)`, true},
+			`NOT comparable: different model: model M "qwen3" / replay R "genload-sim"`, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -24,7 +24,7 @@
 // # What is refused or left out
 //
 // The model and the replay must have measured the same server ([CheckComparable]: served
-// model, target, engine profile, time scale); otherwise Run refuses unless told to compare
+// model, engine time scale, engine profile, target kind); otherwise Run refuses unless told to compare
 // anyway. A pass outside the model's measured range is an extrapolation, not a test of the
 // matrix: it is counted per band and left out of every figure (the command then exits 9, as
 // predict and gate do), unless extrapolation is asked for, when it is compared and counted.
@@ -107,7 +107,7 @@ func (b Band) MarshalJSON() ([]byte, error) {
 type Result struct {
 	// Model and Replay name what was compared; Log the step log read and its format.
 	Model, Replay, Log, Format string
-	// Comparable is the comparability line ([Comparability.Line]), Mixed set when the two
+	// Comparable is the comparability line ([compare.Comparability.Line]), Mixed set when the two
 	// are not comparable and were compared anyway.
 	Comparable string
 	Mixed      bool
@@ -198,7 +198,7 @@ func Run(o Options) (*Result, error) {
 	}
 	r.Log, r.Format = log, preset
 	r.Notes = append(r.Notes, f.Notes()...)
-	compare(r, m, recs, p.Records(), extra, o.ClockOffset)
+	priceForwards(r, m, recs, p.Records(), extra, o.ClockOffset)
 	if len(r.Forwards) == 0 {
 		return r, fmt.Errorf("no decode forward pass of %s falls in the replay %s (%d records outside its span, %d without a forward time, %d prefilling): check --clock-offset or the log",
 			log, o.Replay, r.Outside, r.NoFwd, r.Prefill)
@@ -284,8 +284,8 @@ func readLog(p *steplog.Parser, path string) (map[string]logExtra, error) {
 	return extra, nil
 }
 
-// compare fills r.Forwards from the log's records within the replay's span.
-func compare(r *Result, m *latmodel.Model, recs *records.File, steps []steplog.Record, extra map[string]logExtra, offset time.Duration) {
+// priceForwards fills r.Forwards from the log's records within the replay's span.
+func priceForwards(r *Result, m *latmodel.Model, recs *records.File, steps []steplog.Record, extra map[string]logExtra, offset time.Duration) {
 	t0 := recs.Header.Started
 	var spanEnd float64
 	for _, q := range recs.Records {

@@ -1,6 +1,6 @@
 // Package gputime accounts for the GPU time a run spent: the measured wall time of each cell,
 // of its warmup and of its measured request(s), summed per run and multiplied by the GPUs
-// the server holds. It reads finished results (report.Run) and nothing else.
+// the server holds. It reads finished results (results.Run) and nothing else.
 //
 // GPU time is wall time × GPUs: the server's GPUs are held for the whole run whether a
 // forward pass runs or not, so the cost of a run is its wall time, and the cost of a cell
@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // Cell is one cell's accounting (wall times; multiply by GPUs for GPU time).
@@ -29,10 +29,10 @@ type Cell struct {
 	// Key is the cell's "L=…,B=…"; Status its record's status.
 	Key    string `json:"cell"`
 	Status string `json:"status"`
-	// Wall is the cell's measured wall time, start to record (report.Cell.Elapsed).
+	// Wall is the cell's measured wall time, start to record (results.Cell.Elapsed).
 	Wall time.Duration `json:"wall_ns"`
 	// Warmup and Measured are the wall time of its warmup and of its measured request(s)
-	// (report.Cell.WarmupElapsed, MeasuredElapsed); zero when the record has none.
+	// (results.Cell.WarmupElapsed, MeasuredElapsed); zero when the record has none.
 	Warmup   time.Duration `json:"warmup_ns"`
 	Measured time.Duration `json:"measured_ns"`
 }
@@ -42,7 +42,7 @@ type Account struct {
 	// Cells are the cells' rows, in the runs' order.
 	Cells []Cell `json:"cells"`
 	// Runs is the number of runs summed; RunWall the sum of their wall times
-	// (report.Footer.Elapsed; runs without a footer, i.e. killed, count their cells' wall).
+	// (results.Footer.Elapsed; runs without a footer, i.e. killed, count their cells' wall).
 	Runs    int           `json:"runs"`
 	RunWall time.Duration `json:"run_wall_ns"`
 	// CellWall, Warmup and Measured sum the cells' figures.
@@ -65,7 +65,7 @@ type Account struct {
 
 // Of accounts for runs with gpus GPUs (0 = unknown: GPU-hours are then given per GPU), from
 // source ("labels gpu_count", "flag").
-func Of(runs []*report.Run, gpus int, source string) Account {
+func Of(runs []*results.Run, gpus int, source string) Account {
 	a := Account{Runs: len(runs), Split: true, GPUs: gpus, GPUSource: source}
 	if gpus <= 0 {
 		a.GPUs, a.GPUSource = 1, ""
@@ -81,7 +81,7 @@ func Of(runs []*report.Run, gpus int, source string) Account {
 			cells += row.Wall
 			a.Warmup += row.Warmup
 			a.Measured += row.Measured
-			if row.Measured == 0 && report.Measured(c.Status) {
+			if row.Measured == 0 && results.Measured(c.Status) {
 				missing++
 			}
 		}
@@ -101,7 +101,7 @@ func Of(runs []*report.Run, gpus int, source string) Account {
 
 // builtinTimeScale is the time scale of the built-in engine the runs measured, or 0 when
 // any of them was against another server, or they ran at different scales.
-func builtinTimeScale(runs []*report.Run) float64 {
+func builtinTimeScale(runs []*results.Run) float64 {
 	scale := 0.0
 	for i, r := range runs {
 		ts, _ := r.Header.Engine["time_scale"].(float64)

@@ -9,12 +9,12 @@ import (
 
 	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/host/matrix"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
-func cell(l, b int, status string, wall, warm, meas time.Duration) report.Cell {
-	return report.Cell{Cell: matrix.Cell{SeqLen: l, Batch: b}, Status: status, Elapsed: report.Millis(wall),
-		WarmupElapsed: report.Millis(warm), MeasuredElapsed: report.Millis(meas)}
+func cell(l, b int, status string, wall, warm, meas time.Duration) results.Cell {
+	return results.Cell{Cell: matrix.Cell{SeqLen: l, Batch: b}, Status: status, Elapsed: results.Millis(wall),
+		WarmupElapsed: results.Millis(warm), MeasuredElapsed: results.Millis(meas)}
 }
 
 func TestAccountSumsCellsAndRuns(t *testing.T) {
@@ -22,12 +22,12 @@ func TestAccountSumsCellsAndRuns(t *testing.T) {
 	// footer) with a cell of 20 s. With 8 GPUs: run wall 100 + 20 = 120 s = 120/3600 h × 8
 	// = 0.26667 GPU-h; cells 100 s → 0.22222 GPU-h; warmups 6 + 10 + 4 = 20 s; measured
 	// 20 + 35 + 14 = 69 s.
-	a := &report.Run{Cells: []report.Cell{
-		cell(1000, 1, report.StatusOK, 30*time.Second, 6*time.Second, 20*time.Second),
-		cell(1000, 8, report.StatusOK, 50*time.Second, 10*time.Second, 35*time.Second)},
-		Footer: &report.Footer{Elapsed: report.Millis(100 * time.Second)}}
-	b := &report.Run{Cells: []report.Cell{cell(4000, 1, report.StatusOK, 20*time.Second, 4*time.Second, 14*time.Second)}}
-	acc := Of([]*report.Run{a, b}, 8, "labels gpu_count")
+	a := &results.Run{Cells: []results.Cell{
+		cell(1000, 1, results.StatusOK, 30*time.Second, 6*time.Second, 20*time.Second),
+		cell(1000, 8, results.StatusOK, 50*time.Second, 10*time.Second, 35*time.Second)},
+		Footer: &results.Footer{Elapsed: results.Millis(100 * time.Second)}}
+	b := &results.Run{Cells: []results.Cell{cell(4000, 1, results.StatusOK, 20*time.Second, 4*time.Second, 14*time.Second)}}
+	acc := Of([]*results.Run{a, b}, 8, "labels gpu_count")
 	if acc.RunWall != 120*time.Second || acc.CellWall != 100*time.Second || acc.Warmup != 20*time.Second || acc.Measured != 69*time.Second || !acc.Split || len(acc.Cells) != 3 {
 		t.Fatalf("account %+v", acc)
 	}
@@ -44,9 +44,9 @@ func TestAccountSumsCellsAndRuns(t *testing.T) {
 	}
 	// A record without the split (an older run) makes the split absent, with the reason;
 	// failed cells never have it and do not count as missing.
-	old := &report.Run{Cells: []report.Cell{cell(1000, 1, report.StatusOK, 30*time.Second, 0, 0),
-		cell(1000, 2, report.StatusError, time.Second, 0, 0)}}
-	acc = Of([]*report.Run{old}, 0, "")
+	old := &results.Run{Cells: []results.Cell{cell(1000, 1, results.StatusOK, 30*time.Second, 0, 0),
+		cell(1000, 2, results.StatusError, time.Second, 0, 0)}}
+	acc = Of([]*results.Run{old}, 0, "")
 	sb.Reset()
 	acc.WriteSummary(&sb)
 	if acc.Split || !strings.Contains(acc.SplitReason, "1 measured cell records have no warmup_ms/measured_ms") ||
@@ -80,25 +80,25 @@ func TestGPUCount(t *testing.T) {
 }
 
 func TestBuiltinRunsSayTheirTimeScale(t *testing.T) {
-	builtin := func(ts float64) *report.Run {
-		return &report.Run{Header: report.Header{TargetKind: "builtin", Engine: map[string]any{"time_scale": ts}}}
+	builtin := func(ts float64) *results.Run {
+		return &results.Run{Header: results.Header{TargetKind: "builtin", Engine: map[string]any{"time_scale": ts}}}
 	}
-	external := &report.Run{Header: report.Header{TargetKind: "external"}}
+	external := &results.Run{Header: results.Header{TargetKind: "external"}}
 	for _, c := range []struct {
-		runs []*report.Run
+		runs []*results.Run
 		want float64
 	}{
-		{[]*report.Run{builtin(0.05), builtin(0.05)}, 0.05},
-		{[]*report.Run{builtin(0.05), builtin(1)}, 0},
-		{[]*report.Run{builtin(0.05), external}, 0},
-		{[]*report.Run{external}, 0},
+		{[]*results.Run{builtin(0.05), builtin(0.05)}, 0.05},
+		{[]*results.Run{builtin(0.05), builtin(1)}, 0},
+		{[]*results.Run{builtin(0.05), external}, 0},
+		{[]*results.Run{external}, 0},
 	} {
 		if got := Of(c.runs, 1, "flag").TimeScale; got != c.want {
 			t.Errorf("time scale %v, want %v", got, c.want)
 		}
 	}
 	var b strings.Builder
-	acc := Of([]*report.Run{builtin(0.05)}, 0, "")
+	acc := Of([]*results.Run{builtin(0.05)}, 0, "")
 	acc.RunWall = 18 * time.Minute
 	acc.WriteSummary(&b)
 	if !strings.Contains(b.String(), "×20 gives the simulated 6.0000 GPU-h of the run") {
@@ -109,10 +109,10 @@ func TestBuiltinRunsSayTheirTimeScale(t *testing.T) {
 // Each row names its run and repeat, so that the rows of one cell can be told apart; at time
 // scale 1 the summary says the wall-clock time is the simulated GPU time instead of "×1".
 func TestRowsNameRunAndRepeatAndTimeScaleOne(t *testing.T) {
-	c1, c2 := cell(1000, 1, report.StatusOK, 3*time.Second, time.Second, 2*time.Second), cell(1000, 1, report.StatusOK, 3*time.Second, time.Second, 2*time.Second)
+	c1, c2 := cell(1000, 1, results.StatusOK, 3*time.Second, time.Second, 2*time.Second), cell(1000, 1, results.StatusOK, 3*time.Second, time.Second, 2*time.Second)
 	c1.Repeat, c2.Repeat = 1, 2
-	r := &report.Run{Header: report.Header{RunID: "ucv", TargetKind: "builtin", Engine: map[string]any{"time_scale": 1.0}}, Cells: []report.Cell{c1, c2}}
-	acc := Of([]*report.Run{r}, 0, "")
+	r := &results.Run{Header: results.Header{RunID: "ucv", TargetKind: "builtin", Engine: map[string]any{"time_scale": 1.0}}, Cells: []results.Cell{c1, c2}}
+	acc := Of([]*results.Run{r}, 0, "")
 	if len(acc.Cells) != 2 || acc.Cells[0].RunID != "ucv" || acc.Cells[0].Repeat != 1 || acc.Cells[1].Repeat != 2 {
 		t.Errorf("rows %+v", acc.Cells)
 	}
@@ -123,7 +123,7 @@ func TestRowsNameRunAndRepeatAndTimeScaleOne(t *testing.T) {
 	}
 	r.Header.Engine["time_scale"] = 0.05
 	sb.Reset()
-	Of([]*report.Run{r}, 0, "").WriteSummary(&sb)
+	Of([]*results.Run{r}, 0, "").WriteSummary(&sb)
 	if !strings.Contains(sb.String(), "time scale 0.05: times are wall-clock; ×20 gives the simulated") {
 		t.Errorf("summary at time scale 0.05:\n%s", sb.String())
 	}
@@ -135,22 +135,22 @@ var update = flag.Bool("update", false, "rewrite testdata/golden from the curren
 // 0.05, per GPU; five runs on 8 GPUs of a server, of days; a run without the split. Every
 // line keeps within 120 columns. `go test ./host/gputime -run Golden -update` rewrites it.
 func TestSummaryGolden(t *testing.T) {
-	builtin := &report.Run{Header: report.Header{TargetKind: "builtin", Engine: map[string]any{"time_scale": 0.05}},
-		Cells:  []report.Cell{cell(1000, 1, report.StatusOK, 30*time.Second, 6*time.Second, 20*time.Second)},
-		Footer: &report.Footer{Elapsed: report.Millis(44371 * time.Millisecond)}}
-	var runs []*report.Run
+	builtin := &results.Run{Header: results.Header{TargetKind: "builtin", Engine: map[string]any{"time_scale": 0.05}},
+		Cells:  []results.Cell{cell(1000, 1, results.StatusOK, 30*time.Second, 6*time.Second, 20*time.Second)},
+		Footer: &results.Footer{Elapsed: results.Millis(44371 * time.Millisecond)}}
+	var runs []*results.Run
 	for range 5 {
-		runs = append(runs, &report.Run{Cells: []report.Cell{cell(64000, 64, report.StatusOK, 23*time.Hour+59*time.Minute+59*time.Second+999*time.Millisecond, 9*time.Hour, 14*time.Hour)},
-			Footer: &report.Footer{Elapsed: report.Millis(99*time.Hour + 59*time.Minute + 59*time.Second + 999*time.Millisecond)}})
+		runs = append(runs, &results.Run{Cells: []results.Cell{cell(64000, 64, results.StatusOK, 23*time.Hour+59*time.Minute+59*time.Second+999*time.Millisecond, 9*time.Hour, 14*time.Hour)},
+			Footer: &results.Footer{Elapsed: results.Millis(99*time.Hour + 59*time.Minute + 59*time.Second + 999*time.Millisecond)}})
 	}
-	var old []report.Cell
+	var old []results.Cell
 	for i := range 1234 {
-		old = append(old, cell(1000, i+1, report.StatusOK, time.Second, 0, 0))
+		old = append(old, cell(1000, i+1, results.StatusOK, time.Second, 0, 0))
 	}
 	var b strings.Builder
-	Of([]*report.Run{builtin}, 0, "").WriteSummary(&b)
+	Of([]*results.Run{builtin}, 0, "").WriteSummary(&b)
 	Of(runs, 8, "labels gpu_count").WriteSummary(&b)
-	Of([]*report.Run{{Cells: old}}, 8, "flag").WriteSummary(&b)
+	Of([]*results.Run{{Cells: old}}, 8, "flag").WriteSummary(&b)
 	textcheck.Golden(t, filepath.Join("testdata", "golden", "summary.txt"), []byte(b.String()), *update)
 	if w := textcheck.Wider(b.String(), 120); len(w) > 0 {
 		t.Errorf("lines wider than 120 columns: %q", w)

@@ -11,9 +11,10 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
 )
 
@@ -83,7 +84,7 @@ func ReadAB(path string) (*ABFile, error) {
 // interval (fractions; NaN when there is none), the verdict, and the TTFT p50 of each side
 // (ms, 0 unknown) with its change.
 type abRow struct {
-	key              report.CellKey
+	key              compare.CellKey
 	pairs            int // genload ab: pairs with a difference; runs: repeats of A and B
 	repA, repB       int
 	fwdA, fwdB       float64
@@ -144,17 +145,17 @@ func RatioInterval(a, b []float64, conf float64) (d, lo, hi float64, ok bool) {
 }
 
 // repeatValues is, per cell of a run with repeats, its measured repeats' mean per-forward
-// latency (report.ConsistentRepeats: cells with two or more); nil for a run without repeats
+// latency (compare.ConsistentRepeats: cells with two or more); nil for a run without repeats
 // or whose repeats give no consistency.
-func repeatValues(r *report.Run) map[report.CellKey][]float64 {
+func repeatValues(r *results.Run) map[compare.CellKey][]float64 {
 	if !r.HasRepeats() {
 		return nil
 	}
-	c, err := report.ConsistentRepeats(r)
+	c, err := compare.ConsistentRepeats(r)
 	if err != nil {
 		return nil
 	}
-	out := map[report.CellKey][]float64{}
+	out := map[compare.CellKey][]float64{}
 	for _, cc := range c.Cells {
 		xs := make([]float64, len(cc.Runs))
 		for i, d := range cc.Runs {
@@ -165,16 +166,16 @@ func repeatValues(r *report.Run) map[report.CellKey][]float64 {
 	return out
 }
 
-// abOfRuns compares after (B) against before (A) cell by cell ([report.Compare]: a run with
+// abOfRuns compares after (B) against before (A) cell by cell ([compare.Compare]: a run with
 // repeats by its cells' means over their measured repeats). When both runs have repeats,
 // each cell with two or more measured repeats on both sides gets its [ABConfidence]
 // interval ([RatioInterval]) and a verdict; otherwise the rows have no interval and the
 // note says why. A verdict from a side of a run with a stopping rule (--until-cv) that
 // stopped after 2 repeats is marked †: the rule stops a cell when its repeats agree, so the
 // spread of the repeats it kept understates the noise.
-func abOfRuns(before, after *report.Run) *abView {
+func abOfRuns(before, after *results.Run) *abView {
 	v := &abView{Title: fmt.Sprintf("A/B: %s (A) → %s (B)", runName(before, 0), runName(after, 1)), confidence: ABConfidence}
-	d, err := report.Compare(before, after)
+	d, err := compare.Compare(before, after)
 	if err != nil {
 		v.Note = "not computed: " + err.Error()
 		return v
@@ -228,7 +229,7 @@ func abOfFile(f *ABFile) *abView {
 		v.Warnings = append(v.Warnings, fmt.Sprintf("the comparison ended with status %s: %s; its finished cells are shown", f.Status, f.Error))
 	}
 	for _, c := range f.Cells {
-		row := abRow{key: report.CellKey{SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch}, pairs: c.N, fwdA: c.FwdA / 1e6, fwdB: c.FwdB / 1e6,
+		row := abRow{key: compare.CellKey{SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch}, pairs: c.N, fwdA: c.FwdA / 1e6, fwdB: c.FwdB / 1e6,
 			change: math.NaN(), lo: math.NaN(), hi: math.NaN(), verdict: c.Verdict}
 		if c.N >= 2 {
 			row.change, row.lo, row.hi = c.Mean, c.Lo, c.Hi
@@ -349,7 +350,7 @@ func msOr(ms float64, prec int) string {
 }
 
 // runName is the run's id, or "run N" (1-based).
-func runName(r *report.Run, i int) string {
+func runName(r *results.Run, i int) string {
 	if r.Header.RunID != "" {
 		return r.Header.RunID
 	}

@@ -23,11 +23,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/gputime"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 //go:embed page.html.tmpl
@@ -118,14 +120,14 @@ type pageView struct {
 // ([runFacts]); then, for exactly two runs or with opt.AB, the A/B change of B (the second
 // run) against A per cell, with its interval where repeats ([RatioInterval]) or genload ab
 // give one; then one section per run; then, for two or more runs of one configuration, their
-// consistency ([report.Consistent]: the per-cell CV of the mean per-forward latency over the
+// consistency ([compare.Consistent]: the per-cell CV of the mean per-forward latency over the
 // runs), or for one run with repeats the consistency of its repeats
-// ([report.ConsistentRepeats], with each cell's CV upper bound under its stopping rule).
-// Runs that differ in configuration (model, engine, mode, … as report.Consistent lists
+// ([compare.ConsistentRepeats], with each cell's CV upper bound under its stopping rule).
+// Runs that differ in configuration (model, engine, mode, … as compare.Consistent lists
 // them) get no consistency section — their differences are what the A/B shows — and the
 // summary says so. It fails when there is neither a run nor opt.AB, or w fails; a comparison
 // that cannot be made is shown with its reason instead.
-func Write(w io.Writer, runs []*report.Run, opt Options) error {
+func Write(w io.Writer, runs []*results.Run, opt Options) error {
 	if len(runs) == 0 && opt.AB == nil {
 		return fmt.Errorf("html report: no run given")
 	}
@@ -163,7 +165,7 @@ func Write(w io.Writer, runs []*report.Run, opt Options) error {
 		case opt.AB != nil && opt.AB.Comparable != "":
 			lines = append(lines, [2]string{"compared", opt.AB.Comparable})
 		case opt.AB == nil:
-			lines = append(lines, [2]string{"compared", report.RunsComparability(runs, nil).Line(report.AcrossDeployments...)})
+			lines = append(lines, [2]string{"compared", compare.RunsComparability(runs, nil).Line(compare.AcrossDeployments...)})
 		}
 		v.Summary = append([]factsView{{Name: "A/B", Lines: lines}}, v.Summary...)
 	}
@@ -184,10 +186,10 @@ func Write(w io.Writer, runs []*report.Run, opt Options) error {
 }
 
 // configDifferences lists the settings in which runs differ and so measure different things
-// (report.Consistent's warnings); nil for runs of one configuration or that cannot be
+// (compare.Consistent's warnings); nil for runs of one configuration or that cannot be
 // compared at all.
-func configDifferences(runs []*report.Run) []string {
-	c, err := report.Consistent(runs)
+func configDifferences(runs []*results.Run) []string {
+	c, err := compare.Consistent(runs)
 	if err != nil {
 		return nil
 	}
@@ -196,7 +198,7 @@ func configDifferences(runs []*report.Run) []string {
 
 // WriteFile writes the report of runs to path ([Write]); the file is removed when writing
 // fails.
-func WriteFile(path string, runs []*report.Run, opt Options) error {
+func WriteFile(path string, runs []*results.Run, opt Options) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("html report: %w", err)
@@ -224,8 +226,8 @@ type cellCounts struct {
 	missing  int
 }
 
-func countCells(r *report.Run) cellCounts {
-	pooled := report.PooledRun(r)
+func countCells(r *results.Run) cellCounts {
+	pooled := compare.PooledRun(r)
 	c := cellCounts{byStatus: map[string]int{}}
 	seen := map[int]bool{}
 	for _, cell := range pooled.Cells {
@@ -252,11 +254,11 @@ func countCells(r *report.Run) cellCounts {
 // statuses present, then the cells with warnings and those never measured.
 func (c cellCounts) String() string {
 	var s string
-	if c.byStatus[report.StatusOK] == c.total {
+	if c.byStatus[results.StatusOK] == c.total {
 		s = fmt.Sprintf("%d of %d cells ok", c.total, c.total)
 	} else {
 		var parts []string
-		for _, st := range []string{report.StatusOK, report.StatusPartial, report.StatusError, report.StatusInterrupted} {
+		for _, st := range []string{results.StatusOK, results.StatusPartial, results.StatusError, results.StatusInterrupted} {
 			if n := c.byStatus[st]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n, st))
 			}
@@ -288,7 +290,7 @@ func distinct(cells []matrix.Cell, of func(matrix.Cell) int) []int {
 // plugin, repeats), where (target, engine, labels, genload version), when and how long, the
 // cells by status, the GPU time (package gputime: wall time × GPUs, every repeat counted)
 // and the headline figures per L.
-func runFacts(r *report.Run) factsView {
+func runFacts(r *results.Run) factsView {
 	h := r.Header
 	f := factsView{}
 	cells := h.Cells
@@ -362,12 +364,12 @@ func runFacts(r *report.Run) factsView {
 // gpuText is the run's GPU time in one line (package gputime): wall time × GPUs (the
 // gpu_count label; without it per GPU), the cells' share in warmups and measured requests,
 // every repeat of a run with repeats counted.
-func gpuText(r *report.Run) string {
+func gpuText(r *results.Run) string {
 	gpus, src := 0, ""
 	if n, ok := gputime.GPUCount(r.Header.Labels); ok {
 		gpus, src = n, "labels gpu_count"
 	}
-	a := gputime.Of([]*report.Run{r}, gpus, src)
+	a := gputime.Of([]*results.Run{r}, gpus, src)
 	per := fmt.Sprintf("× %d GPUs (%s)", a.GPUs, a.GPUSource)
 	if a.GPUSource == "" {
 		per = "per GPU (no gpu_count label)"
@@ -392,7 +394,7 @@ func gpuText(r *report.Run) string {
 // smallest and the largest batch size measured at that L (a run with repeats: each cell's
 // mean over its measured repeats), and the ratio of the two latencies; a cell not measured is
 // "–" and the batch sizes are named.
-func headline(r *report.Run, bs []int) tableView {
+func headline(r *results.Run, bs []int) tableView {
 	if len(bs) == 0 {
 		return tableView{}
 	}
@@ -404,8 +406,8 @@ func headline(r *report.Run, bs []int) tableView {
 	}
 	byL := map[int][]fig{}
 	var ls []int
-	for _, c := range report.PooledRun(r).Cells {
-		if c.Figures == nil || !report.Measured(c.Status) || c.Figures.PerForward.N == 0 {
+	for _, c := range compare.PooledRun(r).Cells {
+		if c.Figures == nil || !results.Measured(c.Status) || c.Figures.PerForward.N == 0 {
 			continue
 		}
 		l := c.Cell.SeqLen
@@ -443,7 +445,7 @@ func rangeText(xs []int) string {
 }
 
 // pluginText is the plugin's name and version with its config ("gamma 1.0.0 (k = 0.9)").
-func pluginText(h report.Header, kind string) string {
+func pluginText(h results.Header, kind string) string {
 	p, ok := h.Plugins[kind]
 	if !ok {
 		if h.Config != nil && kind == "lengths" {
@@ -466,7 +468,7 @@ func pluginText(h report.Header, kind string) string {
 	return s
 }
 
-func runSection(r *report.Run, i int) runView {
+func runSection(r *results.Run, i int) runView {
 	h := r.Header
 	v := runView{Index: i, ID: runName(r, i), Model: h.Model,
 		Narrow: grid(report.TableGrid(r, report.TableOptions{})), Wide: grid(report.TableGrid(r, report.TableOptions{Wide: true}))}
@@ -486,7 +488,7 @@ func runSection(r *report.Run, i int) runView {
 	}
 	v.Latency, v.LatencyNote = latencyFigure(r, i)
 	v.Hists = histograms(r)
-	v.CellCount = len(report.PooledRun(r).Cells)
+	v.CellCount = len(compare.PooledRun(r).Cells)
 	for _, row := range v.Hists.Rows {
 		for _, c := range row.Cells {
 			if c != nil {
@@ -501,19 +503,19 @@ func runSection(r *report.Run, i int) runView {
 // mean per-forward latency (solid), the full-batch figure (dashed) and, on the built-in
 // engine, its own mean decode step (the truth). A run with repeats plots each cell's mean over
 // its measured repeats, with the range of the repeats as bars.
-func latencyFigure(r *report.Run, i int) (template.HTML, string) {
+func latencyFigure(r *results.Run, i int) (template.HTML, string) {
 	fwd := seriesDef{label: "fwd mean (per sequence, per decode forward pass)", style: 0, byL: map[int][]value{}}
 	full := seriesDef{label: "full-batch fwd (all sequences decoding together)", style: 1, dashed: true, byL: map[int][]value{}}
 	truth := seriesDef{label: "engine fwd (the built-in engine's own decode step)", style: 2, dashed: true, byL: map[int][]value{}}
-	ranges := map[report.CellKey][2]float64{}
+	ranges := map[compare.CellKey][2]float64{}
 	note := ""
 	if r.HasRepeats() {
 		note = "each point is the cell's mean over its measured repeats; the bars span their smallest to largest"
 		for _, c := range r.Cells {
-			if c.Figures == nil || c.Status != report.StatusOK || c.Figures.PerForward.N == 0 {
+			if c.Figures == nil || c.Status != results.StatusOK || c.Figures.PerForward.N == 0 {
 				continue
 			}
-			k := report.CellKey{SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch}
+			k := compare.CellKey{SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch}
 			ms := measure.Ms(c.Figures.PerForward.Mean)
 			rg, ok := ranges[k]
 			if !ok {
@@ -522,14 +524,14 @@ func latencyFigure(r *report.Run, i int) (template.HTML, string) {
 			ranges[k] = [2]float64{math.Min(rg[0], ms), math.Max(rg[1], ms)}
 		}
 	}
-	for _, c := range report.PooledRun(r).Cells {
-		if c.Figures == nil || !report.Measured(c.Status) {
+	for _, c := range compare.PooledRun(r).Cells {
+		if c.Figures == nil || !results.Measured(c.Status) {
 			continue
 		}
 		l, x := c.Cell.SeqLen, float64(c.Cell.Batch)
 		if f := c.Figures; f.PerForward.N > 0 {
 			val := value{x: x, y: measure.Ms(f.PerForward.Mean), lo: math.NaN(), hi: math.NaN()}
-			if rg, ok := ranges[report.CellKey{SeqLen: l, Batch: c.Cell.Batch}]; ok {
+			if rg, ok := ranges[compare.CellKey{SeqLen: l, Batch: c.Cell.Batch}]; ok {
 				val.lo, val.hi = rg[0], rg[1]
 			}
 			fwd.byL[l] = append(fwd.byL[l], val)
@@ -553,7 +555,7 @@ func latencyFigure(r *report.Run, i int) (template.HTML, string) {
 // histograms is the grid of the run's realised prompt lengths: a row per L (run order), a
 // column per batch size of the run (ascending), one histogram per cell (a cell's repeats
 // measure one plan: one histogram).
-func histograms(r *report.Run) histGrid {
+func histograms(r *results.Run) histGrid {
 	var g histGrid
 	var ls []int
 	byCell := map[[2]int]*histView{}
@@ -595,9 +597,9 @@ func pct(f float64) string {
 	return strconv.FormatFloat(100*f, 'f', 1, 64)
 }
 
-func consistencySection(runs []*report.Run) *compareView {
+func consistencySection(runs []*results.Run) *compareView {
 	v := &compareView{Title: fmt.Sprintf("Consistency of %d runs", len(runs))}
-	c, err := report.Consistent(runs)
+	c, err := compare.Consistent(runs)
 	if err != nil {
 		v.Note = "not computed: " + err.Error()
 		return v
@@ -619,9 +621,9 @@ func consistencySection(runs []*report.Run) *compareView {
 // repeatsSection is the consistency of one run's repeats: per cell its measured repeats, CV
 // and — when the header has the stopping rule — the CV's upper confidence bound
 // (CV · repeat.UpperFactor(n, confidence), the bound the rule held against the target).
-func repeatsSection(r *report.Run) *compareView {
+func repeatsSection(r *results.Run) *compareView {
 	v := &compareView{Title: "Consistency of the repeats of " + r.Header.RunID}
-	c, err := report.ConsistentRepeats(r)
+	c, err := compare.ConsistentRepeats(r)
 	if err != nil {
 		v.Note = "not computed: " + err.Error()
 		return v
@@ -652,7 +654,7 @@ func repeatsSection(r *report.Run) *compareView {
 
 // leftOut is one line per reason, naming its cells ("left out, missing from r2: L=1000
 // B=2,3").
-func leftOut(lo []report.LeftOut) []string {
+func leftOut(lo []compare.LeftOut) []string {
 	var reasons []string
 	cells := map[string][]matrix.Cell{}
 	for _, l := range lo {

@@ -23,7 +23,7 @@ import (
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/repeat"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape"
 )
 
@@ -38,13 +38,13 @@ var (
 // runOf is a run of the cells ls × bs on the built-in engine at time scale 0.05: fwd =
 // (0.2 + 0.01·B·L/1000) ms × slow, lengths 1…B times L/B·2/(B+1) (mean L), the engine's truth
 // beside it, and one warning of one kind on every B = 32 cell.
-func runOf(id string, slow float64, ls, bs []int) *report.Run {
-	r := &report.Run{Header: report.Header{RunID: id, Model: "m", Target: "http://127.0.0.1:8000", TargetKind: "builtin",
+func runOf(id string, slow float64, ls, bs []int) *results.Run {
+	r := &results.Run{Header: results.Header{RunID: id, Model: "m", Target: "http://127.0.0.1:8000", TargetKind: "builtin",
 		Started: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), Genload: "test",
 		Context: 131072, ContextSource: "server /v1/models max_model_len", Config: config.Default(),
 		Engine:  map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05},
-		Plugins: map[string]report.PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0"}}},
-		Footer: &report.Footer{Status: report.StatusOK, OK: len(ls) * len(bs), Elapsed: report.Millis(90 * time.Second)}}
+		Plugins: map[string]results.PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0"}}},
+		Footer: &results.Footer{Status: results.StatusOK, OK: len(ls) * len(bs), Elapsed: results.Millis(90 * time.Second)}}
 	for _, l := range ls {
 		for _, b := range bs {
 			fwd := time.Duration(slow * (0.2 + 0.01*float64(b*l)/1000) * float64(time.Millisecond))
@@ -56,9 +56,9 @@ func runOf(id string, slow float64, ls, bs []int) *report.Run {
 			}
 			mc := matrix.Cell{Index: len(r.Cells), SeqLen: l, Batch: b}
 			r.Header.Cells = append(r.Header.Cells, mc)
-			c := report.Cell{Cell: mc, Status: report.StatusOK, Elapsed: report.Millis(time.Second),
-				WarmupElapsed: report.Millis(600 * time.Millisecond), MeasuredElapsed: report.Millis(300 * time.Millisecond),
-				Lengths: report.Lengths{Target: l, Min: each[0], Max: each[b-1], Mean: float64(sum) / float64(b), Each: each},
+			c := results.Cell{Cell: mc, Status: results.StatusOK, Elapsed: results.Millis(time.Second),
+				WarmupElapsed: results.Millis(600 * time.Millisecond), MeasuredElapsed: results.Millis(300 * time.Millisecond),
+				Lengths: results.Lengths{Target: l, Min: each[0], Max: each[b-1], Mean: float64(sum) / float64(b), Each: each},
 				Figures: &measure.Figures{Sequences: b, Counted: b, CompletionTokens: 100 * b,
 					PerForward: measure.Summary{N: b, Mean: fwd, P50: fwd, P90: fwd},
 					TTFT:       measure.Summary{N: b, Mean: time.Millisecond, P50: time.Millisecond, P90: time.Millisecond},
@@ -75,9 +75,9 @@ func runOf(id string, slow float64, ls, bs []int) *report.Run {
 }
 
 // testRun is runOf over the 2 × 3 cells testLs × testBs.
-func testRun(id string, slow float64) *report.Run { return runOf(id, slow, testLs, testBs) }
+func testRun(id string, slow float64) *results.Run { return runOf(id, slow, testLs, testBs) }
 
-func render(t *testing.T, runs []*report.Run, opt Options) string {
+func render(t *testing.T, runs []*results.Run, opt Options) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := Write(&b, runs, opt); err != nil {
@@ -101,7 +101,7 @@ func section(html, id string) string {
 // latency figure — a gonum/plot SVG with a panel per L — its tables, its warnings grouped and
 // one histogram per cell in a grid with a column per B. Nothing reaches out of the file.
 func TestReportOfOneRun(t *testing.T) {
-	html := render(t, []*report.Run{testRun("a", 1)}, Options{})
+	html := render(t, []*results.Run{testRun("a", 1)}, Options{})
 	sum := section(html, "summary")
 	for _, want := range []string{
 		"<dt>what ran</dt><dd>6 cells: 2 sequence lengths L 1000–4000 × 3 batch sizes B 1–32; model m, max_tokens 100, mode array, lengths gamma 1.0.0 (k = 0.9)</dd>",
@@ -141,7 +141,7 @@ func TestReportOfOneRun(t *testing.T) {
 		t.Errorf("the latency figure is not one row of 2 panels: %.300s", lat)
 	}
 	// 7 panels: 3 per row, 3 rows (30 + 3·250 pt)
-	seven := render(t, []*report.Run{runOf("d", 1, defaultLs, []int{1, 8})}, Options{})
+	seven := render(t, []*results.Run{runOf("d", 1, defaultLs, []int{1, 8})}, Options{})
 	if !strings.Contains(seven, `viewBox="0 0 1000 780"`) || strings.Count(seven, " tokens</text>") != 7 {
 		t.Error("the latency figure of 7 sequence lengths is not 3 rows of panels, one per L")
 	}
@@ -149,7 +149,7 @@ func TestReportOfOneRun(t *testing.T) {
 	// where an L has no cell
 	gap := testRun("g", 1)
 	gap.Cells = append(gap.Cells[:1:1], gap.Cells[2:]...) // drop L=1000,B=8
-	grid := section(render(t, []*report.Run{gap}, Options{}), "run-0")
+	grid := section(render(t, []*results.Run{gap}, Options{}), "run-0")
 	if !strings.Contains(grid, `<div class="colhead">B=1</div><div class="colhead">B=8</div><div class="colhead">B=32</div>`) ||
 		!strings.Contains(grid, `<div class="lab">L=1000</div><figure data-cell="L=1000,B=1">`) || strings.Count(grid, "<figure data-cell=") != 5 {
 		t.Errorf("the grid's columns are not B=1, 8, 32 with a slot for the missing cell:\n%s", grid)
@@ -170,7 +170,7 @@ func TestABHeadlineMedian(t *testing.T) {
 		f.PerForward.Mean = time.Duration(float64(f.PerForward.Mean) * (1 + 0.1*float64(i)))
 		b.Cells[i].Figures = &f
 	}
-	if ab := section(render(t, []*report.Run{a, b}, Options{}), "ab"); !strings.Contains(ab, "median +25.0 % (range 0.0 … +50.0 %) over 6 cells") {
+	if ab := section(render(t, []*results.Run{a, b}, Options{}), "ab"); !strings.Contains(ab, "median +25.0 % (range 0.0 … +50.0 %) over 6 cells") {
 		t.Errorf("A/B headline:\n%.600s", ab)
 	}
 }
@@ -180,7 +180,7 @@ func TestABHeadlineMedian(t *testing.T) {
 // and the summary says why.
 func TestReportOfTwoRuns(t *testing.T) {
 	a, b := testRun("a", 1), testRun("b", 1.1)
-	html := render(t, []*report.Run{a, b}, Options{})
+	html := render(t, []*results.Run{a, b}, Options{})
 	if !(strings.Index(html, `id="summary"`) < strings.Index(html, `id="ab"`) && strings.Index(html, `id="ab"`) < strings.Index(html, `id="run-0"`) &&
 		strings.Index(html, `id="run-1"`) < strings.Index(html, `id="consistency"`)) {
 		t.Error("the order is not summary, A/B, runs, consistency")
@@ -198,7 +198,7 @@ func TestReportOfTwoRuns(t *testing.T) {
 		t.Errorf("the summary does not name A and B, the change and whether they are comparable:\n%s", s)
 	}
 	b.Header.Engine["profile"] = "dense-8b"
-	html = render(t, []*report.Run{a, b}, Options{})
+	html = render(t, []*results.Run{a, b}, Options{})
 	if strings.Contains(html, `id="consistency"`) || !strings.Contains(section(html, "summary"),
 		"no consistency section: the runs are of different configurations (the runs differ in engine: moe-30b-a3b at time scale 0.05 / dense-8b at time scale 0.05)") {
 		t.Errorf("runs of two engines got a consistency section, or no note why not")
@@ -207,10 +207,10 @@ func TestReportOfTwoRuns(t *testing.T) {
 
 // withRepeats is testRun measured n times, with until_cv in its header: repeat k at
 // (1 + 0.02·(k − (n+1)/2)) of fwd × slow, so every cell's repeats have mean fwd × slow.
-func withRepeats(id string, slow float64, n int) *report.Run {
+func withRepeats(id string, slow float64, n int) *results.Run {
 	r := testRun(id, slow)
-	r.Header.UntilCV = &report.StoppingRule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 8, Confidence: 0.9}
-	var cells []report.Cell
+	r.Header.UntilCV = &results.StoppingRule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 8, Confidence: 0.9}
+	var cells []results.Cell
 	for k := 1; k <= n; k++ {
 		f := 1 + 0.02*(float64(k)-float64(n+1)/2)
 		rk := testRun(id, slow*f)
@@ -228,7 +228,7 @@ func withRepeats(id string, slow float64, n int) *report.Run {
 // the means with the repeats' range; the summary's GPU time counts every repeat.
 func TestReportABOfRepeats(t *testing.T) {
 	a, b := withRepeats("a", 1, 4), withRepeats("b", 1.1, 4)
-	html := render(t, []*report.Run{a, b}, Options{})
+	html := render(t, []*results.Run{a, b}, Options{})
 	ab := section(html, "ab")
 	xa, xb := []float64{0.97, 0.99, 1.01, 1.03}, []float64{1.1 * 0.97, 1.1 * 0.99, 1.1 * 1.01, 1.1 * 1.03}
 	d, lo, hi, ok := RatioInterval(xa, xb, ABConfidence)
@@ -257,17 +257,17 @@ func TestReportABOfRepeats(t *testing.T) {
 	}
 	// a side of a cell that its rule stopped after 2 repeats: the verdict marked, the note says why
 	two := withRepeats("two", 1.1, 2)
-	if ab := section(render(t, []*report.Run{a, two}, Options{}), "ab"); strings.Count(ab, "<td>B slower †</td>") != 6 ||
+	if ab := section(render(t, []*results.Run{a, two}, Options{}), "ab"); strings.Count(ab, "<td>B slower †</td>") != 6 ||
 		!strings.Contains(ab, "† a side of the cell stopped after 2 repeats under its --until-cv rule") || !strings.Contains(ab, "at 95 %: 6 B slower") {
 		t.Errorf("verdicts from 2 repeats are not marked:\n%s", ab)
 	}
 	// against itself: no significant difference in any cell; against a run 10 % faster: faster
 	for _, c := range []struct {
-		b    *report.Run
+		b    *results.Run
 		want string
 	}{{withRepeats("a2", 1, 4), "at 95 %: 0 B slower, 0 B faster, 6 no significant difference"},
 		{withRepeats("c", 0.9, 4), "at 95 %: 0 B slower, 6 B faster, 0 no significant difference"}} {
-		if ab := section(render(t, []*report.Run{a, c.b}, Options{}), "ab"); !strings.Contains(ab, c.want) {
+		if ab := section(render(t, []*results.Run{a, c.b}, Options{}), "ab"); !strings.Contains(ab, c.want) {
 			t.Errorf("A/B of a and %s lacks %q:\n%s", c.b.Header.RunID, c.want, ab)
 		}
 	}
@@ -347,7 +347,7 @@ func TestReportOfABFile(t *testing.T) {
 	if strings.Contains(html, `id="run-0"`) {
 		t.Error("a run section without a run")
 	}
-	html = render(t, []*report.Run{testRun("a", 1), testRun("b", 1.1)}, Options{AB: f})
+	html = render(t, []*results.Run{testRun("a", 1), testRun("b", 1.1)}, Options{AB: f})
 	if !strings.Contains(section(html, "ab"), "paired on identical prompts") || strings.Count(html, `<section id="ab">`) != 1 {
 		t.Error("with runs and a file, the A/B is not the file's")
 	}
@@ -387,13 +387,13 @@ func TestHistogramBins(t *testing.T) {
 // CV upper bound (two repeats 10 % apart: CV 6.73 %, × 7.96 at n = 2 and 90 %: 53.6 %).
 func TestReportOfRepeats(t *testing.T) {
 	r := testRun("u", 1)
-	r.Header.UntilCV = &report.StoppingRule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 4, Confidence: 0.9}
+	r.Header.UntilCV = &results.StoppingRule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 4, Confidence: 0.9}
 	slow := testRun("u", 1.1)
 	for i := range r.Cells {
 		r.Cells[i].Repeat, slow.Cells[i].Repeat = 1, 2
 	}
 	r.Cells = append(r.Cells, slow.Cells...)
-	html := render(t, []*report.Run{r}, Options{})
+	html := render(t, []*results.Run{r}, Options{})
 	cv := 0.1 / math.Sqrt2 / 1.05
 	up := cv * repeat.UpperFactor(2, 0.9)
 	for _, want := range []string{`<section id="consistency">`, "Consistency of the repeats of u", "over its own measured repeats: median 6.7 %",
@@ -489,7 +489,7 @@ func TestReportInHeadlessChromium(t *testing.T) {
 	a, b := runOf("a", 1, defaultLs, defaultBs), runOf("b", 1.1, defaultLs, defaultBs)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "report.html")
-	if err := WriteFile(file, []*report.Run{a, b}, Options{}); err != nil {
+	if err := WriteFile(file, []*results.Run{a, b}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	page, err := os.ReadFile(file)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // The advice of a gate that cannot tell states what it assumes and gives a range: a single run
@@ -95,7 +95,7 @@ func TestTooNoisyFromExtrapolating(t *testing.T) {
 		}
 	}
 	fit := func(id string, f float64) *Model {
-		m, _, err := FitRuns([]*report.Run{run(id, "m", nil, shifted(small, f, 0.02, rng))}, []string{id + ".json"}, false, 0, FitOptions{})
+		m, _, err := FitRuns([]*results.Run{run(id, "m", nil, shifted(small, f, 0.02, rng))}, []string{id + ".json"}, false, 0, FitOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

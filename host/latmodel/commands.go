@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // PredictGrid predicts m at every grid point. Points inside the measured range are in ps;
@@ -57,7 +57,7 @@ func WriteOutOfRange(w io.Writer, out []Prediction, predicted bool) {
 // files of one or more runs (repeats) to fit.
 type Side struct {
 	Model *Model
-	Runs  []*report.Run
+	Runs  []*results.Run
 	Names []string
 }
 
@@ -88,7 +88,7 @@ func fitSide(s Side, allowMixed bool, opt FitOptions) (*Model, error) {
 }
 
 // RunGate fits what needs fitting and gates the new side against the baseline ([Gate]). A run
-// given twice, within a side or on both, is refused ([report.CheckDistinct]): a side's runs are
+// given twice, within a side or on both, is refused ([results.CheckDistinct]): a side's runs are
 // its repeats, and the two sides independent measurements.
 // The new side is fitted with the flags' structure, else the structure its runs record, else
 // the baseline model's experts (a baseline model file keeps the shape it was fitted with).
@@ -98,7 +98,7 @@ func RunGate(req GateRequest) (*GateResult, error) {
 		name string
 		s    Side
 	}{{"baseline", req.Base}, {"new", req.New}} {
-		if err := report.CheckDistinct(sd.s.Runs, sd.s.Names); err != nil {
+		if err := results.CheckDistinct(sd.s.Runs, sd.s.Names); err != nil {
 			return nil, fmt.Errorf("%s: %w", sd.name, err)
 		}
 	}
@@ -114,7 +114,7 @@ func RunGate(req GateRequest) (*GateResult, error) {
 			names = append(names, side+n)
 		}
 		if len(names) == len(runs) {
-			if err := report.CheckDistinct(runs, names); err != nil {
+			if err := results.CheckDistinct(runs, names); err != nil {
 				return nil, fmt.Errorf("gate: %w; a gate compares two measurements made apart", err)
 			}
 		}
@@ -142,7 +142,7 @@ func RunGate(req GateRequest) (*GateResult, error) {
 
 // recordsStructure reports whether some run records its model structure (or has a built-in
 // engine profile lookup finds).
-func recordsStructure(runs []*report.Run, lookup ProfileLookup) bool {
+func recordsStructure(runs []*results.Run, lookup ProfileLookup) bool {
 	for _, r := range runs {
 		if r.Header.Structure != nil {
 			return true

@@ -10,9 +10,10 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
 )
 
@@ -312,17 +313,17 @@ func (m *Model) regressors(in Input) []float64 {
 	return x
 }
 
-// Identity is the model's identity for [report.CheckComparable], called name: what
-// [report.IdentityOf] reads from a results header, from the model's record of its runs (the
+// Identity is the model's identity for [compare.CheckComparable], called name: what
+// [compare.IdentityOf] reads from a results header, from the model's record of its runs (the
 // first run's engine and context; every external server measured, joined by " + ").
-func (m *Model) Identity(name string) report.Identity {
-	h := report.Header{Model: m.Model, Labels: m.Labels, Engine: m.Engine, TargetKind: "external",
+func (m *Model) Identity(name string) compare.Identity {
+	h := results.Header{Model: m.Model, Labels: m.Labels, Engine: m.Engine, TargetKind: "external",
 		Target: strings.Join(m.Targets, " + "), Context: m.Context, ContextSource: m.ContextSource,
 		Config: &config.Config{MaxTokens: m.MaxTokens}}
 	if m.Engine != nil {
 		h.TargetKind = "builtin"
 	}
-	return report.IdentityOf(name, h)
+	return compare.IdentityOf(name, h)
 }
 
 // Gate evaluates base and next on grid and compares them point by point, with intervals.
@@ -384,9 +385,9 @@ func Gate(base, next *Model, grid []GridPoint, th Thresholds, allowMixed, extrap
 // checkModels refuses models of different groups (unless allowMixed: then a warning) and a
 // model whose fit is poor (CheckQuality at the thresholds' MaxFitError).
 func (g *GateResult) checkModels(base, next *Model, allowMixed bool) error {
-	cmp := report.CheckComparable([]report.Identity{base.Identity("baseline " + base.called()), next.Identity("new " + next.called())})
-	g.Comparable = cmp.Line(report.AcrossDeployments...)
-	if bad := cmp.Refused(report.AcrossDeployments...); len(bad) > 0 {
+	cmp := compare.CheckComparable([]compare.Identity{base.Identity("baseline " + base.called()), next.Identity("new " + next.called())})
+	g.Comparable = cmp.Line(compare.AcrossDeployments...)
+	if bad := cmp.Refused(compare.AcrossDeployments...); len(bad) > 0 {
 		if !allowMixed {
 			return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("gate: %w: %s (--allow-mixed to compare them anyway)", ErrMixed, strings.Join(bad, "; ")))
 		}

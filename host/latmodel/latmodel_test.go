@@ -16,7 +16,7 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // truth is a known cost model in ms per unit of each term's x (see the package doc): the
@@ -334,13 +334,13 @@ func TestGateThresholds(t *testing.T) {
 
 // run builds a results file's Run from observations (status ok, a per-forward figure whose
 // Theil–Sen twin agrees), with the given model and labels.
-func run(id, model string, labels map[string]any, obs []Obs) *report.Run {
+func run(id, model string, labels map[string]any, obs []Obs) *results.Run {
 	cfg := config.Default()
-	r := &report.Run{Header: report.Header{RunID: id, Model: model, Labels: labels, Config: cfg, Schema: report.Schema}}
+	r := &results.Run{Header: results.Header{RunID: id, Model: model, Labels: labels, Config: cfg, Schema: results.Schema}}
 	for _, o := range obs {
 		d := time.Duration(o.FwdMs * 1e6)
-		r.Cells = append(r.Cells, report.Cell{Status: report.StatusOK,
-			Lengths: report.Lengths{Target: o.SeqLen, Mean: o.MeanLen, Max: int(o.MaxLen)},
+		r.Cells = append(r.Cells, results.Cell{Status: results.StatusOK,
+			Lengths: results.Lengths{Target: o.SeqLen, Mean: o.MeanLen, Max: int(o.MaxLen)},
 			Figures: &measure.Figures{Sequences: o.Batch, Counted: o.Batch, PerForward: measure.Summary{N: o.Batch, Mean: d}, PerForwardFit: measure.Summary{N: o.Batch, Mean: d}}})
 		r.Cells[len(r.Cells)-1].Cell.SeqLen, r.Cells[len(r.Cells)-1].Cell.Batch = o.SeqLen, o.Batch
 	}
@@ -356,8 +356,8 @@ func TestFromRuns(t *testing.T) {
 		slow[i].FwdMs *= 1.02
 	}
 	b := run("b", "m", map[string]any{"gpu_count": 8.0}, slow)
-	b.Cells[0].Status = report.StatusPartial
-	got, src, err := FromRuns([]*report.Run{a, b}, nil, false)
+	b.Cells[0].Status = results.StatusPartial
+	got, src, err := FromRuns([]*results.Run{a, b}, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,29 +376,29 @@ func TestFromRuns(t *testing.T) {
 	}
 
 	c := run("c", "other-model", nil, obs)
-	_, _, err = FromRuns([]*report.Run{a, c}, nil, false)
+	_, _, err = FromRuns([]*results.Run{a, c}, nil, false)
 	wantCode(t, err, exitcode.InvalidConfig, `runs not comparable: different model: a "m" / c "other-model"; different labels: a {gpu_count=8} / c {}; `+
 		`they are not repeats of one deployment and are not fitted together (--allow-mixed forces it)`)
 	if !errors.Is(err, ErrMixed) {
 		t.Errorf("%v is not ErrMixed", err)
 	}
-	if _, src, err = FromRuns([]*report.Run{a, c}, nil, true); err != nil || len(src.Mixed) != 2 || src.Labels != nil {
+	if _, src, err = FromRuns([]*results.Run{a, c}, nil, true); err != nil || len(src.Mixed) != 2 || src.Labels != nil {
 		t.Errorf("allowed: %v %v", err, src)
 	}
 	c.Header.Config.MaxTokens = 50
-	_, _, err = FromRuns([]*report.Run{a, c}, nil, true)
+	_, _, err = FromRuns([]*results.Run{a, c}, nil, true)
 	wantCode(t, err, exitcode.InvalidConfig, "runs of different max_tokens cannot be fitted together, even with --allow-mixed: it is a term of the model (different model")
 	// One run given twice is one run, not two repeats that agree exactly.
-	_, _, err = FromRuns([]*report.Run{a, b, a}, []string{"a.json", "b.json", "copy-a.json"}, false)
+	_, _, err = FromRuns([]*results.Run{a, b, a}, []string{"a.json", "b.json", "copy-a.json"}, false)
 	wantCode(t, err, exitcode.InvalidConfig, "the same run given twice: a.json and copy-a.json are one run (run a, started")
-	if !errors.Is(err, report.ErrSameRun) {
+	if !errors.Is(err, results.ErrSameRun) {
 		t.Errorf("%v is not ErrSameRun", err)
 	}
 
 	_, _, err = FromRuns(nil, nil, false)
 	wantCode(t, err, exitcode.InvalidConfig, "no results file")
 	empty := run("e", "m", nil, nil)
-	_, _, err = FitRuns([]*report.Run{empty}, nil, false, 0, FitOptions{})
+	_, _, err = FitRuns([]*results.Run{empty}, nil, false, 0, FitOptions{})
 	wantCode(t, err, exitcode.InvalidConfig, "e: fit: no measured cell")
 }
 
@@ -446,7 +446,7 @@ func TestSplit(t *testing.T) {
 // widens its σ alike (the fit then weighs it by 1/σ²).
 func TestFromRunsPoolsRepeatsByTheMean(t *testing.T) {
 	obs := synthetic("fixed+per_seq+kv_read", 0, nil)[:4]
-	var runs []*report.Run
+	var runs []*results.Run
 	for i, f := range []float64{1.01, 1.0, 10} {
 		o := append([]Obs(nil), obs...)
 		o[2].FwdMs = f
@@ -630,22 +630,22 @@ func TestFromRunsTargetsAndBadFigures(t *testing.T) {
 	a.Header.TargetKind, b.Header.TargetKind = "builtin", "builtin"
 	a.Header.Target, b.Header.Target = "http://127.0.0.1:4001", "http://127.0.0.1:4002"
 	names := []string{"res/a.json", "res/b.json"}
-	_, _, err := FromRuns([]*report.Run{a, b}, names, false)
+	_, _, err := FromRuns([]*results.Run{a, b}, names, false)
 	wantCode(t, err, exitcode.InvalidConfig, `runs not comparable: different engine profile: res/a.json moe-30b-a3b (hash not recorded) / res/b.json dense-8b (hash not recorded); they are not repeats`)
 	if !errors.Is(err, ErrMixed) || strings.Contains(err.Error(), "target") || strings.Contains(err.Error(), "time scale") {
 		t.Errorf("%v", err)
 	}
-	if _, src, err := FromRuns([]*report.Run{a, b}, names, true); err != nil || len(src.Mixed) != 1 {
+	if _, src, err := FromRuns([]*results.Run{a, b}, names, true); err != nil || len(src.Mixed) != 1 {
 		t.Errorf("allowed: %v %+v", err, src)
 	}
 	b.Header.Engine = map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.2, "quirks": ""}
-	_, _, err = FromRuns([]*report.Run{a, b}, names, false)
+	_, _, err = FromRuns([]*results.Run{a, b}, names, false)
 	wantCode(t, err, exitcode.InvalidConfig, `runs not comparable: different engine time scale: res/a.json 0.05 / res/b.json 0.2; they are not repeats`)
 	b.Header.Engine = map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05, "quirks": "", "noise": "gauss 2%"}
-	_, _, err = FromRuns([]*report.Run{a, b}, names, false)
+	_, _, err = FromRuns([]*results.Run{a, b}, names, false)
 	wantCode(t, err, exitcode.InvalidConfig, `different engine noise: res/a.json none / res/b.json "gauss 2%"`)
 	b.Header.Engine = a.Header.Engine
-	if _, _, err := FromRuns([]*report.Run{a, b}, names, false); err != nil {
+	if _, _, err := FromRuns([]*results.Run{a, b}, names, false); err != nil {
 		t.Errorf("same engine, other port: %v", err)
 	}
 	// Repeats of one noise model draw their own seeds (run --repeat): still repeats; another
@@ -654,29 +654,29 @@ func TestFromRunsTargetsAndBadFigures(t *testing.T) {
 		return map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05, "quirks": "", "noise": noise}
 	}
 	a.Header.Engine, b.Header.Engine = eng("step-cv=0.02,burst-cv=0.05,seed=11"), eng("step-cv=0.02,burst-cv=0.05,seed=12")
-	if _, _, err := FromRuns([]*report.Run{a, b}, names, false); err != nil {
+	if _, _, err := FromRuns([]*results.Run{a, b}, names, false); err != nil {
 		t.Errorf("repeats with their own noise seeds: %v", err)
 	}
 	b.Header.Engine = eng("step-cv=0.02,burst-cv=0.10,seed=12")
-	_, _, err = FromRuns([]*report.Run{a, b}, names, false)
+	_, _, err = FromRuns([]*results.Run{a, b}, names, false)
 	wantCode(t, err, exitcode.InvalidConfig, `different engine noise: res/a.json "step-cv=0.02,burst-cv=0.05" / res/b.json "step-cv=0.02,burst-cv=0.10"`)
 	// Two instances of one external deployment are repeats, the difference noted.
 	a.Header.Engine, b.Header.Engine = nil, nil
 	a.Header.TargetKind, b.Header.TargetKind = "external", "external"
-	_, src, err := FromRuns([]*report.Run{a, b}, names, false)
+	_, src, err := FromRuns([]*results.Run{a, b}, names, false)
 	if err != nil || !slices.Equal(src.Across, []string{"target: res/a.json http://127.0.0.1:4001 / res/b.json http://127.0.0.1:4002"}) ||
 		!slices.Equal(src.Targets, []string{"http://127.0.0.1:4001", "http://127.0.0.1:4002"}) {
 		t.Errorf("two instances: %v, across %q, targets %q", err, src.Across, src.Targets)
 	}
 	// The built-in engine beside an external server is not a repeat of it.
 	a.Header.Engine, a.Header.TargetKind = eng(""), "builtin"
-	_, _, err = FromRuns([]*report.Run{a, b}, names, false)
+	_, _, err = FromRuns([]*results.Run{a, b}, names, false)
 	wantCode(t, err, exitcode.InvalidConfig, "runs not comparable: different target kind: res/a.json built-in engine / res/b.json external server; they are not repeats")
 
 	z := run("base03", "m", nil, obs)
 	z.Cells[0].Figures.PerForward.Mean = 0
 	z.Cells[1].Figures.PerForward.Mean = math.MinInt64 // what 1e308 ms becomes when read
-	_, _, err = FitRuns([]*report.Run{z}, []string{"null.json"}, false, 0, FitOptions{})
+	_, _, err = FitRuns([]*results.Run{z}, []string{"null.json"}, false, 0, FitOptions{})
 	wantCode(t, err, exitcode.InvalidConfig, "null.json (run base03): cell L=1000,B=1: per-forward mean (fwd) is 0 ms")
 	wantCode(t, err, exitcode.InvalidConfig, "null.json (run base03): cell L=1000,B=2: per-forward mean (fwd) is beyond ±9.2e12 ms (the figure overflowed")
 }
@@ -711,17 +711,17 @@ func TestFixedRepeatsFitAsRuns(t *testing.T) {
 	a, b := run("t-r1", "m", nil, obs), run("t-r2", "m", nil, slow)
 	one := run("t", "m", nil, nil)
 	one.Header.Repeats = 2
-	for k, r := range []*report.Run{a, b} {
+	for k, r := range []*results.Run{a, b} {
 		for _, c := range r.Cells {
 			c.Repeat = k + 1
 			one.Cells = append(one.Cells, c)
 		}
 	}
-	mTwo, obsTwo, err := FitRuns([]*report.Run{a, b}, nil, false, 0, FitOptions{})
+	mTwo, obsTwo, err := FitRuns([]*results.Run{a, b}, nil, false, 0, FitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mOne, obsOne, err := FitRuns([]*report.Run{one}, []string{"t.json"}, false, 0, FitOptions{})
+	mOne, obsOne, err := FitRuns([]*results.Run{one}, []string{"t.json"}, false, 0, FitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -733,8 +733,8 @@ func TestFixedRepeatsFitAsRuns(t *testing.T) {
 		t.Errorf("levels of the one file %+v, of the two %+v", mOne.RunLevels, mTwo.RunLevels)
 	}
 	// a run with a stopping rule stays one run, its repeats pooled per cell
-	one.Header.Repeats, one.Header.UntilCV = 0, &report.StoppingRule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 8, Confidence: 0.9}
-	mU, obsU, err := FitRuns([]*report.Run{one}, nil, false, 0, FitOptions{})
+	one.Header.Repeats, one.Header.UntilCV = 0, &results.StoppingRule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 8, Confidence: 0.9}
+	mU, obsU, err := FitRuns([]*results.Run{one}, nil, false, 0, FitOptions{})
 	if err != nil || len(mU.RunLevels) != 1 || !reflect.DeepEqual(obsU, obsTwo) {
 		t.Errorf("until_cv run: %v, levels %+v, observations equal to the two runs': %v", err, mU.RunLevels, reflect.DeepEqual(obsU, obsTwo))
 	}

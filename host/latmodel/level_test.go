@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // shifted returns obs with every figure × f and independent relative noise rel.
@@ -27,7 +27,7 @@ func shifted(obs []Obs, f, rel float64, rng *rand.Rand) []Obs {
 func TestLevelOfOneRunAndOfRepeats(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	obs := synthetic(fullForm, 0, nil)
-	one, _, err := FitRuns([]*report.Run{run("a", "m", nil, shifted(obs, 1, 0.03, rng))}, nil, false, 0, FitOptions{Experts: moe})
+	one, _, err := FitRuns([]*results.Run{run("a", "m", nil, shifted(obs, 1, 0.03, rng))}, nil, false, 0, FitOptions{Experts: moe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestLevelOfOneRunAndOfRepeats(t *testing.T) {
 	}
 	// Two runs, one 2 % slow and one 2 % fast as a whole, cells 0.5 % noisy: levels ±2 %,
 	// their mean known to SD/√2 = 2 %.
-	two, _, err := FitRuns([]*report.Run{run("a", "m", nil, shifted(obs, 1.02, 0.005, rng)), run("b", "m", nil, shifted(obs, 0.98, 0.005, rng))}, nil, false, 0, FitOptions{Experts: moe})
+	two, _, err := FitRuns([]*results.Run{run("a", "m", nil, shifted(obs, 1.02, 0.005, rng)), run("b", "m", nil, shifted(obs, 0.98, 0.005, rng))}, nil, false, 0, FitOptions{Experts: moe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestLevelOfOneRunAndOfRepeats(t *testing.T) {
 	// +15 % (Student t of one degree of freedom): cannot tell, exit 8; the same new pair
 	// against runs that agree passes.
 	th := Thresholds{MeanIncrease: 0.15, PointIncrease: 0.5, MaxBaselineNoise: -1}
-	next, _, err := FitRuns([]*report.Run{run("n1", "m", nil, shifted(obs, 1.10, 0.005, rng)), run("n2", "m", nil, shifted(obs, 1.10, 0.005, rng))}, nil, false, 0, FitOptions{Experts: moe})
+	next, _, err := FitRuns([]*results.Run{run("n1", "m", nil, shifted(obs, 1.10, 0.005, rng)), run("n2", "m", nil, shifted(obs, 1.10, 0.005, rng))}, nil, false, 0, FitOptions{Experts: moe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestLevelOfOneRunAndOfRepeats(t *testing.T) {
 		!strings.Contains(g.Decide, "runs of each side") {
 		t.Errorf("spread baseline: %v, %s, mean %+v, decide %q", err, g.Verdict, g.Mean, g.Decide)
 	}
-	agree, _, err := FitRuns([]*report.Run{run("a", "m", nil, shifted(obs, 1, 0.005, rng)), run("b", "m", nil, shifted(obs, 1, 0.005, rng))}, nil, false, 0, FitOptions{Experts: moe})
+	agree, _, err := FitRuns([]*results.Run{run("a", "m", nil, shifted(obs, 1, 0.005, rng)), run("b", "m", nil, shifted(obs, 1, 0.005, rng))}, nil, false, 0, FitOptions{Experts: moe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,9 +83,9 @@ func TestNotFittedCellsCountedListedAndDrawn(t *testing.T) {
 	r.Cells[20].Figures.PerForward.Mean *= 20
 	r.Cells[20].Figures.PerForwardFit.Mean *= 20
 	p := &r.Cells[3]
-	p.Status = report.StatusPartial
+	p.Status = results.StatusPartial
 	p.Figures.Counted = 3
-	m, _, err := FitRuns([]*report.Run{r}, nil, false, 0, FitOptions{Experts: moe})
+	m, _, err := FitRuns([]*results.Run{r}, nil, false, 0, FitOptions{Experts: moe})
 	if err != nil {
 		t.Fatal(err)
 	}

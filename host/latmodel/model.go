@@ -38,8 +38,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
 )
 
 // Schema names the model file format; it changes when a field changes meaning.
@@ -369,8 +369,8 @@ func (m *Model) CheckQuality(maxMedian float64) error {
 func formTerms(form string) []string { return strings.Split(form, "+") }
 
 // LabelString writes labels sorted by key as "k=v, k=v" (strings quoted); "" for none
-// ([report.LabelText]).
-func LabelString(labels map[string]any) string { return report.LabelText(labels) }
+// ([compare.LabelText]).
+func LabelString(labels map[string]any) string { return compare.LabelText(labels) }
 
 // maxLenRatio returns L_max / L̄ at batch: the measured ratio at that batch size, else
 // interpolated linearly in log B between the two nearest measured batch sizes, else the ratio

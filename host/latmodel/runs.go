@@ -10,15 +10,16 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
 )
 
 // ErrMixed is wrapped by FromRuns's and Gate's errors for runs that are not comparable: of
 // another served model, max_tokens or [labels], or measured on another target setup (see
-// [report.CheckComparable]).
+// [compare.CheckComparable]).
 var ErrMixed = errors.New("runs not comparable")
 
 // Source is what FromRuns found about the runs: their common identity and the cells left out.
@@ -34,7 +35,7 @@ type Source struct {
 	Context       int
 	ContextSource string
 	// Mixed lists the differences allowed to mix (--allow-mixed; else nil), Across those
-	// between instances of one deployment, which repeats may differ in (report.AcrossInstances:
+	// between instances of one deployment, which repeats may differ in (compare.AcrossInstances:
 	// "target: a.json http://h1 / b.json http://h2").
 	Mixed  []string
 	Across []string
@@ -54,7 +55,7 @@ type Source struct {
 // with a stopping rule (until_cv: cells repeated different numbers of times, so its repeat k
 // is no run of the matrix) or without repeats is kept as it is, its repeated records pooled
 // per cell. names may be nil.
-func fixedRepeatsAsRuns(runs []*report.Run, names []string) ([]*report.Run, []string) {
+func fixedRepeatsAsRuns(runs []*results.Run, names []string) ([]*results.Run, []string) {
 	split := false
 	for _, r := range runs {
 		split = split || r.Header.Repeats > 0
@@ -62,7 +63,7 @@ func fixedRepeatsAsRuns(runs []*report.Run, names []string) ([]*report.Run, []st
 	if !split {
 		return runs, names
 	}
-	var outRuns []*report.Run
+	var outRuns []*results.Run
 	var outNames []string
 	for i, r := range runs {
 		name := ""
@@ -77,7 +78,7 @@ func fixedRepeatsAsRuns(runs []*report.Run, names []string) ([]*report.Run, []st
 		for k := 1; k <= n; k++ {
 			h := r.Header
 			h.RunID = fmt.Sprintf("%s repeat %d", h.RunID, k)
-			rk := &report.Run{Header: h, Footer: r.Footer}
+			rk := &results.Run{Header: h, Footer: r.Footer}
 			for _, c := range r.Cells {
 				if c.Repeat == k {
 					rk.Cells = append(rk.Cells, c)
@@ -95,7 +96,7 @@ func fixedRepeatsAsRuns(runs []*report.Run, names []string) ([]*report.Run, []st
 }
 
 // runMaxTokens is the max_tokens of a run (its stored config; 0 when absent).
-func runMaxTokens(h report.Header) int {
+func runMaxTokens(h results.Header) int {
 	if h.Config == nil {
 		return 0
 	}
@@ -109,8 +110,8 @@ func runMaxTokens(h report.Header) int {
 // figure are used; partial cells (fewer than B sequences counted: not a batch of B) and failed
 // ones are listed in Source.Excluded.
 //
-// The runs must be distinct ([report.CheckDistinct]: one run given twice would count as two
-// repeats that agree exactly) and repeats of one deployment ([report.CheckComparable]): the
+// The runs must be distinct ([results.CheckDistinct]: one run given twice would count as two
+// repeats that agree exactly) and repeats of one deployment ([compare.CheckComparable]): the
 // same served model, max_tokens and labels, and the same target setup — for the built-in
 // engine its time scale, profile, quirks and noise (without the seed each repeat derives
 // anew). Otherwise the error wraps ErrMixed and names each field that differs with each run's
@@ -124,7 +125,7 @@ func runMaxTokens(h report.Header) int {
 // per-forward figure is not a positive finite duration (0, negative, or beyond the ±292 years
 // a duration holds: the file's milliseconds overflowed when read) is an error naming the
 // file, the run and the cell. Errors carry exitcode.InvalidConfig.
-func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Source, error) {
+func FromRuns(runs []*results.Run, names []string, allowMixed bool) ([]Obs, *Source, error) {
 	runs, names = fixedRepeatsAsRuns(runs, names)
 	src, where, err := sourceOf(runs, names, allowMixed)
 	if err != nil {
@@ -152,23 +153,23 @@ func FromRuns(runs []*report.Run, names []string, allowMixed bool) ([]Obs, *Sour
 // sourceOf returns the runs' common identity (the first run's model, labels, max_tokens and
 // engine) and how errors call each run, "FILE (run ID)"; see FromRuns for the rules it
 // enforces.
-func sourceOf(runs []*report.Run, names []string, allowMixed bool) (*Source, []string, error) {
+func sourceOf(runs []*results.Run, names []string, allowMixed bool) (*Source, []string, error) {
 	if len(runs) == 0 {
 		return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "no results file given")
 	}
-	if err := report.CheckDistinct(runs, names); err != nil {
+	if err := results.CheckDistinct(runs, names); err != nil {
 		return nil, nil, err
 	}
 	src := &Source{}
 	where := make([]string, len(runs))
-	ids := make([]report.Identity, len(runs))
+	ids := make([]compare.Identity, len(runs))
 	for i, r := range runs {
 		id := r.Header.RunID
 		if id == "" {
 			id = fmt.Sprintf("run %d", i+1)
 		}
 		src.Runs = append(src.Runs, id)
-		where[i], ids[i] = id, report.IdentityOf(id, r.Header)
+		where[i], ids[i] = id, compare.IdentityOf(id, r.Header)
 		if i < len(names) && names[i] != "" {
 			where[i] = fmt.Sprintf("%s (run %s)", names[i], id)
 			ids[i].Name = names[i]
@@ -180,17 +181,17 @@ func sourceOf(runs []*report.Run, names []string, allowMixed bool) (*Source, []s
 	h0 := runs[0].Header
 	src.Model, src.Labels, src.MaxTokens, src.Engine = h0.Model, h0.Labels, runMaxTokens(h0), h0.Engine
 	src.Context, src.ContextSource = h0.Context, h0.ContextSource
-	cmp := report.CheckComparable(ids)
-	src.Across = cmp.Noted(report.AcrossInstances...)
-	if bad := cmp.Refused(report.AcrossInstances...); len(bad) > 0 {
+	cmp := compare.CheckComparable(ids)
+	src.Across = cmp.Noted(compare.AcrossInstances...)
+	if bad := cmp.Refused(compare.AcrossInstances...); len(bad) > 0 {
 		if !allowMixed {
 			return nil, nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w: %s; they are not repeats of one deployment and are not fitted together (--allow-mixed forces it)", ErrMixed, strings.Join(bad, "; ")))
 		}
-		if cmp.Differs(report.FieldMaxTokens) {
+		if cmp.Differs(compare.FieldMaxTokens) {
 			return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "runs of different max_tokens cannot be fitted together, even with --allow-mixed: it is a term of the model (%s)", strings.Join(bad, "; "))
 		}
 		src.Mixed = bad
-		if cmp.Differs(report.FieldLabels) {
+		if cmp.Differs(compare.FieldLabels) {
 			src.Labels = nil
 		}
 	}
@@ -204,7 +205,7 @@ func sourceOf(runs []*report.Run, names []string, allowMixed bool) (*Source, []s
 // figure (ms), the gap to its Theil–Sen figure, its realised mean and longest length, and the
 // most prompts clamped in any run.
 type cellRuns struct {
-	key            report.CellKey
+	key            compare.CellKey
 	fwd, est       []float64
 	meanLen, maxLn []float64
 	clamped        int
@@ -222,9 +223,9 @@ func (a *cellRuns) obs() Obs {
 
 // unusable says why a cell is not used (not ok, no per-forward figure, no realised lengths),
 // "" for a cell that is.
-func unusable(c *report.Cell) string {
+func unusable(c *results.Cell) string {
 	switch {
-	case c.Status != report.StatusOK:
+	case c.Status != results.StatusOK:
 		return "status " + c.Status
 	case c.Figures == nil || c.Figures.PerForward.N == 0:
 		why := "no per-forward figure"
@@ -242,14 +243,14 @@ func unusable(c *report.Cell) string {
 // src.ExcludedCells, and each run's used cells in src.perRun. A used cell whose per-forward
 // figure is not a positive finite duration is an error naming where[i] and the cell (all of
 // them, joined).
-func (src *Source) collect(runs []*report.Run, where []string) (map[report.CellKey]*cellRuns, error) {
+func (src *Source) collect(runs []*results.Run, where []string) (map[compare.CellKey]*cellRuns, error) {
 	var bad []error
-	cells := map[report.CellKey]*cellRuns{}
+	cells := map[compare.CellKey]*cellRuns{}
 	src.perRun = make([][]runCell, len(runs))
 	for i, r := range runs {
 		for j := range r.Cells {
 			c := &r.Cells[j]
-			k := report.CellKey{SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch}
+			k := compare.CellKey{SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch}
 			if why := unusable(c); why != "" {
 				src.exclude(c, k, src.Runs[i], why)
 				continue
@@ -292,7 +293,7 @@ func (src *Source) collect(runs []*report.Run, where []string) (map[report.CellK
 }
 
 // exclude records cell k of run id as not used, why, with its figure when it has a finite one.
-func (src *Source) exclude(c *report.Cell, k report.CellKey, id, why string) {
+func (src *Source) exclude(c *results.Cell, k compare.CellKey, id, why string) {
 	src.Excluded = append(src.Excluded, fmt.Sprintf("%s in %s: %s", k, id, why))
 	x := ExcludedCell{SeqLen: k.SeqLen, Batch: k.Batch, Run: id, Reason: why, MeanLen: c.Lengths.Mean}
 	if c.Figures != nil && c.Figures.PerForward.N > 0 && c.Figures.PerForward.Mean > 0 && c.Figures.PerForward.Mean < math.MaxInt64 {
@@ -317,7 +318,7 @@ func sortObs(obs []Obs) {
 // [ResolveExperts] decides from opt.Experts, opt.Dense, the runs' headers and opt.Lookup.
 // With holdOut ≥ 2 every holdOut-th cell (see [Split]) is not fitted but returned, for
 // [Model.Check].
-func FitRuns(runs []*report.Run, names []string, allowMixed bool, holdOut int, opt FitOptions) (*Model, []Obs, error) {
+func FitRuns(runs []*results.Run, names []string, allowMixed bool, holdOut int, opt FitOptions) (*Model, []Obs, error) {
 	obs, src, err := FromRuns(runs, names, allowMixed)
 	if err != nil {
 		return nil, nil, err

@@ -13,7 +13,7 @@ import (
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
 )
 
@@ -128,16 +128,16 @@ func (s sim) cellFigures(p engine.Profile, lens []int, rng *rand.Rand) (mean, ro
 // run draws one run of the matrix against profile p with noise seed seed, as a results file
 // would hold it: header (model, max_tokens, engine profile, noise, structure) and one ok cell
 // per (L, B) with its realised lengths and per-forward figures.
-func (s sim) run(id string, p engine.Profile, seed uint64) *report.Run {
+func (s sim) run(id string, p engine.Profile, seed uint64) *results.Run {
 	rng := rand.New(rand.NewPCG(seed, 0x73696d)) // "sim"
 	cfg := config.Default()
 	cfg.MaxTokens = s.maxTokens
-	h := report.Header{Type: "header", Schema: report.Schema, RunID: id, Model: "genload-sim", TargetKind: "builtin", Config: cfg,
+	h := results.Header{Type: "header", Schema: results.Schema, RunID: id, Model: "genload-sim", TargetKind: "builtin", Config: cfg,
 		Engine: map[string]any{"profile": p.Name, "time_scale": s.timeScale, "noise": s.noise.String() + fmt.Sprintf(",seed=%d", seed)}}
 	if p.IsMoE() {
-		h.Structure = &report.ModelStructure{Kind: report.StructureMoE, Experts: p.MoEExperts, Active: p.MoETopK, Source: "simulated profile " + p.Name}
+		h.Structure = &results.ModelStructure{Kind: results.StructureMoE, Experts: p.MoEExperts, Active: p.MoETopK, Source: "simulated profile " + p.Name}
 	}
-	r := &report.Run{Header: h}
+	r := &results.Run{Header: h}
 	for _, l := range s.lens {
 		for _, b := range s.batches {
 			ls := gammaLengths(s.gammaK, l, b)
@@ -148,8 +148,8 @@ func (s sim) run(id string, p engine.Profile, seed uint64) *report.Run {
 				tot, mx, mn = tot+v, max(mx, v), min(mn, v)
 			}
 			d, dr := time.Duration(math.Round(mean*1e6)), time.Duration(math.Round(robust*1e6))
-			r.Cells = append(r.Cells, report.Cell{Type: "cell", Cell: matrix.Cell{Index: len(r.Cells), SeqLen: l, Batch: b}, Status: report.StatusOK,
-				Lengths: report.Lengths{Target: l, Min: mn, Mean: float64(tot) / float64(b), Max: mx},
+			r.Cells = append(r.Cells, results.Cell{Type: "cell", Cell: matrix.Cell{Index: len(r.Cells), SeqLen: l, Batch: b}, Status: results.StatusOK,
+				Lengths: results.Lengths{Target: l, Min: mn, Mean: float64(tot) / float64(b), Max: mx},
 				Figures: &measure.Figures{Sequences: b, Counted: b, PerForward: measure.Summary{N: b, Mean: d}, PerForwardFit: measure.Summary{N: b, Mean: dr}}})
 		}
 	}

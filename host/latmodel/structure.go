@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // Keys of a Hugging Face config.json that give a mixture of experts' routed experts per layer
@@ -29,7 +29,7 @@ var (
 // no expert count, or one of at most one expert, is a dense model. Errors (exitcode.InvalidConfig):
 // invalid JSON, a count that is not a positive integer, an expert count without experts per
 // token (or the reverse), k > E.
-func StructureFromModelConfig(b []byte, path string) (*report.ModelStructure, error) {
+func StructureFromModelConfig(b []byte, path string) (*results.ModelStructure, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err != nil {
 		return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: invalid JSON: %v", path, err)
@@ -65,21 +65,21 @@ func StructureFromModelConfig(b []byte, path string) (*report.ModelStructure, er
 	}
 	switch {
 	case e <= 1 && ek == "":
-		return &report.ModelStructure{Kind: report.StructureDense, Source: fmt.Sprintf("%s: no expert count (%s)", path, strings.Join(expertKeys, ", "))}, nil
+		return &results.ModelStructure{Kind: results.StructureDense, Source: fmt.Sprintf("%s: no expert count (%s)", path, strings.Join(expertKeys, ", "))}, nil
 	case e <= 1:
-		return &report.ModelStructure{Kind: report.StructureDense, Source: fmt.Sprintf("%s [%s = %d]", path, ek, e)}, nil
+		return &results.ModelStructure{Kind: results.StructureDense, Source: fmt.Sprintf("%s [%s = %d]", path, ek, e)}, nil
 	case ak == "" || k < 1:
 		return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: [%s] = %d experts but no experts per token (%s): give genload fit --experts %d --active k", path, ek, e, strings.Join(activeKeys, ", "), e)
 	case k > e:
 		return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: [%s] = %d experts per token exceeds [%s] = %d experts", path, ak, k, ek, e)
 	}
-	return &report.ModelStructure{Kind: report.StructureMoE, Experts: e, Active: k, Source: fmt.Sprintf("%s [%s = %d, %s = %d]", path, ek, e, ak, k)}, nil
+	return &results.ModelStructure{Kind: results.StructureMoE, Experts: e, Active: k, Source: fmt.Sprintf("%s [%s = %d, %s = %d]", path, ek, e, ak, k)}, nil
 }
 
 // StructureFromModelDir reads the config.json beside a tokenizer: in the directory dir, or
 // beside the file dir when it is one (a tokenizer.json path). No config.json there is
 // (nil, nil): nothing is known. Errors are StructureFromModelConfig's and unreadable files.
-func StructureFromModelDir(dir string) (*report.ModelStructure, error) {
+func StructureFromModelDir(dir string) (*results.ModelStructure, error) {
 	if dir == "" {
 		return nil, nil
 	}
@@ -99,12 +99,12 @@ func StructureFromModelDir(dir string) (*report.ModelStructure, error) {
 
 // ProfileLookup returns the structure of a built-in engine profile by name, for results files
 // written before headers recorded the structure (nil when unknown).
-type ProfileLookup func(profile string) *report.ModelStructure
+type ProfileLookup func(profile string) *results.ModelStructure
 
 // ResolveExperts decides whether the fit gets the moe term, and says why:
 //
 //   - flags given (set, or a dense override: flagDense): they win, "--experts E --active k";
-//   - else the runs' recorded structure (report.Header.Structure), which must agree between
+//   - else the runs' recorded structure (results.Header.Structure), which must agree between
 //     runs; a mixture of experts gets the term, a dense model not;
 //   - else, for a run of the built-in engine whose header predates the field, lookup of its
 //     profile (when lookup is not nil);
@@ -112,14 +112,14 @@ type ProfileLookup func(profile string) *report.ModelStructure
 //
 // Runs recording different structures are an error (exitcode.InvalidConfig) naming both,
 // unless allowMixed: the dense form is then fitted, and the source says why.
-func ResolveExperts(flag *Experts, flagDense bool, runs []*report.Run, lookup ProfileLookup, allowMixed bool) (*Experts, string, error) {
+func ResolveExperts(flag *Experts, flagDense bool, runs []*results.Run, lookup ProfileLookup, allowMixed bool) (*Experts, string, error) {
 	if flag != nil {
 		return flag, fmt.Sprintf("--experts %d --active %d", flag.Experts, flag.Active), nil
 	}
 	if flagDense {
 		return nil, "dense: --experts 0 (the moe term is not tried)", nil
 	}
-	var st *report.ModelStructure
+	var st *results.ModelStructure
 	var from string
 	for _, r := range runs {
 		s := r.Header.Structure
@@ -145,7 +145,7 @@ func ResolveExperts(flag *Experts, flagDense bool, runs []*report.Run, lookup Pr
 	switch {
 	case st == nil:
 		return nil, "unknown: no model structure recorded, the dense form is fitted (--experts E --active k for a mixture of experts)", nil
-	case st.Kind == report.StructureMoE:
+	case st.Kind == results.StructureMoE:
 		e := &Experts{Experts: st.Experts, Active: st.Active}
 		if err := e.validate(); err != nil {
 			return nil, "", fmt.Errorf("run %s: model structure: %w", from, err)
@@ -155,8 +155,8 @@ func ResolveExperts(flag *Experts, flagDense bool, runs []*report.Run, lookup Pr
 	return nil, "dense, from " + st.Source, nil
 }
 
-func describe(s *report.ModelStructure) string {
-	if s.Kind == report.StructureMoE {
+func describe(s *results.ModelStructure) string {
+	if s.Kind == results.StructureMoE {
 		return fmt.Sprintf("%d experts, %d active, from %s", s.Experts, s.Active, s.Source)
 	}
 	return s.Kind + " from " + s.Source

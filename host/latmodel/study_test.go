@@ -13,7 +13,7 @@ import (
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/latmodel"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
 )
 
@@ -35,7 +35,7 @@ func study(s sim, change float64, repeats, trials int, seed uint64) (outcome, er
 	next := scaledProfile(s.prof, 1+change, fmt.Sprintf("%s-x%.2f", s.prof.Name, 1+change))
 	o := outcome{Trials: trials}
 	for t := range trials {
-		var base, nw []*report.Run
+		var base, nw []*results.Run
 		var bn, nn []string
 		for k := range repeats {
 			id := fmt.Sprintf("t%d-base-r%d", t, k+1)
@@ -137,7 +137,7 @@ func TestGateSimulationStudyTable(t *testing.T) {
 
 // logRatioSpread returns, over the cells two runs share, the mean and the robust SD (1.4826 ×
 // MAD) of ln(fwd_b / fwd_a).
-func logRatioSpread(a, b *report.Run) (mean, sd float64) {
+func logRatioSpread(a, b *results.Run) (mean, sd float64) {
 	fwd := map[[2]int]float64{}
 	for _, c := range a.Cells {
 		fwd[[2]int{c.Cell.SeqLen, c.Cell.Batch}] = float64(c.Figures.PerForward.Mean)
@@ -167,7 +167,7 @@ func TestSimulatorIsTheEnginesCostAndNoise(t *testing.T) {
 	s := defaultSim()
 	quiet := s
 	quiet.noise = engine.DefaultNoise()
-	m, _, err := latmodel.FitRuns([]*report.Run{quiet.run("q", s.prof, 1)}, nil, false, 0, latmodel.FitOptions{Forms: []string{"fixed+per_seq+kv_read+kv_tail+moe"}})
+	m, _, err := latmodel.FitRuns([]*results.Run{quiet.run("q", s.prof, 1)}, nil, false, 0, latmodel.FitOptions{Forms: []string{"fixed+per_seq+kv_read+kv_tail+moe"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // WriteFile writes m as indented JSON to path.
@@ -89,8 +90,8 @@ func DescribeJSON(b []byte) string {
 		return fmt.Sprintf("a model file (schema %q)", Schema)
 	case probe.Schema != "":
 		return fmt.Sprintf("a file of schema %q", probe.Schema)
-	case probe.Header.Schema == report.Schema:
-		return fmt.Sprintf("a results file (schema %q in its header)", report.Schema)
+	case probe.Header.Schema == results.Schema:
+		return fmt.Sprintf("a results file (schema %q in its header)", results.Schema)
 	case probe.Header.Schema != "":
 		return fmt.Sprintf("a file of schema %q in its header", probe.Header.Schema)
 	}

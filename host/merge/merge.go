@@ -21,14 +21,14 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/matrix"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/shard"
 )
 
 // Input is one shard's results as read from File.
 type Input struct {
 	File string
-	Run  *report.Run
+	Run  *results.Run
 }
 
 // Options change what Join accepts.
@@ -44,7 +44,7 @@ type Options struct {
 
 // Result is a merged run and, with Options.Partial, what was missing from it.
 type Result struct {
-	Run      *report.Run
+	Run      *results.Run
 	Problems []string
 }
 
@@ -53,7 +53,7 @@ func Read(files []string) ([]Input, error) {
 	var in []Input
 	var errs []error
 	for _, f := range files {
-		r, err := report.ReadFile(f)
+		r, err := results.ReadFile(f)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -89,7 +89,7 @@ func Join(in []Input, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cells []report.Cell
+	var cells []results.Cell
 	for _, i := range sh.idx {
 		recs, problem := records(sh.by[i], i, sh.n)
 		cells = append(cells, recs...)
@@ -100,14 +100,14 @@ func Join(in []Input, opt Options) (*Result, error) {
 	if len(problems) > 0 && !opt.Partial {
 		return nil, fmt.Errorf("merge: %s", strings.Join(problems, "\n  "))
 	}
-	slices.SortFunc(cells, func(a, b report.Cell) int {
+	slices.SortFunc(cells, func(a, b results.Cell) int {
 		if a.Cell.Index != b.Cell.Index {
 			return a.Cell.Index - b.Cell.Index
 		}
 		return a.Repeat - b.Repeat
 	})
 	h := sh.header(all, opt.RunID)
-	return &Result{Run: &report.Run{Header: h, Cells: cells, Footer: sh.footer(h.Started, cells, problems)}, Problems: problems}, nil
+	return &Result{Run: &results.Run{Header: h, Cells: cells, Footer: sh.footer(h.Started, cells, problems)}, Problems: problems}, nil
 }
 
 // shards are the inputs by shard index: n shards in all, idx the indexes given (ascending),
@@ -127,8 +127,8 @@ func index(in []Input) (*shards, error) {
 	}
 	for _, x := range in {
 		h := x.Run.Header
-		if h.Schema != report.Schema {
-			return nil, fmt.Errorf("merge: %s: results schema %q, want %q", x.File, h.Schema, report.Schema)
+		if h.Schema != results.Schema {
+			return nil, fmt.Errorf("merge: %s: results schema %q, want %q", x.File, h.Schema, results.Schema)
 		}
 		if h.Merged != nil {
 			return nil, fmt.Errorf("merge: %s is a merged run already (of %d shards), not a shard", x.File, len(h.Merged))
@@ -231,12 +231,12 @@ func (sh *shards) matrixCells(complete bool) ([]matrix.Cell, error) {
 // --until-cv) one per repeat, in repeat order (ReadFile has kept the last record of each
 // repeat) — and, when the shard is incomplete (a cell not recorded, a cell whose last record
 // has no figures, no footer), the problem, saying how to complete it.
-func records(x Input, i, n int) ([]report.Cell, string) {
-	got := map[int][]report.Cell{}
+func records(x Input, i, n int) ([]results.Cell, string) {
+	got := map[int][]results.Cell{}
 	for _, c := range x.Run.Cells {
 		got[c.Cell.Index] = append(got[c.Cell.Index], c)
 	}
-	var cells []report.Cell
+	var cells []results.Cell
 	var absent, failed []string
 	for _, c := range x.Run.Header.Cells {
 		recs, ok := got[c.Index]
@@ -244,8 +244,8 @@ func records(x Input, i, n int) ([]report.Cell, string) {
 			absent = append(absent, c.Key())
 			continue
 		}
-		slices.SortFunc(recs, func(a, b report.Cell) int { return a.Repeat - b.Repeat })
-		if last := recs[len(recs)-1]; !report.Measured(last.Status) {
+		slices.SortFunc(recs, func(a, b results.Cell) int { return a.Repeat - b.Repeat })
+		if last := recs[len(recs)-1]; !results.Measured(last.Status) {
 			what := c.Key()
 			if last.Repeat > 0 {
 				what += fmt.Sprintf(" repeat %d", last.Repeat)
@@ -279,7 +279,7 @@ func records(x Input, i, n int) ([]report.Cell, string) {
 // header is the merged run's header: the lowest shard's, with the whole matrix all, the
 // shards listed, the earliest start, the shards' targets and the run id (runID, else
 // [defaultID]).
-func (sh *shards) header(all []matrix.Cell, runID string) report.Header {
+func (sh *shards) header(all []matrix.Cell, runID string) results.Header {
 	h := sh.ref.Run.Header
 	h.Shard = nil
 	h.Cells = all
@@ -291,7 +291,7 @@ func (sh *shards) header(all []matrix.Cell, runID string) report.Header {
 		if x.Run.Footer != nil {
 			st = x.Run.Footer.Status
 		}
-		h.Merged = append(h.Merged, report.MergedShard{Index: i, File: x.File, RunID: xh.RunID, Target: xh.Target,
+		h.Merged = append(h.Merged, results.MergedShard{Index: i, File: x.File, RunID: xh.RunID, Target: xh.Target,
 			Started: xh.Started, Status: st, Cells: len(xh.Cells)})
 		if xh.Started.Before(h.Started) {
 			h.Started = xh.Started
@@ -310,28 +310,28 @@ func (sh *shards) header(all []matrix.Cell, runID string) report.Header {
 
 // footer is the merged run's footer: the latest shard's finish, elapsed from started, the
 // cells counted by status, and status error with the problems when there are any.
-func (sh *shards) footer(started time.Time, cells []report.Cell, problems []string) *report.Footer {
-	ft := &report.Footer{Type: "footer", Status: report.StatusOK}
+func (sh *shards) footer(started time.Time, cells []results.Cell, problems []string) *results.Footer {
+	ft := &results.Footer{Type: "footer", Status: results.StatusOK}
 	for _, i := range sh.idx {
 		if f := sh.by[i].Run.Footer; f != nil && f.Finished.After(ft.Finished) {
 			ft.Finished = f.Finished
 		}
 	}
 	if !ft.Finished.IsZero() {
-		ft.Elapsed = report.Millis(ft.Finished.Sub(started))
+		ft.Elapsed = results.Millis(ft.Finished.Sub(started))
 	}
 	for _, c := range cells {
 		switch c.Status {
-		case report.StatusOK:
+		case results.StatusOK:
 			ft.OK++
-		case report.StatusPartial:
+		case results.StatusPartial:
 			ft.Partial++
 		default:
 			ft.Failed++
 		}
 	}
 	if len(problems) > 0 {
-		ft.Status, ft.Error = report.StatusError, strings.Join(problems, "; ")
+		ft.Status, ft.Error = results.StatusError, strings.Join(problems, "; ")
 	}
 	return ft
 }
@@ -357,7 +357,7 @@ var perShard = []string{"type", "run_id", "started", "target", "cells", "workers
 	"config.file", "config.out", "config.target"}
 
 // comparable flattens a header to dotted keys → JSON values, without the per-shard keys.
-func comparable(h report.Header) (map[string]string, error) {
+func comparable(h results.Header) (map[string]string, error) {
 	b, err := json.Marshal(h)
 	if err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ import (
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/merge"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/run"
 	"github.com/genload/genload/host/shard"
 	"github.com/genload/genload/host/tokenizer"
@@ -84,7 +84,7 @@ func testConfig(t *testing.T, target, out string) *config.Config {
 
 // cellKey is what must be equal cell by cell between a merged and a single-process run: the
 // cell (index, L, B, first corpus row), its status and every prompt's length.
-func cellKey(c report.Cell) string {
+func cellKey(c results.Cell) string {
 	return fmt.Sprintf("%+v %s %v", c.Cell, c.Status, c.Lengths.Each)
 }
 
@@ -169,7 +169,7 @@ func TestShardsMergeIntoTheSingleRun(t *testing.T) {
 	}
 	// With Partial, the cells there are merged and the footer says what is missing.
 	p, err := merge.Join(in2, merge.Options{Partial: true})
-	if err != nil || len(p.Run.Cells) != 8 || p.Run.Footer.Status != report.StatusError || len(p.Problems) != 1 {
+	if err != nil || len(p.Run.Cells) != 8 || p.Run.Footer.Status != results.StatusError || len(p.Problems) != 1 {
 		t.Fatalf("partial: err %v, %d cells, footer %+v", err, len(p.Run.Cells), p.Run.Footer)
 	}
 

@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/merge"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/shard"
 )
 
@@ -18,19 +19,19 @@ import (
 // last repeat of the last cell of shard 1 is interrupted.
 func repeatShards(cut bool) []merge.Input {
 	all := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 1}, {Index: 1, SeqLen: 100, Batch: 2}, {Index: 2, SeqLen: 200, Batch: 1}, {Index: 3, SeqLen: 200, Batch: 2}}
-	rule := &report.StoppingRule{TargetCV: 0.02, MinRepeats: 2, MaxRepeats: 5, Confidence: 0.9}
+	rule := &results.StoppingRule{TargetCV: 0.02, MinRepeats: 2, MaxRepeats: 5, Confidence: 0.9}
 	var in []merge.Input
 	for i := range 2 {
 		cells := shard.Spec{Index: i, Count: 2}.Cells(all)
-		r := &report.Run{Header: report.Header{Schema: report.Schema, RunID: fmt.Sprintf("ucv-shard-%d-of-2", i), UntilCV: rule, Cells: cells,
-			Shard: &report.Shard{Index: i, Count: 2, MatrixCells: 4}}, Footer: &report.Footer{Status: report.StatusOK, Finished: time.Unix(100, 0)}}
+		r := &results.Run{Header: results.Header{Schema: results.Schema, RunID: fmt.Sprintf("ucv-shard-%d-of-2", i), UntilCV: rule, Cells: cells,
+			Shard: &results.Shard{Index: i, Count: 2, MatrixCells: 4}}, Footer: &results.Footer{Status: results.StatusOK, Finished: time.Unix(100, 0)}}
 		for _, c := range cells {
 			for k := 1; k <= c.Index+2; k++ {
-				rec := report.Cell{Cell: c, Status: report.StatusOK, Repeat: k,
+				rec := results.Cell{Cell: c, Status: results.StatusOK, Repeat: k,
 					Figures: &measure.Figures{PerForward: measure.Summary{N: c.Batch, Mean: time.Duration(10*c.Index+k) * time.Millisecond}}}
 				if cut && i == 1 && c == cells[len(cells)-1] && k == c.Index+2 {
-					rec.Status, rec.Error, rec.Figures = report.StatusInterrupted, "interrupted", nil
-					r.Footer.Status = report.StatusInterrupted
+					rec.Status, rec.Error, rec.Figures = results.StatusInterrupted, "interrupted", nil
+					r.Footer.Status = results.StatusInterrupted
 				}
 				r.Cells = append(r.Cells, rec)
 			}
@@ -59,7 +60,7 @@ func TestMergeKeepsRepeats(t *testing.T) {
 		t.Fatalf("merged records %v (footer %+v, rule %v)\nwant %s", got, r.Footer, r.Header.UntilCV, want)
 	}
 	// the merged run's consistency is each cell's over all its repeats: cell 3 has 31…35 ms
-	c, err := report.ConsistentRepeats(r)
+	c, err := compare.ConsistentRepeats(r)
 	if err != nil {
 		t.Fatal(err)
 	}

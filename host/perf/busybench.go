@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape/metrics"
 )
 
@@ -37,7 +37,7 @@ func (c BenchCheck) OK() bool {
 
 // CheckBench checks the cells of run: fwd (the per-forward mean) non-decreasing in B at each
 // L, and each cell's engine overrun share (Server.Steps.Overrun) within shareLimit.
-func CheckBench(run *report.Run, shareLimit float64) BenchCheck {
+func CheckBench(run *results.Run, shareLimit float64) BenchCheck {
 	c := BenchCheck{ShareLimit: shareLimit}
 	type point struct {
 		b   int
@@ -47,7 +47,7 @@ func CheckBench(run *report.Run, shareLimit float64) BenchCheck {
 	for _, cell := range run.Cells {
 		at := fmt.Sprintf("L=%d B=%d", cell.Cell.SeqLen, cell.Cell.Batch)
 		f := cell.Figures
-		if !report.Measured(cell.Status) || f == nil || f.PerForward.N == 0 {
+		if !results.Measured(cell.Status) || f == nil || f.PerForward.N == 0 {
 			why := cell.Error
 			if why == "" && f != nil {
 				why = f.PerForwardReason

@@ -7,13 +7,13 @@ import (
 
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape/metrics"
 )
 
-func benchCell(l, b int, fwd time.Duration, share float64) report.Cell {
+func benchCell(l, b int, fwd time.Duration, share float64) results.Cell {
 	f := &measure.Figures{PerForward: measure.Summary{N: b, Mean: fwd}}
-	c := report.Cell{Cell: matrix.Cell{SeqLen: l, Batch: b}, Status: report.StatusOK, Figures: f}
+	c := results.Cell{Cell: matrix.Cell{SeqLen: l, Batch: b}, Status: results.StatusOK, Figures: f}
 	if share >= 0 {
 		c.Server = &metrics.CellMetrics{Steps: metrics.Steps{Overrun: &metrics.Overrun{Share: share, Steps: 100}}}
 	}
@@ -22,7 +22,7 @@ func benchCell(l, b int, fwd time.Duration, share float64) report.Cell {
 
 func TestCheckBench(t *testing.T) {
 	ms := func(v float64) time.Duration { return time.Duration(v * 1e6) }
-	run := &report.Run{Cells: []report.Cell{
+	run := &results.Run{Cells: []results.Cell{
 		benchCell(1000, 1, ms(0.30), 0.001), benchCell(1000, 2, ms(0.31), 0.004), benchCell(1000, 4, ms(0.33), 0.01),
 		benchCell(2000, 1, ms(0.40), 0.001), benchCell(2000, 2, ms(0.41), 0.005),
 	}}
@@ -33,7 +33,7 @@ func TestCheckBench(t *testing.T) {
 	// a drop at L=2000 (cells out of order in the file), an overrun over the limit, a cell
 	// without fwd and one without an overrun record
 	run.Cells = append(run.Cells, benchCell(2000, 3, ms(0.405), 0.05), benchCell(1000, 8, ms(0.5), -1))
-	run.Cells = append(run.Cells, report.Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 16}, Status: report.StatusError, Error: "boom"})
+	run.Cells = append(run.Cells, results.Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 16}, Status: results.StatusError, Error: "boom"})
 	c = CheckBench(run, 0.02)
 	if c.OK() || len(c.Drops) != 1 || c.Over != 1 || c.Overrun != 6 || c.Cells != 7 || len(c.Missing) != 1 {
 		t.Fatalf("check %+v", c)

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agnivade/levenshtein"
 
+	"github.com/genload/genload/host/internal/tomlwords"
 	"github.com/genload/genload/sdk/abi"
 )
 
@@ -82,7 +81,7 @@ func AsConfigError(err error, table string, config map[string]any) (*ConfigError
 			ce.Key = table + "." + key
 			got := m[1]
 			if v, found := lookupKey(config, key); found {
-				got = valueWords(v)
+				got = tomlwords.Value(v)
 			} else {
 				got = "a JSON " + got
 			}
@@ -178,31 +177,6 @@ func goTypeWords(t string) (string, bool) {
 		return "a table", true
 	}
 	return "", false
-}
-
-// valueWords says a config value by its TOML type, with the value when it is a scalar: "an
-// integer (3)", "a float (1.5)", "a string (\"abc\")", "a boolean (true)", "an array", "a
-// table", "a date-time".
-func valueWords(v any) string {
-	switch x := v.(type) {
-	case int64:
-		return fmt.Sprintf("an integer (%d)", x)
-	case int:
-		return fmt.Sprintf("an integer (%d)", x)
-	case float64:
-		return fmt.Sprintf("a float (%s)", strconv.FormatFloat(x, 'g', -1, 64))
-	case string:
-		return fmt.Sprintf("a string (%q)", x)
-	case bool:
-		return fmt.Sprintf("a boolean (%t)", x)
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "a table"
-	case time.Time:
-		return "a date-time"
-	}
-	return fmt.Sprintf("%v", v)
 }
 
 // lookupKey finds a dotted key ("a.b") in a config table.

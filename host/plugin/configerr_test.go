@@ -37,7 +37,7 @@ func TestConfigErrorsInTOMLWords(t *testing.T) {
 		{`config: json: cannot unmarshal number 1.5 into Go struct field config.n of type int`, "lengths.config.n",
 			`[lengths.config.n] must be an integer, not a float (1.5) (plugin p)`},
 		{`config: json: cannot unmarshal array into Go struct field cfg.edges of type float64`, "lengths.config.edges",
-			`[lengths.config.edges] must be a number, not an array (plugin p)`},
+			`[lengths.config.edges] must be a number, not an array ([1]) (plugin p)`},
 		{`config: k = -1, want a shape in [0.01, 10000]`, "lengths.config.k",
 			"[lengths.config.k]: plugin p: k = -1, want a shape in [0.01, 10000]"},
 		{`config: edges[2] = 5; edges must be ascending`, "lengths.config.edges",

@@ -5,7 +5,8 @@
 // request, when it was sent, when its headers and its end arrived, its status, usage, the
 // server timing headers captured, its retries and its failure (a *RequestError). It is plain
 // values (offsets, counts, strings, the sse parser's per-sequence records), so that
-// host/measure and host/report, which compute and write figures from it, link no HTTP client.
+// host/measure, host/results and host/report, which compute, write and print figures from it,
+// link no HTTP client.
 //
 // Every time in a Result is a monotonic offset (a time.Duration, in ns) from Result.Start,
 // taken when the bytes arrived. A Result marshals to JSON and back with every value measure

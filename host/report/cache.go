@@ -5,19 +5,21 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/genload/genload/host/results"
 )
 
 // CacheNotes says of each of runs whose prompts were already in the server's prefix cache
-// before some of its cell records sent them ([Cell.WasCached]: an earlier run, repeat or cell
+// before some of its cell records sent them ([results.Cell.WasCached]: an earlier run, repeat or cell
 // had sent the same prompts) how many records, and in a run with repeats which repeats: with
 // a warmup the measured requests are warm either way; without one, their TTFT is not a cold
 // prefill's. Runs whose records all sent their prompts to a cold cache, or whose server did
 // not count cached tokens, get no note. Consistency, diff and the table's legend print them.
-func CacheNotes(runs []*Run) []string {
+func CacheNotes(runs []*results.Run) []string {
 	var notes []string
 	for i, r := range runs {
 		if n := cacheNote(r); n != "" {
-			notes = append(notes, fmt.Sprintf("prompts already cached: %s: %s", runLabel(r, i), n))
+			notes = append(notes, fmt.Sprintf("prompts already cached: %s: %s", r.Name(i), n))
 		}
 	}
 	return notes
@@ -25,7 +27,7 @@ func CacheNotes(runs []*Run) []string {
 
 // cacheNote is CacheNotes' phrase for one run ("" when none of its records found its prompts
 // cached).
-func cacheNote(r *Run) string {
+func cacheNote(r *results.Run) string {
 	cached, warm := 0, true
 	var repeats []int
 	for i := range r.Cells {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape/metrics"
 )
 
@@ -16,8 +17,8 @@ import (
 type column struct {
 	head   string
 	csv    string
-	get    func(c *Cell) string
-	val    func(c *Cell) string
+	get    func(c *results.Cell) string
+	val    func(c *results.Cell) string
 	narrow bool
 	only   bool
 	// perServer marks a column of routed cells' per-server figures: in the wide table only
@@ -33,9 +34,9 @@ func inNarrow(c column) column { c.narrow = true; return c }
 
 // durCol is a column of milliseconds: shown with prec decimals, written to the CSV with
 // nanosecond precision; blank (or none for the table) when f reports no value.
-func durCol(head, csv string, prec int, none string, f func(c *Cell) (time.Duration, bool)) column {
+func durCol(head, csv string, prec int, none string, f func(c *results.Cell) (time.Duration, bool)) column {
 	return column{head: head, csv: csv,
-		get: func(c *Cell) string {
+		get: func(c *results.Cell) string {
 			d, ok := f(c)
 			if !ok {
 				if c.Figures == nil {
@@ -45,7 +46,7 @@ func durCol(head, csv string, prec int, none string, f func(c *Cell) (time.Durat
 			}
 			return strconv.FormatFloat(measure.Ms(d), 'f', prec, 64)
 		},
-		val: func(c *Cell) string {
+		val: func(c *results.Cell) string {
 			if d, ok := f(c); ok {
 				return strconv.FormatFloat(measure.Ms(d), 'f', 6, 64)
 			}
@@ -54,13 +55,13 @@ func durCol(head, csv string, prec int, none string, f func(c *Cell) (time.Durat
 }
 
 // textCol is a column whose table text is also its CSV value.
-func textCol(head, csv string, f func(c *Cell) string) column {
+func textCol(head, csv string, f func(c *results.Cell) string) column {
 	return column{head: head, csv: csv, get: f, val: f}
 }
 
 // figDur reads a duration from the figures; ok is false without figures or when pick says so.
-func figDur(pick func(f *measure.Figures) (time.Duration, bool)) func(c *Cell) (time.Duration, bool) {
-	return func(c *Cell) (time.Duration, bool) {
+func figDur(pick func(f *measure.Figures) (time.Duration, bool)) func(c *results.Cell) (time.Duration, bool) {
+	return func(c *results.Cell) (time.Duration, bool) {
 		if c.Figures == nil {
 			return 0, false
 		}
@@ -69,8 +70,8 @@ func figDur(pick func(f *measure.Figures) (time.Duration, bool)) func(c *Cell) (
 }
 
 // srvDur reads a duration from the server metrics.
-func srvDur(pick func(m *metrics.CellMetrics) (time.Duration, bool)) func(c *Cell) (time.Duration, bool) {
-	return func(c *Cell) (time.Duration, bool) {
+func srvDur(pick func(m *metrics.CellMetrics) (time.Duration, bool)) func(c *results.Cell) (time.Duration, bool) {
+	return func(c *results.Cell) (time.Duration, bool) {
 		if c.Server == nil {
 			return 0, false
 		}
@@ -78,9 +79,9 @@ func srvDur(pick func(m *metrics.CellMetrics) (time.Duration, bool)) func(c *Cel
 	}
 }
 
-func ms3(d time.Duration) string { return strconv.FormatFloat(measure.Ms(d), 'f', 3, 64) }
-
-func ms1(d time.Duration) string { return strconv.FormatFloat(measure.Ms(d), 'f', 1, 64) }
+// Ms writes d in milliseconds with prec decimals, as the tables write a duration (prec 3:
+// 1.234567 ms is "1.235").
+func Ms(d time.Duration, prec int) string { return strconv.FormatFloat(measure.Ms(d), 'f', prec, 64) }
 
 // columns are the table's columns. wide selects every column (the CSV's set, with the
 // optional groups that have data); otherwise the default table's: L, B, realised lengths,
@@ -126,8 +127,8 @@ func allColumns(withHeader, withServer, withTruth bool) []column {
 	// The wide form of the default table's B seen: the same figure, with the number of gauge
 	// samples it is over; in every wide table, since the client's figure stands in for the
 	// gauge where none was sampled. The CSV keeps the gauge's mode alone.
-	cols = append(cols, column{head: "B seen", csv: "occupancy_mode", get: func(c *Cell) string { return batchSeenOf(c, true) },
-		val: func(c *Cell) string {
+	cols = append(cols, column{head: "B seen", csv: "occupancy_mode", get: func(c *results.Cell) string { return batchSeenOf(c, true) },
+		val: func(c *results.Cell) string {
 			if c.Server == nil || c.Server.Occupancy.Samples == 0 {
 				return ""
 			}
@@ -161,9 +162,9 @@ func summaryFig(pick func(f *measure.Figures) measure.Summary, get func(s measur
 // figures, cached share, TTFT, ITL, E2E, completion tokens and the default table's B seen.
 func figureColumns() []column {
 	return []column{
-		inNarrow(textCol("L", "seq_len", func(c *Cell) string { return strconv.Itoa(c.Cell.SeqLen) })),
-		inNarrow(textCol("B", "batch", func(c *Cell) string { return strconv.Itoa(c.Cell.Batch) })),
-		inNarrow(column{head: "len min/mean/max", get: func(c *Cell) string {
+		inNarrow(textCol("L", "seq_len", func(c *results.Cell) string { return strconv.Itoa(c.Cell.SeqLen) })),
+		inNarrow(textCol("B", "batch", func(c *results.Cell) string { return strconv.Itoa(c.Cell.Batch) })),
+		inNarrow(column{head: "len min/mean/max", get: func(c *results.Cell) string {
 			if len(c.Lengths.Each) == 0 {
 				return ""
 			}
@@ -185,14 +186,14 @@ func figureColumns() []column {
 		durCol("ITL p99", "itl_p99_ms", 3, "–", figDur(summaryFig(itlOf, summaryP99))),
 		durCol("E2E p50", "e2e_p50_ms", 1, "–", figDur(summaryFig(e2eOf, summaryP50))),
 		tokensColumn(),
-		{head: "B seen", get: func(c *Cell) string { return batchSeenOf(c, false) }, narrow: true, only: true},
+		{head: "B seen", get: func(c *results.Cell) string { return batchSeenOf(c, false) }, narrow: true, only: true},
 	}
 }
 
 // cachedPercent is the share of prompt tokens the server found cached, with prec decimals:
 // "–" in the table when the server does not say (the legend says why), "" in the CSV.
-func cachedPercent(prec int) func(c *Cell) string {
-	return func(c *Cell) string {
+func cachedPercent(prec int) func(c *results.Cell) string {
+	return func(c *results.Cell) string {
 		f := c.Figures
 		switch {
 		case f == nil:
@@ -209,7 +210,7 @@ func cachedPercent(prec int) func(c *Cell) string {
 
 // tokensColumn is the completion tokens ("≥N" in the table when some were not verified).
 func tokensColumn() column {
-	return column{head: "tokens", csv: "completion_tokens", get: func(c *Cell) string {
+	return column{head: "tokens", csv: "completion_tokens", get: func(c *results.Cell) string {
 		if c.Figures == nil {
 			return ""
 		}
@@ -217,7 +218,7 @@ func tokensColumn() column {
 			return "≥" + strconv.Itoa(c.Figures.CompletionTokens)
 		}
 		return strconv.Itoa(c.Figures.CompletionTokens)
-	}, val: func(c *Cell) string {
+	}, val: func(c *results.Cell) string {
 		if c.Figures == nil {
 			return ""
 		}
@@ -227,12 +228,12 @@ func tokensColumn() column {
 
 // countedColumn is the sequences with a per-forward figure, "N/sequences" in the table.
 func countedColumn() column {
-	return inNarrow(column{head: "counted", csv: "counted", get: func(c *Cell) string {
+	return inNarrow(column{head: "counted", csv: "counted", get: func(c *results.Cell) string {
 		if c.Figures == nil {
 			return ""
 		}
 		return fmt.Sprintf("%d/%d", c.Figures.PerForward.N, c.Figures.Sequences)
-	}, val: func(c *Cell) string {
+	}, val: func(c *results.Cell) string {
 		if c.Figures == nil {
 			return ""
 		}
@@ -242,7 +243,7 @@ func countedColumn() column {
 
 // statusColumn is the cell's status, " ⚠" after it when the cell has warnings.
 func statusColumn() column {
-	return inNarrow(column{head: "status", csv: "status", get: func(c *Cell) string {
+	return inNarrow(column{head: "status", csv: "status", get: func(c *results.Cell) string {
 		s := c.Status
 		if len(c.Warnings) > 0 {
 			s += " ⚠"
@@ -256,7 +257,7 @@ func statusColumn() column {
 // with samples the number of samples, "4 (67% of 3)") where it was sampled, else the most
 // sequences the client saw decoding together, marked "(client)" ("<" before it when the
 // client's marks say the batch was probably not reached); "?" when neither can tell.
-func batchSeenOf(c *Cell, samples bool) string {
+func batchSeenOf(c *results.Cell, samples bool) string {
 	if c.Figures == nil && c.Server == nil {
 		return ""
 	}
@@ -281,7 +282,7 @@ func batchSeenOf(c *Cell, samples bool) string {
 
 // present reports which optional column groups have data in run: server-header figures,
 // /metrics figures, and the built-in engine's truth.
-func present(run *Run) (header, server, truth bool) {
+func present(run *results.Run) (header, server, truth bool) {
 	for _, c := range run.Cells {
 		header = header || (c.Figures != nil && (c.Figures.Header != nil || c.Figures.ServerTimings != nil))
 		server = server || c.Server != nil
@@ -294,9 +295,9 @@ func present(run *Run) (header, server, truth bool) {
 // per server in the order of Cell.PerServer, joined by " / " in the table and ";" in the CSV:
 // fwd, full-batch fwd, the batch seen and the servers' names.
 func perServerColumns() []column {
-	each := func(head, csv string, f func(s *ServerFigures, table bool) string) column {
-		join := func(sep string, table bool) func(c *Cell) string {
-			return func(c *Cell) string {
+	each := func(head, csv string, f func(s *results.ServerFigures, table bool) string) column {
+		join := func(sep string, table bool) func(c *results.Cell) string {
+			return func(c *results.Cell) string {
 				parts := make([]string, len(c.PerServer))
 				for i := range c.PerServer {
 					parts[i] = f(&c.PerServer[i], table)
@@ -309,7 +310,7 @@ func perServerColumns() []column {
 	dur := func(d time.Duration, ok, table bool) string {
 		switch {
 		case ok && table:
-			return ms3(d)
+			return Ms(d, 3)
 		case ok:
 			return strconv.FormatFloat(measure.Ms(d), 'f', 6, 64)
 		case table:
@@ -318,13 +319,13 @@ func perServerColumns() []column {
 		return ""
 	}
 	return []column{
-		each("fwd per server", "per_server_per_forward_mean_ms", func(s *ServerFigures, table bool) string {
+		each("fwd per server", "per_server_per_forward_mean_ms", func(s *results.ServerFigures, table bool) string {
 			return dur(s.PerForward.Mean, s.PerForward.N > 0, table)
 		}),
-		each("full-batch per server", "per_server_full_occupancy_per_forward_ms", func(s *ServerFigures, table bool) string {
+		each("full-batch per server", "per_server_full_occupancy_per_forward_ms", func(s *results.ServerFigures, table bool) string {
 			return dur(s.Window.PerStep, s.Window.Valid, table)
 		}),
-		each("B seen per server", "per_server_occupancy_max", func(s *ServerFigures, table bool) string {
+		each("B seen per server", "per_server_occupancy_max", func(s *results.ServerFigures, table bool) string {
 			switch o := s.Occupancy; {
 			case o != nil && o.Samples > 0 && table:
 				return fmt.Sprintf("%d/%d (%.0f%%)", o.Max, s.Sequences, 100*o.AtTarget)
@@ -335,7 +336,7 @@ func perServerColumns() []column {
 			}
 			return ""
 		}),
-		{head: "servers", csv: "per_server_servers", perServer: true, val: func(c *Cell) string {
+		{head: "servers", csv: "per_server_servers", perServer: true, val: func(c *results.Cell) string {
 			parts := make([]string, len(c.PerServer))
 			for i, s := range c.PerServer {
 				parts[i] = s.Server
@@ -347,7 +348,7 @@ func perServerColumns() []column {
 
 // hasPerServer reports whether a cell of run has per-server figures.
 // hasTimings reports whether some cell of run has the server's own per-sequence timings.
-func hasTimings(run *Run) bool {
+func hasTimings(run *results.Run) bool {
 	for _, c := range run.Cells {
 		if c.Figures != nil && c.Figures.ServerTimings != nil {
 			return true
@@ -356,7 +357,7 @@ func hasTimings(run *Run) bool {
 	return false
 }
 
-func hasPerServer(run *Run) bool {
+func hasPerServer(run *results.Run) bool {
 	for _, c := range run.Cells {
 		if len(c.PerServer) > 0 {
 			return true

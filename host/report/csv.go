@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/results"
 )
 
 // CSVHeader lists the CSV columns: one row per cell record (one per repeat of a run with
 // repeats, whose repeat column is then set), times in milliseconds with nanosecond
 // precision, lengths in tokens; an unknown value is an empty field. The last column,
 // warnings, names the kind of each of the record's warnings (its catalogue name, see
-// [Cell.NamedWarnings]), "; "-separated.
+// [results.Cell.NamedWarnings]), "; "-separated.
 func CSVHeader() []string {
 	h := []string{"run_id", "cell", "seq_len", "batch", "len_min", "len_mean", "len_max", "len_clamped"}
 	for _, c := range csvColumns() {
@@ -29,9 +30,9 @@ func CSVHeader() []string {
 
 // csvWarnings is a record's warnings column: the catalogue name of each of its warnings
 // (package warning: "batch-not-reached", …; "other" for a text the catalogue does not know,
-// see [Cell.NamedWarnings]), in order, joined by "; " ("" for none). The messages themselves
+// see [results.Cell.NamedWarnings]), in order, joined by "; " ("" for none). The messages themselves
 // are in the JSON files.
-func csvWarnings(c *Cell) string {
+func csvWarnings(c *results.Cell) string {
 	ws := c.NamedWarnings()
 	names := make([]string, len(ws))
 	for i, w := range ws {
@@ -51,8 +52,23 @@ func csvColumns() []column {
 	return out
 }
 
+// Finish ends a run's files: it appends the footer and writes <run-id>.json
+// ([results.Writer.Finish]), then <run-id>.csv beside it ([WriteCSV]), and returns the paths
+// written (csvPath "" when the CSV could not be written; the JSON file is kept).
+func Finish(w *results.Writer, status string, runErr error) (jsonPath, csvPath string, err error) {
+	jsonPath, err = w.Finish(status, runErr)
+	if err != nil {
+		return "", "", err
+	}
+	csvPath = strings.TrimSuffix(jsonPath, ".json") + ".csv"
+	if err := WriteCSV(csvPath, w.Run()); err != nil {
+		return jsonPath, "", err
+	}
+	return jsonPath, csvPath, nil
+}
+
 // WriteCSV writes run as CSV (columns in [CSVHeader]).
-func WriteCSV(path string, run *Run) error {
+func WriteCSV(path string, run *results.Run) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("results: %w", err)

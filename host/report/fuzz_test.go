@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/genload/genload/host/results"
 )
 
 // FuzzReadFile feeds ReadFile arbitrary JSONL. Whatever it accepts must survive the round trip
@@ -25,7 +27,7 @@ func FuzzReadFile(f *testing.F) {
 		if err := os.WriteFile(p, src, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r, err := ReadFile(p)
+		r, err := results.ReadFile(p)
 		if err != nil {
 			return
 		}
@@ -34,10 +36,10 @@ func FuzzReadFile(f *testing.F) {
 			t.Fatalf("a run ReadFile accepted does not encode: %v", err)
 		}
 		q := filepath.Join(dir, "f.json")
-		if err := WriteJSON(q, r); err != nil {
+		if err := results.WriteJSON(q, r); err != nil {
 			t.Fatalf("WriteJSON: %v", err)
 		}
-		r2, err := ReadFile(q)
+		r2, err := results.ReadFile(q)
 		if err != nil {
 			t.Fatalf("the JSON written from an accepted run does not read back: %v", err)
 		}

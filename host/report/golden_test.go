@@ -11,41 +11,43 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/internal/resultstest"
+	"github.com/genload/genload/host/results"
 )
 
 var update = flag.Bool("update", false, "rewrite host/report/testdata/golden from the current writers")
 
 // goldenRun writes a run of three cells — ok, partial, error — through a Writer into dir and
 // returns its JSONL bytes (the footer's finish time and elapsed time fixed) and the Run.
-func goldenRun(t *testing.T, dir string) ([]byte, *Run) {
+func goldenRun(t *testing.T, dir string) ([]byte, *results.Run) {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Labels = map[string]any{"gpu_count": int64(8), "deployment": "golden"}
-	h := Header{RunID: "golden", Started: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), Genload: "test", Target: "http://127.0.0.1:8000",
+	h := results.Header{RunID: "golden", Started: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), Genload: "test", Target: "http://127.0.0.1:8000",
 		TargetKind: "external", Model: "m", Context: 8192, ContextSource: "server /v1/models max_model_len", Tokenizer: "qwen3",
 		Corpus: "embedded", CorpusRows: 256, PromptOverhead: 20, MinLen: 52, MaxLen: 8092, Config: cfg,
-		Plugins: map[string]PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0", Kind: "lengths", SHA256: "00"}}}
-	w, err := Create(dir, h)
+		Plugins: map[string]results.PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0", Kind: "lengths", SHA256: "00"}}}
+	w, err := results.Create(dir, h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := sampleCell(0, 1000, 2, 1234567*time.Nanosecond)
-	partial := sampleCell(1, 1000, 8, 2*time.Millisecond)
-	partial.Status, partial.Figures.Counted, partial.Figures.PerForward.N, partial.Figures.EarlyStop = StatusPartial, 7, 7, 1
+	ok := resultstest.Cell(0, 1000, 2, 1234567*time.Nanosecond)
+	partial := resultstest.Cell(1, 1000, 8, 2*time.Millisecond)
+	partial.Status, partial.Figures.Counted, partial.Figures.PerForward.N, partial.Figures.EarlyStop = results.StatusPartial, 7, 7, 1
 	partial.Warnings = []string{"fwd over 7 of 8 sequences: left out: 1 of 8 sequences stopped early"}
-	partial.Retries = &Retries{Measured: 1, Reasons: map[string]int{"status 503": 1}}
-	failed := sampleCell(2, 2000, 2, 0)
-	failed.Status, failed.Error, failed.Figures = StatusError, "POST http://127.0.0.1:8000/v1/completions: status 500: boom", nil
-	for _, c := range []Cell{ok, partial, failed} {
+	partial.Retries = &results.Retries{Measured: 1, Reasons: map[string]int{"status 503": 1}}
+	failed := resultstest.Cell(2, 2000, 2, 0)
+	failed.Status, failed.Error, failed.Figures = results.StatusError, "POST http://127.0.0.1:8000/v1/completions: status 500: boom", nil
+	for _, c := range []results.Cell{ok, partial, failed} {
 		if err := w.Cell(c); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := w.Finish(StatusError, nil); err != nil {
+	if _, _, err := Finish(w, results.StatusError, nil); err != nil {
 		t.Fatal(err)
 	}
 	run := w.Run()
-	run.Footer.Finished, run.Footer.Elapsed = time.Date(2026, 12, 1, 8, 1, 0, 0, time.UTC), Millis(time.Minute)
+	run.Footer.Finished, run.Footer.Elapsed = time.Date(2026, 12, 1, 8, 1, 0, 0, time.UTC), results.Millis(time.Minute)
 	b, err := os.ReadFile(w.Path())
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +68,7 @@ func TestGoldenOutputs(t *testing.T) {
 	dir := t.TempDir()
 	jsonl, run := goldenRun(t, dir)
 	jsonPath, csvPath := filepath.Join(dir, "g.json"), filepath.Join(dir, "g.csv")
-	if err := WriteJSON(jsonPath, run); err != nil {
+	if err := results.WriteJSON(jsonPath, run); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteCSV(csvPath, run); err != nil {
@@ -120,12 +122,12 @@ func TestWriterReadFileResumeRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	_, run := goldenRun(t, dir)
 	jsonPath := filepath.Join(dir, "golden.json")
-	if err := WriteJSON(jsonPath, run); err != nil {
+	if err := results.WriteJSON(jsonPath, run); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := json.Marshal(run.Cells)
 	for _, p := range []string{filepath.Join(dir, "golden.jsonl"), jsonPath} {
-		r, err := ReadFile(p)
+		r, err := results.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +140,7 @@ func TestWriterReadFileResumeRoundTrip(t *testing.T) {
 			t.Errorf("%s: header differs after ReadFile:\n got %s\nwant %s", p, hg, hw)
 		}
 	}
-	w, err := Resume(filepath.Join(dir, "golden.jsonl"))
+	w, err := results.Resume(filepath.Join(dir, "golden.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,7 @@
 package report
 
+import "github.com/genload/genload/host/results"
+
 // legend explains the table's columns, printed under it; cached % and TTFT p50 depend on the
 // run (legendFor).
 var legend = map[string]string{
@@ -26,7 +28,7 @@ var legend = map[string]string{
 // cacheState says what the run's servers reported of prefix-cache hits: "hits" when some
 // prompt tokens were served from the cache, "none" when usage counted cached tokens and all
 // were 0, "unreported" when no usage carried the count.
-func cacheState(run *Run) string {
+func cacheState(run *results.Run) string {
 	state := "unreported"
 	for _, c := range run.Cells {
 		if f := c.Figures; f != nil && f.HasCachedTokens {
@@ -41,7 +43,7 @@ func cacheState(run *Run) string {
 
 // legendFor returns the legend line of column head in run ("" for none): cached % and TTFT
 // say what the server reported of its prefix cache instead of assuming hits.
-func legendFor(head string, run *Run, wide bool) string {
+func legendFor(head string, run *results.Run, wide bool) string {
 	warm := run.Header.Config == nil || !run.Header.Config.Warmup.Disabled
 	switch head {
 	case "cached %":

@@ -12,49 +12,41 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/internal/resultstest"
 	"github.com/genload/genload/host/matrix"
-	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/results"
 )
-
-func sampleCell(i, l, b int, fwd time.Duration) Cell {
-	f := measure.Figures{Sequences: b, Counted: b, CompletionTokens: 100 * b, PromptTokens: l * b, HasPromptTokens: true,
-		PerForward: measure.Summary{N: b, Mean: fwd, P50: fwd, P90: fwd + time.Microsecond, Min: fwd, Max: fwd + time.Microsecond},
-		TTFT:       measure.Summary{N: b, Mean: 3 * time.Millisecond, P50: 3 * time.Millisecond, P90: 4 * time.Millisecond, Max: 4 * time.Millisecond},
-		Window:     measure.Window{Valid: true, Steps: 98, PerStep: fwd}}
-	return Cell{Cell: matrix.Cell{Index: i, SeqLen: l, Batch: b}, Status: StatusOK, Started: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC),
-		Elapsed: Millis(1500 * time.Millisecond), Lengths: Lengths{Target: l, Min: l / 2, Mean: float64(l), Max: 3 * l / 2, Each: []int{l / 2, 3 * l / 2}}, Figures: &f}
-}
 
 func TestWriterRoundTripsThroughJSONLAndJSON(t *testing.T) {
 	dir := t.TempDir()
-	h := Header{RunID: "r1", Started: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), Model: "m", Config: config.Default(),
-		Plugins: map[string]PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0"}}}
-	w, err := Create(dir, h)
+	h := results.Header{RunID: "r1", Started: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), Model: "m", Config: config.Default(),
+		Plugins: map[string]results.PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0"}}}
+	w, err := results.Create(dir, h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c1, c2 := sampleCell(0, 1000, 2, 1234567*time.Nanosecond), sampleCell(1, 2000, 2, 2*time.Millisecond)
-	c2.Status, c2.Error, c2.Figures = StatusError, "POST http://x/v1/completions: HTTP 500: boom", nil
-	for _, c := range []Cell{c1, c2} {
+	c1, c2 := resultstest.Cell(0, 1000, 2, 1234567*time.Nanosecond), resultstest.Cell(1, 2000, 2, 2*time.Millisecond)
+	c2.Status, c2.Error, c2.Figures = results.StatusError, "POST http://x/v1/completions: HTTP 500: boom", nil
+	for _, c := range []results.Cell{c1, c2} {
 		if err := w.Cell(c); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Before Finish, the JSONL already holds the header and both cells.
-	mid, err := ReadFile(w.Path())
+	mid, err := results.ReadFile(w.Path())
 	if err != nil || len(mid.Cells) != 2 || mid.Footer != nil {
 		t.Fatalf("mid-run read: %v, %d cells, footer %v", err, len(mid.Cells), mid.Footer)
 	}
-	jsonPath, csvPath, err := w.Finish(StatusError, nil)
+	jsonPath, csvPath, err := Finish(w, results.StatusError, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{w.Path(), jsonPath} {
-		r, err := ReadFile(p)
+		r, err := results.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Footer == nil || r.Footer.OK != 1 || r.Footer.Failed != 1 || r.Header.Schema != Schema {
+		if r.Footer == nil || r.Footer.OK != 1 || r.Footer.Failed != 1 || r.Header.Schema != results.Schema {
 			t.Fatalf("%s: footer %+v", p, r.Footer)
 		}
 		// Durations are float64 milliseconds that keep nanoseconds (measure.Summary.MarshalJSON):
@@ -82,27 +74,27 @@ func TestWriterRoundTripsThroughJSONLAndJSON(t *testing.T) {
 
 func TestReadFileIgnoresTheTornLastLineOfAKilledRun(t *testing.T) {
 	dir := t.TempDir()
-	w, err := Create(dir, Header{RunID: "k"})
+	w, err := results.Create(dir, results.Header{RunID: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = w.Cell(sampleCell(0, 1000, 1, time.Millisecond))
+	_ = w.Cell(resultstest.Cell(0, 1000, 1, time.Millisecond))
 	// A kill in the middle of a write leaves a partial line without its newline.
 	f, _ := os.OpenFile(filepath.Join(dir, "k.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"type":"cell","cell":{"ind`)
 	f.Close()
-	r, err := ReadFile(filepath.Join(dir, "k.jsonl"))
+	r, err := results.ReadFile(filepath.Join(dir, "k.jsonl"))
 	if err != nil || len(r.Cells) != 1 {
 		t.Fatalf("%v, %d cells", err, len(r.Cells))
 	}
 }
 
 func TestTableShowsEveryCellWarningAndError(t *testing.T) {
-	c1, c2 := sampleCell(0, 1000, 8, 1500*time.Microsecond), sampleCell(1, 64000, 64, 7700*time.Microsecond)
+	c1, c2 := resultstest.Cell(0, 1000, 8, 1500*time.Microsecond), resultstest.Cell(1, 64000, 64, 7700*time.Microsecond)
 	c2.Warnings = []string{"9 of 64 lengths clamped to [50, 130972]"}
-	c3 := Cell{Cell: matrix.Cell{Index: 2, SeqLen: 1000, Batch: 2}, Status: StatusError, Error: "warmup: HTTP 503"}
+	c3 := results.Cell{Cell: matrix.Cell{Index: 2, SeqLen: 1000, Batch: 2}, Status: results.StatusError, Error: "warmup: HTTP 503"}
 	var b bytes.Buffer
-	Table(&b, &Run{Header: Header{RunID: "t", Model: "m", Config: config.Default()}, Cells: []Cell{c1, c2, c3}})
+	Table(&b, &results.Run{Header: results.Header{RunID: "t", Model: "m", Config: config.Default()}, Cells: []results.Cell{c1, c2, c3}})
 	out := b.String()
 	for _, want := range []string{
 		"|     L |  B | len min/mean/max  | fwd ms mean |",
@@ -122,11 +114,11 @@ func TestTableShowsEveryCellWarningAndError(t *testing.T) {
 // column the kinds of its two warnings; a cell whose counts came from chunks shows its tokens
 // as a lower bound.
 func TestPartialCellCountedColumn(t *testing.T) {
-	c1, c2 := sampleCell(0, 1000, 8, 1500*time.Microsecond), sampleCell(1, 2000, 8, 2*time.Millisecond)
-	c2.Status, c2.Figures.Counted, c2.Figures.PerForward.N, c2.Figures.EarlyStop = StatusPartial, 7, 7, 1
+	c1, c2 := resultstest.Cell(0, 1000, 8, 1500*time.Microsecond), resultstest.Cell(1, 2000, 8, 2*time.Millisecond)
+	c2.Status, c2.Figures.Counted, c2.Figures.PerForward.N, c2.Figures.EarlyStop = results.StatusPartial, 7, 7, 1
 	c2.Warnings = []string{"left out: 1 of 8 sequences stopped early", "realised mean length 1990 is -0.5 % off L = 2000 (1 of 8 lengths clamped)"}
 	c1.Figures.TokensUnverified = 8
-	run := &Run{Header: Header{RunID: "p", Model: "m", Config: config.Default()}, Cells: []Cell{c1, c2}}
+	run := &results.Run{Header: results.Header{RunID: "p", Model: "m", Config: config.Default()}, Cells: []results.Cell{c1, c2}}
 	var b bytes.Buffer
 	WriteTable(&b, run, TableOptions{Wide: true}) // tokens is a wide column
 	out := b.String()
@@ -160,7 +152,7 @@ func TestPartialCellCountedColumn(t *testing.T) {
 			}
 		}
 	}
-	if !Measured(StatusPartial) || !Measured(StatusOK) || Measured(StatusError) || Measured(StatusInterrupted) {
+	if !results.Measured(results.StatusPartial) || !results.Measured(results.StatusOK) || results.Measured(results.StatusError) || results.Measured(results.StatusInterrupted) {
 		t.Error("Measured")
 	}
 }

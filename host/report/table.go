@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/results"
 )
 
 // TableOptions choose the form of [WriteTable].
@@ -36,7 +37,7 @@ type Grid struct {
 }
 
 // TableGrid returns run's table as text cells, the default or the wide set of columns.
-func TableGrid(run *Run, opt TableOptions) Grid {
+func TableGrid(run *results.Run, opt TableOptions) Grid {
 	h, s, t := present(run)
 	cols := columns(h, s, t, opt.Wide)
 	if !hasTimings(run) {
@@ -48,7 +49,7 @@ func TableGrid(run *Run, opt TableOptions) Grid {
 		cols = slices.DeleteFunc(cols, func(c column) bool { return c.get == nil }) // the CSV's list of servers: the header line names them
 	}
 	if run.HasRepeats() {
-		rep := textCol("repeat", "", func(c *Cell) string { return strconv.Itoa(c.Repeat) })
+		rep := textCol("repeat", "", func(c *results.Cell) string { return strconv.Itoa(c.Repeat) })
 		cols = append(cols[:2:2], append([]column{rep}, cols[2:]...)...)
 	}
 	g := Grid{Head: make([]string, len(cols))}
@@ -70,7 +71,7 @@ func TableGrid(run *Run, opt TableOptions) Grid {
 }
 
 // Table writes run's default table ([WriteTable] with zero [TableOptions]).
-func Table(w io.Writer, run *Run) { WriteTable(w, run, TableOptions{}) }
+func Table(w io.Writer, run *results.Run) { WriteTable(w, run, TableOptions{}) }
 
 // WriteTable writes run's cells as a markdown table ([MarkdownTable]) under a header naming
 // the run, then the legend of the columns shown (once per [Legends]), then the warnings and
@@ -81,7 +82,7 @@ func Table(w io.Writer, run *Run) { WriteTable(w, run, TableOptions{}) }
 // figures over B (a partial cell left some out). The default form keeps its prose within
 // [NarrowWidth] characters and groups warnings by kind ([GroupWarnings]); opt.Wide gives
 // every column and one line per warning.
-func WriteTable(w io.Writer, run *Run, opt TableOptions) {
+func WriteTable(w io.Writer, run *results.Run, opt TableOptions) {
 	g := TableGrid(run, opt)
 	prose := func(indent string, s string) {
 		if opt.Wide {
@@ -96,7 +97,7 @@ func WriteTable(w io.Writer, run *Run, opt TableOptions) {
 	h := run.Header
 	fmt.Fprintf(w, "\n## genload %s — %s\n\n", h.RunID, h.Model)
 	prose("", fmt.Sprintf("target %s (%s), tokenizer %s, %s, max_tokens %d, mode %s, lengths %s",
-		h.Target, h.TargetKind, h.Tokenizer, contextText(h), cfgMaxTokens(h), cfgMode(h), pluginName(h, "lengths")))
+		h.Target, h.TargetKind, h.Tokenizer, contextText(h), h.ConfigMaxTokens(), h.ConfigMode(), h.PluginName("lengths")))
 	if len(h.Workers) > 0 {
 		names := make([]string, len(h.Workers))
 		for i, wk := range h.Workers {
@@ -106,7 +107,7 @@ func WriteTable(w io.Writer, run *Run, opt TableOptions) {
 		if len(h.Workers) == 1 {
 			n = "1 worker"
 		}
-		prose("", fmt.Sprintf("routed over %s, router %s: %s", n, pluginName(h, "router"), strings.Join(names, ", ")))
+		prose("", fmt.Sprintf("routed over %s, router %s: %s", n, h.PluginName("router"), strings.Join(names, ", ")))
 	}
 	if ts, ok := h.Engine["time_scale"].(float64); ok && ts > 0 {
 		prose("", fmt.Sprintf("built-in engine: profile %v, time scale %g: times are wall-clock; ×%g gives the simulated GPU time", h.Engine["profile"], ts, 1/ts))
@@ -163,7 +164,7 @@ func WriteTable(w io.Writer, run *Run, opt TableOptions) {
 
 // contextText is the header's context and where it came from ("context unknown" when no
 // source gave one).
-func contextText(h Header) string {
+func contextText(h results.Header) string {
 	if h.Context <= 0 {
 		return "context unknown"
 	}
@@ -204,26 +205,4 @@ func wrap(s string, width int) []string {
 		out = append(out, string(cur))
 	}
 	return out
-}
-
-func cfgMaxTokens(h Header) int {
-	if h.Config == nil {
-		return 0
-	}
-	return h.Config.MaxTokens
-}
-
-func cfgMode(h Header) string {
-	if h.Config == nil {
-		return ""
-	}
-	return h.Config.Mode
-}
-
-func pluginName(h Header, kind string) string {
-	p, ok := h.Plugins[kind]
-	if !ok {
-		return "–"
-	}
-	return p.Name + " " + p.Version
 }

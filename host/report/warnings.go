@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/warning"
 )
 
@@ -104,10 +105,10 @@ func kindLabel(key string) string {
 }
 
 // GroupWarnings gathers run's warnings and errors by kind ([WarningGroup]), in the order of
-// each kind's first appearance: warnings by their catalogue name ([Cell.NamedWarnings]),
+// each kind's first appearance: warnings by their catalogue name ([results.Cell.NamedWarnings]),
 // errors and unknown texts by their text with the numbers taken out; errors are grouped
 // apart from warnings.
-func GroupWarnings(run *Run) []WarningGroup {
+func GroupWarnings(run *results.Run) []WarningGroup {
 	var out []WarningGroup
 	index := map[string]int{}
 	add := func(c matrix.Cell, name warning.Name, msg string, isErr bool) {
@@ -150,7 +151,7 @@ func GroupWarnings(run *Run) []WarningGroup {
 }
 
 // countMessages is the number of warnings and errors in run.
-func countMessages(run *Run) int {
+func countMessages(run *results.Run) int {
 	n := 0
 	for _, c := range run.Cells {
 		n += len(c.Warnings)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/matrix"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/warning"
 )
 
@@ -16,7 +17,7 @@ func TestWarningNamesOfOldAndNewRecords(t *testing.T) {
 		`"per-forward estimators disagree: fwd (the mean forward pass) 1.045 ms is +16.6 % of the robust fit 0.896 ms (the typical one)",` +
 		`"batch attainment: the server mostly ran 1 sequence at once, not B = 8 (0 % of samples at B)",` +
 		`"a text no kind knows"]}`
-	var c Cell
+	var c results.Cell
 	if err := json.Unmarshal([]byte(old), &c); err != nil {
 		t.Fatal(err)
 	}
@@ -25,14 +26,14 @@ func TestWarningNamesOfOldAndNewRecords(t *testing.T) {
 		t.Errorf("old record's names %v, want %v", got, want)
 	}
 	// A new record: Warn keeps the names beside the texts, through JSON.
-	var n Cell
+	var n results.Cell
 	n.Warnings = append(n.Warnings, "realised mean length 206 is +3.2 % off L = 200: 2 of 8 lengths clamped") // appended without a name
 	n.Warn(warning.New(warning.ServersDiffer, "a text whose own words would classify otherwise"))
 	b, err := json.Marshal(&n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Cell
+	var back results.Cell
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestWarningNamesOfOldAndNewRecords(t *testing.T) {
 // kinds, each with its own headline, also in a record that stored the one retired name for
 // both; a text no kind knows keeps its own words with its varying numbers as ….
 func TestGroupsAreTheCataloguesKinds(t *testing.T) {
-	run := &Run{Cells: []Cell{
+	run := &results.Run{Cells: []results.Cell{
 		{Cell: matrix.Cell{Index: 0, SeqLen: 1000, Batch: 1}, Warnings: []string{
 			"per-forward estimators disagree: fwd (the mean forward pass) 1.045 ms is +16.6 % of the robust fit 0.896 ms (the typical one)",
 			"odd thing 3 happened"}},
@@ -91,22 +92,22 @@ func names(ws []warning.Warning) []warning.Name {
 // second run of the live test, 0 of 600), repeats 2 and 3 found them there (576 of 600): the
 // note names the repeats; a run whose server counted no cached tokens gets none.
 func TestCacheNotesNameTheRepeats(t *testing.T) {
-	r := &Run{Header: Header{RunID: "r"}}
+	r := &results.Run{Header: results.Header{RunID: "r"}}
 	for rep := 1; rep <= 3; rep++ {
 		cached := 0
 		if rep > 1 {
 			cached = 576
 		}
-		r.Cells = append(r.Cells, Cell{Cell: matrix.Cell{SeqLen: 300, Batch: 2}, Repeat: rep, CacheBefore: &PromptCache{Cached: cached, Prompt: 600, Warmup: true}})
+		r.Cells = append(r.Cells, results.Cell{Cell: matrix.Cell{SeqLen: 300, Batch: 2}, Repeat: rep, CacheBefore: &results.PromptCache{Cached: cached, Prompt: 600, Warmup: true}})
 	}
 	want := []string{"prompts already cached: r: 2 of 3 cell records (repeat 2, 3) found their prompts in the server's prefix cache before sending them (an earlier run, repeat or cell had sent the same prompts): their warmup found them there, so the measured requests are warm as in any run"}
-	if got := CacheNotes([]*Run{r}); !slices.Equal(got, want) {
+	if got := CacheNotes([]*results.Run{r}); !slices.Equal(got, want) {
 		t.Errorf("notes %q,\nwant %q", got, want)
 	}
 	for i := range r.Cells {
 		r.Cells[i].CacheBefore = nil
 	}
-	if got := CacheNotes([]*Run{r}); len(got) != 0 {
+	if got := CacheNotes([]*results.Run{r}); len(got) != 0 {
 		t.Errorf("a server without cached-token counts: %q", got)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/internal/testplugins"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // A cell of more prompts than the corpus has rows runs: B = 300 against the embedded 256 rows,
@@ -22,7 +22,7 @@ func TestBatchAboveTheCorpusRuns(t *testing.T) {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
 	c := res.Run.Cells[0]
-	if c.Status == report.StatusError || c.Figures == nil {
+	if c.Status == results.StatusError || c.Figures == nil {
 		t.Fatalf("cell %+v", c)
 	}
 	if len(c.Lengths.Each) != 300 {

@@ -16,7 +16,7 @@ import (
 	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/recording"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape"
 	"github.com/genload/genload/host/warning"
 )
@@ -82,7 +82,7 @@ func (r *cellRunner) replay(ctx context.Context, c matrix.Cell) error {
 // measure runs one cell: its plan, the warmup with the exact prompts and request shape
 // (max_tokens = 1), the measured requests with /metrics scraped around them, and the
 // figures. The record is filled as far as the cell got; the error carries its exit code.
-func (r *cellRunner) measure(ctx context.Context, c matrix.Cell) (report.Cell, error) {
+func (r *cellRunner) measure(ctx context.Context, c matrix.Cell) (results.Cell, error) {
 	p, err := r.plan(ctx, c)
 	if err != nil {
 		return p.rec, err
@@ -93,7 +93,7 @@ func (r *cellRunner) measure(ctx context.Context, c matrix.Cell) (report.Cell, e
 // planned is a cell's plan with the start of its record: the realised lengths and their
 // warning, and when the cell started (t0, for its elapsed time).
 type planned struct {
-	rec  report.Cell
+	rec  results.Cell
 	plan *plan.Plan
 	t0   time.Time
 }
@@ -109,7 +109,7 @@ func (p planned) again() planned {
 // plan builds a cell's plan (lengths, prompts, route); on an error the record is the failed
 // cell's.
 func (r *cellRunner) plan(ctx context.Context, c matrix.Cell) (planned, error) {
-	p := planned{rec: report.Cell{Cell: c, Status: report.StatusError, Started: time.Now().UTC()}, t0: time.Now()}
+	p := planned{rec: results.Cell{Cell: c, Status: results.StatusError, Started: time.Now().UTC()}, t0: time.Now()}
 	built, err := r.stages.Build(ctx, c)
 	if built != nil && built.Lengths.Each != nil {
 		p.rec.Lengths = reportLengths(built.Lengths)
@@ -123,7 +123,7 @@ func (r *cellRunner) plan(ctx context.Context, c matrix.Cell) (planned, error) {
 			code = exitcode.InvalidConfig
 		}
 		p.rec.Error = err.Error()
-		p.rec.Elapsed = report.Millis(time.Since(p.t0))
+		p.rec.Elapsed = results.Millis(time.Since(p.t0))
 		return p, exitcode.With(code, err)
 	}
 	p.plan = built
@@ -131,12 +131,12 @@ func (r *cellRunner) plan(ctx context.Context, c matrix.Cell) (planned, error) {
 }
 
 // measurePlan measures a planned cell: the warmup, the measured requests and the figures.
-func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, error) {
+func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, error) {
 	cfg := r.cfg
 	c, plan, rec, t0 := p.plan.Cell, p.plan, p.rec, p.t0
-	fail := func(code exitcode.Code, err error) (report.Cell, error) {
+	fail := func(code exitcode.Code, err error) (results.Cell, error) {
 		rec.Error = err.Error()
-		rec.Elapsed = report.Millis(time.Since(t0))
+		rec.Elapsed = results.Millis(time.Since(t0))
 		return rec, exitcode.With(code, err)
 	}
 	rec.Workers = plan.Workers
@@ -145,7 +145,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	if !cfg.Warmup.Disabled {
 		tw := time.Now()
 		wres, err := r.client.Do(ctx, plan.ForWarmup())
-		rec.WarmupElapsed = report.Millis(time.Since(tw))
+		rec.WarmupElapsed = results.Millis(time.Since(tw))
 		if err == nil {
 			err = wres.Err()
 		}
@@ -166,7 +166,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	}
 	tm := time.Now()
 	res, err := r.client.Do(ctx, plan)
-	rec.MeasuredElapsed = report.Millis(time.Since(tm))
+	rec.MeasuredElapsed = results.Millis(time.Since(tm))
 	if r.watcher != nil {
 		m, werr := r.watcher.EndRouted(ctx, c.Batch, rec.Workers)
 		if werr != nil {
@@ -204,11 +204,11 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	if len(rec.PerServer) > 0 && !fig.Window.Valid {
 		fig.Window.Reason += "; each server's full-batch fwd over its share is in --wide, the CSV and the JSON"
 	}
-	rec.Status = report.StatusOK
+	rec.Status = results.StatusOK
 	if fig.Partial() {
-		rec.Status = report.StatusPartial
+		rec.Status = results.StatusPartial
 	}
-	rec.Elapsed = report.Millis(time.Since(t0))
+	rec.Elapsed = results.Millis(time.Since(t0))
 	if fig.Prompts != nil {
 		rec.PromptTokenDeviation = fig.Prompts.Sum
 	}
@@ -223,12 +223,12 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (report.Cell, e
 	}
 	rec.Warn(ws...)
 	if notReached {
-		rec.Status = report.StatusPartial
+		rec.Status = results.StatusPartial
 	}
 	if fig.Prompts != nil && fig.Prompts.TruncationError != "" {
 		// The figures stay in the record; the cell is an error because the server did not
 		// process the prompts genload sent.
-		rec.Status = report.StatusError
+		rec.Status = results.StatusError
 		return fail(exitcode.TargetFailed, errors.New(fig.Prompts.TruncationError))
 	}
 	return rec, nil
@@ -291,15 +291,15 @@ func completions(res *recording.Result, lens []int) []plugin.Completion {
 // cacheBefore sums the prompt and cached tokens of res's succeeded requests whose usage
 // counted cached tokens (nil when none did): what the server already held of the prompts
 // when they were first sent in the cell (warmup tells whose requests they were).
-func cacheBefore(res *recording.Result, warmup bool) *report.PromptCache {
-	var p *report.PromptCache
+func cacheBefore(res *recording.Result, warmup bool) *results.PromptCache {
+	var p *results.PromptCache
 	for i := range res.Requests {
 		q := &res.Requests[i]
 		if q.Err != nil || !q.HasUsage || !q.Usage.HasCached {
 			continue
 		}
 		if p == nil {
-			p = &report.PromptCache{Warmup: warmup}
+			p = &results.PromptCache{Warmup: warmup}
 		}
 		p.Cached += q.Usage.CachedTokens
 		p.Prompt += q.Usage.PromptTokens
@@ -308,17 +308,17 @@ func cacheBefore(res *recording.Result, warmup bool) *report.PromptCache {
 }
 
 // reportLengths is the results record of a cell's realised lengths.
-func reportLengths(l lengths.Realised) report.Lengths {
-	return report.Lengths{Target: l.Target, Min: l.Min, Mean: l.Mean, Max: l.Max, Clamped: l.Clamped, Each: l.Each}
+func reportLengths(l lengths.Realised) results.Lengths {
+	return results.Lengths{Target: l.Target, Min: l.Min, Mean: l.Mean, Max: l.Max, Clamped: l.Clamped, Each: l.Each}
 }
 
 // addRetries adds a recording's resends to the cell's record (warmup or measured).
-func addRetries(rec *report.Cell, st recording.RetryStats, warmup bool) {
+func addRetries(rec *results.Cell, st recording.RetryStats, warmup bool) {
 	if st.Count == 0 && st.Free == 0 {
 		return
 	}
 	if rec.Retries == nil {
-		rec.Retries = &report.Retries{}
+		rec.Retries = &results.Retries{}
 	}
 	if warmup {
 		rec.Retries.Warmup += st.Count

@@ -17,7 +17,7 @@ import (
 	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/recording"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape"
 	"github.com/genload/genload/host/sse"
 )
@@ -148,7 +148,7 @@ func TestCellStagesWithFakes(t *testing.T) {
 	if len(r.done) != 1 || len(r.done[0]) != 4 || r.done[0][3] != (plugin.Completion{Worker: 1, PromptLen: 150, CompletionTokens: 16}) {
 		t.Fatalf("completions %+v", r.done)
 	}
-	if rec.Status != report.StatusOK || rec.Figures == nil || rec.Figures.PerForward.Mean != 2*time.Millisecond {
+	if rec.Status != results.StatusOK || rec.Figures == nil || rec.Figures.PerForward.Mean != 2*time.Millisecond {
 		t.Fatalf("status %s, figures %+v", rec.Status, rec.Figures)
 	}
 	// routed over two workers: no full-batch window
@@ -217,7 +217,7 @@ func TestRecordingReplaysThroughMeasure(t *testing.T) {
 		return r
 	}}
 	rec, err := (&cellRunner{cfg: cfg, client: failed, stages: stages}).measure(context.Background(), matrix.Cell{SeqLen: 100, Batch: 4})
-	if exitcode.Of(err) != exitcode.TargetFailed || rec.Status != report.StatusError || !strings.Contains(rec.Error, "status 500: boom") {
+	if exitcode.Of(err) != exitcode.TargetFailed || rec.Status != results.StatusError || !strings.Contains(rec.Error, "status 500: boom") {
 		t.Fatalf("err %v (code %v), record %s %q", err, exitcode.Of(err), rec.Status, rec.Error)
 	}
 }
@@ -258,9 +258,9 @@ func TestCellWatcherAroundTheMeasuredRequests(t *testing.T) {
 }
 
 // memWriter keeps the records written.
-type memWriter struct{ cells []report.Cell }
+type memWriter struct{ cells []results.Cell }
 
-func (w *memWriter) Cell(c report.Cell) error { w.cells = append(w.cells, c); return nil }
+func (w *memWriter) Cell(c results.Cell) error { w.cells = append(w.cells, c); return nil }
 
 // failOn is a dispatcher whose measured requests (every one of them: a routed cell with one
 // failed request is measured over the others) fail with HTTP 500 in the cells of length L in
@@ -293,12 +293,12 @@ func TestRunCellsSkipsResumedAndStopsAtAFailure(t *testing.T) {
 		t.Fatalf("err %v (code %v)", err, exitcode.Of(err))
 	}
 	// written: L=200 ok, L=300 error; L=400 never started. Routed: 100 (replayed), 200, 300.
-	if len(w.cells) != 2 || w.cells[0].Status != report.StatusOK || w.cells[1].Status != report.StatusError || len(r.routes) != 3 || r.routes[0][0] != 100 {
+	if len(w.cells) != 2 || w.cells[0].Status != results.StatusOK || w.cells[1].Status != results.StatusError || len(r.routes) != 3 || r.routes[0][0] != 100 {
 		t.Fatalf("records %d (%v), router calls %v", len(w.cells), statuses(w.cells), r.routes)
 	}
 }
 
-func statuses(cs []report.Cell) []string {
+func statuses(cs []results.Cell) []string {
 	var s []string
 	for _, c := range cs {
 		s = append(s, c.Cell.Key()+" "+c.Status)

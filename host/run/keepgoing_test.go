@@ -10,7 +10,7 @@ import (
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/internal/testplugins"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/tokenizer"
 )
 
@@ -38,7 +38,7 @@ func TestOnErrorAgainstTheEngine(t *testing.T) {
 			var got []string
 			for _, c := range res.Run.Cells {
 				got = append(got, c.Cell.Key()+" "+c.Status)
-				if c.Status == report.StatusError && !strings.Contains(c.Error, "status 503") {
+				if c.Status == results.StatusError && !strings.Contains(c.Error, "status 503") {
 					t.Errorf("%s: error %q", c.Cell.Key(), c.Error)
 				}
 			}
@@ -49,7 +49,7 @@ func TestOnErrorAgainstTheEngine(t *testing.T) {
 					t.Errorf("err %v", err)
 				}
 			}
-			if f := res.Run.Footer; !slices.Equal(got, want) || res.Measured != len(want)/2 || f == nil || f.Status != report.StatusError || f.Failed != len(want)/2 {
+			if f := res.Run.Footer; !slices.Equal(got, want) || res.Measured != len(want)/2 || f == nil || f.Status != results.StatusError || f.Failed != len(want)/2 {
 				t.Fatalf("cells %v (measured %d, footer %+v), want %v", got, res.Measured, f, want)
 			}
 			if onError == "stop" {

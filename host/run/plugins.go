@@ -10,11 +10,11 @@ import (
 	"github.com/genload/genload/host/lengths"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/plugin"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
-func pluginInfo(i plugin.Info) report.PluginInfo {
-	return report.PluginInfo{Name: i.Name, Version: i.Version, Kind: i.Kind, Path: i.Path, SHA256: i.SHA256}
+func pluginInfo(i plugin.Info) results.PluginInfo {
+	return results.PluginInfo{Name: i.Name, Version: i.Version, Kind: i.Kind, Path: i.Path, SHA256: i.SHA256}
 }
 
 // loadedPlugins is the outcome of loadPlugins.

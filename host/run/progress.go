@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/genload/genload/host/matrix"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // progress shows the run's advance: on a terminal a bar redrawn every second with the current
@@ -165,12 +165,12 @@ func (p *progress) redraw(now time.Time) {
 }
 
 // done records a finished cell.
-func (p *progress) done(rec report.Cell) {
+func (p *progress) done(rec results.Cell) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.flushSkipped()
 	now := p.now()
-	if report.Measured(rec.Status) || rec.Status == report.StatusError {
+	if results.Measured(rec.Status) || rec.Status == results.StatusError {
 		took := now.Sub(p.cellStart).Seconds()
 		p.model.add(rec.Cell, took)
 		p.measured += fallbackWeight(rec.Cell)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/matrix"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // recordedCells reads testdata/eta-default-run.txt: "L B elapsed_ms" per cell, in run order,
@@ -66,7 +66,7 @@ func etaErrors(cells []matrix.Cell, times []time.Duration) []float64 {
 			p.mu.Unlock()
 		}
 		clock = end
-		p.done(report.Cell{Cell: c, Status: report.StatusOK, Elapsed: report.Millis(times[i])})
+		p.done(results.Cell{Cell: c, Status: results.StatusOK, Elapsed: results.Millis(times[i])})
 	}
 	total := clock.Sub(t0)
 	var errs []float64
@@ -204,7 +204,7 @@ func TestSkippedCellsDoNotLowerTheETA(t *testing.T) {
 		p.skip(c)
 	}
 	clock = clock.Add(2 * time.Second)
-	p.done(report.Cell{Cell: cells[3], Status: report.StatusOK})
+	p.done(results.Cell{Cell: cells[3], Status: results.StatusOK})
 	// One equal cell left, measured at 2 s each (the fallback: fewer than 3 cells timed).
 	if left, fitted := p.left(clock); fitted || left != 2*time.Second {
 		t.Errorf("left %v (fitted %v), want 2s from the fallback", left, fitted)
@@ -225,7 +225,7 @@ func TestProgressBarNeverGoesBack(t *testing.T) {
 	step := func(d time.Duration, finish bool) {
 		clock = clock.Add(d)
 		if finish {
-			p.done(report.Cell{Cell: cells[p.n], Status: report.StatusOK})
+			p.done(results.Cell{Cell: cells[p.n], Status: results.StatusOK})
 		} else {
 			p.mu.Lock()
 			p.redraw(clock)
@@ -263,7 +263,7 @@ func TestSkippedCellsAreOneLine(t *testing.T) {
 	p.skip(cells[0])
 	p.skip(cells[1])
 	p.skip(cells[2])
-	p.done(report.Cell{Cell: cells[3], Status: report.StatusOK})
+	p.done(results.Cell{Cell: cells[3], Status: results.StatusOK})
 	p.skip(cells[4])
 	p.finish()
 	got := out.String()

@@ -15,7 +15,7 @@ import (
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/repeat"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // CellRepeats is how a cell of a run with repeats ([Options.Repeats]) ended.
@@ -67,8 +67,8 @@ func (c CellRepeats) Outcome() string {
 // repeatValue is a record's value for the stopping rule: its mean per-forward latency, when
 // it was measured with status ok and at least one per-forward sample (what the consistency
 // report counts; a partial cell left sequences out and is not a repeat of the same figure).
-func repeatValue(rec *report.Cell) (float64, bool) {
-	if rec.Status != report.StatusOK || rec.Figures == nil || rec.Figures.PerForward.N == 0 {
+func repeatValue(rec *results.Cell) (float64, bool) {
+	if rec.Status != results.StatusOK || rec.Figures == nil || rec.Figures.PerForward.N == 0 {
 		return 0, false
 	}
 	return float64(rec.Figures.PerForward.Mean), true
@@ -149,7 +149,7 @@ func runRepeats(ctx context.Context, cr *cellRunner, cells []matrix.Cell, rule r
 			out[i].Repeats++
 			rec.Repeat = out[i].Repeats
 			if ctx.Err() != nil {
-				rec.Status, rec.Error = report.StatusInterrupted, "interrupted"
+				rec.Status, rec.Error = results.StatusInterrupted, "interrupted"
 			}
 			out[i].Wall += time.Duration(rec.Elapsed)
 			if werr := w.Cell(rec); werr != nil {
@@ -222,7 +222,7 @@ func roundOrder(open []int, seed uint64, round int) []int {
 // measureRepeat measures cell c's next repeat: the first plans the cell (lengths, prompts,
 // route) and keeps the plan in *plan, the later ones measure that plan again unchanged. The
 // record is filled as far as the cell got; the error is the plan's or the measurement's.
-func measureRepeat(ctx context.Context, cr *cellRunner, c matrix.Cell, plan **planned) (report.Cell, error) {
+func measureRepeat(ctx context.Context, cr *cellRunner, c matrix.Cell, plan **planned) (results.Cell, error) {
 	if *plan != nil {
 		return cr.measurePlan(ctx, (*plan).again())
 	}
@@ -324,16 +324,16 @@ func WriteRepeats(w io.Writer, cells []CellRepeats, rule repeat.Rule) {
 // killed), else "stopped". It fails for a run whose header has neither (a run without
 // repeats, or the N files of a --repeat N run of a genload before one file held them: read
 // those as N runs, as genload consistency does).
-func RepeatsOf(r *report.Run) ([]CellRepeats, repeat.Rule, error) {
+func RepeatsOf(r *results.Run) ([]CellRepeats, repeat.Rule, error) {
 	rule, ok := RuleOf(r.Header)
 	if !ok {
 		return nil, repeat.Rule{}, fmt.Errorf("run %s: the header has no until_cv or repeats (not a run of genload run --until-cv or --repeat)", r.Header.RunID)
 	}
 	ended := "interrupted"
-	if f := r.Footer; f != nil && f.Status != report.StatusInterrupted {
+	if f := r.Footer; f != nil && f.Status != results.StatusInterrupted {
 		ended = "stopped"
 	}
-	recs := map[int][]*report.Cell{}
+	recs := map[int][]*results.Cell{}
 	for i := range r.Cells {
 		c := &r.Cells[i]
 		recs[c.Cell.Index] = append(recs[c.Cell.Index], c)
@@ -341,7 +341,7 @@ func RepeatsOf(r *report.Run) ([]CellRepeats, repeat.Rule, error) {
 	out := make([]CellRepeats, 0, len(r.Header.Cells))
 	for _, mc := range r.Header.Cells {
 		cs := recs[mc.Index]
-		slices.SortFunc(cs, func(a, b *report.Cell) int { return a.Repeat - b.Repeat })
+		slices.SortFunc(cs, func(a, b *results.Cell) int { return a.Repeat - b.Repeat })
 		c := CellRepeats{Cell: mc, Repeats: len(cs)}
 		var values []float64
 		cut := false
@@ -351,9 +351,9 @@ func RepeatsOf(r *report.Run) ([]CellRepeats, repeat.Rule, error) {
 				values = append(values, v)
 			}
 			switch rec.Status {
-			case report.StatusError:
+			case results.StatusError:
 				c.Failed = fmt.Sprintf("cell %s, repeat %d: %s", mc.Key(), rec.Repeat, rec.Error)
-			case report.StatusInterrupted:
+			case results.StatusInterrupted:
 				cut = true
 			}
 		}
@@ -375,7 +375,7 @@ func RepeatsOf(r *report.Run) ([]CellRepeats, repeat.Rule, error) {
 
 // RuleOf returns the repeat protocol a results header records — the stopping rule of
 // until_cv, or the fixed count of repeats — and whether it records one.
-func RuleOf(h report.Header) (repeat.Rule, bool) {
+func RuleOf(h results.Header) (repeat.Rule, bool) {
 	switch u := h.UntilCV; {
 	case u != nil:
 		return repeat.Rule{TargetCV: u.TargetCV, MinRepeats: u.MinRepeats, MaxRepeats: u.MaxRepeats, Confidence: u.Confidence}, true
@@ -387,14 +387,14 @@ func RuleOf(h report.Header) (repeat.Rule, bool) {
 
 // headerRepeats sets, in h, the repeat protocol of rule (nil: none): until_cv with the
 // stopping rule's settings (defaults filled in), or repeats with the fixed count.
-func headerRepeats(h *report.Header, rule *repeat.Rule) {
+func headerRepeats(h *results.Header, rule *repeat.Rule) {
 	switch {
 	case rule == nil:
 	case rule.Count > 0:
 		h.Repeats = rule.Count
 	default:
 		d := rule.WithDefaults()
-		h.UntilCV = &report.StoppingRule{TargetCV: d.TargetCV, MinRepeats: d.MinRepeats, MaxRepeats: d.MaxRepeats, Confidence: d.Confidence}
+		h.UntilCV = &results.StoppingRule{TargetCV: d.TargetCV, MinRepeats: d.MinRepeats, MaxRepeats: d.MaxRepeats, Confidence: d.Confidence}
 	}
 }
 

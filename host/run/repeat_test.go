@@ -22,6 +22,7 @@ import (
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // countingLengths is fakeLengths that counts its calls.
@@ -131,7 +132,7 @@ func TestRunRepeatsFailedRepeat(t *testing.T) {
 				!out[0].Verdict.Stable || out[1].Failed == "" || !out[1].Flagged() {
 				t.Fatalf("records %v, out %+v", got, out)
 			}
-		} else if len(w.cells) != 2 || w.cells[1].Status != report.StatusError {
+		} else if len(w.cells) != 2 || w.cells[1].Status != results.StatusError {
 			t.Fatalf("records %v", statuses(w.cells))
 		}
 	}
@@ -264,13 +265,13 @@ func TestResumeRefusesRepeats(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		id   string
-		rule *report.StoppingRule
+		rule *results.StoppingRule
 		want string
 	}{
-		{"ucv", &report.StoppingRule{TargetCV: 0.01, MinRepeats: 2, MaxRepeats: 10, Confidence: 0.9}, "its header has until_cv (target CV 1 %, 2 to 10 repeats per cell)"},
+		{"ucv", &results.StoppingRule{TargetCV: 0.01, MinRepeats: 2, MaxRepeats: 10, Confidence: 0.9}, "its header has until_cv (target CV 1 %, 2 to 10 repeats per cell)"},
 		{"plain", nil, ""},
 	} {
-		w, err := report.Create(dir, report.Header{RunID: tc.id, Config: cfg, UntilCV: tc.rule})
+		w, err := results.Create(dir, results.Header{RunID: tc.id, Config: cfg, UntilCV: tc.rule})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,10 +279,10 @@ func TestResumeRefusesRepeats(t *testing.T) {
 		if tc.rule != nil {
 			rep = 1
 		}
-		if err := w.Cell(report.Cell{Cell: matrix.Cell{Index: 0, SeqLen: 100, Batch: 4}, Status: report.StatusOK, Repeat: rep}); err != nil {
+		if err := w.Cell(results.Cell{Cell: matrix.Cell{Index: 0, SeqLen: 100, Batch: 4}, Status: results.StatusOK, Repeat: rep}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := w.Finish(report.StatusInterrupted, errors.New("interrupted")); err != nil {
+		if _, _, err := report.Finish(w, results.StatusInterrupted, errors.New("interrupted")); err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join(dir, tc.id+".jsonl")
@@ -308,23 +309,23 @@ func TestResumeRefusesRepeats(t *testing.T) {
 // footer of status error "stopped".
 func TestRepeatsOf(t *testing.T) {
 	cells := []matrix.Cell{{Index: 0, SeqLen: 100, Batch: 2}, {Index: 1, SeqLen: 200, Batch: 2}, {Index: 2, SeqLen: 300, Batch: 2}, {Index: 3, SeqLen: 400, Batch: 2}}
-	rec := func(i, rep int, status string, fwd float64) report.Cell {
-		c := report.Cell{Cell: cells[i], Status: status, Repeat: rep, Elapsed: report.Millis(100 * time.Millisecond)}
-		if status == report.StatusOK {
+	rec := func(i, rep int, status string, fwd float64) results.Cell {
+		c := results.Cell{Cell: cells[i], Status: status, Repeat: rep, Elapsed: results.Millis(100 * time.Millisecond)}
+		if status == results.StatusOK {
 			c.Figures = &measure.Figures{PerForward: measure.Summary{N: 2, Mean: time.Duration(fwd * float64(time.Millisecond))}}
 		} else {
 			c.Error = status
 		}
 		return c
 	}
-	r := &report.Run{Header: report.Header{RunID: "f", Cells: cells, UntilCV: &report.StoppingRule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 3, Confidence: 0.9}},
-		Cells: []report.Cell{rec(0, 1, "ok", 2), rec(0, 2, "ok", 2), rec(1, 1, "ok", 2), rec(1, 2, "ok", 3), rec(1, 3, "ok", 2),
+	r := &results.Run{Header: results.Header{RunID: "f", Cells: cells, UntilCV: &results.StoppingRule{TargetCV: 0.05, MinRepeats: 2, MaxRepeats: 3, Confidence: 0.9}},
+		Cells: []results.Cell{rec(0, 1, "ok", 2), rec(0, 2, "ok", 2), rec(1, 1, "ok", 2), rec(1, 2, "ok", 3), rec(1, 3, "ok", 2),
 			rec(2, 1, "error", 0), rec(3, 1, "ok", 2), rec(3, 2, "ok", 3), rec(3, 3, "interrupted", 0)},
-		Footer: &report.Footer{Status: report.StatusInterrupted}}
+		Footer: &results.Footer{Status: results.StatusInterrupted}}
 	for _, tc := range []struct {
-		footer *report.Footer
+		footer *results.Footer
 		open   string
-	}{{r.Footer, "interrupted"}, {nil, "interrupted"}, {&report.Footer{Status: report.StatusError}, "stopped"}} {
+	}{{r.Footer, "interrupted"}, {nil, "interrupted"}, {&results.Footer{Status: results.StatusError}, "stopped"}} {
 		r.Footer = tc.footer
 		out, rule, err := RepeatsOf(r)
 		if err != nil || rule.MaxRepeats != 3 || rule.TargetCV != 0.05 {
@@ -343,7 +344,7 @@ func TestRepeatsOf(t *testing.T) {
 			t.Errorf("CV %v, wall %v", cv, out[0].Wall)
 		}
 	}
-	if _, _, err := RepeatsOf(&report.Run{Header: report.Header{RunID: "plain"}}); err == nil || !strings.Contains(err.Error(), "no until_cv") {
+	if _, _, err := RepeatsOf(&results.Run{Header: results.Header{RunID: "plain"}}); err == nil || !strings.Contains(err.Error(), "no until_cv") {
 		t.Errorf("a run without until_cv: %v", err)
 	}
 }
@@ -404,7 +405,7 @@ func TestRunRepeatsFixedCount(t *testing.T) {
 	if strings.Contains(b.String(), "upper") || strings.Contains(b.String(), "⚠") {
 		t.Errorf("a fixed count's summary with a bound or a warning:\n%s", b.String())
 	}
-	r := &report.Run{Header: report.Header{RunID: "fixed", Cells: cells, Repeats: 3}, Cells: w.cells, Footer: &report.Footer{Status: report.StatusOK}}
+	r := &results.Run{Header: results.Header{RunID: "fixed", Cells: cells, Repeats: 3}, Cells: w.cells, Footer: &results.Footer{Status: results.StatusOK}}
 	back, brule, err := RepeatsOf(r)
 	if err != nil || brule.Count != 3 {
 		t.Fatalf("RepeatsOf: %v, rule %+v", err, brule)

@@ -11,7 +11,7 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // sameRun checks that a resumed run is the one that was started: same configuration (the
@@ -19,8 +19,8 @@ import (
 // Keys the stored configuration lacks (added to genload since) are not compared, and a key
 // stored as "auto" matches what the capability probe resolved it to now. moved leaves
 // [target] out (Options.ResumeMoved).
-func sameRun(before, now report.Header, moved bool) error {
-	flat := func(h report.Header) map[string]string {
+func sameRun(before, now results.Header, moved bool) error {
+	flat := func(h results.Header) map[string]string {
 		c := *h.Config
 		c.File = ""
 		if moved {
@@ -78,10 +78,10 @@ func sameRun(before, now report.Header, moved bool) error {
 // openResults creates the run's JSONL file — or, with opt.Resume, opens the earlier run's for
 // appending after checking it is the same run — and returns the indices of cells already
 // measured. A default run id that exists already gets a -2, -3, … suffix.
-func openResults(cfg *config.Config, header report.Header, opt Options, autoID bool, cells int) (*report.Writer, map[int]bool, error) {
+func openResults(cfg *config.Config, header results.Header, opt Options, autoID bool, cells int) (*results.Writer, map[int]bool, error) {
 	done := map[int]bool{}
 	if opt.Resume != "" {
-		w, err := report.Resume(opt.Resume)
+		w, err := results.Resume(opt.Resume)
 		if err != nil {
 			return nil, nil, exitcode.With(exitcode.InvalidConfig, err)
 		}
@@ -89,7 +89,7 @@ func openResults(cfg *config.Config, header report.Header, opt Options, autoID b
 			return nil, nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("cannot resume %s: %w", opt.Resume, err))
 		}
 		for _, c := range w.Run().Cells {
-			if report.Measured(c.Status) {
+			if results.Measured(c.Status) {
 				done[c.Cell.Index] = true
 			}
 		}
@@ -97,7 +97,7 @@ func openResults(cfg *config.Config, header report.Header, opt Options, autoID b
 		return w, done, nil
 	}
 	for i := 2; ; i++ {
-		w, err := report.Create(cfg.Out, header)
+		w, err := results.Create(cfg.Out, header)
 		switch {
 		case err == nil:
 			return w, done, nil

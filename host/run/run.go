@@ -31,6 +31,7 @@ import (
 	"github.com/genload/genload/host/records"
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/shard"
 )
 
@@ -85,7 +86,7 @@ type Options struct {
 
 // Result is what a run produced.
 type Result struct {
-	Run      *report.Run
+	Run      *results.Run
 	JSONL    string // results/<run-id>.jsonl
 	JSON     string // results/<run-id>.json ("" if the run could not finish writing)
 	CSV      string // results/<run-id>.csv
@@ -168,7 +169,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	if s.empty {
 		fmt.Fprintf(opt.Stderr, "genload %s: shard %s of a %d-cell matrix is empty: nothing to measure, no engine started\n  results → %s\n",
 			opt.Version, opt.Shard, s.matrixCells, w.Path())
-		jsonPath, csvPath, err := w.Finish(report.StatusOK, nil)
+		jsonPath, csvPath, err := report.Finish(w, results.StatusOK, nil)
 		res.JSON, res.CSV = jsonPath, csvPath
 		if err == nil {
 			fmt.Fprintf(opt.Stderr, "0/0 cells measured; results: %s, %s, %s\n", res.JSONL, jsonPath, csvPath)
@@ -202,18 +203,18 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		runErr = runCells(ctx, cr, s.cells, done, w, prog, keepGoing)
 		prog.finish()
 	}
-	status := report.StatusOK
+	status := results.StatusOK
 	switch {
 	case exitcode.Of(runErr) == exitcode.Interrupted:
-		status = report.StatusInterrupted
+		status = results.StatusInterrupted
 	case runErr != nil:
-		status = report.StatusError
+		status = results.StatusError
 	}
-	jsonPath, csvPath, ferr := w.Finish(status, runErr)
+	jsonPath, csvPath, ferr := report.Finish(w, status, runErr)
 	res.JSON, res.CSV = jsonPath, csvPath
 	measured := map[int]bool{} // a cell with repeats counts once
 	for _, c := range res.Run.Cells {
-		if report.Measured(c.Status) && !measured[c.Cell.Index] {
+		if results.Measured(c.Status) && !measured[c.Cell.Index] {
 			measured[c.Cell.Index] = true
 			res.Measured++
 		}
@@ -223,7 +224,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	if n, ok := gputime.GPUCount(res.Run.Header.Labels); ok {
 		gpus, src = n, "labels gpu_count"
 	}
-	gputime.Of([]*report.Run{res.Run}, gpus, src).WriteSummary(opt.Stderr)
+	gputime.Of([]*results.Run{res.Run}, gpus, src).WriteSummary(opt.Stderr)
 	fmt.Fprintf(opt.Stderr, "%d/%d cells measured", res.Measured, len(s.cells))
 	open := map[string]int{}
 	for _, c := range res.Repeats {
@@ -262,7 +263,7 @@ func sibling(first, path string) string {
 // from the file. Checked before the setup starts an engine; the error carries
 // exitcode.InvalidConfig and names the file.
 func resumable(path string) error {
-	prev, err := report.ReadFile(path)
+	prev, err := results.ReadFile(path)
 	if err != nil {
 		return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("cannot resume: %w", err))
 	}
@@ -282,7 +283,7 @@ func resumable(path string) error {
 
 // cellWriter takes each cell's record as it is measured (host/report's *Writer).
 type cellWriter interface {
-	Cell(c report.Cell) error
+	Cell(c results.Cell) error
 }
 
 // runCells measures the cells in order, writing each record before the next cell starts. Cells
@@ -304,7 +305,7 @@ func runCells(ctx context.Context, cr *cellRunner, cells []matrix.Cell, done map
 		}
 		rec, err := cr.measure(ctx, c)
 		if ctx.Err() != nil {
-			rec.Status, rec.Error = report.StatusInterrupted, "interrupted"
+			rec.Status, rec.Error = results.StatusInterrupted, "interrupted"
 		}
 		if werr := w.Cell(rec); werr != nil {
 			return werr

@@ -9,7 +9,7 @@ import (
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/recording"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape"
 	"github.com/genload/genload/host/warning"
 )
@@ -45,7 +45,7 @@ func serverKeys(cfg *config.Config, workers []config.Worker) []string {
 // (see cellRunner). A server's full-batch window is kept only
 // where it ran its whole share together: its gauge reached its share (scrape.Occupancy.Judge),
 // and the client's marks saw all of them decoding at once. nil for fewer than two servers.
-func perServer(cfg *config.Config, plan *plan.Plan, res *recording.Result, keys []string, workerNames []string, m *scrape.CellMetrics, tok measure.TokenEnder) []report.ServerFigures {
+func perServer(cfg *config.Config, plan *plan.Plan, res *recording.Result, keys []string, workerNames []string, m *scrape.CellMetrics, tok measure.TokenEnder) []results.ServerFigures {
 	if len(keys) == 0 || res == nil {
 		return nil
 	}
@@ -64,11 +64,11 @@ func perServer(cfg *config.Config, plan *plan.Plan, res *recording.Result, keys 
 	if len(order) < 2 {
 		return nil
 	}
-	out := make([]report.ServerFigures, 0, len(order))
+	out := make([]results.ServerFigures, 0, len(order))
 	for _, k := range order {
 		sub := subResult(res, reqs[k])
 		f := figures(cfg, plan, sub, 0, tok)
-		sf := report.ServerFigures{Server: k, Sequences: len(sub.Sequences), Counted: f.Counted, PerForward: f.PerForward,
+		sf := results.ServerFigures{Server: k, Sequences: len(sub.Sequences), Counted: f.Counted, PerForward: f.PerForward,
 			PerForwardReason: f.PerForwardReason, Window: f.Window, Attainment: *f.Attainment}
 		lens := 0
 		for _, s := range sub.Sequences {
@@ -101,7 +101,7 @@ func perServer(cfg *config.Config, plan *plan.Plan, res *recording.Result, keys 
 
 // notTogether says why a server did not run every sequence routed to it at once ("" when
 // nothing says so): its gauge never read its share, or the client saw fewer decoding at once.
-func notTogether(sf report.ServerFigures) string {
+func notTogether(sf results.ServerFigures) string {
 	if o := sf.Occupancy; o != nil {
 		if w, ok := o.Judge("it", fmt.Sprintf("the %d routed to it", sf.Sequences)); ok && w.Name == warning.BatchNotReached {
 			return fmt.Sprintf("its gauge read at most %d of the %d sequences routed to it", o.Max, sf.Sequences)
@@ -151,8 +151,8 @@ func subResult(res *recording.Result, reqs []int) *recording.Result {
 // slowest server's fwd is a warning naming every server's figure; and without a running
 // gauge, a server whose share the client saw decoding at most k < its share at once did not
 // reach its batch (notReached).
-func serverWarnings(per []report.ServerFigures, cellFwd measure.Summary) (ws []warning.Warning, notReached bool) {
-	var lo, hi *report.ServerFigures
+func serverWarnings(per []results.ServerFigures, cellFwd measure.Summary) (ws []warning.Warning, notReached bool) {
+	var lo, hi *results.ServerFigures
 	var parts []string
 	for i := range per {
 		s := &per[i]

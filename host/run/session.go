@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/matrix"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 
 	"github.com/genload/genload/host/config"
 )
@@ -54,7 +54,7 @@ func (s *Session) Close() { s.s.close() }
 func (s *Session) Cells() []matrix.Cell { return s.s.cells }
 
 // Header is what a results file of the session would record (config, target, engine, …).
-func (s *Session) Header() report.Header { return s.s.header }
+func (s *Session) Header() results.Header { return s.s.header }
 
 // Plan builds the plan of cell c with this session's lengths plugin, prompts and router; the
 // error (lengths, prompts, route) carries an exit code.
@@ -70,6 +70,6 @@ func (s *Session) Plan(ctx context.Context, c matrix.Cell) (*Plan, error) {
 // p's) on this session's target: its warmup, the measured requests and the figures, with this
 // session's settings. The record is filled as far as the cell got; the error carries its exit
 // code.
-func (s *Session) MeasurePlan(ctx context.Context, p *Plan) (report.Cell, error) {
+func (s *Session) MeasurePlan(ctx context.Context, p *Plan) (results.Cell, error) {
 	return s.cr.measurePlan(ctx, p.p.again())
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/prompt"
 	"github.com/genload/genload/host/recording"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/tokenizer"
 )
 
@@ -59,13 +59,13 @@ type setup struct {
 	plugReady  chan loadedPlugins
 	plugins    loadedPlugins
 	joined     bool // plugins received from plugReady
-	pluginInfo map[string]report.PluginInfo
+	pluginInfo map[string]results.PluginInfo
 	workers    []config.Worker
 	stages     plan.Stages
 	completer  Completer
 	client     *dispatch.Client
 	// the results header (made last)
-	header report.Header
+	header results.Header
 }
 
 // run runs the setup's stages in order and returns the cell runner of the run (its Watcher
@@ -363,7 +363,7 @@ func (s *setup) loadPlugins(ctx context.Context) error {
 		return s.plugins.err
 	}
 	lp := s.plugins.lengths
-	s.pluginInfo = map[string]report.PluginInfo{"lengths": pluginInfo(lp.Info())}
+	s.pluginInfo = map[string]results.PluginInfo{"lengths": pluginInfo(lp.Info())}
 	s.workers = cfg.ResolvedWorkers(s.target)
 	s.stages = plan.Stages{Shape: recording.Mode(cfg.Mode), Lengths: lengths.Stage{Source: lp, Lo: s.minLen, Hi: s.maxLen},
 		Workers: len(s.workers), MaxTokens: cfg.MaxTokens}
@@ -421,13 +421,13 @@ func (s *setup) textPrompts(ctx context.Context) error {
 }
 
 // makeHeader is the results header of the run.
-func (s *setup) makeHeader() report.Header {
+func (s *setup) makeHeader() results.Header {
 	cfg := s.cfg
 	kind := "external"
 	if cfg.Target == config.Builtin {
 		kind = config.Builtin
 	}
-	h := report.Header{
+	h := results.Header{
 		RunID: s.opt.RunID, Started: s.start.UTC(), Genload: s.opt.Version, Target: s.target, TargetKind: kind,
 		Model: s.model, Context: s.modelCtx, ContextSource: s.contextSrc, Tokenizer: s.tok.Name(),
 		Corpus: s.corpusName, CorpusRows: len(s.rows), PromptOverhead: s.builder.Overhead(), MinLen: s.minLen, MaxLen: s.maxLen,
@@ -443,11 +443,11 @@ func (s *setup) makeHeader() report.Header {
 		s.repeatNoise(r.WithDefaults().MaxRepeats)
 	}
 	if s.opt.Shard.Enabled() {
-		h.Shard = &report.Shard{Index: s.opt.Shard.Index, Count: s.opt.Shard.Count, MatrixCells: s.matrixCells}
+		h.Shard = &results.Shard{Index: s.opt.Shard.Index, Count: s.opt.Shard.Count, MatrixCells: s.matrixCells}
 	}
 	if cfg.Mode == config.ModeRouted {
 		for _, wk := range s.workers {
-			h.Workers = append(h.Workers, report.Worker{Name: wk.Name, URL: wk.URL, Context: workerContext(s.workerCtx, len(h.Workers))})
+			h.Workers = append(h.Workers, results.Worker{Name: wk.Name, URL: wk.URL, Context: workerContext(s.workerCtx, len(h.Workers))})
 		}
 	}
 	return h

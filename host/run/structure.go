@@ -9,7 +9,7 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/latmodel"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // ProfileHash identifies a built-in engine profile by its cost figures: "sha256:" and the
@@ -24,17 +24,17 @@ func ProfileHash(p engine.Profile) string {
 
 // ProfileStructure is the model structure a built-in engine profile simulates: a mixture of
 // experts when it has an expert term ([engine.Profile.IsMoE]), else dense.
-func ProfileStructure(p engine.Profile) *report.ModelStructure {
+func ProfileStructure(p engine.Profile) *results.ModelStructure {
 	if p.IsMoE() {
-		return &report.ModelStructure{Kind: report.StructureMoE, Experts: p.MoEExperts, Active: p.MoETopK,
+		return &results.ModelStructure{Kind: results.StructureMoE, Experts: p.MoEExperts, Active: p.MoETopK,
 			Source: fmt.Sprintf("built-in engine profile %s (moe_experts = %d, moe_top_k = %d)", p.Name, p.MoEExperts, p.MoETopK)}
 	}
-	return &report.ModelStructure{Kind: report.StructureDense, Source: fmt.Sprintf("built-in engine profile %s (no moe_layers)", p.Name)}
+	return &results.ModelStructure{Kind: results.StructureDense, Source: fmt.Sprintf("built-in engine profile %s (no moe_layers)", p.Name)}
 }
 
 // LookupProfileStructure is a [latmodel.ProfileLookup] over the built-in engine's profiles
 // (an embedded name or a .toml path): nil when the profile cannot be read.
-func LookupProfileStructure(name string) *report.ModelStructure {
+func LookupProfileStructure(name string) *results.ModelStructure {
 	p, err := engine.LoadProfile(name)
 	if err != nil {
 		return nil
@@ -45,7 +45,7 @@ func LookupProfileStructure(name string) *report.ModelStructure {
 // modelStructure is what the run knows of the served model's structure: the built-in
 // engine's profile, else the config.json beside the tokenizer ([tokenizer] path); nil, with
 // the reason printed by the caller, when neither says.
-func modelStructure(cfg *config.Config, engineInfo map[string]any) (*report.ModelStructure, error) {
+func modelStructure(cfg *config.Config, engineInfo map[string]any) (*results.ModelStructure, error) {
 	if engineInfo != nil {
 		if name, ok := engineInfo["profile"].(string); ok {
 			if s := LookupProfileStructure(name); s != nil {

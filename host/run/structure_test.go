@@ -8,17 +8,17 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/engine"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 func TestModelStructureAndProfileHash(t *testing.T) {
 	cfg := config.Default()
 	// The built-in engine: its profile says, whatever the tokenizer.
 	s, err := modelStructure(cfg, map[string]any{"profile": "moe-30b-a3b"})
-	if err != nil || s.Kind != report.StructureMoE || s.Experts != 128 || s.Active != 8 || !strings.Contains(s.Source, "built-in engine profile moe-30b-a3b") {
+	if err != nil || s.Kind != results.StructureMoE || s.Experts != 128 || s.Active != 8 || !strings.Contains(s.Source, "built-in engine profile moe-30b-a3b") {
 		t.Errorf("moe profile: %+v, %v", s, err)
 	}
-	if s, err = modelStructure(cfg, map[string]any{"profile": "dense-8b"}); err != nil || s.Kind != report.StructureDense {
+	if s, err = modelStructure(cfg, map[string]any{"profile": "dense-8b"}); err != nil || s.Kind != results.StructureDense {
 		t.Errorf("dense profile: %+v, %v", s, err)
 	}
 	// An external server: the config.json beside the tokenizer; none, nothing known.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/internal/testplugins"
@@ -20,6 +21,7 @@ import (
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape"
 	"github.com/genload/genload/host/tokenizer"
 	"github.com/genload/genload/host/warning"
@@ -72,7 +74,7 @@ func runToml(t *testing.T, src string, failOK bool) (*Result, string) {
 }
 
 // named returns the cell's warnings of kind n.
-func named(c *report.Cell, n warning.Name) []string {
+func named(c *results.Cell, n warning.Name) []string {
 	var out []string
 	for _, w := range c.NamedWarnings() {
 		if w.Name == n {
@@ -93,11 +95,11 @@ func TestBatchNotReachedIsPartial(t *testing.T) {
 		t.Logf("%s: %s, fwd %.3f ms over %d, B seen %+v, warnings %q", c.Cell.Key(), c.Status, float64(c.Figures.PerForward.Mean)/1e6, c.Figures.PerForward.N, c.Server.Occupancy, c.Warnings)
 		switch c.Cell.Batch {
 		case 8:
-			if c.Status != report.StatusOK || len(nr) > 0 {
+			if c.Status != results.StatusOK || len(nr) > 0 {
 				t.Errorf("%s: B = 8 runs at once on a server of 8: status %s, %q", c.Cell.Key(), c.Status, nr)
 			}
 		case 16:
-			if c.Status != report.StatusPartial || len(nr) != 1 || !strings.Contains(nr[0], "ran at most 8 sequences at once, not B = 16") ||
+			if c.Status != results.StatusPartial || len(nr) != 1 || !strings.Contains(nr[0], "ran at most 8 sequences at once, not B = 16") ||
 				!strings.Contains(nr[0], "for a batch of at most 8") {
 				t.Errorf("%s: status %s, not-reached warnings %q, want partial and at most 8\n%s", c.Cell.Key(), c.Status, nr, stderr)
 			}
@@ -123,7 +125,7 @@ func TestAttainmentReadsTheGaugesDistribution(t *testing.T) {
 	for range 20 {
 		samples = append(samples, 1)
 	}
-	rec := report.Cell{Figures: &measure.Figures{Sequences: 1024}, Server: &scrape.CellMetrics{Occupancy: scrape.Occupy(samples, 1024)}}
+	rec := results.Cell{Figures: &measure.Figures{Sequences: 1024}, Server: &scrape.CellMetrics{Occupancy: scrape.Occupy(samples, 1024)}}
 	ws, notReached := attainmentWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1024}, &rec)
 	got := joined(ws, notReached)
 	if !notReached || strings.Contains(got, "mostly ran 1 sequence") || !strings.Contains(got, "at most 1,020 sequences at once, not B = 1024") ||
@@ -147,7 +149,7 @@ func TestRoutedFailedRequestKeepsTheOthers(t *testing.T) {
 	c := res.Run.Cells[0]
 	f := c.Figures
 	t.Logf("%s: %s %q, warnings %q", c.Cell.Key(), c.Status, c.Error, c.Warnings)
-	if c.Status != report.StatusPartial || f == nil || f.Counted != 3 || f.Failed != 1 || f.PerForward.N != 3 {
+	if c.Status != results.StatusPartial || f == nil || f.Counted != 3 || f.Failed != 1 || f.PerForward.N != 3 {
 		t.Fatalf("status %s, error %q, figures %+v\n%s", c.Status, c.Error, f, stderr)
 	}
 	if w := named(&c, warning.RequestFailed); len(w) != 1 || !strings.HasPrefix(w[0], "1 of 4 requests failed (their sequences are left out, the others kept): ") || !strings.Contains(w[0], "status 503") {
@@ -163,7 +165,7 @@ func TestRoutedResendAfterTheBatchIsSaid(t *testing.T) {
 	c := res.Run.Cells[0]
 	t.Logf("%s: %s, warnings %q", c.Cell.Key(), c.Status, c.Warnings)
 	w := named(&c, warning.ResentAfterBatch)
-	if c.Status != report.StatusPartial || len(w) != 1 || !strings.Contains(w[0], "when 3 of the other 3 sequences had finished") ||
+	if c.Status != results.StatusPartial || len(w) != 1 || !strings.Contains(w[0], "when 3 of the other 3 sequences had finished") ||
 		!strings.Contains(w[0], "status 503") {
 		t.Errorf("status %s, resent-after-batch warnings %q\n%s", c.Status, w, stderr)
 	}
@@ -282,11 +284,11 @@ func TestCellBeyondTheKVCacheIsSaidBeforeItIsSent(t *testing.T) {
 		t.Logf("%s: %s, fwd %.3f ms, warnings %q", c.Cell.Key(), c.Status, float64(c.Figures.PerForward.Mean)/1e6, c.Warnings)
 		switch c.Cell.SeqLen {
 		case 200:
-			if len(w) > 0 || c.Status != report.StatusOK {
+			if len(w) > 0 || c.Status != results.StatusOK {
 				t.Errorf("%s fits (8 × 232 tokens): status %s, %q", c.Cell.Key(), c.Status, w)
 			}
 		case 1000:
-			if c.Status != report.StatusPartial || len(w) != 1 || !strings.Contains(w[0], "server capacity too small: its KV cache is the limit: the 8 of the batch need ") ||
+			if c.Status != results.StatusPartial || len(w) != 1 || !strings.Contains(w[0], "server capacity too small: its KV cache is the limit: the 8 of the batch need ") ||
 				!strings.Contains(w[0], ", it holds 4,096 KV-cache tokens (vllm:cache_config_info num_gpu_blocks × block_size): at most 3 of them run at once") || c.Figures.PerForward.N == 0 {
 				t.Errorf("%s: status %s, capacity warnings %q, fwd over %d", c.Cell.Key(), c.Status, w, c.Figures.PerForward.N)
 			}
@@ -417,12 +419,12 @@ func TestPromptsAlreadyCachedAreSaid(t *testing.T) {
 			}
 		}
 	}
-	runs := []*report.Run{first.Run, second.Run}
-	cons, err := report.Consistent(runs)
+	runs := []*results.Run{first.Run, second.Run}
+	cons, err := compare.Consistent(runs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	diff, err := report.Compare(first.Run, second.Run)
+	diff, err := compare.Compare(first.Run, second.Run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/recording"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape"
 	"github.com/genload/genload/host/scrape/metrics"
 	"github.com/genload/genload/host/warning"
@@ -24,7 +24,7 @@ import (
 // certainly did not run as one batch (attainmentWarnings), which makes the cell partial.
 // metricsFixed reports that the server's /metrics step time does not vary with load
 // (metricHistory): it is then not compared with the other estimates.
-func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell, metricsFixed bool) (ws []warning.Warning, notReached bool) {
+func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell, metricsFixed bool) (ws []warning.Warning, notReached bool) {
 	f := rec.Figures
 	if len(f.Errors) > 0 {
 		ws = append(ws, warning.Newf(warning.RequestFailed, "%d of %s failed (their sequences are left out, the others kept): %s",
@@ -174,7 +174,7 @@ func resentAfterBatch(res *recording.Result) []warning.Warning {
 // (measure.Attain), whose "at most k < B sequences decoding at once" is as certain — and a
 // cell whose attainment nobody can tell says so, since its figures may be for a smaller
 // batch.
-func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *report.Cell) (ws []warning.Warning, notReached bool) {
+func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell) (ws []warning.Warning, notReached bool) {
 	if m := rec.Server; m != nil && len(m.Servers) > 1 {
 		return nil, m.NotReached() // each server against its share of B: rec.Server.Notes
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/sse"
 	"github.com/genload/genload/host/warning"
 )
@@ -34,7 +34,7 @@ func warningsOf(t *testing.T, b, zero int, o measure.Options, usage sse.Usage) (
 	}
 	o.MaxTokens = 20
 	f := measure.Compute(res, o)
-	rec := report.Cell{Figures: &f}
+	rec := results.Cell{Figures: &f}
 	ws, _ := cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: b}, &rec, false)
 	return texts(ws), &f
 }
@@ -75,13 +75,13 @@ func TestCellWarningsSayTheRealCause(t *testing.T) {
 
 func TestResendsAreWarnedOf(t *testing.T) {
 	_, f := warningsOf(t, 1, 0, measure.Options{}, sse.Usage{})
-	rec := report.Cell{Figures: f, Retries: &report.Retries{Measured: 2, Free: 1,
+	rec := results.Cell{Figures: f, Retries: &results.Retries{Measured: 2, Free: 1,
 		Reasons: map[string]int{"status 500: Internal Server Error": 2, "connection closed by the server": 1}}}
 	ws := joined(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &rec, false))
 	if want := "requests resent: 0 warmup, 2 measured (status 500: Internal Server Error ×2, connection closed by the server ×1)"; !strings.Contains(ws, want) {
 		t.Errorf("warnings lack %q:\n%s", want, ws)
 	}
-	rec.Retries = &report.Retries{Free: 3, Reasons: map[string]int{"connection closed by the server": 3}}
+	rec.Retries = &results.Retries{Free: 3, Reasons: map[string]int{"connection closed by the server": 3}}
 	if ws := joined(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &rec, false)); strings.Contains(ws, "resent") {
 		t.Errorf("a keep-alive resend alone is warned of:\n%s", ws)
 	}
@@ -105,7 +105,7 @@ func TestStallInflatedMeanIsWarnedOf(t *testing.T) {
 	s.CompletionTokens, s.TokenSource, s.HasUsage = 20, sse.TokensChoiceUsage, true
 	res.Sequences = append(res.Sequences, s)
 	f := measure.Compute(res, measure.Options{MaxTokens: 20})
-	ws := joined(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &report.Cell{Figures: &f}, false))
+	ws := joined(cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 1}, &results.Cell{Figures: &f}, false))
 	if want := "fwd 15.263 ms is 3.1× the median chunk interval 5.000 ms, and ITL p99 is 200.0 ms"; !strings.Contains(ws, want) {
 		t.Errorf("warnings lack %q:\n%s", want, ws)
 	}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // A point's spread over its measured cells: fwd 4, 1, 3 and 2 ms give min 1, median 2.5 (the
@@ -13,22 +13,22 @@ import (
 // a failed cell counts for neither.
 func TestSpreadsOfAPoint(t *testing.T) {
 	ms := time.Millisecond
-	r := &report.Run{}
+	r := &results.Run{}
 	for i, x := range [][2]time.Duration{{4 * ms, 9 * ms}, {1 * ms, 5 * ms}, {3 * ms, 0}, {2 * ms, 7 * ms}, {100 * ms, 100 * ms}} {
-		c := report.Cell{Status: report.StatusOK, Figures: &measure.Figures{PerForward: measure.Summary{N: 3, Mean: x[0]}}}
+		c := results.Cell{Status: results.StatusOK, Figures: &measure.Figures{PerForward: measure.Summary{N: 3, Mean: x[0]}}}
 		if x[1] > 0 {
 			c.Figures.TTFT = measure.Summary{N: 2, P50: x[1]}
 		}
 		if i == 4 {
-			c.Status = report.StatusError
+			c.Status = results.StatusError
 		}
 		r.Cells = append(r.Cells, c)
 	}
 	s, ttft := spreads(r)
-	if s == nil || s.Min != report.Millis(ms) || s.Median != report.Millis(2500*time.Microsecond) || s.Max != report.Millis(4*ms) {
+	if s == nil || s.Min != results.Millis(ms) || s.Median != results.Millis(2500*time.Microsecond) || s.Max != results.Millis(4*ms) {
 		t.Errorf("spread %+v, want 1, 2.5, 4 ms", s)
 	}
-	if ttft == nil || *ttft != report.Millis(7*ms) {
+	if ttft == nil || *ttft != results.Millis(7*ms) {
 		t.Errorf("TTFT median %v, want 7 ms", ttft)
 	}
 }

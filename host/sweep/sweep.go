@@ -21,6 +21,7 @@ import (
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/run"
 	"github.com/genload/genload/host/shard"
 	"github.com/genload/genload/host/stats"
@@ -64,13 +65,13 @@ type Options struct {
 // Summary is the sweep's record, <out>/sweep.json (sweep-shard-I-of-N.json for a shard),
 // rewritten after every point.
 type Summary struct {
-	Sweep    string        `json:"sweep"`
-	File     string        `json:"file"`
-	Bench    string        `json:"bench,omitempty"`
-	Started  time.Time     `json:"started"`
-	Finished time.Time     `json:"finished,omitzero"`
-	Shard    *report.Shard `json:"shard,omitempty"` // MatrixCells: the sweep's number of points
-	Points   []PointResult `json:"points"`
+	Sweep    string         `json:"sweep"`
+	File     string         `json:"file"`
+	Bench    string         `json:"bench,omitempty"`
+	Started  time.Time      `json:"started"`
+	Finished time.Time      `json:"finished,omitzero"`
+	Shard    *results.Shard `json:"shard,omitempty"` // MatrixCells: the sweep's number of points
+	Points   []PointResult  `json:"points"`
 }
 
 // PointResult is one point of the summary.
@@ -87,9 +88,9 @@ type PointResult struct {
 	// Stop says how stopping the server went when it needed SIGKILL ("" otherwise).
 	Stop string `json:"stop,omitempty"`
 	// ReadyAfter is from the serve command's start to the first 200 of the readiness path.
-	ReadyAfter report.Millis `json:"ready_after_ms"`
-	Started    time.Time     `json:"started"`
-	Elapsed    report.Millis `json:"elapsed_ms"`
+	ReadyAfter results.Millis `json:"ready_after_ms"`
+	Started    time.Time      `json:"started"`
+	Elapsed    results.Millis `json:"elapsed_ms"`
 	// Results is the point's .jsonl results file (JSON the .json, "" if the run did not
 	// finish writing), ServerLog the serve command's output.
 	Results   string `json:"results,omitempty"`
@@ -100,16 +101,16 @@ type PointResult struct {
 	Measured int `json:"measured"`
 	// PerForward is the smallest, median and largest mean per-forward latency over the
 	// measured cells, TTFT the median of their TTFT p50s (ms; absent when no cell has one).
-	PerForward *Spread        `json:"per_forward_ms,omitempty"`
-	TTFT       *report.Millis `json:"ttft_p50_median_ms,omitempty"`
+	PerForward *Spread         `json:"per_forward_ms,omitempty"`
+	TTFT       *results.Millis `json:"ttft_p50_median_ms,omitempty"`
 }
 
 // Spread is the smallest, median (stats.MedianDuration: the mean of the two middle values for
 // an even count) and largest of a set of durations.
 type Spread struct {
-	Min    report.Millis `json:"min"`
-	Median report.Millis `json:"median"`
-	Max    report.Millis `json:"max"`
+	Min    results.Millis `json:"min"`
+	Median results.Millis `json:"median"`
+	Max    results.Millis `json:"max"`
 }
 
 // SummaryName is the summary file's name for shard s.
@@ -171,7 +172,7 @@ func startSummary(f *File, opt Options, sumPath string, matrixCells int) (*Summa
 	}
 	sum := &Summary{Sweep: f.Name, File: f.path, Bench: f.Bench, Started: time.Now().UTC()}
 	if opt.Shard.Enabled() {
-		sum.Shard = &report.Shard{Index: opt.Shard.Index, Count: opt.Shard.Count, MatrixCells: matrixCells}
+		sum.Shard = &results.Shard{Index: opt.Shard.Index, Count: opt.Shard.Count, MatrixCells: matrixCells}
 	}
 	prev := map[string]PointResult{}
 	switch old, err := readSummary(sumPath); {
@@ -281,7 +282,7 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 		if err != nil {
 			pr.Error = err.Error()
 		}
-		pr.Elapsed = report.Millis(time.Since(t0))
+		pr.Elapsed = results.Millis(time.Since(t0))
 		return pr
 	}
 	resume, moved, err := pr.choosePort(before, sp.Name, opt.Stderr)
@@ -316,7 +317,7 @@ func runPoint(ctx context.Context, f *File, sp Spec, before *PointResult, opt Op
 		}
 		return done(StatusServer, err)
 	}
-	pr.ReadyAfter = report.Millis(after)
+	pr.ReadyAfter = results.Millis(after)
 	fmt.Fprintf(opt.Stderr, "point %s: %s ready after %.1f s\n", sp.Name, pr.Target, after.Seconds())
 	res, rerr := run.Run(ctx, cfg, run.Options{Stdout: opt.Stdout, Stderr: opt.Stderr, Progress: opt.Progress, Version: opt.Version,
 		RunID: runID, Getenv: opt.Getenv, Resume: resume, ResumeMoved: moved, Legends: opt.Legends})
@@ -471,10 +472,10 @@ func pointConfig(f *File, sp Spec, target string, vals map[string]string) (cfg *
 
 // spreads returns the spread of the measured cells' mean per-forward latency and the median
 // of their TTFT p50s (nil when no cell has the figure).
-func spreads(r *report.Run) (*Spread, *report.Millis) {
+func spreads(r *results.Run) (*Spread, *results.Millis) {
 	var fwd, ttft []time.Duration
 	for _, c := range r.Cells {
-		if !report.Measured(c.Status) || c.Figures == nil {
+		if !results.Measured(c.Status) || c.Figures == nil {
 			continue
 		}
 		if c.Figures.PerForward.N > 0 {
@@ -486,11 +487,11 @@ func spreads(r *report.Run) (*Spread, *report.Millis) {
 	}
 	var s *Spread
 	if len(fwd) > 0 {
-		s = &Spread{Min: report.Millis(slices.Min(fwd)), Median: report.Millis(stats.MedianDuration(fwd)), Max: report.Millis(slices.Max(fwd))}
+		s = &Spread{Min: results.Millis(slices.Min(fwd)), Median: results.Millis(stats.MedianDuration(fwd)), Max: results.Millis(slices.Max(fwd))}
 	}
-	var t *report.Millis
+	var t *results.Millis
 	if len(ttft) > 0 {
-		m := report.Millis(stats.MedianDuration(ttft))
+		m := results.Millis(stats.MedianDuration(ttft))
 		t = &m
 	}
 	return s, t
@@ -718,7 +719,7 @@ func commonDir(ps []PointResult) (string, bool) {
 	return dir, dir != ""
 }
 
-func ms(m report.Millis) float64 { return float64(m) / 1e6 }
+func ms(m results.Millis) float64 { return float64(m) / 1e6 }
 
 // firstLines is s's first n lines joined by " / " (a server's last log lines after the
 // error's first), "…" added when s has more.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/internal/testplugins"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/shard"
 )
 
@@ -150,7 +150,7 @@ labels = { gpus = 2 }
 	// 2 × 2 cells per point; the dying server let some be measured.
 	for _, name := range []string{"moe", "dense"} {
 		p := got[name]
-		r, err := report.ReadFile(p.JSON)
+		r, err := results.ReadFile(p.JSON)
 		if err != nil || p.Measured != 4 || p.Cells != 4 || len(r.Cells) != 4 || p.PerForward == nil || p.PerForward.Min <= 0 {
 			t.Fatalf("%s: %+v (%v)", name, p, err)
 		}
@@ -159,14 +159,14 @@ labels = { gpus = 2 }
 		t.Errorf("dense labels %v", l)
 	}
 	// The point's labels are its run's [labels], so its results header carries them.
-	if r, err := report.ReadFile(got["dense"].JSON); err != nil || fmt.Sprint(r.Header.Labels["gpus"]) != "2" || r.Header.Labels["rig"] != "test" {
+	if r, err := results.ReadFile(got["dense"].JSON); err != nil || fmt.Sprint(r.Header.Labels["gpus"]) != "2" || r.Header.Labels["rig"] != "test" {
 		t.Errorf("dense results header labels %v (%v)", r.Header.Labels, err)
 	}
 	dies := got["dies"]
 	if dies.Measured < 1 || dies.Measured >= 4 || dies.Results == "" {
 		t.Fatalf("dies: %d of %d cells measured (%s); want some, not all", dies.Measured, dies.Cells, dies.Results)
 	}
-	first, err := report.ReadFile(dies.Results)
+	first, err := results.ReadFile(dies.Results)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,18 +203,18 @@ labels = { gpus = 2 }
 	if got2["dies"].Results != dies.Results {
 		t.Fatalf("dies: resumed into %s, want %s", got2["dies"].Results, dies.Results)
 	}
-	after, err := report.ReadFile(dies.Results)
+	after, err := results.ReadFile(dies.Results)
 	if err != nil {
 		t.Fatal(err)
 	}
 	measured := 0
 	for _, c := range after.Cells {
-		if report.Measured(c.Status) {
+		if results.Measured(c.Status) {
 			measured++
 		}
 	}
 	for _, c := range first.Cells {
-		if report.Measured(c.Status) && !after.Cells[c.Cell.Index].Started.Equal(c.Started) {
+		if results.Measured(c.Status) && !after.Cells[c.Cell.Index].Started.Equal(c.Started) {
 			t.Errorf("dies: cell %s measured again on resume", c.Cell.Key())
 		}
 	}
@@ -281,7 +281,7 @@ server = { command = "%s --die-after 8" }
 	if before.Measured < 1 || before.Measured >= 4 || before.Results == "" || before.Port == 0 {
 		t.Fatalf("dies: %d of %d cells measured (%s, port %d); want some, not all", before.Measured, before.Cells, before.Results, before.Port)
 	}
-	first, err := report.ReadFile(before.Results)
+	first, err := results.ReadFile(before.Results)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,13 +306,13 @@ server = { command = "%s --die-after 8" }
 		t.Fatalf("resume: %s in %s on port %d, %d of %d cells; want ok in %s on a port other than %d, 4 cells",
 			after.Status, after.Results, after.Port, after.Measured, after.Cells, before.Results, before.Port)
 	}
-	r, err := report.ReadFile(after.Results)
+	r, err := results.ReadFile(after.Results)
 	if err != nil {
 		t.Fatal(err)
 	}
 	again := 0
 	for _, c := range first.Cells {
-		if report.Measured(c.Status) && !r.Cells[c.Cell.Index].Started.Equal(c.Started) {
+		if results.Measured(c.Status) && !r.Cells[c.Cell.Index].Started.Equal(c.Started) {
 			again++
 		}
 	}

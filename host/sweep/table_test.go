@@ -10,16 +10,17 @@ import (
 
 	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden from the current Table")
 
 // tablePoint is a point of a sweep over profile × spec_tokens with results in dir.
 func tablePoint(i int, name, profile string, spec int, dir string) PointResult {
-	fwd := &Spread{Min: report.Millis(179 * time.Microsecond), Median: report.Millis(387 * time.Microsecond), Max: report.Millis(913 * time.Microsecond)}
-	ttft := report.Millis(2400 * time.Microsecond)
+	fwd := &Spread{Min: results.Millis(179 * time.Microsecond), Median: results.Millis(387 * time.Microsecond), Max: results.Millis(913 * time.Microsecond)}
+	ttft := results.Millis(2400 * time.Microsecond)
 	return PointResult{Index: i, Name: name, Status: StatusOK, Labels: map[string]any{"hardware": "built-in engine", "profile": profile, "spec_tokens": int64(spec)},
-		ReadyAfter: report.Millis(900 * time.Millisecond), Cells: 6, Measured: 6, PerForward: fwd, TTFT: &ttft,
+		ReadyAfter: results.Millis(900 * time.Millisecond), Cells: 6, Measured: 6, PerForward: fwd, TTFT: &ttft,
 		Results: filepath.Join(dir, name+".jsonl"), JSON: filepath.Join(dir, name+".json")}
 }
 

@@ -1,6 +1,6 @@
 // Package warning is genload's catalogue of cell warnings: every kind of warning a cell can
 // carry has a stable [Name] — written beside the warning's text in the results JSON
-// (report.Cell's "warning_names"), used by the CSV and by the grouping of the table and the
+// (results.Cell's "warning_names"), used by the CSV and by the grouping of the table and the
 // HTML report — and a [Kind.Headline], one sentence that stands for every warning of the kind
 // when they are grouped ("The first chunks of some sequences arrived late"), with no
 // placeholder left in. A warning's own text ([Warning.Text]) keeps its figures and its cause.

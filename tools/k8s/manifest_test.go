@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/genload/genload/host/k8s"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // decoded are the objects of a manifest file, by kind.
@@ -241,7 +241,7 @@ func TestIndexedJobSimulatedLocally(t *testing.T) {
 	script := d.jobs[0].Spec.Template.Spec.Containers[0].Args[0]
 	mergeScript := decode(t, ms.Merge).jobs[0].Spec.Template.Spec.Containers[0].Args[0]
 	// The pod's volumes, as local directories.
-	results := filepath.Join(dir, "results", "sim")
+	resultsDir := filepath.Join(dir, "results", "sim")
 	conf := filepath.Join(dir, "etc", "bench.toml")
 	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func TestIndexedJobSimulatedLocally(t *testing.T) {
 	// The pod's environment and nothing else: PATH holds only the directory with the genload
 	// binary (as an image with genload and /bin/sh alone), no HOME, no GENLOAD_PLUGIN_DIR.
 	env := func(extra ...string) []string {
-		return append([]string{"PATH=" + bin, "GENLOAD_RESULTS=" + results, "GENLOAD_CONFIG=" + conf}, extra...)
+		return append([]string{"PATH=" + bin, "GENLOAD_RESULTS=" + resultsDir, "GENLOAD_CONFIG=" + conf}, extra...)
 	}
 	sh := func(script string, extra ...string) (string, error) {
 		cmd := exec.Command("/bin/sh", "-c", script)
@@ -279,7 +279,7 @@ func TestIndexedJobSimulatedLocally(t *testing.T) {
 	// Pod 1 is killed and started again: its file loses its last cell and footer, and the
 	// retry continues it.
 	f1 := j.ShardFile(1)
-	f1 = filepath.Join(results, filepath.Base(f1))
+	f1 = filepath.Join(resultsDir, filepath.Base(f1))
 	b, err := os.ReadFile(f1)
 	if err != nil {
 		t.Fatal(err)
@@ -298,19 +298,19 @@ func TestIndexedJobSimulatedLocally(t *testing.T) {
 	if err != nil {
 		t.Fatalf("merge: %v\n%s", err, out)
 	}
-	merged, err := report.ReadFile(filepath.Join(results, "sim.json"))
+	merged, err := results.ReadFile(filepath.Join(resultsDir, "sim.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The fetch pod: genload streams the merged file out byte for byte (kubectl exec … genload
 	// k8s cat … > file), and its idle command ends at once on SIGTERM (kubectl delete).
 	var cat bytes.Buffer
-	catCmd := exec.Command("/bin/sh", "-c", "exec genload k8s cat "+filepath.Join(results, "sim.json"))
+	catCmd := exec.Command("/bin/sh", "-c", "exec genload k8s cat "+filepath.Join(resultsDir, "sim.json"))
 	catCmd.Dir, catCmd.Env, catCmd.Stdout = dir, env(), &cat
 	if err := catCmd.Run(); err != nil {
 		t.Fatalf("genload k8s cat: %v", err)
 	}
-	if want, _ := os.ReadFile(filepath.Join(results, "sim.json")); len(want) == 0 || !bytes.Equal(cat.Bytes(), want) {
+	if want, _ := os.ReadFile(filepath.Join(resultsDir, "sim.json")); len(want) == 0 || !bytes.Equal(cat.Bytes(), want) {
 		t.Fatalf("genload k8s cat gave %d bytes, the file has %d", cat.Len(), len(want))
 	}
 	fetch := decode(t, ms.Fetch).pods[0].Spec.Containers[0].Command
@@ -337,11 +337,11 @@ func TestIndexedJobSimulatedLocally(t *testing.T) {
 	if out, err := sh(`genload run -c "$GENLOAD_CONFIG" --run-id single --out single`); err != nil {
 		t.Fatalf("single run: %v\n%s", err, out)
 	}
-	single, err := report.ReadFile(filepath.Join(dir, "single", "single.json"))
+	single, err := results.ReadFile(filepath.Join(dir, "single", "single.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := func(r *report.Run) []string {
+	key := func(r *results.Run) []string {
 		var ks []string
 		for _, c := range r.Cells {
 			ks = append(ks, fmt.Sprintf("%+v %s %v", c.Cell, c.Status, c.Lengths.Each))
@@ -356,7 +356,7 @@ func TestIndexedJobSimulatedLocally(t *testing.T) {
 	}
 
 	// A shard whose pod never ran: the merge names it.
-	if err := os.Remove(filepath.Join(results, filepath.Base(j.ShardFile(2)))); err != nil {
+	if err := os.Remove(filepath.Join(resultsDir, filepath.Base(j.ShardFile(2)))); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := sh(mergeScript); err == nil || !strings.Contains(out, "shard 2/3 missing (given: shards 0, 1 of 3)") {

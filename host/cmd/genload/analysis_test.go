@@ -18,13 +18,14 @@ import (
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // writeRun writes a hand-made results .json whose cells have the given mean per-forward
 // latencies and TTFT medians (ms), keyed "L,B".
 func writeRun(t *testing.T, dir, id string, fwd map[[2]int][2]float64) string {
 	t.Helper()
-	r := &report.Run{Header: report.Header{Type: "header", Schema: report.Schema, RunID: id, Model: "m"}}
+	r := &results.Run{Header: results.Header{Type: "header", Schema: results.Schema, RunID: id, Model: "m"}}
 	i := 0
 	for _, k := range [][2]int{{1000, 1}, {1000, 8}, {4000, 1}, {4000, 8}} {
 		v, ok := fwd[k]
@@ -32,14 +33,14 @@ func writeRun(t *testing.T, dir, id string, fwd map[[2]int][2]float64) string {
 			continue
 		}
 		d := time.Duration(v[0] * float64(time.Millisecond))
-		r.Cells = append(r.Cells, report.Cell{Type: "cell", Cell: matrix.Cell{Index: i, SeqLen: k[0], Batch: k[1]}, Status: report.StatusOK,
+		r.Cells = append(r.Cells, results.Cell{Type: "cell", Cell: matrix.Cell{Index: i, SeqLen: k[0], Batch: k[1]}, Status: results.StatusOK,
 			Figures: &measure.Figures{Sequences: k[1], Counted: k[1],
 				PerForward: measure.Summary{N: k[1], Mean: d, P50: d, P90: d, P99: d, Min: d, Max: d},
 				TTFT:       measure.Summary{N: k[1], P50: time.Duration(v[1] * float64(time.Millisecond))}}})
 		i++
 	}
 	p := filepath.Join(dir, id+".json")
-	if err := report.WriteJSON(p, r); err != nil {
+	if err := results.WriteJSON(p, r); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -137,7 +138,7 @@ time_scale = 1
 		t.Errorf("run --repeat 2: %d tables and the legend %d times, want 1 and once:\n%s", n, m, stdout)
 	}
 	tr := filepath.Join(out, "t.json")
-	r, err := report.ReadFile(tr)
+	r, err := results.ReadFile(tr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,9 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/run"
 )
 
@@ -50,7 +51,7 @@ With --max-cv the command exits with code 6 (thresholds failed) when the statist
 	if len(files) == 0 {
 		return exitcode.Errorf(exitcode.Usage, "need at least two results files, or one of a run with repeats (genload run --repeat or --until-cv), got none (see 'genload consistency --help')")
 	}
-	runs, err := report.ReadRuns(files)
+	runs, err := results.ReadRuns(files)
 	if err != nil {
 		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
@@ -81,7 +82,7 @@ func checkCVFlags(maxCV float64, cvStat, cmd string) error {
 }
 
 // threshold holds c's --cv-stat statistic against maxCV percent (0 = no threshold).
-func threshold(c *report.Consistency, maxCV float64, cvStat string, e *env) error {
+func threshold(c *compare.Consistency, maxCV float64, cvStat string, e *env) error {
 	if maxCV <= 0 {
 		return nil
 	}

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 func cmdDiff(ctx context.Context, args []string, e *env) error {
@@ -23,16 +25,16 @@ the changes over the common cells; cells measured in only one run are left out a
 	if len(files) != 2 {
 		return exitcode.Errorf(exitcode.Usage, "need two results files (BEFORE AFTER), got %d (see 'genload diff --help')", len(files))
 	}
-	runs, err := report.ReadRuns(files)
+	runs, err := results.ReadRuns(files)
 	if err != nil {
 		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
-	d, err := report.Compare(runs[0], runs[1])
+	d, err := compare.Compare(runs[0], runs[1])
 	if err != nil {
 		return err
 	}
 	// A server before and after an upgrade: another engine profile or server is what is compared.
-	report.Prose(e.stdout, "", "  ", report.RunsComparability(runs, files).Line(report.AcrossDeployments...))
+	report.Prose(e.stdout, "", "  ", compare.RunsComparability(runs, files).Line(compare.AcrossDeployments...))
 	d.WriteMarkdown(e.stdout)
 	return nil
 }

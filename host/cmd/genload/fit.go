@@ -15,19 +15,20 @@ import (
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/latmodel"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/run"
 )
 
 // readResults reads results files; a file that cannot be read or decoded is invalid input.
 // A JSON syntax error in a .json file (NaN, Infinity: JSON has no such numbers) is placed at
 // its file:line:column and byte offset.
-func readResults(files []string) ([]*report.Run, error) {
+func readResults(files []string) ([]*results.Run, error) {
 	if len(files) == 0 {
-		return nil, exitcode.With(exitcode.InvalidConfig, report.ErrNoRuns)
+		return nil, exitcode.With(exitcode.InvalidConfig, results.ErrNoRuns)
 	}
-	runs := make([]*report.Run, len(files))
+	runs := make([]*results.Run, len(files))
 	for i, f := range files {
-		r, err := report.ReadFile(f)
+		r, err := results.ReadFile(f)
 		if err != nil {
 			return nil, exitcode.With(exitcode.InvalidConfig, placeSyntaxError(f, err))
 		}
@@ -40,7 +41,7 @@ func readResults(files []string) ([]*report.Run, error) {
 // .json file at path (a .jsonl reader names its line itself); other errors unchanged.
 func placeSyntaxError(path string, err error) error {
 	var se *json.SyntaxError
-	if !errors.As(err, &se) || filepath.Ext(path) != ".json" || errors.Is(err, report.ErrNotResults) {
+	if !errors.As(err, &se) || filepath.Ext(path) != ".json" || errors.Is(err, results.ErrNotResults) {
 		return err
 	}
 	b, rerr := os.ReadFile(path)

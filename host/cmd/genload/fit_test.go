@@ -22,7 +22,7 @@ import (
 	"github.com/genload/genload/host/latmodel"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // costRun writes a results .json of a 4 × 5 matrix whose per-forward latency is, exactly,
@@ -33,18 +33,18 @@ import (
 func costRun(t *testing.T, dir, id string, scale float64, labels map[string]any) string {
 	t.Helper()
 	cfg := config.Default()
-	r := &report.Run{Header: report.Header{Type: "header", Schema: report.Schema, RunID: id, Model: "m", Config: cfg, Labels: labels}}
+	r := &results.Run{Header: results.Header{Type: "header", Schema: results.Schema, RunID: id, Model: "m", Config: cfg, Labels: labels}}
 	for _, l := range []int{1000, 2000, 4000, 8000} {
 		for _, b := range []int{1, 2, 4, 8, 16} {
 			ms := scale * (0.1 + 0.001*float64(b) + 2e-6*float64(b)*float64(l+50))
 			d := time.Duration(math.Round(ms * 1e6))
-			r.Cells = append(r.Cells, report.Cell{Type: "cell", Cell: matrix.Cell{Index: len(r.Cells), SeqLen: l, Batch: b}, Status: report.StatusOK,
-				Lengths: report.Lengths{Target: l, Min: l, Mean: float64(l), Max: l},
+			r.Cells = append(r.Cells, results.Cell{Type: "cell", Cell: matrix.Cell{Index: len(r.Cells), SeqLen: l, Batch: b}, Status: results.StatusOK,
+				Lengths: results.Lengths{Target: l, Min: l, Mean: float64(l), Max: l},
 				Figures: &measure.Figures{Sequences: b, Counted: b, PerForward: measure.Summary{N: b, Mean: d}, PerForwardFit: measure.Summary{N: b, Mean: d}}})
 		}
 	}
 	p := filepath.Join(dir, id+".json")
-	if err := report.WriteJSON(p, r); err != nil {
+	if err := results.WriteJSON(p, r); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -90,9 +90,9 @@ func TestFitPredictGateCommands(t *testing.T) {
 	slow05 := costRun(t, dir, "slow05", 1.05, map[string]any{"gpu_count": 8})
 	other := costRun(t, dir, "other", 1.05, map[string]any{"gpu_count": 4})
 	one := filepath.Join(dir, "one.json")
-	r, _ := report.ReadFile(base)
+	r, _ := results.ReadFile(base)
 	r.Cells = r.Cells[:1]
-	if err := report.WriteJSON(one, r); err != nil {
+	if err := results.WriteJSON(one, r); err != nil {
 		t.Fatal(err)
 	}
 	broken := filepath.Join(dir, "broken.json")
@@ -202,7 +202,7 @@ deployment = "sim"
 		}
 		runs[v.id] = filepath.Join(dir, v.id+".json")
 	}
-	r, err := report.ReadFile(runs["base"])
+	r, err := results.ReadFile(runs["base"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,9 +267,9 @@ deployment = "sim"
 func TestFitOutputWithinWidth(t *testing.T) {
 	dir := t.TempDir()
 	base := costRun(t, dir, "base", 1, map[string]any{"gpu_count": 8})
-	p := rewrite(t, base, dir, "eng.json", func(r *report.Run) {
+	p := rewrite(t, base, dir, "eng.json", func(r *results.Run) {
 		r.Header.Engine = map[string]any{"profile": "dense-8b", "time_scale": 0.05}
-		r.Cells[3].Status = report.StatusPartial
+		r.Cells[3].Status = results.StatusPartial
 		r.Cells[7].Figures.PerForward.Mean *= 20
 	})
 	code, stdout, stderr := cli(t, context.Background(), "fit", "--hold-out", "3", p)
@@ -299,15 +299,15 @@ func TestFitOutputWithinWidth(t *testing.T) {
 }
 
 // rewrite reads the results file at src, lets edit change it, and writes it to dir/name.
-func rewrite(t *testing.T, src, dir, name string, edit func(r *report.Run)) string {
+func rewrite(t *testing.T, src, dir, name string, edit func(r *results.Run)) string {
 	t.Helper()
-	r, err := report.ReadFile(src)
+	r, err := results.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	edit(r)
 	p := filepath.Join(dir, name)
-	if err := report.WriteJSON(p, r); err != nil {
+	if err := results.WriteJSON(p, r); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -321,7 +321,7 @@ func TestFitGateQualityAndInputErrors(t *testing.T) {
 	base := costRun(t, dir, "base", 1, nil)
 	slow20 := costRun(t, dir, "slow20", 1.20, nil)
 	// A baseline whose cells are ±40 % off in a fixed pattern, as host stalls leave them.
-	poor := rewrite(t, base, dir, "poor.json", func(r *report.Run) {
+	poor := rewrite(t, base, dir, "poor.json", func(r *results.Run) {
 		for i := range r.Cells {
 			f := r.Cells[i].Figures
 			k := []float64{1.4, 0.7, 1.0, 1.3, 0.6}[i%5]
@@ -361,13 +361,13 @@ func TestFitGateQualityAndInputErrors(t *testing.T) {
 	if code, _, stderr := cli(t, ctx, "fit", "-o", modelFile, base); code != exitcode.OK {
 		t.Fatalf("fit: exit %d\n%s", code, stderr)
 	}
-	engA := rewrite(t, base, dir, "a.json", func(r *report.Run) {
+	engA := rewrite(t, base, dir, "a.json", func(r *results.Run) {
 		r.Header.RunID, r.Header.Engine = "a", map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05}
 	})
-	engB := rewrite(t, base, dir, "b.json", func(r *report.Run) {
+	engB := rewrite(t, base, dir, "b.json", func(r *results.Run) {
 		r.Header.RunID, r.Header.Engine = "b", map[string]any{"profile": "dense-8b", "time_scale": 0.05}
 	})
-	null := rewrite(t, base, dir, "null.json", func(r *report.Run) {
+	null := rewrite(t, base, dir, "null.json", func(r *results.Run) {
 		r.Header.RunID = "base03"
 		r.Cells[2].Figures.PerForward.Mean = 0
 	})

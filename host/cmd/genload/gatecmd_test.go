@@ -11,13 +11,13 @@ import (
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/internal/textcheck"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // noisy rewrites the cost run at src as run id: its cells scaled by f and off by a fixed
 // pattern of ±3 %, as one run's host leaves them, started at start.
-func noisy(t *testing.T, src, dir, id string, f float64, start time.Time, edit func(r *report.Run)) string {
-	return rewrite(t, src, dir, id+".json", func(r *report.Run) {
+func noisy(t *testing.T, src, dir, id string, f float64, start time.Time, edit func(r *results.Run)) string {
+	return rewrite(t, src, dir, id+".json", func(r *results.Run) {
 		r.Header.RunID, r.Header.Started = id, start
 		for i := range r.Cells {
 			k := f * []float64{1.03, 0.98, 1.0, 1.02, 0.97, 1.01}[(i+len(id))%6]
@@ -84,8 +84,8 @@ func TestComparableCoversTheTarget(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
 	base := costRun(t, dir, "cost", 1, nil)
-	eng := func(scale float64) func(r *report.Run) {
-		return func(r *report.Run) {
+	eng := func(scale float64) func(r *results.Run) {
+		return func(r *results.Run) {
 			r.Header.TargetKind = "builtin"
 			r.Header.Engine = map[string]any{"profile": "moe-30b-a3b", "profile_hash": "sha256:cdf836d4a5c6a8ad", "time_scale": scale, "quirks": ""}
 		}
@@ -114,7 +114,7 @@ func TestComparableCoversTheTarget(t *testing.T) {
 		}
 	}
 	ext := func(id, url string, f float64, at time.Duration) string {
-		return noisy(t, base, dir, id, f, t0.Add(at), func(r *report.Run) {
+		return noisy(t, base, dir, id, f, t0.Add(at), func(r *results.Run) {
 			r.Header.TargetKind, r.Header.Target, r.Header.Model = "external", url, "genload-sim"
 			r.Header.Context, r.Header.ContextSource = 131072, "server /v1/models max_model_len"
 		})
@@ -153,7 +153,7 @@ func TestGateJSONAlwaysSaysTheVerdict(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
 	base := costRun(t, dir, "base", 1, nil)
 	slow20 := costRun(t, dir, "slow20", 1.20, nil)
-	poor := noisy(t, base, dir, "poor", 1, t0, func(r *report.Run) {
+	poor := noisy(t, base, dir, "poor", 1, t0, func(r *results.Run) {
 		for i := range r.Cells {
 			r.Cells[i].Figures.PerForward.Mean = time.Duration(float64(r.Cells[i].Figures.PerForward.Mean) * []float64{1.4, 0.7, 1.0, 1.3, 0.6}[i%5])
 		}
@@ -234,7 +234,7 @@ func TestGateOutputWithinWidth(t *testing.T) {
 		}
 	}
 	// A refusal writes the first line and both fits to stderr, wrapped too.
-	poor := noisy(t, base, dir, "poor", 1, t0.Add(time.Hour), func(r *report.Run) {
+	poor := noisy(t, base, dir, "poor", 1, t0.Add(time.Hour), func(r *results.Run) {
 		for i := range r.Cells {
 			r.Cells[i].Figures.PerForward.Mean = time.Duration(float64(r.Cells[i].Figures.PerForward.Mean) * []float64{1.4, 0.7, 1.0, 1.3, 0.6}[i%5])
 		}

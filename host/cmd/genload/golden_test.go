@@ -14,6 +14,7 @@ import (
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 var update = flag.Bool("update", false, "rewrite host/cmd/genload/testdata/golden from the commands' current output")
@@ -36,14 +37,14 @@ func golden(t *testing.T, name, got string, tables int) {
 // slow · (0.5 + B·L/4000) ms, lengths from L/2 to 3L/2, and one warning on L=4000,B=8.
 func goldenRun(t *testing.T, dir, id string, slow float64) string {
 	t.Helper()
-	r := &report.Run{Header: report.Header{Type: "header", Schema: report.Schema, RunID: id, Model: "genload-sim", Target: "http://127.0.0.1:41875",
+	r := &results.Run{Header: results.Header{Type: "header", Schema: results.Schema, RunID: id, Model: "genload-sim", Target: "http://127.0.0.1:41875",
 		TargetKind: "builtin", Tokenizer: "qwen3 (embedded)", Context: 131072, ContextSource: "server /v1/models max_model_len", Config: config.Default(),
-		Engine: map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05}, Plugins: map[string]report.PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0"}}},
-		Footer: &report.Footer{Type: "footer", Status: "ok", OK: 4, Elapsed: report.Millis(2500 * time.Millisecond)}}
+		Engine: map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.05}, Plugins: map[string]results.PluginInfo{"lengths": {Name: "gamma", Version: "1.0.0"}}},
+		Footer: &results.Footer{Type: "footer", Status: "ok", OK: 4, Elapsed: results.Millis(2500 * time.Millisecond)}}
 	for i, k := range [][2]int{{1000, 1}, {1000, 8}, {4000, 1}, {4000, 8}} {
 		d := time.Duration(slow * (0.5 + float64(k[0]*k[1])/4000) * float64(time.Millisecond))
-		c := report.Cell{Type: "cell", Cell: matrix.Cell{Index: i, SeqLen: k[0], Batch: k[1]}, Status: report.StatusOK,
-			Lengths: report.Lengths{Target: k[0], Min: k[0] / 2, Mean: float64(k[0]), Max: 3 * k[0] / 2, Each: []int{k[0] / 2, 3 * k[0] / 2}},
+		c := results.Cell{Type: "cell", Cell: matrix.Cell{Index: i, SeqLen: k[0], Batch: k[1]}, Status: results.StatusOK,
+			Lengths: results.Lengths{Target: k[0], Min: k[0] / 2, Mean: float64(k[0]), Max: 3 * k[0] / 2, Each: []int{k[0] / 2, 3 * k[0] / 2}},
 			Figures: &measure.Figures{Sequences: k[1], Counted: k[1], CompletionTokens: 100 * k[1],
 				PerForward: measure.Summary{N: k[1], Mean: d, P50: d, P90: d, P99: d, Min: d, Max: d},
 				TTFT:       measure.Summary{N: k[1], P50: time.Duration(float64(k[0]) * float64(time.Microsecond))},
@@ -54,7 +55,7 @@ func goldenRun(t *testing.T, dir, id string, slow float64) string {
 		r.Cells = append(r.Cells, c)
 	}
 	p := filepath.Join(dir, id+".json")
-	if err := report.WriteJSON(p, r); err != nil {
+	if err := results.WriteJSON(p, r); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -90,16 +91,16 @@ func TestCommandOutputGolden(t *testing.T) {
 	}
 	golden(t, "steplog.md", sl, 1)
 
-	mk := func(l, b, rep int, wall, warm, meas time.Duration) report.Cell {
-		return report.Cell{Type: "cell", Cell: matrix.Cell{SeqLen: l, Batch: b}, Status: report.StatusOK, Elapsed: report.Millis(wall),
-			WarmupElapsed: report.Millis(warm), MeasuredElapsed: report.Millis(meas), Repeat: rep}
+	mk := func(l, b, rep int, wall, warm, meas time.Duration) results.Cell {
+		return results.Cell{Type: "cell", Cell: matrix.Cell{SeqLen: l, Batch: b}, Status: results.StatusOK, Elapsed: results.Millis(wall),
+			WarmupElapsed: results.Millis(warm), MeasuredElapsed: results.Millis(meas), Repeat: rep}
 	}
-	ucv := &report.Run{Header: report.Header{Type: "header", Schema: report.Schema, RunID: "ucv", TargetKind: "builtin", Engine: map[string]any{"time_scale": 0.05}},
-		Cells: []report.Cell{mk(1000, 1, 1, 3*time.Second, time.Second, 2*time.Second), mk(1000, 1, 2, 3*time.Second, time.Second, 2*time.Second),
+	ucv := &results.Run{Header: results.Header{Type: "header", Schema: results.Schema, RunID: "ucv", TargetKind: "builtin", Engine: map[string]any{"time_scale": 0.05}},
+		Cells: []results.Cell{mk(1000, 1, 1, 3*time.Second, time.Second, 2*time.Second), mk(1000, 1, 2, 3*time.Second, time.Second, 2*time.Second),
 			mk(1000, 8, 1, 5*time.Second, time.Second, 3500*time.Millisecond), mk(1000, 8, 2, 5*time.Second, time.Second, 3500*time.Millisecond)},
-		Footer: &report.Footer{Type: "footer", Elapsed: report.Millis(17 * time.Second), Status: "ok"}}
+		Footer: &results.Footer{Type: "footer", Elapsed: results.Millis(17 * time.Second), Status: "ok"}}
 	path := filepath.Join(dir, "ucv.json")
-	if err := report.WriteJSON(path, ucv); err != nil {
+	if err := results.WriteJSON(path, ucv); err != nil {
 		t.Fatal(err)
 	}
 	code, gt, stderr := cli(t, ctx, "gpu-time", path)

@@ -11,6 +11,7 @@ import (
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/gputime"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 func cmdGPUTime(ctx context.Context, args []string, e *env) error {
@@ -39,7 +40,7 @@ against an adaptive run (--until-cv), or runs measured apart.`,
 	if *gpus < 0 {
 		return exitcode.Errorf(exitcode.Usage, "--gpus %d: must be ≥ 1", *gpus)
 	}
-	runs, err := report.ReadRuns(files)
+	runs, err := results.ReadRuns(files)
 	if err != nil {
 		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/tokenizer"
 )
 
@@ -39,13 +39,13 @@ func TestKeepGoing(t *testing.T) {
 			if code != exitcode.TargetFailed {
 				t.Fatalf("exit %d, want %d\n%s", code, exitcode.TargetFailed, stderr)
 			}
-			r, err := report.ReadFile(filepath.Join(out, "kg.jsonl"))
+			r, err := results.ReadFile(filepath.Join(out, "kg.jsonl"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			failed := 0
 			for _, c := range r.Cells {
-				if c.Status == report.StatusError {
+				if c.Status == results.StatusError {
 					failed++
 				}
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/internal/textcheck"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/tokenizer"
 )
 
@@ -105,7 +106,7 @@ time_scale = 1 # steps of ≥ 3.5 ms: a loaded or -race client still reads chunk
 	if len(rows) != 5 || !strings.Contains(rows[0], "fwd ms mean") || !strings.HasPrefix(rows[4], "| 4000 | 8 |") {
 		t.Fatalf("table rows:\n%s", strings.Join(rows, "\n"))
 	}
-	run, err := report.ReadFile(filepath.Join(out, "e2e.json"))
+	run, err := results.ReadFile(filepath.Join(out, "e2e.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +385,7 @@ func TestKilledRunKeepsFinishedCells(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	run, err := report.ReadFile(path)
+	run, err := results.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +393,7 @@ func TestKilledRunKeepsFinishedCells(t *testing.T) {
 		t.Fatalf("after kill: %d cells, footer %v", len(run.Cells), run.Footer)
 	}
 	for i, c := range run.Cells {
-		if c.Status != report.StatusOK || c.Figures == nil || c.Cell.Index != i {
+		if c.Status != results.StatusOK || c.Figures == nil || c.Cell.Index != i {
 			t.Errorf("cell %d: %+v", i, c)
 		}
 	}
@@ -437,7 +438,7 @@ func TestKilledRunKeepsFinishedCells(t *testing.T) {
 	if !strings.Contains(stderr, fmt.Sprintf("%d of 20 cells already measured", len(run.Cells))) {
 		t.Errorf("resume stderr:\n%s", stderr)
 	}
-	after, err := report.ReadFile(filepath.Join(out, "killed.json"))
+	after, err := results.ReadFile(filepath.Join(out, "killed.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,11 +485,11 @@ func TestInterruptWritesWhatWasMeasured(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
 		t.Fatalf("exit: %v, want 130", err)
 	}
-	run, err := report.ReadFile(path)
+	run, err := results.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Footer == nil || run.Footer.Status != report.StatusInterrupted || run.Footer.OK < 1 {
+	if run.Footer == nil || run.Footer.Status != results.StatusInterrupted || run.Footer.OK < 1 {
 		t.Fatalf("footer %+v", run.Footer)
 	}
 	if !strings.Contains(stdout.String(), "| 1000 | 1 |") {
@@ -660,7 +661,7 @@ func TestTextPromptsAreCountedExactly(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	run, err := report.ReadFile(filepath.Join(out, "text.json"))
+	run, err := results.ReadFile(filepath.Join(out, "text.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -752,12 +753,12 @@ func TestServerFailureKeepsEarlierCells(t *testing.T) {
 			if !strings.Contains(stderr, "genload run: cell L=1000,B=4: ") || !strings.Contains(stderr, tc.want) {
 				t.Errorf("stderr lacks the failing cell and %q:\n%s", tc.want, stderr)
 			}
-			run, err := report.ReadFile(filepath.Join(out, "f.json"))
+			run, err := results.ReadFile(filepath.Join(out, "f.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(run.Cells) != 3 || run.Cells[0].Status != report.StatusOK || run.Cells[1].Status != report.StatusOK ||
-				run.Cells[2].Status != report.StatusError || run.Cells[2].Error == "" {
+			if len(run.Cells) != 3 || run.Cells[0].Status != results.StatusOK || run.Cells[1].Status != results.StatusOK ||
+				run.Cells[2].Status != results.StatusError || run.Cells[2].Error == "" {
 				t.Fatalf("cells: %+v", run.Cells)
 			}
 			if !strings.Contains(stdout, "| 1000 | 2 |") || !strings.Contains(stdout, "✗ L=1000,B=4:") {
@@ -805,7 +806,7 @@ func TestPrecedenceDefaultsFileFlags(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	run, err := report.ReadFile(filepath.Join(out, "p.json"))
+	run, err := results.ReadFile(filepath.Join(out, "p.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/merge"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/run"
 	"github.com/genload/genload/host/shard"
 )
@@ -52,7 +53,7 @@ wrong; a shard that was killed is named with the command that continues it.`,
 	if filepath.Ext(path) != ".json" {
 		return exitcode.Errorf(exitcode.Usage, "-o %s: want a .json file", path)
 	}
-	if err := report.WriteJSON(path, res.Run); err != nil {
+	if err := results.WriteJSON(path, res.Run); err != nil {
 		return err
 	}
 	csv := strings.TrimSuffix(path, ".json") + ".csv"

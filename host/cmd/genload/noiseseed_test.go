@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -45,7 +45,7 @@ noise = "burst-cv=0.05,seed=1"
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	conf := engine.Noise{BurstCV: 0.05, SlowFactor: 1, Seed: 1}
-	r, err := report.ReadFile(filepath.Join(out, "bn.json"))
+	r, err := results.ReadFile(filepath.Join(out, "bn.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

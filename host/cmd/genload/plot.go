@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 func cmdPlot(ctx context.Context, args []string, e *env) error {
@@ -31,7 +32,7 @@ gives results/a.png and results/a.svg; two files give results/a-vs-<second run i
 	if len(files) < 1 || len(files) > 2 {
 		return exitcode.Errorf(exitcode.Usage, "need one results file, or two (before, after); got %d (see 'genload plot --help')", len(files))
 	}
-	runs, err := report.ReadRuns(files)
+	runs, err := results.ReadRuns(files)
 	if err != nil {
 		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
@@ -46,7 +47,7 @@ gives results/a.png and results/a.svg; two files give results/a-vs-<second run i
 			*prefix += "-vs-" + second
 		}
 	}
-	p, err := report.LatencyPlot(runs...)
+	p, err := compare.LatencyPlot(runs...)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/tokenizer"
 )
 
@@ -79,14 +79,14 @@ func TestUntilCVKeepGoingFromTheFile(t *testing.T) {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitcode.TargetFailed, stdout, stderr)
 	}
 	path := filepath.Join(out, "kg.json")
-	r, err := report.ReadFile(path)
+	r, err := results.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	values := map[[2]int][]float64{}
 	for _, c := range r.Cells {
 		k := [2]int{c.Cell.SeqLen, c.Cell.Batch}
-		if c.Status == report.StatusOK && c.Figures.PerForward.N > 0 { // -race may leave a repeat untimed
+		if c.Status == results.StatusOK && c.Figures.PerForward.N > 0 { // -race may leave a repeat untimed
 			values[k] = append(values[k], float64(c.Figures.PerForward.Mean))
 		}
 	}

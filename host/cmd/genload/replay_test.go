@@ -69,7 +69,7 @@ func TestReplayThenGap(t *testing.T) {
 	mb, _ = json.Marshal(m)
 	os.WriteFile(model, mb, 0o644)
 	code, _, errs = cli(t, context.Background(), "gap", model, filepath.Join(dir, "rp.json"))
-	if code != exitcode.InvalidConfig || !strings.Contains(errs, "NOT comparable: time scale differs: model "+model+" 0.2 / replay "+filepath.Join(dir, "rp.json")+" 0.01") {
+	if code != exitcode.InvalidConfig || !strings.Contains(errs, "NOT comparable: different engine time scale: model "+model+" 0.2 / replay "+filepath.Join(dir, "rp.json")+" 0.01") {
 		t.Errorf("another time scale: exit %d, %s", code, errs)
 	}
 	m.Engine, m.Range.Batch = eng, [2]int{2, 256}

@@ -7,6 +7,7 @@ import (
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/htmlreport"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/run"
 )
 
@@ -58,9 +59,9 @@ followed by how each cell's repeats ended (its fixed count or stopping rule).`,
 			return exitcode.With(exitcode.InvalidConfig, err)
 		}
 	}
-	var runs []*report.Run
+	var runs []*results.Run
 	if len(files) > 0 {
-		if runs, err = report.ReadRuns(files); err != nil {
+		if runs, err = results.ReadRuns(files); err != nil {
 			return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/run"
 )
 
@@ -177,7 +178,7 @@ func runConfig(fs *flag.FlagSet, f *runFlags) (*config.Config, error) {
 		}
 		if *f.cfgPath == "" {
 			// The run's own configuration, as recorded in its header.
-			prev, err := report.ReadFile(*f.resume)
+			prev, err := results.ReadFile(*f.resume)
 			if err != nil {
 				return nil, exitcode.With(exitcode.InvalidConfig, err)
 			}

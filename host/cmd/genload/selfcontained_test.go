@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/internal/testplugins"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // A genload built as a user builds it, copied alone into an empty directory and run from
@@ -49,7 +49,7 @@ func TestCopiedBinaryRunsFromAnEmptyDirectory(t *testing.T) {
 	if err := run.Run(); err != nil {
 		t.Fatalf("the copied genload: %v\n%s", err, stderr.String())
 	}
-	res, err := report.ReadFile(filepath.Join(empty, "results", "copied.json"))
+	res, err := results.ReadFile(filepath.Join(empty, "results", "copied.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestCopiedBinaryRunsFromAnEmptyDirectory(t *testing.T) {
 		}
 	}
 	p := res.Header.Plugins["lengths"]
-	if len(res.Cells) != 1 || res.Cells[0].Status != report.StatusOK || p.Path != "builtin:gamma.wasm" || p.SHA256 != gammaSum || gammaSum == "" {
+	if len(res.Cells) != 1 || res.Cells[0].Status != results.StatusOK || p.Path != "builtin:gamma.wasm" || p.SHA256 != gammaSum || gammaSum == "" {
 		t.Fatalf("cells %+v, lengths plugin %+v; want one ok cell with builtin:gamma.wasm, sha256 %s", res.Cells, p, gammaSum)
 	}
 	ents, _ := os.ReadDir(empty)

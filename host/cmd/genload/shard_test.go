@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // Two shards run through the CLI — one with its index from JOB_COMPLETION_INDEX, as in a pod
@@ -39,7 +39,7 @@ func TestRunShardsAndMergeThroughTheCLI(t *testing.T) {
 	if code != exitcode.OK || !strings.Contains(errs, "merged 2 shards, 4 cells") || !strings.Contains(table, "| 1000 | 2 |") {
 		t.Fatalf("merge: exit %d\n%s%s", code, table, errs)
 	}
-	r, err := report.ReadFile(merged)
+	r, err := results.ReadFile(merged)
 	if err != nil || len(r.Cells) != 4 || r.Header.RunID != "n" || r.Footer.OK != 4 {
 		t.Fatalf("merged: %v %+v", err, r)
 	}
@@ -158,11 +158,11 @@ func TestEmptyShardStartsNoEngineAndMerges(t *testing.T) {
 	if want := "shard 2/3 of a 2-cell matrix is empty: nothing to measure, no engine started\n  results → " + empty + ".jsonl\n"; !strings.Contains(errs[2], want) {
 		t.Errorf("shard 2/3 stderr lacks %q:\n%s", want, errs[2])
 	}
-	r, err := report.ReadFile(empty + ".json")
+	r, err := results.ReadFile(empty + ".json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := r.Header; len(h.Cells) != 0 || h.Shard == nil || h.Shard.MatrixCells != 2 || h.Target != "" || h.Engine != nil || h.Model != "" || r.Footer == nil || r.Footer.Status != report.StatusOK {
+	if h := r.Header; len(h.Cells) != 0 || h.Shard == nil || h.Shard.MatrixCells != 2 || h.Target != "" || h.Engine != nil || h.Model != "" || r.Footer == nil || r.Footer.Status != results.StatusOK {
 		t.Errorf("empty shard: cells %v, shard %+v, target %q, engine %v, model %q, footer %+v", h.Cells, h.Shard, h.Target, h.Engine, h.Model, r.Footer)
 	}
 	merged := filepath.Join(out, "e.json")
@@ -170,7 +170,7 @@ func TestEmptyShardStartsNoEngineAndMerges(t *testing.T) {
 	if code != exitcode.OK || !strings.Contains(e, "merged 3 shards, 2 cells") {
 		t.Fatalf("merge: exit %d\n%s", code, e)
 	}
-	m, err := report.ReadFile(merged)
+	m, err := results.ReadFile(merged)
 	if err != nil || len(m.Cells) != 2 || m.Footer.OK != 2 || len(strings.Split(m.Header.Target, ", ")) != 2 || strings.HasSuffix(m.Header.Target, ", ") {
 		t.Fatalf("merged (%v): %d cells, target %q, footer %+v", err, len(m.Cells), m.Header.Target, m.Footer)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/steplog"
 	"github.com/genload/genload/host/steplog/cellcheck"
 )
@@ -103,7 +103,7 @@ func cmdSteplog(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return exitcode.Errorf(exitcode.Usage, "--tz %q: %v", *tz, err)
 	}
-	run, err := report.ReadFile(pos[0])
+	run, err := results.ReadFile(pos[0])
 	if err != nil {
 		return exitcode.With(exitcode.InvalidConfig, err) // an unreadable or invalid input file
 	}
@@ -122,7 +122,7 @@ func cmdSteplog(ctx context.Context, args []string, e *env) error {
 	}
 	res.WriteSummary(e.stderr)
 	if *out != "" {
-		if err := report.WriteJSON(*out, res.Attached()); err != nil {
+		if err := results.WriteJSON(*out, res.Attached()); err != nil {
 			return err
 		}
 	}

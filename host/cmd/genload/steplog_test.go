@@ -15,7 +15,7 @@ import (
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/steplog/cellcheck"
 )
 
@@ -53,7 +53,7 @@ batch_sizes = [1, 4]
 		!strings.Contains(stderr, " 0 malformed") {
 		t.Errorf("steplog output:\n%s\n%s", stdout, stderr)
 	}
-	run, err := report.ReadFile(outPath)
+	run, err := results.ReadFile(outPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,14 +110,14 @@ func TestGPUTimeCommand(t *testing.T) {
 	// 0.0444; warmups 2 × 16 s = 0.0089; measured 2 × 55 s = 0.0306.
 	dir := t.TempDir()
 	path := filepath.Join(dir, "a.json")
-	mk := func(l, b int, wall, warm, meas time.Duration) report.Cell {
-		return report.Cell{Type: "cell", Cell: matrix.Cell{SeqLen: l, Batch: b}, Status: report.StatusOK, Elapsed: report.Millis(wall),
-			WarmupElapsed: report.Millis(warm), MeasuredElapsed: report.Millis(meas)}
+	mk := func(l, b int, wall, warm, meas time.Duration) results.Cell {
+		return results.Cell{Type: "cell", Cell: matrix.Cell{SeqLen: l, Batch: b}, Status: results.StatusOK, Elapsed: results.Millis(wall),
+			WarmupElapsed: results.Millis(warm), MeasuredElapsed: results.Millis(meas)}
 	}
-	run := &report.Run{Header: report.Header{Type: "header", Schema: report.Schema, RunID: "a"},
-		Cells:  []report.Cell{mk(1000, 1, 30*time.Second, 6*time.Second, 20*time.Second), mk(1000, 8, 50*time.Second, 10*time.Second, 35*time.Second)},
-		Footer: &report.Footer{Type: "footer", Elapsed: report.Millis(100 * time.Second), Status: "ok"}}
-	if err := report.WriteJSON(path, run); err != nil {
+	run := &results.Run{Header: results.Header{Type: "header", Schema: results.Schema, RunID: "a"},
+		Cells:  []results.Cell{mk(1000, 1, 30*time.Second, 6*time.Second, 20*time.Second), mk(1000, 8, 50*time.Second, 10*time.Second, 35*time.Second)},
+		Footer: &results.Footer{Type: "footer", Elapsed: results.Millis(100 * time.Second), Status: "ok"}}
+	if err := results.WriteJSON(path, run); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := cli(t, context.Background(), "gpu-time", "--gpus", "2", path)
@@ -139,13 +139,13 @@ func TestGPUTimeCommand(t *testing.T) {
 func synthRun(t *testing.T, t0 time.Time) (runPath, logPath string) {
 	t.Helper()
 	dir := t.TempDir()
-	run := &report.Run{Header: report.Header{Type: "header", Started: t0}}
+	run := &results.Run{Header: results.Header{Type: "header", Started: t0}}
 	for k := range 2 {
-		run.Cells = append(run.Cells, report.Cell{Type: "cell", Cell: matrix.Cell{SeqLen: 1000, Batch: 2}, Status: report.StatusOK,
-			Started: t0.Add(time.Duration(k) * 100 * time.Millisecond), Elapsed: report.Millis(100 * time.Millisecond), Repeat: k + 1})
+		run.Cells = append(run.Cells, results.Cell{Type: "cell", Cell: matrix.Cell{SeqLen: 1000, Batch: 2}, Status: results.StatusOK,
+			Started: t0.Add(time.Duration(k) * 100 * time.Millisecond), Elapsed: results.Millis(100 * time.Millisecond), Repeat: k + 1})
 	}
 	runPath = filepath.Join(dir, "run.json")
-	if err := report.WriteJSON(runPath, run); err != nil {
+	if err := results.WriteJSON(runPath, run); err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder

@@ -12,11 +12,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/gputime"
 	"github.com/genload/genload/host/internal/testplugins"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/tokenizer"
 )
 
@@ -109,21 +110,21 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 						b.Fatalf("%s %v: exit %d\n%s", runID, args, code, stderr)
 					}
 				}
-				read := func(name string) *report.Run {
-					r, err := report.ReadFile(filepath.Join(out, name+".json"))
+				read := func(name string) *results.Run {
+					r, err := results.ReadFile(filepath.Join(out, name+".json"))
 					if err != nil {
 						b.Fatal(err)
 					}
 					return r
 				}
 				runCLI(start(engine.DefaultNoise(), 0, nil), id+"-truth")
-				truth := map[report.CellKey]float64{}
+				truth := map[compare.CellKey]float64{}
 				for _, c := range read(id + "-truth").Cells {
-					if c.Status == report.StatusOK && c.Figures != nil && c.Figures.PerForward.N > 0 {
-						truth[report.CellKey{SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch}] = float64(c.Figures.PerForward.Mean) * (1 + noise.SlowProb*(noise.SlowFactor-1))
+					if c.Status == results.StatusOK && c.Figures != nil && c.Figures.PerForward.N > 0 {
+						truth[compare.CellKey{SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch}] = float64(c.Figures.PerForward.Mean) * (1 + noise.SlowProb*(noise.SlowFactor-1))
 					}
 				}
-				metrics := func(p string, c *report.Consistency, runs []*report.Run, busy *busyTime) {
+				metrics := func(p string, c *compare.Consistency, runs []*results.Run, busy *busyTime) {
 					b.ReportMetric(busy.seconds(), p+"-busy-s")
 					b.ReportMetric(100*c.MedianCV, p+"-median-cv-%")
 					b.ReportMetric(100*c.MaxCV, p+"-max-cv-%")
@@ -149,11 +150,11 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 				fixedBusy := new(busyTime)
 				runCLI(start(noise, noise.Seed, fixedBusy), id+"-fixed", "--repeat", "5")
 				fixed := read(id + "-fixed")
-				fc, err := report.ConsistentRepeats(fixed)
+				fc, err := compare.ConsistentRepeats(fixed)
 				if err != nil {
 					b.Fatal(err)
 				}
-				metrics("fixed5", fc, []*report.Run{fixed}, fixedBusy)
+				metrics("fixed5", fc, []*results.Run{fixed}, fixedBusy)
 				for k, a := range v.adaptive {
 					if *untilCVOnly != "" && a[0] != *untilCVOnly {
 						continue
@@ -162,11 +163,11 @@ func BenchmarkPerfUntilCV(b *testing.B) {
 					busy := new(busyTime)
 					runCLI(start(noise, noise.Seed+uint64(k+1), busy), name, a[1:]...)
 					until := read(name)
-					uc, err := report.ConsistentRepeats(until)
+					uc, err := compare.ConsistentRepeats(until)
 					if err != nil {
 						b.Fatal(err)
 					}
-					metrics(a[0], uc, []*report.Run{until}, busy)
+					metrics(a[0], uc, []*results.Run{until}, busy)
 				}
 			}
 		})

@@ -10,7 +10,7 @@ import (
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/repeat"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"gonum.org/v1/gonum/stat"
 )
 
@@ -37,11 +37,11 @@ noise = "burst-cv=0.3,seed=3"
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	run, err := report.ReadFile(filepath.Join(out, "ucv.json"))
+	run, err := results.ReadFile(filepath.Join(out, "ucv.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (report.StoppingRule{TargetCV: 0.02, MinRepeats: 2, MaxRepeats: 3, Confidence: 0.8}); run.Header.UntilCV == nil || *run.Header.UntilCV != want {
+	if want := (results.StoppingRule{TargetCV: 0.02, MinRepeats: 2, MaxRepeats: 3, Confidence: 0.8}); run.Header.UntilCV == nil || *run.Header.UntilCV != want {
 		t.Errorf("header until_cv %+v, want %+v", run.Header.UntilCV, want)
 	}
 	if len(run.Cells) != 12 || run.Footer.OK != 12 {

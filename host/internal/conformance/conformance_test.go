@@ -14,6 +14,7 @@ import (
 	"github.com/genload/genload/host/internal/testplugins"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/run"
 	"github.com/genload/genload/host/sse"
 	"github.com/genload/genload/host/tokenizer"
@@ -44,7 +45,7 @@ type row struct {
 	genload func(*config.Config)
 	// check holds the behaviour-specific truths, cell by cell (truth.seqs is 0 when the
 	// cell sent no measured request).
-	check func(t *testing.T, c *report.Cell, tr *cellTruth)
+	check func(t *testing.T, c *results.Cell, tr *cellTruth)
 	// checkRun looks at the whole run (its error and output), when given.
 	checkRun func(t *testing.T, res *run.Result, err error, out string)
 	// servers is the number of engines (default 1); with more, genload routes over them
@@ -60,7 +61,7 @@ type row struct {
 	// figure the expectation leaves present must be there and within the tolerance of the
 	// engine's truth over the forward passes it timed; one it expects absent must be absent
 	// with a reason containing the expected text, among the cell's warnings.
-	expect func(r row, c *report.Cell, tr *cellTruth) expectation
+	expect func(r row, c *results.Cell, tr *cellTruth) expectation
 	// failing lets cells fail without figures (the row's check says how they fail).
 	failing bool
 	// plain keeps the engine's own chunking: without it every chunk is merged with its
@@ -78,7 +79,7 @@ type expectation struct{ fwd, window string }
 // defaultExpect: both figures present, except that a cell whose every sequence left the
 // counted set (none generated max_tokens, per the engine) has neither, and sequences routed
 // over several servers share no batch.
-func defaultExpect(r row, c *report.Cell, tr *cellTruth) expectation {
+func defaultExpect(r row, c *results.Cell, tr *cellTruth) expectation {
 	var e expectation
 	if tr.normal == 0 {
 		e = expectation{fwd: "no sequence ran its max_tokens", window: "no counted sequences"}
@@ -131,7 +132,7 @@ func rows() []row {
 		{name: "late-histogram", quirks: "late-histogram", check: metricsFwdOnFirstCell},
 		// Two at a time, the eight sequences never all decode together: no full-batch window.
 		{name: "max-num-seqs-2", engine: func(c *engine.Config) { c.MaxNumSeqs = 2 }, check: batchNotReached(2),
-			expect: func(r row, c *report.Cell, tr *cellTruth) expectation {
+			expect: func(r row, c *results.Cell, tr *cellTruth) expectation {
 				if c.Cell.Batch > 2 {
 					return expectation{window: "finished before the last one received its first token"}
 				}
@@ -240,7 +241,7 @@ func TestConformance(t *testing.T) {
 				}
 				if r.check != nil {
 					r.check(t, c, tr)
-				} else if c.Status != report.StatusOK {
+				} else if c.Status != results.StatusOK {
 					t.Errorf("%s: status %s: %s", c.Cell.Key(), c.Status, c.Error)
 				}
 			}
@@ -329,7 +330,7 @@ func runRow(t *testing.T, r row, tok *tokenizer.Tokenizer) (*run.Result, string,
 // (and the full-batch window inside the steps where every counted sequence decoded); a
 // figure e expects absent is absent, with a reason that contains e's text among the cell's
 // warnings.
-func headline(t *testing.T, c *report.Cell, tr *cellTruth, e expectation) {
+func headline(t *testing.T, c *results.Cell, tr *cellTruth, e expectation) {
 	t.Helper()
 	f := c.Figures
 	key := c.Cell.Key()
@@ -365,7 +366,7 @@ func headline(t *testing.T, c *report.Cell, tr *cellTruth, e expectation) {
 	}
 }
 
-func inWarnings(c *report.Cell, s string) bool {
+func inWarnings(c *results.Cell, s string) bool {
 	for _, w := range c.Warnings {
 		if strings.Contains(w, s) {
 			return true
@@ -375,7 +376,7 @@ func inWarnings(c *report.Cell, s string) bool {
 }
 
 // logCell logs what genload printed for the cell next to the truth (the before/after record).
-func logCell(t *testing.T, c *report.Cell, tr *cellTruth) {
+func logCell(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
 	f := c.Figures
 	if f == nil {
@@ -397,9 +398,9 @@ func logCell(t *testing.T, c *report.Cell, tr *cellTruth) {
 // Behaviour-specific truths.
 
 // allTokens: every sequence is counted with max_tokens tokens, the cell is ok.
-func allTokens(t *testing.T, c *report.Cell, tr *cellTruth) {
+func allTokens(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
-	if c.Status != report.StatusOK || c.Figures == nil {
+	if c.Status != results.StatusOK || c.Figures == nil {
 		t.Errorf("%s: status %s: %s", c.Cell.Key(), c.Status, c.Error)
 		return
 	}
@@ -410,14 +411,14 @@ func allTokens(t *testing.T, c *report.Cell, tr *cellTruth) {
 
 // partialWhenAbnormal: a cell with a sequence that did not generate exactly max_tokens
 // (none, fewer, more) is "partial" with counted/B in its warnings (or table); else ok.
-func partialWhenAbnormal(t *testing.T, c *report.Cell, tr *cellTruth) {
+func partialWhenAbnormal(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
 	if tr.seqs == 0 || c.Figures == nil {
 		t.Errorf("%s: status %s: %s", c.Cell.Key(), c.Status, c.Error)
 		return
 	}
 	if tr.normal == c.Cell.Batch {
-		if c.Status != report.StatusOK {
+		if c.Status != results.StatusOK {
 			t.Errorf("%s: every sequence normal, status %s", c.Cell.Key(), c.Status)
 		}
 		return
@@ -432,16 +433,16 @@ func partialWhenAbnormal(t *testing.T, c *report.Cell, tr *cellTruth) {
 
 // truncated: a cell whose prompts the server cut (prompt > C − max_tokens) is an error
 // naming truncation; the others are ok.
-func truncated(ctx int) func(*testing.T, *report.Cell, *cellTruth) {
-	return func(t *testing.T, c *report.Cell, tr *cellTruth) {
+func truncated(ctx int) func(*testing.T, *results.Cell, *cellTruth) {
+	return func(t *testing.T, c *results.Cell, tr *cellTruth) {
 		t.Helper()
 		if c.Lengths.Max <= ctx-tr.maxTokens {
-			if c.Status != report.StatusOK {
+			if c.Status != results.StatusOK {
 				t.Errorf("%s: no prompt cut, status %s: %s", c.Cell.Key(), c.Status, c.Error)
 			}
 			return
 		}
-		if c.Status != report.StatusError || !strings.Contains(c.Error, "truncat") {
+		if c.Status != results.StatusError || !strings.Contains(c.Error, "truncat") {
 			t.Errorf("%s: prompts up to %d tokens cut to %d by the server: status %s, error %q", c.Cell.Key(), c.Lengths.Max, ctx-tr.maxTokens, c.Status, c.Error)
 		}
 	}
@@ -449,8 +450,8 @@ func truncated(ctx int) func(*testing.T, *report.Cell, *cellTruth) {
 
 // truncatedOn: like truncated, for the prompts routed to one worker (the others see the
 // configured context).
-func truncatedOn(worker, ctx int) func(*testing.T, *report.Cell, *cellTruth) {
-	return func(t *testing.T, c *report.Cell, tr *cellTruth) {
+func truncatedOn(worker, ctx int) func(*testing.T, *results.Cell, *cellTruth) {
+	return func(t *testing.T, c *results.Cell, tr *cellTruth) {
 		t.Helper()
 		cut := 0
 		for i, l := range c.Lengths.Each {
@@ -459,19 +460,19 @@ func truncatedOn(worker, ctx int) func(*testing.T, *report.Cell, *cellTruth) {
 			}
 		}
 		if cut == 0 {
-			if c.Status != report.StatusOK {
+			if c.Status != results.StatusOK {
 				t.Errorf("%s: no prompt cut, status %s: %s", c.Cell.Key(), c.Status, c.Error)
 			}
 			return
 		}
-		if c.Status != report.StatusError || !strings.Contains(c.Error, "truncat") {
+		if c.Status != results.StatusError || !strings.Contains(c.Error, "truncat") {
 			t.Errorf("%s: %d prompts cut to %d by worker %d: status %s, error %q", c.Cell.Key(), cut, ctx-tr.maxTokens, worker, c.Status, c.Error)
 		}
 	}
 }
 
 // exactPrompts: text prompts are counted by the server as genload built them.
-func exactPrompts(t *testing.T, c *report.Cell, tr *cellTruth) {
+func exactPrompts(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
 	allTokens(t, c, tr)
 	if c.PromptTokenDeviation != 0 {
@@ -501,7 +502,7 @@ func namesSettings(keys ...string) func(*testing.T, *run.Result, error, string) 
 }
 
 // attainmentUnknown: without /metrics every cell says attainment is unknown.
-func attainmentUnknown(t *testing.T, c *report.Cell, tr *cellTruth) {
+func attainmentUnknown(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
 	allTokens(t, c, tr)
 	if !inWarnings(c, "attainment") || !inWarnings(c, "unknown") {
@@ -511,7 +512,7 @@ func attainmentUnknown(t *testing.T, c *report.Cell, tr *cellTruth) {
 
 // metricsFwdOnFirstCell: the server-side step time is present on every cell, the first too
 // (its histogram appears with the first cell's observations).
-func metricsFwdOnFirstCell(t *testing.T, c *report.Cell, tr *cellTruth) {
+func metricsFwdOnFirstCell(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
 	allTokens(t, c, tr)
 	if c.Server == nil || !c.Server.Steps.HasStepTime {
@@ -520,7 +521,7 @@ func metricsFwdOnFirstCell(t *testing.T, c *report.Cell, tr *cellTruth) {
 }
 
 // scrapedEach: routed over several servers, each server's /metrics is scraped and combined.
-func scrapedEach(t *testing.T, c *report.Cell, tr *cellTruth) {
+func scrapedEach(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
 	allTokens(t, c, tr)
 	if c.Server == nil || c.Server.Occupancy.Samples == 0 {
@@ -530,7 +531,7 @@ func scrapedEach(t *testing.T, c *report.Cell, tr *cellTruth) {
 
 // metricsFwd: the server-side step time from /metrics ("metrics fwd") is within the
 // tolerance of the engine's truth, or absent with its reason among the warnings.
-func metricsFwd(t *testing.T, c *report.Cell, tr *cellTruth) {
+func metricsFwd(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
 	allTokens(t, c, tr)
 	if c.Server == nil || !c.Server.Steps.HasStepTime {
@@ -546,7 +547,7 @@ func metricsFwd(t *testing.T, c *report.Cell, tr *cellTruth) {
 
 // headerFwd: the figure from the timing headers ("hdr fwd") is within the tolerance of the
 // engine's truth, or absent with its reason among the warnings.
-func headerFwd(t *testing.T, c *report.Cell, tr *cellTruth) {
+func headerFwd(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
 	allTokens(t, c, tr)
 	h := c.Figures.Header
@@ -566,24 +567,24 @@ func headerFwd(t *testing.T, c *report.Cell, tr *cellTruth) {
 
 // batchNotReached: a server that runs at most n sequences at once makes every cell with
 // B > n partial (every sequence counted, the warning naming the batch of n).
-func batchNotReached(n int) func(*testing.T, *report.Cell, *cellTruth) {
-	return func(t *testing.T, c *report.Cell, tr *cellTruth) {
+func batchNotReached(n int) func(*testing.T, *results.Cell, *cellTruth) {
+	return func(t *testing.T, c *results.Cell, tr *cellTruth) {
 		t.Helper()
 		if c.Cell.Batch <= n {
 			allTokens(t, c, tr)
 			return
 		}
 		// Every sequence ran its max_tokens, but never all B at once: partial, figures kept.
-		if f := c.Figures; c.Status != report.StatusPartial || f == nil || f.Counted != c.Cell.Batch || !inWarnings(c, fmt.Sprintf("at most %d sequences at once", n)) {
+		if f := c.Figures; c.Status != results.StatusPartial || f == nil || f.Counted != c.Cell.Batch || !inWarnings(c, fmt.Sprintf("at most %d sequences at once", n)) {
 			t.Errorf("%s: the server ran at most %d sequences at once: status %s, warnings %q", c.Cell.Key(), n, c.Status, c.Warnings)
 		}
 	}
 }
 
 // tableRow is the cell's row of the results table (report.Table over the cell alone).
-func tableRow(c *report.Cell) string {
+func tableRow(c *results.Cell) string {
 	var b strings.Builder
-	report.Table(&b, &report.Run{Cells: []report.Cell{*c}})
+	report.Table(&b, &results.Run{Cells: []results.Cell{*c}})
 	for _, l := range strings.Split(b.String(), "\n") {
 		if strings.HasPrefix(l, fmt.Sprintf("| %5d |", c.Cell.SeqLen)) || strings.HasPrefix(l, fmt.Sprintf("| %d |", c.Cell.SeqLen)) {
 			return l
@@ -593,7 +594,7 @@ func tableRow(c *report.Cell) string {
 }
 
 // inTable reports whether the cell's table row has a column reading exactly want.
-func inTable(c *report.Cell, want string) bool {
+func inTable(c *results.Cell, want string) bool {
 	for _, col := range strings.Split(tableRow(c), "|") {
 		if strings.TrimSpace(col) == want {
 			return true
@@ -603,9 +604,9 @@ func inTable(c *report.Cell, want string) bool {
 }
 
 // stallCell: the cell whose stream stopped fails with a stall error.
-func stallCell(t *testing.T, c *report.Cell, tr *cellTruth) {
+func stallCell(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
-	if c.Status != report.StatusError || !strings.Contains(c.Error, "stall") {
+	if c.Status != results.StatusError || !strings.Contains(c.Error, "stall") {
 		t.Errorf("%s: status %s, error %q: want a stall error", c.Cell.Key(), c.Status, c.Error)
 	}
 }
@@ -621,10 +622,10 @@ func stallDetected(t *testing.T, res *run.Result, err error, out string) {
 
 // bodyLimit: a cell whose request body exceeds the server's limit fails with an error that
 // gives the body's size.
-func bodyLimit(limit int) func(*testing.T, *report.Cell, *cellTruth) {
-	return func(t *testing.T, c *report.Cell, tr *cellTruth) {
+func bodyLimit(limit int) func(*testing.T, *results.Cell, *cellTruth) {
+	return func(t *testing.T, c *results.Cell, tr *cellTruth) {
 		t.Helper()
-		if c.Status == report.StatusOK {
+		if c.Status == results.StatusOK {
 			return
 		}
 		if !strings.Contains(c.Error, "bytes") && !strings.Contains(c.Error, "MB") && !strings.Contains(c.Error, "kB") {
@@ -635,8 +636,8 @@ func bodyLimit(limit int) func(*testing.T, *report.Cell, *cellTruth) {
 
 // countedBy: allTokens or partialWhenAbnormal as the engine's truth says, and every timed
 // sequence's forward passes rest on the evidence given (a measure Counts constant).
-func countedBy(evidence string) func(*testing.T, *report.Cell, *cellTruth) {
-	return func(t *testing.T, c *report.Cell, tr *cellTruth) {
+func countedBy(evidence string) func(*testing.T, *results.Cell, *cellTruth) {
+	return func(t *testing.T, c *results.Cell, tr *cellTruth) {
 		t.Helper()
 		if tr.normal == c.Cell.Batch {
 			allTokens(t, c, tr)
@@ -652,8 +653,8 @@ func countedBy(evidence string) func(*testing.T, *report.Cell, *cellTruth) {
 // metricConstant: a server whose per-token metric echoes d reads d in metrics fwd whatever
 // the steps took, while the client's figures hold (headline), and the cell's warnings name
 // the metrics figure.
-func metricConstant(d time.Duration) func(*testing.T, *report.Cell, *cellTruth) {
-	return func(t *testing.T, c *report.Cell, tr *cellTruth) {
+func metricConstant(d time.Duration) func(*testing.T, *results.Cell, *cellTruth) {
+	return func(t *testing.T, c *results.Cell, tr *cellTruth) {
 		t.Helper()
 		allTokens(t, c, tr)
 		if c.Server == nil || !c.Server.Steps.HasStepTime {
@@ -672,7 +673,7 @@ func metricConstant(d time.Duration) func(*testing.T, *report.Cell, *cellTruth) 
 // serverTimings: llama.cpp's own timings of each sequence (its final chunk's "timings") give
 // the server's figure, within the tolerance of the engine's truth over all of each
 // sequence's forward passes.
-func serverTimings(t *testing.T, c *report.Cell, tr *cellTruth) {
+func serverTimings(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
 	allTokens(t, c, tr)
 	st := c.Figures.ServerTimings
@@ -689,7 +690,7 @@ func serverTimings(t *testing.T, c *report.Cell, tr *cellTruth) {
 // eval_count (the sequence's own usage), and ollama's eval_duration per forward pass of each
 // sequence (the server's figure) within the tolerance of the engine's truth over all of its
 // forward passes.
-func ollamaNative(t *testing.T, c *report.Cell, tr *cellTruth) {
+func ollamaNative(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
 	countedBy(measure.CountsTokenizer)(t, c, tr)
 	f := c.Figures
@@ -728,7 +729,7 @@ func chosenAPI(want string) func(*testing.T, *run.Result, error, string) {
 }
 
 // notLate: allTokens, and no warning that the first chunks arrived late.
-func notLate(t *testing.T, c *report.Cell, tr *cellTruth) {
+func notLate(t *testing.T, c *results.Cell, tr *cellTruth) {
 	t.Helper()
 	allTokens(t, c, tr)
 	if inWarnings(c, "first chunks of") {
@@ -843,7 +844,7 @@ type cellTruth struct {
 
 // of returns the truth of cell c: the sequences of measured requests (the run's max_tokens
 // asked) that arrived while c ran, each matched to its sequence in the cell (see match).
-func (l *truthLog) of(c *report.Cell) *cellTruth {
+func (l *truthLog) of(c *results.Cell) *cellTruth {
 	from := float64(c.Started.Sub(l.logs[0].start)) / 1e6
 	to := from + float64(time.Duration(c.Elapsed))/1e6
 	tr := &cellTruth{maxTokens: l.maxTokens}
@@ -932,7 +933,7 @@ func (l *truthLog) of(c *report.Cell) *cellTruth {
 // prompt length (c.Lengths.Each) — prompts of the same length on one server (clamped to the
 // shortest) are paired in order, which moves the truth only when their timed forward passes
 // differ — or, for a prompt the server cut, its longest line shorter than the prompt.
-func (l *truthLog) match(c *report.Cell, lines []seqLine) map[int]seqLine {
+func (l *truthLog) match(c *results.Cell, lines []seqLine) map[int]seqLine {
 	out := map[int]seqLine{}
 	reqs := map[[2]int]int{}
 	for _, s := range lines {

@@ -241,12 +241,12 @@ func firstReached(g map[string]pkg, from string, target func(string) bool) (pkgs
 
 func TestMeasureAndReportImportNoTransport(t *testing.T) {
 	// Figures and results are computed from recorded values; linking an HTTP client into them
-	// means report, consistency, diff and plot can only be built with one. host/recording and
+	// means results, report, consistency, diff and plot can only be built with one. host/recording and
 	// host/scrape/metrics, the values themselves, are held to the same rule. There is no
 	// exception: a package here that needs a transport's value type gets it moved out of the
 	// transport (as metrics was out of scrape).
 	g := graph(t)
-	for _, p := range []string{"host/recording", "host/scrape/metrics", "host/measure", "host/report",
+	for _, p := range []string{"host/recording", "host/scrape/metrics", "host/measure", "host/results", "host/report", "host/compare",
 		"host/plan", "host/lengths", "host/latmodel", "host/htmlreport", "host/steplog", "host/steplog/cellcheck", "host/gputime",
 		"host/merge", "host/shard", "host/repeat", "host/stats", "host/chart"} {
 		if _, ok := g[mod+p]; !ok {
@@ -256,6 +256,37 @@ func TestMeasureAndReportImportNoTransport(t *testing.T) {
 		if got, chains := firstReached(g, mod+p, transport); len(got) > 0 {
 			t.Errorf("%s reaches the transports %v (chains: %s): move the value it needs out of the transport",
 				p, got, strings.Join(chains, "; "))
+		}
+	}
+}
+
+// resultsLayers are the packages of a run's results, lowest first: each may import those
+// before it and none after it.
+var resultsLayers = []string{
+	"host/results", // the records and their JSONL and JSON files
+	"host/report",  // what prints a run: tables, columns, CSV, legend, warnings
+	"host/compare", // what compares runs: comparability, consistency, diff, pooled repeats, plot
+}
+
+func TestResultsReportCompareAreOneWay(t *testing.T) {
+	// The records do not know how they are printed, and printing a run does not compare runs:
+	// a record type that needed the table, or a table that needed the statistics across runs,
+	// would tie the lower package to all of the higher one. The compiler forbids a cycle; this
+	// holds the direction (a move that turned report → compare around fails here), tests too.
+	g := graph(t)
+	for i, p := range resultsLayers {
+		if _, ok := g[mod+p]; !ok {
+			t.Errorf("%s does not exist: the rule checks nothing for it", p)
+			continue
+		}
+		for _, q := range resultsLayers[i+1:] {
+			if c := path(g, mod+p, func(r string) bool { return r == mod+q }); c != "" {
+				t.Errorf("%s depends on %s, which is above it: %s", p, q, shortChain(c))
+			}
+			imps := slices.Concat(g[mod+p].TestImports, g[mod+p].XTestImports)
+			if slices.Contains(imps, mod+q) {
+				t.Errorf("the tests of %s import %s, which is above it", p, q)
+			}
 		}
 	}
 }

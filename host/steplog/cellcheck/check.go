@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/steplog"
 )
 
@@ -63,7 +63,7 @@ type Result struct {
 	Rows []Row
 	// Records are the log's records (sorted by time, Offset applied).
 	Records []steplog.Record
-	run     *report.Run
+	run     *results.Run
 	p       *steplog.Parser
 	opt     Options
 }
@@ -73,7 +73,7 @@ type Result struct {
 // read, and the error, when not nil, is for after the table: the command's failure or the
 // interrupt (steplog.Parser.ReadCommand), else, when no record of the log matched the format,
 // that (exit code 1).
-func Check(ctx context.Context, run *report.Run, opt Options) (*Result, error) {
+func Check(ctx context.Context, run *results.Run, opt Options) (*Result, error) {
 	if opt.Location == nil {
 		opt.Location = time.UTC
 	}
@@ -113,7 +113,7 @@ func Check(ctx context.Context, run *report.Run, opt Options) (*Result, error) {
 
 // rows aligns recs to every cell of run that has a start time, in run order; rows with a
 // forward time carry f's notes on it.
-func rows(run *report.Run, recs []steplog.Record, f steplog.Format) []Row {
+func rows(run *results.Run, recs []steplog.Record, f steplog.Format) []Row {
 	hasFwd := f.HasFwd()
 	var rows []Row
 	for i, c := range run.Cells {
@@ -155,7 +155,7 @@ func markLost(rows []Row, lost []steplog.Lost) {
 
 // Attached returns the run with each checked cell's figures attached (Cell.StepLog): the
 // run given to Check, changed in place, for a copy to be written.
-func (r *Result) Attached() *report.Run {
+func (r *Result) Attached() *results.Run {
 	for _, row := range r.Rows {
 		fig := row.Figures
 		r.run.Cells[row.at].StepLog = &fig

@@ -11,19 +11,19 @@ import (
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/steplog"
 )
 
 // synth returns a run of two repeats of L=1000,B=2, 100 ms each from t0, and the path of a
 // genload-preset log of 10 steps per repeat, 9 ms apart: repeat 1 all at active 2 with wall
 // times 5 … 14 ms, repeat 2 at 2 in its first step only.
-func synth(t *testing.T, t0 time.Time) (*report.Run, string) {
+func synth(t *testing.T, t0 time.Time) (*results.Run, string) {
 	t.Helper()
-	run := &report.Run{Header: report.Header{Type: "header", Started: t0}}
+	run := &results.Run{Header: results.Header{Type: "header", Started: t0}}
 	for k := range 2 {
-		run.Cells = append(run.Cells, report.Cell{Type: "cell", Cell: matrix.Cell{SeqLen: 1000, Batch: 2}, Status: report.StatusOK,
-			Started: t0.Add(time.Duration(k) * 100 * time.Millisecond), Elapsed: report.Millis(100 * time.Millisecond), Repeat: k + 1})
+		run.Cells = append(run.Cells, results.Cell{Type: "cell", Cell: matrix.Cell{SeqLen: 1000, Batch: 2}, Status: results.StatusOK,
+			Started: t0.Add(time.Duration(k) * 100 * time.Millisecond), Elapsed: results.Millis(100 * time.Millisecond), Repeat: k + 1})
 	}
 	var b strings.Builder
 	for k := range 2 {
@@ -131,7 +131,7 @@ func TestCheckNotesLostRecords(t *testing.T) {
 func TestCheckHintsOffsetsAndErrors(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	run, log := synth(t, t0)
-	shifted := &report.Run{Header: run.Header}
+	shifted := &results.Run{Header: run.Header}
 	for _, c := range run.Cells {
 		c.Started = c.Started.Add(-2 * time.Hour)
 		shifted.Cells = append(shifted.Cells, c)

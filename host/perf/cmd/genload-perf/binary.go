@@ -15,7 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/genload/genload/host/perf"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 )
 
 // binaryCell is a one-cell run of the genload binary against the step server.
@@ -274,7 +274,7 @@ func (b *binaryRun) largest(c largestCell) error {
 		b.fail(fmt.Errorf("largest cell %s: %w", c.name, err))
 		return nil
 	}
-	run, err := report.ReadFile(filepath.Join(b.dir, "results", runID+".json"))
+	run, err := results.ReadFile(filepath.Join(b.dir, "results", runID+".json"))
 	if err != nil || len(run.Cells) != 1 || run.Cells[0].Client == nil {
 		b.fail(fmt.Errorf("largest cell %s: results: %v", c.name, err))
 		return nil

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/perf"
-	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape/metrics"
 )
 
@@ -97,7 +97,7 @@ func busyBench(args []string) error {
 
 // checkRun checks the results file path (perf.CheckBench) and prints the verdict.
 func checkRun(path string, share float64) error {
-	run, err := report.ReadFile(path)
+	run, err := results.ReadFile(path)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package report
+package results
 
 import (
 	"bufio"
@@ -85,9 +85,9 @@ func (w *Writer) Cell(c Cell) error {
 	return nil
 }
 
-// Finish appends the footer, closes the JSONL file and writes <run-id>.json and <run-id>.csv.
-// It returns the paths written.
-func (w *Writer) Finish(status string, runErr error) (jsonPath, csvPath string, err error) {
+// Finish appends the footer, closes the JSONL file and writes <run-id>.json; it returns the
+// JSON file's path. The CSV beside it has the table's columns: report.Finish writes both.
+func (w *Writer) Finish(status string, runErr error) (jsonPath string, err error) {
 	ft := Footer{Type: "footer", Finished: time.Now().UTC(), Elapsed: Millis(w.before + time.Since(w.start)), Status: status}
 	if runErr != nil {
 		ft.Error = runErr.Error()
@@ -108,17 +108,13 @@ func (w *Writer) Finish(status string, runErr error) (jsonPath, csvPath string, 
 		err = cerr
 	}
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
-	base := filepath.Join(w.dir, w.run.Header.RunID)
-	jsonPath, csvPath = base+".json", base+".csv"
+	jsonPath = filepath.Join(w.dir, w.run.Header.RunID) + ".json"
 	if err := WriteJSON(jsonPath, &w.run); err != nil {
-		return "", "", err
+		return "", err
 	}
-	if err := WriteCSV(csvPath, &w.run); err != nil {
-		return jsonPath, "", err
-	}
-	return jsonPath, csvPath, nil
+	return jsonPath, nil
 }
 
 // WriteJSON writes run as one indented JSON document.
@@ -381,8 +377,9 @@ type recordKey struct{ index, repeat int }
 
 func keyOfRecord(c *Cell) recordKey { return recordKey{c.Cell.Index, c.Repeat} }
 
-// byIndexRepeat orders records by cell index, then repeat.
-func byIndexRepeat(a, b Cell) int {
+// ByIndexRepeat orders records by cell index, then repeat (a comparison for slices.SortFunc:
+// negative when a comes first).
+func ByIndexRepeat(a, b Cell) int {
 	if a.Cell.Index != b.Cell.Index {
 		return a.Cell.Index - b.Cell.Index
 	}
@@ -400,7 +397,7 @@ func Latest(cells []Cell) []Cell {
 	for _, c := range last {
 		out = append(out, c)
 	}
-	slices.SortFunc(out, byIndexRepeat)
+	slices.SortFunc(out, ByIndexRepeat)
 	return out
 }
 
@@ -413,7 +410,7 @@ func (w *Writer) replace(c Cell) {
 		}
 	}
 	w.run.Cells = append(w.run.Cells, c)
-	slices.SortFunc(w.run.Cells, byIndexRepeat)
+	slices.SortFunc(w.run.Cells, ByIndexRepeat)
 }
 
 // HasRepeats reports whether run holds repeated cells (records with a Repeat).

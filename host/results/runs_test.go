@@ -1,4 +1,4 @@
-package report
+package results
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 // writeRun writes a one-cell run with id and start time into dir as id.json and id.jsonl.
 func writeRun(t *testing.T, dir, id string, started time.Time) (jsonPath, jsonlPath string) {
 	t.Helper()
-	h := header(id, "m", 100, nil, eng("moe-30b-a3b", "sha256:1111", 0.05))
+	h := Header{RunID: id, Model: "m"}
 	h.Schema, h.Started = Schema, started
 	w, err := Create(dir, h)
 	if err != nil {
@@ -26,7 +26,7 @@ func writeRun(t *testing.T, dir, id string, started time.Time) (jsonPath, jsonlP
 	if err := w.Cell(c); err != nil {
 		t.Fatal(err)
 	}
-	j, _, err := w.Finish(StatusOK, nil)
+	j, err := w.Finish(StatusOK, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"math"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/internal/resultstest"
+	"github.com/genload/genload/host/results"
 )
 
 // A run with repeats keeps one record per (cell, repeat) through the Writer and ReadFile (a
@@ -15,20 +17,20 @@ import (
 // after a failed repeat, cell 2 one measured repeat only (left out).
 func TestRepeatsInOneFile(t *testing.T) {
 	dir := t.TempDir()
-	w, err := Create(dir, Header{RunID: "rep", Config: config.Default()})
+	w, err := results.Create(dir, results.Header{RunID: "rep", Config: config.Default()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := func(i, l int, rep int, fwd time.Duration) Cell {
-		c := sampleCell(i, l, 2, fwd)
+	rec := func(i, l int, rep int, fwd time.Duration) results.Cell {
+		c := resultstest.Cell(i, l, 2, fwd)
 		c.Repeat = rep
 		return c
 	}
 	failed := rec(1, 200, 2, 0)
-	failed.Status, failed.Figures = StatusError, nil
+	failed.Status, failed.Figures = results.StatusError, nil
 	interrupted := failed
-	interrupted.Status = StatusInterrupted
-	for _, c := range []Cell{
+	interrupted.Status = results.StatusInterrupted
+	for _, c := range []results.Cell{
 		rec(0, 100, 1, 10*time.Millisecond), rec(1, 200, 1, 20*time.Millisecond), rec(2, 300, 1, 30*time.Millisecond),
 		interrupted, failed, rec(0, 100, 2, 11*time.Millisecond),
 		rec(0, 100, 3, 12*time.Millisecond), rec(1, 200, 3, 20*time.Millisecond),
@@ -37,11 +39,11 @@ func TestRepeatsInOneFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := w.Finish(StatusOK, nil); err != nil {
+	if _, err := w.Finish(results.StatusOK, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{w.Path(), strings.TrimSuffix(w.Path(), "l")} {
-		r, err := ReadFile(path)
+		r, err := results.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +78,7 @@ func TestRepeatsInOneFile(t *testing.T) {
 			t.Fatalf("markdown:\n%s", md.String())
 		}
 	}
-	if _, err := ConsistentRepeats(&Run{Cells: []Cell{sampleCell(0, 100, 2, time.Millisecond)}}); err == nil {
+	if _, err := ConsistentRepeats(&results.Run{Cells: []results.Cell{resultstest.Cell(0, 100, 2, time.Millisecond)}}); err == nil {
 		t.Fatal("a run without repeats has a repeat consistency")
 	}
 }

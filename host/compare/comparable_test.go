@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"slices"
@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/results"
 )
 
-func header(id, model string, maxTokens int, labels map[string]any, engine map[string]any) Header {
+func header(id, model string, maxTokens int, labels map[string]any, engine map[string]any) results.Header {
 	cfg := config.Default()
 	cfg.MaxTokens = maxTokens
-	h := Header{RunID: id, Model: model, Config: cfg, Labels: labels, Engine: engine, TargetKind: "external",
+	h := results.Header{RunID: id, Model: model, Config: cfg, Labels: labels, Engine: engine, TargetKind: "external",
 		Context: 131072, ContextSource: "server /v1/models max_model_len"}
 	if engine != nil {
 		h.TargetKind, h.Target = "builtin", "http://127.0.0.1:4"+id // a fresh port every run: not compared
@@ -116,7 +117,7 @@ func TestComparableExternal(t *testing.T) {
 	}
 	// Routed: the workers' URLs are the target.
 	h := header("rt", "genload-sim", 100, nil, nil)
-	h.Target, h.Workers = "http://w1:8000", []Worker{{URL: "http://w1:8000"}, {URL: "http://w2:8000"}}
+	h.Target, h.Workers = "http://w1:8000", []results.Worker{{URL: "http://w1:8000"}, {URL: "http://w2:8000"}}
 	if id := IdentityOf("rt.json", h); id.Target != "http://w1:8000, http://w2:8000" {
 		t.Errorf("routed target %q", id.Target)
 	}
@@ -128,5 +129,29 @@ func TestComparableExternal(t *testing.T) {
 	}
 	if strings.Contains(c.Line(AcrossDeployments...), "engine time scale 0.05") {
 		t.Errorf("an engine setting of one run listed as shared: %q", c.Line(AcrossDeployments...))
+	}
+}
+
+// CheckFields compares the fields named alone, in the order CheckComparable checks them, and
+// Line calls the inputs by Subject when set (genload gap: a model file and a replay).
+func TestCheckFieldsComparesTheFieldsNamed(t *testing.T) {
+	a := Identity{Name: "model m.json", Model: "m", MaxTokens: 100, Labels: map[string]any{"gpu": 8}}
+	a.SetEngine(eng("moe-30b-a3b", "sha256:1111", 0.05))
+	b := Identity{Name: "replay r.json", Model: "m"}
+	b.SetEngine(map[string]any{"profile": "moe-30b-a3b", "time_scale": 0.2, "noise": "step-cv=0.1,seed=3"})
+	c := CheckFields([]Identity{a, b}, FieldTimeScale, FieldModel)
+	c.Subject = "model m.json and replay r.json"
+	if want := `NOT comparable: different engine time scale: model m.json 0.05 / replay r.json 0.2; same model "m"`; c.Line() != want {
+		t.Errorf("time scale:\n got %s\nwant %s", c.Line(), want)
+	}
+	b.TimeScale = 0.05
+	c = CheckFields([]Identity{a, b}, FieldModel, FieldTimeScale, FieldProfile)
+	c.Subject = "model m.json and replay r.json"
+	if want := `comparable: model m.json and replay r.json of model "m", engine time scale 0.05, engine profile moe-30b-a3b (hash not recorded)`; c.Line() != want {
+		t.Errorf("same:\n got %s\nwant %s", c.Line(), want)
+	}
+	// Over every field the labels, max_tokens and noise differ.
+	if got := CheckComparable([]Identity{a, b}); !got.Differs(FieldLabels) || !got.Differs(FieldMaxTokens) || !got.Differs(FieldNoise) || got.Differs(FieldTimeScale) {
+		t.Errorf("all fields: %+v", got.Diffs)
 	}
 }

@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"math"
@@ -7,16 +7,18 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/internal/resultstest"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/results"
 )
 
 // repeatsRun is a run with repeats (until_cv in its header): L=100 measured at 10, 11, 12 ms
 // (TTFT p50 3, 4, 5 ms; each repeat's histogram holds its value twice), then a failed repeat
 // 4; L=200 at 20, 24 ms, then a partial repeat 3 at 30 ms (left out of every figure).
-func repeatsRun() *Run {
+func repeatsRun() *results.Run {
 	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
-	rec := func(i, l, rep int, fwd, ttft float64) Cell {
-		c := sampleCell(i, l, 2, ms(fwd))
+	rec := func(i, l, rep int, fwd, ttft float64) results.Cell {
+		c := resultstest.Cell(i, l, 2, ms(fwd))
 		c.Repeat = rep
 		c.Figures.TTFT.P50 = ms(ttft)
 		h := measure.NewHistogram()
@@ -26,11 +28,11 @@ func repeatsRun() *Run {
 		return c
 	}
 	failed := rec(0, 100, 4, 50, 3)
-	failed.Status, failed.Error, failed.Figures = StatusError, "status 500", nil
+	failed.Status, failed.Error, failed.Figures = results.StatusError, "status 500", nil
 	partial := rec(1, 200, 3, 30, 3)
-	partial.Status = StatusPartial
-	return &Run{Header: Header{RunID: "ucv", Config: config.Default(), UntilCV: &StoppingRule{TargetCV: 0.02, MinRepeats: 2, MaxRepeats: 4, Confidence: 0.9}},
-		Cells: []Cell{rec(0, 100, 1, 10, 3), rec(1, 200, 1, 20, 3), rec(0, 100, 2, 11, 4), rec(1, 200, 2, 24, 3), rec(0, 100, 3, 12, 5), failed, partial}}
+	partial.Status = results.StatusPartial
+	return &results.Run{Header: results.Header{RunID: "ucv", Config: config.Default(), UntilCV: &results.StoppingRule{TargetCV: 0.02, MinRepeats: 2, MaxRepeats: 4, Confidence: 0.9}},
+		Cells: []results.Cell{rec(0, 100, 1, 10, 3), rec(1, 200, 1, 20, 3), rec(0, 100, 2, 11, 4), rec(1, 200, 2, 24, 3), rec(0, 100, 3, 12, 5), failed, partial}}
 }
 
 // Pool: a cell's figure is the mean of its measured repeats; failed and partial repeats are
@@ -38,7 +40,7 @@ func repeatsRun() *Run {
 func TestPoolRepeats(t *testing.T) {
 	got, note := Pool(repeatsRun())
 	a, b := got[CellKey{100, 2}], got[CellKey{200, 2}]
-	if a == nil || b == nil || a.Status != StatusOK || b.Status != StatusOK {
+	if a == nil || b == nil || a.Status != results.StatusOK || b.Status != results.StatusOK {
 		t.Fatalf("pooled %+v / %+v", a, b)
 	}
 	if f := a.Figures; f.PerForward.Mean != 11*time.Millisecond || f.PerForward.N != 6 || f.TTFT.P50 != 4*time.Millisecond ||
@@ -59,9 +61,9 @@ func TestPoolRepeats(t *testing.T) {
 // The pooled figures are the repeats' means, not their medians: repeats at 10, 11 and 15 ms
 // (TTFT p50 3, 4 and 8 ms) pool to 12 ms (TTFT 5 ms), where the median would be 11 (4).
 func TestPoolIsTheMeanNotTheMedian(t *testing.T) {
-	r := &Run{Header: Header{RunID: "skew", Config: config.Default()}}
+	r := &results.Run{Header: results.Header{RunID: "skew", Config: config.Default()}}
 	for i, x := range [][2]time.Duration{{10, 3}, {11, 4}, {15, 8}} {
-		c := sampleCell(0, 100, 2, x[0]*time.Millisecond)
+		c := resultstest.Cell(0, 100, 2, x[0]*time.Millisecond)
 		c.Repeat, c.Figures.TTFT.P50 = i+1, x[1]*time.Millisecond
 		r.Cells = append(r.Cells, c)
 	}
@@ -77,9 +79,9 @@ func TestPoolIsTheMeanNotTheMedian(t *testing.T) {
 // at L=100 11.5 ms and L=200 22 ms, L=100 is (11, 11.5) ms — mean 11.25 ms, SD 0.5/√2 ms,
 // CV 3.143 % — and L=200 (22, 22) ms, CV 0; the diff from the repeats is +4.55 % and 0 %.
 func TestRepeatsComparedPooled(t *testing.T) {
-	other := &Run{Header: Header{RunID: "once", Config: config.Default()},
-		Cells: []Cell{sampleCell(0, 100, 2, 11500*time.Microsecond), sampleCell(1, 200, 2, 22*time.Millisecond)}}
-	c, err := Consistent([]*Run{repeatsRun(), other})
+	other := &results.Run{Header: results.Header{RunID: "once", Config: config.Default()},
+		Cells: []results.Cell{resultstest.Cell(0, 100, 2, 11500*time.Microsecond), resultstest.Cell(1, 200, 2, 22*time.Millisecond)}}
+	c, err := Consistent([]*results.Run{repeatsRun(), other})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"bytes"
@@ -10,17 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genload/genload/host/internal/resultstest"
+	"github.com/genload/genload/host/results"
 	"gonum.org/v1/plot"
 )
 
 // plotRun is a 2 × 3 matrix with per-forward latency growing in L and B.
-func plotRun(id string, scale float64) *Run {
-	var cells []Cell
+func plotRun(id string, scale float64) *results.Run {
+	var cells []results.Cell
 	i := 0
 	for _, l := range []int{1000, 4000} {
 		for _, b := range []int{1, 8, 32} {
 			d := time.Duration(scale * float64(time.Millisecond) * (1 + float64(b)/8 + float64(l)/4000))
-			cells = append(cells, sampleCell(i, l, b, d))
+			cells = append(cells, resultstest.Cell(i, l, b, d))
 			i++
 		}
 	}
@@ -108,7 +110,7 @@ func TestLatencyPlotFiles(t *testing.T) {
 
 func TestLatencyPlotAxesAndErrors(t *testing.T) {
 	// Latencies from 1 ms to 40 ms (> 20×): log latency axis.
-	r := mkRun("wide", 100, sampleCell(0, 1000, 1, ms), sampleCell(1, 1000, 64, 40*ms))
+	r := mkRun("wide", 100, resultstest.Cell(0, 1000, 1, ms), resultstest.Cell(1, 1000, 64, 40*ms))
 	p, err := LatencyPlot(r)
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +124,8 @@ func TestLatencyPlotAxesAndErrors(t *testing.T) {
 	if _, err := LatencyPlot(r, r, r); err == nil {
 		t.Error("three runs: no error")
 	}
-	failed := sampleCell(0, 1000, 1, ms)
-	failed.Status, failed.Figures = StatusError, nil
+	failed := resultstest.Cell(0, 1000, 1, ms)
+	failed.Status, failed.Figures = results.StatusError, nil
 	if _, err := LatencyPlot(mkRun("x", 100, failed)); err == nil || !strings.Contains(err.Error(), "no measured cell") {
 		t.Errorf("no measured cell: %v", err)
 	}

@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/genload/genload/host/report"
 )
 
 // The consistency report as text: the per-cell markdown table and the run-level summary.
@@ -30,20 +32,20 @@ func (c *Consistency) WriteMarkdown(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "\n## Consistency of %d runs: %s\n\n", len(c.RunIDs), strings.Join(c.RunIDs, ", "))
 	}
-	rows := [][]string{head}
+	var rows [][]string
 	for _, cc := range c.Cells {
-		r := []string{strconv.Itoa(cc.SeqLen), strconv.Itoa(cc.Batch), ms3(cc.Mean), ms3(cc.SD), ms3(cc.Min), ms3(cc.Max), pct(cc.CV), pct(cc.WindowCV)}
+		r := []string{strconv.Itoa(cc.SeqLen), strconv.Itoa(cc.Batch), report.Ms(cc.Mean, 3), report.Ms(cc.SD, 3), report.Ms(cc.Min, 3), report.Ms(cc.Max, 3), pct(cc.CV), pct(cc.WindowCV)}
 		if c.FromRepeats {
 			r = slices.Insert(r, 2, strconv.Itoa(len(cc.Runs)))
 		}
 		if m := cc.Merged; m != nil {
-			r = append(r, ms3(m.P50), ms3(m.P90), ms3(m.P99))
+			r = append(r, report.Ms(m.P50, 3), report.Ms(m.P90, 3), report.Ms(m.P99, 3))
 		} else {
 			r = append(r, "–", "–", "–")
 		}
 		rows = append(rows, r)
 	}
-	markdownTable(w, rows)
+	report.MarkdownTable(w, head, rows)
 	fmt.Fprintln(w)
 	c.Summary(w)
 }
@@ -67,7 +69,7 @@ func (c *Consistency) Summary(w io.Writer) {
 	runs := func(xs []time.Duration) string {
 		s := make([]string, len(xs))
 		for i, x := range xs {
-			s[i] = ms3(x)
+			s[i] = report.Ms(x, 3)
 		}
 		return strings.Join(s, ", ")
 	}
@@ -85,35 +87,4 @@ func (c *Consistency) repeatRange() (lo, hi int) {
 		lo, hi = min(lo, len(cc.Runs)), max(hi, len(cc.Runs))
 	}
 	return lo, hi
-}
-
-// markdownTable writes rows (the first is the header) as an aligned markdown table, the
-// first two columns (L, B) and every number right-aligned.
-func markdownTable(w io.Writer, rows [][]string) {
-	if len(rows) == 0 {
-		return
-	}
-	width := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for j, s := range r {
-			width[j] = max(width[j], len([]rune(s)), 1)
-		}
-	}
-	line := func(r []string) {
-		var b strings.Builder
-		b.WriteString("|")
-		for j, s := range r {
-			b.WriteString(" " + strings.Repeat(" ", width[j]-len([]rune(s))) + s + " |")
-		}
-		fmt.Fprintln(w, b.String())
-	}
-	line(rows[0])
-	sep := make([]string, len(width))
-	for j := range sep {
-		sep[j] = strings.Repeat("-", width[j])
-	}
-	line(sep)
-	for _, r := range rows[1:] {
-		line(r)
-	}
 }

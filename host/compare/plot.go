@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/genload/genload/host/chart"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/results"
 )
 
 // series is one run's per-forward latency at one sequence length, by batch size.
@@ -22,7 +23,7 @@ type series struct {
 // latencySeries returns run's measured cells as one series per sequence length (ascending),
 // points by ascending batch size: (B, mean per-forward latency in ms). A run with repeats
 // gives one point per cell, its mean over its measured repeats ([PooledRun]).
-func latencySeries(r *Run) []series {
+func latencySeries(r *results.Run) []series {
 	r = PooledRun(r)
 	by := map[int]plotter.XYs{}
 	for i := range r.Cells {
@@ -51,7 +52,7 @@ func latencySeries(r *Run) []series {
 // The legend (one entry per L, and the before/after line styles) is drawn to the right of
 // the plot by chart.Chart's Draw and Save, so it never hides a line. It fails for no run, more than two, or
 // no measured cell.
-func LatencyPlot(runs ...*Run) (*chart.Chart, error) {
+func LatencyPlot(runs ...*results.Run) (*chart.Chart, error) {
 	if len(runs) == 0 || len(runs) > 2 {
 		return nil, fmt.Errorf("plot: want one run or two (before, after), got %d", len(runs))
 	}
@@ -73,7 +74,7 @@ func LatencyPlot(runs ...*Run) (*chart.Chart, error) {
 		}
 	}
 	if len(lens) == 0 {
-		return nil, fmt.Errorf("plot: no measured cell in %s", runLabel(runs[0], 0))
+		return nil, fmt.Errorf("plot: no measured cell in %s", runs[0].Name(0))
 	}
 	slices.Sort(lens)
 	slices.Sort(batches)
@@ -101,21 +102,21 @@ func LatencyPlot(runs ...*Run) (*chart.Chart, error) {
 		}
 	}
 	if len(runs) == 2 {
-		ch.Add("before: "+runLabel(runs[0], 0)+" (dashed)", chart.StyleThumb(true))
-		ch.Add("after: "+runLabel(runs[1], 1)+" (solid)", chart.StyleThumb(false))
+		ch.Add("before: "+runs[0].Name(0)+" (dashed)", chart.StyleThumb(true))
+		ch.Add("after: "+runs[1].Name(1)+" (solid)", chart.StyleThumb(false))
 	}
 	return ch, nil
 }
 
 // plotSubtitle names the run(s), the model and, on the built-in engine, its profile and
 // time scale (its times are wall-clock at that scale).
-func plotSubtitle(runs []*Run) string {
+func plotSubtitle(runs []*results.Run) string {
 	h := runs[0].Header
 	var parts []string
 	if len(runs) == 1 {
-		parts = append(parts, "run "+runLabel(runs[0], 0))
+		parts = append(parts, "run "+runs[0].Name(0))
 	} else {
-		parts = append(parts, runLabel(runs[0], 0)+" (before, dashed) vs "+runLabel(runs[1], 1)+" (after, solid)")
+		parts = append(parts, runs[0].Name(0)+" (before, dashed) vs "+runs[1].Name(1)+" (after, solid)")
 	}
 	if h.Model != "" {
 		parts = append(parts, "model "+h.Model)

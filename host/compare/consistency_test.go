@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"bytes"
@@ -8,17 +8,19 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/internal/resultstest"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/results"
 )
 
 const ms = time.Millisecond
 
-// mkRun builds a run whose cells have the given mean per-forward latencies (sampleCell sets
+// mkRun builds a run whose cells have the given mean per-forward latencies (resultstest.Cell sets
 // PerForward.Mean and the valid full-occupancy window to the same value).
-func mkRun(id string, maxTokens int, cells ...Cell) *Run {
+func mkRun(id string, maxTokens int, cells ...results.Cell) *results.Run {
 	cfg := config.Default()
 	cfg.MaxTokens = maxTokens
-	return &Run{Header: Header{RunID: id, Model: "m", Config: cfg, Schema: Schema}, Cells: cells}
+	return &results.Run{Header: results.Header{RunID: id, Model: "m", Config: cfg, Schema: results.Schema}, Cells: cells}
 }
 
 func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
@@ -31,22 +33,22 @@ func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 //	B L=1000 B=8  2.0   2.0   2.0   2.0   0                                  0 %
 //	C L=4000 B=1  1.0   1.02  0.98  1.0   √((0 + 0.02² + 0.02²)/2) = 0.02    2 %
 //	D L=4000 B=8  4.0   5.0   6.0   5.0   √((1 + 0 + 1)/2) = 1              20 %
-func threeRuns() []*Run {
+func threeRuns() []*results.Run {
 	vals := [][4]float64{{1.0, 2.0, 1.0, 4.0}, {1.1, 2.0, 1.02, 5.0}, {0.9, 2.0, 0.98, 6.0}}
-	var runs []*Run
+	var runs []*results.Run
 	for i, v := range vals {
-		cells := []Cell{
-			sampleCell(0, 1000, 1, time.Duration(v[0]*1e6)),
-			sampleCell(1, 1000, 8, time.Duration(v[1]*1e6)),
-			sampleCell(2, 4000, 1, time.Duration(v[2]*1e6)),
-			sampleCell(3, 4000, 8, time.Duration(v[3]*1e6)),
+		cells := []results.Cell{
+			resultstest.Cell(0, 1000, 1, time.Duration(v[0]*1e6)),
+			resultstest.Cell(1, 1000, 8, time.Duration(v[1]*1e6)),
+			resultstest.Cell(2, 4000, 1, time.Duration(v[2]*1e6)),
+			resultstest.Cell(3, 4000, 8, time.Duration(v[3]*1e6)),
 		}
 		if i < 2 {
-			cells = append(cells, sampleCell(4, 8000, 1, 3*ms)) // E
+			cells = append(cells, resultstest.Cell(4, 8000, 1, 3*ms)) // E
 		}
-		f := sampleCell(5, 8000, 8, 7*ms) // F
+		f := resultstest.Cell(5, 8000, 8, 7*ms) // F
 		if i == 1 {
-			f.Status, f.Figures = StatusError, nil
+			f.Status, f.Figures = results.StatusError, nil
 		}
 		cells = append(cells, f)
 		runs = append(runs, mkRun([]string{"r1", "r2", "r3"}[i], 100, cells...))
@@ -77,7 +79,7 @@ func TestConsistentCVArithmetic(t *testing.T) {
 		if g.CellKey != w.key || g.Mean != w.mean || g.SD != w.sd || !near(g.CV, w.cv, 1e-9) {
 			t.Errorf("cell %d = %v mean %v sd %v cv %v; want %v %v %v %v", i, g.CellKey, g.Mean, g.SD, g.CV, w.key, w.mean, w.sd, w.cv)
 		}
-		// The window figure equals the per-forward one in sampleCell, so its CV does too.
+		// The window figure equals the per-forward one in resultstest.Cell, so its CV does too.
 		if !near(g.WindowCV, w.cv, 1e-9) {
 			t.Errorf("cell %v window CV %v, want %v", g.CellKey, g.WindowCV, w.cv)
 		}
@@ -147,12 +149,12 @@ func TestConsistentErrorsAndWarnings(t *testing.T) {
 	if _, err := Consistent(runs[:1]); err == nil || !strings.Contains(err.Error(), "at least 2 runs") {
 		t.Errorf("one run: %v", err)
 	}
-	disjoint := []*Run{mkRun("a", 100, sampleCell(0, 1000, 1, ms)), mkRun("b", 100, sampleCell(0, 2000, 1, ms))}
+	disjoint := []*results.Run{mkRun("a", 100, resultstest.Cell(0, 1000, 1, ms)), mkRun("b", 100, resultstest.Cell(0, 2000, 1, ms))}
 	if _, err := Consistent(disjoint); err == nil || !strings.Contains(err.Error(), "2 cells left out") {
 		t.Errorf("disjoint runs: %v", err)
 	}
 	// A different max_tokens is measured anyway but warned about.
-	diff := []*Run{mkRun("a", 100, sampleCell(0, 1000, 1, ms)), mkRun("b", 50, sampleCell(0, 1000, 1, ms))}
+	diff := []*results.Run{mkRun("a", 100, resultstest.Cell(0, 1000, 1, ms)), mkRun("b", 50, resultstest.Cell(0, 1000, 1, ms))}
 	c, err := Consistent(diff)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/genload/genload/host/internal/resultstest"
 )
 
 func TestCompareChanges(t *testing.T) {
@@ -14,11 +16,11 @@ func TestCompareChanges(t *testing.T) {
 	//   L=1000 B=8              2.0     1.5    −25 %
 	//   L=4000 B=1              4.0     4.0      0 %
 	//   L=4000 B=8              –       3.0    (after only: left out)
-	// TTFT p50 is 3 ms everywhere (sampleCell) except after L=1000 B=8: 6 ms → +100 %.
-	before := mkRun("before", 100, sampleCell(0, 1000, 1, ms), sampleCell(1, 1000, 8, 2*ms), sampleCell(2, 4000, 1, 4*ms))
-	b8 := sampleCell(1, 1000, 8, 1500*time.Microsecond)
+	// TTFT p50 is 3 ms everywhere (resultstest.Cell) except after L=1000 B=8: 6 ms → +100 %.
+	before := mkRun("before", 100, resultstest.Cell(0, 1000, 1, ms), resultstest.Cell(1, 1000, 8, 2*ms), resultstest.Cell(2, 4000, 1, 4*ms))
+	b8 := resultstest.Cell(1, 1000, 8, 1500*time.Microsecond)
 	b8.Figures.TTFT.P50 = 6 * ms
-	after := mkRun("after", 100, sampleCell(0, 1000, 1, 1100*time.Microsecond), b8, sampleCell(2, 4000, 1, 4*ms), sampleCell(3, 4000, 8, 3*ms))
+	after := mkRun("after", 100, resultstest.Cell(0, 1000, 1, 1100*time.Microsecond), b8, resultstest.Cell(2, 4000, 1, 4*ms), resultstest.Cell(3, 4000, 8, 3*ms))
 	d, err := Compare(before, after)
 	if err != nil {
 		t.Fatal(err)
@@ -63,11 +65,11 @@ func TestCompareChanges(t *testing.T) {
 }
 
 func TestCompareNoCommonCellAndZeroTTFT(t *testing.T) {
-	if _, err := Compare(mkRun("a", 100, sampleCell(0, 1000, 1, ms)), mkRun("b", 100, sampleCell(0, 1000, 2, ms))); err == nil {
+	if _, err := Compare(mkRun("a", 100, resultstest.Cell(0, 1000, 1, ms)), mkRun("b", 100, resultstest.Cell(0, 1000, 2, ms))); err == nil {
 		t.Error("no common cell: no error")
 	}
 	// A zero TTFT before has no defined change: NaN, and left out of the TTFT summary.
-	a, b := sampleCell(0, 1000, 1, ms), sampleCell(0, 1000, 1, 2*ms)
+	a, b := resultstest.Cell(0, 1000, 1, ms), resultstest.Cell(0, 1000, 1, 2*ms)
 	a.Figures.TTFT.P50 = 0
 	d, err := Compare(mkRun("a", 100, a), mkRun("b", 100, b))
 	if err != nil {

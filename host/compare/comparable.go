@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/genload/genload/host/results"
 )
 
 // Identity is what makes two runs measure the same thing, as far as comparing their figures
@@ -42,19 +44,13 @@ type Identity struct {
 }
 
 // IdentityOf is the identity of a run with header h, called name ("" for its run id).
-func IdentityOf(name string, h Header) Identity {
+func IdentityOf(name string, h results.Header) Identity {
 	if name == "" {
 		name = h.RunID
 	}
-	id := Identity{Name: name, Model: h.Model, MaxTokens: cfgMaxTokens(h), Labels: h.Labels, Context: h.Context, ContextSource: h.ContextSource}
+	id := Identity{Name: name, Model: h.Model, MaxTokens: h.ConfigMaxTokens(), Labels: h.Labels, Context: h.Context, ContextSource: h.ContextSource}
 	if h.Engine != nil || h.TargetKind == "builtin" {
-		id.Builtin = true
-		id.Profile, _ = h.Engine["profile"].(string)
-		id.ProfileHash, _ = h.Engine["profile_hash"].(string)
-		id.TimeScale, _ = h.Engine["time_scale"].(float64)
-		id.Quirks, _ = h.Engine["quirks"].(string)
-		noise, _ := h.Engine["noise"].(string)
-		id.Noise = NoiseWithoutSeed(noise)
+		id.SetEngine(h.Engine)
 		return id
 	}
 	id.Target = h.Target
@@ -66,6 +62,20 @@ func IdentityOf(name string, h Header) Identity {
 		id.Target = strings.Join(urls, ", ")
 	}
 	return id
+}
+
+// SetEngine makes id the built-in engine's with the settings of engine, the description a
+// results header, a model file or a replay records ("profile", "profile_hash", "time_scale",
+// "quirks", "noise"; a key that is missing or of another type leaves its field empty, the
+// noise without its seed).
+func (id *Identity) SetEngine(engine map[string]any) {
+	id.Builtin = true
+	id.Profile, _ = engine["profile"].(string)
+	id.ProfileHash, _ = engine["profile_hash"].(string)
+	id.TimeScale, _ = engine["time_scale"].(float64)
+	id.Quirks, _ = engine["quirks"].(string)
+	noise, _ := engine["noise"].(string)
+	id.Noise = NoiseWithoutSeed(noise)
 }
 
 // NoiseWithoutSeed drops the seed from an [engine] noise description ("step-cv=0.02,
@@ -145,6 +155,9 @@ func (d Difference) String() string { return "different " + d.Field + ": " + d.V
 // their value, and the fields that differ, each with every run's value.
 type Comparability struct {
 	Runs int
+	// Subject is what [Comparability.Line] calls the inputs compared when they are not all
+	// runs ("model m.json and replay r.json"); "" for "N runs".
+	Subject string
 	// Same holds "field value" for each field the runs agree on (the built-in engine's
 	// settings when every run is of it, quirks and noise only when set; target and context
 	// when some run is of an external server); Diffs the fields that differ, in field order.
@@ -201,7 +214,10 @@ func (c Comparability) Line(compared ...string) string {
 	var s string
 	if len(bad) == 0 {
 		runs := fmt.Sprintf("%d runs", c.Runs)
-		if c.Runs == 1 {
+		switch {
+		case c.Subject != "":
+			runs = c.Subject
+		case c.Runs == 1:
 			runs = "1 run (its repeats)"
 		}
 		s = fmt.Sprintf("comparable: %s of %s", runs, strings.Join(c.Same, ", "))
@@ -224,7 +240,16 @@ func (c Comparability) Line(compared ...string) string {
 // context length; between the runs of external servers their URL (the workers' in routed
 // mode). It never fails: each caller
 // decides which differences it refuses ([Comparability.Refused]).
-func CheckComparable(ids []Identity) Comparability {
+func CheckComparable(ids []Identity) Comparability { return CheckFields(ids, allFields...) }
+
+// allFields are the Field constants in the order they are checked and written.
+var allFields = []string{FieldModel, FieldMaxTokens, FieldLabels, FieldTimeScale, FieldProfile,
+	FieldQuirks, FieldNoise, FieldKind, FieldTarget, FieldContext}
+
+// CheckFields is [CheckComparable] over fields alone (Field constants; checked and written in
+// the order of allFields whatever their order here), for inputs that do not all record the
+// others: a model file and a replay have no max_tokens or labels in common (genload gap).
+func CheckFields(ids []Identity, fields ...string) Comparability {
 	c := Comparability{Runs: len(ids)}
 	hashKnown, external := true, false
 	for _, id := range ids {
@@ -247,7 +272,7 @@ func CheckComparable(ids []Identity) Comparability {
 	allBuiltin := func(string) bool { return !external }
 	ifSet := func(v string) bool { return !external && v != "none" }
 	ifExternal := func(string) bool { return external }
-	fields := []struct {
+	checks := []struct {
 		name  string
 		among func(id Identity) bool // the runs the field is compared between
 		show  func(v string) bool    // listed among the fields the runs agree on, with value v
@@ -293,7 +318,10 @@ func CheckComparable(ids []Identity) Comparability {
 			return fmt.Sprintf("%d (%s)", id.Context, id.ContextSource)
 		}},
 	}
-	for _, f := range fields {
+	for _, f := range checks {
+		if !slices.Contains(fields, f.name) {
+			continue
+		}
 		var vals []string
 		first := ""
 		seen := map[string]bool{}
@@ -322,7 +350,7 @@ func CheckComparable(ids []Identity) Comparability {
 
 // RunsComparability is CheckComparable over runs, names[i] calling runs[i] (nil or "": its
 // run id).
-func RunsComparability(runs []*Run, names []string) Comparability {
+func RunsComparability(runs []*results.Run, names []string) Comparability {
 	ids := make([]Identity, len(runs))
 	for i, r := range runs {
 		n := ""

@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"encoding/json"
@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
 )
 
@@ -27,7 +29,7 @@ type CellKey struct {
 // String is "L=…,B=…", as matrix.Cell.Key.
 func (k CellKey) String() string { return fmt.Sprintf("L=%d,B=%d", k.SeqLen, k.Batch) }
 
-func keyOf(c *Cell) CellKey { return CellKey{c.Cell.SeqLen, c.Cell.Batch} }
+func keyOf(c *results.Cell) CellKey { return CellKey{c.Cell.SeqLen, c.Cell.Batch} }
 
 // LeftOut is a cell not compared, and why (missing from a run, or not measured in it).
 type LeftOut struct {
@@ -95,9 +97,9 @@ type Consistency struct {
 
 // measured returns c's mean per-forward latency when the cell was measured with at least one
 // per-forward sample.
-func measured(c *Cell) (time.Duration, string) {
+func measured(c *results.Cell) (time.Duration, string) {
 	switch {
-	case c.Status != StatusOK:
+	case c.Status != results.StatusOK:
 		return 0, "status " + c.Status
 	case c.Figures == nil || c.Figures.PerForward.N == 0:
 		return 0, "no per-forward sample"
@@ -105,23 +107,15 @@ func measured(c *Cell) (time.Duration, string) {
 	return c.Figures.PerForward.Mean, ""
 }
 
-// runLabel is the run's id, or "run N" (1-based) when it has none.
-func runLabel(r *Run, i int) string {
-	if r.Header.RunID != "" {
-		return r.Header.RunID
-	}
-	return "run " + strconv.Itoa(i+1)
-}
-
 // common returns the keys of the cells measured in every run (ascending L, then B), each
 // run's cells by key, the other cells with the first reason found (run order), and per run
 // how its repeats were pooled (see [Pool]; "" for a run without repeats).
-func common(runs []*Run) ([]CellKey, []map[CellKey]*Cell, []LeftOut, []string) {
-	by := make([]map[CellKey]*Cell, len(runs))
+func common(runs []*results.Run) ([]CellKey, []map[CellKey]*results.Cell, []LeftOut, []string) {
+	by := make([]map[CellKey]*results.Cell, len(runs))
 	all := map[CellKey]bool{}
 	notes := make([]string, len(runs))
 	for i, r := range runs {
-		by[i] = map[CellKey]*Cell{}
+		by[i] = map[CellKey]*results.Cell{}
 		if r.HasRepeats() {
 			pooled, note := Pool(r)
 			notes[i] = note
@@ -143,11 +137,11 @@ func common(runs []*Run) ([]CellKey, []map[CellKey]*Cell, []LeftOut, []string) {
 		for i, r := range runs {
 			c, ok := by[i][k]
 			if !ok {
-				reason = "missing from " + runLabel(r, i)
+				reason = "missing from " + r.Name(i)
 				break
 			}
 			if _, why := measured(c); why != "" {
-				reason = why + " in " + runLabel(r, i)
+				reason = why + " in " + r.Name(i)
 				break
 			}
 		}
@@ -164,16 +158,16 @@ func common(runs []*Run) ([]CellKey, []map[CellKey]*Cell, []LeftOut, []string) {
 
 // PooledRun is r with one record per cell: r itself when it has no repeats, else a copy
 // whose Cells are [Pool]'s records in cell-index order (the header and footer shared).
-func PooledRun(r *Run) *Run {
+func PooledRun(r *results.Run) *results.Run {
 	if !r.HasRepeats() {
 		return r
 	}
 	pooled, _ := Pool(r)
-	out := &Run{Header: r.Header, Footer: r.Footer, Cells: make([]Cell, 0, len(pooled))}
+	out := &results.Run{Header: r.Header, Footer: r.Footer, Cells: make([]results.Cell, 0, len(pooled))}
 	for _, c := range pooled {
 		out.Cells = append(out.Cells, *c)
 	}
-	slices.SortFunc(out.Cells, byIndexRepeat)
+	slices.SortFunc(out.Cells, results.ByIndexRepeat)
 	return out
 }
 
@@ -191,17 +185,17 @@ func PooledRun(r *Run) *Run {
 // last measured repeat's (Repeat 0). A cell without a measured repeat keeps its last record
 // (its status says why it is left out). note says how, for the reader of the output: the
 // rule, and the fewest and most repeats pooled per cell.
-func Pool(r *Run) (map[CellKey]*Cell, string) {
-	recs := map[CellKey][]*Cell{}
+func Pool(r *results.Run) (map[CellKey]*results.Cell, string) {
+	recs := map[CellKey][]*results.Cell{}
 	for i := range r.Cells {
 		c := &r.Cells[i]
 		recs[keyOf(c)] = append(recs[keyOf(c)], c)
 	}
-	out := make(map[CellKey]*Cell, len(recs))
+	out := make(map[CellKey]*results.Cell, len(recs))
 	lo, hi := math.MaxInt, 0
 	for k, cs := range recs {
-		slices.SortFunc(cs, func(a, b *Cell) int { return a.Repeat - b.Repeat })
-		var ok []*Cell
+		slices.SortFunc(cs, func(a, b *results.Cell) int { return a.Repeat - b.Repeat })
+		var ok []*results.Cell
 		for _, c := range cs {
 			if _, why := measured(c); why == "" {
 				ok = append(ok, c)
@@ -230,7 +224,7 @@ func Pool(r *Run) (map[CellKey]*Cell, string) {
 }
 
 // poolFigures returns the figures [Pool] gives a cell from its measured repeats ok (≥ 1).
-func poolFigures(ok []*Cell) *measure.Figures {
+func poolFigures(ok []*results.Cell) *measure.Figures {
 	f := &measure.Figures{Window: measure.Window{Valid: true}, Hist: &measure.Histograms{PerForward: measure.NewHistogram()}}
 	fwd, ttft, win := make([]float64, len(ok)), make([]float64, len(ok)), make([]float64, len(ok))
 	for i, c := range ok {
@@ -286,7 +280,7 @@ func span(xs []time.Duration) float64 {
 // Pooled). Differences in model, max_tokens, mode or target
 // kind between the runs are reported in Warnings. It fails with fewer than two runs or no
 // common measured cell.
-func Consistent(runs []*Run) (*Consistency, error) {
+func Consistent(runs []*results.Run) (*Consistency, error) {
 	if len(runs) < 2 {
 		return nil, fmt.Errorf("consistency: need at least 2 runs, got %d", len(runs))
 	}
@@ -295,16 +289,16 @@ func Consistent(runs []*Run) (*Consistency, error) {
 		return nil, fmt.Errorf("consistency: no cell is measured in all %d runs (%d cells left out)", len(runs), len(left))
 	}
 	c := &Consistency{LeftOut: left, Warnings: headerDifferences(runs)}
-	c.Warnings = append(c.Warnings, CacheNotes(runs)...)
+	c.Warnings = append(c.Warnings, report.CacheNotes(runs)...)
 	for i, p := range pooled {
 		if p != "" {
-			c.Pooled = append(c.Pooled, runLabel(runs[i], i)+": "+p)
+			c.Pooled = append(c.Pooled, runs[i].Name(i)+": "+p)
 		}
 	}
 	for i, r := range runs {
-		c.RunIDs = append(c.RunIDs, runLabel(r, i))
+		c.RunIDs = append(c.RunIDs, r.Name(i))
 	}
-	cells := make([][]*Cell, len(keys))
+	cells := make([][]*results.Cell, len(keys))
 	for j, k := range keys {
 		for i := range runs {
 			cells[j] = append(cells[j], by[i][k])
@@ -322,11 +316,11 @@ func Consistent(runs []*Run) (*Consistency, error) {
 // cells were measured in different rounds, and cells have different counts, so "repeat k" is
 // not a run. RunIDs is the run's id. It fails for a run without repeats or with no cell
 // measured twice.
-func ConsistentRepeats(r *Run) (*Consistency, error) {
+func ConsistentRepeats(r *results.Run) (*Consistency, error) {
 	if !r.HasRepeats() {
 		return nil, errors.New("consistency: the run has no repeated cells")
 	}
-	by := map[CellKey][]*Cell{}
+	by := map[CellKey][]*results.Cell{}
 	seen := map[CellKey]string{}
 	for i := range r.Cells {
 		cell := &r.Cells[i]
@@ -340,16 +334,16 @@ func ConsistentRepeats(r *Run) (*Consistency, error) {
 		}
 		by[k] = append(by[k], cell)
 	}
-	c := &Consistency{FromRepeats: true, Warnings: CacheNotes([]*Run{r})}
+	c := &Consistency{FromRepeats: true, Warnings: report.CacheNotes([]*results.Run{r})}
 	var keys []CellKey
 	for k, cs := range by {
-		var ok []*Cell
+		var ok []*results.Cell
 		for _, x := range cs {
 			if x != nil {
 				ok = append(ok, x)
 			}
 		}
-		slices.SortFunc(ok, func(a, b *Cell) int { return a.Repeat - b.Repeat })
+		slices.SortFunc(ok, func(a, b *results.Cell) int { return a.Repeat - b.Repeat })
 		if len(ok) < 2 {
 			reason := fmt.Sprintf("%d measured repeat(s)", len(ok))
 			if why := seen[k]; why != "" {
@@ -362,15 +356,15 @@ func ConsistentRepeats(r *Run) (*Consistency, error) {
 		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
-		return nil, fmt.Errorf("consistency: no cell of run %s has two measured repeats (%d cells left out)", runLabel(r, 0), len(c.LeftOut))
+		return nil, fmt.Errorf("consistency: no cell of run %s has two measured repeats (%d cells left out)", r.Name(0), len(c.LeftOut))
 	}
 	slices.SortFunc(keys, cmpKey)
 	slices.SortFunc(c.LeftOut, func(a, b LeftOut) int { return cmpKey(a.CellKey, b.CellKey) })
-	cells := make([][]*Cell, len(keys))
+	cells := make([][]*results.Cell, len(keys))
 	for j, k := range keys {
 		cells[j] = by[k]
 	}
-	c.RunIDs = []string{runLabel(r, 0)}
+	c.RunIDs = []string{r.Name(0)}
 	c.summarize(keys, cells, 0)
 	return c, nil
 }
@@ -386,7 +380,7 @@ func cmpKey(a, b CellKey) int {
 // summarize fills c's per-cell CVs from cells[j], the measured records of keys[j] (one per
 // run or repeat), and the run-level statistics; the whole-run figures are over the first
 // runs records of every cell (none when runs is 0).
-func (c *Consistency) summarize(keys []CellKey, cells [][]*Cell, runs int) {
+func (c *Consistency) summarize(keys []CellKey, cells [][]*results.Cell, runs int) {
 	cvs := make([]float64, 0, len(keys))
 	perRun := make([][]float64, runs)
 	for j, k := range keys {
@@ -449,33 +443,33 @@ func (c *Consistency) summarize(keys []CellKey, cells [][]*Cell, runs int) {
 // headerDifferences lists the settings that differ between runs and make them measure
 // different things (model, max_tokens, mode, target kind, engine profile and time scale,
 // length plugin and its config, prompt format, tokenizer).
-func headerDifferences(runs []*Run) []string {
+func headerDifferences(runs []*results.Run) []string {
 	var out []string
-	get := map[string]func(h Header) string{
-		"model":       func(h Header) string { return h.Model },
-		"target kind": func(h Header) string { return h.TargetKind },
-		"max_tokens":  func(h Header) string { return strconv.Itoa(cfgMaxTokens(h)) },
-		"mode":        func(h Header) string { return cfgMode(h) },
-		"engine": func(h Header) string {
+	get := map[string]func(h results.Header) string{
+		"model":       func(h results.Header) string { return h.Model },
+		"target kind": func(h results.Header) string { return h.TargetKind },
+		"max_tokens":  func(h results.Header) string { return strconv.Itoa(h.ConfigMaxTokens()) },
+		"mode":        func(h results.Header) string { return h.ConfigMode() },
+		"engine": func(h results.Header) string {
 			if h.Engine == nil {
 				return "external server"
 			}
 			return fmt.Sprintf("%v at time scale %v", h.Engine["profile"], h.Engine["time_scale"])
 		},
-		"lengths": func(h Header) string {
+		"lengths": func(h results.Header) string {
 			if h.Config == nil {
-				return pluginName(h, "lengths")
+				return h.PluginName("lengths")
 			}
 			b, _ := json.Marshal(h.Config.Lengths.Config) // map keys sorted: a stable text
-			return pluginName(h, "lengths") + " " + string(b)
+			return h.PluginName("lengths") + " " + string(b)
 		},
-		"prompt format": func(h Header) string {
+		"prompt format": func(h results.Header) string {
 			if h.Config == nil {
 				return ""
 			}
 			return h.Config.Prompt.Format
 		},
-		"tokenizer": func(h Header) string { return h.Tokenizer },
+		"tokenizer": func(h results.Header) string { return h.Tokenizer },
 	}
 	for _, name := range []string{"model", "target kind", "max_tokens", "mode", "engine", "lengths", "prompt format", "tokenizer"} {
 		vals := []string{}

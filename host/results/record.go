@@ -1,5 +1,8 @@
-// Package report owns genload's results: the per-run JSONL file appended (and fsynced) one cell
-// at a time, the final JSON document and CSV, and the markdown table.
+// Package results holds genload's results records and their files: the run's header, one
+// record per cell and repeat, the footer ([Header], [Cell], [Footer], [Run]); the JSONL file a
+// [Writer] appends (and fsyncs) one record at a time and [Resume] continues; the final JSON
+// document ([WriteJSON]); and reading either back ([ReadFile], [ReadRuns]). What prints a run
+// (tables, CSV, warnings) is package report; what compares runs is package compare.
 //
 // # Results schema (genload.run/v1)
 //
@@ -10,8 +13,9 @@
 //	{"type":"footer", …Footer}   last line, only when the run ended
 //
 // results/<run-id>.json is {"header": Header, "cells": [Cell…], "footer": Footer} and
-// results/<run-id>.csv has one row per cell (columns in [CSVHeader]). Durations are in
-// milliseconds (float64) in JSON and CSV; lengths in tokens.
+// results/<run-id>.csv has one row per cell (columns in report.CSVHeader, written by
+// report.Finish beside the JSON file). Durations are in milliseconds (float64) in JSON and
+// CSV; lengths in tokens.
 //
 // # Warnings
 //
@@ -19,11 +23,12 @@
 // the catalogue of package warning ("late-first-chunks", "batch-not-reached", …), in the
 // same order. Group, filter and write a CSV column by name, never by text: [Cell.NamedWarnings]
 // returns the (name, text) pairs — naming from the catalogue the texts of a file written
-// before names existed, which load unchanged — and [GroupWarnings] heads each group with its
-// kind's sentence (warning.Kind.Headline). Add warnings with [Cell.Warn].
-package report
+// before names existed, which load unchanged — and report.GroupWarnings heads each group with
+// its kind's sentence (warning.Kind.Headline). Add warnings with [Cell.Warn].
+package results
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/genload/genload/host/config"
@@ -313,6 +318,41 @@ type Run struct {
 	Header Header  `json:"header"`
 	Cells  []Cell  `json:"cells"`
 	Footer *Footer `json:"footer,omitempty"`
+}
+
+// Name is how messages call the run: its run id, or "run N" when it has none, N = i+1 for the
+// run at index i of the runs a command was given.
+func (r *Run) Name(i int) string {
+	if r.Header.RunID != "" {
+		return r.Header.RunID
+	}
+	return "run " + strconv.Itoa(i+1)
+}
+
+// ConfigMaxTokens is the config's max_tokens (0 for a header without a config).
+func (h Header) ConfigMaxTokens() int {
+	if h.Config == nil {
+		return 0
+	}
+	return h.Config.MaxTokens
+}
+
+// ConfigMode is the config's mode ("" for a header without a config).
+func (h Header) ConfigMode() string {
+	if h.Config == nil {
+		return ""
+	}
+	return h.Config.Mode
+}
+
+// PluginName is the plugin of kind ("lengths", "router") as "name version", "–" when the run
+// had none.
+func (h Header) PluginName(kind string) string {
+	p, ok := h.Plugins[kind]
+	if !ok {
+		return "–"
+	}
+	return p.Name + " " + p.Version
 }
 
 // Millis is a duration written as float64 milliseconds in JSON.

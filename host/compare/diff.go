@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/genload/genload/host/report"
+	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
 )
 
@@ -52,17 +54,17 @@ func change(before, after time.Duration) float64 {
 // Compare returns the Diff from before to after. A run with repeats (genload run --until-cv)
 // is compared by its cells' means over their measured repeats ([Pool]; said in Pooled). It
 // fails when no cell is measured in both.
-func Compare(before, after *Run) (*Diff, error) {
-	runs := []*Run{before, after}
+func Compare(before, after *results.Run) (*Diff, error) {
+	runs := []*results.Run{before, after}
 	keys, by, left, pooled := common(runs)
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("diff: no cell is measured in both runs (%d cells left out)", len(left))
 	}
-	d := &Diff{Before: runLabel(before, 0), After: runLabel(after, 1), LeftOut: left, Warnings: headerDifferences(runs)}
-	d.Warnings = append(d.Warnings, CacheNotes(runs)...)
+	d := &Diff{Before: before.Name(0), After: after.Name(1), LeftOut: left, Warnings: headerDifferences(runs)}
+	d.Warnings = append(d.Warnings, report.CacheNotes(runs)...)
 	for i, p := range pooled {
 		if p != "" {
-			d.Pooled = append(d.Pooled, fmt.Sprintf("%s (%s): %s", []string{"before", "after"}[i], runLabel(runs[i], i), p))
+			d.Pooled = append(d.Pooled, fmt.Sprintf("%s (%s): %s", []string{"before", "after"}[i], runs[i].Name(i), p))
 		}
 	}
 	var ch, tch []float64
@@ -90,12 +92,13 @@ func Compare(before, after *Run) (*Diff, error) {
 // the summary over the common cells.
 func (d *Diff) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n## Change from %s (before) to %s (after)\n\n", d.Before, d.After)
-	rows := [][]string{{"L", "B", "fwd ms before", "fwd ms after", "fwd Δ %", "TTFT p50 before", "TTFT p50 after", "TTFT Δ %"}}
+	head := []string{"L", "B", "fwd ms before", "fwd ms after", "fwd Δ %", "TTFT p50 before", "TTFT p50 after", "TTFT Δ %"}
+	var rows [][]string
 	for _, c := range d.Cells {
-		rows = append(rows, []string{strconv.Itoa(c.SeqLen), strconv.Itoa(c.Batch), ms3(c.Before), ms3(c.After), plus(c.Change),
-			ms1(c.TTFTBefore), ms1(c.TTFTAfter), plus(c.TTFTChange)})
+		rows = append(rows, []string{strconv.Itoa(c.SeqLen), strconv.Itoa(c.Batch), report.Ms(c.Before, 3), report.Ms(c.After, 3), plus(c.Change),
+			report.Ms(c.TTFTBefore, 1), report.Ms(c.TTFTAfter, 1), plus(c.TTFTChange)})
 	}
-	markdownTable(w, rows)
+	report.MarkdownTable(w, head, rows)
 	fmt.Fprintf(w, "\nper-forward latency change over %d common cells", len(d.Cells))
 	if len(d.LeftOut) > 0 {
 		fmt.Fprintf(w, " (%d left out)", len(d.LeftOut))
@@ -128,6 +131,6 @@ func writeNotes(w io.Writer, pooled []string, left []LeftOut, warnings []string)
 		fmt.Fprintf(w, "left out %s: %s\n", l.CellKey, l.Reason)
 	}
 	for _, warn := range warnings {
-		Prose(w, "⚠ ", "  ", warn) // within the table's width, as the cells' warnings
+		report.Prose(w, "⚠ ", "  ", warn) // within the table's width, as the cells' warnings
 	}
 }

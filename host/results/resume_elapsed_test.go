@@ -1,9 +1,11 @@
-package report
+package results
 
 import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/genload/genload/host/matrix"
 )
 
 // After genload run --resume, the footer's elapsed time (read by genload gpu-time and the
@@ -15,9 +17,9 @@ func TestResumeKeepsTheRunsWallTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = w.Cell(sampleCell(0, 1000, 1, time.Millisecond))
+	_ = w.Cell(Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 1}, Status: StatusOK})
 	time.Sleep(60 * time.Millisecond)
-	if _, _, err := w.Finish("ok", nil); err != nil {
+	if _, err := w.Finish("ok", nil); err != nil {
 		t.Fatal(err)
 	}
 	first, err := ReadFile(filepath.Join(dir, "r.jsonl"))
@@ -28,7 +30,7 @@ func TestResumeKeepsTheRunsWallTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := w2.Finish("ok", nil); err != nil {
+	if _, err := w2.Finish("ok", nil); err != nil {
 		t.Fatal(err)
 	}
 	r, err := ReadFile(filepath.Join(dir, "r.json"))
@@ -50,7 +52,7 @@ func TestResumeOfAKilledRunCountsItsRecordedCells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := sampleCell(0, 1000, 1, time.Millisecond)
+	c := Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 1}, Status: StatusOK}
 	c.Started, c.Elapsed = start.Add(10*time.Second), Millis(5*time.Second)
 	if err := w.Cell(c); err != nil {
 		t.Fatal(err)
@@ -60,7 +62,7 @@ func TestResumeOfAKilledRunCountsItsRecordedCells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := w2.Finish("ok", nil); err != nil {
+	if _, err := w2.Finish("ok", nil); err != nil {
 		t.Fatal(err)
 	}
 	r, err := ReadFile(filepath.Join(dir, "k.json"))
