@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"sync"
 	"time"
+
+	"github.com/genload/genload/host/internal/clock"
 )
 
 // scheduler runs engine steps: continuous batching with chunked prefill, a token budget,
@@ -174,7 +176,7 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		var end time.Time
 		deadline, end = nextDeadline(idle, now, deadline, wall)
 		idle = false
-		if !sleepUntil(end, stop) {
+		if !clock.SleepUntil(end, stop) {
 			return
 		}
 		// Record and log the step before handing out its tokens, so that a client holding
