@@ -102,6 +102,7 @@ func TestConsistencyThresholdExitCodes(t *testing.T) {
 // repeat, in two rounds; the consistency printed is the one genload consistency prints for the
 // file; diff (the repeats pooled) and plot read it.
 func TestRepeatConsistencyDiffPlotEndToEnd(t *testing.T) {
+	plainOnly(t) // repeats run one after another, each as TestRunOnTheBuiltinEngine's; consistency, diff and plot read files
 	out := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf(`
 max_tokens = 12

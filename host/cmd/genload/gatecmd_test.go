@@ -249,6 +249,7 @@ func TestGateOutputWithinWidth(t *testing.T) {
 // predict says a length or batch size of 0 must be positive, not that it is missing; fit says a
 // CSV is not a results file.
 func TestPredictAndFitInputMessages(t *testing.T) {
+	plainOnly(t) // predict and fit read files in one goroutine
 	dir := t.TempDir()
 	ctx := context.Background()
 	base := costRun(t, dir, "base", 1, nil)

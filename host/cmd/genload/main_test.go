@@ -299,6 +299,7 @@ func TestRequestShapesReachTheServer(t *testing.T) {
 }
 
 func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
+	plainOnly(t) // as TestErrorsInTheUsersTerms
 	t.Parallel()
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
@@ -570,6 +571,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 }
 
 func TestLengthsAndPluginCheckCommands(t *testing.T) {
+	plainOnly(t) // lengths and plugin check call the plugin from one goroutine
 	t.Parallel()
 	dir := testplugins.Dir(t)
 	code, out, errs := cli(t, context.Background(), "lengths", "--plugin", "uniform", "--mean", "1500", "--batch", "4")
@@ -621,6 +623,7 @@ func TestLengthsAndPluginCheckCommands(t *testing.T) {
 // TestSameSeedSameBodies: two runs of one config send byte-identical request bodies, in
 // every mode.
 func TestSameSeedSameBodies(t *testing.T) {
+	plainOnly(t) // six runs against a recorder, as TestRequestShapesReachTheServer's three (raced); host/run's TestRequestBodiesAreReproducible pins the bodies too
 	t.Parallel()
 	bodies := func(mode string, seed int) [][]byte {
 		rc := &recorder{}

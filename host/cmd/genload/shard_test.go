@@ -143,6 +143,7 @@ func TestK8sJobChecksTheRunFlags(t *testing.T) {
 // so that merge finds every shard and joins the other two (the merged target: the two
 // engines the others measured).
 func TestEmptyShardStartsNoEngineAndMerges(t *testing.T) {
+	plainOnly(t) // its two runs are TestRunShardsAndMergeThroughTheCLI's (raced); the empty shard starts nothing
 	t.Parallel()
 	out := t.TempDir()
 	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [300]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
