@@ -15,6 +15,7 @@ import (
 // is most of its TTFT, and the Do's client load names it as the bottleneck; the process's CPU
 // share over the Do is recorded too.
 func TestClientLoadRecordsBodyWrite(t *testing.T) {
+	plainOnly(t) // the write's share of TTFT; TestClientLoadQuickRequest and the large-body test race the recording
 	const pause = time.Millisecond
 	read := make(chan time.Duration, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
