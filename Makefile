@@ -108,13 +108,14 @@ test-k8s: $(TESTSUM)
 # them), tested again under the race detector, the longest first (as TEST_PKGS). Their tests
 # that would only repeat under the detector what lighter ones race, or whose verdict is a
 # timing the detector's slower client cannot keep, skip there (plainOnly, with their reason).
-# The client-against-engine checks compare timings within 10 %, so they run alone, not beside
-# the other race-instrumented test binaries.
+# They run niced: in make test they go beside the plain tests, whose engines keep time in real
+# time, and take the cores those leave idle. The client-against-engine checks compare timings
+# within 10 %, so they run alone, not beside the other race-instrumented test binaries.
 RACE_PKGS := ./host/cmd/genload ./host/run ./host/sweep ./host/dispatch ./host/replay ./host/engine ./host/sse ./host/scrape
 race: race-pkgs race-alone
 race-pkgs: $(TESTSUM)
 	@mkdir -p $(RECORDS)
-	$(GOTEST) -race $(RACE_PKGS) | $(TESTSUM) -record $(RECORDS)/race.jsonl
+	nice -n 10 $(GOTEST) -race $(RACE_PKGS) | $(TESTSUM) -record $(RECORDS)/race.jsonl
 race-alone: $(TESTSUM)
 	@mkdir -p $(RECORDS)
 	$(GOTEST) -race ./host/internal/clientcheck | $(TESTSUM) -record $(RECORDS)/race-clientcheck.jsonl
