@@ -15,6 +15,7 @@ import (
 // is most of its TTFT, and the Do's client load names it as the bottleneck; the process's CPU
 // share over the Do is recorded too.
 func TestClientLoadRecordsBodyWrite(t *testing.T) {
+	plainOnly(t) // the write's share of TTFT; TestClientLoadQuickRequest and the large-body test race the recording
 	// The server pauses 4 ms after every read of up to 64 KiB: about 1.8 s for the 28 MB
 	// body, so that the write outweighs what the client spends on the body before its first
 	// byte (its one prompt's text: about 0.7 s under the race detector on two busy cores).

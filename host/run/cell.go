@@ -159,19 +159,8 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 	short := r.capacityWarnings(plan) // said for the matrix before the first cell: announceCapacity
 
 	if !cfg.Warmup.Disabled {
-		tw := time.Now()
-		wres, err := r.client.Do(ctx, plan.ForWarmup())
-		rec.WarmupElapsed = results.Millis(time.Since(tw))
-		if err == nil {
-			err = wres.Err()
-		}
-		if wres != nil {
-			addRetries(&rec, wres.Retried(), true)
-			rec.CacheBefore = cacheBefore(wres, true)
-			r.records.add(c, "warmup", plan, wres)
-		}
-		if err != nil {
-			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", r.firstHint(err)))
+		if err := r.warmup(ctx, plan, &rec); err != nil {
+			return fail(exitcode.TargetFailed, err)
 		}
 		r.answered = true
 	}
@@ -254,6 +243,27 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 		return fail(exitcode.TargetFailed, errors.New(fig.Prompts.TruncationError))
 	}
 	return rec, nil
+}
+
+// warmup sends the cell's warmup (plan.ForWarmup: its exact prompts, max_tokens = 1) and
+// records in rec its wall time, its retries, what the server had cached before it, and its
+// per-request records; the error (the warmup's, summarized) fails the cell.
+func (r *cellRunner) warmup(ctx context.Context, p *plan.Plan, rec *results.Cell) error {
+	tw := time.Now()
+	wres, err := r.client.Do(ctx, p.ForWarmup())
+	rec.WarmupElapsed = results.Millis(time.Since(tw))
+	if err == nil {
+		err = wres.Err()
+	}
+	if wres != nil {
+		addRetries(rec, wres.Retried(), true)
+		rec.CacheBefore = cacheBefore(wres, true)
+		r.records.add(p.Cell, "warmup", p, wres)
+	}
+	if err != nil {
+		return fmt.Errorf("warmup: %w", r.firstHint(err))
+	}
+	return nil
 }
 
 // keepsOthers reports whether a routed cell some of whose requests failed is measured over

@@ -68,6 +68,7 @@ func verdicts(stdout string) map[string]int {
 // per-forward jitter of one measurement reaches tens of per cent (TestABVerdictsWithKnownNoise
 // holds the statistics); the table and the exit codes are.
 func TestABCommandOnTheBuiltinEngine(t *testing.T) {
+	plainOnly(t) // ab runs its AB/BA runs one after another, each as TestRunOnTheBuiltinEngine's; its verdicts time the detector
 	dir := t.TempDir()
 	body := "max_tokens = 12\n[matrix]\nseq_lens = [256, 512]\nbatch_sizes = [1, 4]\n[engine]\ntime_scale = 1\n"
 	a := writeConfig(t, body)
@@ -140,6 +141,7 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 // of its pairs. Then Ctrl-C after the first cell: the table of that cell is printed, --json
 // keeps it, exit 130.
 func TestABOfAConfigAgainstItselfShowsTheNoise(t *testing.T) {
+	plainOnly(t) // as TestABCommandOnTheBuiltinEngine
 	dir := t.TempDir()
 	a := writeConfig(t, "max_tokens = 12\n[matrix]\nseq_lens = [1000, 2000]\nbatch_sizes = [1, 4]\n[engine]\ntime_scale = 1\nnoise = \"burst-cv=0.05,seed=1\"\n")
 	js := filepath.Join(dir, "ab.json")

@@ -103,6 +103,7 @@ func TestConsistencyThresholdExitCodes(t *testing.T) {
 // repeat, in two rounds; the consistency printed is the one genload consistency prints for the
 // file; diff (the repeats pooled) and plot read it.
 func TestRepeatConsistencyDiffPlotEndToEnd(t *testing.T) {
+	plainOnly(t) // repeats run one after another, each as TestRunOnTheBuiltinEngine's; consistency, diff and plot read files
 	out := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf(`
 max_tokens = 12
@@ -257,6 +258,7 @@ func TestOldRepeatFilesStillRead(t *testing.T) {
 // that was 257 columns wide, after a "comparable:" line of 122: both are wrapped within the
 // table's 120 columns.
 func TestCachedNoteAndComparableLineFitTheWidth(t *testing.T) {
+	plainOnly(t) // the width of a run --repeat 2's text; under the detector a cell may miss its figure
 	t.Setenv("GENLOAD_PLUGIN_DIR", testplugins.Dir(t))
 	ecfg := engine.DefaultConfig()
 	ecfg.TimeScale = 1 // steps of ≥ 3.5 ms: chunks read apart on a loaded machine

@@ -80,6 +80,7 @@ func TestOneRunGivenTwiceIsRefused(t *testing.T) {
 // 0.05, mean −73 %), consistency and diff say so first. Two external servers are compared, said
 // so in the first line.
 func TestComparableCoversTheTarget(t *testing.T) {
+	plainOnly(t) // gate, consistency and diff read files in one goroutine
 	dir := t.TempDir()
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
@@ -148,6 +149,7 @@ func TestComparableCoversTheTarget(t *testing.T) {
 // genload gate --json writes the verdict, its exit code and its reason whatever the outcome: a
 // refusal too, which wrote nothing on stdout.
 func TestGateJSONAlwaysSaysTheVerdict(t *testing.T) {
+	plainOnly(t) // gate reads files in one goroutine
 	dir := t.TempDir()
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
@@ -193,6 +195,7 @@ func TestGateJSONAlwaysSaysTheVerdict(t *testing.T) {
 // points' table with its out-of-range marks, the mean, the verdict and the advice wrapped — its
 // tables well formed; points left out of range are "not judged", not "extrapolated".
 func TestGateOutputWithinWidth(t *testing.T) {
+	plainOnly(t) // gate reads files in one goroutine
 	dir := t.TempDir()
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
@@ -249,6 +252,7 @@ func TestGateOutputWithinWidth(t *testing.T) {
 // predict says a length or batch size of 0 must be positive, not that it is missing; fit says a
 // CSV is not a results file.
 func TestPredictAndFitInputMessages(t *testing.T) {
+	plainOnly(t) // predict and fit read files in one goroutine
 	dir := t.TempDir()
 	ctx := context.Background()
 	base := costRun(t, dir, "base", 1, nil)

@@ -17,6 +17,7 @@ import (
 // of an Indexed Job — merge into one run of the matrix's four cells; one shard alone is
 // refused with the missing one named.
 func TestRunShardsAndMergeThroughTheCLI(t *testing.T) {
+	plainOnly(t) // each shard is a run of part of the matrix, as TestRunOnTheBuiltinEngine's; merge reads files
 	t.Parallel()
 	out := t.TempDir()
 	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [300, 1000]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
@@ -143,6 +144,7 @@ func TestK8sJobChecksTheRunFlags(t *testing.T) {
 // so that merge finds every shard and joins the other two (the merged target: the two
 // engines the others measured).
 func TestEmptyShardStartsNoEngineAndMerges(t *testing.T) {
+	plainOnly(t) // its two runs are shards, as TestRunOnTheBuiltinEngine's; the empty shard starts nothing
 	t.Parallel()
 	out := t.TempDir()
 	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [300]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
