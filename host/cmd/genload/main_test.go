@@ -332,7 +332,7 @@ func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
 			[]string{deadURL + "/v1/models", "unreachable", "(after 3 retries)"}},
 		{"4xx from the server", fmt.Sprintf("target = %q\n[matrix]\nseq_lens=[1000]\nbatch_sizes=[1]\n", failing.URL), nil, exitcode.TargetFailed,
 			[]string{"400", "maximum context length is 8192"}},
-		{"bad flag", "", []string{"--mode", "fast"}, exitcode.InvalidConfig, []string{"[mode] unknown mode \"fast\""}},
+		{"bad flag", "", []string{"--mode", "fast"}, exitcode.Usage, []string{"[mode] unknown mode \"fast\""}},
 		{"--out is a file", "", []string{"--out", notDir}, exitcode.InvalidConfig,
 			[]string{"flag --out: [out] " + notDir + " is a file, not a directory"}},
 		{"unknown engine profile", "seed = 1\n[engine]\nprofile = \"nope\"\n", nil, exitcode.InvalidConfig,
