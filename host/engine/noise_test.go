@@ -245,7 +245,8 @@ func TestParseNoise(t *testing.T) {
 		t.Errorf(`ParseNoise("") = %+v, %v; want off`, n, err)
 	}
 	for in, want := range map[string]string{
-		"step-cv=x":       "noise [step-cv]",
+		"step-cv=x":       `noise [step-cv]: "x" is not a number`,
+		"seed=-1":         `noise [seed]: "-1" is not an unsigned integer`,
 		"slow-factor=0.5": "[noise-slow-factor] must be in [1, 1000]",
 		"jitter=1":        "noise [jitter]: unknown key",
 		"step-cv":         "want key=value",

@@ -336,7 +336,7 @@ func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
 		{"--out is a file", "", []string{"--out", notDir}, exitcode.InvalidConfig,
 			[]string{"flag --out: [out] " + notDir + " is a file, not a directory"}},
 		{"unknown engine profile", "seed = 1\n[engine]\nprofile = \"nope\"\n", nil, exitcode.InvalidConfig,
-			[]string{"bench.toml:3: [engine.profile]: engine profile \"nope\": unknown (known: dense-8b, moe-30b-a3b)"}},
+			[]string{"bench.toml:3: [engine.profile]: engine profile \"nope\": unknown (known: dense-8b, moe-30b-a3b; or a profile file of your own: a path ending in .toml)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
