@@ -164,11 +164,14 @@ and 'genload gate' refuses the model: re-measure, or run with --repeat N and fit
 		m.WriteSummary(e.stdout)
 		fmt.Fprintln(e.stdout)
 		m.WriteResiduals(e.stdout)
-		if name, ok := m.Engine["profile"].(string); ok {
-			if p, err := run.ProfileFigures(name); err != nil {
+		if m.Engine != nil {
+			if p, from, checked, err := run.RecordedProfileFigures(m.Engine); err != nil {
 				fmt.Fprintf(e.stdout, "\n(engine profile not compared: %v)\n", err)
 			} else {
 				m.WriteProfileComparison(e.stdout, p)
+				if !checked {
+					fmt.Fprintf(e.stdout, "\n(the runs record no profile hash: compared with the profile %s as it reads now)\n", from)
+				}
 			}
 		}
 		if len(held) > 0 {
