@@ -330,8 +330,11 @@ const DefaultMaxFitError = 0.10
 
 // FitQuality is how well a model describes its cells: R² (weighted) and the leave-one-cell-out
 // median and max relative error, over Cells cells; Outliers is the number of cells left out.
+// Flat is true for the fixed-only form, whose R² is 0 by construction (its fit is the
+// weighted mean): the leave-one-out error, not R², says how well it describes the cells.
 type FitQuality struct {
 	Runs         string  `json:"runs"`
+	Flat         bool    `json:"flat,omitempty"`
 	Cells        int     `json:"cells"`
 	Outliers     int     `json:"outliers,omitempty"`
 	R2           float64 `json:"r2"`
@@ -341,13 +344,17 @@ type FitQuality struct {
 
 // Quality returns the model's fit figures.
 func (m *Model) Quality() FitQuality {
-	return FitQuality{Runs: strings.Join(m.Runs, ","), Cells: m.N, Outliers: len(m.Outliers), R2: m.R2, LOOMedianRel: m.LOOMedianRel, LOOMaxRel: m.LOOMaxRel}
+	return FitQuality{Runs: strings.Join(m.Runs, ","), Cells: m.N, Outliers: len(m.Outliers), R2: m.R2, LOOMedianRel: m.LOOMedianRel, LOOMaxRel: m.LOOMaxRel, Flat: m.Form == TermFixed}
 }
 
 // String writes the figures, e.g. "R² 0.99812, leave-one-cell-out |error| median 1.20 %, max
 // 4.01 % over 20 cells".
 func (q FitQuality) String() string {
-	s := fmt.Sprintf("R² %.5f, leave-one-cell-out |error| median %.2f %%, max %.2f %% over %d cells", q.R2, 100*q.LOOMedianRel, 100*q.LOOMaxRel, q.Cells)
+	r2 := fmt.Sprintf("R² %.5f", q.R2)
+	if q.Flat {
+		r2 = "flat (fixed only: R² 0 by construction)"
+	}
+	s := fmt.Sprintf("%s, leave-one-cell-out |error| median %.2f %%, max %.2f %% over %d cells", r2, 100*q.LOOMedianRel, 100*q.LOOMaxRel, q.Cells)
 	if q.Outliers > 0 {
 		s += fmt.Sprintf(" (%d outlier(s) left out)", q.Outliers)
 	}

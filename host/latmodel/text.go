@@ -166,8 +166,12 @@ func (m *Model) WriteSummary(w io.Writer) {
 	}
 	table(w, rows)
 	fmt.Fprintln(w)
-	prose(w, fmt.Sprintf("R² (weighted) %.5f · leave-one-cell-out |error|: median %.2f %%, max %.2f %% · %d degrees of freedom",
-		m.R2, 100*m.LOOMedianRel, 100*m.LOOMaxRel, m.DoF))
+	r2 := fmt.Sprintf("R² (weighted) %.5f", m.R2)
+	if m.Form == TermFixed {
+		r2 = "flat: the forward pass depends on neither L nor B within noise (R² 0 by construction)"
+	}
+	prose(w, fmt.Sprintf("%s · leave-one-cell-out |error|: median %.2f %%, max %.2f %% · %d degrees of freedom",
+		r2, 100*m.LOOMedianRel, 100*m.LOOMaxRel, m.DoF))
 	for _, o := range m.Outliers {
 		prose(w, fmt.Sprintf("outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s", o.SeqLen, o.Batch, o.FwdMs, o.Reason))
 	}
