@@ -441,6 +441,13 @@ func (c *Consistency) summarize(keys []CellKey, cells [][]*results.Cell, runs in
 	c.MeanSpan, c.MedianSpan = span(c.RunMean), span(c.RunMedian)
 }
 
+// ConfigDifferences lists the settings in which runs differ and so measure different things
+// (model, max_tokens, mode, target kind, engine profile and time scale, length plugin and its
+// config, prompt format, tokenizer), each as "the runs differ in …: a / b"; nil for runs of
+// one configuration. Notes on how a run went (prompts already cached, pooled repeats) are not
+// differences of configuration and are not listed.
+func ConfigDifferences(runs []*results.Run) []string { return headerDifferences(runs) }
+
 // headerDifferences lists the settings that differ between runs and make them measure
 // different things (model, max_tokens, mode, target kind, engine profile and time scale,
 // length plugin and its config, prompt format, tokenizer).

@@ -186,14 +186,11 @@ func Write(w io.Writer, runs []*results.Run, opt Options) error {
 }
 
 // configDifferences lists the settings in which runs differ and so measure different things
-// (compare.Consistent's warnings); nil for runs of one configuration or that cannot be
-// compared at all.
+// ([compare.ConfigDifferences]); nil for runs of one configuration. The notes of
+// compare.Consistent's warnings on how a run went (its prompts already cached) are not among
+// them: two runs of one bench.toml, the second finding its prompts cached, are repeats.
 func configDifferences(runs []*results.Run) []string {
-	c, err := compare.Consistent(runs)
-	if err != nil {
-		return nil
-	}
-	return c.Warnings
+	return compare.ConfigDifferences(runs)
 }
 
 // WriteFile writes the report of runs to path ([Write]); the file is removed when writing
