@@ -217,7 +217,7 @@ func TestABOfAConfigAgainstItselfShowsTheNoise(t *testing.T) {
 	// Ctrl-C once the first cell is done
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	errw := &cancelOn{marker: "L=1000,B=1: d =", cancel: cancel}
+	errw := &cancelOn{marker: "L=1000,B=1: B/A − 1 =", cancel: cancel}
 	var out strings.Builder
 	js2 := filepath.Join(dir, "ab2.json")
 	code = doMain(ctx, []string{"ab", "-a", a, "-b", a, "--pairs", "2", "--json", js2}, &env{stdout: &out, stderr: errw, getenv: func(string) string { return "" }})
