@@ -20,7 +20,7 @@ type FitOptions struct {
 	MaxTokens int
 	// Experts enables the moe term (nil: dense, the term is not tried).
 	Experts *Experts
-	// Forms restricts the candidate forms (each "fixed+kv_read+…"); nil tries every form of
+	// Forms restricts the candidate forms (each "fixed" or "fixed+…"); nil tries every form of
 	// [Forms].
 	Forms []string
 	// KeepOutliers fits every cell, outliers included (see [Fit]).
