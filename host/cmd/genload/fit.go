@@ -164,11 +164,14 @@ and 'genload gate' refuses the model: re-measure, or run with --repeat N and fit
 		m.WriteSummary(e.stdout)
 		fmt.Fprintln(e.stdout)
 		m.WriteResiduals(e.stdout)
-		if name, ok := m.Engine["profile"].(string); ok {
-			if p, err := run.ProfileFigures(name); err != nil {
+		if m.Engine != nil {
+			if p, from, checked, err := run.RecordedProfileFigures(m.Engine); err != nil {
 				fmt.Fprintf(e.stdout, "\n(engine profile not compared: %v)\n", err)
 			} else {
 				m.WriteProfileComparison(e.stdout, p)
+				if !checked {
+					fmt.Fprintf(e.stdout, "\n(the runs record no profile hash: compared with the profile %s as it reads now)\n", from)
+				}
 			}
 		}
 		if len(held) > 0 {
@@ -223,7 +226,9 @@ func cmdPredict(ctx context.Context, args []string, e *env) error {
 		`Predict per-forward decode latency (ms) from a model file written by 'genload fit', at a mean
 prompt length L (tokens, the realised mean the model was fitted against) and batch size B, or
 at every point of a grid. Each prediction has its standard error from the coefficients'
-covariance. Points outside the measured range (mean length and batch size) are listed with
+covariance (the fit's alone) and, for a model fitted to two or more runs, the 95 % prediction
+interval of a new run's figure there: the fit's error and the spread of the runs' levels
+(JSON: pi_lo_ms, pi_hi_ms). Points outside the measured range (mean length and batch size) are listed with
 where they lie, not predicted, and the command exits with code 9 after printing the others;
 --extrapolate predicts them too, flagged (exit 0).`,
 		[][2]string{
@@ -289,7 +294,7 @@ where they lie, not predicted, and the command exits with code 9 after printing 
 		return perr
 	}
 	fmt.Fprintf(e.stdout, "model %s (form %s, runs %s)\n\n", files[0], m.Form, strings.Join(m.Runs, ", "))
-	latmodel.WritePredictions(e.stdout, ps)
+	latmodel.WritePredictions(e.stdout, m, ps)
 	latmodel.WriteOutOfRange(e.stdout, outside, *extrapolate)
 	return perr
 }
