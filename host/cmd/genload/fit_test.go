@@ -121,7 +121,7 @@ func TestFitPredictGateCommands(t *testing.T) {
 		{[]string{"gate", model, model}, exitcode.InvalidConfig, "is a model file: want a results file"},
 		{[]string{"gate", model}, exitcode.Usage, "want BASELINE and NEW, got 1"},
 		{[]string{"fit", base, other}, exitcode.InvalidConfig, "runs not comparable: different labels: " + base + " {gpu_count=8} / " + other + " {gpu_count=4}; they are not repeats of one deployment"},
-		{[]string{"fit", one}, exitcode.InvalidConfig, "1 cell(s), the smallest form needs 4"},
+		{[]string{"fit", one}, exitcode.InvalidConfig, "1 cell(s), the smallest form needs 3"},
 		{[]string{"fit", broken}, exitcode.InvalidConfig, "broken.json"},
 		{[]string{"fit"}, exitcode.Usage, "no results file given"},
 		{[]string{"fit", "--experts", "8", "--active", "9", base}, exitcode.Usage, "want 1 ≤ active ≤ experts"},

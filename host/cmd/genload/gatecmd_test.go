@@ -101,7 +101,8 @@ func TestComparableCoversTheTarget(t *testing.T) {
 	}{
 		{[]string{"gate", fast, slow}, exitcode.InvalidConfig, refused},
 		{[]string{"gate", slow, fast}, exitcode.InvalidConfig, "genload gate: runs not comparable: different engine time scale: baseline " + slow + " 0.05 / new " + fast + " 0.2 (--allow-mixed to compare them anyway)"},
-		{[]string{"diff", fast, slow}, exitcode.OK, "NOT comparable: different engine time scale: " + fast + " 0.2 / " + slow + " 0.05; same model"},
+		{[]string{"diff", fast, slow}, exitcode.InvalidConfig, "genload diff: runs not comparable: different engine time scale: " + fast + " 0.2 / " + slow + " 0.05: their changes would not be the deployment's (--allow-mixed to print them anyway)"},
+		{[]string{"diff", "--allow-mixed", fast, slow}, exitcode.OK, "NOT comparable: different engine time scale: " + fast + " 0.2 / " + slow + " 0.05; same model"},
 		{[]string{"consistency", fast, slow}, exitcode.OK, "NOT comparable: different engine time scale: " + fast + " 0.2 / " + slow + " 0.05; same model"},
 		{[]string{"fit", fast, slow}, exitcode.InvalidConfig, "genload fit: runs not comparable: different engine time scale: " + fast + " 0.2 / " + slow + " 0.05; they are not repeats of one deployment and are not fitted together (--allow-mixed forces it)"},
 	} {
@@ -112,6 +113,13 @@ func TestComparableCoversTheTarget(t *testing.T) {
 		}
 		if code != tc.code || !strings.HasPrefix(got, tc.out) {
 			t.Errorf("%v: exit %d (want %d)\n got %q\nwant %q…", tc.args, code, tc.code, got, tc.out)
+		}
+		// A refused diff prints no table of changes; one printed anyway says why they mislead.
+		if tc.args[0] == "diff" {
+			table, warned := strings.Contains(stdout, "## Change from"), strings.Contains(stdout, "⚠ compared although not comparable (--allow-mixed): different engine time scale")
+			if (tc.code == exitcode.OK) != table || table != warned {
+				t.Errorf("%v: table %v, warning %v:\n%s", tc.args, table, warned, stdout)
+			}
 		}
 	}
 	ext := func(id, url string, f float64, at time.Duration) string {

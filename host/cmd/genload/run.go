@@ -54,7 +54,7 @@ it exists, else the defaults.`,
 			{"continue a run that was interrupted or failed", "genload run --resume results/20261130-101500.jsonl"},
 			{"shard 0 of 4 (run the four anywhere, then genload merge their files)", "genload run --shard 0/4 --run-id nightly"},
 			{"measure every cell even when some fail (the exit code still says which kind failed first)", "genload run --keep-going"},
-			{"five repeats, failing (exit 6) when a cell's per-forward CV exceeds 5 %", "genload run --repeat 5 --max-cv 5"},
+			{"five repeats, failing (exit 6) when a cell's per-forward CV is above 5 % even at its lower bound", "genload run --repeat 5 --max-cv 5"},
 			{"repeat each cell (interleaved, 2 to 8 times) until its CV's upper bound is within 3 %", "genload run --until-cv 3"},
 		}, e)
 	f.cfgPath = fs.String("c", "", "bench.toml to read (default ./bench.toml if present)")
@@ -116,7 +116,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	return threshold(c, *f.maxCV, *f.cvStat, e)
+	return threshold(c, *f.maxCV, *f.cvStat, *f.cvConfidence, e)
 }
 
 // repeatRule checks the repeat flags of genload run and returns the repeat protocol they ask
