@@ -112,19 +112,8 @@ func checkPrompts(res *recording.Result, o Options) *PromptCheck {
 		if r.Err != nil || !r.HasUsage || len(r.Prompts) == 0 {
 			continue
 		}
-		ids := r.Prompts
-		if res.Mode == recording.ModeN {
-			ids = ids[:1]
-		}
-		sent, known := 0, true
-		for _, k := range ids {
-			if k < 0 || k >= len(o.PromptLengths) {
-				known = false
-				break
-			}
-			sent += o.PromptLengths[k]
-		}
-		if !known {
+		sent, prompts := sentTokens(r, res.Mode, o.PromptLengths)
+		if sent < 0 {
 			continue
 		}
 		p.Requests++
@@ -141,7 +130,7 @@ func checkPrompts(res *recording.Result, o Options) *PromptCheck {
 		abs := max(dev, -dev)
 		p.MaxAbs = max(p.MaxAbs, abs)
 		if p.Worst == nil || (trunc && !worstTrunc) || (trunc == worstTrunc && abs > max(p.Worst.Counted-p.Worst.Sent, p.Worst.Sent-p.Worst.Counted)) {
-			p.Worst, worstTrunc = &PromptDeviation{Request: i, Prompts: len(ids), Sent: sent, Counted: r.Usage.PromptTokens}, trunc
+			p.Worst, worstTrunc = &PromptDeviation{Request: i, Prompts: prompts, Sent: sent, Counted: r.Usage.PromptTokens}, trunc
 		}
 	}
 	if p.Requests == 0 {
@@ -171,18 +160,7 @@ func textShort(p *PromptCheck, res *recording.Result, o Options) {
 		if r.Err != nil || !r.HasUsage || len(r.Prompts) == 0 {
 			continue
 		}
-		ids := r.Prompts
-		if res.Mode == recording.ModeN {
-			ids = ids[:1]
-		}
-		sent := 0
-		for _, k := range ids {
-			if k < 0 || k >= len(o.PromptLengths) {
-				sent = -1
-				break
-			}
-			sent += o.PromptLengths[k]
-		}
+		sent, _ := sentTokens(r, res.Mode, o.PromptLengths)
 		if dev := r.Usage.PromptTokens - sent; sent > 0 && dev < 0 && -dev > max(8, sent/20) {
 			counted = append(counted, r.Usage.PromptTokens)
 			sentOne = sent
@@ -197,6 +175,24 @@ func textShort(p *PromptCheck, res *recording.Result, o Options) {
 	case len(counted) == 1 && 10*counted[0] >= 6*sentOne:
 		p.Ambiguous, p.Truncated = true, 0
 	}
+}
+
+// sentTokens is the number of prompt tokens request r sent, as the server should count them —
+// the sum of lengths (tokens per prompt, by prompt index) over its prompts, or -1 when a prompt
+// index is out of range — and the number of those prompts: its first alone in the legacy n
+// shape, where one prompt is continued n times.
+func sentTokens(r *recording.Request, mode recording.Mode, lengths []int) (sent, prompts int) {
+	ids := r.Prompts
+	if mode == recording.ModeN {
+		ids = ids[:1]
+	}
+	for _, k := range ids {
+		if k < 0 || k >= len(lengths) {
+			return -1, len(ids)
+		}
+		sent += lengths[k]
+	}
+	return sent, len(ids)
 }
 
 // FixedShortMax is the most tokens per prompt a server may count short of token-id prompts for
@@ -214,26 +210,15 @@ func idsShort(p *PromptCheck, res *recording.Result, o Options) {
 		if r.Err != nil || !r.HasUsage || len(r.Prompts) == 0 {
 			continue
 		}
-		ids := r.Prompts
-		if res.Mode == recording.ModeN {
-			ids = ids[:1]
-		}
-		sent := 0
-		for _, k := range ids {
-			if k < 0 || k >= len(o.PromptLengths) {
-				sent = -1
-				break
-			}
-			sent += o.PromptLengths[k]
-		}
+		sent, n := sentTokens(r, res.Mode, o.PromptLengths)
 		short := sent - r.Usage.PromptTokens
 		if sent <= 0 || short <= 0 {
 			continue
 		}
-		if short%len(ids) != 0 || short/len(ids) > FixedShortMax || (per != 0 && short/len(ids) != per) {
+		if short%n != 0 || short/n > FixedShortMax || (per != 0 && short/n != per) {
 			return
 		}
-		per = short / len(ids)
+		per = short / n
 	}
 	if per > 0 {
 		p.FewerPerPrompt, p.Truncated = per, 0
