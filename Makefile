@@ -90,9 +90,10 @@ TEST_PKGS   = $$({ printf '$(MODULE)/%s\n' $(SLOW_PKGS:./%=%); $(GO) list ./...;
 # compute, so on 2 cores they overlap instead of adding up. Then the two timing checks that
 # must have the cores to themselves, one after the other: the conformance suite and the
 # client-against-engine checks under the race detector.
+TEST_JOBS ?= 4
 test: plugins $(TESTSUM)
 	@rm -rf $(RECORDS) $(OUTCOMES) && mkdir -p $(RECORDS)
-	$(MAKE) --no-print-directory -j4 lint test-plain race-pkgs test-k8s
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) lint test-plain race-pkgs test-k8s
 	$(GOTEST) $(CONFORMANCE) | $(TESTSUM) -record $(RECORDS)/conformance.jsonl
 	$(MAKE) --no-print-directory race-alone
 	@cat $(RECORDS)/*.jsonl > $(OUTCOMES)
