@@ -68,6 +68,7 @@ const (
 	TokensPerChunk    Name = "tokens-per-chunk"
 	TokenCountSource  Name = "token-count-source"
 	LateFirstChunks   Name = "late-first-chunks"
+	LateLastChunks    Name = "late-last-chunks"
 	FwdVsFit          Name = "fwd-vs-fit"
 	SourcesDisagree   Name = "sources-disagree"
 	MetricConstant    Name = "metric-constant"
@@ -114,6 +115,7 @@ var catalogue = []Kind{
 	{TokensPerChunk, "Chunks carry more than one token", []string{"chunks carry "}},
 	{TokenCountSource, "A token-count source was set aside for another", []string{"token counts of "}},
 	{LateFirstChunks, "The first chunks of some sequences arrived late", []string{"the first chunks of "}},
+	{LateLastChunks, "The last chunks of some sequences arrived late: fwd ends before them", []string{"the last chunks of "}},
 	{MetricConstant, "A server metric does not vary with load", []string{"server metric does not vary with load: "}},
 	{FwdVsFit, "The mean forward pass and the typical one (the robust fit) differ by more than 5 %", []string{"per-forward estimators disagree", "full-batch estimators disagree"}},
 	{SourcesDisagree, "The client's, the server's and the engine's per-forward figures differ by more than 5 %", []string{"per-forward sources disagree: ", "per-forward estimates disagree", "full-batch estimates disagree"}},

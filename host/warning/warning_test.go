@@ -30,6 +30,7 @@ var samples = map[Name][]string{
 	TokensPerChunk:   {"chunks carry 2.00 tokens on average: fwd counts one forward pass per token"},
 	TokenCountSource: {"token counts of 8 of 8 sequences: all-zero usage on every chunk: counted from logprobs"},
 	LateFirstChunks:  {"the first chunks of 16 of 16 sequences arrived late, bunched with the chunks behind them (held back: Nagle's algorithm): fwd starts at their first on-time chunk"},
+	LateLastChunks:   {"the last chunks of 16 of 16 sequences arrived late: later than the chunks before them imply, beyond the cell's jitter (read late by the client, or a delayed final flush; or a slower last step, which the client cannot tell apart): fwd ends at each one's last consistent chunk, 1 forward pass(es) before its last token (median)"},
 	MetricConstant:   {"server metric does not vary with load: metrics fwd (/metrics) reads 10.000 ms in 3 cells whose client fwd spans 7.2–14.1 ms"},
 	FwdVsFit: {
 		"per-forward estimators disagree: fwd (the mean forward pass) 1.045 ms is +16.6 % of the robust fit 0.896 ms (the typical one)",
