@@ -56,9 +56,10 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell, metri
 	case f.PerForwardReason != "":
 		ws = append(ws, warning.Newf(warning.FwdSubset, "fwd over %d of %d sequences: %s", f.PerForward.N, f.Sequences, f.PerForwardReason))
 	}
-	if i := f.ITL; f.PerForward.N > 0 && i.P50 > 0 && i.P99 > 10*i.P50 && f.PerForward.Mean > 3*i.P50/2 {
-		ws = append(ws, warning.Newf(warning.SlowForwards, "fwd %.3f ms is %.1f× the median chunk interval %.3f ms, and ITL p99 is %.1f ms: a few very slow forward passes (host stalls, preemption, a loaded server) weigh on the mean; fwd fit and a repeat tell whether they are the server's",
-			measure.Ms(f.PerForward.Mean), float64(f.PerForward.Mean)/float64(i.P50), measure.Ms(i.P50), measure.Ms(i.P99)))
+	if li := f.LongIntervals; f.PerForward.N > 0 && li != nil && li.Share > measure.LongShareSaid {
+		ws = append(ws, warning.Newf(warning.SlowForwards, "fwd %.3f ms includes long chunk intervals that shifted every chunk after them: up to %s in %d of %d sequences (the longest %.1f ms, %.0f× the typical forward pass %.3f ms) carry %.1f %% of the decode time (said above %.0f %%); without them fwd would read %.3f ms — a few very slow forward passes (host stalls, preemption, a loaded server), which fwd rightly includes, or a delivery lag that began mid-stream (a buffering hop, a client that fell behind and stayed behind), which it should not: the client cannot tell them apart (a repeat, or the server's own step time, can)",
+			measure.Ms(f.PerForward.Mean), plural(li.MaxPerSequence, "interval"), li.Sequences, li.Of, measure.Ms(li.Longest), float64(li.Longest)/float64(max(li.Typical, 1)), measure.Ms(li.Typical),
+			100*li.Share, 100*measure.LongShareSaid, measure.Ms(li.Without)))
 	}
 	if f.PerForward.N > 0 && f.TokensUnverified > 0 {
 		ws = append(ws, warning.Newf(warning.TokensUnverified, "%d of %d sequences' token counts are unverified (counted from chunks: the server sent no usable usage); the table shows them as a lower bound", f.TokensUnverified, f.Sequences))

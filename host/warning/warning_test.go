@@ -25,11 +25,15 @@ var samples = map[Name][]string{
 	ChunksTogether:   {"over half of the chunk intervals are 0: chunks arrived together in one read (the client fell behind, or the server or network coalesced them); per-forward figures are unreliable"},
 	FwdAbsent:        {"no per-forward figure: no sequence ran its max_tokens; left out: 2 of 2 sequences finished with no token"},
 	FwdSubset:        {"fwd over 6 of 10 sequences: left out: 4 of 10 sequences finished with no token"},
-	SlowForwards:     {"fwd 15.263 ms is 3.1× the median chunk interval 5.000 ms, and ITL p99 is 200.0 ms: a few very slow forward passes weigh on the mean"},
+	SlowForwards: {
+		"fwd 22.020 ms includes long chunk intervals that shifted every chunk after them: up to 1 interval in 4 of 4 sequences (the longest 220.0 ms, 11× the typical forward pass 20.000 ms) carry 9.2 % of the decode time (said above 2 %); without them fwd would read 20.000 ms",
+		"fwd 15.263 ms is 3.1× the median chunk interval 5.000 ms, and ITL p99 is 200.0 ms: a few very slow forward passes weigh on the mean",
+	},
 	TokensUnverified: {"3 of 8 sequences' token counts are unverified (counted from chunks: the server sent no usable usage); the table shows them as a lower bound"},
 	TokensPerChunk:   {"chunks carry 2.00 tokens on average: fwd counts one forward pass per token"},
 	TokenCountSource: {"token counts of 8 of 8 sequences: all-zero usage on every chunk: counted from logprobs"},
 	LateFirstChunks:  {"the first chunks of 16 of 16 sequences arrived late, bunched with the chunks behind them (held back: Nagle's algorithm): fwd starts at their first on-time chunk"},
+	EarlyFirstChunks: {"the first chunks of 4 of 4 sequences arrived early: their first chunk 90.0 ms (median) earlier than the chunks after it imply, beyond the cell's jitter (tolerance 1.00 ms, median; robust deviation 0.115 ms) — a slow first decode step (a prefill sharing it), or a lag that began after the first chunk: fwd includes the long first interval; on the line of the chunks after it fwd would read -4.3 %"},
 	LateLastChunks:   {"the last chunks of 16 of 16 sequences arrived late: later than the chunks before them imply, beyond the cell's jitter (read late by the client, or a delayed final flush; or a slower last step, which the client cannot tell apart): fwd ends at each one's last consistent chunk, 1 forward pass(es) before its last token (median)"},
 	MetricConstant:   {"server metric does not vary with load: metrics fwd (/metrics) reads 10.000 ms in 3 cells whose client fwd spans 7.2–14.1 ms"},
 	FwdVsFit: {
