@@ -188,6 +188,9 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell)
 		if cfg.Mode == config.ModeN && o.Max <= cell.Batch {
 			return nil, false // one request of n = B: a gauge of requests counts it once
 		}
+		if w, ok := gaugeCountsRequests(cfg, cell, o, rec.Figures.Attainment); ok {
+			return []warning.Warning{w}, false
+		}
 		w, ok := o.Judge("the server", fmt.Sprintf("B = %d", cell.Batch))
 		if !ok {
 			return nil, false
@@ -223,6 +226,22 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell)
 	// only it can show other load sharing the batch).
 	return []warning.Warning{warning.Newf(warning.AttainmentUnknown, "batch attainment unknown (%s): the client saw %s decoding together, consistent with B = %d",
 		src, plural(a.Concurrency, "sequence"), cell.Batch)}, false
+}
+
+// gaugeCountsRequests judges a running gauge o that read fewer sequences than B, at most one
+// per HTTP request, in a cell whose B prompts went out in arrays (not routed): a server whose
+// gauge counts requests, not sequences, reads 1 for an array of B prompts that its engine
+// decodes together. When the client's marks a show the B sequences sharing forward passes
+// (measure.AttainmentReached: all B decoding at once, their chunks arriving together) the gauge
+// is not taken as the batch: ok with a warning of attainment unknown that says both, and the
+// cell is not partial. ok is false otherwise (the gauge is judged as it reads).
+func gaugeCountsRequests(cfg *config.Config, cell matrix.Cell, o metrics.Occupancy, a *measure.Attainment) (warning.Warning, bool) {
+	req := requestsOf(cfg, cell)
+	if cfg.Mode == config.ModeRouted || o.Max >= cell.Batch || o.Max > req || a == nil || a.State != measure.AttainmentReached || a.Concurrency < cell.Batch {
+		return warning.Warning{}, false
+	}
+	return warning.Newf(warning.AttainmentUnknown, "batch attainment unknown (the running-requests gauge read at most %d, one per HTTP request: it counts requests, not sequences, and the cell sent its %d prompts in %s; gauge: %s): the client's marks show %s, consistent with B = %d",
+		o.Max, cell.Batch, plural(req, "request"), o.Distribution(), a.Reason, cell.Batch), true
 }
 
 // sortedKeys returns m's keys in ascending order (so that warnings come out the same in

@@ -10,6 +10,8 @@ import (
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/results"
+	"github.com/genload/genload/host/scrape"
+	"github.com/genload/genload/host/scrape/metrics"
 	"github.com/genload/genload/host/sse"
 	"github.com/genload/genload/host/warning"
 )
@@ -185,5 +187,45 @@ func TestSlowForwardsIsTheTailsShareOfTheDecodeTime(t *testing.T) {
 		case c.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], c.want)):
 			t.Errorf("%s: slow-forwards %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// A server whose running gauge counts HTTP requests reads 1 for an array request of B prompts
+// its engine decodes together. With the client's marks showing all B sharing forward passes
+// the cell is not partial, and the warning says the gauge counts requests; with marks that show
+// the sequences one after another, the gauge's "batch not reached" stands.
+func TestGaugeOfRequestsAgainstTheClientsMarks(t *testing.T) {
+	const step = 20 * time.Millisecond
+	together := arrivalCell(4, func(k int) time.Duration { return time.Duration(k) * step })
+	together.Server = &scrape.CellMetrics{Occupancy: metrics.Occupy([]int{1, 1, 1, 1, 1, 1}, 4)}
+	ws, notReached := cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 4}, together, false)
+	var att []warning.Warning
+	for _, w := range ws {
+		if w.Name == warning.BatchNotReached || w.Name == warning.AttainmentUnknown {
+			att = append(att, w)
+		}
+	}
+	want := "batch attainment unknown (the running-requests gauge read at most 1, one per HTTP request: it counts requests, not sequences, and the cell sent its 4 prompts in 1 request; gauge: "
+	if notReached || len(att) != 1 || att[0].Name != warning.AttainmentUnknown || !strings.HasPrefix(att[0].Text, want) ||
+		!strings.Contains(att[0].Text, "the client's marks show all 4 sequences decoding at once, 100 % of their chunks arriving together") {
+		t.Errorf("gauge of requests, B together: not reached %v, %+v\nwant %q…", notReached, att, want)
+	}
+	// one sequence after another: each starts when the one before has finished
+	res := &dispatch.Result{MaxTokens: 100, Mode: dispatch.ModeArray, Requests: []dispatch.Request{{HasUsage: true}}}
+	for i := range 4 {
+		s := dispatch.Sequence{Prompt: i}
+		s.Index = i
+		for k := range 100 {
+			s.Marks.Append(sse.Mark{At: time.Second + time.Duration(100*i+k)*step, Text: 3, Tokens: 1})
+		}
+		s.Finished, s.FinishReason, s.FinishAt = true, "length", s.Marks.At(99)
+		s.CompletionTokens, s.TokenSource, s.HasUsage = 100, sse.TokensChoiceUsage, true
+		res.Sequences = append(res.Sequences, s)
+	}
+	f := measure.Compute(res, measure.Options{MaxTokens: 100})
+	apart := &results.Cell{Figures: &f, Server: &scrape.CellMetrics{Occupancy: metrics.Occupy([]int{1, 1, 1, 1, 1, 1}, 4)}}
+	ws, notReached = cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 4}, apart, false)
+	if got := joined(ws, notReached); !notReached || !strings.Contains(got, "batch not reached: the server ran at most 1 sequences at once, not B = 4") {
+		t.Errorf("gauge of 1, sequences one after another: not reached %v\n%s", notReached, got)
 	}
 }
