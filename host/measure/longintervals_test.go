@@ -192,3 +192,40 @@ func TestEarlyFirstChunkIsSaid(t *testing.T) {
 }
 
 var earlyText = regexp.MustCompile(`their first chunk ([\d.]+) ms \(median\) earlier .* fwd would read ([-+][\d.]+) %$`)
+
+// Steps of 7 ms, each 40× slower with probability 1 % (seeded, as the built-in engine's
+// slow-prob=0.01,slow-factor=40 noise): the slow steps' excess is the share said, and fwd
+// without them is the 7 ms step.
+func TestSeededSlowStepsAreMeasured(t *testing.T) {
+	const base = 7 * time.Millisecond
+	withSlow := 0
+	for seed := uint64(1); seed <= 6; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		at := make([]time.Duration, 100)
+		slow := 0
+		for k := 1; k < 100; k++ {
+			d := base
+			if rng.Float64() < 0.01 {
+				d, slow = 40*base, slow+1
+			}
+			at[k] = at[k-1] + d
+		}
+		f := Compute(arrivals(4, 100, seed, func(k int) time.Duration { return at[k] }), Options{MaxTokens: 100})
+		li := f.LongIntervals
+		share := float64(slow) * 39 * float64(base) / float64(at[99]-at[0])
+		switch {
+		case slow == 0 && li != nil:
+			t.Errorf("seed %d: no slow step, long intervals %+v", seed, *li)
+		case slow == 0:
+			continue
+		case li == nil:
+			t.Errorf("seed %d: %d slow steps, no long interval found", seed, slow)
+		case li.MaxPerSequence != slow || li.Sequences != 4 || !near(li.Share, share, 0.01) || !near(float64(li.Without), float64(base), 0.01):
+			t.Errorf("seed %d: %d slow steps (share %.4f): long intervals %+v", seed, slow, share, *li)
+		}
+		withSlow++
+	}
+	if withSlow < 3 {
+		t.Errorf("%d of 6 seeds drew a slow step", withSlow)
+	}
+}
