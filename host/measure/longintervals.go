@@ -33,7 +33,7 @@ import (
 // the chunk before it). What a long interval added is the shift of the marks' level across it:
 // the median residual t − s_k·f of up to shiftWindow marks after it minus that of up to
 // shiftWindow marks before it, neither window reaching past another long interval, s_k the
-// median local pace inside the two windows (steps that drift or slow down for a while keep
+// median local pace over twice as many marks on either side, across other long intervals (steps that drift or slow down for a while keep
 // their own pace there: a pace taken over the whole sequence would turn the drift into levels).
 // The window after starts at the last of the marks that came together right after the long
 // interval (each within anchorTolMax of a forward pass of the next): a burst of chunks held
@@ -41,7 +41,10 @@ import (
 // are on time again, so a hold-and-release adds nothing, while a stall or a lag that persists
 // shifts every mark after it. Jitter that makes one interval long and the next short leaves the
 // medians as they were. A long interval counts when it shifted the level by at least one
-// typical forward pass; the shifts of those that count, summed, are what the long intervals
+// typical forward pass and by shiftK standard errors of the difference — the two medians'
+// and the local pace's over the forward passes between the windows (chunks each late by up
+// to 3 steps make a median of 8 uncertain by a third of a step, and the pace by a tenth); the
+// shifts of those that count, summed, are what the long intervals
 // added to the decode time. The first timed interval is not judged here but by earlyFirst,
 // against the anchor's tolerance.
 //
@@ -55,6 +58,9 @@ const (
 	longExcess = 2.0
 	// shiftWindow is how many marks on either side of a long interval give its shift.
 	shiftWindow = 8
+	// shiftK is how many standard errors of the difference of the two windows' medians a
+	// shift must reach to count.
+	shiftK = 3
 	// LongShareSaid is the least share of a cell's decode time (over its timed sequences) that
 	// long intervals carry for the cell to be warned of them.
 	LongShareSaid = 0.02
@@ -154,18 +160,54 @@ func sequenceShift(ps []point, a, e int) (sh seqShift, ok bool) {
 			st++
 		}
 		after := ps[st:min(edges[k+1], st+shiftWindow)]
-		paces = localPaces(after, localPaces(before, paces[:0]))
-		sk := s
+		// the pace over twice the windows, across other long intervals: the marks next to a
+		// long interval are the ones that made it long (the one before early, the one after
+		// late), and the stretches between long intervals are the ones without a late mark,
+		// so paces that end or start at them, or stay inside them, read short
+		paces = localPaces(ps[st:min(e+1, st+2*shiftWindow)], localPaces(ps[max(a, b-2*shiftWindow):b], paces[:0]))
+		sk, paceSE := s, 0.0
 		if len(paces) > 0 {
 			sk = stats.MedianInPlace(paces)
+			paceSE = medianSE(paces, sk)
 		}
-		if d := median(after, sk) - median(before, sk); d >= s {
+		mb, ma := median(before, sk), median(after, sk)
+		// the difference's standard error: the two medians', and the pace's carried over
+		// the forward passes between the windows' middles
+		dist := (after[len(after)/2].f - before[len(before)/2].f)
+		se := math.Hypot(levelSE(before, after, mb, ma, sk), paceSE*dist)
+		if d := ma - mb; d >= s && d >= shiftK*se {
 			sh.long++
 			sh.shift += d
 			sh.longest = max(sh.longest, ps[b].t-ps[b-1].t)
 		}
 	}
 	return sh, true
+}
+
+// levelSE is the standard error of the difference of the median residuals mb and ma of the
+// marks before and after (at pace s): the medians' standard errors (medianSE) of the residuals
+// from their own window's median, combined.
+func levelSE(before, after []point, mb, ma, s float64) float64 {
+	rb, ra := make([]float64, len(before)), make([]float64, len(after))
+	for i, p := range before {
+		rb[i] = p.t - s*p.f
+	}
+	for i, p := range after {
+		ra[i] = p.t - s*p.f
+	}
+	return math.Hypot(medianSE(rb, mb), medianSE(ra, ma))
+}
+
+// medianSE is the large-sample standard error of the median m of xs: 1.2533 σ / √n, σ =
+// 1.4826 × the median absolute deviation from m (normal residuals); xs is reordered.
+func medianSE(xs []float64, m float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	for i, x := range xs {
+		xs[i] = math.Abs(x - m)
+	}
+	return 1.2533 * 1.4826 * stats.MedianInPlace(xs) / math.Sqrt(float64(len(xs)))
 }
 
 // longIntervals returns the cell's LongIntervals over the full sequences timed (passes[idx] >
