@@ -32,21 +32,22 @@ import (
 // longExcess typical forward passes (for a one-token chunk: over 3 typical forward passes after
 // the chunk before it). What a long interval added is the shift of the marks' level across it:
 // the median residual t − s_k·f of up to shiftWindow marks after it minus that of up to
-// shiftWindow marks before it, neither window reaching past another long interval, s_k the
-// median local pace over twice as many marks on either side, across other long intervals (steps that drift or slow down for a while keep
-// their own pace there: a pace taken over the whole sequence would turn the drift into levels).
-// The window after starts at the last of the marks that came together right after the long
-// interval (each within anchorTolMax of a forward pass of the next): a burst of chunks held
-// back and released at once is late, its last chunk the least, and the chunks after a burst
-// are on time again, so a hold-and-release adds nothing, while a stall or a lag that persists
-// shifts every mark after it. Jitter that makes one interval long and the next short leaves the
-// medians as they were. A long interval counts when it shifted the level by at least one
-// typical forward pass and by shiftK standard errors of the difference — the two medians'
-// and the local pace's over the forward passes between the windows (chunks each late by up
-// to 3 steps make a median of 8 uncertain by a third of a step, and the pace by a tenth); the
-// shifts of those that count, summed, are what the long intervals
-// added to the decode time. The first timed interval is not judged here but by earlyFirst,
-// against the anchor's tolerance.
+// shiftWindow marks before it, neither window reaching past another long interval; s_k is the
+// median local pace over twice as many marks on either side, across other long intervals
+// (steps that drift or slow down for a while keep their own pace there, where a pace over the
+// whole sequence would turn the drift into levels; and the marks next to a long interval, or
+// between two, read short paces). The window after starts at the last of the marks that came
+// together right after the long interval (each within anchorTolMax of a forward pass of the
+// next): a burst of chunks held back and released at once is late, its last chunk the least,
+// and the chunks after a burst are on time again, so a hold-and-release adds nothing, while a
+// stall or a lag that persists shifts every mark after it. Jitter that makes one interval long
+// and the next short leaves the medians as they were. A long interval counts when it shifted
+// the level by at least one typical forward pass and by shiftK standard errors of the
+// difference — the two medians' and the local pace's carried over the forward passes between
+// the windows (chunks each late by up to 3 steps make a median of 8 uncertain by a third of a
+// step). The shifts of those that count, summed, are what the long intervals added to the
+// decode time. The first timed interval is not judged here but by earlyFirst, against the
+// anchor's tolerance.
 //
 // Limits: a lag that builds up over several intervals, each under longExcess typical forward
 // passes, is not seen; a shift under a typical forward pass is not counted.
@@ -58,8 +59,8 @@ const (
 	longExcess = 2.0
 	// shiftWindow is how many marks on either side of a long interval give its shift.
 	shiftWindow = 8
-	// shiftK is how many standard errors of the difference of the two windows' medians a
-	// shift must reach to count.
+	// shiftK is how many standard errors of the difference of the two windows' levels a shift
+	// must reach to count.
 	shiftK = 3
 	// LongShareSaid is the least share of a cell's decode time (over its timed sequences) that
 	// long intervals carry for the cell to be warned of them.

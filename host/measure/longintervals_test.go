@@ -138,6 +138,11 @@ func TestNoShiftWithoutALevelShift(t *testing.T) {
 		if li := f.LongIntervals; li != nil && li.Share > LongShareSaid/2 {
 			t.Errorf("late by up to 3 steps, seed %d: long intervals %+v (fwd %v)", seed, *li, f.PerForward.Mean)
 		}
+		for _, c := range f.Checks {
+			if strings.Contains(c, "arrived early") {
+				t.Errorf("late by up to 3 steps, seed %d: %s", seed, c)
+			}
+		}
 	}
 }
 
@@ -178,6 +183,9 @@ func TestEarlyFirstChunkIsSaid(t *testing.T) {
 		fwd := (99*float64(step) + float64(lag)) / 99
 		if !near(float64(f.PerForward.Mean), fwd, 0.002) {
 			t.Errorf("lag %.1f steps: fwd %v, want %.3f ms", tc.lag, f.PerForward.Mean, fwd/1e6)
+		}
+		if li := f.LongIntervals; li != nil { // the first interval is this check's, not theirs
+			t.Errorf("lag %.1f steps: long intervals %+v", tc.lag, *li)
 		}
 		if !tc.said {
 			if got != "" {
