@@ -47,8 +47,13 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell, metri
 			ws = append(ws, warning.Of(m))
 		}
 	}
-	if f.ITL.N > 0 && f.ITL.P50 == 0 {
+	switch i := f.ITL; {
+	case i.N > 0 && i.P50 == 0:
 		ws = append(ws, warning.New(warning.ChunksTogether, "over half of the chunk intervals are 0: chunks arrived together in one read (the client fell behind, or the server or network coalesced them); per-forward figures are unreliable"))
+	case i.N > 0 && 10*i.P50 < i.Mean:
+		// chunks of one write read one by one (frames in pairs: intervals of 0.04 and 40 ms)
+		ws = append(ws, warning.Newf(warning.ChunksTogether, "over half of the chunk intervals are under a tenth of their mean (ITL p50 %.3f ms, mean %.3f ms): chunks arrived together, a write of several or a coalescing hop read frame by frame (the client fell behind, or the server or network coalesced them); per-forward figures are unreliable",
+			measure.Ms(i.P50), measure.Ms(i.Mean)))
 	}
 	switch {
 	case f.PerForward.N == 0:

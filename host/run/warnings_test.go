@@ -1,6 +1,7 @@
 package run
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +151,7 @@ func TestSlowForwardsIsTheTailsShareOfTheDecodeTime(t *testing.T) {
 		at   func(k int) time.Duration
 		want string // "" : no slow-forwards
 	}{
-		{"pairs", 16, func(k int) time.Duration { return time.Duration(k|1) * step }, ""},
+		{"pairs", 16, func(k int) time.Duration { return time.Duration(k|1)*step + time.Duration(k&1)*41*time.Microsecond }, ""},
 		{"alternating 10/30 ms with two hiccups", 1, func(k int) time.Duration {
 			at := time.Duration(k/2)*2*step + time.Duration(k%2)*step/2
 			if k == 30 || k == 70 {
@@ -227,5 +228,40 @@ func TestGaugeOfRequestsAgainstTheClientsMarks(t *testing.T) {
 	ws, notReached = cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 4}, apart, false)
 	if got := joined(ws, notReached); !notReached || !strings.Contains(got, "batch not reached: the server ran at most 1 sequences at once, not B = 4") {
 		t.Errorf("gauge of 1, sequences one after another: not reached %v\n%s", notReached, got)
+	}
+}
+
+// Frames written in pairs and read one by one (intervals of 41 µs and 40 ms): over half of the
+// intervals are a sliver, not 0, and they are said as chunks that arrived together, as the same
+// stream read in one piece is.
+func TestChunksTogetherAtASliver(t *testing.T) {
+	const step = 20 * time.Millisecond
+	for _, gap := range []time.Duration{0, 41 * time.Microsecond} {
+		rec := arrivalCell(16, func(k int) time.Duration { return time.Duration(k|1)*step + time.Duration(k&1)*gap })
+		ws, _ := cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 16}, rec, false)
+		var got []string
+		for _, w := range ws {
+			if w.Name == warning.ChunksTogether {
+				got = append(got, w.Text)
+			}
+		}
+		want := "over half of the chunk intervals are 0: "
+		if gap > 0 {
+			want = fmt.Sprintf("over half of the chunk intervals are under a tenth of their mean (ITL p50 %.3f ms, mean %.3f ms)", measure.Ms(rec.Figures.ITL.P50), measure.Ms(rec.Figures.ITL.Mean))
+		}
+		if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+			t.Errorf("pairs %v apart: chunks-together %q, want %q…", gap, got, want)
+		}
+		if p50 := rec.Figures.ITL.P50; p50 != gap {
+			t.Errorf("pairs %v apart: ITL p50 %v", gap, p50)
+		}
+	}
+	// a steady stream is not
+	rec := arrivalCell(16, func(k int) time.Duration { return time.Duration(k) * step })
+	ws, _ := cellWarnings(config.Default(), matrix.Cell{SeqLen: 1000, Batch: 16}, rec, false)
+	for _, w := range ws {
+		if w.Name == warning.ChunksTogether {
+			t.Errorf("steady stream: %s", w.Text)
+		}
 	}
 }

@@ -108,7 +108,7 @@ var catalogue = []Kind{
 	{PromptTokens, "The server counted other prompt tokens than were sent", []string{"prompt tokens deviate on "}},
 	{PromptsCached, "The prompts were already in the server's prefix cache", []string{"prompts already cached: "}},
 	{LengthsOffTarget, "Realised mean prompt lengths are off their target L", []string{"realised mean length "}},
-	{ChunksTogether, "Chunks arrived together in one read", []string{"over half of the chunk intervals are 0"}},
+	{ChunksTogether, "Chunks arrived together in one read", []string{"over half of the chunk intervals are 0", "over half of the chunk intervals are under a tenth of their mean"}},
 	{FwdAbsent, "There is no per-forward figure", []string{"no per-forward figure: "}},
 	{FwdSubset, "The per-forward figure leaves sequences out", []string{`^fwd over \d+ of \d+ sequences: `}},
 	{SlowForwards, "A few long chunk intervals (very slow forward passes, or a delivery lag) weigh on the mean", []string{`^fwd [\d.]+ ms includes long chunk intervals`, `^fwd [\d.]+ ms is [\d.]+× the median chunk interval`}},
