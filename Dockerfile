@@ -2,8 +2,14 @@
 # in, on busybox for the /bin/sh the Kubernetes manifests of `genload k8s job` run it with.
 #
 #   docker build -t genload:dev --build-arg VERSION=$(git describe --always --dirty) .
-#   docker run --rm --add-host=host.docker.internal:host-gateway genload:dev \
-#       genload run --target http://host.docker.internal:8000
+#   mkdir -p results && sudo chown 10001:10001 results   # genload runs as uid 10001
+#   docker run --rm --add-host=host.docker.internal:host-gateway -v "$PWD/results:/work/results" \
+#       genload:dev genload run --target http://host.docker.internal:8000
+#
+# The results go to /work/results: without the -v mount they vanish with the --rm container,
+# and a mounted host directory must be writable by uid 10001 (chown it, or chmod o+w; or run
+# with --user "$(id -u):$(id -g)" to write as yourself, when the plugins' cache in
+# /home/genload is then not writable and they compile in memory at each start).
 #
 # (host.docker.internal is the host's address under Docker Desktop; on Linux the --add-host
 # flag above makes it so. A server in another container: its name on a shared network.)

@@ -17,7 +17,7 @@ BUNDLE  := host/plugin/bundled/wasm
 # Tests find plugins here by name (searched before the ones built into genload).
 export GENLOAD_PLUGIN_DIR := $(CURDIR)/$(BUILD)/plugins
 
-.PHONY: all build plugins bench bench-busy sweep test lint race perf clean FORCE
+.PHONY: all build plugins bench bench-busy sweep test test-plain test-k8s lint race race-pkgs race-alone perf clean FORCE
 all: build
 
 # genload after the plugins: it embeds them.
@@ -57,12 +57,16 @@ sweep: build
 # Every test run goes through testsum: it prints what plain go test prints (a line per package,
 # the output of failures) and records each test's outcome, so that make test can end with the
 # skipped tests, grouped by their reason, and one line of counts. bash with pipefail, so that a
-# go test that fails before testing anything fails the recipe too.
+# go test that fails before testing anything fails the recipe too. Each go test run records
+# into a file of its own under $(RECORDS) (runs that go at once do not write one file), and
+# make test joins them into $(OUTCOMES) for the summary. -vet=off: go test's own vet pass is
+# a subset of the analyzers of `go vet ./...`, which lint runs over the same packages.
 SHELL       := bash
 .SHELLFLAGS := -o pipefail -c
-GOTEST      := $(GO) test -json -count=1
+GOTEST      := $(GO) test -json -count=1 -vet=off
 TESTSUM     := $(BUILD)/tools/testsum
 OUTCOMES    := $(BUILD)/test-outcomes.jsonl
+RECORDS     := $(BUILD)/test-records
 $(TESTSUM): FORCE
 	$(GO) build -o $@ ./host/internal/testsum
 
@@ -72,36 +76,58 @@ $(TESTSUM): FORCE
 CONFORMANCE := ./host/internal/conformance
 # go test runs the packages in the order given, -p (the cores) at a time: the packages whose
 # tests take longest go first, so that a phase does not end with one of them running alone
-# on one core (cmd/genload waits on engines in real time; tokenizer and prompt encode). The
-# rest follow in `go list` order.
+# on one core (cmd/genload waits on engines in real time; tokenizer, latmodel and prompt
+# compute; htmlreport drives Chromium). The rest follow in `go list` order.
 MODULE      := github.com/genload/genload
-SLOW_PKGS   := ./host/cmd/genload ./host/tokenizer ./host/prompt ./host/sweep ./host/plugin ./host/htmlreport
+SLOW_PKGS   := ./host/cmd/genload ./host/tokenizer ./host/latmodel ./host/run ./host/htmlreport ./host/prompt ./host/plugin ./host/sweep ./host/internal/clientcheck
 TEST_PKGS   = $$({ printf '$(MODULE)/%s\n' $(SLOW_PKGS:./%=%); $(GO) list ./...; } | awk '!seen[$$0]++' | grep -v '/host/internal/conformance$$')
-# tools/k8s is a module of its own (k8s.io/api stays out of genload's go.mod): it decodes the
-# Kubernetes manifests strictly into the API types and simulates the Indexed Job locally.
-test: plugins lint $(TESTSUM)
-	@rm -f $(OUTCOMES)
-	$(GOTEST) $(TEST_PKGS) | $(TESTSUM) -record $(OUTCOMES)
-	$(GOTEST) $(CONFORMANCE) | $(TESTSUM) -record $(OUTCOMES)
-	cd tools/k8s && $(GO) vet ./... && $(GOTEST) ./... | $(CURDIR)/$(TESTSUM) -record $(CURDIR)/$(OUTCOMES)
-	$(MAKE) --no-print-directory race
+# make test: lint, the plain tests, the race-detector tests of RACE_PKGS and tools/k8s go at
+# once (make -j4): most of their tests wait on engines and servers in real time rather than
+# compute, so on 2 cores they overlap instead of adding up. Then the two timing checks that
+# must have the cores to themselves, one after the other: the conformance suite and the
+# client-against-engine checks under the race detector.
+test: plugins $(TESTSUM)
+	@rm -rf $(RECORDS) $(OUTCOMES) && mkdir -p $(RECORDS)
+	$(MAKE) --no-print-directory -j4 lint test-plain race-pkgs test-k8s
+	$(GOTEST) $(CONFORMANCE) | $(TESTSUM) -record $(RECORDS)/conformance.jsonl
+	$(MAKE) --no-print-directory race-alone
+	@cat $(RECORDS)/*.jsonl > $(OUTCOMES)
 	@$(TESTSUM) -summary $(OUTCOMES)
 
+test-plain: $(TESTSUM)
+	@mkdir -p $(RECORDS)
+	$(GOTEST) $(TEST_PKGS) | $(TESTSUM) -record $(RECORDS)/plain.jsonl
+
+# tools/k8s is a module of its own (k8s.io/api stays out of genload's go.mod): it decodes the
+# Kubernetes manifests strictly into the API types and simulates the Indexed Job locally.
+test-k8s: $(TESTSUM)
+	@mkdir -p $(RECORDS)
+	cd tools/k8s && $(GO) vet ./... && $(GOTEST) ./... | $(CURDIR)/$(TESTSUM) -record $(CURDIR)/$(RECORDS)/k8s.jsonl
+
 # The packages that run goroutines of their own (clients, servers, scrapers, the CLI that drives
-# them), tested again under the race detector, the longest first (as TEST_PKGS). The
-# client-against-engine checks compare timings within 10 %, so they run alone, not beside the
-# other race-instrumented test binaries.
-RACE_PKGS := ./host/cmd/genload ./host/sweep ./host/run ./host/dispatch ./host/engine ./host/replay ./host/sse ./host/scrape
-race: $(TESTSUM)
-	$(GOTEST) -race $(RACE_PKGS) | $(TESTSUM) -record $(OUTCOMES)
-	$(GOTEST) -race ./host/internal/clientcheck | $(TESTSUM) -record $(OUTCOMES)
+# them), tested again under the race detector, the longest first (as TEST_PKGS). Their tests
+# that would only repeat under the detector what lighter ones race, or whose verdict is a
+# timing the detector's slower client cannot keep, skip there (plainOnly, with their reason).
+# They run niced: in make test they go beside the plain tests, whose engines keep time in real
+# time, and take the cores those leave idle. The client-against-engine checks compare timings
+# within 10 %, so they run alone, not beside the other race-instrumented test binaries.
+RACE_PKGS := ./host/cmd/genload ./host/run ./host/sweep ./host/dispatch ./host/replay ./host/engine ./host/sse ./host/scrape
+race: race-pkgs race-alone
+race-pkgs: $(TESTSUM)
+	@mkdir -p $(RECORDS)
+	nice -n 10 $(GOTEST) -race $(RACE_PKGS) | $(TESTSUM) -record $(RECORDS)/race.jsonl
+race-alone: $(TESTSUM)
+	@mkdir -p $(RECORDS)
+	$(GOTEST) -race ./host/internal/clientcheck | $(TESTSUM) -record $(RECORDS)/race-clientcheck.jsonl
 
 # staticcheck at a pinned version, run from the Go module proxy (nothing added to go.mod).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Niced: make test runs it beside tests that time engines in real time, and it only computes.
+LINT_NICE := nice -n 10
 lint:
-	$(GO) vet ./...
-	GOBIN=$(CURDIR)/$(BUILD)/tools $(GO) install $(STATICCHECK)
-	$(BUILD)/tools/staticcheck ./...
+	$(LINT_NICE) $(GO) vet ./...
+	GOBIN=$(CURDIR)/$(BUILD)/tools $(LINT_NICE) $(GO) install $(STATICCHECK)
+	$(LINT_NICE) $(BUILD)/tools/staticcheck ./...
 
 # genload's own costs against baselines in the same process (see PERF.md). Not part of
 # test: it reports, it asserts nothing. PERF_ONLY picks row groups: bench (the Go benchmarks,

@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfgs [2]*config.Config, opt Options) (*Doc, error)
 			break
 		}
 		if row.N >= 2 {
-			fmt.Fprintf(opt.Stderr, "%s: d = %+.2f %% [%+.2f, %+.2f] %s\n", c.Key(), 100*row.Mean, 100*row.Lo, 100*row.Hi, row.Verdict)
+			fmt.Fprintf(opt.Stderr, "%s: B/A − 1 = %+.2f %% [%+.2f, %+.2f] %s\n", c.Key(), 100*row.Mean, 100*row.Lo, 100*row.Hi, row.Verdict)
 		} else {
 			fmt.Fprintf(opt.Stderr, "%s: %s\n", c.Key(), row.Verdict)
 		}

@@ -159,29 +159,39 @@ func TestABLeavesOutPairsWithoutAFigure(t *testing.T) {
 	}
 }
 
-// --max-diff holds each cell's interval to ±pct: an interval wholly above +pct (B slower by
-// more) or wholly below −pct (B faster by more) fails, naming the cell, as does a cell without
-// an interval; an interval reaching inside ±pct passes.
+// --max-diff holds each cell's interval to ±pct with the gate's three outcomes: every interval
+// within: ok; one wholly beyond +pct or −pct: fail (exit 6); else one that straddles ±pct or a
+// cell without an interval: cannot tell (exit 8). The cells are named. The first case with
+// 4 pairs is a new user's: the same config on both sides, L=4000,B=1 +8.32 % [−11.51, +32.60]
+// against ±10 %, which was called ok.
 func TestCheckMaxDiff(t *testing.T) {
-	cell := func(n int, lo, hi float64) Cell {
-		return Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 4}, N: n, Mean: (lo + hi) / 2, Lo: lo, Hi: hi, Verdict: "v"}
+	cell := func(l, n int, mean, lo, hi float64) Cell {
+		return Cell{Cell: matrix.Cell{SeqLen: l, Batch: 1}, N: n, Mean: mean, Lo: lo, Hi: hi, Verdict: "too few pairs"}
 	}
+	same := cell(4000, 4, 0.0832, -0.1151, 0.3260)
+	within := cell(1000, 4, 0.01, -0.02, 0.03)
+	above := cell(2000, 4, 0.08, 0.06, 0.10)
+	below := cell(2000, 4, -0.08, -0.10, -0.06)
 	for _, c := range []struct {
-		cell Cell
-		want string
+		cells []Cell
+		pct   float64
+		code  exitcode.Code
+		want  string
 	}{
-		{cell(3, -0.02, 0.03), ""},
-		{cell(3, 0.04, 0.08), ""}, // reaches inside +5 %
-		{cell(3, 0.06, 0.10), "cell L=1000,B=4: B/A − 1 per-forward change +8.00 % [+6.00, +10.00] lies beyond --max-diff ±5 %"},
-		{cell(3, -0.10, -0.06), "cell L=1000,B=4: B/A − 1 per-forward change -8.00 % [-10.00, -6.00] lies beyond --max-diff ±5 %"},
-		{cell(1, 0, 0), "cell L=1000,B=4: no interval to hold to --max-diff ±5 % (v)"},
+		{[]Cell{within}, 5, exitcode.OK, "threshold: every cell's 95 % interval lies within ±5 %: ok"},
+		{[]Cell{within, same}, 10, exitcode.Inconclusive, "--max-diff ±10 %: cannot tell: 1 of 2 cells' 95 % intervals straddle ±10 % or are absent, so these pairs cannot decide (more --pairs narrow the intervals): L=4000,B=1 +8.32 % [-11.51, +32.60]"},
+		{[]Cell{cell(1000, 3, 0.06, 0.04, 0.08)}, 5, exitcode.Inconclusive, "--max-diff ±5 %: cannot tell: 1 of 1 cells' 95 % intervals straddle ±5 % or are absent, so these pairs cannot decide (more --pairs narrow the intervals): L=1000,B=1 +6.00 % [+4.00, +8.00]"},
+		{[]Cell{cell(1000, 1, 0, 0, 0)}, 5, exitcode.Inconclusive, "--max-diff ±5 %: cannot tell: 1 of 1 cells' 95 % intervals straddle ±5 % or are absent, so these pairs cannot decide (more --pairs narrow the intervals): L=1000,B=1 no interval (too few pairs)"},
+		{[]Cell{within, above}, 5, exitcode.ThresholdsFailed, "--max-diff ±5 %: fail: 1 of 2 cells' B/A − 1 per-forward 95 % intervals lie wholly beyond it: L=2000,B=1 +8.00 % [+6.00, +10.00]"},
+		{[]Cell{below, same}, 5, exitcode.ThresholdsFailed, "--max-diff ±5 %: fail: 1 of 2 cells' B/A − 1 per-forward 95 % intervals lie wholly beyond it: L=2000,B=1 -8.00 % [-10.00, -6.00]; 1 cannot tell (interval straddles ±5 % or is absent): L=4000,B=1 +8.32 % [-11.51, +32.60]"},
 	} {
-		err := (&Doc{Cells: []Cell{c.cell}}).CheckMaxDiff(5)
-		switch {
-		case c.want == "" && err != nil:
-			t.Errorf("[%g, %g]: %v, want none", c.cell.Lo, c.cell.Hi, err)
-		case c.want != "" && (err == nil || err.Error() != c.want || exitcode.Of(err) != exitcode.ThresholdsFailed):
-			t.Errorf("[%g, %g]: %v (exit %d), want %q (exit 6)", c.cell.Lo, c.cell.Hi, err, exitcode.Of(err), c.want)
+		line, err := (&Doc{Cells: c.cells, Confidence: 0.95}).CheckMaxDiff(c.pct)
+		got := line
+		if err != nil {
+			got = err.Error()
+		}
+		if got != c.want || exitcode.Of(err) != c.code {
+			t.Errorf("%d cells at ±%g: %q (exit %d)\nwant %q (exit %d)", len(c.cells), c.pct, got, exitcode.Of(err), c.want, c.code)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
@@ -106,21 +107,53 @@ func (d *Doc) WriteMarkdown(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-// CheckMaxDiff holds every finished cell to ±pct percent (> 0): the error, with
-// exitcode.ThresholdsFailed, names the first cell whose interval lies wholly beyond it (a
-// difference larger than allowed, at the document's confidence) or that has no interval to
-// check; nil when every cell's interval reaches within ±pct.
-func (d *Doc) CheckMaxDiff(pct float64) error {
+// CheckMaxDiff holds every finished cell to ±pct percent (> 0) with the three outcomes of the
+// gate, at the document's confidence:
+//
+//   - ok: every cell's interval lies within [−pct, +pct]; the line returned says so;
+//   - fail (exitcode.ThresholdsFailed, 6): some cell's interval lies wholly beyond ±pct, a
+//     difference larger than allowed;
+//   - cannot tell (exitcode.Inconclusive, 8): no interval lies beyond, but some straddle +pct
+//     or −pct, or a cell has no interval (fewer than two pairs): the pairs measured cannot
+//     decide; more --pairs narrow the intervals.
+//
+// The error names the cells of each kind with their change and interval (fail also lists
+// the cells that cannot tell).
+func (d *Doc) CheckMaxDiff(pct float64) (string, error) {
+	var beyond, straddle []string
 	for _, r := range d.Cells {
-		if r.N < 2 {
-			return exitcode.Errorf(exitcode.ThresholdsFailed, "cell %s: no interval to hold to --max-diff ±%g %% (%s)", r.Cell.Key(), pct, r.Verdict)
-		}
-		if 100*r.Lo > pct || 100*r.Hi < -pct {
-			return exitcode.Errorf(exitcode.ThresholdsFailed, "cell %s: B/A − 1 per-forward change %+.2f %% [%+.2f, %+.2f] lies beyond --max-diff ±%g %%",
-				r.Cell.Key(), 100*r.Mean, 100*r.Lo, 100*r.Hi, pct)
+		switch {
+		case r.N < 2:
+			straddle = append(straddle, fmt.Sprintf("%s no interval (%s)", r.Cell.Key(), r.Verdict))
+		case 100*r.Lo > pct || 100*r.Hi < -pct:
+			beyond = append(beyond, fmt.Sprintf("%s %+.2f %% [%+.2f, %+.2f]", r.Cell.Key(), 100*r.Mean, 100*r.Lo, 100*r.Hi))
+		case 100*r.Hi > pct || 100*r.Lo < -pct:
+			straddle = append(straddle, fmt.Sprintf("%s %+.2f %% [%+.2f, %+.2f]", r.Cell.Key(), 100*r.Mean, 100*r.Lo, 100*r.Hi))
 		}
 	}
-	return nil
+	n := len(d.Cells)
+	conf := 100 * d.Confidence
+	switch {
+	case len(beyond) > 0:
+		msg := fmt.Sprintf("--max-diff ±%g %%: fail: %d of %d cells' B/A − 1 per-forward %.0f %% intervals lie wholly beyond it: %s",
+			pct, len(beyond), n, conf, listCells(beyond))
+		if len(straddle) > 0 {
+			msg += fmt.Sprintf("; %d cannot tell (interval straddles ±%g %% or is absent): %s", len(straddle), pct, listCells(straddle))
+		}
+		return "", exitcode.Errorf(exitcode.ThresholdsFailed, "%s", msg)
+	case len(straddle) > 0:
+		return "", exitcode.Errorf(exitcode.Inconclusive, "--max-diff ±%g %%: cannot tell: %d of %d cells' %.0f %% intervals straddle ±%g %% or are absent, so these pairs cannot decide (more --pairs narrow the intervals): %s",
+			pct, len(straddle), n, conf, pct, listCells(straddle))
+	}
+	return fmt.Sprintf("threshold: every cell's %.0f %% interval lies within ±%g %%: ok", conf, pct), nil
+}
+
+// listCells joins the first five cell descriptions and counts the rest.
+func listCells(cells []string) string {
+	if len(cells) <= 5 {
+		return strings.Join(cells, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(cells[:5], "; "), len(cells)-5)
 }
 
 // WriteJSON writes d to path through a temporary file in the same directory, so that a

@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
@@ -440,6 +441,13 @@ func (c *Consistency) summarize(keys []CellKey, cells [][]*results.Cell, runs in
 	c.MeanSpan, c.MedianSpan = span(c.RunMean), span(c.RunMedian)
 }
 
+// ConfigDifferences lists the settings in which runs differ and so measure different things
+// (model, max_tokens, mode, target kind, engine profile and time scale, length plugin and its
+// config, prompt format, tokenizer), each as "the runs differ in …: a / b"; nil for runs of
+// one configuration. Notes on how a run went (prompts already cached, pooled repeats) are not
+// differences of configuration and are not listed.
+func ConfigDifferences(runs []*results.Run) []string { return headerDifferences(runs) }
+
 // headerDifferences lists the settings that differ between runs and make them measure
 // different things (model, max_tokens, mode, target kind, engine profile and time scale,
 // length plugin and its config, prompt format, tokenizer).
@@ -496,4 +504,113 @@ func (c *Consistency) Stat(name string) (float64, error) {
 		return c.MedianCV, nil
 	}
 	return 0, fmt.Errorf("consistency: unknown CV statistic %q (want max, p90 or median)", name)
+}
+
+// Verdicts of a CV threshold ([Consistency.JudgeCV]).
+const (
+	CVOK         = "ok"
+	CVFail       = "fail"
+	CVCannotTell = "cannot tell"
+)
+
+// CVJudgement is a run-level CV statistic held against a target with its uncertainty: a CV
+// from a few runs is itself uncertain (two runs that happen to agree give about 0 whatever
+// the spread), so each cell's CV c from n values is given its one-sided bounds at Confidence,
+//
+//	c_up = c · sqrt((n − 1) / χ²(1 − confidence; n − 1)),  c_lo = c · sqrt((n − 1) / χ²(confidence; n − 1))
+//
+// (repeat.UpperFactor and repeat.LowerFactor: the standard bounds on a normal sample's σ, the
+// rule genload run --until-cv stops by), and the statistic (max, p90 or median over the
+// cells) is taken of the CVs (Point), of the upper bounds (Upper) and of the lower bounds
+// (Lower). Verdict is ok when Upper ≤ Target, fail when Lower > Target, else cannot tell;
+// Cell is the cell the statistic falls on for "max" (of the bound that decided, or of the
+// upper bound when none did), N its number of values; Runs is what more would decide a
+// cannot tell: the fewest values per cell whose upper bound would be within the target if
+// the cell's CV stayed at its point (0 when its point is above the target, or none ≤ 64
+// would).
+type CVJudgement struct {
+	Stat                string
+	Point, Lower, Upper float64
+	Target, Confidence  float64
+	Verdict             string
+	Cell                CellKey
+	N, Runs             int
+}
+
+// JudgeCV holds the statistic named stat ("max", "p90" or "median") of the cells' CVs to
+// target (a fraction) at the one-sided confidence of the bounds (see [CVJudgement]). The
+// error is [Consistency.Stat]'s for an unknown name.
+func (c *Consistency) JudgeCV(stat string, target, confidence float64) (CVJudgement, error) {
+	j := CVJudgement{Stat: stat, Target: target, Confidence: confidence}
+	var err error
+	if j.Point, err = c.Stat(stat); err != nil {
+		return j, err
+	}
+	ups, los := make([]float64, len(c.Cells)), make([]float64, len(c.Cells))
+	for i, cc := range c.Cells {
+		n := len(cc.Runs)
+		ups[i], los[i] = cc.CV*repeat.UpperFactor(n, confidence), cc.CV*repeat.LowerFactor(n, confidence)
+	}
+	of := func(xs []float64) float64 {
+		s := slices.Sorted(slices.Values(xs))
+		switch stat {
+		case "p90":
+			return stats.Quantile(s, 0.9)
+		case "median":
+			return stats.Median(s)
+		}
+		return s[len(s)-1]
+	}
+	j.Upper, j.Lower = of(ups), of(los)
+	switch {
+	case j.Upper <= target:
+		j.Verdict = CVOK
+	case j.Lower > target:
+		j.Verdict = CVFail
+	default:
+		j.Verdict = CVCannotTell
+	}
+	if stat == "max" && len(c.Cells) > 0 {
+		by := ups
+		if j.Verdict == CVFail {
+			by = los
+		}
+		i := 0
+		for k := range by {
+			if by[k] > by[i] {
+				i = k
+			}
+		}
+		j.Cell, j.N = c.Cells[i].CellKey, len(c.Cells[i].Runs)
+		if j.Verdict == CVCannotTell && c.Cells[i].CV <= target {
+			for n := j.N + 1; n <= 64; n++ {
+				if c.Cells[i].CV*repeat.UpperFactor(n, confidence) <= target {
+					j.Runs = n
+					break
+				}
+			}
+		}
+	}
+	return j, nil
+}
+
+// String writes the judgement in one line, e.g. "max per-cell CV 5.16 %, 90 % one-sided bounds
+// [3.13 %, 41.03 %] (the largest at L=1000,B=4, 2 values): cannot tell against 5 % (…)".
+func (j CVJudgement) String() string {
+	at := ""
+	if j.Stat == "max" {
+		at = fmt.Sprintf(" (the largest at %s, %d values)", j.Cell, j.N)
+	}
+	s := fmt.Sprintf("%s per-cell CV %.2f %%, %.0f %% one-sided bounds [%.2f %%, %.2f %%]%s", j.Stat, 100*j.Point, 100*j.Confidence, 100*j.Lower, 100*j.Upper, at)
+	switch j.Verdict {
+	case CVOK:
+		return fmt.Sprintf("%s: the upper bound is within %.4g %%: ok", s, 100*j.Target)
+	case CVFail:
+		return fmt.Sprintf("%s: even the lower bound exceeds %.4g %%: fail", s, 100*j.Target)
+	}
+	s = fmt.Sprintf("%s: cannot tell against %.4g %% (the bounds straddle it: these runs cannot decide", s, 100*j.Target)
+	if j.Runs > 0 {
+		s += fmt.Sprintf("; about %d values of that cell would, if its CV stays at %.2f %%", j.Runs, 100*j.Point)
+	}
+	return s + ")"
 }

@@ -18,13 +18,32 @@ import (
 // Change = After/Before − 1 of the cell's mean per-forward latency
 // (measure.Figures.PerForward.Mean), a fraction (+0.10 = 10 % slower after); TTFTChange is
 // the same for the TTFT median (Figures.TTFT.P50), NaN when Before's is 0.
+//
+// When both runs have repeats and the cell has two or more measured repeats on each side,
+// Change is instead the ratio of the repeats' geometric means − 1 and [Lo, Hi] its
+// [DiffConfidence] interval ([stats.LogRatioInterval]: Welch t on the log ratio), RepBefore
+// and RepAfter the repeats used, and Verdict "slower", "faster" or "within noise" (the
+// interval holds 0); else Lo and Hi are NaN and Verdict "".
 type CellDiff struct {
 	CellKey
 	Before, After         time.Duration
 	Change                float64
+	Lo, Hi                float64
+	RepBefore, RepAfter   int
+	Verdict               string
 	TTFTBefore, TTFTAfter time.Duration
 	TTFTChange            float64
 }
+
+// DiffConfidence is the two-sided confidence of a diff's per-cell intervals.
+const DiffConfidence = 0.95
+
+// Verdicts of a cell's change with an interval.
+const (
+	DiffSlower      = "slower"
+	DiffFaster      = "faster"
+	DiffWithinNoise = "within noise"
+)
 
 // Diff compares two runs cell by cell over the cells measured in both (matched by (L, B)).
 //
@@ -42,6 +61,10 @@ type Diff struct {
 
 	Median, Min, Max             float64
 	TTFTMedian, TTFTMin, TTFTMax float64
+	// Intervals says whether the cells' changes have intervals (both runs have repeats);
+	// Source says how they were taken, or why there are none.
+	Intervals bool
+	Source    string
 }
 
 func change(before, after time.Duration) float64 {
@@ -67,12 +90,36 @@ func Compare(before, after *results.Run) (*Diff, error) {
 			d.Pooled = append(d.Pooled, fmt.Sprintf("%s (%s): %s", []string{"before", "after"}[i], runs[i].Name(i), p))
 		}
 	}
+	rb, ra := repeatsByCell(before), repeatsByCell(after)
+	d.Intervals = rb != nil && ra != nil
+	switch {
+	case d.Intervals:
+		d.Source = fmt.Sprintf("Δ and its %.0f %% interval from each side's repeats: the ratio of their geometric means − 1, Welch t interval on the log ratio; within noise: the interval holds 0", 100*DiffConfidence)
+	case rb != nil || ra != nil:
+		d.Source = "no intervals: only one of the runs has repeats, so the other side's spread is unknown (measure both with genload run --repeat N or --until-cv, or compare with genload ab)"
+	default:
+		d.Source = "no intervals: each run measured each cell once, so a change cannot be told from noise (measure both with genload run --repeat N or --until-cv, or compare with genload ab)"
+	}
 	var ch, tch []float64
 	for _, k := range keys {
 		b, a := by[0][k], by[1][k]
 		cd := CellDiff{CellKey: k, Before: b.Figures.PerForward.Mean, After: a.Figures.PerForward.Mean,
-			TTFTBefore: b.Figures.TTFT.P50, TTFTAfter: a.Figures.TTFT.P50}
+			TTFTBefore: b.Figures.TTFT.P50, TTFTAfter: a.Figures.TTFT.P50, Lo: math.NaN(), Hi: math.NaN()}
 		cd.Change = change(cd.Before, cd.After)
+		if d.Intervals {
+			cd.RepBefore, cd.RepAfter = len(rb[k]), len(ra[k])
+			if c, lo, hi, ok := stats.LogRatioInterval(rb[k], ra[k], DiffConfidence); ok {
+				cd.Change, cd.Lo, cd.Hi = c, lo, hi
+				switch {
+				case lo > 0:
+					cd.Verdict = DiffSlower
+				case hi < 0:
+					cd.Verdict = DiffFaster
+				default:
+					cd.Verdict = DiffWithinNoise
+				}
+			}
+		}
 		cd.TTFTChange = change(cd.TTFTBefore, cd.TTFTAfter)
 		ch = append(ch, cd.Change)
 		if !math.IsNaN(cd.TTFTChange) {
@@ -88,24 +135,68 @@ func Compare(before, after *results.Run) (*Diff, error) {
 	return d, nil
 }
 
-// WriteMarkdown writes the per-cell table (milliseconds; changes in %, + = slower after) and
-// the summary over the common cells.
+// WriteMarkdown writes the per-cell table (milliseconds; changes in %, + = slower after; with
+// intervals, the repeats per side, the interval and the verdict) and the summary over the
+// common cells, with how many changed beyond noise.
 func (d *Diff) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n## Change from %s (before) to %s (after)\n\n", d.Before, d.After)
-	head := []string{"L", "B", "fwd ms before", "fwd ms after", "fwd Δ %", "TTFT p50 before", "TTFT p50 after", "TTFT Δ %"}
+	head := []string{"L", "B", "fwd ms before", "fwd ms after", "fwd Δ %"}
+	if d.Intervals {
+		head = append(head, "repeats", fmt.Sprintf("%.0f %% interval %%", 100*DiffConfidence), "verdict")
+	}
+	head = append(head, "TTFT p50 before", "TTFT p50 after", "TTFT Δ %")
 	var rows [][]string
+	beyond, judged := 0, 0
 	for _, c := range d.Cells {
-		rows = append(rows, []string{strconv.Itoa(c.SeqLen), strconv.Itoa(c.Batch), report.Ms(c.Before, 3), report.Ms(c.After, 3), plus(c.Change),
-			report.Ms(c.TTFTBefore, 1), report.Ms(c.TTFTAfter, 1), plus(c.TTFTChange)})
+		row := []string{strconv.Itoa(c.SeqLen), strconv.Itoa(c.Batch), report.Ms(c.Before, 3), report.Ms(c.After, 3), plus(c.Change)}
+		if d.Intervals {
+			iv, verdict := "–", "no interval (fewer than 2 repeats a side)"
+			if c.Verdict != "" {
+				iv, verdict = "["+plus(c.Lo)+", "+plus(c.Hi)+"]", c.Verdict
+				judged++
+				if c.Verdict != DiffWithinNoise {
+					beyond++
+				}
+			}
+			row = append(row, fmt.Sprintf("%d / %d", c.RepBefore, c.RepAfter), iv, verdict)
+		}
+		rows = append(rows, append(row, report.Ms(c.TTFTBefore, 1), report.Ms(c.TTFTAfter, 1), plus(c.TTFTChange)))
 	}
 	report.MarkdownTable(w, head, rows)
 	fmt.Fprintf(w, "\nper-forward latency change over %d common cells", len(d.Cells))
 	if len(d.LeftOut) > 0 {
 		fmt.Fprintf(w, " (%d left out)", len(d.LeftOut))
 	}
-	fmt.Fprintf(w, ": median %s %%, range %s … %s %%\n", plus(d.Median), plus(d.Min), plus(d.Max))
+	fmt.Fprintf(w, ": median %s %%, range %s … %s %%", plus(d.Median), plus(d.Min), plus(d.Max))
+	if d.Intervals {
+		fmt.Fprintf(w, "; %d of %d cells with an interval changed beyond noise, %d within noise", beyond, judged, judged-beyond)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "TTFT p50 change: median %s %%, range %s … %s %%\n", plus(d.TTFTMedian), plus(d.TTFTMin), plus(d.TTFTMax))
+	report.Prose(w, "", "  ", d.Source)
 	writeNotes(w, d.Pooled, d.LeftOut, d.Warnings)
+}
+
+// repeatsByCell is, per cell of a run with repeats, its measured repeats' mean per-forward
+// latencies in ns ([ConsistentRepeats]: cells with two or more); nil for a run without
+// repeats or with no cell measured twice.
+func repeatsByCell(r *results.Run) map[CellKey][]float64 {
+	if !r.HasRepeats() {
+		return nil
+	}
+	c, err := ConsistentRepeats(r)
+	if err != nil {
+		return nil
+	}
+	out := map[CellKey][]float64{}
+	for _, cc := range c.Cells {
+		xs := make([]float64, len(cc.Runs))
+		for i, x := range cc.Runs {
+			xs[i] = float64(x)
+		}
+		out[cc.CellKey] = xs
+	}
+	return out
 }
 
 // plus formats a fraction as a percentage with an explicit sign ("+12.34", "-0.50", "–" for

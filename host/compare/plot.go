@@ -109,20 +109,45 @@ func LatencyPlot(runs ...*results.Run) (*chart.Chart, error) {
 }
 
 // plotSubtitle names the run(s), the model and, on the built-in engine, its profile and
-// time scale (its times are wall-clock at that scale).
+// time scale (its times are wall-clock at that scale); where two runs differ in model or
+// engine, each run's ("before X / after Y"), never the first run's for both.
 func plotSubtitle(runs []*results.Run) string {
-	h := runs[0].Header
 	var parts []string
 	if len(runs) == 1 {
 		parts = append(parts, "run "+runs[0].Name(0))
 	} else {
 		parts = append(parts, runs[0].Name(0)+" (before, dashed) vs "+runs[1].Name(1)+" (after, solid)")
 	}
-	if h.Model != "" {
-		parts = append(parts, "model "+h.Model)
+	each := func(f func(h results.Header) string) string {
+		vals := make([]string, len(runs))
+		for i, r := range runs {
+			vals[i] = f(r.Header)
+		}
+		if len(vals) == 2 && vals[0] != vals[1] {
+			or := func(v string) string {
+				if v == "" {
+					return "–"
+				}
+				return v
+			}
+			return "before " + or(vals[0]) + " / after " + or(vals[1])
+		}
+		return vals[0]
 	}
-	if ts, ok := h.Engine["time_scale"]; ok {
-		parts = append(parts, fmt.Sprintf("built-in engine %v at time scale %v", h.Engine["profile"], ts))
+	if m := each(func(h results.Header) string { return h.Model }); m != "" {
+		parts = append(parts, "model "+m)
+	}
+	eng := each(func(h results.Header) string {
+		if ts, ok := h.Engine["time_scale"]; ok {
+			return fmt.Sprintf("%v at time scale %v", h.Engine["profile"], ts)
+		}
+		if h.TargetKind == "external" || h.Engine == nil {
+			return "an external server"
+		}
+		return ""
+	})
+	if strings.Contains(eng, "time scale") {
+		parts = append(parts, "built-in engine "+eng)
 	}
 	if sub := strings.Join(parts, " · "); len(sub) <= 90 {
 		return sub

@@ -130,3 +130,20 @@ func TestLatencyPlotAxesAndErrors(t *testing.T) {
 		t.Errorf("no measured cell: %v", err)
 	}
 }
+
+// The title names each run's engine where they differ: a before/after of two profiles named
+// the first run's profile for both.
+func TestPlotSubtitleNamesEachRunsEngine(t *testing.T) {
+	a, b := plotRun("base4", 1), plotRun("slow3", 1)
+	a.Header.Model, b.Header.Model = "genload-sim", "genload-sim"
+	a.Header.Engine = map[string]any{"profile": "base.toml", "time_scale": 1.0}
+	b.Header.Engine = map[string]any{"profile": "slow.toml", "time_scale": 1.0}
+	want := "base4 (before, dashed) vs slow3 (after, solid)\nmodel genload-sim · built-in engine before base.toml at time scale 1 / after slow.toml at time scale 1"
+	if got := plotSubtitle([]*results.Run{a, b}); got != want {
+		t.Errorf("subtitle\n%q\nwant\n%q", got, want)
+	}
+	b.Header.Engine["profile"] = "base.toml"
+	if got := plotSubtitle([]*results.Run{a, b}); got != "base4 (before, dashed) vs slow3 (after, solid)\nmodel genload-sim · built-in engine base.toml at time scale 1" {
+		t.Errorf("one engine: %q", got)
+	}
+}

@@ -221,3 +221,20 @@ func TestStallKeysAndAuto(t *testing.T) {
 		t.Fatalf("auto with two workers: %v", err)
 	}
 }
+
+// A results file given as the bench.toml is named as one, with where the run's configuration is.
+func TestParseSaysAResultsFileIsNotABenchToml(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"results.json", "{\n  \"header\": {\n    \"type\": \"header\",\n    \"schema\": \"genload.run/v1\",\n", "results.json: a genload results file (JSON), not a bench.toml (TOML): give the bench.toml to run with -c; a run's own configuration is in its results header, which genload run --resume FILE.jsonl reads"},
+		{"r.jsonl", `{"type":"header","schema":"genload.run/v1","run_id":"a"}` + "\n", "r.jsonl: a genload results file (JSON), not a bench.toml"},
+		{"other.json", `{"a": 1}`, "other.json: a JSON file, not a bench.toml (TOML)"},
+	} {
+		_, err := Parse(tc.name, []byte(tc.src))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || exitcode.Of(err) != exitcode.InvalidConfig {
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := Parse("bench.toml", []byte("target = {")); err == nil || strings.Contains(err.Error(), "JSON") {
+		t.Errorf("a TOML error: %v", err)
+	}
+}

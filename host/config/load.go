@@ -26,6 +26,21 @@ func Load(path string) (*Config, error) {
 	return Parse(path, src)
 }
 
+// jsonFile names what src is when it is JSON rather than TOML — "a genload results file" for a
+// run's .json or .jsonl (a "schema" of genload.run), else "a JSON file" — and "" when it does
+// not start with an object or an array of objects.
+func jsonFile(src []byte) string {
+	t := bytes.TrimSpace(src)
+	if !bytes.HasPrefix(t, []byte("{")) && !bytes.HasPrefix(t, []byte("[{")) {
+		return ""
+	}
+	head := t[:min(len(t), 4096)]
+	if bytes.Contains(head, []byte(`"schema": "genload.`)) || bytes.Contains(head, []byte(`"schema":"genload.`)) {
+		return "a genload results file (JSON)"
+	}
+	return "a JSON file"
+}
+
 // Parse decodes src (named path in messages) over [Default]. Errors as for [Load].
 func Parse(path string, src []byte) (*Config, error) {
 	c := Default()
@@ -35,6 +50,9 @@ func Parse(path string, src []byte) (*Config, error) {
 	c.File = path
 	c.lines = keyLines(src)
 	if err != nil {
+		if what := jsonFile(src); what != "" {
+			return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: %s, not a bench.toml (TOML): give the bench.toml to run with -c; a run's own configuration is in its results header, which genload run --resume FILE.jsonl reads", path, what)
+		}
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			line := pe.Position.Line

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -51,6 +52,7 @@ func TestBodyStreamIsTheBody(t *testing.T) {
 // A body over streamBodyOver is generated as it is sent: the server receives exactly the bytes
 // Body returns, with their Content-Length, and again in full when the request is retried.
 func TestLargeBodyStreamedAndResent(t *testing.T) {
+	const promptLen = 3_000_000
 	var attempts atomic.Int32
 	got := make(chan []byte, 2)
 	srv := newFakeServer(t)
@@ -64,14 +66,20 @@ func TestLargeBodyStreamedAndResent(t *testing.T) {
 			http.Error(w, `{"error":{"message":"busy"}}`, http.StatusServiceUnavailable)
 			return true
 		}
-		return false
+		// The stream fakeServer would send for it, without decoding the 20 MB body with
+		// encoding/json three times first (seconds of the test under -race).
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"id\":\"cmpl-x\",\"choices\":[{\"index\":0,\"text\":\" t0\",\"finish_reason\":null}]}\n\n"+
+			"data: {\"id\":\"cmpl-x\",\"choices\":[{\"index\":0,\"text\":\" t1\",\"finish_reason\":\"length\"}]}\n\n"+
+			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":2,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", promptLen, promptLen+2)
+		return true
 	}
 	cl, err := New(Options{Target: srv.URL, Retries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	prompt := make([]int32, 3_000_000) // about 20 MB of JSON
+	prompt := make([]int32, promptLen) // about 20 MB of JSON
 	for i := range prompt {
 		prompt[i] = int32(i % 151000)
 	}

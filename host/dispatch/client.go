@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/genload/genload/host/internal/clock"
 	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/sse"
 	"github.com/valyala/fasthttp"
@@ -415,7 +416,7 @@ func (c *Client) Do(ctx context.Context, p *plan.Plan) (*Result, error) {
 	defer stop()
 
 	if !p.SendAt.IsZero() {
-		waitUntil(ctx, p.SendAt)
+		clock.SleepUntilContext(ctx, p.SendAt) // a replay's instant, tens of µs late at most
 	}
 	load := startLoad()
 	res.Start = time.Now()

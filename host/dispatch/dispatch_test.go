@@ -804,6 +804,10 @@ func TestServerFaults(t *testing.T) {
 			body := tok + "data: [DONE]\n\n"
 			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		}, KindStream, "1 of 1 sequences unfinished"},
+		{"choices numbered from 1", func(c net.Conn) {
+			body := "data: {\"choices\":[{\"index\":1,\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n"
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}, KindStream, "(1 of 1 sequences unfinished, [DONE] seen: true; choices[].index 1 is out of range for 1 prompt (0 … 0)) (the server numbered its choices otherwise than 0 … B−1 in prompt order (as from 1)"},
 		{"non-JSON event", func(c net.Conn) {
 			body := "data: <html>oops</html>\n\n"
 			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)

@@ -154,7 +154,8 @@ type knownMessage struct {
 // entry's source: TGI's Prompt enum ("untagged enum Prompt", and its 422 for token ids), the
 // Go OpenAI layers that type prompt as a string (ollama: "cannot unmarshal array into Go
 // struct field CompletionRequest.prompt of type string"), TGI's max_client_batch_size,
-// llama.cpp's n ≠ 1 rejection, HTTP 413 bodies, and genload's own unfinished-stream error.
+// llama.cpp's n ≠ 1 rejection, HTTP 413 bodies, and genload's own unfinished-stream errors
+// (a choice index out of range, or choices missing).
 var knownMessages = []knownMessage{
 	{match: []string{"prompt of type string", "prompt must be a string"}, hint: func(mode Mode, text bool) string {
 		if mode != ModeArray && text {
@@ -187,6 +188,9 @@ var knownMessages = []knownMessage{
 			return ""
 		}
 		return rejected(mode, text, true, false) + ` rejected: the server generates one choice per prompt: set mode = "array" or "routed" (or "auto")`
+	}},
+	{match: []string{"is out of range for"}, hint: func(Mode, bool) string {
+		return "the server numbered its choices otherwise than 0 … B−1 in prompt order (as from 1), or answered more choices than prompts: genload cannot match them to its prompts; the server or a proxy between must number them from 0"
 	}},
 	{match: []string{"sequences unfinished, [DONE] seen: true"}, hint: func(mode Mode, text bool) string {
 		if mode == ModeN {

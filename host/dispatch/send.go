@@ -16,31 +16,6 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// waitUntil blocks until at (monotonic clock) or until ctx ends. A Go timer wakes about 1 ms
-// late on Linux (the netpoller waits in whole milliseconds), which would put a replay's sends
-// a millisecond behind their schedule, so the last 2 ms are slept in nanosleep(2) (a
-// high-resolution timer, tens of µs late; the runtime hands the goroutine's P to another
-// thread meanwhile) and only a longer wait uses a timer.
-func waitUntil(ctx context.Context, at time.Time) {
-	for {
-		d := time.Until(at)
-		if d <= 0 || ctx.Err() != nil {
-			return
-		}
-		if d > 3*time.Millisecond {
-			t := time.NewTimer(d - 2*time.Millisecond)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
-			continue
-		}
-		shortSleep(d)
-	}
-}
-
 // do sends request p of a Do (its record out, its abort state ab) until an attempt succeeds
 // or may not be retried, and copies the sequences of its last attempt into p.seqs. start is
 // the Do's Result.Start, from which every time in out is an offset. Attempts beyond the

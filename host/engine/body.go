@@ -9,17 +9,55 @@ import (
 	"github.com/genload/genload/host/internal/jsonenc"
 )
 
-// complete serves a non-streaming completion: it waits for every choice to finish, then
-// writes one body in the dialect's shape (e.wire).
+// complete serves a non-streaming completion: it waits for every choice to finish
+// (awaitChoices), then writes one body in the dialect's shape (e.wire, appendCompletion)
+// with the timing headers, or half of it when Faults.CutAfter cuts the response.
 func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completionSpec, cr *request) {
-	st := newChoiceStates(spec, cr)
+	st, ok := e.awaitChoices(w, r, spec, cr)
+	if !ok {
+		return
+	}
+	prompt, completion, cached := e.usage(spec, cr, st)
+	now := time.Now()
+	b := make([]byte, 0, 256+len(st)*128)
+	b = e.appendCompletion(b, spec, cr, st, prompt, completion, cached, now)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	gen, acc := timing(cr, st)
+	if e.cfg.TimingHeaders {
+		h.Set("Generation-Duration", strconv.FormatFloat(gen.Seconds(), 'f', 6, 64))
+		if acc >= 0 {
+			h.Set("Speculation-Acceptance", strconv.FormatFloat(acc, 'f', 4, 64))
+		}
+	}
+	if e.wire.bodyHeaders {
+		e.setTGIHeaders(h, spec, cr, st, prompt, completion, now)
+	}
+	if spec.faults.CutAfter >= 0 {
+		e.abort(cr)
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(b[:len(b)/2])
+		http.NewResponseController(w).Flush()
+		hijackClose(w, false)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+}
+
+// awaitChoices gathers the scheduler's events into one state per choice until every
+// sequence has finished (ok). It returns ok false when the client left, or when an injected
+// fault ended the response once that many tokens were generated: Faults.ErrorAfter (a 500
+// error body) or ResetAfter (a TCP RST).
+func (e *Engine) awaitChoices(w http.ResponseWriter, r *http.Request, spec completionSpec, cr *request) (st []choiceState, ok bool) {
+	st = newChoiceStates(spec, cr)
 	var evs []event
 	seen := 0
-	f := spec.faults
+	f := &spec.faults
 	for {
-		ok, _, _ := e.waitEvents(r, cr, 0, time.Time{})
-		if !ok {
-			return
+		if ok, _, _ := e.waitEvents(r, cr, 0, time.Time{}); !ok {
+			return nil, false
 		}
 		var all bool
 		evs, all = cr.take(evs)
@@ -31,21 +69,25 @@ func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completio
 			e.abort(cr)
 			typ, msg := e.statusError(500)
 			e.writeError(w, 500, typ, "injected generation failure after "+strconv.Itoa(f.ErrorAfter)+" tokens: "+msg, "")
-			return
+			return nil, false
 		}
 		if f.ResetAfter >= 0 && seen >= f.ResetAfter {
 			e.abort(cr)
 			hijackClose(w, true)
-			return
+			return nil, false
 		}
 		if all {
-			break
+			return st, true
 		}
 	}
-	prompt, completion, cached := e.usage(spec, cr, st)
-	now := time.Now()
+}
+
+// appendCompletion appends the non-streaming body {id, object, created (Unix s of now),
+// model, choices [{index, text, logprobs, finish_reason, …}], usage, timings} in the
+// dialect's field order and shape; prompt, completion and cached are the request's usage in
+// tokens (e.usage).
+func (e *Engine) appendCompletion(b []byte, spec completionSpec, cr *request, st []choiceState, prompt, completion, cached int, now time.Time) []byte {
 	d := &e.wire
-	b := make([]byte, 0, 256+len(st)*128)
 	b = append(b, '{')
 	if d.objectFirst {
 		b = append(b, `"object":"text_completion","id":`...)
@@ -94,30 +136,7 @@ func (e *Engine) complete(w http.ResponseWriter, r *http.Request, spec completio
 		b = append(b, `,"timings":`...)
 		b = e.appendTimings(b, cr, &st[0], spec.promptLens[0], cr.seqs[0].cached)
 	}
-	b = append(b, '}')
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	gen, acc := timing(cr, st)
-	if e.cfg.TimingHeaders {
-		h.Set("Generation-Duration", strconv.FormatFloat(gen.Seconds(), 'f', 6, 64))
-		if acc >= 0 {
-			h.Set("Speculation-Acceptance", strconv.FormatFloat(acc, 'f', 4, 64))
-		}
-	}
-	if d.bodyHeaders {
-		e.setTGIHeaders(h, spec, cr, st, prompt, completion, now)
-	}
-	if f.CutAfter >= 0 {
-		e.abort(cr)
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		w.WriteHeader(http.StatusOK)
-		w.Write(b[:len(b)/2])
-		http.NewResponseController(w).Flush()
-		hijackClose(w, false)
-		return
-	}
-	w.WriteHeader(http.StatusOK)
-	w.Write(b)
+	return append(b, '}')
 }
 
 // appendFingerprint appends the top-level system_fingerprint, when the dialect has one.

@@ -124,19 +124,53 @@ func (e *Engine) writeAPIError(w http.ResponseWriter, a *apiError) {
 	e.writeError(w, a.status, a.typ, a.msg, a.param)
 }
 
-// validate checks req and resolves defaults by the dialect's request rules (e.wire).
+// validate checks req and resolves defaults by the dialect's request rules (e.wire). It
+// runs the steps below in order and returns the first one's error, so that a request with
+// several faults gets the same error as from the server the dialect reproduces: the model
+// and response id, the prompt's presence and n, the streaming options, the sampling
+// fields, the prompts' tokens, each prompt's max_tokens against the context and the KV
+// cache, and last the derived fields (echo, prompt lengths, hash, min_tokens).
 func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *apiError) {
-	d := &e.wire
-	bad := func(m, p string) (completionSpec, *apiError) {
-		return completionSpec{}, &apiError{status: d.badStatus, typ: d.badType, msg: m, param: p}
+	rf := &req.rest
+	spec := completionSpec{rid: rid}
+	if aerr := e.resolveModel(&spec, rf); aerr != nil {
+		return completionSpec{}, aerr
 	}
-	rf := req.rest
-	q := e.cfg.Quirks
-	var spec completionSpec
-	spec.rid = rid
+	if aerr := e.resolveChoices(&spec, req); aerr != nil {
+		return completionSpec{}, aerr
+	}
+	if aerr := e.resolveStreaming(&spec, rf); aerr != nil {
+		return completionSpec{}, aerr
+	}
+	maxTok, aerr := e.resolveSampling(&spec, rf)
+	if aerr != nil {
+		return completionSpec{}, aerr
+	}
+	if aerr := e.encodePrompts(&spec, req); aerr != nil {
+		return completionSpec{}, aerr
+	}
+	if aerr := e.resolveMaxTokens(&spec, req, maxTok); aerr != nil {
+		return completionSpec{}, aerr
+	}
+	if aerr := e.finishSpec(&spec, req); aerr != nil {
+		return completionSpec{}, aerr
+	}
+	return spec, nil
+}
+
+// invalid is the dialect's error for an invalid field: its status (400, or TGI's 422)
+// and type, with message m naming the field p.
+func (e *Engine) invalid(m, p string) *apiError {
+	return &apiError{status: e.wire.badStatus, typ: e.wire.badType, msg: m, param: p}
+}
+
+// resolveModel sets the model echoed in responses and the response id: a model other than
+// Config.ModelName is a 404 where the dialect checks it (vLLM).
+func (e *Engine) resolveModel(spec *completionSpec, rf *restFields) *apiError {
+	d := &e.wire
 	spec.model = e.cfg.ModelName
 	if d.checkModel && rf.Model != nil && *rf.Model != e.cfg.ModelName {
-		return completionSpec{}, &apiError{status: http.StatusNotFound, typ: "NotFoundError",
+		return &apiError{status: http.StatusNotFound, typ: "NotFoundError",
 			msg: fmt.Sprintf("The model `%s` does not exist.", *rf.Model), param: "model"}
 	}
 	if d.echoModel != "" {
@@ -146,28 +180,44 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 		}
 	}
 	if !d.emptyID {
-		spec.id = d.idPrefix + rid
+		spec.id = d.idPrefix + spec.rid
 	}
+	return nil
+}
+
+// resolveChoices checks that the request has a prompt (and no echo where the dialect
+// refuses it) and sets n, the choices per prompt (default 1, at least 1).
+func (e *Engine) resolveChoices(spec *completionSpec, req *completionRequest) *apiError {
+	d, rf := &e.wire, &req.rest
 	if d.rejectEcho && rf.Echo != nil && *rf.Echo {
-		return bad("Only no echo is supported", "echo")
+		return e.invalid("Only no echo is supported", "echo")
 	}
 	if !req.promptOK {
-		return bad("Field required: prompt", "prompt")
+		return e.invalid("Field required: prompt", "prompt")
 	}
 	spec.n = 1
 	if rf.N != nil && !d.ignoreN {
 		spec.n = *rf.N
 	}
 	if spec.n < 1 {
-		return bad(fmt.Sprintf("n must be at least 1, got %d.", spec.n), "n")
+		return e.invalid(fmt.Sprintf("n must be at least 1, got %d.", spec.n), "n")
 	}
+	return nil
+}
+
+// resolveStreaming sets stream, the usage the stream carries (includeUsage: a usage chunk;
+// continuous: usage on every chunk) from stream_options and the dialect's usage rules, and
+// streamInterval, the tokens per chunk (Config.StreamInterval, the request's
+// stream_interval ≥ 1, or the dialect's fixed chunking).
+func (e *Engine) resolveStreaming(spec *completionSpec, rf *restFields) *apiError {
+	d := &e.wire
 	spec.stream = rf.Stream != nil && *rf.Stream
 	so := rf.StreamOptions
 	if d.ignoreStreamOptions {
 		so = nil
 	}
 	if so != nil && !spec.stream && d.streamOptionsNeedStream {
-		return bad("Stream options can only be defined when `stream=True`.", "stream_options")
+		return e.invalid("Stream options can only be defined when `stream=True`.", "stream_options")
 	}
 	if spec.stream {
 		switch {
@@ -196,6 +246,16 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 	if d.chunkTokens > 0 {
 		spec.streamInterval = d.chunkTokens
 	}
+	return nil
+}
+
+// resolveSampling sets logprobs (k in [0, 20], −1 off), perf_metrics_in_response,
+// temperature (default 1, non-negative), seed (default Config.Seed), ignore_eos and
+// min_tokens where the dialect reads them, and asked; it returns max_tokens as the request
+// gave it (max_tokens, else TGI's max_new_tokens; −1 when absent), which must be at least 1
+// (or −1 where the dialect reads −1 as "no limit").
+func (e *Engine) resolveSampling(spec *completionSpec, rf *restFields) (maxTok int, aerr *apiError) {
+	d := &e.wire
 	spec.logprobs = -1
 	if lp := strings.TrimSpace(string(rf.Logprobs)); lp != "" && lp != "null" && lp != "false" && d.logprobs != lpNone {
 		k, err := strconv.Atoi(lp)
@@ -203,7 +263,7 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 			k, err = 1, nil
 		}
 		if err != nil || k < 0 || k > 20 {
-			return bad(fmt.Sprintf("logprobs must be an integer in [0, 20], got %s.", lp), "logprobs")
+			return 0, e.invalid(fmt.Sprintf("logprobs must be an integer in [0, 20], got %s.", lp), "logprobs")
 		}
 		spec.logprobs = k
 	}
@@ -213,7 +273,7 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 		spec.temperature = *rf.Temperature
 	}
 	if spec.temperature < 0 {
-		return bad(fmt.Sprintf("temperature must be non-negative, got %v.", spec.temperature), "temperature")
+		return 0, e.invalid(fmt.Sprintf("temperature must be non-negative, got %v.", spec.temperature), "temperature")
 	}
 	spec.seed = uint64(e.cfg.Seed)
 	if rf.Seed != nil {
@@ -223,7 +283,7 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 	if rf.MinTokens != nil && d.minTokens {
 		spec.minTokens = *rf.MinTokens
 	}
-	maxTok := -1
+	maxTok = -1
 	if rf.MaxTokens != nil {
 		maxTok = *rf.MaxTokens
 	} else if rf.MaxNewTokens != nil {
@@ -231,8 +291,17 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 	}
 	spec.asked = max(maxTok, 0)
 	if rf.MaxTokens != nil && maxTok < 1 && !(d.maxTokensMinusOne && maxTok == -1) {
-		return bad(fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTok), "max_tokens")
+		return 0, e.invalid(fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTok), "max_tokens")
 	}
+	return maxTok, nil
+}
+
+// encodePrompts tokenizes text prompts into req.prompts (with the dialect's server template
+// and BOS) and counts their characters into spec.inputChars; it rejects token-id prompts
+// where the dialect takes text only (TGI), no prompt at all, and more prompts than the
+// dialect's batch limit.
+func (e *Engine) encodePrompts(spec *completionSpec, req *completionRequest) *apiError {
+	d := &e.wire
 	if req.isText {
 		for _, t := range req.texts {
 			spec.inputChars += len([]rune(t))
@@ -246,24 +315,35 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 			req.prompts = append(req.prompts, ids)
 		}
 	} else if d.textOnly {
-		return bad("Failed to deserialize the JSON body into the target type: prompt: data did not match any variant of untagged enum Prompt", "prompt")
+		return e.invalid("Failed to deserialize the JSON body into the target type: prompt: data did not match any variant of untagged enum Prompt", "prompt")
 	}
 	if len(req.prompts) == 0 {
-		return bad("Prompt cannot be empty.", "prompt")
+		return e.invalid("Prompt cannot be empty.", "prompt")
 	}
 	if d.maxPrompts > 0 && len(req.prompts) > d.maxPrompts {
-		return bad(fmt.Sprintf("Number of prompts exceeds the maximum allowed batch size of %d", d.maxPrompts), "prompt")
+		return e.invalid(fmt.Sprintf("Number of prompts exceeds the maximum allowed batch size of %d", d.maxPrompts), "prompt")
 	}
+	return nil
+}
+
+// resolveMaxTokens checks each prompt (non-empty, ids in the vocabulary, Quirks.Truncate
+// applied) and sets spec.maxTokens[i], the tokens it may generate: maxTok (the request's,
+// −1 absent) or, absent, the dialect's default or the rest of the context L =
+// Config.MaxModelLen; scaled by Quirks.IgnoreMaxTokens. A prompt of P tokens with P + M > L
+// is the dialect's context overflow; one whose P + M tokens, rounded up to whole blocks,
+// exceed the KV cache (Config.KVCacheTokens in whole blocks) could never run.
+func (e *Engine) resolveMaxTokens(spec *completionSpec, req *completionRequest, maxTok int) *apiError {
+	d, q := &e.wire, &e.cfg.Quirks
 	L := e.cfg.MaxModelLen
 	spec.maxTokens = make([]int, len(req.prompts))
 	kvTokens := e.cfg.KVCacheTokens / e.cfg.BlockSize * e.cfg.BlockSize
 	for i, p := range req.prompts {
 		if len(p) == 0 {
-			return bad("Prompt cannot be empty.", "prompt")
+			return e.invalid("Prompt cannot be empty.", "prompt")
 		}
 		for _, id := range p {
 			if id < 0 || int(id) >= e.cfg.VocabSize {
-				return bad(fmt.Sprintf("Token id %d is out of vocabulary", id), "prompt")
+				return e.invalid(fmt.Sprintf("Token id %d is out of vocabulary", id), "prompt")
 			}
 		}
 		if C := q.Truncate; C > 0 {
@@ -279,7 +359,7 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 			M = 0 // default max_tokens: checked as 0, then clamped to the context
 		}
 		if P+M > L || P >= L {
-			return completionSpec{}, d.contextOverflow(P, M, L)
+			return d.contextOverflow(P, M, L)
 		}
 		if maxTok < 0 {
 			if d.defaultMaxTokens > 0 {
@@ -292,11 +372,19 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 			M = max(1, min(int(math.Round(q.IgnoreMaxTokens*float64(M))), L-P))
 		}
 		if (P+M+e.cfg.BlockSize-1)/e.cfg.BlockSize*e.cfg.BlockSize > kvTokens {
-			return bad(fmt.Sprintf("prompt of %d tokens plus %d output tokens does not fit the KV cache of %d tokens", P, M, kvTokens), "input_tokens")
+			return e.invalid(fmt.Sprintf("prompt of %d tokens plus %d output tokens does not fit the KV cache of %d tokens", P, M, kvTokens), "input_tokens")
 		}
 		spec.maxTokens[i] = M
 	}
-	if rf.Echo != nil && *rf.Echo && d.echo {
+	return nil
+}
+
+// finishSpec sets the fields derived from the final prompts: the echoed text of each
+// (echo=true where the dialect echoes), the prompts and their lengths in tokens, and the
+// response id's hash (Quirks.Coalesce); it checks min_tokens ≤ each prompt's max_tokens.
+func (e *Engine) finishSpec(spec *completionSpec, req *completionRequest) *apiError {
+	rf := &req.rest
+	if rf.Echo != nil && *rf.Echo && e.wire.echo {
 		spec.echo = make([]string, len(req.prompts))
 		for i, p := range req.prompts {
 			if req.isText {
@@ -315,9 +403,9 @@ func (e *Engine) validate(req *completionRequest, rid string) (completionSpec, *
 	if spec.minTokens > 0 {
 		for _, m := range spec.maxTokens {
 			if spec.minTokens > m {
-				return bad(fmt.Sprintf("min_tokens must be less than or equal to max_tokens=%d, got %d.", m, spec.minTokens), "min_tokens")
+				return e.invalid(fmt.Sprintf("min_tokens must be less than or equal to max_tokens=%d, got %d.", m, spec.minTokens), "min_tokens")
 			}
 		}
 	}
-	return spec, nil
+	return nil
 }

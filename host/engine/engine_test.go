@@ -290,6 +290,8 @@ func TestErrors(t *testing.T) {
 			"You passed 95 input tokens and requested 10 output tokens. However, the model's context length is only 100 tokens, resulting in a maximum input length of 90 tokens."},
 		{"token out of vocab", `{"prompt":[-1]}`, 400, "BadRequestError", "prompt", "out of vocabulary"},
 		{"stream options without stream", `{"prompt":"x","stream_options":{}}`, 400, "BadRequestError", "stream_options", "stream=True"},
+		{"negative temperature", `{"prompt":"x","temperature":-0.5}`, 400, "BadRequestError", "temperature", "non-negative, got -0.5"},
+		{"min_tokens above max_tokens", `{"prompt":"x","max_tokens":5,"min_tokens":6}`, 400, "BadRequestError", "min_tokens", "max_tokens=5, got 6"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

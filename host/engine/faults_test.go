@@ -112,6 +112,21 @@ func TestFaultErrorMidStream(t *testing.T) {
 	}
 }
 
+// An injected error while chunks are held (bunch-first) sends the held chunks first: the
+// client sees every token it was streamed before the error event.
+func TestFaultErrorReleasesHeldChunks(t *testing.T) {
+	_, srv := newTestEngine(t, func(c *Config) { c.Quirks.BunchFirst = 5 })
+	resp, b := post(t, srv.URL+"/v1/completions", `{"prompt":"abc","max_tokens":8,"ignore_eos":true,"stream":true}`, "X-Genload-Error-After", "2")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	data := sseData(t, b)
+	if len(data) != 4 || !strings.HasPrefix(data[0], `{"id":`) || !strings.HasPrefix(data[1], `{"id":`) ||
+		!strings.Contains(data[2], "injected error after 2 tokens") || data[3] != "[DONE]" {
+		t.Errorf("want 2 token chunks, the error, [DONE]; got %d events: %s", len(data), b)
+	}
+}
+
 func TestFaultResetAndCut(t *testing.T) {
 	_, srv := newTestEngine(t, nil)
 	// reset after 2 tokens: the client sees two events, then a read error

@@ -54,44 +54,62 @@ func (e *Engine) appendLogprobs(b []byte, k int, c *choiceState) []byte {
 	top := max(k, 1)
 	pos0 := c.tokens - len(c.toks) // output position of the first pending token
 	if e.wire.logprobs == lpChat {
-		entry := func(b []byte, vi int32, lp float64) []byte {
-			t := e.tokenText(vi)
-			b = append(b, `{"id":`...)
-			b = strconv.AppendInt(b, int64(e.tokenID(vi)), 10)
-			b = append(b, `,"token":`...)
-			b = jsonenc.AppendString(b, t)
-			b = append(b, `,"bytes":[`...)
-			for i := 0; i < len(t); i++ {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = strconv.AppendInt(b, int64(t[i]), 10)
-			}
-			b = append(b, `],"logprob":`...)
-			return strconv.AppendFloat(b, lp, 'g', 8, 64)
+		return e.appendContentLogprobs(b, top, pos0, c)
+	}
+	return e.appendColumnLogprobs(b, top, pos0, c)
+}
+
+// appendContentLogprobs appends llama.cpp's {"content":[…]} form of appendLogprobs: one
+// entry (appendLogprobEntry) per pending token of c, the first at output position pos0, each
+// with its top alternatives, the sampled token first.
+func (e *Engine) appendContentLogprobs(b []byte, top, pos0 int, c *choiceState) []byte {
+	b = append(b, `{"content":[`...)
+	for i, vi := range c.toks {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		b = append(b, `{"content":[`...)
-		for i, vi := range c.toks {
-			if i > 0 {
+		b = e.appendLogprobEntry(b, vi, tokenLogprob(vi, pos0+i, 0))
+		b = append(b, `,"top_logprobs":[`...)
+		for j := 0; j < top; j++ {
+			if j > 0 {
 				b = append(b, ',')
 			}
-			b = entry(b, vi, tokenLogprob(vi, pos0+i, 0))
-			b = append(b, `,"top_logprobs":[`...)
-			for j := 0; j < top; j++ {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				alt := vi
-				if j > 0 {
-					alt = e.alternative(vi, j)
-				}
-				b = entry(b, alt, tokenLogprob(vi, pos0+i, j))
-				b = append(b, '}')
+			alt := vi
+			if j > 0 {
+				alt = e.alternative(vi, j)
 			}
-			b = append(b, "]}"...)
+			b = e.appendLogprobEntry(b, alt, tokenLogprob(vi, pos0+i, j))
+			b = append(b, '}')
 		}
-		return append(b, "]}"...)
+		b = append(b, "]}"...)
 	}
+	return append(b, "]}"...)
+}
+
+// appendLogprobEntry appends the fields of one llama.cpp logprob entry, without its closing
+// brace: {"id","token","bytes" (the token text's UTF-8 bytes),"logprob": lp (natural log).
+func (e *Engine) appendLogprobEntry(b []byte, vi int32, lp float64) []byte {
+	t := e.tokenText(vi)
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, int64(e.tokenID(vi)), 10)
+	b = append(b, `,"token":`...)
+	b = jsonenc.AppendString(b, t)
+	b = append(b, `,"bytes":[`...)
+	for i := 0; i < len(t); i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(t[i]), 10)
+	}
+	b = append(b, `],"logprob":`...)
+	return strconv.AppendFloat(b, lp, 'g', 8, 64)
+}
+
+// appendColumnLogprobs appends the completions API's form of appendLogprobs (vLLM, SGLang):
+// four parallel arrays over c's pending tokens, the first at output position pos0 — their
+// texts, log probabilities, top alternatives ({text: logprob}, the sampled token first) and
+// text offsets (appendTextOffsets).
+func (e *Engine) appendColumnLogprobs(b []byte, top, pos0 int, c *choiceState) []byte {
 	b = append(b, `{"tokens":[`...)
 	for i, vi := range c.toks {
 		if i > 0 {
@@ -127,6 +145,14 @@ func (e *Engine) appendLogprobs(b []byte, k int, c *choiceState) []byte {
 		b = append(b, '}')
 	}
 	b = append(b, `],"text_offset":[`...)
+	b = e.appendTextOffsets(b, c)
+	return append(b, "]}"...)
+}
+
+// appendTextOffsets appends, comma-separated, the offset in characters of each of c's
+// pending tokens from the start of the choice's text: the characters already sent
+// (c.textOff) plus those of the pending text before it.
+func (e *Engine) appendTextOffsets(b []byte, c *choiceState) []byte {
 	off := c.textOff + utf8.RuneCount(c.text)
 	for _, vi := range c.toks {
 		off -= utf8.RuneCountInString(e.tokenText(vi))
@@ -138,5 +164,5 @@ func (e *Engine) appendLogprobs(b []byte, k int, c *choiceState) []byte {
 		b = strconv.AppendInt(b, int64(off), 10)
 		off += utf8.RuneCountInString(e.tokenText(vi))
 	}
-	return append(b, "]}"...)
+	return b
 }

@@ -137,17 +137,28 @@ func ParseNoise(list string) (Noise, error) {
 		}
 		seen[k] = true
 		var err error
+		num := func(dst *float64) {
+			f, perr := strconv.ParseFloat(v, 64)
+			if perr != nil {
+				err = fmt.Errorf("%q is not a number", v)
+				return
+			}
+			*dst = f
+		}
 		switch k {
 		case "step-cv":
-			n.StepCV, err = strconv.ParseFloat(v, 64)
+			num(&n.StepCV)
 		case "burst-cv":
-			n.BurstCV, err = strconv.ParseFloat(v, 64)
+			num(&n.BurstCV)
 		case "slow-prob":
-			n.SlowProb, err = strconv.ParseFloat(v, 64)
+			num(&n.SlowProb)
 		case "slow-factor":
-			n.SlowFactor, err = strconv.ParseFloat(v, 64)
+			num(&n.SlowFactor)
 		case "seed":
-			n.Seed, err = strconv.ParseUint(v, 10, 64)
+			var perr error
+			if n.Seed, perr = strconv.ParseUint(v, 10, 64); perr != nil {
+				err = fmt.Errorf("%q is not an unsigned integer", v)
+			}
 		default:
 			err = errors.New("unknown key (known: step-cv, burst-cv, slow-prob, slow-factor, seed)")
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -245,7 +246,8 @@ func TestParseNoise(t *testing.T) {
 		t.Errorf(`ParseNoise("") = %+v, %v; want off`, n, err)
 	}
 	for in, want := range map[string]string{
-		"step-cv=x":       "noise [step-cv]",
+		"step-cv=x":       `noise [step-cv]: "x" is not a number`,
+		"seed=-1":         `noise [seed]: "-1" is not an unsigned integer`,
 		"slow-factor=0.5": "[noise-slow-factor] must be in [1, 1000]",
 		"jitter=1":        "noise [jitter]: unknown key",
 		"step-cv":         "want key=value",
@@ -291,4 +293,58 @@ func TestNoiseForStartDerivesDistinctSeeds(t *testing.T) {
 	if z1.burst == z2.burst {
 		t.Errorf("repeats 1 and 2 draw the same first burst factor %v", z1.burst)
 	}
+}
+
+// What a noise seed replays: the draws in the order of the engine's steps. Two engine starts of
+// one seed that see the same requests in the same steps (here three cells' requests, each of
+// one prompt array, sent one after the other) put every slow step in the same cell at the same
+// step; a start that sees one more request first (a probe of 3 tokens) shifts every draw after
+// it, so the slow steps land elsewhere — a run's placement replays only while its requests reach
+// the engine in the same steps.
+func TestNoiseSeedReplaysTheStepSequence(t *testing.T) {
+	cells := []string{
+		`{"prompt":[` + idList(1, 64) + `],"max_tokens":30,"ignore_eos":true}`,
+		`{"prompt":[` + idList(100, 64) + `,` + idList(200, 64) + `],"max_tokens":30,"ignore_eos":true}`,
+		`{"prompt":[` + idList(300, 64) + `,` + idList(400, 64) + `,` + idList(500, 64) + `,` + idList(600, 64) + `],"max_tokens":30,"ignore_eos":true}`,
+	}
+	start := func(probe bool) []float64 {
+		log := &logtest.LockedBuffer{}
+		_, srv := newTestEngine(t, func(c *Config) {
+			c.StepLog = log
+			c.DisablePrefixCaching = true
+			c.Profile = "dense-8b"
+			c.Noise = Noise{SlowProb: 0.1, SlowFactor: 40, Seed: 3}
+		})
+		if probe {
+			post(t, srv.URL+"/v1/completions", `{"prompt":`+idList(7, 8)+`,"max_tokens":3,"ignore_eos":true}`)
+		}
+		for _, b := range cells {
+			post(t, srv.URL+"/v1/completions", b)
+		}
+		steps := parseNoisySteps(t, log.String())
+		if probe {
+			steps = steps[3:] // the probe's prefill and 2 decode steps
+		}
+		out := make([]float64, len(steps))
+		for i, s := range steps {
+			out[i] = s.noise
+		}
+		return out
+	}
+	a, b, shifted := start(false), start(false), start(true)
+	if len(a) != 90 || !slices.Equal(a, b) {
+		t.Fatalf("same seed, same steps: %d and %d steps, noise equal %v", len(a), len(b), slices.Equal(a, b))
+	}
+	slow := func(n []float64) (at []int) {
+		for i, f := range n {
+			if f == 40 {
+				at = append(at, i)
+			}
+		}
+		return at
+	}
+	if len(slow(a)) == 0 || slices.Equal(slow(a), slow(shifted)) {
+		t.Fatalf("slow steps at %v, after a probe at %v: want some, moved by the probe's 3 draws", slow(a), slow(shifted))
+	}
+	t.Logf("slow steps of the 90 at %v; after a 3-step probe at %v", slow(a), slow(shifted))
 }

@@ -99,7 +99,7 @@ func LoadProfile(name string) (Profile, error) {
 		src = "profiles/" + name + ".toml"
 		data, err = profileFS.ReadFile(src)
 		if err != nil {
-			return Profile{}, fmt.Errorf("engine profile %q: unknown (known: %s)", name, strings.Join(ProfileNames(), ", "))
+			return Profile{}, fmt.Errorf("engine profile %q: unknown (known: %s; or a profile file of your own: a path ending in .toml)", name, strings.Join(ProfileNames(), ", "))
 		}
 	}
 	var p Profile

@@ -75,7 +75,7 @@ func TestLoadProfileErrors(t *testing.T) {
 	cases := []struct {
 		name, arg, want string
 	}{
-		{"unknown name", "h100-70b", `engine profile "h100-70b": unknown (known: dense-8b, moe-30b-a3b)`},
+		{"unknown name", "h100-70b", `engine profile "h100-70b": unknown (known: dense-8b, moe-30b-a3b; or a profile file of your own: a path ending in .toml)`},
 		{"unknown key", write("a.toml", "name = \"x\"\nfixed_msec = 1\n"), "unknown key [fixed_msec]"},
 		{"syntax error with line", write("b.toml", "name = \"x\"\nfixed_ms = = 1\n"), "b.toml:2:"},
 		{"negative and bad top_k at once", write("c.toml", "fixed_ms = -1\nmoe_layers = 2\nmoe_experts = 4\nmoe_top_k = 5\n"),

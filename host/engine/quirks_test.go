@@ -534,15 +534,20 @@ func TestLogprobs(t *testing.T) {
 	data, cs = chunks(t, u, `{"prompt":[1,2],"max_tokens":2,"ignore_eos":true,"stream":true,"logprobs":1}`)
 	var lp struct {
 		Content []struct {
-			ID          int                      `json:"id"`
-			Token       string                   `json:"token"`
-			Bytes       []byte                   `json:"bytes"`
-			Logprob     float64                  `json:"logprob"`
-			TopLogprobs []struct{ Token string } `json:"top_logprobs"`
+			ID          int     `json:"id"`
+			Token       string  `json:"token"`
+			Bytes       []byte  `json:"bytes"`
+			Logprob     float64 `json:"logprob"`
+			TopLogprobs []struct {
+				Token   string
+				Logprob float64
+			} `json:"top_logprobs"`
 		} `json:"content"`
 	}
+	// the sampled token is its own first alternative, with the same log probability
 	if err := json.Unmarshal(cs[0].Choices[0].Logprobs, &lp); err != nil || len(lp.Content) != 1 ||
-		lp.Content[0].Token != cs[0].Choices[0].Text || len(lp.Content[0].TopLogprobs) != 1 || lp.Content[0].TopLogprobs[0].Token != lp.Content[0].Token {
+		lp.Content[0].Token != cs[0].Choices[0].Text || len(lp.Content[0].TopLogprobs) != 1 || lp.Content[0].TopLogprobs[0].Token != lp.Content[0].Token ||
+		lp.Content[0].Logprob > 0 || lp.Content[0].TopLogprobs[0].Logprob != lp.Content[0].Logprob {
 		t.Errorf("llama.cpp logprobs %v: %s", err, data[0])
 	}
 	// bad values

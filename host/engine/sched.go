@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"sync"
 	"time"
+
+	"github.com/genload/genload/host/internal/clock"
 )
 
 // scheduler runs engine steps: continuous batching with chunked prefill, a token budget,
@@ -174,7 +176,7 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		var end time.Time
 		deadline, end = nextDeadline(idle, now, deadline, wall)
 		idle = false
-		if !sleepUntil(end, stop) {
+		if !clock.SleepUntil(end, stop) {
 			return
 		}
 		// Record and log the step before handing out its tokens, so that a client holding
@@ -247,20 +249,31 @@ func (s *scheduler) grow(q *seq, tokens int) bool {
 
 // plan chooses this step's work: running sequences first (decode or continuing prefill, in
 // admission order, preempting the newest when the KV cache is full), then waiting sequences
-// while the token budget, max_num_seqs and the KV cache allow.
+// while the token budget (Config.MaxNumBatchedTokens), max_num_seqs and the KV cache allow,
+// none in a step that preempted (as vLLM). It returns the step's shape for the cost model and
+// its batch, each sequence's tokens of the step in q.sched (of them q.draft drafted).
 func (s *scheduler) plan() (StepShape, []*seq) {
-	budget := s.cfg.MaxNumBatchedTokens
-	var sh StepShape
-	preempted := false
 	batch := make([]*seq, 0, len(s.running)+4)
+	batch, budget, preempted := s.scheduleRunning(batch, s.cfg.MaxNumBatchedTokens)
+	if !preempted {
+		batch = s.admitWaiting(batch, budget)
+	}
+	return s.shape(batch), batch
+}
+
+// scheduleRunning appends to batch the running sequences that get tokens this step, in
+// admission order, each taking its remaining prompt tokens (chunked prefill) or one decode
+// token plus drafts (draftTokens) out of budget, in tokens. When the KV cache cannot hold a
+// sequence's tokens, the newest running sequence is preempted (recomputed later) until it
+// can. It returns the batch, the budget left and whether it preempted.
+func (s *scheduler) scheduleRunning(batch []*seq, budget int) ([]*seq, int, bool) {
+	preempted := false
 	for i := 0; i < len(s.running) && budget > 0; i++ {
 		q := s.running[i]
 		n := q.known() - q.computed
 		q.draft = 0
-		if n == 1 && q.computed > 0 && s.cfg.SpecTokens > 0 {
-			// decode with k drafted tokens, never drafting past max_tokens or the context
-			k := min(s.cfg.SpecTokens, q.maxTokens-q.generated-1, s.cfg.MaxModelLen-q.known()-1, budget-1)
-			if k > 0 {
+		if n == 1 && q.computed > 0 {
+			if k := s.draftTokens(q, budget); k > 0 {
 				q.draft = k
 				n += k
 			}
@@ -286,29 +299,36 @@ func (s *scheduler) plan() (StepShape, []*seq) {
 		budget -= n
 		batch = append(batch, q)
 	}
+	return batch, budget, preempted
+}
+
+// draftTokens returns how many tokens the draft model proposes for decoding sequence q
+// (speculative decoding, Config.SpecTokens; 0 when off): never past q's max_tokens, the
+// context (Config.MaxModelLen) or budget − 1 tokens.
+func (s *scheduler) draftTokens(q *seq, budget int) int {
+	if s.cfg.SpecTokens <= 0 {
+		return 0
+	}
+	return min(s.cfg.SpecTokens, q.maxTokens-q.generated-1, s.cfg.MaxModelLen-q.known()-1, budget-1)
+}
+
+// admitWaiting moves waiting sequences, in queue order, into the running set and batch
+// while budget (tokens) and Config.MaxNumSeqs allow: each first looks up its prompt in the
+// prefix cache (lookupPrefix), then takes its uncached prompt tokens, up to the budget. It
+// stops at the first sequence whose blocks the KV cache cannot hold, which gives back its
+// prefix hits and waits for running sequences to finish.
+func (s *scheduler) admitWaiting(batch []*seq, budget int) []*seq {
 	for len(s.waiting) > 0 && budget > 0 && len(s.running) < s.cfg.MaxNumSeqs {
 		q := s.waiting[0]
-		if preempted {
-			break // as vLLM: no admissions in a step that preempted
-		}
 		q.draft = 0
 		if !q.running && q.blocks() == 0 {
-			// prefix-cache lookup; at least one token is always computed
-			maxHit := (q.known() - 1) / s.cfg.BlockSize
-			q.shared = append(q.shared[:0], s.kv.lookup(q.hashes, maxHit)...)
-			q.computed = len(q.shared) * s.cfg.BlockSize
-			if !q.admitted {
-				q.cached = q.computed
-				s.e.metrics.prefixQueries.Add(int64(q.known()))
-				s.e.metrics.prefixHits.Add(int64(q.computed))
-			}
+			s.lookupPrefix(q)
 		}
 		n := q.known() - q.computed
 		if n > budget {
 			n = budget
 		}
 		if !s.grow(q, q.computed+n) {
-			// not enough KV: give back the prefix hits and wait for running sequences to finish
 			s.kv.unref(q.shared)
 			q.shared = q.shared[:0]
 			q.computed = 0
@@ -329,6 +349,30 @@ func (s *scheduler) plan() (StepShape, []*seq) {
 		budget -= n
 		batch = append(batch, q)
 	}
+	return batch
+}
+
+// lookupPrefix shares the cached blocks of q's prompt prefix (whole blocks, at most up to
+// its last token so that at least one token is computed) and counts them as computed; on
+// q's first admission they are its cached tokens, counted in the prefix-cache metrics.
+func (s *scheduler) lookupPrefix(q *seq) {
+	maxHit := (q.known() - 1) / s.cfg.BlockSize
+	q.shared = append(q.shared[:0], s.kv.lookup(q.hashes, maxHit)...)
+	q.computed = len(q.shared) * s.cfg.BlockSize
+	if !q.admitted {
+		q.cached = q.computed
+		s.e.metrics.prefixQueries.Add(int64(q.known()))
+		s.e.metrics.prefixHits.Add(int64(q.computed))
+	}
+}
+
+// shape sums what the cost model needs of batch (StepShape): per decoding sequence its
+// context (computed + 1 tokens) and drafts, per prefill chunk of c tokens after
+// computed ones its tokens and causal attention pairs c·(computed + (c+1)/2), and for a
+// MoE profile the distinct (layer, expert) pairs that the decode tokens route to
+// (routeExperts) plus the prefill's estimate.
+func (s *scheduler) shape(batch []*seq) StepShape {
+	var sh StepShape
 	if s.experts != nil {
 		clear(s.experts)
 	}
@@ -346,15 +390,7 @@ func (s *scheduler) plan() (StepShape, []*seq) {
 				sh.MaxCtx = ctx
 			}
 			if s.experts != nil {
-				for i, w := range s.expertSet(q.currentToken()) {
-					s.experts[i] |= w
-				}
-				for d := 0; d < q.draft; d++ { // drafted tokens route to experts too
-					vi, _ := s.tokenAt(q, q.generated+d)
-					for i, w := range s.expertSet(1<<32 + int64(vi)) {
-						s.experts[i] |= w
-					}
-				}
+				s.routeExperts(q)
 			}
 			continue
 		}
@@ -368,7 +404,21 @@ func (s *scheduler) plan() (StepShape, []*seq) {
 		}
 		sh.Experts += s.p.prefillExperts(sh.Experts, sh.PrefillTokens)
 	}
-	return sh, batch
+	return sh
+}
+
+// routeExperts marks in s.experts the (layer, expert) pairs that decoding sequence q's
+// current token and its drafted tokens route to.
+func (s *scheduler) routeExperts(q *seq) {
+	for i, w := range s.expertSet(q.currentToken()) {
+		s.experts[i] |= w
+	}
+	for d := 0; d < q.draft; d++ { // drafted tokens route to experts too
+		vi, _ := s.tokenAt(q, q.generated+d)
+		for i, w := range s.expertSet(1<<32 + int64(vi)) {
+			s.experts[i] |= w
+		}
+	}
 }
 
 // commit applies a finished step: computed tokens advance, completed prompt blocks enter the

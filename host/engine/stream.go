@@ -202,9 +202,35 @@ func (e *Engine) streamNative(w http.ResponseWriter, r *http.Request, spec compl
 	e.streamAs(w, r, spec, cr, true)
 }
 
-// streamAs is stream, writing ollama's native objects when native.
+// streamAs is stream, writing ollama's native objects when native. A stream lives through
+// four steps: the headers (setStreamHeaders), the dialect's empty first chunks
+// (streamRun.emptyFirstChunks), one streamRun.next per wake-up of the scheduler's events,
+// and the end (streamRun.finish).
 func (e *Engine) streamAs(w http.ResponseWriter, r *http.Request, spec completionSpec, cr *request, native bool) {
-	h := w.Header()
+	timingHeaders := e.setStreamHeaders(w.Header(), spec, native)
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	s := &streamRun{
+		e: e, w: w, rc: rc, r: r, cr: cr, spec: spec, q: e.cfg.Quirks,
+		frames: newStreamFrames(e, spec),
+		st:     newChoiceStates(spec, cr),
+		b:      make([]byte, 0, 4096),
+		first:  true, native: native, timingHeaders: timingHeaders,
+	}
+	s.frames.native = native
+	if e.wire.emptyFirstChunk && !s.emptyFirstChunks() {
+		return
+	}
+	for s.next() {
+	}
+}
+
+// setStreamHeaders sets a stream's response headers in h: the content type (SSE, or ndjson
+// when native), the dialect's own stream headers, and, when Config.TimingHeaders asks for
+// them and the stream is not native, the Trailer line announcing Generation-Duration (and
+// Speculation-Acceptance with Config.SpecTokens > 0). It reports whether it announced them.
+func (e *Engine) setStreamHeaders(h http.Header, spec completionSpec, native bool) (timingHeaders bool) {
 	if native {
 		h.Set("Content-Type", "application/x-ndjson")
 	} else {
@@ -214,7 +240,7 @@ func (e *Engine) streamAs(w http.ResponseWriter, r *http.Request, spec completio
 	if e.wire.streamHeaders != nil {
 		e.wire.streamHeaders(h, spec)
 	}
-	timingHeaders := e.cfg.TimingHeaders && !native
+	timingHeaders = e.cfg.TimingHeaders && !native
 	if timingHeaders {
 		tr := "Generation-Duration"
 		if e.cfg.SpecTokens > 0 {
@@ -222,219 +248,274 @@ func (e *Engine) streamAs(w http.ResponseWriter, r *http.Request, spec completio
 		}
 		h.Set("Trailer", tr)
 	}
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	rc.Flush()
-	frames := newStreamFrames(e, spec)
-	frames.native = native
-	flt := spec.faults
-	q := e.cfg.Quirks
-	st := newChoiceStates(spec, cr)
-	var evs []event
-	b := make([]byte, 0, 4096)
-	seen := 0 // tokens taken from the scheduler
-	first := true
-	write := func() bool {
-		if len(b) == 0 {
-			return true
+	return timingHeaders
+}
+
+// streamRun is one streaming response in progress (streamAs): its writer, the request's
+// choice states, the frames gathered since the last write, and the count of tokens sent
+// that the injected faults key on.
+type streamRun struct {
+	e      *Engine
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	r      *http.Request
+	cr     *request
+	spec   completionSpec
+	q      Quirks
+	frames *streamFrames
+	st     []choiceState // one per choice (prompt·n + c)
+	evs    []event       // the events of the current wake-up (reused)
+	b      []byte        // frames not yet written (write sends and empties it)
+	seen   int           // tokens taken from the scheduler so far
+	first  bool          // no token wake-up yet (Faults.FirstTokenDelay)
+	until  time.Time     // the earliest held chunk's release (zero: none held)
+	// native writes ollama's objects; timingHeaders sets the announced trailers at the end.
+	native, timingHeaders bool
+}
+
+// write sends the gathered frames and flushes them; on a write error (the client left) it
+// aborts the request and returns false.
+func (s *streamRun) write() bool {
+	if len(s.b) == 0 {
+		return true
+	}
+	_, err := s.w.Write(s.b)
+	s.b = s.b[:0]
+	if err == nil {
+		err = s.rc.Flush()
+	}
+	if err != nil {
+		s.e.abort(s.cr)
+		return false
+	}
+	return true
+}
+
+// emit appends choice's chunks (built by add) to the stream, or holds them while the
+// choice's first chunk is late (Quirks.LateFirstChunk, LateFirstSteps) or its first K
+// are bunched (Quirks.BunchFirst); held chunks always go first.
+func (s *streamRun) emit(c *choiceState, add func([]byte) []byte) {
+	q := &s.q
+	if q.BunchFirst > 0 && c.bunched < q.BunchFirst {
+		c.held = add(c.held)
+		if c.bunched++; c.bunched == q.BunchFirst || c.fin != finNone {
+			s.b = append(s.b, c.held...)
+			c.held = c.held[:0]
 		}
-		_, err := w.Write(b)
-		b = b[:0]
-		if err == nil {
-			err = rc.Flush()
+		return
+	}
+	if q.LateFirstChunk <= 0 && q.LateFirstSteps <= 0 {
+		s.b = add(s.b)
+		return
+	}
+	now := time.Now()
+	if !c.started {
+		hold := q.LateFirstChunk + time.Duration(q.LateFirstSteps*float64(s.e.metrics.lastDecodeStep()))
+		c.started, c.holdUntil = true, now.Add(hold)
+	}
+	if now.Before(c.holdUntil) {
+		c.held = add(c.held)
+		return
+	}
+	s.b = append(s.b, c.held...)
+	c.held = c.held[:0]
+	s.b = add(s.b)
+}
+
+// release moves held chunks whose time has come (all of them with all) to the stream
+// and returns the earliest time a chunk is still held until (zero when none is).
+func (s *streamRun) release(all bool) time.Time {
+	var next time.Time
+	now := time.Now()
+	for i := range s.st {
+		c := &s.st[i]
+		if len(c.held) == 0 || !all && c.bunched > 0 && c.bunched < s.q.BunchFirst {
+			continue // empty, or a bunch still gathering (emit releases it)
 		}
-		if err != nil {
-			e.abort(cr)
+		if all || !now.Before(c.holdUntil) {
+			s.b = append(s.b, c.held...)
+			c.held = c.held[:0]
+			continue
+		}
+		if next.IsZero() || c.holdUntil.Before(next) {
+			next = c.holdUntil
+		}
+	}
+	return next
+}
+
+// emptyFirstChunks writes one chunk with empty text per choice before any token
+// (dialect.emptyFirstChunk); it returns false when the client has left.
+func (s *streamRun) emptyFirstChunks() bool {
+	for i := range s.st {
+		s.emit(&s.st[i], func(b []byte) []byte { return s.frames.chunk(b, int32(i), nil, finNone, &s.st[i], false) })
+	}
+	return s.write()
+}
+
+// next handles one wake-up: it waits for the scheduler's events, a keep-alive tick
+// (Faults.KeepAlive: an SSE comment, or a blank ndjson line) or a held chunk's release
+// time, and writes what they make. It returns false once the stream has ended: finished
+// (finish), cut by an injected fault, or left by the client.
+func (s *streamRun) next() bool {
+	flt := &s.spec.faults
+	ok, ka, due := s.e.waitEvents(s.r, s.cr, flt.KeepAlive, s.until)
+	switch {
+	case !ok:
+		return false
+	case due:
+		s.until = s.release(false)
+		return s.write()
+	case ka:
+		if s.native {
+			s.b = append(s.b, '\n') // a blank line: ndjson has no comments
+		} else {
+			s.b = append(s.b, ": keep-alive\n\n"...)
+		}
+		return s.write()
+	}
+	if s.first && flt.FirstTokenDelay > 0 {
+		time.Sleep(flt.FirstTokenDelay)
+	}
+	s.first = false
+	s.until = s.release(false)
+	var all bool
+	s.evs, all = s.cr.take(s.evs)
+	for i, ev := range s.evs {
+		if s.fault(ev) {
 			return false
+		}
+		s.token(i, ev)
+	}
+	if all {
+		s.finish()
+		return false
+	}
+	return s.write()
+}
+
+// fault applies, before event ev, the faults keyed on the count of tokens sent so far:
+// Faults.ErrorAfter (an in-stream error event), ResetAfter (a TCP RST), CutAfter (half of
+// ev's chunk, then close) and Quirks.Stall (silence on an open connection) end the stream
+// and return true; Faults.StallFor pauses it for that long.
+func (s *streamRun) fault(ev event) (ended bool) {
+	flt := &s.spec.faults
+	switch s.seen {
+	case flt.ErrorAfter:
+		s.release(true)
+		s.b = s.frames.errorEvent(s.b, 500, "injected error after "+strconv.Itoa(s.seen)+" tokens")
+		s.write()
+		s.e.abort(s.cr)
+		return true
+	case flt.ResetAfter:
+		s.write()
+		s.e.abort(s.cr)
+		hijackClose(s.w, true)
+		return true
+	case flt.CutAfter:
+		c := s.e.applyEvent(s.st, ev)
+		half := s.frames.token(nil, ev.choice, c, s.cr)
+		s.b = append(s.b, half[:len(half)/2]...)
+		s.write()
+		s.e.abort(s.cr)
+		hijackClose(s.w, false)
+		return true
+	}
+	if s.q.Stall > 0 && s.seen == s.q.Stall && !ev.noToken {
+		// a hung server: nothing more is sent, the connection stays open
+		s.write()
+		s.e.abort(s.cr)
+		select {
+		case <-s.r.Context().Done():
+		case <-s.e.stop:
 		}
 		return true
 	}
-	// emit appends choice's chunks (built by add) to the stream, or holds them while the
-	// choice's first chunk is late (Quirks.LateFirstChunk, LateFirstSteps) or its first K
-	// are bunched (Quirks.BunchFirst); held chunks always go first.
-	emit := func(c *choiceState, add func([]byte) []byte) {
-		if q.BunchFirst > 0 && c.bunched < q.BunchFirst {
-			c.held = add(c.held)
-			if c.bunched++; c.bunched == q.BunchFirst || c.fin != finNone {
-				b = append(b, c.held...)
-				c.held = c.held[:0]
-			}
-			return
+	if flt.StallFor > 0 && s.seen == flt.StallAfter {
+		if !s.write() {
+			return true
 		}
-		if q.LateFirstChunk <= 0 && q.LateFirstSteps <= 0 {
-			b = add(b)
-			return
-		}
-		now := time.Now()
-		if !c.started {
-			hold := q.LateFirstChunk + time.Duration(q.LateFirstSteps*float64(e.metrics.lastDecodeStep()))
-			c.started, c.holdUntil = true, now.Add(hold)
-		}
-		if now.Before(c.holdUntil) {
-			c.held = add(c.held)
-			return
-		}
-		b = append(b, c.held...)
-		c.held = c.held[:0]
-		b = add(b)
+		time.Sleep(flt.StallFor)
 	}
-	// release moves held chunks whose time has come (all of them with all) to the stream
-	// and returns the earliest time a chunk is still held until (zero when none is).
-	release := func(all bool) time.Time {
-		var next time.Time
-		now := time.Now()
-		for i := range st {
-			c := &st[i]
-			if len(c.held) == 0 || !all && c.bunched > 0 && c.bunched < q.BunchFirst {
-				continue // empty, or a bunch still gathering (emit releases it)
-			}
-			if all || !now.Before(c.holdUntil) {
-				b = append(b, c.held...)
-				c.held = c.held[:0]
-				continue
-			}
-			if next.IsZero() || c.holdUntil.Before(next) {
-				next = c.holdUntil
-			}
-		}
-		return next
+	return false
+}
+
+// token adds ev, the i-th event of this wake-up, to its choice and emits the choice's
+// pending tokens as one chunk when chunkDue says so.
+func (s *streamRun) token(i int, ev event) {
+	if !ev.noToken {
+		s.seen++
+		s.frames.reqTokens++
 	}
-	if e.wire.emptyFirstChunk {
-		for i := range st {
-			emit(&st[i], func(b []byte) []byte { return frames.chunk(b, int32(i), nil, finNone, &st[i], false) })
+	c := s.e.applyEvent(s.st, ev)
+	if !s.chunkDue(i, ev, c) {
+		return
+	}
+	s.emit(c, func(b []byte) []byte { return s.frames.token(b, ev.choice, c, s.cr) })
+	c.textOff += utf8.RuneCount(c.text)
+	c.text = c.text[:0]
+	c.toks = c.toks[:0]
+	c.pending = 0
+}
+
+// chunkDue reports whether choice c, just given the i-th event ev, sends its pending
+// tokens now: always at its finish; otherwise once stream_interval tokens are pending and
+// the next event is not the same choice's in the same step (unless the dialect sends a
+// chunk per token), and not while the dialect's chunk mix (ollama: 1–3 tokens) or
+// Quirks.Coalesce (a fraction of chunks, drawn from the response id's hash) merges it with
+// the choice's next chunk.
+func (s *streamRun) chunkDue(i int, ev event, c *choiceState) bool {
+	if c.fin != finNone {
+		return true
+	}
+	sameStepNext := !s.e.wire.perTokenChunks && i+1 < len(s.evs) && s.evs[i+1].choice == ev.choice && s.evs[i+1].step == ev.step
+	if c.pending < s.spec.streamInterval || sameStepNext {
+		return false
+	}
+	if s.e.wire.chunkMix && c.pending < chunkMixTarget(&s.spec, ev.choice, c.tokens-c.pending) {
+		return false
+	}
+	if s.q.Coalesce > 0 &&
+		float64(mix64(s.spec.hash^uint64(ev.choice)<<32^uint64(c.tokens))>>11)/(1<<53) < s.q.Coalesce {
+		return false // merged with the choice's next chunk
+	}
+	return true
+}
+
+// finish ends a stream whose sequences have all finished: late first chunks still held
+// leave when due, then the dialect's end (ollama's final object; or the usage chunk when
+// requested and "data: [DONE]"), then the announced trailers: Generation-Duration in
+// seconds (first to last token) and Speculation-Acceptance (accepted / drafted).
+func (s *streamRun) finish() {
+	for next := s.release(false); !next.IsZero(); next = s.release(false) {
+		if !s.write() {
+			return
 		}
-		if !write() {
+		if ok, _, _ := s.e.waitEvents(s.r, s.cr, 0, next); !ok {
 			return
 		}
 	}
-	perToken := e.wire.perTokenChunks
-	var until time.Time // the earliest held chunk's release
-	for {
-		ok, ka, due := e.waitEvents(r, cr, flt.KeepAlive, until)
-		if !ok {
-			return
+	prompt, completion, cached := s.e.usage(s.spec, s.cr, s.st)
+	gen, acc := timing(s.cr, s.st)
+	switch {
+	case s.native:
+		s.b = s.e.nativeDone(s.b, s.spec.model, &s.st[0], s.cr, nil)
+	default:
+		if s.spec.includeUsage && s.e.wire.usageChunk {
+			s.b = s.frames.usageChunk(s.b, prompt, completion, cached, gen, acc)
 		}
-		if due {
-			until = release(false)
-			if !write() {
-				return
-			}
-			continue
+		if s.e.wire.done {
+			s.b = append(s.b, "data: [DONE]\n\n"...)
 		}
-		if ka {
-			if native {
-				b = append(b, '\n') // a blank line: ndjson has no comments
-			} else {
-				b = append(b, ": keep-alive\n\n"...)
-			}
-			if !write() {
-				return
-			}
-			continue
-		}
-		if first && flt.FirstTokenDelay > 0 {
-			time.Sleep(flt.FirstTokenDelay)
-		}
-		first = false
-		until = release(false)
-		var all bool
-		evs, all = cr.take(evs)
-		for i, ev := range evs {
-			switch seen {
-			case flt.ErrorAfter:
-				release(true)
-				b = frames.errorEvent(b, 500, "injected error after "+strconv.Itoa(seen)+" tokens")
-				write()
-				e.abort(cr)
-				return
-			case flt.ResetAfter:
-				write()
-				e.abort(cr)
-				hijackClose(w, true)
-				return
-			case flt.CutAfter:
-				c := e.applyEvent(st, ev)
-				half := frames.token(nil, ev.choice, c, cr)
-				b = append(b, half[:len(half)/2]...)
-				write()
-				e.abort(cr)
-				hijackClose(w, false)
-				return
-			}
-			if q.Stall > 0 && seen == q.Stall && !ev.noToken {
-				// a hung server: nothing more is sent, the connection stays open
-				write()
-				e.abort(cr)
-				select {
-				case <-r.Context().Done():
-				case <-e.stop:
-				}
-				return
-			}
-			if flt.StallFor > 0 && seen == flt.StallAfter {
-				if !write() {
-					return
-				}
-				time.Sleep(flt.StallFor)
-			}
-			if !ev.noToken {
-				seen++
-				frames.reqTokens++
-			}
-			c := e.applyEvent(st, ev)
-			sameStepNext := !perToken && i+1 < len(evs) && evs[i+1].choice == ev.choice && evs[i+1].step == ev.step
-			if c.fin == finNone && (c.pending < spec.streamInterval || sameStepNext) {
-				continue
-			}
-			if c.fin == finNone && e.wire.chunkMix && c.pending < chunkMixTarget(&spec, ev.choice, c.tokens-c.pending) {
-				continue
-			}
-			if c.fin == finNone && q.Coalesce > 0 &&
-				float64(mix64(spec.hash^uint64(ev.choice)<<32^uint64(c.tokens))>>11)/(1<<53) < q.Coalesce {
-				continue // merged with the choice's next chunk
-			}
-			emit(c, func(b []byte) []byte { return frames.token(b, ev.choice, c, cr) })
-			c.textOff += utf8.RuneCount(c.text)
-			c.text = c.text[:0]
-			c.toks = c.toks[:0]
-			c.pending = 0
-		}
-		if all {
-			// late first chunks still held leave when due, then the end of the stream
-			for next := release(false); !next.IsZero(); next = release(false) {
-				if !write() {
-					return
-				}
-				if ok, _, _ := e.waitEvents(r, cr, 0, next); !ok {
-					return
-				}
-			}
-			prompt, completion, cached := e.usage(spec, cr, st)
-			gen, acc := timing(cr, st)
-			switch {
-			case native:
-				b = e.nativeDone(b, spec.model, &st[0], cr, nil)
-			default:
-				if spec.includeUsage && e.wire.usageChunk {
-					b = frames.usageChunk(b, prompt, completion, cached, gen, acc)
-				}
-				if e.wire.done {
-					b = append(b, "data: [DONE]\n\n"...)
-				}
-			}
-			if !write() {
-				return
-			}
-			if timingHeaders {
-				h.Set("Generation-Duration", strconv.FormatFloat(gen.Seconds(), 'f', 6, 64))
-				if acc >= 0 {
-					h.Set("Speculation-Acceptance", strconv.FormatFloat(acc, 'f', 4, 64))
-				}
-			}
-			return
-		}
-		if !write() {
-			return
+	}
+	if !s.write() {
+		return
+	}
+	if s.timingHeaders {
+		h := s.w.Header()
+		h.Set("Generation-Duration", strconv.FormatFloat(gen.Seconds(), 'f', 6, 64))
+		if acc >= 0 {
+			h.Set("Speculation-Acceptance", strconv.FormatFloat(acc, 'f', 4, 64))
 		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/results"
+	"github.com/genload/genload/host/warning"
 )
 
 //go:embed page.html.tmpl
@@ -186,14 +187,11 @@ func Write(w io.Writer, runs []*results.Run, opt Options) error {
 }
 
 // configDifferences lists the settings in which runs differ and so measure different things
-// (compare.Consistent's warnings); nil for runs of one configuration or that cannot be
-// compared at all.
+// ([compare.ConfigDifferences]); nil for runs of one configuration. The notes of
+// compare.Consistent's warnings on how a run went (its prompts already cached) are not among
+// them: two runs of one bench.toml, the second finding its prompts cached, are repeats.
 func configDifferences(runs []*results.Run) []string {
-	c, err := compare.Consistent(runs)
-	if err != nil {
-		return nil
-	}
-	return c.Warnings
+	return compare.ConfigDifferences(runs)
 }
 
 // WriteFile writes the report of runs to path ([Write]); the file is removed when writing
@@ -323,6 +321,13 @@ func runFacts(r *results.Run) factsView {
 	f.Lines = append(f.Lines, [2]string{"what ran", what})
 
 	where := fmt.Sprintf("%s (%s)", h.Target, h.TargetKind)
+	if len(h.Workers) > 1 {
+		urls := make([]string, len(h.Workers))
+		for i, w := range h.Workers {
+			urls[i] = w.URL
+		}
+		where = fmt.Sprintf("routed over %d servers: %s (%s)", len(h.Workers), strings.Join(urls, ", "), h.TargetKind)
+	}
 	if ts, ok := h.Engine["time_scale"].(float64); ok && ts > 0 {
 		where = fmt.Sprintf("the built-in engine, profile %v, time scale %g (times are wall-clock; ×%g gives the simulated GPU time), at %s", h.Engine["profile"], ts, 1/ts, h.Target)
 	}
@@ -393,7 +398,9 @@ func gpuText(r *results.Run) string {
 // headline is per sequence length L the mean per-forward latency and the TTFT p50 at the
 // smallest and the largest batch size measured at that L (a run with repeats: each cell's
 // mean over its measured repeats), and the ratio of the two latencies; a cell not measured is
-// "–" and the batch sizes are named.
+// "–" and the batch sizes are named. A run routed over servers whose figures differ
+// (servers-differ) has the cell's figure, which mixes the servers' sequences, marked as such,
+// and a row per server and L with that server's own per-forward latency ([serverRows]).
 func headline(r *results.Run, bs []int) tableView {
 	if len(bs) == 0 {
 		return tableView{}
@@ -406,6 +413,7 @@ func headline(r *results.Run, bs []int) tableView {
 	}
 	byL := map[int][]fig{}
 	var ls []int
+	mixed := map[int]bool{} // L → some cell's servers differ
 	for _, c := range compare.PooledRun(r).Cells {
 		if c.Figures == nil || !results.Measured(c.Status) || c.Figures.PerForward.N == 0 {
 			continue
@@ -414,6 +422,7 @@ func headline(r *results.Run, bs []int) tableView {
 		if _, ok := byL[l]; !ok {
 			ls = append(ls, l)
 		}
+		mixed[l] = mixed[l] || slices.Contains(c.WarningNames, warning.ServersDiffer)
 		g := fig{b: c.Cell.Batch, fwd: measure.Ms(c.Figures.PerForward.Mean), ttft: measure.Ms(c.Figures.TTFT.P50)}
 		if c.Figures.Window.Valid {
 			g.full, g.hasFullWin = measure.Ms(c.Figures.Window.PerStep), true
@@ -430,10 +439,59 @@ func headline(r *results.Run, bs []int) tableView {
 		if hi.hasFullWin {
 			full = fmt.Sprintf("%.3f", hi.full)
 		}
-		t.Rows = append(t.Rows, []string{strconv.Itoa(l), fmt.Sprintf("%.3f (B=%d)", lo.fwd, lo.b), fmt.Sprintf("%.3f (B=%d)", hi.fwd, hi.b),
+		label, his := strconv.Itoa(l), fmt.Sprintf("%.3f (B=%d)", hi.fwd, hi.b)
+		if mixed[l] {
+			label += " (all servers)"
+			his += ": mixed, a figure of neither server"
+		}
+		t.Rows = append(t.Rows, []string{label, fmt.Sprintf("%.3f (B=%d)", lo.fwd, lo.b), his,
 			fmt.Sprintf("×%.2f", hi.fwd/lo.fwd), full, fmt.Sprintf("%.1f", lo.ttft), fmt.Sprintf("%.1f", hi.ttft)})
+		if mixed[l] {
+			t.Rows = append(t.Rows, serverRows(r, l)...)
+		}
 	}
 	return t
+}
+
+// serverRows are, for a run routed over several servers (cells with per-server figures), a
+// headline row per server at sequence length l: its own mean per-forward latency over the
+// sequences routed to it at the smallest and largest B where it has one, their ratio; the
+// other columns "–" (the full-batch figure and TTFT are the cell's). A run with repeats has
+// none: per-server figures are a record's, not pooled over repeats.
+func serverRows(r *results.Run, l int) [][]string {
+	if r.HasRepeats() {
+		return nil
+	}
+	type fig struct {
+		b, seqs int
+		fwd     float64
+	}
+	by := map[string][]fig{}
+	var servers []string
+	for _, c := range r.Cells {
+		if c.Cell.SeqLen != l || !results.Measured(c.Status) {
+			continue
+		}
+		for _, sf := range c.PerServer {
+			if sf.PerForward.N == 0 {
+				continue
+			}
+			if _, ok := by[sf.Server]; !ok {
+				servers = append(servers, sf.Server)
+			}
+			by[sf.Server] = append(by[sf.Server], fig{c.Cell.Batch, sf.Sequences, measure.Ms(sf.PerForward.Mean)})
+		}
+	}
+	sort.Strings(servers)
+	var rows [][]string
+	for _, sv := range servers {
+		gs := by[sv]
+		slices.SortFunc(gs, func(a, b fig) int { return a.b - b.b })
+		lo, hi := gs[0], gs[len(gs)-1]
+		rows = append(rows, []string{fmt.Sprintf("%d on %s", l, sv), fmt.Sprintf("%.3f (B=%d, %d on it)", lo.fwd, lo.b, lo.seqs),
+			fmt.Sprintf("%.3f (B=%d, %d on it)", hi.fwd, hi.b, hi.seqs), fmt.Sprintf("×%.2f", hi.fwd/lo.fwd), "–", "–", "–"})
+	}
+	return rows
 }
 
 // rangeText is "1000" for one value, "1000–64000" for several (ascending).
@@ -547,9 +605,51 @@ func latencyFigure(r *results.Run, i int) (template.HTML, string) {
 	if len(truth.byL) > 0 {
 		series = append(series, truth)
 	}
+	if per := serverSeries(r, len(series)); len(per) > 0 {
+		series[0].label = "fwd mean over all servers' sequences (a mixture when they differ)"
+		series = append(series, per...)
+		note = strings.TrimPrefix(note+"; ", "; ") + "routed over several servers: each server's own mean per-forward latency over the sequences routed to it is drawn (dashed); the cell's figure mixes them"
+	}
 	f := panelFigure{id: fmt.Sprintf("latency-%d", i), title: "per-forward latency against batch size, one panel per sequence length L, run " + runName(r, i),
 		yLabel: "ms per forward pass", series: series}
 	return f.svg(), note
+}
+
+// serverSeries are, for a run routed over two or more servers whose cells record per-server
+// figures (and without repeats: those figures are a record's), one series per server of its
+// own mean per-forward latency over the sequences routed to it, styles from style on; nil
+// otherwise.
+func serverSeries(r *results.Run, style int) []seriesDef {
+	if r.HasRepeats() {
+		return nil
+	}
+	by := map[string]map[int][]value{}
+	var servers []string
+	for _, c := range r.Cells {
+		if !results.Measured(c.Status) {
+			continue
+		}
+		for _, sf := range c.PerServer {
+			if sf.PerForward.N == 0 {
+				continue
+			}
+			if _, ok := by[sf.Server]; !ok {
+				servers = append(servers, sf.Server)
+				by[sf.Server] = map[int][]value{}
+			}
+			by[sf.Server][c.Cell.SeqLen] = append(by[sf.Server][c.Cell.SeqLen],
+				value{x: float64(c.Cell.Batch), y: measure.Ms(sf.PerForward.Mean), lo: math.NaN(), hi: math.NaN()})
+		}
+	}
+	if len(servers) < 2 {
+		return nil
+	}
+	sort.Strings(servers)
+	out := make([]seriesDef, len(servers))
+	for i, sv := range servers {
+		out[i] = seriesDef{label: "fwd on " + sv + " (its share of the batch)", style: style + i, dashed: true, byL: by[sv]}
+	}
+	return out
 }
 
 // histograms is the grid of the run's realised prompt lengths: a row per L (run order), a

@@ -197,6 +197,15 @@ func TestReportOfTwoRuns(t *testing.T) {
 		!strings.Contains(s, "<dt>compared</dt><dd>comparable: ") {
 		t.Errorf("the summary does not name A and B, the change and whether they are comparable:\n%s", s)
 	}
+	// The second run of one bench.toml finds its prompts in the server's prefix cache: a note
+	// on how it went, not another configuration; its consistency section stays.
+	for i := range b.Cells {
+		b.Cells[i].CacheBefore = &results.PromptCache{Prompt: 1000, Cached: 992, Warmup: true}
+	}
+	html = render(t, []*results.Run{a, b}, Options{})
+	if !strings.Contains(html, `id="consistency"`) || strings.Contains(html, "no consistency section") {
+		t.Errorf("two runs of one configuration, the second with its prompts cached, got no consistency section:\n%s", section(html, "summary"))
+	}
 	b.Header.Engine["profile"] = "dense-8b"
 	html = render(t, []*results.Run{a, b}, Options{})
 	if strings.Contains(html, `id="consistency"`) || !strings.Contains(section(html, "summary"),

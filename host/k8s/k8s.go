@@ -38,8 +38,9 @@ type Job struct {
 	// pods run no other program.
 	Image string
 	// Shards is the number of pods (completions), ≥ 1; Parallelism how many run at once
-	// (default Shards). Every shard measures its own part of the matrix against its own
-	// target: a shared server serves one shard at a time only if Parallelism is 1.
+	// (0 = Shards in Build; ChooseParallelism sets it first when the shards share a server).
+	// Every shard measures its own part of the matrix against the same target, bench.toml and
+	// run flags: a server serves one shard at a time only if Parallelism is 1.
 	Shards, Parallelism int
 	// RetriesPerShard is backoffLimitPerIndex: how often a failed shard's pod is started
 	// again (it continues the shard's results file); the other shards go on whatever one
@@ -120,6 +121,29 @@ type Manifests struct {
 // FetchHold is how long the fetch pod waits to be exec'd into before it exits (genload k8s
 // idle); kubectl delete ends it at once.
 const FetchHold = "1h"
+
+// ChooseParallelism sets Parallelism when it is 0 and says why on one line for stderr, or
+// warns when shards given to run at once share a server; "" when there is nothing to say.
+// shared names the server(s) every shard's pod measures (the run's --target or [target], its
+// workers): "" for the built-in engine, which each pod starts for itself. Every pod runs the
+// same bench.toml and flags, so with a server, shards that run at once load it together — each
+// shard's cells then measure the others' load too (other-load, a slower fwd) — and the default
+// is 1 instead of Shards. More at once is right only when the target spreads concurrent runs
+// over servers of their own.
+func (j *Job) ChooseParallelism(shared string) string {
+	if shared == "" || j.Shards <= 1 {
+		return ""
+	}
+	how := "give --parallelism N only when the target spreads N concurrent runs over servers of their own (N servers measure N shards at once)"
+	switch {
+	case j.Parallelism == 0:
+		j.Parallelism = 1
+		return fmt.Sprintf("--parallelism 1 (default): every shard measures %s, and shards running at once would load it together, each measuring the others' load; %s", shared, how)
+	case j.Parallelism > 1:
+		return fmt.Sprintf("warning: --parallelism %d runs %d shards at once against %s: each shard's cells measure the others' load too (other-load, a slower fwd); --parallelism 1 measures one shard at a time — %s", j.Parallelism, j.Parallelism, shared, how)
+	}
+	return ""
+}
 
 // Dir is the shards' results directory on the volume, and the merged run's.
 func (j Job) Dir() string { return ResultsMount + "/" + j.Name }

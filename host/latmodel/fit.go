@@ -20,7 +20,7 @@ type FitOptions struct {
 	MaxTokens int
 	// Experts enables the moe term (nil: dense, the term is not tried).
 	Experts *Experts
-	// Forms restricts the candidate forms (each "fixed+kv_read+…"); nil tries every form of
+	// Forms restricts the candidate forms (each "fixed" or "fixed+…"); nil tries every form of
 	// [Forms].
 	Forms []string
 	// KeepOutliers fits every cell, outliers included (see [Fit]).
@@ -50,20 +50,27 @@ type Outlier struct {
 	Reason string `json:"reason"`
 }
 
-// Forms returns the candidate forms: fixed + kv_read with every subset of per_seq, kv_tail
-// and (when moe) moe, fewest terms first.
+// Forms returns the candidate forms: fixed with every subset of per_seq, kv_read, kv_tail and
+// (when moe) moe in which kv_tail comes with kv_read (the attention tail is a correction to
+// the KV-cache read; alone, at one batch size, it is the same column as kv_read), fewest terms
+// first. The fixed-only form is the flat server's, whose forward pass depends on neither L
+// nor B within noise (short contexts on a large GPU); each form without a term is the fit
+// with that term held at 0.
 func Forms(moe bool) []string {
-	opt := []string{TermPerSeq, TermKVTail}
+	opt := []string{TermPerSeq, TermKVRead, TermKVTail}
 	if moe {
 		opt = append(opt, TermMoE)
 	}
 	var forms [][]string
 	for mask := 0; mask < 1<<len(opt); mask++ {
-		f := []string{TermFixed, TermKVRead}
+		f := []string{TermFixed}
 		for i, t := range opt {
 			if mask&(1<<i) != 0 {
 				f = append(f, t)
 			}
+		}
+		if slices.Contains(f, TermKVTail) && !slices.Contains(f, TermKVRead) {
+			continue
 		}
 		slices.SortFunc(f, func(a, b string) int { return slices.Index(termOrder, a) - slices.Index(termOrder, b) })
 		forms = append(forms, f)
@@ -258,7 +265,7 @@ func (m *Model) choose(obs []Obs, forms []string) (best *fitted, cands []Candida
 				ti := termInfo[t]
 				c.Rejected = fmt.Sprintf("%s coefficient %.3g %s < 0 (95 %% interval [%.3g, %.3g]): not a cost",
 					t, f.beta[i]*ti.scale, ti.unit, f.lo[i]*ti.scale, f.hi[i]*ti.scale)
-				if t != TermFixed && t != TermKVRead {
+				if t != TermFixed {
 					c.Rejected += "; the forms without it hold it at 0"
 				}
 			}
@@ -282,8 +289,8 @@ func (m *Model) choose(obs []Obs, forms []string) (best *fitted, cands []Candida
 			why = append(why, c.Form+": "+c.Rejected)
 		}
 		err := fmt.Errorf("fit: no form could be fitted to %d cells: %s", len(obs), strings.Join(why, "; "))
-		if len(obs) < 4 {
-			err = fmt.Errorf("fit: %w: %d cell(s), the smallest form needs 4 (2 terms, one degree of freedom, one cell left out)", ErrTooFewCells, len(obs))
+		if len(obs) < 3 {
+			err = fmt.Errorf("fit: %w: %d cell(s), the smallest form needs 3 (1 term, one degree of freedom, one cell left out)", ErrTooFewCells, len(obs))
 		}
 		return nil, cands, screen, exitcode.With(exitcode.InvalidConfig, err)
 	}

@@ -170,7 +170,7 @@ func TestFitBadInput(t *testing.T) {
 
 	one := synthetic("fixed+kv_read", 0, nil)[:1]
 	_, err = Fit(one, opt)
-	wantCode(t, err, exitcode.InvalidConfig, "1 cell(s), the smallest form needs 4")
+	wantCode(t, err, exitcode.InvalidConfig, "1 cell(s), the smallest form needs 3")
 	if !errors.Is(err, ErrTooFewCells) {
 		t.Errorf("%v is not ErrTooFewCells", err)
 	}
@@ -183,7 +183,7 @@ func TestFitBadInput(t *testing.T) {
 	wantCode(t, err, exitcode.InvalidConfig, "cell L=1000,B=16: sigma is 0")
 
 	// One batch size only: per_seq and fixed cannot be told apart, kv_read and kv_tail
-	// neither; only fixed + kv_read remains, and it fits.
+	// neither; fixed + kv_read fits, and the fixed-only form (flat) predicts worse.
 	var oneB []Obs
 	for _, o := range synthetic("fixed+kv_read", 0, nil) {
 		if o.Batch == 4 {
@@ -198,6 +198,12 @@ func TestFitBadInput(t *testing.T) {
 		t.Errorf("form %s, want fixed+kv_read", m.Form)
 	}
 	for _, c := range m.Candidates {
+		if c.Form == "fixed" {
+			if c.Rejected != "" || c.LOOMedianRel < 0.1 {
+				t.Errorf("fixed only: rejected %q, LOO median %.3g; want fitted, with a large error (fwd grows with L)", c.Rejected, c.LOOMedianRel)
+			}
+			continue
+		}
 		if c.Form != "fixed+kv_read" && !strings.Contains(c.Rejected, "not separable") {
 			t.Errorf("%s: rejected %q, want not separable", c.Form, c.Rejected)
 		}

@@ -12,7 +12,8 @@
 //
 //	T(L̄, B) = Σ_j β_j · x_j(L̄, B)                                             [ms]
 //
-// with the terms x_j (a form is a subset of them; "fixed" and "kv_read" are in every form):
+// with the terms x_j (a form is a subset of them; "fixed" is in every form, kv_tail only
+// with kv_read):
 //
 //	term      x_j                      β_j unit      where it comes from
 //	fixed     1                        ms            weights read once per step, launch and scheduler overhead
@@ -38,8 +39,11 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/stats"
 )
 
 // Schema names the model file format; it changes when a field changes meaning.
@@ -330,8 +334,11 @@ const DefaultMaxFitError = 0.10
 
 // FitQuality is how well a model describes its cells: R² (weighted) and the leave-one-cell-out
 // median and max relative error, over Cells cells; Outliers is the number of cells left out.
+// Flat is true for the fixed-only form, whose R² is 0 by construction (its fit is the
+// weighted mean): the leave-one-out error, not R², says how well it describes the cells.
 type FitQuality struct {
 	Runs         string  `json:"runs"`
+	Flat         bool    `json:"flat,omitempty"`
 	Cells        int     `json:"cells"`
 	Outliers     int     `json:"outliers,omitempty"`
 	R2           float64 `json:"r2"`
@@ -341,13 +348,17 @@ type FitQuality struct {
 
 // Quality returns the model's fit figures.
 func (m *Model) Quality() FitQuality {
-	return FitQuality{Runs: strings.Join(m.Runs, ","), Cells: m.N, Outliers: len(m.Outliers), R2: m.R2, LOOMedianRel: m.LOOMedianRel, LOOMaxRel: m.LOOMaxRel}
+	return FitQuality{Runs: strings.Join(m.Runs, ","), Cells: m.N, Outliers: len(m.Outliers), R2: m.R2, LOOMedianRel: m.LOOMedianRel, LOOMaxRel: m.LOOMaxRel, Flat: m.Form == TermFixed}
 }
 
 // String writes the figures, e.g. "R² 0.99812, leave-one-cell-out |error| median 1.20 %, max
 // 4.01 % over 20 cells".
 func (q FitQuality) String() string {
-	s := fmt.Sprintf("R² %.5f, leave-one-cell-out |error| median %.2f %%, max %.2f %% over %d cells", q.R2, 100*q.LOOMedianRel, 100*q.LOOMaxRel, q.Cells)
+	r2 := fmt.Sprintf("R² %.5f", q.R2)
+	if q.Flat {
+		r2 = "flat (fixed only: R² 0 by construction)"
+	}
+	s := fmt.Sprintf("%s, leave-one-cell-out |error| median %.2f %%, max %.2f %% over %d cells", r2, 100*q.LOOMedianRel, 100*q.LOOMaxRel, q.Cells)
 	if q.Outliers > 0 {
 		s += fmt.Sprintf(" (%d outlier(s) left out)", q.Outliers)
 	}
@@ -407,6 +418,14 @@ type Prediction struct {
 	// coefficients' covariance (√(xᵀ Cov x), the larger of Cov and CovHC3), ms.
 	Ms   float64 `json:"ms"`
 	SEMs float64 `json:"se_ms"`
+	// PILoMs and PIHiMs are, for a model fitted to two or more runs (RunLevels), the 95 %
+	// prediction interval of a new run's per-forward latency at the point, ms: on the log
+	// scale ln Ms ± t(0.975; r − 1) · √(s²·(1 + 1/r) + (SEMs/Ms)²), s the sample SD of the r
+	// runs' levels (a new run's level varies as theirs did, about their mean, itself known to
+	// s/√r) and SEMs the fit's. It leaves out a single cell's scatter about the model within a
+	// run (Model.Scatter). Both 0 for a model of one run: its level spread is not measured.
+	PILoMs float64 `json:"pi_lo_ms,omitempty"`
+	PIHiMs float64 `json:"pi_hi_ms,omitempty"`
 	// Extrapolated reports that the point lies outside the measured Range; Why says where.
 	Extrapolated bool   `json:"extrapolated,omitempty"`
 	Why          string `json:"why,omitempty"`
@@ -459,6 +478,16 @@ func (m *Model) PredictAt(in Input) Prediction {
 		p.Ms += t.Coef * x[i]
 	}
 	p.SEMs = math.Sqrt(max(m.quad(x), 0))
+	if r := len(m.RunLevels); r >= 2 && p.Ms > 0 {
+		lv := make([]float64, r)
+		for i, x := range m.RunLevels {
+			lv[i] = x.Level
+		}
+		sd := stat.StdDev(lv, nil)
+		rel := p.SEMs / p.Ms
+		h := stats.TQuantile(0.975, float64(r-1)) * math.Sqrt(sd*sd*(1+1/float64(r))+rel*rel)
+		p.PILoMs, p.PIHiMs = p.Ms*math.Exp(-h), p.Ms*math.Exp(h)
+	}
 	return p
 }
 

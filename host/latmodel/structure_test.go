@@ -80,7 +80,7 @@ func TestResolveExpertsAndFitRuns(t *testing.T) {
 	// A dense record: no moe term is tried.
 	dense := run("d", "m", nil, synthetic("fixed+per_seq+kv_read+kv_tail", 0, nil))
 	dense.Header.Structure = &results.ModelStructure{Kind: results.StructureDense, Source: "cfg.json: no expert count"}
-	if m, _, err = FitRuns([]*results.Run{dense}, nil, false, 0, FitOptions{}); err != nil || m.Experts != nil || len(m.Candidates) != 4 || m.Structure != "dense, from cfg.json: no expert count" {
+	if m, _, err = FitRuns([]*results.Run{dense}, nil, false, 0, FitOptions{}); err != nil || m.Experts != nil || len(m.Candidates) != 6 || m.Structure != "dense, from cfg.json: no expert count" {
 		t.Errorf("dense: %v, %d candidates, %q", err, len(m.Candidates), m.Structure)
 	}
 	// An old file of the built-in engine: its profile is looked up.

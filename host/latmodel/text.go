@@ -166,8 +166,12 @@ func (m *Model) WriteSummary(w io.Writer) {
 	}
 	table(w, rows)
 	fmt.Fprintln(w)
-	prose(w, fmt.Sprintf("R² (weighted) %.5f · leave-one-cell-out |error|: median %.2f %%, max %.2f %% · %d degrees of freedom",
-		m.R2, 100*m.LOOMedianRel, 100*m.LOOMaxRel, m.DoF))
+	r2 := fmt.Sprintf("R² (weighted) %.5f", m.R2)
+	if m.Form == TermFixed {
+		r2 = "flat: the forward pass depends on neither L nor B within noise (R² 0 by construction)"
+	}
+	prose(w, fmt.Sprintf("%s · leave-one-cell-out |error|: median %.2f %%, max %.2f %% · %d degrees of freedom",
+		r2, 100*m.LOOMedianRel, 100*m.LOOMaxRel, m.DoF))
 	for _, o := range m.Outliers {
 		prose(w, fmt.Sprintf("outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s", o.SeqLen, o.Batch, o.FwdMs, o.Reason))
 	}
@@ -268,17 +272,35 @@ func (m *Model) WriteResiduals(w io.Writer) {
 	table(w, rows)
 }
 
-// WritePredictions writes one row per prediction.
-func WritePredictions(w io.Writer, ps []Prediction) {
-	rows := [][]string{{"mean len", "B", "predicted ms", "± SE ms", "note"}}
+// WritePredictions writes one row per prediction of model m: the fit's standard error,
+// labelled as the fit's alone, and, for a model of two or more runs, the 95 % prediction
+// interval of a new run ([Prediction].PILoMs); then a line on what each covers.
+func WritePredictions(w io.Writer, m *Model, ps []Prediction) {
+	r := len(m.RunLevels)
+	head := []string{"mean len", "B", "predicted ms", "± SE ms (fit)"}
+	if r >= 2 {
+		head = append(head, "95 % PI of a new run, ms")
+	}
+	rows := [][]string{append(head, "note")}
 	for _, p := range ps {
 		note := ""
 		if p.Extrapolated {
 			note = "extrapolated: " + p.Why
 		}
-		rows = append(rows, []string{strconv.FormatFloat(p.MeanLen, 'g', -1, 64), strconv.Itoa(p.Batch), f3(p.Ms), f3(p.SEMs), note})
+		row := []string{strconv.FormatFloat(p.MeanLen, 'g', -1, 64), strconv.Itoa(p.Batch), f3(p.Ms), f3(p.SEMs)}
+		if r >= 2 {
+			row = append(row, "["+f3(p.PILoMs)+", "+f3(p.PIHiMs)+"]")
+		}
+		rows = append(rows, append(row, note))
 	}
 	table(w, rows)
+	fmt.Fprintln(w)
+	if r >= 2 {
+		prose(w, fmt.Sprintf("± SE is the fit's standard error (the coefficients' uncertainty) alone; the prediction interval adds how the level of a whole run varied over the %d runs fitted (Student t, %d degrees of freedom), the figure a new run would measure there, but not one cell's own scatter within a run (±%.1f %% about the model).",
+			r, r-1, 100*m.Scatter))
+	} else {
+		prose(w, "± SE is the fit's standard error (the coefficients' uncertainty) alone: not a prediction interval, it leaves out how the level of a whole run varies, which one run cannot measure (fit the repeats of genload run --repeat N together for one).")
+	}
 }
 
 // WriteFits writes each model's fit quality and level uncertainty, each wrapped within

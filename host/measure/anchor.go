@@ -90,6 +90,17 @@ type consistency struct {
 	firstRes float64
 }
 
+// scanScratch is the working memory of the scans of one Compute, reused from one sequence
+// to the next: the predicting marks, the seed's indices, the local forward pass's rates and
+// its sliding window, and the consistency flags of a scan whose flags are not kept. The zero
+// value is ready to use.
+type scanScratch struct {
+	mem, raw []int
+	rates    []float64
+	pass     passWindow
+	member   []bool
+}
+
 // scan judges the marks ps (arrival t, forward index f strictly increasing) from the last
 // backward (see the comment above): a mark is consistent when its residual is at most
 // tol(local forward pass). The marks that predict the earlier ones are those within
@@ -97,10 +108,16 @@ type consistency struct {
 // then must not leave the marks before it to be predicted from ever farther away, where an
 // error in the local forward pass grows with the distance, while chunks a held-back start
 // delayed by a step or more never predict. When resid is not nil, each predicting mark's
-// residual is appended to it.
-func scan(ps []point, tol, refTol func(slope float64) float64, resid *[]float64) consistency {
+// residual is appended to it. member, when not nil, is the storage (len(ps) flags) of the
+// result's member, else sc's is used, valid until the next scan on sc.
+func scan(ps []point, tol, refTol func(slope float64) float64, resid *[]float64, sc *scanScratch, member []bool) consistency {
 	n := len(ps)
-	c := consistency{member: make([]bool, n)}
+	if member == nil {
+		sc.member = grown(sc.member, n)
+		member = sc.member
+	}
+	clear(member)
+	c := consistency{member: member}
 	if n == 0 {
 		return c
 	}
@@ -109,23 +126,26 @@ func scan(ps []point, tol, refTol func(slope float64) float64, resid *[]float64)
 	// anchorSlopeW consistent marks give one, is the same median over the last
 	// anchorSlopeW marks
 	seedN := min(n, anchorNear)
-	mem := make([]int, 0, n) // the predicting marks, nearest to the scan last
+	mem := sc.mem[:0] // the predicting marks, nearest to the scan last
 	for i := n - 1; i >= n-seedN; i-- {
 		mem = append(mem, i)
 		c.member[i] = true
 		c.first = i
 	}
-	raw := make([]int, 0, anchorSlopeW)
+	raw := sc.raw[:0]
 	for i := n - 1; i >= max(n-anchorSlopeW, 0); i-- {
 		raw = append(raw, i)
 	}
-	var rates []float64
-	seed := localPass(ps, raw, &rates)
+	sc.raw = raw
+	seed := localPass(ps, raw, &sc.rates)
+	// the local forward pass over the last anchorSlopeW predicting marks, kept as they
+	// change by one mark at a time (localPass over mem[len(mem)−anchorSlopeW:])
+	sc.pass.reset()
 	var preds [anchorNear]float64
 	for a := n - seedN - 1; a >= 0; a-- {
 		s := seed
 		if len(mem) >= anchorSlopeW {
-			s = localPass(ps, mem[len(mem)-anchorSlopeW:], &rates)
+			s = sc.pass.follow(ps, mem)
 		}
 		k := 0
 		for j := len(mem) - 1; j >= 0 && k < anchorNear; j-- {
@@ -148,7 +168,8 @@ func scan(ps []point, tol, refTol func(slope float64) float64, resid *[]float64)
 			c.first = a
 		}
 	}
-	if first, ok := leadingRegime(ps, c.first, tol, refTol); ok {
+	sc.mem = mem
+	if first, ok := leadingRegime(ps, c.first, tol, refTol, sc); ok {
 		for i := first; i < c.first; i++ {
 			c.member[i] = true
 		}
@@ -157,13 +178,107 @@ func scan(ps []point, tol, refTol func(slope float64) float64, resid *[]float64)
 	// a first chunk read together with the next (within a quarter of a forward pass) was
 	// read late, as a read takes whatever has arrived: the timing starts at the last chunk of
 	// that read, the least late of it
-	if s := medianPass(ps[c.first:min(c.first+anchorSlopeW+1, n)]); s > 0 {
+	if s := medianPass(ps[c.first:min(c.first+anchorSlopeW+1, n)], &sc.rates); s > 0 {
 		for c.first+1 < n-anchorNear && ps[c.first+1].t-ps[c.first].t < anchorTolMax*s*(ps[c.first+1].f-ps[c.first].f) {
 			c.first++
 			c.member[c.first] = true
 		}
 	}
 	return c
+}
+
+// passWindow is localPass over the last anchorSlopeW predicting marks of a scan, mem[len(mem)
+// − anchorSlopeW:], kept up to date as mem grows by one mark at a time: the rates (time per
+// forward pass, ns) of its anchorSlopeW − 1 consecutive pairs in ascending order, one rate
+// dropped and one added per new mark instead of all of them computed and sorted again. The
+// median of the same rates is the same number (a median is a function of the multiset).
+type passWindow struct {
+	n      int // len(mem) the rates are of; 0: none yet
+	sorted []float64
+}
+
+func (w *passWindow) reset() { w.n, w.sorted = 0, w.sorted[:0] }
+
+// pairRate is the rate of the pair of predicting marks mem[j], mem[j+1] (mem decreasing:
+// mem[j+1] is the earlier mark), localPass's rate of that pair; ok is false when they span no
+// forward pass.
+func pairRate(ps []point, mem []int, j int) (rate float64, ok bool) {
+	p, q := ps[mem[j+1]], ps[mem[j]]
+	if df := q.f - p.f; df > 0 {
+		return (q.t - p.t) / df, true
+	}
+	return 0, false
+}
+
+// follow returns localPass(ps, mem[len(mem)−anchorSlopeW:], …) for len(mem) ≥ anchorSlopeW,
+// mem having grown by at most one mark since the last call (after reset: by any number).
+func (w *passWindow) follow(ps []point, mem []int) float64 {
+	switch L := len(mem); {
+	case w.n == L:
+	case w.n == 0 || L != w.n+1:
+		w.sorted = w.sorted[:0]
+		for j := L - anchorSlopeW; j+1 < L; j++ {
+			if r, ok := pairRate(ps, mem, j); ok {
+				w.insert(r)
+			}
+		}
+		w.n = L
+	default: // the pair leaving the window, and the pair the new mark makes
+		out, okOut := pairRate(ps, mem, L-1-anchorSlopeW)
+		in, okIn := pairRate(ps, mem, L-2)
+		switch {
+		case okOut && okIn:
+			w.replace(out, in)
+		case okOut:
+			w.remove(out)
+		case okIn:
+			w.insert(in)
+		}
+		w.n = L
+	}
+	v := w.sorted
+	switch n := len(v); {
+	case n == 0:
+		return 0
+	case n%2 == 1:
+		return v[n/2]
+	default:
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+}
+
+func (w *passWindow) insert(r float64) {
+	i := len(w.sorted)
+	for i > 0 && w.sorted[i-1] > r {
+		i--
+	}
+	w.sorted = slices.Insert(w.sorted, i, r)
+}
+
+// replace removes one rate equal to out from the window and inserts in, in one pass: the
+// rates between the two places shift by one.
+func (w *passWindow) replace(out, in float64) {
+	v := w.sorted
+	i := slices.Index(v, out)
+	if i < 0 {
+		w.insert(in)
+		return
+	}
+	for i > 0 && v[i-1] > in { // in goes lower: shift the rates between up
+		v[i] = v[i-1]
+		i--
+	}
+	for i+1 < len(v) && v[i+1] < in { // in goes higher: shift the rates between down
+		v[i] = v[i+1]
+		i++
+	}
+	v[i] = in
+}
+
+func (w *passWindow) remove(r float64) {
+	if i := slices.Index(w.sorted, r); i >= 0 {
+		w.sorted = slices.Delete(w.sorted, i, i+1)
+	}
 }
 
 // leadingRegime judges the marks before first, which the scan found late, as a stream of
@@ -175,11 +290,11 @@ func scan(ps []point, tol, refTol func(slope float64) float64, resid *[]float64)
 // faster before (a lighter batch, a host that got busier) look late against the chunks after
 // them, but keep a step's pace among themselves; chunks held back arrive compressed, at a
 // fraction of it, and a late first chunk or two have no pace of their own to show.
-func leadingRegime(ps []point, first int, tol, refTol func(float64) float64) (int, bool) {
+func leadingRegime(ps []point, first int, tol, refTol func(float64) float64, sc *scanScratch) (int, bool) {
 	if first < anchorRegime || first+1 >= len(ps) {
 		return 0, false
 	}
-	var after []float64
+	after := make([]float64, 0, anchorSlopeW)
 	for i := first + 1; i < len(ps) && len(after) < anchorSlopeW; i++ {
 		if df := ps[i].f - ps[i-1].f; df > 0 {
 			after = append(after, (ps[i].t-ps[i-1].t)/df)
@@ -193,7 +308,7 @@ func leadingRegime(ps []point, first int, tol, refTol func(float64) float64) (in
 	if rho, s := (ps[first].t-ps[0].t)/df, stats.MedianInPlace(after); rho <= 0 || rho < anchorRegimeMin*s {
 		return 0, false
 	}
-	return scan(ps[:first+1], tol, refTol, nil).first, true
+	return scan(ps[:first+1], tol, refTol, nil, sc, nil).first, true
 }
 
 // localPass returns the median time per forward pass between the pairs of marks idx (indices
@@ -282,7 +397,7 @@ func scanEnd(ps []point, from int, j jitter) int {
 	if n-from < anchorNear+2 {
 		return last
 	}
-	var rates []float64
+	rates := make([]float64, 0, anchorSlopeW)
 	for i := last; i > from && len(rates) < anchorSlopeW; i-- {
 		if df := ps[i].f - ps[i-1].f; df > 0 {
 			rates = append(rates, (ps[i].t-ps[i-1].t)/df)

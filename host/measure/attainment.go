@@ -1,8 +1,10 @@
 package measure
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/genload/genload/host/stats"
@@ -48,21 +50,14 @@ type Attainment struct {
 //     probably not reached — the sequences overlapped without sharing forward passes (a
 //     server that interleaves requests, or workers on different servers).
 func Attain(res *recording.Result, b int) Attainment {
-	var seqs []*recording.Sequence
-	tokens, marks := 0, 0
-	var gaps []time.Duration
-	for i := range res.Sequences {
-		s := &res.Sequences[i]
-		if s.Request >= len(res.Requests) || res.Requests[s.Request].Err != nil || !s.Finished || s.Marks.Len() == 0 {
-			continue
-		}
-		seqs = append(seqs, s)
-		tokens += s.CompletionTokens
-		marks += s.Marks.Len()
-		for k := 1; k < s.Marks.Len(); k++ {
-			gaps = append(gaps, s.Marks.At(k)-s.Marks.At(k-1))
-		}
-	}
+	return attain(res, b, nil)
+}
+
+// attain is Attain; gapMedian, when not nil, is the median of the streamed sequences' chunk
+// intervals (Compute's ITL median: the same intervals), else they are gathered from res.
+func attain(res *recording.Result, b int, gapMedian *time.Duration) Attainment {
+	st := streamedOf(res, gapMedian == nil)
+	seqs := st.seqs
 	a := Attainment{State: AttainmentUnknown, Concurrency: concurrency(seqs)}
 	switch {
 	case len(seqs) == 0:
@@ -75,16 +70,18 @@ func Attain(res *recording.Result, b int) Attainment {
 		a.State, a.Reason = AttainmentProbablyNotReached, fmt.Sprintf("only %d of %d sequences streamed a token", len(seqs), b)
 		return a
 	}
-	step := stats.MedianDuration(gaps)
+	var step time.Duration
+	if gapMedian != nil {
+		step = *gapMedian
+	} else {
+		step = stats.MedianDurationInPlace(st.gaps)
+	}
 	if a.Concurrency < b {
 		a.State = AttainmentProbablyNotReached
 		a.Reason = fmt.Sprintf("at most %d of %d sequences were decoding at once as the client saw them", a.Concurrency, b)
-		first, last := seqs[0].Marks.At(0), seqs[0].Marks.At(0)
-		for _, s := range seqs[1:] {
-			first, last = min(first, s.Marks.At(0)), max(last, s.Marks.At(0))
-		}
 		if step > 0 {
-			a.Reason += fmt.Sprintf("; first tokens spread over %.1f ms ≈ %.0f chunk intervals", Ms(last-first), float64(last-first)/float64(step))
+			spread := firstTokenSpread(seqs)
+			a.Reason += fmt.Sprintf("; first tokens spread over %.1f ms ≈ %.0f chunk intervals", Ms(spread), float64(spread)/float64(step))
 		}
 		return a
 	}
@@ -97,58 +94,249 @@ func Attain(res *recording.Result, b int) Attainment {
 		a.Reason = "no full-occupancy window: a sequence finished before the last one received its first token"
 		return a
 	}
+	tol := step / 4
+	together, n, short := togetherInWindow(seqs, wStart, wEnd, tol)
+	if short >= 0 {
+		a.Reason = fmt.Sprintf("sequence %d has %d chunks in the window where all %d decode: too few to compare arrivals", short, n, b)
+		return a
+	}
+	a.State, a.Reason = togetherVerdict(b, float64(together)/float64(n), tol, st.tokens, st.marks)
+	return a
+}
+
+// togetherVerdict is the state and reason of a cell whose b sequences all decoded at once
+// from the share of their window marks that arrived together (within tol): reached at 80 %
+// or more; below it unknown when chunks carry over 1.05 tokens on average (tokens ÷ marks:
+// coalesced streams need not line up), else probably not reached.
+func togetherVerdict(b int, share float64, tol time.Duration, tokens, marks int) (state, reason string) {
+	switch {
+	case share >= 0.8:
+		return AttainmentReached, fmt.Sprintf("all %d sequences decoding at once, %.0f %% of their chunks arriving together (within %.2f ms): they shared forward passes", b, 100*share, Ms(tol))
+	case float64(tokens) > 1.05*float64(marks):
+		return AttainmentUnknown, fmt.Sprintf("all %d sequences overlapped, but chunks carry %.2f tokens and only %.0f %% arrived together: coalesced streams need not line up", b, float64(tokens)/float64(marks), 100*share)
+	default:
+		return AttainmentProbablyNotReached, fmt.Sprintf("all %d sequences overlapped, but only %.0f %% of their chunks arrived together (within %.2f ms): they did not share forward passes", b, 100*share, Ms(tol))
+	}
+}
+
+// streamed are the sequences Attain counts — succeeded, finished, with a mark — with the sum
+// of their completion tokens and marks, and every interval between consecutive marks of each
+// (ns; the chunk intervals whose median is the step Attain compares arrivals with).
+type streamed struct {
+	seqs          []*recording.Sequence
+	tokens, marks int
+	gaps          []time.Duration
+}
+
+// medianSorted is stats.MedianDuration of an ascending d: its middle value, or lo + (hi −
+// lo)/2 of the two middle ones (0 for an empty d).
+func medianSorted(d []time.Duration) time.Duration {
+	n := len(d)
+	switch {
+	case n == 0:
+		return 0
+	case n%2 == 1:
+		return d[n/2]
+	}
+	lo, hi := d[n/2-1], d[n/2]
+	return lo + (hi-lo)/2
+}
+
+// streamedOf returns the streamed sequences of res, in its order, with their chunk
+// intervals when gaps is set.
+func streamedOf(res *recording.Result, gaps bool) streamed {
+	var st streamed
+	for i := range res.Sequences {
+		s := &res.Sequences[i]
+		if s.Request >= len(res.Requests) || res.Requests[s.Request].Err != nil || !s.Finished || s.Marks.Len() == 0 {
+			continue
+		}
+		st.seqs = append(st.seqs, s)
+		st.tokens += s.CompletionTokens
+		st.marks += s.Marks.Len()
+	}
+	if !gaps {
+		return st
+	}
+	st.gaps = make([]time.Duration, 0, st.marks)
+	for _, s := range st.seqs {
+		for k := 1; k < s.Marks.Len(); k++ {
+			st.gaps = append(st.gaps, s.Marks.At(k)-s.Marks.At(k-1))
+		}
+	}
+	return st
+}
+
+// firstTokenSpread is the latest first mark of seqs less the earliest (ns).
+func firstTokenSpread(seqs []*recording.Sequence) time.Duration {
+	first, last := seqs[0].Marks.At(0), seqs[0].Marks.At(0)
+	for _, s := range seqs[1:] {
+		first, last = min(first, s.Marks.At(0)), max(last, s.Marks.At(0))
+	}
+	return last - first
+}
+
+// togetherInWindow counts the marks of seqs inside [wStart, wEnd] (n) and those of them
+// "together": within tol (inclusive) of a mark of another sequence. short is the first
+// sequence (index in seqs) with fewer than 3 marks in the window, n then its count; else
+// short is −1.
+func togetherInWindow(seqs []*recording.Sequence, wStart, wEnd, tol time.Duration) (together, n, short int) {
+	near := 0
+	for j, s := range seqs {
+		in := 0
+		for k := range s.Marks.Len() {
+			at := s.Marks.At(k)
+			if at >= wStart-tol && at <= wEnd+tol {
+				near++
+			}
+			if at >= wStart && at <= wEnd {
+				in++
+			}
+		}
+		if in < 3 {
+			return 0, in, j
+		}
+	}
+	if tol > 0 && (wEnd-wStart)/tol < time.Duration(4*near+1024) {
+		together, n = togetherByBuckets(seqs, wStart, wEnd, tol)
+	} else {
+		together, n = togetherBySort(seqs, wStart, wEnd, tol, near)
+	}
+	return together, n, -1
+}
+
+// bucket is what togetherByBuckets keeps of the marks in one interval of width tol: the
+// earliest and the latest with their sequences, the earliest and latest of the other
+// sequences (math.MaxInt64 / MinInt64 while there are none), and whether one holds marks of
+// two sequences.
+type bucket struct {
+	first, last           time.Duration
+	firstSeq, lastSeq     int
+	firstOther, lastOther time.Duration
+	used, several         bool
+}
+
+// togetherByBuckets is togetherInWindow's count in two passes over the marks, without
+// sorting them: the marks within tol of the window fall into intervals of width tol, [lo +
+// i·tol, lo + (i+1)·tol); every mark within tol of a mark lies in its interval or the two
+// beside it. In its own interval every mark is nearer than tol, so a mark has one of another
+// sequence there when the interval holds two sequences; in the interval after it, when the
+// earliest mark of a sequence other than its own is within tol (the earliest of all, or the
+// earliest of the other sequences than the earliest's); before it, the same with the latest.
+func togetherByBuckets(seqs []*recording.Sequence, wStart, wEnd, tol time.Duration) (together, n int) {
+	lo := wStart - tol
+	bs := make([]bucket, (wEnd+tol-lo)/tol+1)
+	for i := range bs {
+		bs[i].firstOther, bs[i].lastOther = math.MaxInt64, math.MinInt64
+	}
+	for j, s := range seqs {
+		for k := range s.Marks.Len() {
+			at := s.Marks.At(k)
+			if at < lo || at > wEnd+tol {
+				continue
+			}
+			b := &bs[(at-lo)/tol]
+			switch {
+			case !b.used:
+				*b = bucket{first: at, last: at, firstSeq: j, lastSeq: j, firstOther: math.MaxInt64, lastOther: math.MinInt64, used: true}
+				continue
+			case j != b.firstSeq:
+				b.several = true
+			}
+			// the earliest of the sequences other than the earliest mark's
+			switch {
+			case at < b.first:
+				if j != b.firstSeq {
+					b.firstOther = b.first
+				}
+				b.first, b.firstSeq = at, j
+			case j != b.firstSeq:
+				b.firstOther = min(b.firstOther, at)
+			}
+			switch {
+			case at > b.last:
+				if j != b.lastSeq {
+					b.lastOther = b.last
+				}
+				b.last, b.lastSeq = at, j
+			case j != b.lastSeq:
+				b.lastOther = max(b.lastOther, at)
+			}
+		}
+	}
+	for j, s := range seqs {
+		for k := range s.Marks.Len() {
+			at := s.Marks.At(k)
+			if at < wStart || at > wEnd {
+				continue
+			}
+			n++
+			i := int((at - lo) / tol)
+			if bs[i].several || bs[i+1].earliestOther(j) <= at+tol || (i > 0 && bs[i-1].latestOther(j) >= at-tol) {
+				together++
+			}
+		}
+	}
+	return together, n
+}
+
+// earliestOther is the earliest mark in b of a sequence other than seq (MaxInt64 when none).
+func (b *bucket) earliestOther(seq int) time.Duration {
+	switch {
+	case !b.used:
+		return math.MaxInt64
+	case b.firstSeq != seq:
+		return b.first
+	}
+	return b.firstOther
+}
+
+// latestOther is the latest mark in b of a sequence other than seq (MinInt64 when none).
+func (b *bucket) latestOther(seq int) time.Duration {
+	switch {
+	case !b.used:
+		return math.MinInt64
+	case b.lastSeq != seq:
+		return b.last
+	}
+	return b.lastOther
+}
+
+// togetherBySort is togetherInWindow's count over the near marks within tol of the window,
+// sorted by arrival (a tolerance too fine for togetherByBuckets' intervals): each mark in the
+// window looks at its neighbours within tol on either side. Whether a mark has one of another
+// sequence within tol does not depend on the order of marks that arrived at the same instant.
+func togetherBySort(seqs []*recording.Sequence, wStart, wEnd, tol time.Duration, near int) (together, n int) {
 	type arrival struct {
 		at  time.Duration
 		seq int
 	}
-	var all []arrival
-	inWindow := make([]int, len(seqs))
+	all := make([]arrival, 0, near)
 	for j, s := range seqs {
-		for k := 0; k < s.Marks.Len(); k++ {
-			at := s.Marks.At(k)
-			all = append(all, arrival{at, j})
-			if at >= wStart && at <= wEnd {
-				inWindow[j]++
+		for k := range s.Marks.Len() {
+			if at := s.Marks.At(k); at >= wStart-tol && at <= wEnd+tol {
+				all = append(all, arrival{at, j})
 			}
 		}
 	}
-	for j, n := range inWindow {
-		if n < 3 {
-			a.Reason = fmt.Sprintf("sequence %d has %d chunks in the window where all %d decode: too few to compare arrivals", j, n, b)
-			return a
-		}
-	}
-	sort.Slice(all, func(i, k int) bool { return all[i].at < all[k].at })
-	tol := step / 4
-	together, n := 0, 0
+	slices.SortFunc(all, func(x, y arrival) int { return cmp.Compare(x.at, y.at) })
 	for i, m := range all {
 		if m.at < wStart || m.at > wEnd {
 			continue
 		}
 		n++
-		near := false
-		for k := i - 1; k >= 0 && m.at-all[k].at <= tol && !near; k-- {
-			near = all[k].seq != m.seq
+		found := false
+		for k := i - 1; k >= 0 && m.at-all[k].at <= tol && !found; k-- {
+			found = all[k].seq != m.seq
 		}
-		for k := i + 1; k < len(all) && all[k].at-m.at <= tol && !near; k++ {
-			near = all[k].seq != m.seq
+		for k := i + 1; k < len(all) && all[k].at-m.at <= tol && !found; k++ {
+			found = all[k].seq != m.seq
 		}
-		if near {
+		if found {
 			together++
 		}
 	}
-	share := float64(together) / float64(n)
-	switch {
-	case share >= 0.8:
-		a.State = AttainmentReached
-		a.Reason = fmt.Sprintf("all %d sequences decoding at once, %.0f %% of their chunks arriving together (within %.2f ms): they shared forward passes", b, 100*share, Ms(tol))
-	case float64(tokens) > 1.05*float64(marks):
-		a.Reason = fmt.Sprintf("all %d sequences overlapped, but chunks carry %.2f tokens and only %.0f %% arrived together: coalesced streams need not line up", b, float64(tokens)/float64(marks), 100*share)
-	default:
-		a.State = AttainmentProbablyNotReached
-		a.Reason = fmt.Sprintf("all %d sequences overlapped, but only %.0f %% of their chunks arrived together (within %.2f ms): they did not share forward passes", b, 100*share, Ms(tol))
-	}
-	return a
+	return together, n
 }
 
 // concurrency is the largest number of the intervals [first mark, last mark] of seqs that
@@ -162,11 +350,11 @@ func concurrency(seqs []*recording.Sequence) int {
 	for _, s := range seqs {
 		edges = append(edges, edge{s.Marks.At(0), 1}, edge{s.Marks.At(s.Marks.Len() - 1), -1})
 	}
-	sort.Slice(edges, func(i, k int) bool {
-		if edges[i].at != edges[k].at {
-			return edges[i].at < edges[k].at
+	slices.SortFunc(edges, func(x, y edge) int {
+		if c := cmp.Compare(x.at, y.at); c != 0 {
+			return c
 		}
-		return edges[i].delta > edges[k].delta // starts before ends at the same instant
+		return cmp.Compare(y.delta, x.delta) // starts before ends at the same instant
 	})
 	best, cur := 0, 0
 	for _, e := range edges {

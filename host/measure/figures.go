@@ -313,12 +313,48 @@ func (w *Window) UnmarshalJSON(b []byte) error {
 // ones (fit and endpoints, cross-checked: Figures.Checks), TTFT, ITL and E2E over the
 // streamed ones, and the per-request prompt-token check. It never fails: an absent figure
 // carries its reason (Figures.PerForwardReason, Window.Reason).
+//
+// Its cost is linear in the marks but for the fits: per full sequence the pairwise slopes of
+// at most maxFitPoints marks, and over the window those of at most maxWindowFitPoints marks
+// of each sequence, in one buffer reused from sequence to sequence.
 func Compute(res *recording.Result, o Options) Figures {
 	maxTok := o.MaxTokens
 	if maxTok == 0 {
 		maxTok = res.MaxTokens
 	}
 	f := Figures{Sequences: len(res.Sequences), TokenSources: map[string]int{}}
+	f.countRequests(res)
+	var sc computeScratch
+	fulls, st := f.classifySequences(res, o, maxTok)
+	f.summarizeStreams(&st)
+	jit := scanAll(fulls, &sc)
+	f.Jitter = time.Duration(math.Round(jit.sigma))
+	perForward(&f, fulls, maxTok, jit, &sc.fit)
+	earlyFirst(&f, fulls, jit)
+	f.LongIntervals = longIntervals(fulls, f.PerForwardPasses)
+	f.Window = window(fulls, f.TokensPerChunk, &sc)
+	windowCheck(&f)
+	f.Prompts = checkPrompts(res, o)
+	f.Header = headerFigure(res, o)
+	f.ServerTimings = serverTimings(fulls, o.ChunkForwards)
+	att := attain(res, len(res.Sequences), &st.itlMedian)
+	f.Attainment = &att
+	f.countTokenNotes(res)
+	return f
+}
+
+// computeScratch is the working memory of one Compute, shared by its steps one after
+// another: the fits' and the scans' buffers, and one sequence's points in the window (see
+// pooledFit).
+type computeScratch struct {
+	fit    fitScratch
+	scan   scanScratch
+	window []point
+}
+
+// countRequests sets f.Errors and ErrorKinds from the failed requests, and the usage sums
+// (PromptTokens, CachedTokens) from the succeeded ones.
+func (f *Figures) countRequests(res *recording.Result) {
 	for i := range res.Requests {
 		r := &res.Requests[i]
 		if r.Err != nil {
@@ -338,38 +374,47 @@ func Compute(res *recording.Result, o Options) Figures {
 			}
 		}
 	}
-	var ttft, itl, e2e []time.Duration
+}
+
+// streamSamples are the samples of the streamed sequences (succeeded, finished, with a
+// mark), in the sequences' order: TTFT and E2E one per sequence, ITL one per interval between
+// consecutive marks (ns); marks counts their marks, knownTok the tokens of the knownChunks
+// intervals whose chunk has an exact delta.
+type streamSamples struct {
+	ttft, itl, e2e               []time.Duration
+	marks, knownTok, knownChunks int
+	// itlMedian is the median of itl (stats.MedianDuration's), set by summarizeStreams.
+	itlMedian time.Duration
+}
+
+// classifySequences classifies every sequence of res (f.LeftOut and the class counts),
+// returns the full ones with their forward indices (forwardIndexTok; f.Retokenized counts
+// the tokenizer's outcomes) and the streamed ones' samples, and sums their tokens
+// (f.CompletionTokens, TokenSources, TokensUnverified).
+func (f *Figures) classifySequences(res *recording.Result, o Options, maxTok int) ([]fullSeq, streamSamples) {
+	marks := 0
+	for i := range res.Sequences {
+		marks += res.Sequences[i].Marks.Len()
+	}
+	st := streamSamples{
+		ttft: make([]time.Duration, 0, len(res.Sequences)), e2e: make([]time.Duration, 0, len(res.Sequences)),
+		itl: make([]time.Duration, 0, marks),
+	}
+	pts := newArena[point](marks)
 	var fulls []fullSeq
-	marks, knownTok, knownChunks := 0, 0, 0
 	for i := range res.Sequences {
 		s := &res.Sequences[i]
-		n := s.Marks.Len()
 		failed := s.Request >= len(res.Requests) || res.Requests[s.Request].Err != nil
 		class := classify(s, failed, maxTok)
 		if class != ClassFull {
-			f.LeftOut = append(f.LeftOut, LeftOut{Sequence: i, Class: class, FinishReason: s.FinishReason, Tokens: tokensOf(s), Exact: exactCount(s)})
-			switch class {
-			case ClassZeroToken:
-				f.ZeroToken++
-			case ClassEarlyStop:
-				f.EarlyStop++
-			case ClassOverlong:
-				f.Overlong++
-			case ClassFailed:
-				f.Failed++
-			case ClassUnfinished:
-				f.Unfinished++
-			}
-			if class == ClassZeroToken || class == ClassEarlyStop {
-				f.Short++
-			}
+			f.leaveOut(i, s, class)
 		}
-		if failed || !s.Finished || n == 0 {
+		if failed || !s.Finished || s.Marks.Len() == 0 {
 			continue
 		}
 		if class == ClassFull {
-			fwd, counts, why := forwardIndexTok(s, o.ChunkForwards, o.Tokenizer)
-			fulls = append(fulls, fullSeq{idx: i, s: s, fwd: fwd, counts: counts})
+			ps, counts, why := forwardIndexTok(s, o.ChunkForwards, o.Tokenizer, &pts)
+			fulls = append(fulls, fullSeq{idx: i, s: s, ps: ps, counts: counts})
 			if why != "" {
 				if f.Retokenized == nil {
 					f.Retokenized = map[string]int{}
@@ -377,21 +422,7 @@ func Compute(res *recording.Result, o Options) Figures {
 				f.Retokenized[why]++
 			}
 		}
-		sent := res.Requests[s.Request].Sent
-		first, last := s.Marks.At(0), s.Marks.At(n-1)
-		ttft = append(ttft, first-sent)
-		e2e = append(e2e, max(s.FinishAt, last)-sent)
-		prev := first
-		for k := 1; k < n; k++ {
-			m := s.Marks.Get(k)
-			itl = append(itl, m.At-prev)
-			prev = m.At
-			if t := m.Tokens; t >= 0 {
-				knownTok += int(t)
-				knownChunks++
-			}
-		}
-		marks += n
+		st.add(s, res.Requests[s.Request].Sent)
 		f.CompletionTokens += tokensOf(s)
 		f.TokenSources[string(s.TokenSource)]++
 		if !exactCount(s) {
@@ -399,26 +430,68 @@ func Compute(res *recording.Result, o Options) Figures {
 		}
 	}
 	f.Counted = len(fulls)
-	f.Hist = &Histograms{TTFT: histOf(ttft), ITL: histOf(itl), E2E: histOf(e2e)}
-	f.TTFT, f.ITL, f.E2E = Summarize(ttft), Summarize(itl), Summarize(e2e)
-	if knownChunks > 0 {
-		f.ITLTokens = float64(knownTok) / float64(knownChunks)
+	return fulls, st
+}
+
+// leaveOut records sequence i of class (not ClassFull) in f.LeftOut and its class count
+// (zero-token and early-stopped ones also in f.Short).
+func (f *Figures) leaveOut(i int, s *recording.Sequence, class string) {
+	f.LeftOut = append(f.LeftOut, LeftOut{Sequence: i, Class: class, FinishReason: s.FinishReason, Tokens: tokensOf(s), Exact: exactCount(s)})
+	switch class {
+	case ClassZeroToken:
+		f.ZeroToken++
+	case ClassEarlyStop:
+		f.EarlyStop++
+	case ClassOverlong:
+		f.Overlong++
+	case ClassFailed:
+		f.Failed++
+	case ClassUnfinished:
+		f.Unfinished++
 	}
-	if marks > 0 {
-		f.TokensPerChunk = float64(f.CompletionTokens) / float64(marks)
+	if class == ClassZeroToken || class == ClassEarlyStop {
+		f.Short++
 	}
-	jit := scanAll(fulls)
-	f.Jitter = time.Duration(math.Round(jit.sigma))
-	perForward(&f, fulls, maxTok, jit)
-	earlyFirst(&f, fulls, jit)
-	f.LongIntervals = longIntervals(fulls, f.PerForwardPasses)
-	f.Window = window(fulls, f.TokensPerChunk)
-	windowCheck(&f)
-	f.Prompts = checkPrompts(res, o)
-	f.Header = headerFigure(res, o)
-	f.ServerTimings = serverTimings(fulls, o.ChunkForwards)
-	att := Attain(res, len(res.Sequences))
-	f.Attainment = &att
+}
+
+// add appends streamed sequence s's samples, its request sent at sent: TTFT = first mark −
+// sent, E2E = max(finish, last mark) − sent, and every interval between consecutive marks.
+func (st *streamSamples) add(s *recording.Sequence, sent time.Duration) {
+	n := s.Marks.Len()
+	first, last := s.Marks.At(0), s.Marks.At(n-1)
+	st.ttft = append(st.ttft, first-sent)
+	st.e2e = append(st.e2e, max(s.FinishAt, last)-sent)
+	prev := first
+	for k := 1; k < n; k++ {
+		m := s.Marks.Get(k)
+		st.itl = append(st.itl, m.At-prev)
+		prev = m.At
+		if t := m.Tokens; t >= 0 {
+			st.knownTok += int(t)
+			st.knownChunks++
+		}
+	}
+	st.marks += n
+}
+
+// summarizeStreams sets f's histograms and Summaries of TTFT, ITL and E2E (recorded in the
+// sequences' order, then sorted or, for the many ITLs, selected from), st.itlMedian,
+// ITLTokens (known tokens ÷ intervals with a known delta)
+// and TokensPerChunk (CompletionTokens ÷ marks).
+func (f *Figures) summarizeStreams(st *streamSamples) {
+	f.Hist = &Histograms{TTFT: histOf(st.ttft), ITL: histOf(st.itl), E2E: histOf(st.e2e)}
+	f.TTFT, f.E2E = Summarize(st.ttft), Summarize(st.e2e)
+	f.ITL, st.itlMedian = summarizeSelect(st.itl)
+	if st.knownChunks > 0 {
+		f.ITLTokens = float64(st.knownTok) / float64(st.knownChunks)
+	}
+	if st.marks > 0 {
+		f.TokensPerChunk = float64(f.CompletionTokens) / float64(st.marks)
+	}
+}
+
+// countTokenNotes counts the sequences of res by sse.Sequence.TokenNote in f.TokenNotes.
+func (f *Figures) countTokenNotes(res *recording.Result) {
 	for i := range res.Sequences {
 		if n := res.Sequences[i].TokenNote; n != "" {
 			if f.TokenNotes == nil {
@@ -427,7 +500,6 @@ func Compute(res *recording.Result, o Options) Figures {
 			f.TokenNotes[n]++
 		}
 	}
-	return f
 }
 
 func errorKind(err error) string {

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/sse"
+	"github.com/genload/genload/host/stats"
 )
 
 func ms(v float64) time.Duration { return time.Duration(math.Round(v * float64(time.Millisecond))) }
@@ -233,5 +236,33 @@ func TestSummary(t *testing.T) {
 	var back Summary
 	if err := json.Unmarshal(b, &back); err != nil || back.Mean != ms(0.5) || back.Max != ms(0.75) {
 		t.Fatalf("round trip %+v %v", back, err)
+	}
+}
+
+// summarizeSelect gives Summarize's Summary and stats.MedianDuration's median on samples of
+// 1–2,000 durations: with ties, negatives, and sums beyond 2⁵³ ns (where it sorts).
+func TestSummarizeSelectIsSummarize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for k := range 400 {
+		n := 1 + rng.IntN([]int{3, 12, 60, 2000}[k%4])
+		xs := make([]time.Duration, n)
+		for i := range xs {
+			switch k % 5 {
+			case 0:
+				xs[i] = time.Duration(rng.IntN(4)) // ties
+			case 1:
+				xs[i] = time.Duration(rng.Int64N(2e7) - 1e6) // negatives
+			case 2:
+				xs[i] = time.Duration(rng.Int64N(1 << 62)) // sums past 2⁵³
+			default:
+				xs[i] = time.Duration(5e6 + rng.NormFloat64()*3e5)
+			}
+		}
+		wantMed := stats.MedianDuration(xs)
+		want := Summarize(slices.Clone(xs))
+		got, med := summarizeSelect(xs)
+		if got != want || med != wantMed {
+			t.Fatalf("case %d, n %d: summarizeSelect %+v median %v; Summarize %+v median %v", k, n, got, med, want, wantMed)
+		}
 	}
 }

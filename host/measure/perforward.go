@@ -30,26 +30,32 @@ const (
 	CountsOnePerChunk = "one_per_chunk"
 )
 
-// forwardIndexTok returns each mark's forward index (see Figures) and the evidence it rests on
-// (a Counts constant), nil and "" when unknown: with chunkForwards the mark index; else the
-// cumulative exact token deltas minus the first mark's, when every mark has one (and they sum
-// to an exact count, if there is one); else the mark index when an exact count equals the
-// number of marks (one token per chunk); else, as the last resort when tok is not nil, the
-// per-chunk counts of re-encoding the text with the model's tokenizer under an exact count
-// (chunkTokensByTokenizer), why being that attempt's outcome ("" when not tried).
-func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder) (fwd []float64, evidence, why string) {
+// forwardIndexTok returns s's marks as fit points (arrival ns, forward index; see Figures)
+// and the evidence their forward indices rest on (a Counts constant), nil and "" when
+// unknown: with chunkForwards the mark index; else the cumulative exact token deltas minus
+// the first mark's, when every mark has one (and they sum to an exact count, if there is one);
+// else the mark index when an exact count equals the number of marks (one token per chunk);
+// else, as the last resort when tok is not nil, the per-chunk counts of re-encoding the text
+// with the model's tokenizer under an exact count (chunkTokensByTokenizer), why being that
+// attempt's outcome ("" when not tried). The points (one per mark) are carved from buf.
+func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder, buf *arena[point]) (ps []point, evidence, why string) {
 	n := s.Marks.Len()
-	idx := func() []float64 {
-		f := make([]float64, n)
-		for i := range f {
-			f[i] = float64(i)
+	ps = buf.take(n)
+	points := func(evidence, why string) ([]point, string, string) {
+		for i := range ps {
+			ps[i].t = float64(s.Marks.At(i))
 		}
-		return f
+		return ps, evidence, why
+	}
+	idx := func(evidence string) ([]point, string, string) {
+		for i := range ps {
+			ps[i].f = float64(i)
+		}
+		return points(evidence, "")
 	}
 	if chunkForwards {
-		return idx(), CountsChunkForwards, ""
+		return idx(CountsChunkForwards)
 	}
-	f := make([]float64, n)
 	cum, known := 0, true
 	for i := range n {
 		m := s.Marks.Get(i)
@@ -59,18 +65,18 @@ func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder) 
 			break
 		}
 		cum += int(t)
-		f[i] = float64(cum)
+		ps[i].f = float64(cum)
 	}
 	exact := exactCount(s)
 	if known && n > 0 && (!exact || cum == s.CompletionTokens) {
-		f0 := f[0]
-		for i := range f {
-			f[i] -= f0
+		f0 := ps[0].f
+		for i := range ps {
+			ps[i].f -= f0
 		}
-		return f, deltaEvidence(s), ""
+		return points(deltaEvidence(s), "")
 	}
 	if exact && s.CompletionTokens == n {
-		return idx(), CountsOnePerChunk, ""
+		return idx(CountsOnePerChunk)
 	}
 	if exact && tok != nil && n >= 2 {
 		counts, why := chunkTokensByTokenizer(s, tok)
@@ -80,11 +86,30 @@ func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder) 
 		cum := 0
 		for i, c := range counts {
 			cum += int(c)
-			f[i] = float64(cum - int(counts[0]))
+			ps[i].f = float64(cum - int(counts[0]))
 		}
-		return f, CountsTokenizer, why
+		return points(CountsTokenizer, why)
 	}
 	return nil, "", ""
+}
+
+// arena hands out slices of one buffer: the per-mark slices of a cell's sequences (forward
+// indices, fit points, consistency flags) in one allocation per kind instead of one per
+// sequence. The zero value allocates on first use.
+type arena[T any] struct{ buf []T }
+
+// newArena returns an arena of n elements.
+func newArena[T any](n int) arena[T] { return arena[T]{make([]T, n)} }
+
+// take returns the next n elements (zeroed), capacity n so that an append cannot run into the
+// next slice; a new buffer is allocated when fewer than n are left.
+func (a *arena[T]) take(n int) []T {
+	if len(a.buf) < n {
+		a.buf = make([]T, max(n, 4096))
+	}
+	s := a.buf[:n:n]
+	a.buf = a.buf[n:]
+	return s
 }
 
 // deltaEvidence names where s's per-chunk deltas came from.
@@ -118,40 +143,26 @@ type seqFigures struct {
 	firstRes, lastRes   float64 // first and last mark's residual from the fit (ns)
 }
 
-// points returns q's marks as fit points (arrival, forward index); nil without forward
-// indices.
-func (q *fullSeq) points() []point {
-	if q.fwd == nil {
-		return nil
-	}
-	n := q.s.Marks.Len()
-	ps := make([]point, n)
-	for i := range n {
-		ps[i] = point{float64(q.s.Marks.At(i)), q.fwd[i]}
-	}
-	return ps
-}
-
 // sequenceFigures computes q's figures from its consistency scan (q.con); why is "one
 // chunk" (fewer than two marks, or every token in the first), "unverified" (no exact count
 // nor known forward indices), "per-chunk unknown" (an exact total, several tokens per
 // chunk, no per-chunk counts), "bunched" (the marks it would be timed on mostly read
 // together, see bunched), else "".
-func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
+func sequenceFigures(q fullSeq, sc *fitScratch) (sf seqFigures, why string) {
 	s, n := q.s, q.s.Marks.Len()
 	if n < 2 {
 		return sf, "one chunk"
 	}
 	t0, tl := s.Marks.At(0), s.Marks.At(n-1)
 	switch {
-	case q.fwd != nil && q.fwd[n-1] > 0:
-		sf.ends = time.Duration(math.Round(float64(tl-t0) / q.fwd[n-1]))
-	case q.fwd == nil && exactCount(s) && s.CompletionTokens >= 2:
+	case q.ps != nil && q.ps[n-1].f > 0:
+		sf.ends = time.Duration(math.Round(float64(tl-t0) / q.ps[n-1].f))
+	case q.ps == nil && exactCount(s) && s.CompletionTokens >= 2:
 		// An exact total, but chunks carry several tokens and which carried how many is
 		// unknown: decode time / (tokens − 1) would assume the first chunk carried one token
 		// (a server that coalesces its first chunks, as TGI does, reads 10–16 % low).
 		return sf, "per-chunk unknown"
-	case q.fwd == nil:
+	case q.ps == nil:
 		return sf, "unverified"
 	default: // every token in the first chunk, later chunks carrying text but no token
 		return sf, "one chunk"
@@ -159,14 +170,14 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 	ps := q.ps
 	a := q.con.first
 	sf.skipped = a
-	if a >= n-1 || bunched(s.Marks, q.fwd, a) {
+	if a >= n-1 || bunched(s.Marks, q.ps, a) {
 		return sf, "bunched"
 	}
 	e := q.end
 	sf.passes, sf.trail = int(math.Round(ps[e].f-ps[a].f)), int(math.Round(ps[n-1].f-ps[e].f))
 	sf.headline = time.Duration(math.Round((ps[e].t - ps[a].t) / (ps[e].f - ps[a].f)))
 	// the robust fit over the marks the headline times
-	line, icpt, fitted := theilSen(ps[a:])
+	line, icpt, fitted := sc.theilSen(ps[a:])
 	if n-a >= 3 && fitted && line > 0 {
 		sf.firstGap = (ps[a+1].t - ps[a].t) / max(ps[a+1].f-ps[a].f, 1) / line
 		sf.lastGap = (ps[n-1].t - ps[n-2].t) / max(ps[n-1].f-ps[n-2].f, 1) / line
@@ -179,19 +190,24 @@ func sequenceFigures(q fullSeq) (sf seqFigures, why string) {
 // scanAll runs the consistency scan (see scan) over every full sequence with forward
 // indices, twice: the first scan, at a provisional tolerance of a quarter step, measures the
 // cell's jitter from the residuals of the predicting marks; the second judges every mark
-// against it. It returns the jitter.
-func scanAll(fulls []fullSeq) jitter {
-	var resid []float64
+// against it. It sets each one's consistency and last consistent mark, and returns the
+// jitter.
+func scanAll(fulls []fullSeq, sc *computeScratch) jitter {
+	marks := 0
 	for i := range fulls {
-		q := &fulls[i]
-		if q.ps = q.points(); q.ps != nil {
-			scan(q.ps, provisionalTol, looseTol, &resid)
+		marks += len(fulls[i].ps)
+	}
+	member := newArena[bool](marks)
+	resid := make([]float64, 0, marks)
+	for i := range fulls {
+		if q := &fulls[i]; q.ps != nil {
+			scan(q.ps, provisionalTol, looseTol, &resid, &sc.scan, nil)
 		}
 	}
 	j := measureJitter(resid)
 	for i := range fulls {
 		if q := &fulls[i]; q.ps != nil {
-			q.con = scan(q.ps, j.tol, j.ref, nil)
+			q.con = scan(q.ps, j.tol, j.ref, nil, &sc.scan, member.take(len(q.ps)))
 			q.end = scanEnd(q.ps, q.con.first, j)
 		}
 	}
@@ -200,26 +216,26 @@ func scanAll(fulls []fullSeq) jitter {
 
 // bunched reports whether over half of the intervals between marks from, from+1, … of ms
 // are "together": shorter than a tenth of the sequence's mean forward pass, (last − first
-// mark) / (forward passes between them), per forward pass they span (fwd[i] the forward index
+// mark) / (forward passes between them), per forward pass they span (ps[i].f the forward index
 // of mark i). One read stamps every chunk it holds with the same time (an interval of 0), and
 // chunks the server or network held back and then released come microseconds apart in reads
 // of their own; either way the client cannot time the forward passes between them — it fell
 // behind, or the stream stalled and burst. A regular stream has every interval near the mean;
 // one long interval (a prefill sharing a step) raises the mean by a fraction, not tenfold.
 // Also true when fewer than one interval is left, or the marks span no forward pass.
-func bunched(ms sse.Marks, fwd []float64, from int) bool {
+func bunched(ms sse.Marks, ps []point, from int) bool {
 	n := ms.Len()
 	if n-1-from < 1 {
 		return true
 	}
-	forwards := fwd[n-1] - fwd[0]
+	forwards := ps[n-1].f - ps[0].f
 	if forwards <= 0 {
 		return true
 	}
 	tenth := float64(ms.At(n-1)-ms.At(0)) / forwards / 10
 	together := 0
 	for i := from + 1; i < n; i++ {
-		if d := float64(ms.At(i) - ms.At(i-1)); d == 0 || d/max(fwd[i]-fwd[i-1], 1) < tenth {
+		if d := float64(ms.At(i) - ms.At(i-1)); d == 0 || d/max(ps[i].f-ps[i-1].f, 1) < tenth {
 			together++
 		}
 	}
@@ -231,36 +247,70 @@ func bunched(ms sse.Marks, fwd []float64, from int) bool {
 // Figures.Checks.
 const lateSaid = 0.005
 
+// forwardTally gathers perForward's per-sequence figures over a cell's full sequences: the
+// samples of the figures (ns), what the checks read and the counts of the sequences left
+// without a figure, by reason (see sequenceFigures).
+type forwardTally struct {
+	// heads, ends, fits are the anchored, endpoint and Theil–Sen figures of the sequences
+	// with a figure (fits only where the fit exists); firstRes, lastRes the fit's first and
+	// last residuals (ns) beside fits.
+	heads, ends, fits []time.Duration
+	firstRes, lastRes []float64
+	// skippedMarks, lateness: per sequence whose timing starts after its first mark, the
+	// marks skipped and its first mark's residual (ns); endsOfSkipped, headsOfSkipped sum
+	// their endpoint and anchored figures.
+	skippedMarks                  []int
+	lateness                      []float64
+	endsOfSkipped, headsOfSkipped time.Duration
+	// trailed: per sequence whose timing ends before its last mark, the forward passes after.
+	trailed []int
+	// slowFirst, slowLast count the sequences whose first or last interval is over 3
+	// typical forward passes (see fitCheck).
+	slowFirst, slowLast int
+	// the sequences without a figure, by sequenceFigures' reason
+	oneChunk, oneToken, unverified, perChunkUnknown, bunched int
+}
+
 // perForward fills f.PerForward, PerForwardMethod, PerForwardEndpoints, PerForwardFit, the
 // chunk offsets, the cross-checks and PerForwardReason from the full sequences.
-func perForward(f *Figures, fulls []fullSeq, maxTok int, jit jitter) {
-	var heads, ends, fits []time.Duration
-	var firstRes, lastRes, lateness []float64
-	var skippedMarks, trailed []int
-	lateEnds := 0
-	oneChunk, oneToken, unverified, perChunkUnknown, bunchedSeqs, slowFirst, slowLast := 0, 0, 0, 0, 0, 0, 0
-	var endsOfSkipped, headsOfSkipped time.Duration
+func perForward(f *Figures, fulls []fullSeq, maxTok int, jit jitter, sc *fitScratch) {
+	t := f.tallyForwards(fulls, maxTok, sc)
+	f.summarizeForwards(&t)
+	f.checkLateStarts(&t, jit)
+	f.checkLateEnds(&t)
+	if len(t.heads) > 0 && len(t.fits) == len(t.heads) {
+		fitCheck(f, t.slowFirst, t.slowLast)
+	}
+	f.fitFlagged = len(f.Checks) > 0
+	f.PerForwardReason = f.perForwardReason(&t, len(fulls), maxTok)
+}
+
+// tallyForwards computes every full sequence's figures (sequenceFigures) into a
+// forwardTally, and f.PerForwardPasses, PerForwardTrail and PerForwardCounts (by index in
+// Result.Sequences).
+func (f *Figures) tallyForwards(fulls []fullSeq, maxTok int, sc *fitScratch) forwardTally {
+	t := forwardTally{heads: make([]time.Duration, 0, len(fulls)), ends: make([]time.Duration, 0, len(fulls))}
 	for _, q := range fulls {
-		sf, why := sequenceFigures(q)
+		sf, why := sequenceFigures(q, sc)
 		switch why {
 		case "one chunk":
 			if maxTok == 1 || (exactCount(q.s) && q.s.CompletionTokens == 1) {
-				oneToken++
+				t.oneToken++
 			} else {
-				oneChunk++
+				t.oneChunk++
 			}
 			continue
 		case "unverified":
-			unverified++
+			t.unverified++
 			continue
 		case "per-chunk unknown":
-			perChunkUnknown++
+			t.perChunkUnknown++
 			continue
 		case "bunched":
-			bunchedSeqs++
+			t.bunched++
 			continue
 		}
-		heads, ends = append(heads, sf.headline), append(ends, sf.ends)
+		t.heads, t.ends = append(t.heads, sf.headline), append(t.ends, sf.ends)
 		if f.PerForwardPasses == nil {
 			f.PerForwardPasses = make([]int, f.Sequences)
 		}
@@ -274,68 +324,91 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int, jit jitter) {
 			if q.idx < len(f.PerForwardTrail) {
 				f.PerForwardTrail[q.idx] = sf.trail
 			}
-			lateEnds++
-			trailed = append(trailed, sf.trail)
+			t.trailed = append(t.trailed, sf.trail)
 		}
 		f.countEvidence(q)
 		if sf.skipped > 0 {
-			skippedMarks = append(skippedMarks, sf.skipped)
-			lateness = append(lateness, q.con.firstRes)
-			endsOfSkipped += sf.ends
-			headsOfSkipped += sf.headline
+			t.skippedMarks = append(t.skippedMarks, sf.skipped)
+			t.lateness = append(t.lateness, q.con.firstRes)
+			t.endsOfSkipped += sf.ends
+			t.headsOfSkipped += sf.headline
 		}
 		if sf.firstGap > 3 {
-			slowFirst++
+			t.slowFirst++
 		}
 		if sf.lastGap > 3 {
-			slowLast++
+			t.slowLast++
 		}
 		if sf.fit > 0 {
-			fits = append(fits, sf.fit)
-			firstRes, lastRes = append(firstRes, sf.firstRes), append(lastRes, sf.lastRes)
+			t.fits = append(t.fits, sf.fit)
+			t.firstRes, t.lastRes = append(t.firstRes, sf.firstRes), append(t.lastRes, sf.lastRes)
 		}
 	}
-	if len(heads) > 0 {
+	return t
+}
+
+// summarizeForwards sets f.PerForwardMethod, the chunk offsets (medians of the fit's first
+// and last residuals), the per-forward histogram and the Summaries of the headline, endpoint
+// and fit samples (sorting them: the histogram is recorded first, in the sequences' order).
+func (f *Figures) summarizeForwards(t *forwardTally) {
+	if len(t.heads) > 0 {
 		f.PerForwardMethod = "anchored"
 	}
-	if len(fits) > 0 {
-		f.FirstChunkOffset = time.Duration(math.Round(stats.MedianInPlace(firstRes)))
-		f.LastChunkOffset = time.Duration(math.Round(stats.MedianInPlace(lastRes)))
+	if len(t.fits) > 0 {
+		f.FirstChunkOffset = time.Duration(math.Round(stats.MedianInPlace(t.firstRes)))
+		f.LastChunkOffset = time.Duration(math.Round(stats.MedianInPlace(t.lastRes)))
 	}
-	f.Hist.PerForward = histOf(heads)
-	f.PerForward, f.PerForwardEndpoints, f.PerForwardFit = Summarize(heads), Summarize(ends), Summarize(fits)
-	// said when the late starts were late beyond the jitter (not only beyond the cap of the
-	// tolerance) and skipping them moved the figure by lateSaid or more: a jitter tail that
-	// happens to exceed the tolerance moves it by less
-	gap := float64(endsOfSkipped)/max(float64(headsOfSkipped), 1) - 1
-	if late := stats.MedianInPlace(slices.Clone(lateness)); len(skippedMarks) > 0 && math.Abs(gap) >= lateSaid && late-jit.offset > anchorK*jit.sigma {
-		slices.Sort(skippedMarks)
-		step := float64(f.PerForward.Mean)
-		f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late: their first chunk %+.1f ms (median) later than the chunks after it imply, beyond the cell's jitter (tolerance %.2f ms: %d × its robust deviation %.3f ms, within [%.0f %%, %.0f %%] of a forward pass) — held back (Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, a late first flush, a buffering proxy) or read late by the client; or forward passes that were faster before them: fwd is timed from each one's first consistent chunk (chunk %d, median), its forward passes counted from there; decode time / (tokens − 1) would read %+.1f %%",
-			len(skippedMarks), len(heads), (late-jit.offset)/1e6, jit.beyond(step)/1e6,
-			anchorK, jit.sigma/1e6, 100*anchorTolMin, 100*anchorTolMax, skippedMarks[len(skippedMarks)/2], 100*gap))
-	}
-	if lateEnds > 0 {
-		slices.Sort(trailed)
-		f.Checks = append(f.Checks, fmt.Sprintf("the last chunks of %d of %d sequences arrived late: later than the chunks before them imply, beyond the cell's jitter (read late by the client, or a delayed final flush; or a slower last step, which the client cannot tell apart): fwd ends at each one's last consistent chunk, %d forward pass(es) before its last token (median)",
-			lateEnds, len(heads), trailed[len(trailed)/2]))
-	}
-	if len(heads) > 0 && len(fits) == len(heads) {
-		fitCheck(f, slowFirst, slowLast)
-	}
-	f.fitFlagged = len(f.Checks) > 0
+	f.Hist.PerForward = histOf(t.heads)
+	f.PerForward, f.PerForwardEndpoints, f.PerForwardFit = Summarize(t.heads), Summarize(t.ends), Summarize(t.fits)
+}
 
+// checkLateStarts appends the check that says the first chunks of some sequences arrived
+// late: when their residual's median (ns) lies beyond the cell's jitter (offset + anchorK·σ,
+// not only beyond the cap of the tolerance) and skipping them moved the figure by lateSaid or
+// more — (Σ endpoint figures / Σ anchored figures of the skipped sequences) − 1 — a jitter
+// tail that happens to exceed the tolerance moves it by less.
+func (f *Figures) checkLateStarts(t *forwardTally, jit jitter) {
+	if len(t.skippedMarks) == 0 {
+		return
+	}
+	gap := float64(t.endsOfSkipped)/max(float64(t.headsOfSkipped), 1) - 1
+	late := stats.MedianInPlace(t.lateness)
+	if math.Abs(gap) < lateSaid || late-jit.offset <= anchorK*jit.sigma {
+		return
+	}
+	slices.Sort(t.skippedMarks)
+	step := float64(f.PerForward.Mean)
+	f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late: their first chunk %+.1f ms (median) later than the chunks after it imply, beyond the cell's jitter (tolerance %.2f ms: %d × its robust deviation %.3f ms, within [%.0f %%, %.0f %%] of a forward pass) — held back (Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, a late first flush, a buffering proxy) or read late by the client; or forward passes that were faster before them: fwd is timed from each one's first consistent chunk (chunk %d, median), its forward passes counted from there; decode time / (tokens − 1) would read %+.1f %%",
+		len(t.skippedMarks), len(t.heads), (late-jit.offset)/1e6, jit.beyond(step)/1e6,
+		anchorK, jit.sigma/1e6, 100*anchorTolMin, 100*anchorTolMax, t.skippedMarks[len(t.skippedMarks)/2], 100*gap))
+}
+
+// checkLateEnds appends the check that says the last chunks of some sequences arrived late
+// (their timing ends before their last mark), with the median of the forward passes left out.
+func (f *Figures) checkLateEnds(t *forwardTally) {
+	if len(t.trailed) == 0 {
+		return
+	}
+	slices.Sort(t.trailed)
+	f.Checks = append(f.Checks, fmt.Sprintf("the last chunks of %d of %d sequences arrived late: later than the chunks before them imply, beyond the cell's jitter (read late by the client, or a delayed final flush; or a slower last step, which the client cannot tell apart): fwd ends at each one's last consistent chunk, %d forward pass(es) before its last token (median)",
+		len(t.trailed), len(t.heads), t.trailed[len(t.trailed)/2]))
+}
+
+// perForwardReason says why PerForward is absent or which of the fulls full sequences it
+// leaves out ("" when none): no full sequence, the sequences left out of the cell, then the
+// tally's sequences without a figure, by reason.
+func (f *Figures) perForwardReason(t *forwardTally, fulls, maxTok int) string {
 	var parts []string
-	if f.PerForward.N == 0 && len(fulls) == 0 {
+	if f.PerForward.N == 0 && fulls == 0 {
 		parts = append(parts, "no sequence ran its max_tokens")
 	}
 	if lo := f.LeftOutSummary(maxTok); lo != "" {
 		parts = append(parts, "left out: "+lo)
 	}
-	if unverified > 0 {
-		parts = append(parts, fmt.Sprintf("token counts unverified: no usable usage (absent, or contradicting the stream) and chunks may carry several tokens (%d of %d full sequences; continuous usage or logprobs give exact counts)", unverified, len(fulls)))
+	if t.unverified > 0 {
+		parts = append(parts, fmt.Sprintf("token counts unverified: no usable usage (absent, or contradicting the stream) and chunks may carry several tokens (%d of %d full sequences; continuous usage or logprobs give exact counts)", t.unverified, fulls))
 	}
-	if perChunkUnknown > 0 {
+	if t.perChunkUnknown > 0 {
 		tk := ""
 		var fails []string
 		for _, k := range []string{RetokenizedCount, RetokenizedBoundary, RetokenizedText} {
@@ -346,18 +419,18 @@ func perForward(f *Figures, fulls []fullSeq, maxTok int, jit jitter) {
 		if len(fails) > 0 {
 			tk = "; re-encoding their text with the model's tokenizer did not give them (" + strings.Join(fails, ", ") + ")"
 		}
-		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks carry several tokens (%.2f on average) and the server gives no per-chunk counts: how many tokens the first chunk carried is unknown, so decode time / (tokens − 1) would be a guess (continuous usage or logprobs give per-chunk counts)%s", perChunkUnknown, len(fulls), f.TokensPerChunk, tk))
+		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks carry several tokens (%.2f on average) and the server gives no per-chunk counts: how many tokens the first chunk carried is unknown, so decode time / (tokens − 1) would be a guess (continuous usage or logprobs give per-chunk counts)%s", t.perChunkUnknown, fulls, f.TokensPerChunk, tk))
 	}
-	if bunchedSeqs > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks arrived mostly together (over half of their intervals under a tenth of the mean forward pass: the client fell behind, or the stream stalled and then burst): the client cannot time their forward passes", bunchedSeqs, len(fulls)))
+	if t.bunched > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks arrived mostly together (over half of their intervals under a tenth of the mean forward pass: the client fell behind, or the stream stalled and then burst): the client cannot time their forward passes", t.bunched, fulls))
 	}
-	if oneChunk > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d full sequences received all their tokens in one chunk: no decode interval to time", oneChunk, len(fulls)))
+	if t.oneChunk > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d full sequences received all their tokens in one chunk: no decode interval to time", t.oneChunk, fulls))
 	}
-	if oneToken > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d full sequences generated a single token (max_tokens %d): a decode forward pass needs ≥ 2 tokens", oneToken, len(fulls), maxTok))
+	if t.oneToken > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d full sequences generated a single token (max_tokens %d): a decode forward pass needs ≥ 2 tokens", t.oneToken, fulls, maxTok))
 	}
-	f.PerForwardReason = strings.Join(parts, "; ")
+	return strings.Join(parts, "; ")
 }
 
 // fitCheck compares the headline's mean (the mean forward pass) with the robust fit's (the

@@ -15,7 +15,9 @@ import (
 //
 // With token-id prompts the server must count exactly what was sent: a request counted below
 // it was truncated by the server (its context is smaller than genload's), which makes the
-// cell an error unless Options.TruncationWarns. With text prompts a deviation is the
+// cell an error unless Options.TruncationWarns — except when every request counted short is
+// short by one same amount per prompt of at most FixedShortMax tokens (FewerPerPrompt): a
+// fixed difference (special tokens the server drops or leaves out of its count), a deviation. With text prompts a deviation is the
 // re-tokenization drift, unless the server counted more than 5 % (and 8 tokens) fewer than
 // sent. Then it is truncation when the requests so counted were all cut to one count (the
 // server's context less max_tokens), or one request was counted under 60 % of what was sent
@@ -40,6 +42,11 @@ type PromptCheck struct {
 	// single such request, which could be either.
 	Mismatch  int  `json:"tokenizer_mismatch,omitempty"`
 	Ambiguous bool `json:"ambiguous,omitempty"`
+	// FewerPerPrompt is, for token-id prompts, the tokens every request counted short was
+	// short by per prompt when that is one same small amount (≤ FixedShortMax): a fixed
+	// difference — the server drops special tokens (a BOS) or counts without them — not a
+	// cut (they are not in Truncated); 0 otherwise.
+	FewerPerPrompt int `json:"fewer_per_prompt,omitempty"`
 	// Worst is the request with the largest |deviation| (the most truncated one when any
 	// was), nil when none deviates.
 	Worst *PromptDeviation `json:"worst,omitempty"`
@@ -76,6 +83,10 @@ func (p *PromptCheck) Message() string {
 	if p.Ambiguous {
 		return fmt.Sprintf("text prompts: the server counted %s of the %s prompt tokens sent to request %d%s (%.0f %%): a context smaller than genload's (set context to the server's) or a tokenizer other than the model's (set [tokenizer] path); one request cannot tell them apart",
 			thousands(w.Counted), thousands(w.Sent), w.Request, in, 100*float64(w.Counted-w.Sent)/float64(w.Sent))
+	}
+	if p.FewerPerPrompt > 0 {
+		return fmt.Sprintf("prompt tokens deviate on %d of %d requests (worst: request %d, the server counted %s of the %s prompt tokens sent%s): %s per prompt on every request counted short, a fixed difference — the server drops special tokens (a BOS) of the prompts, or counts without them; not a context cut, which leaves the longest prompts at one count whatever their length (unless every prompt ends within %s of the server's context)",
+			p.Deviating, p.Requests, w.Request, thousands(w.Counted), thousands(w.Sent), in, plural(p.FewerPerPrompt, "fewer token", "fewer tokens"), plural(p.FewerPerPrompt, "token", "tokens"))
 	}
 	if p.Truncated > 0 {
 		return fmt.Sprintf("prompts truncated by the server: %d of %d requests counted fewer prompt tokens than sent (worst: request %d, the server counted %s of the %s prompt tokens sent%s); its context is smaller than genload's — set context to the server's",
@@ -139,6 +150,9 @@ func checkPrompts(res *recording.Result, o Options) *PromptCheck {
 	if o.TextPrompts && p.Truncated > 0 {
 		textShort(p, res, o)
 	}
+	if !o.TextPrompts && p.Truncated > 0 {
+		idsShort(p, res, o)
+	}
 	if p.Truncated > 0 && !o.TruncationWarns {
 		p.TruncationError = p.Message()
 	}
@@ -183,6 +197,54 @@ func textShort(p *PromptCheck, res *recording.Result, o Options) {
 	case len(counted) == 1 && 10*counted[0] >= 6*sentOne:
 		p.Ambiguous, p.Truncated = true, 0
 	}
+}
+
+// FixedShortMax is the most tokens per prompt a server may count short of token-id prompts for
+// the shortfall to be read as a fixed difference (special tokens: a BOS, an EOS, a template's
+// few markers) rather than a cut: the 8 tokens text prompts' drift is allowed too.
+const FixedShortMax = 8
+
+// idsShort decides, for token-id prompts, whether the requests counted short (p.Truncated of
+// them) were each short by one same amount per prompt of at most FixedShortMax: then it is a
+// fixed difference (p.FewerPerPrompt), not truncation.
+func idsShort(p *PromptCheck, res *recording.Result, o Options) {
+	per := 0
+	for i := range res.Requests {
+		r := &res.Requests[i]
+		if r.Err != nil || !r.HasUsage || len(r.Prompts) == 0 {
+			continue
+		}
+		ids := r.Prompts
+		if res.Mode == recording.ModeN {
+			ids = ids[:1]
+		}
+		sent := 0
+		for _, k := range ids {
+			if k < 0 || k >= len(o.PromptLengths) {
+				sent = -1
+				break
+			}
+			sent += o.PromptLengths[k]
+		}
+		short := sent - r.Usage.PromptTokens
+		if sent <= 0 || short <= 0 {
+			continue
+		}
+		if short%len(ids) != 0 || short/len(ids) > FixedShortMax || (per != 0 && short/len(ids) != per) {
+			return
+		}
+		per = short / len(ids)
+	}
+	if per > 0 {
+		p.FewerPerPrompt, p.Truncated = per, 0
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // thousands formats n with a comma every three digits (4096 → "4,096").

@@ -105,3 +105,33 @@ func TestTextPromptsShortByTokenizerOrContext(t *testing.T) {
 		t.Errorf("token ids: %+v", p)
 	}
 }
+
+// A server that counts each token-id prompt 5 tokens short (it drops special tokens) is told a
+// fixed difference, not a context cut, and the cell is no error; different shortfalls, or one
+// beyond a few special tokens, stay truncation.
+func TestTokenIDPromptsShortByAFixedAmount(t *testing.T) {
+	lens := []int{1000, 2000, 1500}
+	p := Compute(routed(recording.ModeRouted, [][]int{{0}, {1}, {2}}, 995, 1995, 1495), Options{PromptLengths: lens}).Prompts
+	want := "prompt tokens deviate on 3 of 3 requests (worst: request 0, the server counted 995 of the 1,000 prompt tokens sent): 5 fewer tokens per prompt on every request counted short, a fixed difference — the server drops special tokens (a BOS) of the prompts, or counts without them; not a context cut, which leaves the longest prompts at one count whatever their length (unless every prompt ends within 5 tokens of the server's context)"
+	if p.FewerPerPrompt != 5 || p.Truncated != 0 || p.TruncationError != "" || p.Message() != want {
+		t.Fatalf("fixed shortfall: %+v\n got %q\nwant %q", p, p.Message(), want)
+	}
+	// array mode: one request of three prompts, 3 × 1 token short
+	p = Compute(routed(recording.ModeArray, [][]int{{0, 1, 2}}, 4497), Options{PromptLengths: lens}).Prompts
+	if p.FewerPerPrompt != 1 || p.Truncated != 0 || !strings.Contains(p.Message(), "1 fewer token per prompt") {
+		t.Fatalf("array: %+v %q", p, p.Message())
+	}
+	for _, tc := range []struct {
+		name    string
+		counted []int
+	}{
+		{"short by different amounts", []int{995, 1990, 1500}},
+		{"short beyond special tokens", []int{990, 2000, 1500}},
+		{"cut to one count", []int{1000, 1200, 1200}},
+	} {
+		p := Compute(routed(recording.ModeRouted, [][]int{{0}, {1}, {2}}, tc.counted...), Options{PromptLengths: lens}).Prompts
+		if p.FewerPerPrompt != 0 || p.Truncated == 0 || !strings.HasPrefix(p.TruncationError, "prompts truncated by the server: ") {
+			t.Errorf("%s: %+v", tc.name, p)
+		}
+	}
+}

@@ -104,3 +104,49 @@ func (s *Summary) UnmarshalJSON(b []byte) error {
 // maxMs bounds a figure in ms that converts to a time.Duration (int64 nanoseconds) without
 // overflowing: about 106 days.
 const maxMs = float64(math.MaxInt64) / float64(time.Millisecond)
+
+// summarizeSelect is Summarize without sorting: the percentiles are selected (three
+// selections of a shrinking range, O(N) expected), Min and Max scanned, and the Mean taken
+// from the exact integer sum. It returns the same Summary as Summarize bit for bit: the
+// selected values are the same order statistics, and while the sum of |samples| stays under
+// 2⁵³ ns (104 days) every partial sum of Summarize's float64 sum is an exact integer in any
+// order, so it equals the integer sum; above that it sorts and sums as Summarize does. It also
+// returns the sample's median (stats.MedianDuration's: lo + (hi − lo)/2 of the two middle
+// values for an even N; 0 when empty). samples is reordered.
+func summarizeSelect(samples []time.Duration) (Summary, time.Duration) {
+	n := len(samples)
+	if n == 0 {
+		return Summary{}, 0
+	}
+	var sum int64
+	var abs uint64
+	lo, hi := samples[0], samples[0]
+	for _, s := range samples {
+		sum += int64(s)
+		if abs += uint64(max(s, -s)); abs >= 1<<53 { // (−MinInt64 is MinInt64: 2⁶³ as uint64)
+			sm := Summarize(samples)
+			return sm, medianSorted(samples)
+		}
+		lo, hi = min(lo, s), max(hi, s)
+	}
+	i50, i90, i99 := stats.NearestRank(n, 0.50), stats.NearestRank(n, 0.90), stats.NearestRank(n, 0.99)
+	sm := Summary{N: n, Mean: time.Duration(math.Round(float64(sum) / float64(n))), Min: lo, Max: hi}
+	// the median's order statistics first: n/2, and for an even n the largest below it
+	mid := stats.KthInPlace(samples, n/2)
+	med := mid
+	if n%2 == 0 {
+		below := slices.Max(samples[:n/2])
+		med = below + (mid-below)/2
+	}
+	// i50 is n/2 − 1 or n/2: among the n/2 + 1 smallest; i90 and i99 at or above n/2
+	sm.P50 = stats.KthInPlace(samples[:n/2+1], i50)
+	sm.P90 = mid
+	if i90 > n/2 {
+		sm.P90 = stats.KthInPlace(samples[n/2+1:], i90-n/2-1)
+	}
+	sm.P99 = sm.P90
+	if i99 > i90 {
+		sm.P99 = stats.KthInPlace(samples[i90+1:], i99-i90-1)
+	}
+	return sm, med
+}

@@ -9,15 +9,16 @@ import (
 	"github.com/genload/genload/host/stats"
 
 	"github.com/genload/genload/host/recording"
+	"github.com/genload/genload/host/sse"
 )
 
-// fullSeq is a full sequence: its index in Result.Sequences, each mark's forward index (nil
-// when unknown; see Figures) and what it rests on (a Counts constant), the marks as fit
-// points and their consistency scan (see scan; both set by scanAll).
+// fullSeq is a full sequence: its index in Result.Sequences, its marks as fit points (arrival
+// ns, forward index: nil when the forward indices are unknown; see Figures and
+// forwardIndexTok) and what the forward indices rest on (a Counts constant), and the marks'
+// consistency scan (see scan; set by scanAll).
 type fullSeq struct {
 	idx    int
 	s      *recording.Sequence
-	fwd    []float64
 	counts string
 	ps     []point
 	con    consistency
@@ -30,11 +31,18 @@ type fullSeq struct {
 // when the span is empty. It is the one definition of the window both the full-batch figure
 // (window) and the batch attainment (Attain) read.
 func span(seqs []*recording.Sequence) (start, end time.Duration, ref int, ok bool) {
-	start, end = seqs[0].Marks.At(0), seqs[0].Marks.At(seqs[0].Marks.Len()-1)
-	for i, s := range seqs[1:] {
-		start = max(start, s.Marks.At(0))
-		if l := s.Marks.At(s.Marks.Len() - 1); l < end {
-			end, ref = l, i+1
+	return spanOf(len(seqs), func(i int) sse.Marks { return seqs[i].Marks })
+}
+
+// spanOf is span over n sequences whose marks marks(i) gives.
+func spanOf(n int, marks func(i int) sse.Marks) (start, end time.Duration, ref int, ok bool) {
+	m := marks(0)
+	start, end = m.At(0), m.At(m.Len()-1)
+	for i := 1; i < n; i++ {
+		m := marks(i)
+		start = max(start, m.At(0))
+		if l := m.At(m.Len() - 1); l < end {
+			end, ref = l, i
 		}
 	}
 	return start, end, ref, end > start
@@ -42,15 +50,11 @@ func span(seqs []*recording.Sequence) (start, end time.Duration, ref int, ok boo
 
 // window computes the full-occupancy Window (see its doc comment) over the full sequences.
 // tokensPerChunk is only used to say why forward indices are unknown.
-func window(seqs []fullSeq, tokensPerChunk float64) Window {
+func window(seqs []fullSeq, tokensPerChunk float64, sc *computeScratch) Window {
 	if len(seqs) == 0 {
 		return Window{Reason: "no counted sequences"}
 	}
-	raw := make([]*recording.Sequence, len(seqs))
-	for i := range seqs {
-		raw[i] = seqs[i].s
-	}
-	start, end, r, _ := span(raw)
+	start, end, r, _ := spanOf(len(seqs), func(i int) sse.Marks { return seqs[i].s.Marks })
 	ref := seqs[r]
 	w := Window{Start: start, End: end, Ref: ref.idx}
 	for _, s := range seqs {
@@ -64,11 +68,11 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 		return w
 	}
 	for _, s := range seqs {
-		if s.fwd == nil && !exactCount(s.s) {
+		if s.ps == nil && !exactCount(s.s) {
 			w.Reason = "token counts unverified (no usable usage, chunks may carry several tokens): the forward passes in the window cannot be counted"
 			return w
 		}
-		if s.fwd == nil {
+		if s.ps == nil {
 			w.Reason = fmt.Sprintf("per-chunk token counts unknown (chunks carry %.2f tokens on average, no per-chunk usage): the forward passes in the window cannot be counted", tokensPerChunk)
 			return w
 		}
@@ -78,22 +82,22 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 	// arrive together, but not in one order) — then its first consistent mark from there
 	ms, n := ref.s.Marks, ref.s.Marks.Len()
 	ps := ref.ps
-	half := time.Duration(medianPass(ps) / 2)
+	half := time.Duration(medianPass(ps, &sc.scan.rates) / 2)
 	k := min(sort.Search(n, func(i int) bool { return ms.At(i) >= start-half }), n-1)
 	k2 := k
 	for k2 < n-1 && !ref.con.member[k2] {
 		k2++
 	}
 	e := max(ref.end, k2)
-	w.Steps, w.Trail = int(math.Round(ref.fwd[e]-ref.fwd[k2])), int(math.Round(ref.fwd[n-1]-ref.fwd[e]))
+	w.Steps, w.Trail = int(math.Round(ref.ps[e].f-ref.ps[k2].f)), int(math.Round(ref.ps[n-1].f-ref.ps[e].f))
 	if w.Steps == 0 {
 		w.Reason = "no forward pass inside the window"
 		return w
 	}
-	if d := ref.fwd[n-1] - ref.fwd[k]; d > 0 {
+	if d := ref.ps[n-1].f - ref.ps[k].f; d > 0 {
 		w.Endpoints = time.Duration(math.Round(float64(end-start) / d))
 	}
-	if bunched(ms, ref.fwd, k2) {
+	if bunched(ms, ref.ps, k2) {
 		w.Reason = "the chunks of the window's reference sequence arrived mostly together (over half of their intervals under a tenth of its mean forward pass): the forward passes cannot be timed"
 		return w
 	}
@@ -103,31 +107,41 @@ func window(seqs []fullSeq, tokensPerChunk float64) Window {
 	}
 	w.Valid = true
 	w.PerStep = time.Duration(math.Round((ps[e].t - ps[k2].t) / (ps[e].f - ps[k2].f)))
-	pts := make([][]point, 0, len(seqs))
-	for _, s := range seqs {
-		var in []point
-		for i := range s.s.Marks.Len() {
-			if t := s.s.Marks.At(i); t >= start && t <= end && s.con.member[i] {
-				in = append(in, point{float64(t), s.fwd[i]})
-			}
-		}
-		pts = append(pts, in)
-	}
-	if slope, ok := pooledTheilSen(pts); ok && slope > 0 {
+	if slope, ok := pooledFit(seqs, start, end, sc); ok && slope > 0 {
 		w.Fit = time.Duration(math.Round(slope))
 	}
 	return w
 }
 
-// medianPass is the median time per forward pass over the consecutive marks of ps (0 with
-// fewer than two).
-func medianPass(ps []point) float64 {
-	var r []float64
+// pooledFit is the pooled Theil–Sen slope (ns per forward pass, see pooled) over the
+// consistent marks of every sequence of seqs inside [start, end], gathered one sequence at a
+// time in a buffer of sc.
+func pooledFit(seqs []fullSeq, start, end time.Duration, sc *computeScratch) (float64, bool) {
+	var p pooled
+	p.reset(&sc.fit, len(seqs))
+	for _, s := range seqs {
+		in := sc.window[:0]
+		for i := range s.s.Marks.Len() {
+			if t := s.s.Marks.At(i); t >= start && t <= end && s.con.member[i] {
+				in = append(in, point{float64(t), s.ps[i].f})
+			}
+		}
+		sc.window = in
+		p.add(in)
+	}
+	return p.slope()
+}
+
+// medianPass is the median time per forward pass (ns) over the consecutive marks of ps (0
+// with fewer than two); scratch holds the rates, kept for the next call.
+func medianPass(ps []point, scratch *[]float64) float64 {
+	r := (*scratch)[:0]
 	for i := 1; i < len(ps); i++ {
 		if df := ps[i].f - ps[i-1].f; df > 0 {
 			r = append(r, (ps[i].t-ps[i-1].t)/df)
 		}
 	}
+	*scratch = r
 	if len(r) == 0 {
 		return 0
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/genload/genload/host/internal/clock"
 	"github.com/genload/genload/host/internal/jsonscan"
 )
 
@@ -392,7 +393,7 @@ func (s *StepServer) loop() {
 			planned = time.Now().Add(s.step) // the first step one step after the request
 			continue
 		}
-		if !pacedSleepUntil(planned, s.stop) {
+		if !clock.SleepUntil(planned, s.stop) {
 			for _, st := range active {
 				st.done <- io.ErrClosedPipe
 			}
@@ -511,28 +512,6 @@ func appendPacedChunk(dst []byte, i, p, k int, last bool) []byte {
 	dst = append(dst, `,"completion_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(k), 10)
 	return append(dst, "}}\n\n"...)
-}
-
-// pacedSleepUntil sleeps until deadline; false when stop closed first. Go timers wake about
-// 1 ms late on Linux, so the last 3 ms are slept with nanosleep(2) (pacedSleep).
-func pacedSleepUntil(deadline time.Time, stop <-chan struct{}) bool {
-	for {
-		d := time.Until(deadline)
-		if d <= 0 {
-			return true
-		}
-		if d > 3*time.Millisecond {
-			t := time.NewTimer(d - 2*time.Millisecond)
-			select {
-			case <-t.C:
-			case <-stop:
-				t.Stop()
-				return false
-			}
-			continue
-		}
-		pacedSleep(d)
-	}
 }
 
 // StepEnv names the address of the StepServer of step d: "STEP<µs>US", e.g. STEP1000US.

@@ -39,12 +39,11 @@ type ClientLoad struct {
 	SchedP99 time.Duration `json:"sched_p99_ns"`
 }
 
-// Thresholds of ClientLoad.Bottleneck.
+// Thresholds of ClientLoad.Bottleneck and ClientLoad.BodyWrite.
 const (
-	// BottleneckWriteShare: writing a request's body took more than 1 % of its TTFT, and at
-	// least BottleneckWrite (a shorter write is the system call itself, whatever the TTFT).
-	BottleneckWriteShare = 0.01
-	BottleneckWrite      = 100 * time.Microsecond
+	// BottleneckWrite: a body write shorter than this is the system call itself, whatever
+	// the TTFT, and is never reported.
+	BottleneckWrite = 100 * time.Microsecond
 	// BottleneckCPUShare: the process used at least 90 % of the cores it could use.
 	BottleneckCPUShare = 0.9
 	// BottleneckSched: the p99 wait of a runnable goroutine was at least 1 ms (and at least a
@@ -52,22 +51,38 @@ const (
 	BottleneckSched = time.Millisecond
 )
 
-// Bottleneck says, when the client limited the cell's figures, how: a request body whose write
-// took more than BottleneckWriteShare of its TTFT and at least BottleneckWrite (the TTFT then
-// holds the client's send), a
-// process that used at least BottleneckCPUShare of its cores, or runnable goroutines that
-// waited at least BottleneckSched at p99 and a tenth of itl, the median inter-chunk interval
-// (0 = unknown: the floor alone applies), so that reads fell behind the streams. It returns ""
-// when none applies, and for a nil ClientLoad.
+// BodyWrite says, when writing a request's body took a material share of the cell's TTFT,
+// how much: the write of the request with the largest write share (WriteRequest, Write)
+// against ttft, the cell's reported TTFT p50, when Write ≥ BottleneckWrite and Write / ttft
+// exceeds material (a fraction: 0.05 = 5 %). A write ends before its request's first token
+// (the server needs the whole prompt to prefill it), so it can lengthen TTFT only — by at
+// most Write, which bounds its share of the p50 — never a decode interval, fwd or ITL; and
+// its time is the client's or the server's reading of the body (a server that reads slowly
+// holds the write). It returns "" when the share is not material, ttft ≤ 0, or for a nil
+// ClientLoad.
+func (l *ClientLoad) BodyWrite(ttft time.Duration, material float64) string {
+	if l == nil || ttft <= 0 || l.WriteRequest < 0 || l.Write < BottleneckWrite {
+		return ""
+	}
+	share := float64(l.Write) / float64(ttft)
+	if share <= material {
+		return ""
+	}
+	return fmt.Sprintf("writing the body of request %d took %s, %.1f %% of the cell's TTFT p50 %s (building every body took %s): TTFT includes it, fwd, ITL and the chunk timings do not (the write ended before the first token); a slow client or a server that reads its requests slowly",
+		l.WriteRequest, ms(l.Write), 100*share, ms(ttft), ms(l.Build))
+}
+
+// Bottleneck says, when the client limited the cell's chunk timings, how: a process that used
+// at least BottleneckCPUShare of its cores, or runnable goroutines that waited at least
+// BottleneckSched at p99 and a tenth of itl, the median inter-chunk interval (0 = unknown: the
+// floor alone applies), so that reads fell behind the streams. A slow body write is not one:
+// it delays the first token only (BodyWrite). It returns "" when none applies, and for a nil
+// ClientLoad.
 func (l *ClientLoad) Bottleneck(itl time.Duration) string {
 	if l == nil {
 		return ""
 	}
 	var why []string
-	if l.WriteShare > BottleneckWriteShare && l.Write >= BottleneckWrite {
-		why = append(why, fmt.Sprintf("writing the body of request %d took %s, %.1f %% of its time to first token (building every body took %s)",
-			l.WriteRequest, ms(l.Write), 100*l.WriteShare, ms(l.Build)))
-	}
 	if l.CPUShare >= BottleneckCPUShare {
 		why = append(why, fmt.Sprintf("genload's process used %.0f %% of its %d cores (%s of CPU in %s)", 100*l.CPUShare, l.Cores, ms(l.CPU), ms(l.Wall)))
 	}

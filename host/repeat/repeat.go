@@ -209,6 +209,17 @@ func UpperFactor(n int, confidence float64) float64 {
 	return math.Sqrt(float64(n-1) / q)
 }
 
+// LowerFactor returns sqrt((n − 1) / χ²(confidence; n − 1)), the factor from a sample
+// standard deviation of n values to its one-sided lower confidence bound (the counterpart of
+// [UpperFactor]); NaN for n < 2.
+func LowerFactor(n int, confidence float64) float64 {
+	if n < 2 {
+		return math.NaN()
+	}
+	q := distuv.ChiSquared{K: float64(n - 1)}.Quantile(confidence)
+	return math.Sqrt(float64(n-1) / q)
+}
+
 // Order returns the visiting order of a round: the indices 0…n−1 of the cells still open,
 // permuted by a generator seeded with (seed, round), so that a slow drift of the server (heat,
 // a neighbour's load) falls on every cell alike instead of always on the matrix's last cells,

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/genload/genload/host/internal/clock"
 	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/records"
@@ -81,7 +82,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	for i := range s.Items {
 		it := &s.Items[i]
 		at := t0.Add(it.At)
-		if !sleepUntil(ctx, at.Add(-prepare)) {
+		if !clock.SleepUntilContext(ctx, at.Add(-prepare)) {
 			break
 		}
 		if sem != nil {
@@ -130,20 +131,4 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		werr = cerr
 	}
 	return sum, werr
-}
-
-// sleepUntil waits until at or until ctx ends (false).
-func sleepUntil(ctx context.Context, at time.Time) bool {
-	d := time.Until(at)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -256,12 +256,13 @@ func statusColumn() column {
 // running-requests gauge (most frequent value and its share of samples at B, "4 (67%)", and
 // with samples the number of samples, "4 (67% of 3)") where it was sampled, else the most
 // sequences the client saw decoding together, marked "(client)" ("<" before it when the
-// client's marks say the batch was probably not reached); "?" when neither can tell.
+// client's marks say the batch was probably not reached), also where the gauge read a fixed
+// value (metrics.Occupancy.Fixed); "?" when neither can tell.
 func batchSeenOf(c *results.Cell, samples bool) string {
 	if c.Figures == nil && c.Server == nil {
 		return ""
 	}
-	if m := c.Server; m != nil && m.Occupancy.Samples > 0 {
+	if m := c.Server; m != nil && m.Occupancy.Samples > 0 && !m.Occupancy.Fixed { // a fixed gauge counts nothing
 		if samples {
 			return fmt.Sprintf("%d (%.0f%% of %d)", m.Occupancy.Mode, 100*m.Occupancy.AtTarget, m.Occupancy.Samples)
 		}

@@ -181,6 +181,11 @@ func TestBatchSeenIsOneFigureInBothTables(t *testing.T) {
 		Figures: &measure.Figures{Attainment: &measure.Attainment{State: measure.AttainmentReached, Concurrency: 2}}}
 	short := results.Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 8, Index: 2}, Status: results.StatusPartial,
 		Figures: &measure.Figures{Attainment: &measure.Attainment{State: measure.AttainmentProbablyNotReached, Concurrency: 5}}}
+	// a gauge fixed at 64 (metric-constant): the client's concurrency instead
+	fixed := results.Cell{Cell: matrix.Cell{SeqLen: 1000, Batch: 4, Index: 3}, Status: results.StatusOK,
+		Figures: &measure.Figures{Attainment: &measure.Attainment{State: measure.AttainmentReached, Concurrency: 4}},
+		Server:  &metrics.CellMetrics{Occupancy: metrics.Occupy([]int{64, 64, 64}, 4)}}
+	fixed.Server.Occupancy.Fixed = true
 	seen := func(run *results.Run, wide bool) []string {
 		g := TableGrid(run, TableOptions{Wide: wide})
 		j := slices.Index(g.Head, "B seen")
@@ -201,6 +206,7 @@ func TestBatchSeenIsOneFigureInBothTables(t *testing.T) {
 		// Occupy([4 4 3], 4): mode 4, 2 of 3 samples at B = 4 → 67 %.
 		{"gauge and client", []results.Cell{gauge, client, short}, []string{"4 (67%)", "2 (client)", "<8 (client)"}, []string{"4 (67% of 3)", "2 (client)", "<8 (client)"}},
 		{"client only", []results.Cell{client, short}, []string{"2 (client)", "<8 (client)"}, []string{"2 (client)", "<8 (client)"}},
+		{"fixed gauge", []results.Cell{gauge, fixed}, []string{"4 (67%)", "4 (client)"}, []string{"4 (67% of 3)", "4 (client)"}},
 	} {
 		run := &results.Run{Header: results.Header{RunID: "b"}, Cells: tc.cells}
 		if got := seen(run, false); !slices.Equal(got, tc.narrow) {

@@ -111,7 +111,9 @@ func kindLabel(key string) string {
 func GroupWarnings(run *results.Run) []WarningGroup {
 	var out []WarningGroup
 	index := map[string]int{}
-	add := func(c matrix.Cell, name warning.Name, msg string, isErr bool) {
+	type entry struct{ at, rec int } // a cell's message in a group (its index), from record rec
+	entries := map[string]entry{}
+	add := func(rec int, c matrix.Cell, name warning.Name, msg string, isErr bool) {
 		key := fmt.Sprintf("%v\x00%s", isErr, name)
 		if name == "" || name == warning.Other {
 			key += "\x00" + warningKey(msg)
@@ -123,21 +125,27 @@ func GroupWarnings(run *results.Run) []WarningGroup {
 			out = append(out, WarningGroup{Name: name, Error: isErr})
 		}
 		g := &out[i]
-		if n := len(g.Cells); n > 0 && g.Cells[n-1] == c {
-			// A second message of the same kind in one cell: keep it beside the first.
-			g.Messages[n-1] += "; " + msg
+		ek := fmt.Sprintf("%d\x00%d\x00%d\x00%d", i, c.Index, c.SeqLen, c.Batch)
+		if e, ok := entries[ek]; ok {
+			// A second message of the same kind in one record: kept beside the first unless
+			// it says the same. Another repeat's record of the cell (--repeat) adds nothing to
+			// the group's cell: its texts are in --wide and the JSON.
+			if e.rec == rec && !strings.Contains(g.Messages[e.at], msg) {
+				g.Messages[e.at] += "; " + msg
+			}
 			return
 		}
+		entries[ek] = entry{len(g.Cells), rec}
 		g.Cells = append(g.Cells, c)
 		g.Messages = append(g.Messages, msg)
 	}
 	for i := range run.Cells {
 		c := &run.Cells[i]
 		for _, w := range c.NamedWarnings() {
-			add(c.Cell, w.Name, w.Text, false)
+			add(i, c.Cell, w.Name, w.Text, false)
 		}
 		if c.Error != "" {
-			add(c.Cell, "", c.Error, true)
+			add(i, c.Cell, "", c.Error, true)
 		}
 	}
 	for i := range out {

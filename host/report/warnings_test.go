@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/genload/genload/host/matrix"
@@ -109,5 +110,32 @@ func TestCacheNotesNameTheRepeats(t *testing.T) {
 	}
 	if got := CacheNotes([]*results.Run{r}); len(got) != 0 {
 		t.Errorf("a server without cached-token counts: %q", got)
+	}
+}
+
+// A cell measured three times (--repeat) with the same warning each time: its group's example
+// says the sentence once; two different messages of one kind in one record stay side by side.
+func TestGroupOfRepeatsSaysTheExampleOnce(t *testing.T) {
+	cached := "prompts already cached: its warmup found 99.2 % of the prompt tokens (992 of 1,000) in the server's prefix cache before the cell had sent them"
+	a, b := matrix.Cell{Index: 0, SeqLen: 1000, Batch: 1}, matrix.Cell{Index: 1, SeqLen: 1000, Batch: 4}
+	run := &results.Run{}
+	for r := 1; r <= 3; r++ {
+		for _, c := range []matrix.Cell{a, b} {
+			run.Cells = append(run.Cells, results.Cell{Cell: c, Repeat: r, Warnings: []string{cached}})
+		}
+	}
+	// a repeat that found another share: still one example, the first record's
+	run.Cells[2].Warnings = []string{strings.Replace(cached, "99.2 %", "98.0 %", 1)}
+	run.Cells = append(run.Cells, results.Cell{Cell: matrix.Cell{Index: 2, SeqLen: 2000, Batch: 1},
+		Warnings: []string{"token counts of 1 of 1 sequences: x", "token counts of 1 of 1 sequences: y", "token counts of 1 of 1 sequences: x"}})
+	gs := GroupWarnings(run)
+	if len(gs) != 2 || gs[0].Name != warning.PromptsCached {
+		t.Fatalf("groups %+v", gs)
+	}
+	if g := gs[0]; len(g.Cells) != 2 || g.Messages[0] != cached {
+		t.Fatalf("cached group: %d cells, first message %q", len(g.Cells), g.Messages[0])
+	}
+	if got := gs[1].Messages[0]; got != "token counts of 1 of 1 sequences: x; token counts of 1 of 1 sequences: y" {
+		t.Fatalf("one record's two messages: %q", got)
 	}
 }

@@ -72,6 +72,22 @@ type cellRunner struct {
 	// tok, when not nil, derives per-chunk token counts from the kept text (see
 	// ChunkCountsKey).
 	tok measure.TokenEnder
+	// gauges is the run's cells whose running-requests gauge read one value throughout.
+	gauges gaugeHistory
+	// answered is set once a request of the run succeeded: a failure before it is of the
+	// first request (firstHint).
+	answered bool
+}
+
+// firstHint is summarize(err) with, for a failure of the run's first cell requests (before
+// any succeeded), tokenPromptHint's fix; later failures get none, since token ids were
+// accepted then.
+func (r *cellRunner) firstHint(err error) error {
+	s := summarize(err)
+	if h := promptHint(err, r.cfg.Prompt.Format); h != "" && !r.answered {
+		return fmt.Errorf("%w: %s", s, h)
+	}
+	return s
 }
 
 // replay repeats the routing call of a cell that the run being resumed measured already.
@@ -143,20 +159,10 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 	short := r.capacityWarnings(plan) // said for the matrix before the first cell: announceCapacity
 
 	if !cfg.Warmup.Disabled {
-		tw := time.Now()
-		wres, err := r.client.Do(ctx, plan.ForWarmup())
-		rec.WarmupElapsed = results.Millis(time.Since(tw))
-		if err == nil {
-			err = wres.Err()
+		if err := r.warmup(ctx, plan, &rec); err != nil {
+			return fail(exitcode.TargetFailed, err)
 		}
-		if wres != nil {
-			addRetries(&rec, wres.Retried(), true)
-			rec.CacheBefore = cacheBefore(wres, true)
-			r.records.add(c, "warmup", plan, wres)
-		}
-		if err != nil {
-			return fail(exitcode.TargetFailed, fmt.Errorf("warmup: %w", summarize(err)))
-		}
+		r.answered = true
 	}
 
 	if r.watcher != nil {
@@ -191,8 +197,9 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 		err = res.Err()
 	}
 	if err != nil {
-		return fail(exitcode.TargetFailed, summarize(err))
+		return fail(exitcode.TargetFailed, r.firstHint(err))
 	}
+	r.answered = true
 
 	routedOver := 0
 	if r.stages.Router != nil {
@@ -213,9 +220,13 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 		rec.PromptTokenDeviation = fig.Prompts.Sum
 	}
 	fixed, metricsFixed := r.metrics.observe(c.Key(), &fig, rec.Server)
+	gauge, gaugeFixed := r.gauges.observe(c.Key(), c.Batch, rec.Server)
 	ws, notReached := cellWarnings(cfg, c, &rec, metricsFixed)
 	if metricsFixed {
 		ws = append(ws, fixed)
+	}
+	if gaugeFixed {
+		ws = append(ws, gauge)
 	}
 	ws, notReached = append(short, ws...), notReached || len(short) > 0
 	if late := resentAfterBatch(res); len(late) > 0 {
@@ -232,6 +243,27 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 		return fail(exitcode.TargetFailed, errors.New(fig.Prompts.TruncationError))
 	}
 	return rec, nil
+}
+
+// warmup sends the cell's warmup (plan.ForWarmup: its exact prompts, max_tokens = 1) and
+// records in rec its wall time, its retries, what the server had cached before it, and its
+// per-request records; the error (the warmup's, summarized) fails the cell.
+func (r *cellRunner) warmup(ctx context.Context, p *plan.Plan, rec *results.Cell) error {
+	tw := time.Now()
+	wres, err := r.client.Do(ctx, p.ForWarmup())
+	rec.WarmupElapsed = results.Millis(time.Since(tw))
+	if err == nil {
+		err = wres.Err()
+	}
+	if wres != nil {
+		addRetries(rec, wres.Retried(), true)
+		rec.CacheBefore = cacheBefore(wres, true)
+		r.records.add(p.Cell, "warmup", p, wres)
+	}
+	if err != nil {
+		return fmt.Errorf("warmup: %w", r.firstHint(err))
+	}
+	return nil
 }
 
 // keepsOthers reports whether a routed cell some of whose requests failed is measured over

@@ -20,6 +20,7 @@ import (
 	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape"
 	"github.com/genload/genload/host/sse"
+	"github.com/genload/genload/host/warning"
 )
 
 // The stages of a cell, each faked: a lengths plugin, a router, a prompt builder, a dispatcher
@@ -350,6 +351,41 @@ func TestCellSaysTheClientWasTheBottleneck(t *testing.T) {
 		said := len(rec.Warnings) > 0 && strings.HasPrefix(rec.Warnings[0], "the client was the bottleneck: genload's process used 95 % of its 2 cores")
 		if said != busy {
 			t.Fatalf("busy client %v, warnings:\n%s", busy, strings.Join(rec.Warnings, "\n"))
+		}
+	}
+}
+
+// A body write delays the first token only: a clean server's 0.5 ms of a 20 ms TTFT is said
+// nowhere, a 2 ms one (10 %) is a note on TTFT, and neither claims the client limited the
+// chunk timings.
+func TestCellNotesASlowBodyWriteOnTTFTOnly(t *testing.T) {
+	cfg := fakeCfg(t, "array")
+	for _, tc := range []struct {
+		write time.Duration
+		want  string // "" = no note
+	}{
+		{500 * time.Microsecond, ""},
+		{2 * time.Millisecond, "writing the body of request 0 took 2.0 ms, 10.0 % of the cell's TTFT p50 20.0 ms"},
+	} {
+		d := &canned{rec: func(p *plan.Plan) *recording.Result {
+			res := lockstep(p, 20*time.Millisecond, 2*time.Millisecond)
+			res.Client = recording.ClientLoad{WriteRequest: 0, Write: tc.write, WriteShare: float64(tc.write) / float64(20*time.Millisecond), Cores: 2, CPUShare: 0.1}
+			return res
+		}}
+		cr := &cellRunner{cfg: cfg, client: d, stages: plan.Stages{Shape: recording.ModeArray,
+			Lengths: lengths.Stage{Source: fakeLengths{100, 100, 100, 100}, Lo: 80, Hi: 150}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+		rec, err := cr.measure(context.Background(), matrix.Cell{Index: 0, SeqLen: 100, Batch: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, nw := range rec.NamedWarnings() {
+			if nw.Name == warning.SlowBodyWrite || nw.Name == warning.ClientBottleneck {
+				got = append(got, string(nw.Name)+": "+nw.Text)
+			}
+		}
+		if tc.want == "" && len(got) > 0 || tc.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], "slow-body-write: "+tc.want)) {
+			t.Fatalf("write %v: client warnings %q, want %q", tc.write, got, tc.want)
 		}
 	}
 }

@@ -416,3 +416,29 @@ func TestRunRepeatsFixedCount(t *testing.T) {
 		t.Errorf("from the file:\n%s\nas the run wrote it:\n%s", again.String(), b.String())
 	}
 }
+
+// A resumed run's configuration differences are said as bench.toml writes them, an unset key
+// with its default, and the cells by their counts and keys, not as JSON.
+func TestSameRunSaysTheDifferenceInTOMLTerms(t *testing.T) {
+	hdr := func(scale float64, lens []int) results.Header {
+		cfg := probeCfg(t, "max_tokens = 8\n")
+		cfg.Engine.TimeScale = scale
+		cfg.Matrix.SeqLens, cfg.Matrix.BatchSizes = lens, []int{1}
+		var cells []matrix.Cell
+		for i, l := range lens {
+			cells = append(cells, matrix.Cell{Index: i, SeqLen: l, Batch: 1, FirstRow: i})
+		}
+		return results.Header{Config: cfg, Cells: cells}
+	}
+	err := sameRun(hdr(1, []int{1000, 2000}), hdr(0, []int{1000}), false)
+	want := "the configuration differs from the run's (before → now):\n" +
+		"  [engine] time_scale: 1 → not set (default 0.05)\n" +
+		"  [matrix] seq_lens: [1000,2000] → [1000]\n" +
+		"  the cells: 2 → 1; only before: L=2000,B=1"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got\n%v\nwant\n%s", err, want)
+	}
+	if err := sameRun(hdr(1, []int{1000}), hdr(1, []int{1000}), false); err != nil {
+		t.Fatalf("the same run: %v", err)
+	}
+}

@@ -96,53 +96,16 @@ type Result struct {
 }
 
 // Run executes cfg (already validated). The error carries an exit code ([exitcode.Of]);
-// Result is non-nil whenever a results file was created, even on error.
+// Result is non-nil whenever a results file was created, even on error. Its steps, in order:
+// the options checked before anything starts ([checkOptions]), the setup (engine, probes,
+// plugins, cells: setup.run), the results and records files opened, the run announced, the
+// cells measured (once each, or in rounds of repeats) and the results finished and summed up
+// ([finishRun]).
 func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) {
-	if opt.Stdout == nil {
-		opt.Stdout = io.Discard
-	}
-	if opt.Stderr == nil {
-		opt.Stderr = io.Discard
-	}
-	if opt.Getenv == nil {
-		opt.Getenv = os.Getenv
-	}
-	if opt.Repeats != nil {
-		if opt.Resume != "" {
-			return nil, exitcode.Errorf(exitcode.Usage, "--resume of a run with repeats (--repeat, --until-cv): its rounds would start over; start a new run")
-		}
-		if err := opt.Repeats.Validate(); err != nil {
-			return nil, exitcode.With(exitcode.Usage, err)
-		}
-		if opt.EngineStart == "" {
-			opt.EngineStart = roundStart(1)
-		}
-	}
-	if opt.Resume != "" {
-		if err := resumable(opt.Resume); err != nil {
-			return nil, err
-		}
-	}
 	start := time.Now()
-	autoID := opt.RunID == ""
-	if autoID {
-		opt.RunID = start.UTC().Format("20060102-150405")
-	}
-
-	if opt.Resume == "" {
-		// Before the setup starts anything: a results path that is a file would fail only
-		// once the engine is up and the server probed, and with an unclear message.
-		if fi, err := os.Stat(cfg.Out); err == nil && !fi.IsDir() {
-			return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s: [out] %s is a file, not a directory: results are written into a directory (<run-id>.jsonl, .json, .csv)",
-				cfg.Where("out"), cfg.Out)
-		}
-	}
-	if opt.Records != "" {
-		// Likewise a records file that exists or has no directory: before the engine starts
-		// and before the results file is created, which it would leave holding a header only.
-		if err := checkRecordsPath(opt.Records); err != nil {
-			return nil, err
-		}
+	opt, autoID, err := checkOptions(cfg, opt, start)
+	if err != nil {
+		return nil, err
 	}
 	s := &setup{cfg: cfg, opt: opt, start: start}
 	defer s.close()
@@ -167,33 +130,9 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	res := &Result{JSONL: w.Path(), Run: w.Run()}
 	if s.empty {
-		fmt.Fprintf(opt.Stderr, "genload %s: shard %s of a %d-cell matrix is empty: nothing to measure, no engine started\n  results → %s\n",
-			opt.Version, opt.Shard, s.matrixCells, w.Path())
-		jsonPath, csvPath, err := report.Finish(w, results.StatusOK, nil)
-		res.JSON, res.CSV = jsonPath, csvPath
-		if err == nil {
-			fmt.Fprintf(opt.Stderr, "0/0 cells measured; results: %s, %s, %s\n", res.JSONL, jsonPath, csvPath)
-		}
-		return res, err
+		return emptyShard(s, w, res)
 	}
-	context := "unknown"
-	if s.modelCtx > 0 {
-		context = fmt.Sprintf("%d from %s", s.modelCtx, s.contextSrc)
-	}
-	// Three lines, each within the width the tables keep (report.NarrowWidth) for a usual
-	// target URL, context source and results path; on one line they took ~170 columns.
-	fmt.Fprintf(opt.Stderr, "genload %s: %s against %s\n  model %s, context %s\n  results → %s\n",
-		opt.Version, plural(len(s.cells), "cell"), s.target, s.model, context, w.Path())
-	for _, d := range s.dropped {
-		fmt.Fprintf(opt.Stderr, "dropped L=%d B=%d: %s\n", d.SeqLen, d.Batch, d.Reason)
-	}
-	cr.watcher = s.watcher(ctx)
-	cr.capacity = capacities(s.cfg, s.eng, s.target, s.workers, cr.watcher)
-	cr.announceCapacity(opt.Stderr, s.cells)
-	if cr.records != nil {
-		fmt.Fprintf(opt.Stderr, "  per-request records → %s\n", opt.Records)
-	}
-
+	s.announce(ctx, cr, w.Path())
 	keepGoing := s.cfg.Run.OnError == config.OnErrorContinue
 	var runErr error
 	if opt.Repeats != nil {
@@ -203,6 +142,102 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		runErr = runCells(ctx, cr, s.cells, done, w, prog, keepGoing)
 		prog.finish()
 	}
+	return res, finishRun(s, w, res, runErr)
+}
+
+// checkOptions fills opt's defaults (discarded output, os.Getenv, a run id from the start
+// time: autoID) and refuses, before anything starts, what would fail later with a less clear
+// message: a resume of a run with repeats, repeats settings out of range, a results path that
+// is a file, a records file that exists. The errors carry exitcode.Usage or InvalidConfig.
+func checkOptions(cfg *config.Config, opt Options, start time.Time) (_ Options, autoID bool, _ error) {
+	if opt.Stdout == nil {
+		opt.Stdout = io.Discard
+	}
+	if opt.Stderr == nil {
+		opt.Stderr = io.Discard
+	}
+	if opt.Getenv == nil {
+		opt.Getenv = os.Getenv
+	}
+	if opt.Repeats != nil {
+		if opt.Resume != "" {
+			return opt, false, exitcode.Errorf(exitcode.Usage, "--resume of a run with repeats (--repeat, --until-cv): its rounds would start over; start a new run")
+		}
+		if err := opt.Repeats.Validate(); err != nil {
+			return opt, false, exitcode.With(exitcode.Usage, err)
+		}
+		if opt.EngineStart == "" {
+			opt.EngineStart = roundStart(1)
+		}
+	}
+	if opt.Resume != "" {
+		if err := resumable(opt.Resume); err != nil {
+			return opt, false, err
+		}
+	}
+	autoID = opt.RunID == ""
+	if autoID {
+		opt.RunID = start.UTC().Format("20060102-150405")
+	}
+	if opt.Resume == "" {
+		// Before the setup starts anything: a results path that is a file would fail only
+		// once the engine is up and the server probed, and with an unclear message.
+		if fi, err := os.Stat(cfg.Out); err == nil && !fi.IsDir() {
+			return opt, autoID, exitcode.Errorf(exitcode.InvalidConfig, "%s: [out] %s is a file, not a directory: results are written into a directory (<run-id>.jsonl, .json, .csv)",
+				cfg.Where("out"), cfg.Out)
+		}
+	}
+	if opt.Records != "" {
+		// Likewise a records file that exists or has no directory: before the engine starts
+		// and before the results file is created, which it would leave holding a header only.
+		if err := checkRecordsPath(opt.Records); err != nil {
+			return opt, autoID, err
+		}
+	}
+	return opt, autoID, nil
+}
+
+// emptyShard finishes the results of a shard with no cell: a header and a footer, nothing
+// measured, and the line that says so.
+func emptyShard(s *setup, w *results.Writer, res *Result) (*Result, error) {
+	fmt.Fprintf(s.opt.Stderr, "genload %s: shard %s of a %d-cell matrix is empty: nothing to measure, no engine started\n  results → %s\n",
+		s.opt.Version, s.opt.Shard, s.matrixCells, w.Path())
+	jsonPath, csvPath, err := report.Finish(w, results.StatusOK, nil)
+	res.JSON, res.CSV = jsonPath, csvPath
+	if err == nil {
+		fmt.Fprintf(s.opt.Stderr, "0/0 cells measured; results: %s, %s, %s\n", res.JSONL, jsonPath, csvPath)
+	}
+	return res, err
+}
+
+// announce prints what the run measures against what (cells, target, model, context, the
+// results path, cells dropped from the matrix), starts the /metrics watcher and the KV
+// capacity check, and names the records file.
+func (s *setup) announce(ctx context.Context, cr *cellRunner, path string) {
+	context := "unknown"
+	if s.modelCtx > 0 {
+		context = fmt.Sprintf("%d from %s", s.modelCtx, s.contextSrc)
+	}
+	// Three lines, each within the width the tables keep (report.NarrowWidth) for a usual
+	// target URL, context source and results path; on one line they took ~170 columns.
+	fmt.Fprintf(s.opt.Stderr, "genload %s: %s against %s\n  model %s, context %s\n  results → %s\n",
+		s.opt.Version, plural(len(s.cells), "cell"), s.target, s.model, context, path)
+	for _, d := range s.dropped {
+		fmt.Fprintf(s.opt.Stderr, "dropped L=%d B=%d: %s\n", d.SeqLen, d.Batch, d.Reason)
+	}
+	cr.watcher = s.watcher(ctx)
+	cr.capacity = capacities(s.cfg, s.eng, s.target, s.workers, cr.watcher)
+	cr.announceCapacity(s.opt.Stderr, s.cells)
+	if cr.records != nil {
+		fmt.Fprintf(s.opt.Stderr, "  per-request records → %s\n", s.opt.Records)
+	}
+}
+
+// finishRun writes the footer and the .json and .csv files (status from runErr), counts the
+// cells measured (a cell with repeats once), prints the table on stdout and, on stderr, the
+// GPU time and the closing line. It returns runErr joined with a write error.
+func finishRun(s *setup, w *results.Writer, res *Result, runErr error) error {
+	opt := s.opt
 	status := results.StatusOK
 	switch {
 	case exitcode.Of(runErr) == exitcode.Interrupted:
@@ -237,12 +272,12 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 			fmt.Fprintf(opt.Stderr, " (%d %s before their repeats ended)", open[why], why)
 		}
 	}
-	fmt.Fprintf(opt.Stderr, " in %s; results: %s", time.Since(start).Round(100*time.Millisecond), res.JSONL)
+	fmt.Fprintf(opt.Stderr, " in %s; results: %s", time.Since(s.start).Round(100*time.Millisecond), res.JSONL)
 	if jsonPath != "" {
 		fmt.Fprintf(opt.Stderr, ", %s, %s", sibling(res.JSONL, jsonPath), sibling(res.JSONL, csvPath))
 	}
 	fmt.Fprintln(opt.Stderr)
-	return res, errors.Join(runErr, ferr)
+	return errors.Join(runErr, ferr)
 }
 
 // sibling is path as the closing line names it beside first: its extension alone (".json")

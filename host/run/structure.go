@@ -4,7 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/engine"
@@ -54,6 +59,60 @@ func modelStructure(cfg *config.Config, engineInfo map[string]any) (*results.Mod
 		}
 	}
 	return latmodel.StructureFromModelDir(cfg.Tokenizer.Path)
+}
+
+// ProfilePath is the absolute path of a built-in engine profile given as a file (a name
+// [engine.LoadProfile] reads from disk: one holding a path separator or ending in ".toml"),
+// "" for an embedded profile name or when the working directory cannot be read.
+func ProfilePath(name string) string {
+	if !strings.ContainsRune(name, os.PathSeparator) && !strings.HasSuffix(name, ".toml") {
+		return ""
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return ""
+	}
+	return abs
+}
+
+// RecordedProfileFigures finds the built-in engine profile a run used from what its results
+// header (or a model file) records about the engine (engine): the file at "profile_path"
+// (absolute), else "profile" as configured (an embedded name, or a path resolved from the
+// working directory). A profile found is used only when its [ProfileHash] equals the recorded
+// "profile_hash": a file of the same name that holds other figures is not the run's profile.
+// It returns the figures, where they were read, and whether the hash was checked (false for
+// files that predate profile_hash). The error names each place tried and why it was refused
+// (not found; hash X found, Y recorded).
+func RecordedProfileFigures(engineInfo map[string]any) (latmodel.ProfileFigures, string, bool, error) {
+	want, _ := engineInfo["profile_hash"].(string)
+	var tried []string
+	var cands []string
+	for _, k := range []string{"profile_path", "profile"} {
+		if v, ok := engineInfo[k].(string); ok && v != "" && !slices.Contains(cands, v) {
+			cands = append(cands, v)
+		}
+	}
+	if len(cands) == 0 {
+		return latmodel.ProfileFigures{}, "", false, fmt.Errorf("the runs record no engine profile")
+	}
+	for _, c := range cands {
+		p, err := engine.LoadProfile(c)
+		if err != nil {
+			tried = append(tried, err.Error())
+			continue
+		}
+		if got := ProfileHash(p); want != "" && got != want {
+			tried = append(tried, fmt.Sprintf("%s holds other figures than the runs' profile (hash %s, the runs recorded %s)", c, got, want))
+			continue
+		}
+		f, err := ProfileFigures(c)
+		if err != nil {
+			tried = append(tried, err.Error())
+			continue
+		}
+		return f, c, want != "", nil
+	}
+	return latmodel.ProfileFigures{}, "", false, errors.New(strings.Join(tried, "; "))
 }
 
 // ProfileFigures returns a built-in engine profile's cost figures for the latency model's

@@ -146,6 +146,12 @@ func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer, start string) (*
 			info["noise_seed_from"] = fmt.Sprintf("seed=%d of [engine] noise, engine start %q", noise.Seed, start)
 		}
 	}
+	if path := ProfilePath(ecfg.Profile); path != "" {
+		// The file as the run read it, absolute: "profile" is the path as configured, which
+		// another directory cannot resolve; profile_hash says whether a file found there later
+		// still holds the figures the run used.
+		info["profile_path"] = path
+	}
 	return eng, url, info, nil
 }
 

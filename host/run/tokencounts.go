@@ -77,7 +77,7 @@ func resolveTokenCounts(ctx context.Context, cfg *config.Config, opts dispatch.O
 	exact, deltas, note, err := try(0)
 	if err != nil {
 		err, _ = dispatch.NotOpenAIAnswer(err) // an HTML page on one line
-		return nil, "", fmt.Errorf("token-count probe: %w", err)
+		return nil, "", fmt.Errorf("token-count probe: %w", tokenPromptHint(err, cfg.Prompt.Format))
 	}
 	// Without per-chunk counts from the server, the model's tokenizer gives them where its
 	// re-encoding of the text agrees with the server's count (measure.Options.Tokenizer).

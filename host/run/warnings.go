@@ -93,6 +93,9 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell, metri
 	if w := rec.Client.Bottleneck(f.ITL.P50); w != "" { // first: the figures and warnings above are then the client's
 		ws = append([]warning.Warning{warning.New(warning.ClientBottleneck, w)}, ws...)
 	}
+	if w := bodyWriteWarning(rec.Client, f); w != nil {
+		ws = append(ws, *w)
+	}
 	if !f.Window.Valid && f.Window.Reason != "" {
 		ws = append(ws, warning.New(warning.FullBatchAbsent, "no full-batch figure: "+f.Window.Reason))
 	}
@@ -187,7 +190,7 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell)
 	if len(rec.PerServer) > 1 {
 		return nil, false // each server's share by the client's marks: serverWarnings
 	}
-	if m := rec.Server; m != nil && m.Occupancy.Samples >= metrics.MinSamples {
+	if m := rec.Server; m != nil && m.Occupancy.Samples >= metrics.MinSamples && !m.Occupancy.Fixed {
 		o := m.Occupancy
 		o.Target = cell.Batch
 		if cfg.Mode == config.ModeN && o.Max <= cell.Batch {
@@ -209,6 +212,9 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell)
 	src := "no running-requests gauge from /metrics"
 	if rec.Server != nil {
 		src = fmt.Sprintf("the running-requests gauge gave %d samples", rec.Server.Occupancy.Samples)
+		if rec.Server.Occupancy.Fixed {
+			src = fmt.Sprintf("the running-requests gauge reads a fixed %d", rec.Server.Occupancy.Max)
+		}
 	}
 	switch a.State {
 	case measure.AttainmentProbablyNotReached:
@@ -222,7 +228,7 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell)
 	case measure.AttainmentUnknown:
 		return []warning.Warning{warning.Newf(warning.AttainmentUnknown, "batch attainment unknown (%s; the client's marks cannot tell: %s)", src, a.Reason)}, false
 	}
-	if rec.Server != nil {
+	if rec.Server != nil && !rec.Server.Occupancy.Fixed {
 		// The gauge exists but the cell was too short to sample it ≥ 3 times; the client's
 		// marks agree with one batch of B.
 		return nil, false
@@ -414,4 +420,16 @@ func (h *metricHistory) observe(key string, f *measure.Figures, m *scrape.CellMe
 	}
 	return warning.Newf(warning.MetricConstant, "server metric does not vary with load: metrics fwd (/metrics) reads %.3f ms in %d cells (%s) whose %s spans %.3f–%.3f ms: the server reports a fixed or configured value, not its step time, and it is not compared with the other figures",
 		measure.Ms(p.metrics), len(same), strings.Join(cells, "; "), p.refName, measure.Ms(lo), measure.Ms(hi)), true
+}
+
+// bodyWriteWarning flags a cell whose request body took a material share of its TTFT p50 to
+// write (recording.ClientLoad.BodyWrite): material is beyond measure.EstimatorTolerance, the
+// gap genload lets two estimates of one figure differ by before it flags the cell, so a write
+// below it moves the reported TTFT less than its own estimators may disagree. nil otherwise.
+func bodyWriteWarning(l *recording.ClientLoad, f *measure.Figures) *warning.Warning {
+	if w := l.BodyWrite(f.TTFT.P50, measure.EstimatorTolerance); w != "" {
+		wn := warning.New(warning.SlowBodyWrite, w)
+		return &wn
+	}
+	return nil
 }

@@ -233,7 +233,16 @@ func (d *Demux) complete() error {
 		}
 	}
 	if missing > 0 || n == 0 {
-		return fmt.Errorf("%w (%d of %d sequences unfinished, [DONE] seen: %v)", ErrUnfinished, missing, n, d.Done)
+		extra := ""
+		if n > 0 && len(d.seqs) > n {
+			// choices the request did not ask for: another numbering, or more choices
+			prompts := "prompts"
+			if n == 1 {
+				prompts = "prompt"
+			}
+			extra = fmt.Sprintf("; choices[].index %d is out of range for %d %s (0 … %d)", len(d.seqs)-1, n, prompts, n-1)
+		}
+		return fmt.Errorf("%w (%d of %d sequences unfinished, [DONE] seen: %v%s)", ErrUnfinished, missing, n, d.Done, extra)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -35,23 +36,31 @@ func MedianInPlace(v []float64) float64 {
 // count the midpoint lo + (hi − lo)/2 is taken in whole nanoseconds, towards lo: at most
 // 0.5 ns from the exact midpoint, and it cannot overflow.
 func MedianDuration(d []time.Duration) time.Duration {
+	return MedianDurationInPlace(slices.Clone(d))
+}
+
+// MedianDurationInPlace is [MedianDuration] reordering d in place instead of copying it: a
+// selection, O(len(d)) expected time and no allocation.
+func MedianDurationInPlace(d []time.Duration) time.Duration {
 	n := len(d)
 	if n == 0 {
 		return 0
 	}
-	s := slices.Clone(d)
-	slices.Sort(s)
+	hi := selectKth(d, n/2)
 	if n%2 == 1 {
-		return s[n/2]
+		return hi
 	}
-	lo, hi := s[n/2-1], s[n/2]
+	lo := d[0] // after selectKth, d[:n/2] holds the n/2 smallest values
+	for _, x := range d[1 : n/2] {
+		lo = max(lo, x)
+	}
 	return lo + (hi-lo)/2
 }
 
 // selectKth reorders v so that v[k] is its k-th smallest value (0-based), every value before
 // it ≤ v[k] and every value after it ≥ v[k] (Hoare's selection, median-of-three pivot), and
 // returns v[k]. v holds no NaN.
-func selectKth(v []float64, k int) float64 {
+func selectKth[T cmp.Ordered](v []T, k int) T {
 	lo, hi := 0, len(v)-1
 	for hi > lo {
 		if hi-lo < 16 {
@@ -94,3 +103,8 @@ func selectKth(v []float64, k int) float64 {
 	}
 	return v[k]
 }
+
+// KthInPlace reorders v so that v[k] is its k-th smallest value (0-based, 0 ≤ k < len(v)),
+// every value before it ≤ v[k] and every value after it ≥ v[k], and returns v[k]: a
+// selection, O(len(v)) expected time. v holds no NaN.
+func KthInPlace[T cmp.Ordered](v []T, k int) T { return selectKth(v, k) }

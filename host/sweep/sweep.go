@@ -126,6 +126,31 @@ func SummaryName(s shard.Spec) string {
 // goes on. The error lists the points that are not ok (exitcode.TargetFailed), or is the
 // interruption (exitcode.Interrupted); the summary is returned whenever one was written.
 func Run(ctx context.Context, f *File, opt Options) (*Summary, error) {
+	opt.setDefaults()
+	specs, err := f.Expand()
+	if err != nil {
+		return nil, err
+	}
+	sumPath := filepath.Join(f.Out, SummaryName(opt.Shard))
+	sum, prev, err := startSummary(f, opt, sumPath, len(specs))
+	if err != nil {
+		return nil, err
+	}
+	mine := opt.Shard.Items(len(specs))
+	if err := templateError(f, specs, mine, opt.Executable); err != nil {
+		return nil, exitcode.With(exitcode.InvalidConfig, err)
+	}
+	fmt.Fprintf(opt.Stderr, "sweep %s: %d of %s%s → %s\n", f.Name, len(mine), points(len(specs)), shardNote(opt.Shard), f.Out)
+	interrupted, err := runPoints(ctx, f, opt, specs, mine, prev, sum, sumPath)
+	if err != nil {
+		return sum, err
+	}
+	return finishSweep(sum, prev, sumPath, interrupted, opt)
+}
+
+// setDefaults discards output nobody reads (nil Stdout, Stderr) and gives the serve
+// commands this process's environment when Environ is nil.
+func (opt *Options) setDefaults() {
 	if opt.Stdout == nil {
 		opt.Stdout = io.Discard
 	}
@@ -135,39 +160,42 @@ func Run(ctx context.Context, f *File, opt Options) (*Summary, error) {
 	if opt.Environ == nil {
 		opt.Environ = os.Environ()
 	}
-	specs, err := f.Expand()
-	if err != nil {
-		return nil, err
-	}
+}
+
+// startSummary creates f.Out and returns the sweep's summary to fill (matrixCells points
+// in all; written to sumPath) and, with opt.Resume, the points of the summary already
+// there, by name. A summary already there without --resume, or none with it, is an
+// invalid-config error naming the file.
+func startSummary(f *File, opt Options, sumPath string, matrixCells int) (*Summary, map[string]PointResult, error) {
 	if err := os.MkdirAll(f.Out, 0o755); err != nil {
-		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("sweep: %w", err))
+		return nil, nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("sweep: %w", err))
 	}
-	sumPath := filepath.Join(f.Out, SummaryName(opt.Shard))
 	sum := &Summary{Sweep: f.Name, File: f.path, Bench: f.Bench, Started: time.Now().UTC()}
 	if opt.Shard.Enabled() {
-		sum.Shard = &results.Shard{Index: opt.Shard.Index, Count: opt.Shard.Count, MatrixCells: len(specs)}
+		sum.Shard = &results.Shard{Index: opt.Shard.Index, Count: opt.Shard.Count, MatrixCells: matrixCells}
 	}
 	prev := map[string]PointResult{}
 	switch old, err := readSummary(sumPath); {
 	case err == nil && !opt.Resume:
-		return nil, exitcode.Errorf(exitcode.InvalidConfig, "sweep: %s exists: continue that sweep with --resume, or choose another [out]", sumPath)
+		return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "sweep: %s exists: continue that sweep with --resume, or choose another [out]", sumPath)
 	case err == nil:
 		for _, p := range old.Points {
 			prev[p.Name] = p
 		}
 		sum.Started = old.Started
 	case !errors.Is(err, os.ErrNotExist):
-		return nil, exitcode.With(exitcode.InvalidConfig, err)
+		return nil, nil, exitcode.With(exitcode.InvalidConfig, err)
 	case opt.Resume:
-		return nil, exitcode.Errorf(exitcode.InvalidConfig, "sweep: --resume: no summary %s to continue", sumPath)
+		return nil, nil, exitcode.Errorf(exitcode.InvalidConfig, "sweep: --resume: no summary %s to continue", sumPath)
 	}
+	return sum, prev, nil
+}
 
-	mine := opt.Shard.Items(len(specs))
-	if err := templateError(f, specs, mine, opt.Executable); err != nil {
-		return nil, exitcode.With(exitcode.InvalidConfig, err)
-	}
-	fmt.Fprintf(opt.Stderr, "sweep %s: %d of %s%s → %s\n", f.Name, len(mine), points(len(specs)), shardNote(opt.Shard), f.Out)
-	var interrupted error
+// runPoints runs the points mine (indices into specs) in order, appending each result to
+// sum and writing the summary to sumPath after each one; a point ok in the previous summary
+// (prev) is kept, not rerun. After an interruption no further point runs; the returned
+// interrupted error says during which point. err is a failure to write the summary.
+func runPoints(ctx context.Context, f *File, opt Options, specs []Spec, mine []int, prev map[string]PointResult, sum *Summary, sumPath string) (interrupted, err error) {
 	for _, i := range mine {
 		sp := specs[i]
 		if p, ok := prev[sp.Name]; ok && p.Status == StatusOK {
@@ -189,13 +217,20 @@ func Run(ctx context.Context, f *File, opt Options) (*Summary, error) {
 			fmt.Fprintf(opt.Stderr, "point %s: %s: %s\n", sp.Name, pr.Status, pr.Error)
 		}
 		if err := writeSummary(sumPath, sum); err != nil {
-			return sum, err
+			return interrupted, err
 		}
 		if pr.Status == StatusInterrupted {
 			interrupted = exitcode.Errorf(exitcode.Interrupted, "sweep interrupted during point %s", sp.Name)
 		}
 	}
-	// Points from an earlier summary that this run did not visit stay recorded.
+	return interrupted, nil
+}
+
+// finishSweep completes sum — the previous summary's points this run did not visit stay
+// recorded, all sorted by index, the finish time set — writes it to sumPath and its table
+// to opt.Stdout, and returns the sweep's error: the interruption, or the points not ok
+// (exitcode.TargetFailed).
+func finishSweep(sum *Summary, prev map[string]PointResult, sumPath string, interrupted error, opt Options) (*Summary, error) {
 	for name, p := range prev {
 		if !slices.ContainsFunc(sum.Points, func(q PointResult) bool { return q.Name == name }) {
 			sum.Points = append(sum.Points, p)
@@ -479,8 +514,33 @@ func Table(w io.Writer, s *Summary) {
 	}
 	fmt.Fprintf(w, "\n## sweep %s — %s, %d ok\n\n", s.Sweep, points(len(s.Points)), ok)
 	shared, varying := splitLabels(s.Points)
-	rows := make([][]string, len(s.Points))
-	for i, p := range s.Points {
+	t := layoutTable(s.Points, varying)
+	report.MarkdownTable(w, t.head, t.rows, t.left...)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "  fwd ms: the mean per-forward latency of each measured cell, smallest / median / largest over the point's cells")
+	if !t.named || (!t.labelCols && len(varying) > 0) {
+		writePointLegend(w, s.Points, varying, t)
+	}
+	writeTableNotes(w, s.Points, shared)
+}
+
+// sweepTable is the summary table as Table prints it: its header and rows, the columns
+// aligned left (left), whether points are named in the first column (else numbered by
+// index), and whether the varying labels are columns (else lines under the table).
+type sweepTable struct {
+	head             []string
+	rows             [][]string
+	left             []int
+	named, labelCols bool
+}
+
+// pointRows returns the table's header and one row per point: name, status, cells
+// measured/all, the smallest, median and largest mean per-forward latency (ms, 3 decimals),
+// the median TTFT p50 (ms, 1 decimal) and the time to ready (s, 1 decimal); "–" for a figure
+// that is absent.
+func pointRows(ps []PointResult) ([]string, [][]string) {
+	rows := make([][]string, len(ps))
+	for i, p := range ps {
 		fwdMin, fwdMed, fwdMax, ttft, ready := "–", "–", "–", "–", "–"
 		if p.PerForward != nil {
 			fwdMin, fwdMed, fwdMax = fmt.Sprintf("%.3f", ms(p.PerForward.Min)), fmt.Sprintf("%.3f", ms(p.PerForward.Median)), fmt.Sprintf("%.3f", ms(p.PerForward.Max))
@@ -493,78 +553,93 @@ func Table(w io.Writer, s *Summary) {
 		}
 		rows[i] = []string{p.Name, p.Status, fmt.Sprintf("%d/%d", p.Measured, p.Cells), fwdMin, fwdMed, fwdMax, ttft, ready}
 	}
-	head := []string{"point", "status", "cells", "fwd ms min", "median", "max", "TTFT p50 ms", "ready s"}
-	// The varying labels as columns after the name, while the table fits.
-	withLabels := func(head []string, rows [][]string) ([]string, [][]string) {
-		h := slices.Concat(head[:1], varying, head[1:])
-		out := make([][]string, len(rows))
-		for i, r := range rows {
+	return []string{"point", "status", "cells", "fwd ms min", "median", "max", "TTFT p50 ms", "ready s"}, rows
+}
+
+// layoutTable picks the first layout of ps's table that fits report.NarrowWidth: named
+// rows with the varying labels as columns; numbered rows with them; named rows without;
+// else numbered rows without.
+func layoutTable(ps []PointResult, varying []string) sweepTable {
+	head, rows := pointRows(ps)
+	t := sweepTable{head: head, rows: rows, left: []int{0, 1}, named: true}
+	if lh, lr := withLabelColumns(ps, varying, head, rows); len(varying) > 0 && report.MarkdownWidth(lh, lr) <= report.NarrowWidth {
+		t.head, t.rows, t.labelCols = lh, lr, true
+	} else if lh, lr := withLabelColumns(ps, varying, slices.Concat([]string{"#"}, head[1:]), byIndex(ps, rows)); len(varying) > 0 && report.MarkdownWidth(lh, lr) <= report.NarrowWidth {
+		t.head, t.rows, t.labelCols, t.named = lh, lr, true, false
+	} else if report.MarkdownWidth(head, rows) > report.NarrowWidth {
+		t.head, t.rows, t.named = slices.Concat([]string{"#"}, head[1:]), byIndex(ps, rows), false
+	}
+	if t.labelCols {
+		for j := range varying {
+			t.left = append(t.left, 1+j)
+		}
+		t.left = append(t.left, 1+len(varying))
+	}
+	if !t.named {
+		t.left = t.left[1:] // the index is a number
+	}
+	return t
+}
+
+// withLabelColumns returns head and rows with the varying labels' columns after the first.
+func withLabelColumns(ps []PointResult, varying, head []string, rows [][]string) ([]string, [][]string) {
+	h := slices.Concat(head[:1], varying, head[1:])
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		vals := make([]string, len(varying))
+		for j, k := range varying {
+			vals[j] = labelValue(ps[i].Labels, k)
+		}
+		out[i] = slices.Concat(r[:1], vals, r[1:])
+	}
+	return h, out
+}
+
+// byIndex returns rows with each point's index in place of its name.
+func byIndex(ps []PointResult, rows [][]string) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = slices.Concat([]string{strconv.Itoa(ps[i].Index)}, r[1:])
+	}
+	return out
+}
+
+// writePointLegend writes a line per point under a table that numbers its rows ("index =
+// name") or leaves out the varying labels (then "name: label=value …").
+func writePointLegend(w io.Writer, ps []PointResult, varying []string, t sweepTable) {
+	for _, p := range ps {
+		line := p.Name
+		if !t.named {
+			line = fmt.Sprintf("%d = %s", p.Index, p.Name)
+		}
+		if !t.labelCols && len(varying) > 0 {
 			vals := make([]string, len(varying))
 			for j, k := range varying {
-				vals[j] = labelValue(s.Points[i].Labels, k)
+				vals[j] = k + "=" + labelValue(p.Labels, k)
 			}
-			out[i] = slices.Concat(r[:1], vals, r[1:])
+			line += ": " + strings.Join(vals, " ")
 		}
-		return h, out
+		prose(w, "  ", line)
 	}
-	byIndex := func(rows [][]string) [][]string {
-		out := make([][]string, len(rows))
-		for i, r := range rows {
-			out[i] = slices.Concat([]string{strconv.Itoa(s.Points[i].Index)}, r[1:])
-		}
-		return out
-	}
-	left := []int{0, 1}
-	named, labelCols := true, false
-	h, r := head, rows
-	if lh, lr := withLabels(head, rows); len(varying) > 0 && report.MarkdownWidth(lh, lr) <= report.NarrowWidth {
-		h, r, labelCols = lh, lr, true
-	} else if lh, lr := withLabels(slices.Concat([]string{"#"}, head[1:]), byIndex(rows)); len(varying) > 0 && report.MarkdownWidth(lh, lr) <= report.NarrowWidth {
-		h, r, labelCols, named = lh, lr, true, false
-	} else if report.MarkdownWidth(head, rows) > report.NarrowWidth {
-		h, r, named = slices.Concat([]string{"#"}, head[1:]), byIndex(rows), false
-	}
-	if labelCols {
-		for j := range varying {
-			left = append(left, 1+j)
-		}
-		left = append(left, 1+len(varying))
-	}
-	if !named {
-		left = left[1:] // the index is a number
-	}
-	report.MarkdownTable(w, h, r, left...)
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "  fwd ms: the mean per-forward latency of each measured cell, smallest / median / largest over the point's cells")
-	if !named || (!labelCols && len(varying) > 0) {
-		for _, p := range s.Points {
-			line := p.Name
-			if !named {
-				line = fmt.Sprintf("%d = %s", p.Index, p.Name)
-			}
-			if !labelCols && len(varying) > 0 {
-				vals := make([]string, len(varying))
-				for j, k := range varying {
-					vals[j] = k + "=" + labelValue(p.Labels, k)
-				}
-				line += ": " + strings.Join(vals, " ")
-			}
-			prose(w, "  ", line)
-		}
-	}
+}
+
+// writeTableNotes writes the lines after the table: the labels every point shares, where
+// the results are (one directory, or each point's file), and each point that is not ok
+// with the first 3 lines of its error.
+func writeTableNotes(w io.Writer, ps []PointResult, shared []string) {
 	if len(shared) > 0 {
 		prose(w, "  ", "labels of every point: "+strings.Join(shared, " "))
 	}
-	if dir, ok := commonDir(s.Points); ok {
+	if dir, ok := commonDir(ps); ok {
 		prose(w, "  ", "results: "+dir+"<point>.json, .jsonl and .csv")
 	} else {
-		for _, p := range s.Points {
+		for _, p := range ps {
 			if what := cmp.Or(p.JSON, p.Results); what != "" {
 				prose(w, "  ", p.Name+" results: "+what)
 			}
 		}
 	}
-	for _, p := range s.Points {
+	for _, p := range ps {
 		if p.Status != StatusOK {
 			prose(w, "✗ ", fmt.Sprintf("%s: %s: %s", p.Name, p.Status, firstLines(p.Error, 3)))
 		}

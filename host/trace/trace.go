@@ -255,13 +255,14 @@ func recordsHeader(obj map[string]json.RawMessage, src string) (source string, o
 	return source, true, nil
 }
 
+// readJSONL reads a JSON Lines log: one object per non-blank line, the first possibly a
+// records file's header (which sets the records' field names), each other one request
+// (jsonRequest). It fails at the first bad line, naming file:line and the field.
 func (t *Trace) readJSONL(r io.Reader) error {
-	f := t.Fields
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 64<<20)
-	var pOut, pTime, pHash, pGroup presence
-	name := func() { pOut.name, pTime.name, pHash.name, pGroup.name = f.Output, f.Time, f.Hashes, f.Group }
-	name()
+	var ps jsonPresence
+	ps.name(&t.Fields)
 	line, first := 0, true
 	for sc.Scan() {
 		line++
@@ -283,87 +284,145 @@ func (t *Trace) readJSONL(r io.Reader) error {
 			if ok {
 				t.Records = source
 				t.Fields = t.given.withRecordDefaults(source)
-				f = t.Fields
-				name()
+				ps.name(&t.Fields)
 				continue
 			}
 		}
-		q := Request{Src: src}
-		raw, ok := obj[f.Input]
-		if !ok {
-			return fmt.Errorf("%s: no field %q (the prompt length; name another with --input)", src, f.Input)
-		}
-		n, err := jsonInt(raw)
-		if err == nil {
-			err = atLeast(n, 1)
-		}
+		q, err := t.jsonRequest(obj, src, &ps)
 		if err != nil {
-			return fmt.Errorf("%s: field %q: %w", src, f.Input, err)
-		}
-		q.Input = n
-		if raw, ok := field(obj, f.Output); ok {
-			n, err := jsonInt(raw)
-			if err == nil {
-				err = atLeast(n, 0)
-			}
-			if err != nil {
-				return fmt.Errorf("%s: field %q: %w", src, f.Output, err)
-			}
-			q.Output = n
-			pOut.mark(true, src)
-		} else if f.RequireOutput {
-			return fmt.Errorf("%s: no field %q (the output length, which max_tokens is set to; name another with --output)", src, f.Output)
-		} else {
-			pOut.mark(false, src)
-		}
-		if raw, ok := field(obj, f.Time); ok {
-			v, err := jsonNumber(raw)
-			if err == nil {
-				q.Arrival, err = arrival(v, f.TimeUnit)
-			}
-			if err != nil {
-				return fmt.Errorf("%s: field %q: %w", src, f.Time, err)
-			}
-			pTime.mark(true, src)
-		} else if f.RequireTime {
-			return fmt.Errorf("%s: no field %q (the arrival time, which the schedule is made of; name another with --time, and its unit with --time-unit)", src, f.Time)
-		} else {
-			pTime.mark(false, src)
-		}
-		if raw, ok := field(obj, f.Hashes); ok {
-			var hs []int64
-			if err := json.Unmarshal(raw, &hs); err != nil {
-				return fmt.Errorf("%s: field %q: want an array of integers, got %s", src, f.Hashes, clip(string(raw)))
-			}
-			if hs == nil {
-				hs = []int64{}
-			}
-			q.Hashes = hs
-			pHash.mark(true, src)
-		} else {
-			pHash.mark(false, src)
-		}
-		if f.Group != "" && f.Group != "-" {
-			raw, ok := obj[f.Group]
-			if !ok {
-				return fmt.Errorf("%s: no field %q (the group field --group names)", src, f.Group)
-			}
-			var s string
-			if json.Unmarshal(raw, &s) != nil {
-				s = strings.TrimSpace(string(raw)) // a number or a literal stands for itself
-			}
-			if s = strings.TrimSpace(s); s == "" || s == "null" {
-				return fmt.Errorf("%s: field %q (the group field --group names) is empty: every request needs a group", src, f.Group)
-			}
-			q.Group = s
-			pGroup.mark(true, src)
+			return err
 		}
 		t.Requests = append(t.Requests, q)
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("trace %s: line %d: %w", t.Path, line+1, err)
 	}
-	return t.settle(&pOut, &pTime, &pHash, &pGroup)
+	return t.settle(&ps.out, &ps.time, &ps.hash, &ps.group)
+}
+
+// jsonPresence tracks, over a JSON Lines log, which records hold each optional field.
+type jsonPresence struct{ out, time, hash, group presence }
+
+// name names the tracked fields by f, for the errors of presence.held.
+func (ps *jsonPresence) name(f *Fields) {
+	ps.out.name, ps.time.name, ps.hash.name, ps.group.name = f.Output, f.Time, f.Hashes, f.Group
+}
+
+// jsonRequest reads the request of one JSON Lines record obj, at src (file:line), by
+// t.Fields: the prompt length (an integer ≥ 1, required), then the optional output length,
+// arrival time, prefix hashes and group, marking in ps which of them it holds.
+func (t *Trace) jsonRequest(obj map[string]json.RawMessage, src string, ps *jsonPresence) (Request, error) {
+	f := &t.Fields
+	q := Request{Src: src}
+	raw, ok := obj[f.Input]
+	if !ok {
+		return q, fmt.Errorf("%s: no field %q (the prompt length; name another with --input)", src, f.Input)
+	}
+	n, err := jsonInt(raw)
+	if err == nil {
+		err = atLeast(n, 1)
+	}
+	if err != nil {
+		return q, fmt.Errorf("%s: field %q: %w", src, f.Input, err)
+	}
+	q.Input = n
+	if err := jsonOutput(&q, obj, f, ps); err != nil {
+		return q, err
+	}
+	if err := jsonTime(&q, obj, f, ps); err != nil {
+		return q, err
+	}
+	if err := jsonHashes(&q, obj, f, ps); err != nil {
+		return q, err
+	}
+	return q, jsonGroup(&q, obj, f, ps)
+}
+
+// jsonOutput reads q's output length (an integer ≥ 0, in tokens) from obj's field f.Output,
+// an error when absent and f.RequireOutput.
+func jsonOutput(q *Request, obj map[string]json.RawMessage, f *Fields, ps *jsonPresence) error {
+	raw, ok := field(obj, f.Output)
+	switch {
+	case ok:
+		n, err := jsonInt(raw)
+		if err == nil {
+			err = atLeast(n, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: field %q: %w", q.Src, f.Output, err)
+		}
+		q.Output = n
+		ps.out.mark(true, q.Src)
+	case f.RequireOutput:
+		return fmt.Errorf("%s: no field %q (the output length, which max_tokens is set to; name another with --output)", q.Src, f.Output)
+	default:
+		ps.out.mark(false, q.Src)
+	}
+	return nil
+}
+
+// jsonTime reads q's arrival from obj's field f.Time, a number in f.TimeUnit; an error when
+// absent and f.RequireTime.
+func jsonTime(q *Request, obj map[string]json.RawMessage, f *Fields, ps *jsonPresence) error {
+	raw, ok := field(obj, f.Time)
+	switch {
+	case ok:
+		v, err := jsonNumber(raw)
+		if err == nil {
+			q.Arrival, err = arrival(v, f.TimeUnit)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: field %q: %w", q.Src, f.Time, err)
+		}
+		ps.time.mark(true, q.Src)
+	case f.RequireTime:
+		return fmt.Errorf("%s: no field %q (the arrival time, which the schedule is made of; name another with --time, and its unit with --time-unit)", q.Src, f.Time)
+	default:
+		ps.time.mark(false, q.Src)
+	}
+	return nil
+}
+
+// jsonHashes reads q's prefix block hashes, an array of integers, from obj's field f.Hashes
+// (an empty array when the field is [] or null).
+func jsonHashes(q *Request, obj map[string]json.RawMessage, f *Fields, ps *jsonPresence) error {
+	raw, ok := field(obj, f.Hashes)
+	if !ok {
+		ps.hash.mark(false, q.Src)
+		return nil
+	}
+	var hs []int64
+	if err := json.Unmarshal(raw, &hs); err != nil {
+		return fmt.Errorf("%s: field %q: want an array of integers, got %s", q.Src, f.Hashes, clip(string(raw)))
+	}
+	if hs == nil {
+		hs = []int64{}
+	}
+	q.Hashes = hs
+	ps.hash.mark(true, q.Src)
+	return nil
+}
+
+// jsonGroup reads q's group from obj's field f.Group when --group names one: a string, or a
+// number or literal standing for itself; every record needs a non-empty one.
+func jsonGroup(q *Request, obj map[string]json.RawMessage, f *Fields, ps *jsonPresence) error {
+	if f.Group == "" || f.Group == "-" {
+		return nil
+	}
+	raw, ok := obj[f.Group]
+	if !ok {
+		return fmt.Errorf("%s: no field %q (the group field --group names)", q.Src, f.Group)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		s = strings.TrimSpace(string(raw)) // a number or a literal stands for itself
+	}
+	if s = strings.TrimSpace(s); s == "" || s == "null" {
+		return fmt.Errorf("%s: field %q (the group field --group names) is empty: every request needs a group", q.Src, f.Group)
+	}
+	q.Group = s
+	ps.group.mark(true, q.Src)
+	return nil
 }
 
 // settle records which optional fields the log holds.

@@ -14,10 +14,12 @@ const abHelp = `Paired A/B comparison on identical prompts: two configurations (
 routed, two engine profiles, …) are prepared side by side; for every cell of A's matrix, A
 plans the cell once (lengths, prompts, route) and both sides measure that exact plan, in pairs
 of alternating order (AB, BA, AB, …), so that a slow drift of the machine falls on both sides
-alike. Per pair the relative difference d = fwd_B / fwd_A − 1 of the mean per-forward latency;
-per cell the mean of d over the pairs with its two-sided Student t interval (--confidence) and
-a verdict: B slower or B faster when the interval excludes 0, else no significant
-difference. B's matrix must hold A's cells, and both sides must generate the same max_tokens.
+alike. Per pair the log ratio ln(fwd_B / fwd_A) of the mean per-forward latencies; per cell
+the change B/A − 1 = exp(mean log ratio) − 1, the ratio of the two sides' geometric means,
+with its two-sided Student t interval taken on the log ratios and mapped back (--confidence;
+it never passes −100 %), and a verdict: B slower or B faster when the interval excludes 0,
+else no significant difference. B's matrix must hold A's cells, and both sides must generate
+the same max_tokens.
 
 A pair in which one side's record has no per-forward figure (or is not status ok) is left
 out with the record's reason; the cell keeps its other pairs, and a cell left with fewer than
@@ -30,9 +32,11 @@ Built-in engines: each side starts its own, and with [engine] noise each side's 
 its own noise (a seed derived from the configured one and the side, recorded in --json), so
 that a config against itself shows the noise in its intervals instead of cancelling it.
 
-With --max-diff the command exits with code 6 (thresholds failed) when some cell's interval
-lies wholly beyond ±PCT % — a difference larger than allowed, with that confidence — or when a
-cell has no interval to check; for CI.`
+With --max-diff PCT each cell's interval is held to ±PCT % with the gate's three outcomes:
+every interval within ±PCT %: ok (exit 0); some interval wholly beyond: fail (exit 6, a
+difference larger than allowed, with that confidence); else, when an interval straddles +PCT
+or −PCT, or a cell has none: cannot tell (exit 8; more --pairs narrow the intervals). The
+cells of each kind are named; for CI.`
 
 func cmdAB(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("ab", "genload ab -a A.toml -b B.toml [--pairs 5] [--max-diff PCT] [--confidence 0.95] [--json FILE]",
@@ -45,7 +49,7 @@ func cmdAB(ctx context.Context, args []string, e *env) error {
 	aPath := fs.String("a", "", "side A's bench.toml (required): the plans are A's")
 	bPath := fs.String("b", "", "side B's bench.toml (required)")
 	pairs := fs.Int("pairs", 5, "measured pairs per cell (≥ 2; a t interval needs two)")
-	maxDiff := fs.Float64("max-diff", 0, "exit with code 6 when a cell's interval lies wholly beyond ±PCT percent, or a cell has none (0 = no threshold)")
+	maxDiff := fs.Float64("max-diff", 0, "hold each cell's interval to ±PCT percent: exit 6 when one lies wholly beyond, 8 (cannot tell) when one straddles it or a cell has none (0 = no threshold)")
 	conf := fs.Float64("confidence", 0.95, "two-sided confidence of each cell's interval, in (0, 1)")
 	jsonPath := fs.String("json", "", "write every pair and each cell's interval to FILE (JSON, rewritten after each cell)")
 	if err := parse(fs, args); err != nil {
@@ -89,10 +93,11 @@ func cmdAB(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	if *maxDiff > 0 {
-		if err := doc.CheckMaxDiff(*maxDiff); err != nil {
+		line, err := doc.CheckMaxDiff(*maxDiff)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "threshold: no cell's interval lies beyond ±%g %%: ok\n", *maxDiff)
+		fmt.Fprintln(e.stdout, line)
 	}
 	return nil
 }

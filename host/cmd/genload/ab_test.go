@@ -68,6 +68,7 @@ func verdicts(stdout string) map[string]int {
 // per-forward jitter of one measurement reaches tens of per cent (TestABVerdictsWithKnownNoise
 // holds the statistics); the table and the exit codes are.
 func TestABCommandOnTheBuiltinEngine(t *testing.T) {
+	plainOnly(t) // ab runs its AB/BA runs one after another, each as TestRunOnTheBuiltinEngine's; its verdicts time the detector
 	dir := t.TempDir()
 	body := "max_tokens = 12\n[matrix]\nseq_lens = [256, 512]\nbatch_sizes = [1, 4]\n[engine]\ntime_scale = 1\n"
 	a := writeConfig(t, body)
@@ -79,10 +80,19 @@ func TestABCommandOnTheBuiltinEngine(t *testing.T) {
 	if v := verdicts(stdout); v["B slower"]+v["B faster"]+v["no significant difference"] != 4 || !strings.Contains(stdout, "cells differ significantly at 95 %") {
 		t.Fatalf("verdicts %v:\n%s", v, stdout)
 	}
-	// a config against itself is within ±1000 % everywhere: the threshold passes
-	code, stdout, _ = cli(t, context.Background(), "ab", "-a", a, "-b", a, "--pairs", "2", "--max-diff", "1000")
-	if code != exitcode.OK || !strings.Contains(stdout, "threshold: no cell's interval lies beyond ±1000 %: ok") {
-		t.Fatalf("--max-diff 1000: exit %d\n%s", code, stdout)
+	// A config against itself is within ±10⁶ % everywhere (2 pairs: t = 12.7, so the upper
+	// bound of a loaded machine's interval can pass +1000 %; the lower never passes −100 %):
+	// the threshold passes.
+	code, stdout, _ = cli(t, context.Background(), "ab", "-a", a, "-b", a, "--pairs", "2", "--max-diff", "1000000")
+	if code != exitcode.OK || !strings.Contains(stdout, "threshold: every cell's 95 % interval lies within ±1e+06 %: ok") {
+		t.Fatalf("--max-diff 1000000: exit %d\n%s", code, stdout)
+	}
+	// Within ±0.001 % no interval of a real measurement lies: it straddles the bound (cannot
+	// tell, exit 8) or, by chance of two pairs alike, lies beyond (fail, exit 6); never ok.
+	code, stdout, stderr = cli(t, context.Background(), "ab", "-a", a, "-b", a, "--pairs", "2", "--max-diff", "0.001")
+	if (code != exitcode.Inconclusive || !strings.Contains(stderr, "--max-diff ±0.001 %: cannot tell: ")) &&
+		(code != exitcode.ThresholdsFailed || !strings.Contains(stderr, "--max-diff ±0.001 %: fail: ")) {
+		t.Errorf("--max-diff 0.001: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if code, _, _ := cli(t, context.Background(), "ab", "-a", a); code != exitcode.Usage {
 		t.Errorf("without -b: exit %d", code)
@@ -140,6 +150,7 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 // of its pairs. Then Ctrl-C after the first cell: the table of that cell is printed, --json
 // keeps it, exit 130.
 func TestABOfAConfigAgainstItselfShowsTheNoise(t *testing.T) {
+	plainOnly(t) // as TestABCommandOnTheBuiltinEngine
 	dir := t.TempDir()
 	a := writeConfig(t, "max_tokens = 12\n[matrix]\nseq_lens = [1000, 2000]\nbatch_sizes = [1, 4]\n[engine]\ntime_scale = 1\nnoise = \"burst-cv=0.05,seed=1\"\n")
 	js := filepath.Join(dir, "ab.json")
@@ -208,7 +219,7 @@ func TestABOfAConfigAgainstItselfShowsTheNoise(t *testing.T) {
 	// Ctrl-C once the first cell is done
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	errw := &cancelOn{marker: "L=1000,B=1: d =", cancel: cancel}
+	errw := &cancelOn{marker: "L=1000,B=1: B/A − 1 =", cancel: cancel}
 	var out strings.Builder
 	js2 := filepath.Join(dir, "ab2.json")
 	code = doMain(ctx, []string{"ab", "-a", a, "-b", a, "--pairs", "2", "--json", js2}, &env{stdout: &out, stderr: errw, getenv: func(string) string { return "" }})
@@ -234,4 +245,22 @@ func readABJSON(t *testing.T, path string) ab.Doc {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// ab --help describes the statistic the table shows: the ratio of the geometric means, its
+// interval on the log ratios, and --max-diff's three outcomes.
+func TestABHelpDescribesTheRatioOfGeometricMeans(t *testing.T) {
+	code, out, _ := cli(t, context.Background(), "ab", "--help")
+	if code != exitcode.OK {
+		t.Fatalf("ab --help: exit %d", code)
+	}
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{"the ratio of the two sides' geometric means", "interval taken on the log ratios", "cannot tell (exit 8"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("ab --help lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(flat, "the mean of d") {
+		t.Errorf("ab --help still describes the mean of d:\n%s", out)
+	}
 }

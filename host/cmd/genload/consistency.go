@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 
 	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/run"
 )
@@ -31,8 +31,12 @@ its repeats, and how each cell's repeats ended, by the run's fixed count or stop
 summary the run printed). The N files of a --repeat N run of an earlier genload (<id>-r1 …
 <id>-rN, one run each) are read as N runs.
 
-With --max-cv the command exits with code 6 (thresholds failed) when the statistic chosen by
---cv-stat (default: the max per-cell CV) exceeds PCT percent — for CI.`,
+With --max-cv PCT the statistic chosen by --cv-stat (default: the max per-cell CV) is held to
+PCT percent with its uncertainty, as run --until-cv stops by: each cell's CV from n runs gets
+its 90 % one-sided bounds (chi-square: from 2 runs the upper bound is 7.96 × the CV, from 5
+1.94 ×), and the statistic is taken of the CVs and of each bound. Its upper bound within PCT:
+ok (exit 0); its lower bound beyond: fail (exit 6); else cannot tell (exit 8, with how many
+runs would decide if the CV stayed as measured) — for CI.`,
 		[][2]string{
 			{"the repeats of one run of genload run --repeat 3", "genload consistency results/a.json"},
 			{"three runs of one matrix", "genload consistency results/a-r1.json results/a-r2.json results/a-r3.json"},
@@ -59,12 +63,12 @@ With --max-cv the command exits with code 6 (thresholds failed) when the statist
 	if err != nil {
 		return err
 	}
-	return threshold(c, *maxCV, *cvStat, e)
+	return threshold(c, *maxCV, *cvStat, cvThresholdConfidence, e)
 }
 
 // cvFlags declares --max-cv and --cv-stat on fs (run and consistency share them).
 func cvFlags(fs *flag.FlagSet) (*float64, *string) {
-	maxCV := fs.Float64("max-cv", 0, "exit with code 6 when the --cv-stat per-cell CV of per-forward latency exceeds PCT percent (0 = no threshold)")
+	maxCV := fs.Float64("max-cv", 0, "hold the --cv-stat per-cell CV of per-forward latency to PCT percent by its 90 % bounds: exit 6 when even the lower bound exceeds it, 8 when the bounds straddle it (0 = no threshold)")
 	cvStat := fs.String("cv-stat", "max", "the run-level CV statistic held against --max-cv: max, p90 or median (nearest-rank) of the per-cell CVs")
 	return maxCV, cvStat
 }
@@ -81,23 +85,28 @@ func checkCVFlags(maxCV float64, cvStat, cmd string) error {
 	return exitcode.Errorf(exitcode.Usage, "--cv-stat %q: want max, p90 or median (see 'genload %s --help')", cvStat, cmd)
 }
 
-// threshold holds c's --cv-stat statistic against maxCV percent (0 = no threshold).
-func threshold(c *compare.Consistency, maxCV float64, cvStat string, e *env) error {
+// cvThresholdConfidence is the one-sided confidence of the CV bounds --max-cv judges by, the
+// default of run --until-cv's --cv-confidence.
+const cvThresholdConfidence = 0.9
+
+// threshold holds c's --cv-stat statistic against maxCV percent (0 = no threshold) with its
+// uncertainty ([compare.Consistency.JudgeCV] at confidence): ok when its upper bound is
+// within, fail (exit 6) when its lower bound is beyond, else cannot tell (exit 8).
+func threshold(c *compare.Consistency, maxCV float64, cvStat string, confidence float64, e *env) error {
 	if maxCV <= 0 {
 		return nil
 	}
-	v, err := c.Stat(cvStat)
+	j, err := c.JudgeCV(cvStat, maxCV/100, confidence)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
-	if 100*v > maxCV {
-		where := ""
-		if cvStat == "max" {
-			where = " at " + c.MaxCell.String()
-		}
-		return exitcode.Errorf(exitcode.ThresholdsFailed, "%s per-cell CV %.2f %%%s exceeds --max-cv %g %%", cvStat, 100*v, where, maxCV)
+	switch j.Verdict {
+	case compare.CVFail:
+		return exitcode.Errorf(exitcode.ThresholdsFailed, "--max-cv: %s", j)
+	case compare.CVCannotTell:
+		return exitcode.Errorf(exitcode.Inconclusive, "--max-cv: %s", j)
 	}
-	fmt.Fprintf(e.stdout, "threshold: %s per-cell CV %.2f %% ≤ --max-cv %g %%: ok\n", cvStat, 100*v, maxCV)
+	report.Prose(e.stdout, "", "  ", "threshold: "+j.String())
 	return nil
 }
 

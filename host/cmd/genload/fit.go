@@ -160,46 +160,65 @@ and 'genload gate' refuses the model: re-measure, or run with --repeat N and fit
 			return err
 		}
 		fmt.Fprintf(e.stdout, "%s\n", b)
-	} else {
-		m.WriteSummary(e.stdout)
-		fmt.Fprintln(e.stdout)
-		m.WriteResiduals(e.stdout)
-		if name, ok := m.Engine["profile"].(string); ok {
-			if p, err := run.ProfileFigures(name); err != nil {
-				fmt.Fprintf(e.stdout, "\n(engine profile not compared: %v)\n", err)
-			} else {
-				m.WriteProfileComparison(e.stdout, p)
+	} else if err := writeFit(m, held, *holdOut, e); err != nil {
+		return err
+	}
+	return saveModel(m, *out, *plotPrefix, e)
+}
+
+// writeFit prints a fitted model as genload fit shows it: the summary, the residuals, the
+// comparison with the built-in engine profile the runs used (when they record one), and the
+// held-out cells' predictions (every holdOut-th cell).
+func writeFit(m *latmodel.Model, held []latmodel.Obs, holdOut int, e *env) error {
+	m.WriteSummary(e.stdout)
+	fmt.Fprintln(e.stdout)
+	m.WriteResiduals(e.stdout)
+	if m.Engine != nil {
+		if p, from, checked, err := run.RecordedProfileFigures(m.Engine); err != nil {
+			fmt.Fprintf(e.stdout, "\n(engine profile not compared: %v)\n", err)
+		} else {
+			m.WriteProfileComparison(e.stdout, p)
+			if !checked {
+				fmt.Fprintf(e.stdout, "\n(the runs record no profile hash: compared with the profile %s as it reads now)\n", from)
 			}
 		}
-		if len(held) > 0 {
-			v, err := m.Check(held)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stdout, "\nheld out (one cell in %d), predicted by the model fitted on the others:\n\n", *holdOut)
-			v.WriteMarkdown(e.stdout)
-		}
 	}
-	if *out != "" {
-		if err := m.WriteFile(*out); err != nil {
+	if len(held) == 0 {
+		return nil
+	}
+	v, err := m.Check(held)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "\nheld out (one cell in %d), predicted by the model fitted on the others:\n\n", holdOut)
+	v.WriteMarkdown(e.stdout)
+	return nil
+}
+
+// saveModel writes the model file to out (none when "") and its plot as plotPrefix.png and
+// .svg (plotPrefix "" with out set: beside the model file), naming what it wrote on stderr.
+func saveModel(m *latmodel.Model, out, plotPrefix string, e *env) error {
+	if out != "" {
+		if err := m.WriteFile(out); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "model → %s\n", *out)
-		if *plotPrefix == "" {
-			*plotPrefix = strings.TrimSuffix(*out, ".json")
+		fmt.Fprintf(e.stderr, "model → %s\n", out)
+		if plotPrefix == "" {
+			plotPrefix = strings.TrimSuffix(out, ".json")
 		}
 	}
-	if *plotPrefix != "" {
-		ch, err := latmodel.Plot(m)
-		if err != nil {
-			return err
-		}
-		png, svg, err := ch.Save(*plotPrefix)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stderr, "plot → %s, %s\n", png, svg)
+	if plotPrefix == "" {
+		return nil
 	}
+	ch, err := latmodel.Plot(m)
+	if err != nil {
+		return err
+	}
+	png, svg, err := ch.Save(plotPrefix)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "plot → %s, %s\n", png, svg)
 	return nil
 }
 
@@ -223,7 +242,9 @@ func cmdPredict(ctx context.Context, args []string, e *env) error {
 		`Predict per-forward decode latency (ms) from a model file written by 'genload fit', at a mean
 prompt length L (tokens, the realised mean the model was fitted against) and batch size B, or
 at every point of a grid. Each prediction has its standard error from the coefficients'
-covariance. Points outside the measured range (mean length and batch size) are listed with
+covariance (the fit's alone) and, for a model fitted to two or more runs, the 95 % prediction
+interval of a new run's figure there: the fit's error and the spread of the runs' levels
+(JSON: pi_lo_ms, pi_hi_ms). Points outside the measured range (mean length and batch size) are listed with
 where they lie, not predicted, and the command exits with code 9 after printing the others;
 --extrapolate predicts them too, flagged (exit 0).`,
 		[][2]string{
@@ -289,7 +310,7 @@ where they lie, not predicted, and the command exits with code 9 after printing 
 		return perr
 	}
 	fmt.Fprintf(e.stdout, "model %s (form %s, runs %s)\n\n", files[0], m.Form, strings.Join(m.Runs, ", "))
-	latmodel.WritePredictions(e.stdout, ps)
+	latmodel.WritePredictions(e.stdout, m, ps)
 	latmodel.WriteOutOfRange(e.stdout, outside, *extrapolate)
 	return perr
 }
@@ -431,7 +452,7 @@ func gate(files []string, f gateFlags) (*latmodel.GateResult, error) {
 		return nil, fmt.Errorf("new %s: %w", files[1], err)
 	}
 	if next.Model != nil {
-		return nil, exitcode.Errorf(exitcode.Usage, "NEW %s is a model file: want a results file (see 'genload gate --help')", files[1])
+		return nil, exitcode.Errorf(exitcode.InvalidConfig, "NEW %s is a model file: want a results file (see 'genload gate --help')", files[1])
 	}
 	noise := f.maxNoise
 	if noise == 0 {

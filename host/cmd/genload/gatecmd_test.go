@@ -80,6 +80,7 @@ func TestOneRunGivenTwiceIsRefused(t *testing.T) {
 // 0.05, mean −73 %), consistency and diff say so first. Two external servers are compared, said
 // so in the first line.
 func TestComparableCoversTheTarget(t *testing.T) {
+	plainOnly(t) // gate, consistency and diff read files in one goroutine
 	dir := t.TempDir()
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
@@ -100,7 +101,8 @@ func TestComparableCoversTheTarget(t *testing.T) {
 	}{
 		{[]string{"gate", fast, slow}, exitcode.InvalidConfig, refused},
 		{[]string{"gate", slow, fast}, exitcode.InvalidConfig, "genload gate: runs not comparable: different engine time scale: baseline " + slow + " 0.05 / new " + fast + " 0.2 (--allow-mixed to compare them anyway)"},
-		{[]string{"diff", fast, slow}, exitcode.OK, "NOT comparable: different engine time scale: " + fast + " 0.2 / " + slow + " 0.05; same model"},
+		{[]string{"diff", fast, slow}, exitcode.InvalidConfig, "genload diff: runs not comparable: different engine time scale: " + fast + " 0.2 / " + slow + " 0.05: their changes would not be the deployment's (--allow-mixed to print them anyway)"},
+		{[]string{"diff", "--allow-mixed", fast, slow}, exitcode.OK, "NOT comparable: different engine time scale: " + fast + " 0.2 / " + slow + " 0.05; same model"},
 		{[]string{"consistency", fast, slow}, exitcode.OK, "NOT comparable: different engine time scale: " + fast + " 0.2 / " + slow + " 0.05; same model"},
 		{[]string{"fit", fast, slow}, exitcode.InvalidConfig, "genload fit: runs not comparable: different engine time scale: " + fast + " 0.2 / " + slow + " 0.05; they are not repeats of one deployment and are not fitted together (--allow-mixed forces it)"},
 	} {
@@ -111,6 +113,13 @@ func TestComparableCoversTheTarget(t *testing.T) {
 		}
 		if code != tc.code || !strings.HasPrefix(got, tc.out) {
 			t.Errorf("%v: exit %d (want %d)\n got %q\nwant %q…", tc.args, code, tc.code, got, tc.out)
+		}
+		// A refused diff prints no table of changes; one printed anyway says why they mislead.
+		if tc.args[0] == "diff" {
+			table, warned := strings.Contains(stdout, "## Change from"), strings.Contains(stdout, "⚠ compared although not comparable (--allow-mixed): different engine time scale")
+			if (tc.code == exitcode.OK) != table || table != warned {
+				t.Errorf("%v: table %v, warning %v:\n%s", tc.args, table, warned, stdout)
+			}
 		}
 	}
 	ext := func(id, url string, f float64, at time.Duration) string {
@@ -148,6 +157,7 @@ func TestComparableCoversTheTarget(t *testing.T) {
 // genload gate --json writes the verdict, its exit code and its reason whatever the outcome: a
 // refusal too, which wrote nothing on stdout.
 func TestGateJSONAlwaysSaysTheVerdict(t *testing.T) {
+	plainOnly(t) // gate reads files in one goroutine
 	dir := t.TempDir()
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
@@ -193,6 +203,7 @@ func TestGateJSONAlwaysSaysTheVerdict(t *testing.T) {
 // points' table with its out-of-range marks, the mean, the verdict and the advice wrapped — its
 // tables well formed; points left out of range are "not judged", not "extrapolated".
 func TestGateOutputWithinWidth(t *testing.T) {
+	plainOnly(t) // gate reads files in one goroutine
 	dir := t.TempDir()
 	ctx := context.Background()
 	t0 := time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
@@ -249,6 +260,7 @@ func TestGateOutputWithinWidth(t *testing.T) {
 // predict says a length or batch size of 0 must be positive, not that it is missing; fit says a
 // CSV is not a results file.
 func TestPredictAndFitInputMessages(t *testing.T) {
+	plainOnly(t) // predict and fit read files in one goroutine
 	dir := t.TempDir()
 	ctx := context.Background()
 	base := costRun(t, dir, "base", 1, nil)

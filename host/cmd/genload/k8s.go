@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,7 +55,7 @@ command) until the duration ends or the pod is deleted.`,
 	fs.StringVar(&j.Namespace, "namespace", "", "namespace of every object (default: kubectl's)")
 	fs.StringVar(&j.Image, "image", "", "container image with genload on its PATH and /bin/sh (the Dockerfile builds one)")
 	fs.IntVar(&j.Shards, "shards", 0, "number of shards: the Indexed Job's completions")
-	fs.IntVar(&j.Parallelism, "parallelism", 0, "pods running at once (default --shards)")
+	fs.IntVar(&j.Parallelism, "parallelism", 0, "pods running at once (default 1 against a server, which every shard shares; --shards with the built-in engine, one per pod)")
 	fs.IntVar(&j.RetriesPerShard, "retries", k8s.DefaultRetries, "times a failed shard's pod is started again, continuing the shard (backoffLimitPerIndex)")
 	fs.StringVar(&j.PVC, "pvc", "", "PersistentVolumeClaim for the results (ReadWriteMany when pods may run on several nodes)")
 	fs.StringVar(&j.PVCSize, "pvc-size", "", "create the claim with this size, e.g. 1Gi (default: it exists)")
@@ -73,9 +74,11 @@ command) until the duration ends or the pod is deleted.`,
 	if err := checkRunArgs(j.RunArgs); err != nil {
 		return err
 	}
+	var cfg *config.Config
 	if *cfgPath != "" {
 		// Checked here, where the file is, rather than in every pod.
-		cfg, err := loadConfig(*cfgPath)
+		var err error
+		cfg, err = loadConfig(*cfgPath)
 		if err != nil {
 			return err
 		}
@@ -87,6 +90,9 @@ command) until the duration ends or the pod is deleted.`,
 			return exitcode.With(exitcode.InvalidConfig, err)
 		}
 		j.Bench = string(b)
+	}
+	if note := j.ChooseParallelism(sharedTarget(j.RunArgs, cfg)); note != "" {
+		fmt.Fprintln(e.stderr, "genload k8s job: "+note)
 	}
 	ms, err := k8s.Build(j)
 	if err != nil {
@@ -160,6 +166,33 @@ func cmdK8sIdle(ctx context.Context, args []string, e *env) error {
 	case <-time.After(d):
 	}
 	return nil
+}
+
+// sharedTarget names the server(s) every pod of the Job measures: the run flags' --target,
+// else bench.toml's workers or target (cfg nil: genload's defaults); "" for the built-in
+// engine, which each pod starts for itself.
+func sharedTarget(runArgs []string, cfg *config.Config) string {
+	fs, f := newRunFlags(&env{stdout: io.Discard, stderr: io.Discard})
+	if parse(fs, runArgs) == nil && *f.target != "" {
+		if *f.target == "builtin" {
+			return ""
+		}
+		return *f.target
+	}
+	if cfg == nil {
+		return ""
+	}
+	if len(cfg.Workers) > 0 {
+		urls := make([]string, len(cfg.Workers))
+		for i, w := range cfg.Workers {
+			urls[i] = cmp.Or(w.URL, cfg.Target)
+		}
+		return "the same workers (" + strings.Join(urls, ", ") + ")"
+	}
+	if cfg.Target == "" || cfg.Target == "builtin" {
+		return ""
+	}
+	return cfg.Target
 }
 
 // podPaths refuses a bench.toml that names a file by a relative path: the pods mount only

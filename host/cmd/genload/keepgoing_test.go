@@ -18,6 +18,7 @@ import (
 // measured, the second and fourth recorded as failed, and the exit code is the target's
 // failure. --keep-going=false wins over the file's on_error = "continue".
 func TestKeepGoing(t *testing.T) {
+	plainOnly(t) // failed cells and going on; host/run races TestOnErrorAgainstTheEngine
 	t.Parallel()
 	tok, err := tokenizer.Default()
 	if err != nil {

@@ -115,6 +115,7 @@ func TestLengthsFitReadsRecordsAndKeepsTables(t *testing.T) {
 // relative to the table's folder, is the empirical example built there, whatever the working
 // directory and GENLOAD_PLUGIN_DIR; without the module the error names the table.
 func TestLengthsPreviewsTheFittedTable(t *testing.T) {
+	plainOnly(t) // lengths fit and lengths read files in one goroutine
 	dir := t.TempDir()
 	var b strings.Builder
 	b.WriteString("input_length\n")

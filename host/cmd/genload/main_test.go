@@ -221,6 +221,7 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestRequestShapesReachTheServer(t *testing.T) {
+	plainOnly(t) // the three shapes against a recorder; TestRunWritesPerRequestRecords races a routed run, host/dispatch and host/run each shape
 	t.Parallel()
 	tok, err := tokenizer.Default()
 	if err != nil {
@@ -300,6 +301,7 @@ func TestRequestShapesReachTheServer(t *testing.T) {
 }
 
 func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
+	plainOnly(t) // as TestErrorsInTheUsersTerms
 	t.Parallel()
 	dead := httptest.NewServer(http.NotFoundHandler())
 	deadURL := dead.URL
@@ -330,11 +332,11 @@ func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
 			[]string{deadURL + "/v1/models", "unreachable", "(after 3 retries)"}},
 		{"4xx from the server", fmt.Sprintf("target = %q\n[matrix]\nseq_lens=[1000]\nbatch_sizes=[1]\n", failing.URL), nil, exitcode.TargetFailed,
 			[]string{"400", "maximum context length is 8192"}},
-		{"bad flag", "", []string{"--mode", "fast"}, exitcode.InvalidConfig, []string{"[mode] unknown mode \"fast\""}},
+		{"bad flag", "", []string{"--mode", "fast"}, exitcode.Usage, []string{"[mode] unknown mode \"fast\""}},
 		{"--out is a file", "", []string{"--out", notDir}, exitcode.InvalidConfig,
 			[]string{"flag --out: [out] " + notDir + " is a file, not a directory"}},
 		{"unknown engine profile", "seed = 1\n[engine]\nprofile = \"nope\"\n", nil, exitcode.InvalidConfig,
-			[]string{"bench.toml:3: [engine.profile]: engine profile \"nope\": unknown (known: dense-8b, moe-30b-a3b)"}},
+			[]string{"bench.toml:3: [engine.profile]: engine profile \"nope\": unknown (known: dense-8b, moe-30b-a3b; or a profile file of your own: a path ending in .toml)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -427,7 +429,7 @@ func TestKilledRunKeepsFinishedCells(t *testing.T) {
 
 	// A resume with another configuration is refused and says what differs.
 	code, _, stderr := cli(t, context.Background(), "run", "--resume", path, "--max-tokens", "31")
-	if code != exitcode.InvalidConfig || !strings.Contains(stderr, "Config.max_tokens: 30 → 31") {
+	if code != exitcode.InvalidConfig || !strings.Contains(stderr, "max_tokens: 30 → 31") {
 		t.Fatalf("resume with other max_tokens: exit %d\n%s", code, stderr)
 	}
 	// The resume skips the measured cells and measures the rest into the same file.
@@ -500,6 +502,7 @@ func TestInterruptWritesWhatWasMeasured(t *testing.T) {
 // TestAPIKeyNeverLeaks plants a key in the environment and in a key file, runs against a
 // server that requires it, makes one run fail, and greps every output for the key.
 func TestAPIKeyNeverLeaks(t *testing.T) {
+	plainOnly(t) // a grep of the outputs for the key; its runs are TestRunOnTheBuiltinEngine's and TestServerFailureKeepsEarlierCells's kind
 	t.Parallel()
 	const key = "sk-planted-7f3a9c1e5b"
 	rc := &recorder{}
@@ -571,6 +574,7 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 }
 
 func TestLengthsAndPluginCheckCommands(t *testing.T) {
+	plainOnly(t) // lengths and plugin check call the plugin from one goroutine
 	t.Parallel()
 	dir := testplugins.Dir(t)
 	code, out, errs := cli(t, context.Background(), "lengths", "--plugin", "uniform", "--mean", "1500", "--batch", "4")
@@ -622,6 +626,7 @@ func TestLengthsAndPluginCheckCommands(t *testing.T) {
 // TestSameSeedSameBodies: two runs of one config send byte-identical request bodies, in
 // every mode.
 func TestSameSeedSameBodies(t *testing.T) {
+	plainOnly(t) // six runs against a recorder; TestRunWritesPerRequestRecords races a routed run; host/run pins the bodies too
 	t.Parallel()
 	bodies := func(mode string, seed int) [][]byte {
 		rc := &recorder{}
@@ -654,6 +659,7 @@ func TestSameSeedSameBodies(t *testing.T) {
 // decoded prompts; the per-cell deviation is what it counted minus what genload built, and
 // since the prompts' ids are the canonical tokenization of their text it is 0.
 func TestTextPromptsAreCountedExactly(t *testing.T) {
+	plainOnly(t) // one run of text prompts; host/run races TestTextPromptsServerBOS
 	t.Parallel()
 	out := t.TempDir()
 	cfg := writeConfig(t, "max_tokens = 4\n[prompt]\nformat = \"text\"\n[matrix]\nseq_lens = [8000]\nbatch_sizes = [4]\n[engine]\ntime_scale = 0.01\n")

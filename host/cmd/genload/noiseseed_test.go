@@ -29,6 +29,7 @@ import (
 // by 20 %, so the upper check is on the median cell's CV of the truth, at most 15 % (3 × the
 // injected CV). The draws' exact size is held by the engine's own tests.
 func TestRepeatDrawsIndependentNoisePerEngine(t *testing.T) {
+	plainOnly(t) // repeats run one after another, each as TestRunOnTheBuiltinEngine's
 	out := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf(`
 max_tokens = 16

@@ -59,6 +59,7 @@ func TestRunWritesPerRequestRecords(t *testing.T) {
 // naming the flag, no results file left behind (so the same --run-id runs once the path is
 // fixed), and nothing on stderr of an engine or a results file.
 func TestRunChecksTheRecordsPathFirst(t *testing.T) {
+	plainOnly(t) // refused before anything starts; the records of a run are raced by TestRunWritesPerRequestRecords
 	dir := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf("mode = \"routed\"\nmax_tokens = 2\nout = %q\n[engine]\ntime_scale = 0.005\n[matrix]\nseq_lens = [300]\nbatch_sizes = [1]\n", dir))
 	taken := filepath.Join(dir, "taken.jsonl")

@@ -21,6 +21,7 @@ import (
 // runFlags are genload run's flags, as newRunFlags defines them.
 type runFlags struct {
 	cfgPath, target, model, out, mode, lengths *string
+	promptFormat                               *string
 	runID, resume, shardSpec, cvStat           *string
 	records                                    *string
 	sets                                       setFlags
@@ -53,7 +54,7 @@ it exists, else the defaults.`,
 			{"continue a run that was interrupted or failed", "genload run --resume results/20261130-101500.jsonl"},
 			{"shard 0 of 4 (run the four anywhere, then genload merge their files)", "genload run --shard 0/4 --run-id nightly"},
 			{"measure every cell even when some fail (the exit code still says which kind failed first)", "genload run --keep-going"},
-			{"five repeats, failing (exit 6) when a cell's per-forward CV exceeds 5 %", "genload run --repeat 5 --max-cv 5"},
+			{"five repeats, failing (exit 6) when a cell's per-forward CV is above 5 % even at its lower bound", "genload run --repeat 5 --max-cv 5"},
 			{"repeat each cell (interleaved, 2 to 8 times) until its CV's upper bound is within 3 %", "genload run --until-cv 3"},
 		}, e)
 	f.cfgPath = fs.String("c", "", "bench.toml to read (default ./bench.toml if present)")
@@ -62,6 +63,7 @@ it exists, else the defaults.`,
 	f.model = fs.String("model", "", "model name (overrides [model])")
 	f.out = fs.String("out", "", "results directory (overrides [out])")
 	f.mode = fs.String("mode", "", "request shape: array, routed or n (overrides [mode])")
+	f.promptFormat = fs.String("prompt-format", "", "prompts as tokens (token ids), text or auto (overrides [prompt] format)")
 	f.lengths = fs.String("lengths", "", "length plugin name or .wasm path (overrides [lengths.plugin]; another plugin than the file's starts from an empty [lengths.config])")
 	fs.Var(&f.sets, "set", "length plugin config key=value, over [lengths.config] (a TOML value, else a string); repeatable")
 	f.maxTokens = fs.Int("max-tokens", 0, "tokens generated per sequence (overrides [max_tokens])")
@@ -114,7 +116,7 @@ func cmdRun(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	return threshold(c, *f.maxCV, *f.cvStat, e)
+	return threshold(c, *f.maxCV, *f.cvStat, *f.cvConfidence, e)
 }
 
 // repeatRule checks the repeat flags of genload run and returns the repeat protocol they ask
@@ -203,6 +205,7 @@ func runConfig(fs *flag.FlagSet, f *runFlags) (*config.Config, error) {
 		{"model", "model", func() { cfg.Model = *f.model }},
 		{"out", "out", func() { cfg.Out = *f.out }},
 		{"mode", "mode", func() { cfg.Mode = *f.mode }},
+		{"prompt-format", "prompt.format", func() { cfg.Prompt.Format = *f.promptFormat }},
 		{"lengths", "lengths.plugin", func() {
 			if *f.lengths != cfg.Lengths.Plugin { // the file's [lengths.config] belongs to the file's plugin
 				cfg.Lengths.Plugin, cfg.Lengths.Config = *f.lengths, map[string]any{}
@@ -242,9 +245,25 @@ func runConfig(fs *flag.FlagSet, f *runFlags) (*config.Config, error) {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
+		if exitcode.Of(err) == exitcode.InvalidConfig && flagsOnly(err) {
+			// every problem is a flag's value, not the file's: a usage error, as a flag
+			// value that does not parse is
+			return nil, &exitcode.Error{Code: exitcode.Usage, Err: err}
+		}
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// flagsOnly reports whether every line of a validation error blames a flag ("flag --x: …",
+// config.Config.Where for a key a flag set).
+func flagsOnly(err error) bool {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if !strings.HasPrefix(line, "flag -") {
+			return false
+		}
+	}
+	return true
 }
 
 // checkRunArgs parses args as genload run's flags would be, for a command that passes them to

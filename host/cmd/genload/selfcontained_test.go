@@ -19,6 +19,7 @@ import (
 // gamma plugin built into it: the results record it as builtin:gamma.wasm with the SHA-256
 // that make recorded when it embedded it.
 func TestCopiedBinaryRunsFromAnEmptyDirectory(t *testing.T) {
+	plainOnly(t) // the binary it builds and runs has no race detector in it
 	root, err := testplugins.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)

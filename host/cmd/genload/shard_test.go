@@ -17,6 +17,7 @@ import (
 // of an Indexed Job — merge into one run of the matrix's four cells; one shard alone is
 // refused with the missing one named.
 func TestRunShardsAndMergeThroughTheCLI(t *testing.T) {
+	plainOnly(t) // each shard is a run of part of the matrix, as TestRunOnTheBuiltinEngine's; merge reads files
 	t.Parallel()
 	out := t.TempDir()
 	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [300, 1000]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
@@ -143,6 +144,7 @@ func TestK8sJobChecksTheRunFlags(t *testing.T) {
 // so that merge finds every shard and joins the other two (the merged target: the two
 // engines the others measured).
 func TestEmptyShardStartsNoEngineAndMerges(t *testing.T) {
+	plainOnly(t) // its two runs are shards, as TestRunOnTheBuiltinEngine's; the empty shard starts nothing
 	t.Parallel()
 	out := t.TempDir()
 	cfg := writeConfig(t, "max_tokens = 4\nmetrics = \"off\"\n[matrix]\nseq_lens = [300]\nbatch_sizes = [1, 2]\n[engine]\ntime_scale = 0.05\n")
@@ -173,5 +175,44 @@ func TestEmptyShardStartsNoEngineAndMerges(t *testing.T) {
 	m, err := results.ReadFile(merged)
 	if err != nil || len(m.Cells) != 2 || m.Footer.OK != 2 || len(strings.Split(m.Header.Target, ", ")) != 2 || strings.HasSuffix(m.Header.Target, ", ") {
 		t.Fatalf("merged (%v): %d cells, target %q, footer %+v", err, len(m.Cells), m.Header.Target, m.Footer)
+	}
+}
+
+// Every shard of a Job measures the same server: without --parallelism the shards run one at a
+// time and stderr says why; given several at once, it warns; with the built-in engine (one per
+// pod) they all run at once, silently.
+func TestK8sJobParallelismAgainstASharedServer(t *testing.T) {
+	job := func(args ...string) (string, string) {
+		t.Helper()
+		dir := t.TempDir()
+		all := append([]string{"k8s", "job", "--name", "nightly", "--image", "genload:1", "--shards", "4", "--pvc", "res", "-o", dir}, args...)
+		code, out, errs := cli(t, context.Background(), all...)
+		if code != exitcode.OK {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "job.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, after, _ := strings.Cut(string(b), "parallelism: ")
+		par, _, _ := strings.Cut(after, "\n")
+		return par, errs
+	}
+	par, errs := job("--", "--target", "http://vllm:8000")
+	if par != "1" || !strings.Contains(errs, "genload k8s job: --parallelism 1 (default): every shard measures http://vllm:8000, and shards running at once would load it together") {
+		t.Fatalf("default against a server: parallelism %q, stderr:\n%s", par, errs)
+	}
+	par, errs = job("--parallelism", "2", "--", "--target=http://vllm:8000")
+	if par != "2" || !strings.Contains(errs, "warning: --parallelism 2 runs 2 shards at once against http://vllm:8000") {
+		t.Fatalf("two at once against a server: parallelism %q, stderr:\n%s", par, errs)
+	}
+	cfg := writeConfig(t, "target = \"http://a:8000\"\n[[workers]]\nurl = \"http://b:8000\"\n[[workers]]\n")
+	par, errs = job("-c", cfg)
+	if par != "1" || !strings.Contains(errs, "every shard measures the same workers (http://b:8000, http://a:8000)") {
+		t.Fatalf("workers: parallelism %q, stderr:\n%s", par, errs)
+	}
+	par, errs = job()
+	if par != "4" || strings.Contains(errs, "parallelism") {
+		t.Fatalf("built-in engine: parallelism %q, stderr:\n%s", par, errs)
 	}
 }

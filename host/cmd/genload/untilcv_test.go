@@ -22,6 +22,7 @@ import (
 // are the rule's on the values in it, recomputed here from the records; the header records
 // the rule.
 func TestUntilCVOnNoisyEngine(t *testing.T) {
+	plainOnly(t) // rounds run one after another, each as TestRunOnTheBuiltinEngine's; its stop rule reads their figures
 	out := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf(`
 max_tokens = 12

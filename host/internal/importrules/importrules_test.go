@@ -164,6 +164,7 @@ func TestOnlyPluginImportsWazero(t *testing.T) {
 var engineMayImport = map[string]string{
 	"host/internal/jsonenc":  "the JSON string encoder both sides share (a leaf)",
 	"host/internal/jsonscan": "the in-place JSON reader both sides share (a leaf)",
+	"host/internal/clock":    "the precise wait until an instant both sides share (a leaf)",
 	"host/exitcode":          "process exit codes (a leaf)",
 }
 

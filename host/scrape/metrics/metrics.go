@@ -158,6 +158,11 @@ type Occupancy struct {
 	P90      int     `json:"p90,omitempty"`
 	// Errors counts failed scrapes during the cell.
 	Errors int `json:"scrape_errors"`
+	// Fixed reports that the gauge read one value in every sample of this cell and of an
+	// earlier cell of the run with another B: the server reports a fixed value, not the
+	// requests it runs, and Judge gives no verdict on it (set by the run, which sees the
+	// cells).
+	Fixed bool `json:"fixed,omitempty"`
 }
 
 // Occupy computes the Occupancy of raw gauge samples for target batch size b.
@@ -228,7 +233,7 @@ const BriefShare = 0.5
 //   - AtTarget < BriefShare: reached, but for under half of the samples
 //     (warning.BatchBrief).
 func (o Occupancy) Judge(who, what string) (w warning.Warning, ok bool) {
-	if o.Samples < MinSamples || o.Target <= 0 {
+	if o.Samples < MinSamples || o.Target <= 0 || o.Fixed {
 		return w, false
 	}
 	switch {
@@ -279,7 +284,8 @@ type ServerMetrics struct {
 }
 
 // Notes are the cell's warnings that the caller does not derive itself: why the (combined)
-// step time is absent and, per server of a routed cell, a failed scrape, an absent step time,
+// step time is absent and, per server of a routed cell, a failed scrape, an absent step time
+// (not for a server the cell routed no sequence to),
 // and the gauge's verdict on the share of B routed to it (Occupancy.Judge: other load, a
 // share not reached, or reached briefly). The single-server occupancy against B is left to
 // the caller, which knows the request shape.
@@ -296,7 +302,8 @@ func (m CellMetrics) Notes() []warning.Warning {
 		case s.Error != "":
 			ns = append(ns, warning.Newf(warning.MetricsFailed, "server %s: %s", s.URL, s.Error))
 			continue
-		case !s.Steps.HasStepTime && s.Steps.StepTimeReason != "":
+		case !s.Steps.HasStepTime && s.Steps.StepTimeReason != "" && s.Sequences != 0:
+			// (a server the cell routed no sequence to has nothing to observe)
 			ns = append(ns, warning.Newf(warning.MetricsFwdAbsent, "server %s: metrics fwd absent: %s", s.URL, s.Steps.StepTimeReason))
 		}
 		if s.Sequences <= 0 {

@@ -33,6 +33,8 @@ func TestNotes(t *testing.T) {
 		{URL: "c", Sequences: 2, Error: "scrape: GET c: status 500"},
 		{URL: "d", Sequences: 2, Steps: Steps{HasStepTime: true}, Occupancy: Occupy([]int{1, 1}, 2)}, // too few samples
 		{URL: "e", Sequences: 4, Steps: Steps{HasStepTime: true}, Occupancy: Occupy([]int{1, 2, 3, 3, 3, 2}, 4)},
+		// routed no sequence of the cell: its idle /metrics is nothing to say
+		{URL: "f", Sequences: 0, Steps: Steps{StepTimeReason: "y had no observation during the cell"}},
 	}}
 	want := []string{
 		"metrics fwd absent: x is not exposed",
@@ -54,7 +56,7 @@ func TestNotes(t *testing.T) {
 	if !m.NotReached() {
 		t.Error("server e never ran its 4: NotReached is false")
 	}
-	m.Servers = m.Servers[:4]
+	m.Servers = append(m.Servers[:4], m.Servers[5])
 	if m.NotReached() {
 		t.Error("every server ran its share: NotReached is true")
 	}

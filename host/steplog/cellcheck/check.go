@@ -72,7 +72,7 @@ type Result struct {
 // the error, with no result (steplog.Parser.ReadFile). Otherwise the result holds what was
 // read, and the error, when not nil, is for after the table: the command's failure or the
 // interrupt (steplog.Parser.ReadCommand), else, when no record of the log matched the format,
-// that (exit code 1).
+// that (exitcode.InvalidConfig: the log is not one of the format).
 func Check(ctx context.Context, run *results.Run, opt Options) (*Result, error) {
 	if opt.Location == nil {
 		opt.Location = time.UTC
@@ -106,7 +106,8 @@ func Check(ctx context.Context, run *results.Run, opt Options) (*Result, error) 
 	res := &Result{Rows: rows(run, recs, opt.Format), Records: recs, run: run, p: p, opt: opt}
 	markLost(res.Rows, lost)
 	if after == nil && p.Stats().Records == 0 {
-		after = fmt.Errorf("no record in the step log matched the %s format (%d lines read)", opt.Format.Name, p.Stats().Lines)
+		// not a step log of the format: an invalid input file (exit 3), after its table
+		after = exitcode.Errorf(exitcode.InvalidConfig, "no record in the step log matched the %s format (%d lines read)", opt.Format.Name, p.Stats().Lines)
 	}
 	return res, after
 }

@@ -152,8 +152,8 @@ func TestCheckHintsOffsetsAndErrors(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.log")
 	os.WriteFile(empty, []byte("nothing here\n"), 0o644)
 	res, err = Check(context.Background(), run, Options{Format: genload(t), Files: []string{empty}})
-	if res == nil || err == nil || !strings.Contains(err.Error(), "no record in the step log matched the genload format (1 lines read)") {
-		t.Errorf("empty log: %v, %v", res, err)
+	if res == nil || err == nil || !strings.Contains(err.Error(), "no record in the step log matched the genload format (1 lines read)") || exitcode.Of(err) != exitcode.InvalidConfig {
+		t.Errorf("empty log: %v, %v (exit %d, want 3: an invalid step log)", res, err, exitcode.Of(err))
 	}
 	res, err = Check(context.Background(), run, Options{Format: genload(t), Files: []string{empty + ".missing"}})
 	if res != nil || exitcode.Of(err) != exitcode.InvalidConfig {

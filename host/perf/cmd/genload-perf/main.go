@@ -133,20 +133,17 @@ func startServer(ctx context.Context, sub string, args ...string) (env []string,
 	return nil, "", 0, nil, fmt.Errorf("server process ended before READY")
 }
 
+// run is genload-perf: it runs the groups -only selects (rowGroups) with o.rounds rounds,
+// logging raw benchmark output to <out>/bench.txt, and writes the table — the run's
+// summary, each group's rows, the failed runs — to stdout and <out>/table.md. An error
+// names the flag or file at fault.
 func run(o options) error {
 	if o.rounds < 1 {
 		return fmt.Errorf("-rounds must be >= 1, got %d", o.rounds)
 	}
-	groups := map[string]bool{}
-	for _, g := range strings.Split(o.only, ",") {
-		g = strings.TrimSpace(g)
-		switch g {
-		case "bench", "paced", "binary":
-			groups[g] = true
-		case "":
-		default:
-			return fmt.Errorf("-only %q: unknown group %q (want bench, paced or binary)", o.only, g)
-		}
+	groups, err := parseGroups(o.only)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -170,67 +167,91 @@ func run(o options) error {
 	if d := os.Getenv("GENLOAD_PLUGIN_DIR"); d != "" {
 		env = append(env, "GENLOAD_PLUGIN_DIR="+d)
 	}
-	load0, up0 := loadavg(), uptime()
+	sum := runSummary{load0: loadavg(), up0: uptime()}
 	start := time.Now()
+	var body bytes.Buffer
+	for _, g := range rowGroups {
+		if !groups[g.name] {
+			continue
+		}
+		r := &perf.Runner{Root: root, BinDir: filepath.Join(out, "bin"), Go: o.goCmd, Env: env, Log: logf, Progress: os.Stderr}
+		f, err := g.run(ctx, r, o, &body)
+		if err != nil {
+			return err
+		}
+		sum.failures = append(sum.failures, f...)
+		sum.own += r.Own
+		sum.loads = append(sum.loads, r.Loads...)
+	}
+	sum.elapsed = time.Since(start)
+	sum.load1, sum.up1 = loadavg(), uptime()
 	var buf bytes.Buffer
 	w := io.MultiWriter(os.Stdout, &buf)
-	var own time.Duration
-	var loads []float64
-	var failures []string
-	var body bytes.Buffer
-	if groups["bench"] {
-		r := &perf.Runner{Root: root, BinDir: filepath.Join(out, "bin"), Go: o.goCmd, Env: env, Log: logf, Progress: os.Stderr}
-		f, err := benchGroup(ctx, r, o, &body)
-		if err != nil {
-			return err
-		}
-		failures = append(failures, f...)
-		own += r.Own
-		loads = append(loads, r.Loads...)
-	}
-	if groups["paced"] {
-		r := &perf.Runner{Root: root, BinDir: filepath.Join(out, "bin"), Go: o.goCmd, Env: env, Log: logf, Progress: os.Stderr}
-		f, err := pacedGroup(ctx, r, o, &body)
-		if err != nil {
-			return err
-		}
-		failures = append(failures, f...)
-		own += r.Own
-		loads = append(loads, r.Loads...)
-	}
-	if groups["binary"] {
-		r := &perf.Runner{Root: root, BinDir: filepath.Join(out, "bin"), Go: o.goCmd, Env: env, Log: logf, Progress: os.Stderr}
-		f, err := binaryGroup(ctx, r, o, &body)
-		if err != nil {
-			return err
-		}
-		failures = append(failures, f...)
-		own += r.Own
-		loads = append(loads, r.Loads...)
-	}
-	elapsed := time.Since(start)
-	load1, up1 := loadavg(), uptime()
-	fl := perf.Summarize(loads)
-
-	fmt.Fprintf(w, "\n## genload perf — %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(w, "- command: go run ./host/perf/cmd/genload-perf -rounds %d -only %s\n", o.rounds, o.only)
-	fmt.Fprintf(w, "- machine: %d CPUs, %s, %s, %s, Linux %s\n", runtime.NumCPU(), cpuModel(), goVersion(o.goCmd), runtime.GOARCH, kernel())
-	fmt.Fprintf(w, "- run: %s wall, %d rounds; genload's own CPU %.0f s; load average %s before, %s after\n",
-		elapsed.Round(time.Second), o.rounds, own.Seconds(), load0, load1)
-	fmt.Fprintf(w, "- uptime before: %s\n- uptime after: %s\n", up0, up1)
-	fmt.Fprintf(w, "- foreign load (other processes, cores busy outside this run, per process run): median %.2f [%.2f–%.2f] of %d cores\n",
-		fl.Median, fl.Min, fl.Max, runtime.NumCPU())
-	fmt.Fprintf(w, "- figures: median [min–max] over rounds; ratio = genload / baseline per round (same process or seconds apart), median [min–max]; verdicts on medians\n")
+	writeSummary(w, o, sum)
 	_, _ = w.Write(body.Bytes())
-	if len(failures) > 0 {
-		fmt.Fprintf(w, "\n%d runs failed (their figures are missing from the medians):\n", len(failures))
-		for _, f := range failures {
+	if len(sum.failures) > 0 {
+		fmt.Fprintf(w, "\n%d runs failed (their figures are missing from the medians):\n", len(sum.failures))
+		for _, f := range sum.failures {
 			first, _, _ := strings.Cut(f, "\n")
 			fmt.Fprintf(w, "- %s\n", first)
 		}
 	}
 	fmt.Fprintf(w, "\nraw output: %s\n", filepath.Join(out, "bench.txt"))
 	return os.WriteFile(filepath.Join(out, "table.md"), buf.Bytes(), 0o644)
+}
+
+// rowGroups are the groups of rows -only selects, in the order they run: each writes its
+// table to w and returns its failed runs (their figures absent); an error stops the run.
+var rowGroups = []struct {
+	name string
+	run  func(ctx context.Context, r *perf.Runner, o options, w io.Writer) ([]string, error)
+}{
+	{"bench", benchGroup},
+	{"paced", pacedGroup},
+	{"binary", binaryGroup},
+}
+
+// parseGroups returns the set of group names in -only's comma-separated list (spaces and
+// empty items ignored); an unknown name is an error naming it.
+func parseGroups(only string) (map[string]bool, error) {
+	groups := map[string]bool{}
+	for _, g := range strings.Split(only, ",") {
+		g = strings.TrimSpace(g)
+		switch g {
+		case "bench", "paced", "binary":
+			groups[g] = true
+		case "":
+		default:
+			return nil, fmt.Errorf("-only %q: unknown group %q (want bench, paced or binary)", only, g)
+		}
+	}
+	return groups, nil
+}
+
+// runSummary is what the table's header reports about the run: its wall time (elapsed),
+// genload's own CPU (own), the foreign load of each process run (cores busy outside the
+// run), the load average and uptime lines before and after, and the failed runs.
+type runSummary struct {
+	elapsed, own time.Duration
+	loads        []float64
+	load0, load1 string
+	up0, up1     string
+	failures     []string
+}
+
+// writeSummary writes the table's header: the command, the machine, the run's wall time,
+// own CPU and load, and how the figures are summarised.
+func writeSummary(w io.Writer, o options, sum runSummary) {
+	fl := perf.Summarize(sum.loads)
+	fmt.Fprintf(w, "\n## genload perf — %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "- command: go run ./host/perf/cmd/genload-perf -rounds %d -only %s\n", o.rounds, o.only)
+	fmt.Fprintf(w, "- machine: %d CPUs, %s, %s, %s, Linux %s\n", runtime.NumCPU(), cpuModel(), goVersion(o.goCmd), runtime.GOARCH, kernel())
+	fmt.Fprintf(w, "- run: %s wall, %d rounds; genload's own CPU %.0f s; load average %s before, %s after\n",
+		sum.elapsed.Round(time.Second), o.rounds, sum.own.Seconds(), sum.load0, sum.load1)
+	fmt.Fprintf(w, "- uptime before: %s\n- uptime after: %s\n", sum.up0, sum.up1)
+	fmt.Fprintf(w, "- foreign load (other processes, cores busy outside this run, per process run): median %.2f [%.2f–%.2f] of %d cores\n",
+		fl.Median, fl.Min, fl.Max, runtime.NumCPU())
+	fmt.Fprintf(w, "- figures: median [min–max] over rounds; ratio = genload / baseline per round (same process or seconds apart), median [min–max]; verdicts on medians\n")
 }
 
 // benchGroup runs the Go benchmarks of rows 1–7 in interleaved rounds and writes their table.
