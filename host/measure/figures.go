@@ -134,6 +134,9 @@ type Figures struct {
 	// first and last mark's residual from the fit (positive: later than the line).
 	FirstChunkOffset time.Duration `json:"first_chunk_offset_ns"`
 	LastChunkOffset  time.Duration `json:"last_chunk_offset_ns"`
+	// LongIntervals are the long chunk intervals that shifted every chunk after them (a stall,
+	// or a delivery lag that began mid-stream: see LongIntervals); nil when there are none.
+	LongIntervals *LongIntervals `json:"long_intervals,omitempty"`
 	// Checks are the cross-checks between estimators that failed (fit against endpoints,
 	// per sequence and over the window), each with its likely cause; empty when they agree.
 	Checks []string `json:"checks,omitempty"`
@@ -327,6 +330,8 @@ func Compute(res *recording.Result, o Options) Figures {
 	jit := scanAll(fulls, &sc)
 	f.Jitter = time.Duration(math.Round(jit.sigma))
 	perForward(&f, fulls, maxTok, jit, &sc.fit)
+	earlyFirst(&f, fulls, jit)
+	f.LongIntervals = longIntervals(fulls, f.PerForwardPasses)
 	f.Window = window(fulls, f.TokensPerChunk, &sc)
 	windowCheck(&f)
 	f.Prompts = checkPrompts(res, o)

@@ -47,8 +47,13 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell, metri
 			ws = append(ws, warning.Of(m))
 		}
 	}
-	if f.ITL.N > 0 && f.ITL.P50 == 0 {
+	switch i := f.ITL; {
+	case i.N > 0 && i.P50 == 0:
 		ws = append(ws, warning.New(warning.ChunksTogether, "over half of the chunk intervals are 0: chunks arrived together in one read (the client fell behind, or the server or network coalesced them); per-forward figures are unreliable"))
+	case i.N > 0 && 10*i.P50 < i.Mean:
+		// chunks of one write read one by one (frames in pairs: intervals of 0.04 and 40 ms)
+		ws = append(ws, warning.Newf(warning.ChunksTogether, "over half of the chunk intervals are under a tenth of their mean (ITL p50 %.3f ms, mean %.3f ms): chunks arrived together, a write of several or a coalescing hop read frame by frame (the client fell behind, or the server or network coalesced them); per-forward figures are unreliable",
+			measure.Ms(i.P50), measure.Ms(i.Mean)))
 	}
 	switch {
 	case f.PerForward.N == 0:
@@ -56,9 +61,10 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell, metri
 	case f.PerForwardReason != "":
 		ws = append(ws, warning.Newf(warning.FwdSubset, "fwd over %d of %d sequences: %s", f.PerForward.N, f.Sequences, f.PerForwardReason))
 	}
-	if i := f.ITL; f.PerForward.N > 0 && i.P50 > 0 && i.P99 > 10*i.P50 && f.PerForward.Mean > 3*i.P50/2 {
-		ws = append(ws, warning.Newf(warning.SlowForwards, "fwd %.3f ms is %.1f× the median chunk interval %.3f ms, and ITL p99 is %.1f ms: a few very slow forward passes (host stalls, preemption, a loaded server) weigh on the mean; fwd fit and a repeat tell whether they are the server's",
-			measure.Ms(f.PerForward.Mean), float64(f.PerForward.Mean)/float64(i.P50), measure.Ms(i.P50), measure.Ms(i.P99)))
+	if li := f.LongIntervals; f.PerForward.N > 0 && li != nil && li.Share > measure.LongShareSaid {
+		ws = append(ws, warning.Newf(warning.SlowForwards, "fwd %.3f ms includes long chunk intervals that shifted every chunk after them: up to %s in %d of %d sequences (the longest %.1f ms, %.0f× the typical forward pass %.3f ms) carry %.1f %% of the decode time (said above %.0f %%); without them fwd would read %.3f ms — a few very slow forward passes (host stalls, preemption, a loaded server), which fwd rightly includes, or a delivery lag that began mid-stream (a buffering hop, a client that fell behind and stayed behind), which it should not: the client cannot tell them apart (a repeat, or the server's own step time, can)",
+			measure.Ms(f.PerForward.Mean), plural(li.MaxPerSequence, "interval"), li.Sequences, li.Of, measure.Ms(li.Longest), float64(li.Longest)/float64(max(li.Typical, 1)), measure.Ms(li.Typical),
+			100*li.Share, 100*measure.LongShareSaid, measure.Ms(li.Without)))
 	}
 	if f.PerForward.N > 0 && f.TokensUnverified > 0 {
 		ws = append(ws, warning.Newf(warning.TokensUnverified, "%d of %d sequences' token counts are unverified (counted from chunks: the server sent no usable usage); the table shows them as a lower bound", f.TokensUnverified, f.Sequences))
@@ -190,6 +196,9 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell)
 		if cfg.Mode == config.ModeN && o.Max <= cell.Batch {
 			return nil, false // one request of n = B: a gauge of requests counts it once
 		}
+		if w, ok := gaugeCountsRequests(cfg, cell, o, rec.Figures.Attainment); ok {
+			return []warning.Warning{w}, false
+		}
 		w, ok := o.Judge("the server", fmt.Sprintf("B = %d", cell.Batch))
 		if !ok {
 			return nil, false
@@ -228,6 +237,22 @@ func attainmentWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell)
 	// only it can show other load sharing the batch).
 	return []warning.Warning{warning.Newf(warning.AttainmentUnknown, "batch attainment unknown (%s): the client saw %s decoding together, consistent with B = %d",
 		src, plural(a.Concurrency, "sequence"), cell.Batch)}, false
+}
+
+// gaugeCountsRequests judges a running gauge o that read fewer sequences than B, at most one
+// per HTTP request, in a cell whose B prompts went out in arrays (not routed): a server whose
+// gauge counts requests, not sequences, reads 1 for an array of B prompts that its engine
+// decodes together. When the client's marks a show the B sequences sharing forward passes
+// (measure.AttainmentReached: all B decoding at once, their chunks arriving together) the gauge
+// is not taken as the batch: ok with a warning of attainment unknown that says both, and the
+// cell is not partial. ok is false otherwise (the gauge is judged as it reads).
+func gaugeCountsRequests(cfg *config.Config, cell matrix.Cell, o metrics.Occupancy, a *measure.Attainment) (warning.Warning, bool) {
+	req := requestsOf(cfg, cell)
+	if cfg.Mode == config.ModeRouted || o.Max >= cell.Batch || o.Max > req || a == nil || a.State != measure.AttainmentReached || a.Concurrency < cell.Batch {
+		return warning.Warning{}, false
+	}
+	return warning.Newf(warning.AttainmentUnknown, "batch attainment unknown (the running-requests gauge read at most %d, one per HTTP request: it counts requests, not sequences, and the cell sent its %d prompts in %s; gauge: %s): the client's marks show %s, consistent with B = %d",
+		o.Max, cell.Batch, plural(req, "request"), o.Distribution(), a.Reason, cell.Batch), true
 }
 
 // sortedKeys returns m's keys in ascending order (so that warnings come out the same in

@@ -199,6 +199,39 @@ func TestDemuxTokenCounts(t *testing.T) {
 			ev(0, "a", -1, -1, ""), ev(0, "b", -1, -1, "length"), usageOnly(2), done,
 		}, []want{{2, TokensRequestUsage, nil, ""}, {0, TokensChunks, nil, ""}}},
 	}
+	cases = append(cases, struct {
+		name      string
+		expect    int
+		maxTokens int
+		parts     []string
+		want      []want
+	}{
+		// per-chunk usage that counts the tokens before its chunk, the first chunk of
+		// sequence 0 carrying 2 tokens: its count (3, not below its 3 chunks) and sequence
+		// 1's (3, below its 4 chunks) are one short of max_tokens 4, both finished with
+		// "length", and the request's usage is 8 = 2 × 4: each ran 4
+		"usage lagging a chunk", 2, 4, []string{
+			ev(0, "ab", -1, 0, ""), ev(1, "a", -1, 0, ""), ev(0, "c", -1, 2, ""), ev(1, "b", -1, 1, ""),
+			ev(0, "d", -1, 3, "length"), ev(1, "c", -1, 2, ""), ev(1, "d", -1, 3, "length"), usageOnly(8), done,
+		}, []want{
+			{4, TokensEvenSplit, []int32{-1, -1, -1}, "per-choice usage (3) was below max_tokens (4) on a sequence that finished with \"length\", while the request's usage is max_tokens for each of its sequences (per-chunk usage that lags a chunk behind); split the request's usage evenly"},
+			{4, TokensEvenSplit, []int32{-1, -1, -1, -1}, "per-chunk usage (1) was below the 2 chunks with text; split the request's usage evenly"},
+		}}, struct {
+		name      string
+		expect    int
+		maxTokens int
+		parts     []string
+		want      []want
+	}{
+		// the same total, 2 × max_tokens 4, from a sequence that stopped after 3 tokens and
+		// one that ran 5: their own counts stand (a "stop" is not cut short by max_tokens)
+		"early stop and overlong summing to B × max_tokens", 2, 4, []string{
+			ev(0, "a", -1, 1, ""), ev(1, "a", -1, 1, ""), ev(0, "b", -1, 2, ""), ev(1, "b", -1, 2, ""),
+			ev(0, "c", -1, 3, "stop"), ev(1, "c", -1, 3, ""), ev(1, "d", -1, 4, ""), ev(1, "e", -1, 5, "length"), usageOnly(8), done,
+		}, []want{
+			{3, TokensChoiceUsage, []int32{1, 1, 1}, ""},
+			{5, TokensChoiceUsage, []int32{1, 1, 1, 1, 1}, ""},
+		}})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			at := make([]float64, len(tc.parts))

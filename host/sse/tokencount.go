@@ -64,6 +64,7 @@ const (
 	whyReqBelow
 	whyReqNoSplit
 	whyDeltas
+	whyUsageShort
 )
 
 // text returns the reason as a phrase, with the figures a and b where it has them.
@@ -88,6 +89,8 @@ func (w why) text(a, b int) string {
 		return "the request's usage (" + i(a) + ") was below its " + i(b) + " chunks with text"
 	case whyReqNoSplit:
 		return "the request's usage (" + i(a) + ") does not split over its " + i(b) + " sequences without their own count"
+	case whyUsageShort:
+		return "per-choice usage (" + i(a) + ") was below max_tokens (" + i(b) + ") on a sequence that finished with \"length\", while the request's usage is max_tokens for each of its sequences (per-chunk usage that lags a chunk behind)"
 	case whyDeltas:
 		return "per-chunk token counts (" + i(a) + ") disagree with the count (" + i(b) + "); chunk deltas unknown"
 	}
@@ -130,7 +133,9 @@ func usedText(src TokenSource) string {
 //     exceeds the request's usage (which is then discarded too);
 //   - logprobs listing no token for a chunk with text, or missing on a token-bearing
 //     chunk (the deltas they did list stay);
-//   - a request usage below the request's chunks with text.
+//   - a request usage below the request's chunks with text;
+//   - per-choice usage below maxTokens when every sequence (two or more) finished with
+//     "length" and the request's usage is maxTokens for each: usage that lags a chunk.
 //
 // Then, per sequence:
 //  1. per-choice usage → TokensChoiceUsage;
@@ -170,6 +175,18 @@ func (d *Demux) Finalize(maxTokens int) []Sequence {
 		}
 	}
 	total := d.Usage.CompletionTokens
+	if d.HasUsage && maxTokens > 0 && len(d.seqs) > 1 && total == maxTokens*len(d.seqs) && d.allLength() {
+		// every sequence finished with "length" and the request counts max_tokens for each:
+		// a per-choice count below it contradicts both (usage that counts the tokens before
+		// its chunk, not through it)
+		for i := range d.seqs {
+			if s := &d.seqs[i]; s.usageOK() && s.Usage.CompletionTokens < maxTokens {
+				choiceSum -= s.Usage.CompletionTokens
+				choiceN--
+				s.usageWhy, s.whyA, s.whyB = whyUsageShort, s.Usage.CompletionTokens, maxTokens
+			}
+		}
+	}
 	reqOK, reqWhy, reqA, reqB := d.HasUsage, whyNone, 0, 0
 	switch {
 	case !d.HasUsage:
@@ -244,6 +261,16 @@ func (d *Demux) Finalize(maxTokens int) []Sequence {
 		d.settle(s, reqWhy, reqA, reqB)
 	}
 	return d.seqs
+}
+
+// allLength reports whether every sequence of d arrived and finished with "length".
+func (d *Demux) allLength() bool {
+	for i := range d.seqs {
+		if s := &d.seqs[i]; !s.seen || !s.Finished || s.FinishReason != "length" {
+			return false
+		}
+	}
+	return true
 }
 
 // settle checks s's mark deltas against its count (clearing them when their source was

@@ -68,6 +68,8 @@ const (
 	TokensPerChunk    Name = "tokens-per-chunk"
 	TokenCountSource  Name = "token-count-source"
 	LateFirstChunks   Name = "late-first-chunks"
+	EarlyFirstChunks  Name = "early-first-chunks"
+	LateLastChunks    Name = "late-last-chunks"
 	FwdVsFit          Name = "fwd-vs-fit"
 	SourcesDisagree   Name = "sources-disagree"
 	MetricConstant    Name = "metric-constant"
@@ -107,14 +109,16 @@ var catalogue = []Kind{
 	{PromptTokens, "The server counted other prompt tokens than were sent", []string{"prompt tokens deviate on "}},
 	{PromptsCached, "The prompts were already in the server's prefix cache", []string{"prompts already cached: "}},
 	{LengthsOffTarget, "Realised mean prompt lengths are off their target L", []string{"realised mean length "}},
-	{ChunksTogether, "Chunks arrived together in one read", []string{"over half of the chunk intervals are 0"}},
+	{ChunksTogether, "Chunks arrived together in one read", []string{"over half of the chunk intervals are 0", "over half of the chunk intervals are under a tenth of their mean"}},
 	{FwdAbsent, "There is no per-forward figure", []string{"no per-forward figure: "}},
 	{FwdSubset, "The per-forward figure leaves sequences out", []string{`^fwd over \d+ of \d+ sequences: `}},
-	{SlowForwards, "A few very slow forward passes weigh on the mean", []string{`^fwd [\d.]+ ms is [\d.]+× the median chunk interval`}},
+	{SlowForwards, "A few long chunk intervals (very slow forward passes, or a delivery lag) weigh on the mean", []string{`^fwd [\d.]+ ms includes long chunk intervals`, `^fwd [\d.]+ ms is [\d.]+× the median chunk interval`}},
 	{TokensUnverified, "Token counts are unverified lower bounds", []string{`^\d+ of \d+ sequences' token counts are unverified`}},
 	{TokensPerChunk, "Chunks carry more than one token", []string{"chunks carry "}},
 	{TokenCountSource, "A token-count source was set aside for another", []string{"token counts of "}},
+	{EarlyFirstChunks, "The first chunks of some sequences arrived early: fwd includes a long first interval", []string{`^the first chunks of \d+ of \d+ sequences arrived early`}},
 	{LateFirstChunks, "The first chunks of some sequences arrived late", []string{"the first chunks of "}},
+	{LateLastChunks, "The last chunks of some sequences arrived late: fwd ends before them", []string{"the last chunks of "}},
 	{MetricConstant, "A server metric does not vary with load", []string{"server metric does not vary with load: "}},
 	{FwdVsFit, "The mean forward pass and the typical one (the robust fit) differ by more than 5 %", []string{"per-forward estimators disagree", "full-batch estimators disagree"}},
 	{SourcesDisagree, "The client's, the server's and the engine's per-forward figures differ by more than 5 %", []string{"per-forward sources disagree: ", "per-forward estimates disagree", "full-batch estimates disagree"}},
