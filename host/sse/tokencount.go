@@ -175,32 +175,8 @@ func (d *Demux) Finalize(maxTokens int) []Sequence {
 		}
 	}
 	total := d.Usage.CompletionTokens
-	if d.HasUsage && maxTokens > 0 && len(d.seqs) > 1 && total == maxTokens*len(d.seqs) && d.allLength() {
-		// every sequence finished with "length" and the request counts max_tokens for each:
-		// a per-choice count below it contradicts both (usage that counts the tokens before
-		// its chunk, not through it)
-		for i := range d.seqs {
-			if s := &d.seqs[i]; s.usageOK() && s.Usage.CompletionTokens < maxTokens {
-				choiceSum -= s.Usage.CompletionTokens
-				choiceN--
-				s.usageWhy, s.whyA, s.whyB = whyUsageShort, s.Usage.CompletionTokens, maxTokens
-			}
-		}
-	}
-	reqOK, reqWhy, reqA, reqB := d.HasUsage, whyNone, 0, 0
-	switch {
-	case !d.HasUsage:
-	case total < texts:
-		reqOK, reqWhy, reqA, reqB = false, whyReqBelow, total, texts
-	case choiceN > 0 && choiceSum > total:
-		// per-choice counts and the request's total cannot both be right: trust neither
-		reqOK, reqWhy, reqA, reqB = false, whyUsageOverTotal, choiceSum, total
-		for i := range d.seqs {
-			if s := &d.seqs[i]; s.usageOK() {
-				s.usageWhy, s.whyA, s.whyB = whyUsageOverTotal, choiceSum, total
-			}
-		}
-	}
+	choiceSum, choiceN = d.dropLaggingChoiceUsage(maxTokens, choiceSum, choiceN)
+	reqOK, reqWhy, reqA, reqB := d.requestUsage(texts, choiceSum, choiceN)
 	one := len(d.seqs) == 1
 	known, rest, restText := 0, 0, 0
 	var last *Sequence
@@ -261,6 +237,46 @@ func (d *Demux) Finalize(maxTokens int) []Sequence {
 		d.settle(s, reqWhy, reqA, reqB)
 	}
 	return d.seqs
+}
+
+// dropLaggingChoiceUsage sets aside the per-choice counts below maxTokens when every sequence
+// finished with "length" and the request counts max_tokens for each: such a count contradicts
+// both (usage that counts the tokens before its chunk, not through it). choiceSum and choiceN
+// (the sum and number of the choices' usable counts) are returned without them.
+func (d *Demux) dropLaggingChoiceUsage(maxTokens, choiceSum, choiceN int) (int, int) {
+	if !d.HasUsage || maxTokens <= 0 || len(d.seqs) < 2 || d.Usage.CompletionTokens != maxTokens*len(d.seqs) || !d.allLength() {
+		return choiceSum, choiceN
+	}
+	for i := range d.seqs {
+		if s := &d.seqs[i]; s.usageOK() && s.Usage.CompletionTokens < maxTokens {
+			choiceSum -= s.Usage.CompletionTokens
+			choiceN--
+			s.usageWhy, s.whyA, s.whyB = whyUsageShort, s.Usage.CompletionTokens, maxTokens
+		}
+	}
+	return choiceSum, choiceN
+}
+
+// requestUsage judges the request's own completion-token total against the texts chunks
+// (texts: below them it cannot be right) and the choices' usable counts (choiceSum over
+// choiceN choices: above the total, neither can be trusted, and the choices' counts are set
+// aside too). It returns whether the total is usable and, if not, why (with its two numbers).
+func (d *Demux) requestUsage(texts, choiceSum, choiceN int) (ok bool, reason why, a, b int) {
+	total := d.Usage.CompletionTokens
+	switch {
+	case !d.HasUsage:
+		return false, whyNone, 0, 0
+	case total < texts:
+		return false, whyReqBelow, total, texts
+	case choiceN > 0 && choiceSum > total:
+		for i := range d.seqs {
+			if s := &d.seqs[i]; s.usageOK() {
+				s.usageWhy, s.whyA, s.whyB = whyUsageOverTotal, choiceSum, total
+			}
+		}
+		return false, whyUsageOverTotal, choiceSum, total
+	}
+	return true, whyNone, 0, 0
 }
 
 // allLength reports whether every sequence of d arrived and finished with "length".
