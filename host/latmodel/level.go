@@ -7,10 +7,6 @@ import (
 	"github.com/genload/genload/host/stats"
 )
 
-// madScale turns a median absolute value of Gaussian errors into their standard deviation:
-// 1/Φ⁻¹(3/4) = 1.4826.
-const madScale = 1.4826
-
 // RunLevel is one run's level against the model fitted to all the runs: the mean over the
 // run's fitted cells of ln(fwd / fitted), a fraction (+0.02: the run measured 2 % slower than
 // the model).
@@ -33,7 +29,7 @@ func scatterOf(obs []Obs) float64 {
 	if len(rel) == 0 {
 		return 0
 	}
-	return madScale * stats.Median(rel)
+	return stats.MADScale * stats.Median(rel)
 }
 
 // Level is the uncertainty of a model's level: how far, as a fraction, all of its predictions

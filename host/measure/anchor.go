@@ -353,10 +353,7 @@ func measureJitter(resid []float64) jitter {
 	var j jitter
 	if len(resid) > 0 {
 		j.offset = stats.MedianInPlace(resid)
-		for i, r := range resid {
-			resid[i] = math.Abs(r - j.offset)
-		}
-		j.sigma = 1.4826 * stats.MedianInPlace(resid)
+		j.sigma = stats.RobustSigmaInPlace(resid, j.offset)
 	}
 	return j
 }

@@ -205,10 +205,7 @@ func medianSE(xs []float64, m float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	for i, x := range xs {
-		xs[i] = math.Abs(x - m)
-	}
-	return 1.2533 * 1.4826 * stats.MedianInPlace(xs) / math.Sqrt(float64(len(xs)))
+	return 1.2533 * stats.RobustSigmaInPlace(xs, m) / math.Sqrt(float64(len(xs)))
 }
 
 // longIntervals returns the cell's LongIntervals over the full sequences timed (passes[idx] >

@@ -108,3 +108,19 @@ func selectKth[T cmp.Ordered](v []T, k int) T {
 // every value before it ≤ v[k] and every value after it ≥ v[k], and returns v[k]: a
 // selection, O(len(v)) expected time. v holds no NaN.
 func KthInPlace[T cmp.Ordered](v []T, k int) T { return selectKth(v, k) }
+
+// MADScale turns a median absolute deviation of Gaussian errors into their standard
+// deviation: 1/Φ⁻¹(3/4) = 1.4826.
+const MADScale = 1.4826
+
+// RobustSigmaInPlace is the robust standard deviation of v about center: MADScale × the median
+// of |v[i] − center|. v is overwritten with the absolute deviations (reordered); 0 for no value.
+func RobustSigmaInPlace(v []float64, center float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	for i, x := range v {
+		v[i] = math.Abs(x - center)
+	}
+	return MADScale * MedianInPlace(v)
+}

@@ -208,3 +208,13 @@ func TestPool(t *testing.T) {
 
 // near reports whether the difference d is within tol (false for NaN).
 func near(d, tol float64) bool { return math.Abs(d) <= tol }
+
+func TestRobustSigmaInPlace(t *testing.T) {
+	// |v − 2| = 1, 1, 0, 3, 8: median 1.
+	if got := RobustSigmaInPlace([]float64{1, 3, 2, 5, 10}, 2); got != MADScale {
+		t.Errorf("RobustSigmaInPlace = %v, want %v", got, MADScale)
+	}
+	if got := RobustSigmaInPlace(nil, 0); got != 0 {
+		t.Errorf("no values: %v, want 0", got)
+	}
+}
