@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/recording"
@@ -90,10 +91,10 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell, metri
 	ws = append(ws, att...)
 	sw, swNotReached := serverWarnings(rec.PerServer, f.PerForward)
 	ws, notReached = append(ws, sw...), notReached || swNotReached
-	if w := rec.Client.Bottleneck(f.ITL.P50); w != "" { // first: the figures and warnings above are then the client's
+	if w := clientBottleneck(cfg, rec, f); w != "" { // first: the figures and warnings above are then the client's
 		ws = append([]warning.Warning{warning.New(warning.ClientBottleneck, w)}, ws...)
 	}
-	if w := bodyWriteWarning(rec.Client, f); w != nil {
+	if w := bodyWriteWarning(rec.Client, f, builtinTimeScale(cfg)); w != nil {
 		ws = append(ws, *w)
 	}
 	if !f.Window.Valid && f.Window.Reason != "" {
@@ -422,14 +423,64 @@ func (h *metricHistory) observe(key string, f *measure.Figures, m *scrape.CellMe
 		measure.Ms(p.metrics), len(same), strings.Join(cells, "; "), p.refName, measure.Ms(lo), measure.Ms(hi)), true
 }
 
+// clientBottleneck is recording.ClientLoad.Bottleneck of the cell, read against where its
+// server ran. With the built-in engine in genload's own process (target "builtin") the
+// process's CPU and its goroutines' waits for a CPU are the engine's and the client's
+// together (the engine's forward passes sleep and wake on the same cores), so they do not show
+// that the client fell behind; the engine's own clock does: when the client's fwd agrees with
+// the engine's decode step time (scraped from its /metrics) within measure.EstimatorTolerance,
+// the reads kept up with the steps and there is nothing to say (""). Otherwise the text says
+// that the process is shared and, when the engine's step time is known, by how much the two
+// differ.
+func clientBottleneck(cfg *config.Config, rec *results.Cell, f *measure.Figures) string {
+	w := rec.Client.Bottleneck(f.ITL.P50)
+	if w == "" || cfg.Target != config.Builtin {
+		return w
+	}
+	shared := " — the built-in engine runs in genload's process: the CPU and the waits are the engine's and the client's together"
+	if m := rec.Server; m != nil && m.Steps.HasTruthDecode && m.Steps.TruthDecodeStepTime > 0 && f.PerForward.N > 0 {
+		d := float64(f.PerForward.Mean)/float64(m.Steps.TruthDecodeStepTime) - 1
+		if math.Abs(d) <= measure.EstimatorTolerance {
+			return ""
+		}
+		shared += fmt.Sprintf(", and the client's fwd %.3f ms differs from the engine's own decode step time %.3f ms by %+.1f %%",
+			measure.Ms(f.PerForward.Mean), measure.Ms(m.Steps.TruthDecodeStepTime), 100*d)
+	}
+	return w + shared
+}
+
+// builtinTimeScale is the time scale of the built-in engine the run starts (bench.toml's
+// [engine] time_scale, or the engine's default), 0 when the target is another server.
+func builtinTimeScale(cfg *config.Config) float64 {
+	switch {
+	case cfg.Target != config.Builtin:
+		return 0
+	case cfg.Engine.TimeScale > 0:
+		return cfg.Engine.TimeScale
+	}
+	return engine.DefaultConfig().TimeScale
+}
+
 // bodyWriteWarning flags a cell whose request body took a material share of its TTFT p50 to
 // write (recording.ClientLoad.BodyWrite): material is beyond measure.EstimatorTolerance, the
 // gap genload lets two estimates of one figure differ by before it flags the cell, so a write
 // below it moves the reported TTFT less than its own estimators may disagree. nil otherwise.
-func bodyWriteWarning(l *recording.ClientLoad, f *measure.Figures) *warning.Warning {
-	if w := l.BodyWrite(f.TTFT.P50, measure.EstimatorTolerance); w != "" {
-		wn := warning.New(warning.SlowBodyWrite, w)
-		return &wn
+//
+// scale is the built-in engine's time scale (0: another server). Below 1 the engine's TTFT is
+// scaled and the write is not, so the share is that many times what it would be at time
+// scale 1 — still a share of the TTFT the table reports, and of TTFT ÷ scale, the simulated
+// time a reader derives from it; the text gives the share at time scale 1 beside it,
+// Write / ((TTFT − Write) / scale + Write), the server's part unscaled.
+func bodyWriteWarning(l *recording.ClientLoad, f *measure.Figures, scale float64) *warning.Warning {
+	w := l.BodyWrite(f.TTFT.P50, measure.EstimatorTolerance)
+	if w == "" {
+		return nil
 	}
-	return nil
+	if scale > 0 && scale < 1 && l.Write < f.TTFT.P50 {
+		at1 := float64(l.Write) / (float64(f.TTFT.P50-l.Write)/scale + float64(l.Write))
+		w += fmt.Sprintf(" — the built-in engine runs at time scale %g: its TTFT is scaled and the write is not; at time scale 1 this write would be about %.1f %% of TTFT",
+			scale, 100*at1)
+	}
+	wn := warning.New(warning.SlowBodyWrite, w)
+	return &wn
 }

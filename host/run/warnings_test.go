@@ -8,8 +8,10 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/dispatch"
+	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
+	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape"
 	"github.com/genload/genload/host/scrape/metrics"
@@ -263,5 +265,63 @@ func TestChunksTogetherAtASliver(t *testing.T) {
 		if w.Name == warning.ChunksTogether {
 			t.Errorf("steady stream: %s", w.Text)
 		}
+	}
+}
+
+// With the built-in engine in genload's process, a busy process is the engine's and the
+// client's together: no client-bottleneck warning while the client's fwd agrees with the
+// engine's own decode step time, a warning that says the process is shared (and the gap) when
+// it does not; another server keeps the plain warning.
+func TestClientBottleneckAgainstTheInProcessEngine(t *testing.T) {
+	busy := &recording.ClientLoad{SchedP50: 100 * time.Microsecond, SchedP99: 1500 * time.Microsecond, Cores: 2, CPUShare: 0.15}
+	f := &measure.Figures{PerForward: measure.Summary{N: 4, Mean: 1000 * time.Microsecond}, ITL: measure.Summary{N: 40, P50: time.Millisecond}}
+	truth := func(d time.Duration) *metrics.CellMetrics {
+		return &metrics.CellMetrics{Steps: metrics.Steps{HasTruthDecode: true, TruthDecodeStepTime: d}}
+	}
+	remote := config.Default()
+	remote.Target = "http://127.0.0.1:8000"
+	for _, tc := range []struct {
+		name   string
+		cfg    *config.Config
+		server *metrics.CellMetrics
+		want   string // "" = no warning; else a part of it
+		shared bool
+	}{
+		{"in-process, fwd agrees with the engine", config.Default(), truth(1030 * time.Microsecond), "", false},
+		{"in-process, fwd 10 % off the engine", config.Default(), truth(1100 * time.Microsecond), "differs from the engine's own decode step time 1.100 ms by -9.1 %", true},
+		{"in-process, no engine step time", config.Default(), nil, "waited up to 1.5 ms", true},
+		{"another server", remote, truth(1030 * time.Microsecond), "waited up to 1.5 ms", false},
+	} {
+		got := clientBottleneck(tc.cfg, &results.Cell{Client: busy, Server: tc.server}, f)
+		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+		if strings.Contains(got, "runs in genload's process") != tc.shared {
+			t.Errorf("%s: %q: says the process is shared %v, want %v", tc.name, got, !tc.shared, tc.shared)
+		}
+	}
+	if got := clientBottleneck(config.Default(), &results.Cell{Client: &recording.ClientLoad{Cores: 2, CPUShare: 0.1}, Server: truth(2 * time.Millisecond)}, f); got != "" {
+		t.Errorf("an idle client: %q", got)
+	}
+}
+
+// The slow-body-write warning on the time-scaled built-in engine gives the write's share at
+// time scale 1 beside the measured one: 0.8 ms of a 4.6 ms TTFT p50 at scale 0.1 is 17.4 %
+// measured and 0.8 / ((4.6 − 0.8)/0.1 + 0.8) = 2.06 % at scale 1.
+func TestBodyWriteWarningOnTheScaledEngine(t *testing.T) {
+	l := &recording.ClientLoad{WriteRequest: 3, Write: 800 * time.Microsecond, Build: time.Millisecond}
+	f := &measure.Figures{TTFT: measure.Summary{N: 8, P50: 4600 * time.Microsecond}}
+	w := bodyWriteWarning(l, f, 0.1)
+	if w == nil || !strings.Contains(w.Text, "17.4 % of the cell's TTFT p50 4.6 ms") || !strings.Contains(w.Text, "time scale 0.1") || !strings.Contains(w.Text, "about 2.1 % of TTFT") {
+		t.Fatalf("scale 0.1: %+v", w)
+	}
+	if w := bodyWriteWarning(l, f, 0); w == nil || strings.Contains(w.Text, "time scale") {
+		t.Errorf("another server: %+v", w)
+	}
+	if w := bodyWriteWarning(l, f, 1); w == nil || strings.Contains(w.Text, "time scale") {
+		t.Errorf("scale 1: %+v", w)
+	}
+	if s := builtinTimeScale(config.Default()); s != engine.DefaultConfig().TimeScale || s <= 0 {
+		t.Errorf("default time scale %g", s)
 	}
 }
