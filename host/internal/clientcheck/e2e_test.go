@@ -128,28 +128,42 @@ func TestAgainstEngine(t *testing.T) {
 				if f.Counted != b || f.CompletionTokens != b*maxTok || f.Short != 0 {
 					t.Fatalf("figures: %+v", f)
 				}
+				// truth: the mean full-batch decode step; last: the index in all of the last
+				// full-batch step, where the window's reference (the first sequence to
+				// finish) received its last token
 				var truth time.Duration
-				var full []time.Duration // the full-batch decode steps, in order
-				for _, s := range steps(t, log) {
+				all, n, last := steps(t, log), 0, -1
+				for i, s := range all {
 					if s.decode == b && s.prefill == 0 {
-						truth += s.wall
-						full = append(full, s.wall)
+						truth, n, last = truth+s.wall, n+1, i
 					}
 				}
-				n := len(full)
 				if n == 0 || !f.Window.Valid {
 					t.Fatalf("no full-batch decode step (%d) or window %+v", n, f.Window)
 				}
 				truth /= time.Duration(n)
-				// the window times its reference's last Steps forward passes, Trail before its
-				// last token: every sequence finishes at the last full-batch step
-				from, to := n-f.Window.Trail-f.Window.Steps, n-f.Window.Trail
-				if from < 0 {
-					t.Fatalf("window of %d steps, %d before the end, over %d full-batch steps", f.Window.Steps, f.Window.Trail, n)
+				// the window times its reference's forward passes Trail before its last token
+				// back Steps passes: the engine's steps last−Trail−Steps+1 … last−Trail, every
+				// one a step the reference decoded in. All are full-batch steps but, when the
+				// last sequence's first chunk arrived late, the first, the step that ran
+				// that sequence's prefill beside the others' decode.
+				from, to := last-f.Window.Trail-f.Window.Steps+1, last-f.Window.Trail+1
+				if from < 0 || to <= from {
+					t.Fatalf("window of %d steps, %d before the end, over %d steps up to the last full-batch one", f.Window.Steps, f.Window.Trail, last+1)
 				}
 				var wtruth time.Duration
-				for _, d := range full[from:to] {
-					wtruth += d
+				mixed := 0
+				for _, s := range all[from:to] {
+					wtruth += s.wall
+					if s.decode != b || s.prefill != 0 {
+						mixed++
+					}
+				}
+				if mixed > 1 || mixed == 1 && all[from].prefill == 0 {
+					t.Fatalf("window of %d steps, %d before the end: %d of its steps are not full-batch decode steps (%+v …)", f.Window.Steps, f.Window.Trail, mixed, all[from:min(to, from+3)])
+				}
+				if mixed == 1 {
+					t.Logf("the window's first step ran a prefill: %+v", all[from])
 				}
 				wtruth /= time.Duration(f.Window.Steps)
 				rel := float64(f.Window.PerStep-wtruth) / float64(wtruth)
