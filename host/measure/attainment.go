@@ -100,20 +100,65 @@ func attain(res *recording.Result, b int, gapMedian *time.Duration) Attainment {
 		a.Reason = fmt.Sprintf("sequence %d has %d chunks in the window where all %d decode: too few to compare arrivals", short, n, b)
 		return a
 	}
-	a.State, a.Reason = togetherVerdict(b, float64(together)/float64(n), tol, st.tokens, st.marks)
+	share := float64(together) / float64(n)
+	var jitter time.Duration
+	if share < reachedShare {
+		jitter = intervalJitter(seqs, wStart, wEnd, step)
+	}
+	a.State, a.Reason = togetherVerdict(b, share, tol, jitter, st.tokens, st.marks)
 	return a
 }
 
+// reachedShare is the share of window marks arriving together (within a quarter of the
+// median chunk interval of another sequence's) at and above which the sequences shared
+// forward passes.
+const reachedShare = 0.8
+
+// jitterZ is the standard normal quantile of reachedShare, Φ⁻¹(0.9) = 1.2816: two sequences
+// that share every forward pass, each chunk delayed by independent delivery jitter, see
+// their arrival gaps spread as their chunk intervals do (the difference of two delays); with
+// that spread σ, |gap| ≤ tol holds for reachedShare of the chunks only while tol ≥ jitterZ·σ.
+const jitterZ = 1.2816
+
+// intervalJitter is the spread of the chunk intervals inside [wStart, wEnd] about step (the
+// cell's median interval): the median over seqs of each sequence's robust standard deviation
+// (stats.RobustSigmaInPlace) of its intervals, ns. A server that runs its sequences in lock
+// step and a network that delivers each chunk at once leave it near 0; delivery jitter of σ
+// per chunk makes it about √2·σ.
+func intervalJitter(seqs []*recording.Sequence, wStart, wEnd, step time.Duration) time.Duration {
+	var iv []float64
+	sig := make([]float64, 0, len(seqs))
+	for _, s := range seqs {
+		iv = iv[:0]
+		for k := 1; k < s.Marks.Len(); k++ {
+			if a, b := s.Marks.At(k-1), s.Marks.At(k); a >= wStart && b <= wEnd {
+				iv = append(iv, float64(b-a))
+			}
+		}
+		if len(iv) >= 2 {
+			sig = append(sig, stats.RobustSigmaInPlace(iv, float64(step)))
+		}
+	}
+	if len(sig) == 0 {
+		return 0
+	}
+	return time.Duration(math.Round(stats.MedianInPlace(sig)))
+}
+
 // togetherVerdict is the state and reason of a cell whose b sequences all decoded at once
-// from the share of their window marks that arrived together (within tol): reached at 80 %
-// or more; below it unknown when chunks carry over 1.05 tokens on average (tokens ÷ marks:
-// coalesced streams need not line up), else probably not reached.
-func togetherVerdict(b int, share float64, tol time.Duration, tokens, marks int) (state, reason string) {
+// from the share of their window marks that arrived together (within tol): reached at
+// reachedShare or more. Below it: unknown when chunks carry over 1.05 tokens on average
+// (tokens ÷ marks: coalesced streams need not line up), unknown when the chunk intervals
+// spread by jitter (intervalJitter) beyond tol / jitterZ (delivery jitter alone would part
+// the chunks of shared forward passes that often), else probably not reached.
+func togetherVerdict(b int, share float64, tol, jitter time.Duration, tokens, marks int) (state, reason string) {
 	switch {
-	case share >= 0.8:
+	case share >= reachedShare:
 		return AttainmentReached, fmt.Sprintf("all %d sequences decoding at once, %.0f %% of their chunks arriving together (within %.2f ms): they shared forward passes", b, 100*share, Ms(tol))
 	case float64(tokens) > 1.05*float64(marks):
 		return AttainmentUnknown, fmt.Sprintf("all %d sequences overlapped, but chunks carry %.2f tokens and only %.0f %% arrived together: coalesced streams need not line up", b, float64(tokens)/float64(marks), 100*share)
+	case float64(jitter)*jitterZ > float64(tol):
+		return AttainmentUnknown, fmt.Sprintf("all %d sequences overlapped and %.0f %% of their chunks arrived together (within %.2f ms), but their chunk intervals spread by %.2f ms (robust σ): delivery jitter that wide parts the chunks of shared forward passes as often, so the arrivals cannot tell", b, 100*share, Ms(tol), Ms(jitter))
 	default:
 		return AttainmentProbablyNotReached, fmt.Sprintf("all %d sequences overlapped, but only %.0f %% of their chunks arrived together (within %.2f ms): they did not share forward passes", b, 100*share, Ms(tol))
 	}

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,56 @@ func TestTogetherAtTheToleranceAcrossIntervals(t *testing.T) {
 		st, sn := togetherBySort(c.seqs, 100, 200, 10, 3)
 		if bt != 3 || bn != 3 || st != 3 || sn != 3 {
 			t.Errorf("%s: by intervals %d of %d together, by sort %d of %d; want 3 of 3", c.name, bt, bn, st, sn)
+		}
+	}
+}
+
+// late returns n marks of a sequence that decodes every step ms from first, each chunk
+// delivered late by a delay drawn uniformly from [0, maxLate) ms (a generator of its own,
+// seeded), never before the chunk before it.
+func late(first, step, maxLate float64, n int, seed uint64) []float64 {
+	out := make([]float64, n)
+	prev := math.Inf(-1)
+	for k := range out {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		d := maxLate * float64(seed>>11) / float64(1<<53)
+		out[k] = math.Max(first+step*float64(k)+d, prev+0.001)
+		prev = out[k]
+	}
+	return out
+}
+
+// Delivery jitter that parts the chunks of shared forward passes is not evidence that they
+// were not shared: four sequences in lock step on 10 ms steps, each chunk late by up to 3
+// steps, read unknown with the jitter named — not "probably not reached", which an
+// interleaving server keeps when its chunks arrive each on time or with a jitter below the
+// together tolerance; lock-step sequences with that small jitter stay reached.
+func TestAttainUnderDeliveryJitter(t *testing.T) {
+	lockstep := func(maxLate float64) []recording.Sequence {
+		var out []recording.Sequence
+		for i := range 4 {
+			out = append(out, seq(0, true, 60, late(0, 10, maxLate, 60, uint64(i+1))...))
+		}
+		return out
+	}
+	interleaved := func(maxLate float64) []recording.Sequence {
+		return []recording.Sequence{seq(0, true, 60, late(0, 10, maxLate, 60, 1)...), seq(0, true, 60, late(5, 10, maxLate, 60, 2)...)}
+	}
+	for _, tc := range []struct {
+		name  string
+		b     int
+		seqs  []recording.Sequence
+		state string
+		why   string
+	}{
+		{"lock step, late up to 3 steps", 4, lockstep(30), AttainmentUnknown, "delivery jitter that wide"},
+		{"lock step, late up to 0.5 ms", 4, lockstep(0.5), AttainmentReached, "shared forward passes"},
+		{"interleaved, on time", 2, interleaved(0), AttainmentProbablyNotReached, "did not share forward passes"},
+		{"interleaved, late up to 1 ms", 2, interleaved(1), AttainmentProbablyNotReached, "did not share forward passes"},
+	} {
+		a := Attain(resultOf(tc.seqs...), tc.b)
+		if a.State != tc.state || !strings.Contains(a.Reason, tc.why) {
+			t.Errorf("%s: %+v\nwant state %q, reason containing %q", tc.name, a, tc.state, tc.why)
 		}
 	}
 }
