@@ -4,13 +4,16 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/sse"
+	"github.com/genload/genload/host/stats"
 )
 
 // world is a generated cell whose every production and arrival time is known: B sequences
@@ -376,4 +379,64 @@ func TestEstimatorOnGeneratedArrivals(t *testing.T) {
 		t.Errorf("%d of %d anchors within 3 chunks of the last one sent late, want 95 %%", anchorsOK, anchorsN)
 	}
 	t.Logf("%d cells, %d judged on their figures (%d with a late anchor a slower step hid); %d of %d anchors within 3 chunks of the last one sent late; %d said late without a late first chunk", cells, judged, hiddenCells, anchorsOK, anchorsN, falseLate)
+}
+
+// How late the late-first-chunks check says the first chunks were is the generator's truth:
+// over the generated cells whose first chunks were delivered late by a fraction of a step to
+// 1.5 steps (randomWorld's LateSteps), the said median is within 3/4 of a step of the median
+// of the truth over the sequences the check skipped, for 95 % of the cells that say it; and a
+// stream written two frames at a time (the first held one 20 ms step) says +20 ms, not a
+// residual carried back over several chunks from the earliest prediction (+95 ms).
+func TestLateFirstChunksSayHowLate(t *testing.T) {
+	re := regexp.MustCompile(`their first chunk ([+-][\d.]+) ms \(median\)`)
+	said, close := 0, 0
+	for seed := range uint64(600) {
+		w := randomWorld(seed)
+		if w.LateSteps == 0 {
+			continue
+		}
+		res, tr := w.build()
+		f := Compute(res, Options{})
+		for _, c := range f.Checks {
+			m := re.FindStringSubmatch(c)
+			if m == nil {
+				continue
+			}
+			var ex []float64
+			for i := range w.B {
+				trail := 0
+				if i < len(f.PerForwardTrail) {
+					trail = f.PerForwardTrail[i]
+				}
+				if i < len(f.PerForwardPasses) && f.PerForwardPasses[i] > 0 && f.PerForwardPasses[i]+trail < w.Tokens-1 {
+					e, _, _ := tr[i].lateness()
+					ex = append(ex, e[0])
+				}
+			}
+			if len(ex) == 0 {
+				continue
+			}
+			got, _ := strconv.ParseFloat(m[1], 64)
+			said++
+			if math.Abs(got*1e6-stats.Median(ex)) <= 0.75*w.Step {
+				close++
+			} else {
+				t.Logf("seed %d (step %.0f ms, late %.1f steps): said %+.1f ms, truth %+.1f ms", seed, w.Step/1e6, w.LateSteps, got, stats.Median(ex)/1e6)
+			}
+		}
+	}
+	if said < 50 || float64(close) < 0.95*float64(said) {
+		t.Errorf("%d of %d cells that said their first chunks were late said it within 3/4 of a step of the truth (want ≥ 95 %% of ≥ 50)", close, said)
+	}
+
+	var at []float64
+	for k := range 100 {
+		at = append(at, 100+20*float64(k|1)) // chunks k and k+1 written together at k+1's step
+	}
+	res := resultOf(seq(0, true, 100, at...))
+	res.MaxTokens = 100
+	f := Compute(res, Options{})
+	if len(f.Checks) != 1 || !strings.Contains(f.Checks[0], "their first chunk +20.0 ms (median)") {
+		t.Errorf("chunks two at a time: checks %q, want the first chunk +20.0 ms late", f.Checks)
+	}
 }

@@ -141,6 +141,12 @@ type seqFigures struct {
 	firstGap            float64 // first interval (from the first consistent mark) per forward / the fit's slope (0: no fit)
 	lastGap             float64 // last interval per forward / the fit's slope
 	firstRes, lastRes   float64 // first and last mark's residual from the fit (ns)
+	// held is, when the timing starts after the first mark (skipped > 0), how much later
+	// the first mark arrived than the first consistent one, a, and the local forward pass
+	// after it imply (ns): t₀ − (t_a − s·(f_a − f₀)), s the Theil–Sen slope over the marks
+	// a … a + 2·anchorSlopeW (robust to a stall among them and to frames written two or
+	// three at a time, whose consecutive intervals alternate 0 and 2–3 passes).
+	held float64
 }
 
 // sequenceFigures computes q's figures from its consistency scan (q.con); why is "one
@@ -176,6 +182,11 @@ func sequenceFigures(q fullSeq, sc *fitScratch) (sf seqFigures, why string) {
 	e := q.end
 	sf.passes, sf.trail = int(math.Round(ps[e].f-ps[a].f)), int(math.Round(ps[n-1].f-ps[e].f))
 	sf.headline = time.Duration(math.Round((ps[e].t - ps[a].t) / (ps[e].f - ps[a].f)))
+	if a > 0 {
+		if slope, _, ok := sc.theilSen(ps[a : min(a+2*anchorSlopeW, e)+1]); ok && slope > 0 {
+			sf.held = ps[0].t - (ps[a].t - slope*(ps[a].f-ps[0].f))
+		}
+	}
 	// the robust fit over the marks the headline times
 	line, icpt, fitted := sc.theilSen(ps[a:])
 	if n-a >= 3 && fitted && line > 0 {
@@ -256,11 +267,12 @@ type forwardTally struct {
 	// last residuals (ns) beside fits.
 	heads, ends, fits []time.Duration
 	firstRes, lastRes []float64
-	// skippedMarks, lateness: per sequence whose timing starts after its first mark, the
-	// marks skipped and its first mark's residual (ns); endsOfSkipped, headsOfSkipped sum
-	// their endpoint and anchored figures.
+	// skippedMarks, lateness, held: per sequence whose timing starts after its first mark,
+	// the marks skipped, its first mark's residual in the scan and how late it was against
+	// its headline (seqFigures.held), ns; endsOfSkipped, headsOfSkipped sum their endpoint
+	// and anchored figures.
 	skippedMarks                  []int
-	lateness                      []float64
+	lateness, held                []float64
 	endsOfSkipped, headsOfSkipped time.Duration
 	// trailed: per sequence whose timing ends before its last mark, the forward passes after.
 	trailed []int
@@ -329,7 +341,7 @@ func (f *Figures) tallyForwards(fulls []fullSeq, maxTok int, sc *fitScratch) for
 		f.countEvidence(q)
 		if sf.skipped > 0 {
 			t.skippedMarks = append(t.skippedMarks, sf.skipped)
-			t.lateness = append(t.lateness, q.con.firstRes)
+			t.lateness, t.held = append(t.lateness, q.con.firstRes), append(t.held, sf.held)
 			t.endsOfSkipped += sf.ends
 			t.headsOfSkipped += sf.headline
 		}
@@ -366,7 +378,11 @@ func (f *Figures) summarizeForwards(t *forwardTally) {
 // late: when their residual's median (ns) lies beyond the cell's jitter (offset + anchorK·σ,
 // not only beyond the cap of the tolerance) and skipping them moved the figure by lateSaid or
 // more — (Σ endpoint figures / Σ anchored figures of the skipped sequences) − 1 — a jitter
-// tail that happens to exceed the tolerance moves it by less.
+// tail that happens to exceed the tolerance moves it by less. How late it says is the median
+// of seqFigures.held, each first chunk against its own sequence's first consistent chunk and
+// fwd: the scan's residual is carried back over several chunks with a slack and from the
+// earliest of its predictions, which decides membership but overstates a hold (chunks
+// written two at a time, the first held one 20 ms step, read +95 ms as a residual).
 func (f *Figures) checkLateStarts(t *forwardTally, jit jitter) {
 	if len(t.skippedMarks) == 0 {
 		return
@@ -379,7 +395,7 @@ func (f *Figures) checkLateStarts(t *forwardTally, jit jitter) {
 	slices.Sort(t.skippedMarks)
 	step := float64(f.PerForward.Mean)
 	f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late: their first chunk %+.1f ms (median) later than the chunks after it imply, beyond the cell's jitter (tolerance %.2f ms: %d × its robust deviation %.3f ms, within [%.0f %%, %.0f %%] of a forward pass) — held back (Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, a late first flush, a buffering proxy) or read late by the client; or forward passes that were faster before them: fwd is timed from each one's first consistent chunk (chunk %d, median), its forward passes counted from there; decode time / (tokens − 1) would read %+.1f %%",
-		len(t.skippedMarks), len(t.heads), (late-jit.offset)/1e6, jit.beyond(step)/1e6,
+		len(t.skippedMarks), len(t.heads), stats.MedianInPlace(t.held)/1e6, jit.beyond(step)/1e6,
 		anchorK, jit.sigma/1e6, 100*anchorTolMin, 100*anchorTolMax, t.skippedMarks[len(t.skippedMarks)/2], 100*gap))
 }
 
