@@ -121,6 +121,12 @@ func describeClass(c string, ls []LeftOut, maxTokens int) string {
 	if hi != lo {
 		span = fmt.Sprintf("%d–%d", lo, hi)
 	}
+	for _, l := range ls {
+		if !l.Exact { // counted from chunks: a chunk may carry several tokens
+			span = "at least " + span + " (counted in chunks)"
+			break
+		}
+	}
 	switch c {
 	case ClassZeroToken:
 		return fmt.Sprintf("finished with no token (%s, no text): the server returned nothing for them", reasons())

@@ -266,3 +266,15 @@ func TestSummarizeSelectIsSummarize(t *testing.T) {
 		}
 	}
 }
+
+// An early stop counted in chunks is said as a lower bound: the chunks may carry several
+// tokens each.
+func TestEarlyStopCountedInChunksIsALowerBound(t *testing.T) {
+	res := &recording.Result{MaxTokens: 30, Requests: []recording.Request{{}}}
+	res.Sequences = []recording.Sequence{seq(0, true, 30, every(0.3, 10, 30)...), seq(0, true, 7, every(10.5, 10, 7)...)}
+	res.Sequences[1].FinishReason, res.Sequences[1].TokenSource, res.Sequences[1].CompletionTokens = "stop", sse.TokensChunks, 0
+	f := Compute(res, Options{})
+	if !strings.Contains(f.PerForwardReason, `stopped early (finish_reason "stop" after at least 7 (counted in chunks) of max_tokens 30 tokens)`) {
+		t.Fatalf("reason %q", f.PerForwardReason)
+	}
+}
