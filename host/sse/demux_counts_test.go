@@ -131,12 +131,20 @@ func TestDemuxTokenCounts(t *testing.T) {
 			ev(0, "a", -1, 1, ""), ev(1, "ab", -1, 2, ""), ev(0, "bc", -1, 3, "length"), ev(1, "c", -1, 3, "length"), usageOnly(6), done,
 		}, []want{{3, TokensChoiceUsage, []int32{1, 2}, ""}, {3, TokensChoiceUsage, []int32{2, 1}, ""}}},
 		// usage counting the whole request on each one-choice chunk: 1,3 and 2,4 sum to 7
-		// against a total of 4, so neither is believed
+		// against a total of 4, so the choices' counts are not believed; the total equals
+		// the 4 chunks with text, one token each
 		{"request-wide usage on choice chunks", 2, 2, []string{
 			ev(0, "a", -1, 1, ""), ev(1, "a", -1, 2, ""), ev(0, "b", -1, 3, "length"), ev(1, "b", -1, 4, "length"), usageOnly(4), done,
 		}, []want{
-			{2, TokensChunks, []int32{-1, -1}, "per-choice usage summed to 7, above the request's usage (4); counted chunks"},
-			{2, TokensChunks, []int32{-1, -1}, "per-choice usage summed to 7, above the request's usage (4); counted chunks"},
+			{2, TokensUsageChunks, []int32{-1, -1}, "per-choice usage summed to 7, above the request's usage (4); the request's usage equals its chunks with text: one token each"},
+			{2, TokensUsageChunks, []int32{-1, -1}, "per-choice usage summed to 7, above the request's usage (4); the request's usage equals its chunks with text: one token each"},
+		}},
+		// the same with a total of 5 over the 4 chunks with text: neither is believed
+		{"request-wide usage on choice chunks, a total above the chunks", 2, 2, []string{
+			ev(0, "a", -1, 1, ""), ev(1, "a", -1, 2, ""), ev(0, "b", -1, 3, "length"), ev(1, "b", -1, 4, "length"), usageOnly(5), done,
+		}, []want{
+			{2, TokensChunks, []int32{-1, -1}, "per-choice usage summed to 7, above the request's usage (5); counted chunks"},
+			{2, TokensChunks, []int32{-1, -1}, "per-choice usage summed to 7, above the request's usage (5); counted chunks"},
 		}},
 		// usage 1, 3, 2, 4: it went down at the third chunk
 		{"usage going down", 1, 4, []string{

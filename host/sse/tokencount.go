@@ -259,8 +259,11 @@ func (d *Demux) dropLaggingChoiceUsage(maxTokens, choiceSum, choiceN int) (int, 
 
 // requestUsage judges the request's own completion-token total against the texts chunks
 // (texts: below them it cannot be right) and the choices' usable counts (choiceSum over
-// choiceN choices: above the total, neither can be trusted, and the choices' counts are set
-// aside too). It returns whether the total is usable and, if not, why (with its two numbers).
+// choiceN choices: above the total, the choices' counts are set aside, and the total too
+// unless it equals the chunks with text — then it is the stream's own count, one token a
+// chunk, and the choices' counts are what is wrong: a server whose per-chunk usage counts the
+// whole request's tokens). It returns whether the total is usable and, if not, why (with its
+// two numbers).
 func (d *Demux) requestUsage(texts, choiceSum, choiceN int) (ok bool, reason why, a, b int) {
 	total := d.Usage.CompletionTokens
 	switch {
@@ -273,6 +276,9 @@ func (d *Demux) requestUsage(texts, choiceSum, choiceN int) (ok bool, reason why
 			if s := &d.seqs[i]; s.usageOK() {
 				s.usageWhy, s.whyA, s.whyB = whyUsageOverTotal, choiceSum, total
 			}
+		}
+		if total == texts {
+			return true, whyNone, 0, 0
 		}
 		return false, whyUsageOverTotal, choiceSum, total
 	}
