@@ -95,6 +95,15 @@ func TestReadFileSaysWhatItGot(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("model file:\n got %v\nwant %s", err, want)
 	}
+	ab := filepath.Join(dir, "ab.json")
+	if err := os.WriteFile(ab, []byte(`{"a": "a.toml", "b": "b.toml", "pairs": 3, "confidence": 0.95, "cells": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadFile(ab)
+	want = "results: " + ab + ": not a results file (want the <run-id>.json or .jsonl genload run writes): it is the A/B comparison genload ab --json writes (3 pairs of a.toml and b.toml), not a run: genload report RUN… --ab " + ab + " reads it beside runs"
+	if !errors.Is(err, ErrNotResults) || err.Error() != want {
+		t.Errorf("ab --json file:\n got %v\nwant %s", err, want)
+	}
 	j, jl := writeRun(t, dir, "huge", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	for _, p := range []string{j, jl} {
 		b, err := os.ReadFile(p)

@@ -140,9 +140,18 @@ func ReadFile(path string) (*Run, error) {
 		var probe struct {
 			Schema string          `json:"schema"`
 			Header json.RawMessage `json:"header"`
+			// the keys of genload ab --json's document
+			A     *string `json:"a"`
+			B     *string `json:"b"`
+			Pairs *int    `json:"pairs"`
 		}
-		if json.Unmarshal(b, &probe) == nil && probe.Header == nil && probe.Schema != "" {
-			return nil, notResults(path, fmt.Errorf("its schema is %q, a results file's header says %q", probe.Schema, Schema))
+		if json.Unmarshal(b, &probe) == nil && probe.Header == nil {
+			switch {
+			case probe.Schema != "":
+				return nil, notResults(path, fmt.Errorf("its schema is %q, a results file's header says %q", probe.Schema, Schema))
+			case probe.A != nil && probe.B != nil && probe.Pairs != nil:
+				return nil, notResults(path, fmt.Errorf("it is the A/B comparison genload ab --json writes (%d pairs of %s and %s), not a run: genload report RUN… --ab %s reads it beside runs", *probe.Pairs, *probe.A, *probe.B, path))
+			}
 		}
 		r := Run{Header: Header{Config: storedConfig()}}
 		if err := json.Unmarshal(b, &r); err != nil {
