@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/genload/genload/host/recording"
@@ -191,6 +192,20 @@ type Figures struct {
 	Hist *Histograms `json:"hist,omitempty"`
 
 	fitFlagged bool // a per-sequence check failed (the window's would repeat it)
+	// windowCheck is 1 + the index in Checks of the check about the window (windowCheck's),
+	// 0 when there is none.
+	windowCheck int
+}
+
+// WithoutWindow makes f's full-batch figure absent for reason (a cell routed over several
+// servers, whose sequences share no single batch) and drops the check that compared the
+// window's two estimators, so that no warning speaks of a figure the table does not show.
+func (f *Figures) WithoutWindow(reason string) {
+	f.Window.Valid, f.Window.Reason = false, reason
+	if i := f.windowCheck - 1; i >= 0 && i < len(f.Checks) {
+		f.Checks = slices.Delete(f.Checks, i, i+1)
+	}
+	f.windowCheck = 0
 }
 
 // ServerTimings is the server's own timing of the full sequences, beside the client's

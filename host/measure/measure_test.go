@@ -278,3 +278,29 @@ func TestEarlyStopCountedInChunksIsALowerBound(t *testing.T) {
 		t.Fatalf("reason %q", f.PerForwardReason)
 	}
 }
+
+// Four sequences on servers of 20 and 30 ms steps: the window's reference (the 20 ms one, the
+// first to finish) and the pooled fit over both disagree, which Compute says; a cell that
+// then drops its full-batch figure (routed over several servers) drops that check with it
+// and keeps the others.
+func TestWithoutWindowDropsItsCheck(t *testing.T) {
+	res := &recording.Result{MaxTokens: 40, Requests: []recording.Request{{}, {}, {}, {}}}
+	res.Sequences = []recording.Sequence{seq(0, true, 40, every(0.3, 20, 40)...),
+		seq(1, true, 40, every(0.6, 30, 40)...), seq(2, true, 40, every(0.9, 30, 40)...), seq(3, true, 40, every(1.2, 30, 40)...)}
+	f := Compute(res, Options{})
+	if !f.Window.Valid || len(f.Checks) == 0 || !strings.HasPrefix(f.Checks[len(f.Checks)-1], "full-batch estimators disagree") {
+		t.Fatalf("window %+v, checks %q: want a valid window and the full-batch check", f.Window, f.Checks)
+	}
+	f.Checks = append([]string{"another check"}, f.Checks...)
+	f.windowCheck++
+	n := len(f.Checks)
+	f.WithoutWindow("routed over 2 workers")
+	if f.Window.Valid || f.Window.Reason != "routed over 2 workers" || len(f.Checks) != n-1 || f.Checks[0] != "another check" {
+		t.Fatalf("window %+v, checks %q", f.Window, f.Checks)
+	}
+	for _, c := range f.Checks {
+		if strings.HasPrefix(c, "full-batch") {
+			t.Errorf("the full-batch check stayed: %q", c)
+		}
+	}
+}

@@ -489,6 +489,7 @@ func windowCheck(f *Figures) {
 		if gap := float64(w.PerStep)/float64(w.Fit) - 1; math.Abs(gap) > EstimatorTolerance {
 			f.Checks = append(f.Checks, fmt.Sprintf("full-batch estimators disagree: full-batch fwd (the mean forward pass) %.3f ms is %+.1f %% of the pooled robust fit %.3f ms (the typical one): some forward passes in the window were much slower or faster than the others",
 				Ms(w.PerStep), 100*gap, Ms(w.Fit)))
+			f.windowCheck = len(f.Checks)
 		}
 	}
 }

@@ -294,7 +294,7 @@ func figures(cfg *config.Config, plan *plan.Plan, res *recording.Result, routedO
 		GenerationDurationHeader: cfg.Headers.GenerationDuration, SpeculationAcceptanceHeader: cfg.Headers.SpeculationAcceptance,
 		PromptLengths: plan.Built, TextPrompts: plan.Texts != nil, TruncationWarns: cfg.Truncation == "warn"})
 	if routedOver > 1 && fig.Window.Valid {
-		fig.Window.Valid, fig.Window.Reason = false, fmt.Sprintf("routed over %d workers: the sequences share no single batch", routedOver)
+		fig.WithoutWindow(fmt.Sprintf("routed over %d workers: the sequences share no single batch", routedOver))
 	}
 	return fig
 }
