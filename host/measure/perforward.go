@@ -438,7 +438,7 @@ func (f *Figures) perForwardReason(t *forwardTally, fulls, maxTok int) string {
 		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks carry several tokens (%.2f on average) and the server gives no per-chunk counts: how many tokens the first chunk carried is unknown, so decode time / (tokens − 1) would be a guess (continuous usage or logprobs give per-chunk counts)%s", t.perChunkUnknown, fulls, f.TokensPerChunk, tk))
 	}
 	if t.bunched > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks arrived mostly together (over half of their intervals under a tenth of the mean forward pass: the client fell behind, or the stream stalled and then burst): the client cannot time their forward passes", t.bunched, fulls))
+		parts = append(parts, fmt.Sprintf("%d of %d full sequences' chunks arrived mostly together (over half of their intervals under a tenth of the mean forward pass: a server that flushes its chunks on a timer or every few tokens (a stream interval), a buffering hop, a stream that stalled and then burst, or a client that fell behind): the client cannot time their forward passes", t.bunched, fulls))
 	}
 	if t.oneChunk > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d full sequences received all their tokens in one chunk: no decode interval to time", t.oneChunk, fulls))
