@@ -2,6 +2,7 @@ package latmodel
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/results"
+	"github.com/genload/genload/host/stats"
 )
 
 // The advice of a gate that cannot tell states what it assumes and gives a range: a single run
@@ -25,7 +27,7 @@ func TestDecideStatesItsAssumption(t *testing.T) {
 	iv := interval(0.121, 0.95, component{0.0004, 10}, component{lv * lb.SD * lb.SD, lb.DoF}, component{lv * ln.SD * ln.SD, ln.DoF})
 	iv.LevelSE = math.Sqrt(lv * (lb.SD*lb.SD + ln.SD*ln.SD))
 	got := decide(iv, 0.15, "the mean change over 15 points", lb, ln, 15, 15)
-	want := "3 to 12 runs of each side would decide the mean change over 15 points if its estimate +12.1 % held and each run's " +
+	want := "5 to 26 runs of each side would decide the mean change over 15 points, 8 times in 10, if its estimate +12.1 % held and each run's " +
 		"level scattered about its side's by ±1.0–3.8 % (baseline, one run: its cells' noise to its cells' scatter) and ±0.8–3.0 % " +
 		"(new, one run: its cells' noise to its cells' scatter); more if the runs scatter more (genload run --repeat N: one file of N " +
 		"repeats; or runs measured apart, comma-separated)"
@@ -117,5 +119,47 @@ func TestTooNoisyFromExtrapolating(t *testing.T) {
 		!strings.Contains(err.Error(), "the 2 extrapolated ones lie beyond the cells it measured (mean length 1000–8000 tokens, batch size 1–4), where its coefficients are uncertain and repeats of the same cells do not remove that; measure the baseline over the grid's range, or gate without --extrapolate") ||
 		strings.Contains(err.Error(), "times (genload run --repeat") {
 		t.Errorf("extrapolated: %v", err)
+	}
+}
+
+// The advised number of runs decides the gate DecidePower of the time when what it assumes
+// holds: a true mean change of +8 % against a +15 % threshold, each run's level scattering by
+// 5 % on both sides and 3 runs of each today (their spread exactly that). Followed — that
+// many runs of each side drawn 4 000 times, each time the one-sided 95 % Welch bound held
+// against the threshold — it decides 77–90 % of the time; the bound of t_q standard errors
+// alone (power 0.5) advised fewer runs, which decided about half the time.
+func TestDecideAdviceHasItsPower(t *testing.T) {
+	const sigma, change, limit, r = 0.05, 0.08, 0.15, 3
+	lb := Level{SD: sigma / math.Sqrt(r), DoF: r - 1, Runs: r}
+	ln := lb
+	iv := interval(change, 0.95, component{1e-12, math.Inf(1)}, component{lb.SD * lb.SD, lb.DoF}, component{ln.SD * ln.SD, ln.DoF})
+	iv.LevelSE = math.Sqrt(lb.SD*lb.SD + ln.SD*ln.SD)
+	advice := decide(iv, limit, "the mean change", lb, ln, 15, 15)
+	var k int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(strings.TrimPrefix(advice, "about "), "at least "), "%d", &k); err != nil || k <= r {
+		t.Fatalf("advice %q: no number of runs above today's %d", advice, r)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	const draws = 4000
+	decided := 0
+	for range draws {
+		var mb, mn, sb, sn float64
+		b, n := make([]float64, k), make([]float64, k)
+		for i := range k {
+			b[i], n[i] = sigma*rng.NormFloat64(), change+sigma*rng.NormFloat64()
+			mb, mn = mb+b[i]/float64(k), mn+n[i]/float64(k)
+		}
+		for i := range k {
+			sb, sn = sb+(b[i]-mb)*(b[i]-mb)/float64(k-1), sn+(n[i]-mn)*(n[i]-mn)/float64(k-1)
+		}
+		se, dof := combine(component{sb / float64(k), float64(k - 1)}, component{sn / float64(k), float64(k - 1)})
+		if mn-mb+stats.TQuantile(0.95, dof)*se < limit {
+			decided++
+		}
+	}
+	share := float64(decided) / draws
+	t.Logf("%d runs of each side decided %.3f of %d draws", k, share, draws)
+	if share < 0.77 || share > 0.9 {
+		t.Errorf("advice %q: %d runs of each side decided %d of %d draws (%.2f), want 0.77–0.90 (power %.1f)", advice, k, decided, draws, share, DecidePower)
 	}
 }

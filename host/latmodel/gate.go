@@ -601,6 +601,13 @@ func (g *GateResult) verdict() {
 	g.Decide = decide(iv, limit, what, g.BaseLevel, g.NewLevel, g.BaseFit.Cells, g.NewFit.Cells)
 }
 
+// DecidePower is the probability with which the number of runs a gate that cannot tell
+// advises decides it, if its estimate held: 0.8, the usual power of a sample-size
+// calculation. The bound must clear the threshold by t_q + t_power standard errors, not t_q
+// alone: at t_q alone (power 0.5) the next estimate falls short as often as not, and the
+// advice, followed, moves on by a run or two.
+const DecidePower = 0.8
+
 // ScatterConfidence is the one-sided confidence of the upper bound on the runs' level scatter
 // that the advice of a gate that cannot tell assumes at its conservative end: 0.90.
 const ScatterConfidence = 0.90
@@ -638,8 +645,8 @@ func levelScatter(l Level, cells int) runScatter {
 // the runs; the coefficient part is split between the sides as their levels are), and the
 // side's level uncertainty is σ_run²/k with k − 1 degrees of freedom, σ_run its runs' scatter.
 // The bound is Student t of the Welch–Satterthwaite degrees of freedom of the parts, at the
-// confidence iv was made at (recovered from it). The estimate is assumed to stay where it is,
-// and said so.
+// confidence iv was made at (recovered from it), and must clear the gap with DecidePower: by
+// (t_q + t_power)·SE. The estimate is assumed to stay where it is, and said so.
 func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, newCells int) string {
 	gap := math.Abs(iv.Est - limit)
 	if gap < 1e-9 {
@@ -679,7 +686,7 @@ func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, ne
 			cs = append(cs, component{v, dof})
 		}
 		se, dof := combine(cs...)
-		return stats.TQuantile(q, dof) * se
+		return (stats.TQuantile(q, dof) + stats.TQuantile(DecidePower, dof)) * se
 	}
 	least := func(f func(k int) (int, int), hi bool) int {
 		for k := 2; k <= 50; k++ {
@@ -716,6 +723,6 @@ func decide(iv Interval, limit float64, what string, lb, ln Level, baseCells, ne
 	if len(opts) == 0 {
 		return fmt.Sprintf("%s is %.1f %% from the threshold: even 50 runs of each side would not decide it %s", what, 100*gap, assume)
 	}
-	return fmt.Sprintf("%s would decide %s %s; more if the runs scatter more (genload run --repeat N: one file of N repeats; or runs measured apart, comma-separated)",
-		strings.Join(opts, ", or "), what, assume)
+	return fmt.Sprintf("%s would decide %s, %.0f times in 10, %s; more if the runs scatter more (genload run --repeat N: one file of N repeats; or runs measured apart, comma-separated)",
+		strings.Join(opts, ", or "), what, 10*DecidePower, assume)
 }

@@ -340,7 +340,7 @@ func TestFitGateQualityAndInputErrors(t *testing.T) {
 	}
 	// Without either limit, a +20 % new run cannot be told from that baseline's noise.
 	code, stdout, stderr = cli(t, ctx, "gate", "--max-fit-error", "0", "--max-baseline-noise", "0", poor, slow20)
-	if code != exitcode.Inconclusive || !strings.Contains(stdout, "gate: CANNOT TELL: mean change") || !strings.Contains(strings.Join(strings.Fields(stdout), " "), "2 to 11 runs of each side, or 2 to 11 of the baseline alone would decide the mean change over 20 points if its estimate +45.6 % held and each run's level scattered about its side's by ±8.1–36.1 % (baseline, one run: its cells' noise to its cells' scatter)") {
+	if code != exitcode.Inconclusive || !strings.Contains(stdout, "gate: CANNOT TELL: mean change") || !strings.Contains(strings.Join(strings.Fields(stdout), " "), "3 to 21 runs of each side, or 3 to 21 of the baseline alone would decide the mean change over 20 points, 8 times in 10, if its estimate +45.6 % held and each run's level scattered about its side's by ±8.1–36.1 % (baseline, one run: its cells' noise to its cells' scatter)") {
 		t.Errorf("gate without limits: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	code, _, stderr = cli(t, ctx, "fit", poor)
