@@ -100,22 +100,26 @@ type metrics struct {
 	// overrun observes, per step with a planned wall duration (TimeScale > 0),
 	// max(0, measured − planned) / planned; plannedS and overrunS sum the planned wall
 	// durations and the overruns, in seconds.
-	overrun   *histogram
-	plannedS  float64
-	overrunS  float64
-	batchSize *histogram
-	steps     uint64
-	decSteps  uint64
-	stepSimS  float64
-	stepWallS float64
-	decWallS  float64
-	busySeqs  uint64 // Σ sequences over steps
-	maxTokens int64  // most tokens in one step
-	promptTok uint64
-	genTok    uint64
-	promptS   float64 // Σ per sequence arrival → first token
-	genS      float64 // Σ per finished sequence first → last token
-	success   map[string]uint64
+	overrun  *histogram
+	plannedS float64
+	overrunS float64
+	// decPlannedS sums the planned wall durations of the steps without prefill (those of
+	// decWall): against decWall's sum, how far the decode steps a client times ran from the
+	// plan, in either direction (a step repaying an earlier one's lateness runs short).
+	decPlannedS float64
+	batchSize   *histogram
+	steps       uint64
+	decSteps    uint64
+	stepSimS    float64
+	stepWallS   float64
+	decWallS    float64
+	busySeqs    uint64 // Σ sequences over steps
+	maxTokens   int64  // most tokens in one step
+	promptTok   uint64
+	genTok      uint64
+	promptS     float64 // Σ per sequence arrival → first token
+	genS        float64 // Σ per finished sequence first → last token
+	success     map[string]uint64
 
 	preemptions   atomic.Int64
 	prefixQueries atomic.Int64
@@ -183,6 +187,7 @@ func (m *metrics) observeStep(sh StepShape, sim, planned, wall time.Duration) {
 	if sh.PrefillTokens == 0 {
 		m.lastDecode.Store(int64(wall))
 		m.decSteps++
+		m.decPlannedS += planned.Seconds()
 		m.decWall.observe(wall.Seconds())
 		m.decWallS += wall.Seconds()
 	} else {
@@ -311,6 +316,9 @@ func ratio(a, b float64) float64 {
 //	genload_engine_step_overrun_seconds_total     Σ max(0, measured − planned) over those steps
 //	genload_engine_step_overrun_ratio             each step's max(0, measured − planned) /
 //	                                              planned: how late a busy host made it
+//	genload_engine_decode_step_planned_seconds_total  Σ planned wall duration of the steps
+//	                                              without prefill, beside the sum of
+//	                                              genload_engine_decode_step_duration_seconds
 func (m *metrics) write(out io.Writer, d *dialect, model string, timeScale float64, lateHist, hideTruth bool) {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
@@ -334,4 +342,5 @@ func (m *metrics) write(out io.Writer, d *dialect, model string, timeScale float
 	fmt.Fprintf(w, "# HELP genload_engine_step_overrun_seconds_total Wall time the engine's steps ran past their planned duration (a busy host).\n# TYPE genload_engine_step_overrun_seconds_total counter\ngenload_engine_step_overrun_seconds_total %s\n", fmtFloat(m.overrunS))
 	fmt.Fprintf(w, "# HELP genload_engine_step_overrun_ratio Each step's overrun past its planned wall duration, as a share of it.\n# TYPE genload_engine_step_overrun_ratio histogram\n")
 	m.overrun.write(w, "genload_engine_step_overrun_ratio", "")
+	fmt.Fprintf(w, "# HELP genload_engine_decode_step_planned_seconds_total Planned wall duration of the engine's steps without prefill tokens.\n# TYPE genload_engine_decode_step_planned_seconds_total counter\ngenload_engine_decode_step_planned_seconds_total %s\n", fmtFloat(m.decPlannedS))
 }

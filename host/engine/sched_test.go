@@ -187,7 +187,7 @@ func TestStepOverrunRecord(t *testing.T) {
 	log := &logtest.LockedBuffer{}
 	_, srv := newTestEngine(t, func(c *Config) { c.StepLog = log; c.TimeScale = 0.1 })
 	post(t, srv.URL+"/v1/completions", `{"prompt":[1,2,3],"max_tokens":8,"ignore_eos":true}`)
-	var planned, over float64
+	var planned, over, decPlanned float64
 	lines := logtest.Lines(log.String())
 	for _, l := range lines {
 		p, fwd, wall := l.Float(t, "planned_ms"), l.Float(t, "fwd_ms"), l.Float(t, "wall_ms")
@@ -196,12 +196,18 @@ func TestStepOverrunRecord(t *testing.T) {
 		}
 		planned += p / 1e3
 		over += max(0, wall-p) / 1e3
+		if l.Int(t, "prefill_tokens") == 0 {
+			decPlanned += p / 1e3
+		}
 	}
 	m := metricsText(t, srv.URL)
 	gotP, gotO := metricValue(t, m, "genload_engine_step_planned_seconds_total"), metricValue(t, m, "genload_engine_step_overrun_seconds_total")
 	// the log rounds each step to 1 µs
 	if tol := 2e-6 * float64(len(lines)); math.Abs(gotP-planned) > tol || math.Abs(gotO-over) > tol {
 		t.Fatalf("metrics planned %.6f s, overrun %.6f s; the log's %d steps: %.6f s, %.6f s", gotP, gotO, len(lines), planned, over)
+	}
+	if d := metricValue(t, m, "genload_engine_decode_step_planned_seconds_total"); decPlanned <= 0 || decPlanned >= planned || math.Abs(d-decPlanned) > 2e-6*float64(len(lines)) {
+		t.Fatalf("metrics decode planned %.6f s; the log's decode steps: %.6f s of %.6f s", d, decPlanned, planned)
 	}
 	if c := metricValue(t, m, "genload_engine_step_overrun_ratio_count"); int(c) != len(lines) || len(lines) != 8 {
 		t.Fatalf("overrun histogram counts %v steps, the log has %d (want 8)", c, len(lines))

@@ -110,6 +110,11 @@ func (d delta) truth(st *Steps) {
 			o.Share = max(0, dw-dp) / dp
 		}
 		o.Steps, o.P50, o.P99 = histDeltaQuantiles(d.before, d.after, TruthOverrunRatio, 0.5, 0.99)
+		if ddp, why := d.val(TruthDecodePlanned); why == "" && ddp > 0 {
+			if _, ddw, w := d.hist(TruthDecodeStepDuration); w == "" {
+				o.Decode, o.HasDecode = ddw/ddp-1, true
+			}
+		}
 		st.Overrun = o
 	}
 	if _, ok := d.after.Families[TruthSteps]; ok {

@@ -74,6 +74,7 @@ const (
 	TruthPlannedSeconds     = "genload_engine_step_planned_seconds_total"
 	TruthOverrunSeconds     = "genload_engine_step_overrun_seconds_total"
 	TruthOverrunRatio       = "genload_engine_step_overrun_ratio"
+	TruthDecodePlanned      = "genload_engine_decode_step_planned_seconds_total"
 )
 
 // Snapshot is one parsed scrape.

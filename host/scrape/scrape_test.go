@@ -252,3 +252,33 @@ func TestDeltaEngineOverrun(t *testing.T) {
 		t.Fatalf("no steps: overrun %+v, want none", o)
 	}
 }
+
+// A late prefill repaid by the decode steps after it nets to nothing over the cell's steps but
+// leaves the decode steps, the ones fwd times, short of their plan: the note says so when they
+// ran more than 2 % short, and not when they kept it.
+func TestDeltaEngineDecodeRanShort(t *testing.T) {
+	n := Names{Dialect: "vllm"}
+	text := func(planned, decPlanned, decMeasured float64, decSteps int) string {
+		return engineOverrunText(planned, 0.1, planned, [4]int{10, 0, 0, 0}) + fmt.Sprintf(`# TYPE genload_engine_decode_step_duration_seconds histogram
+genload_engine_decode_step_duration_seconds_bucket{le="+Inf"} %d
+genload_engine_decode_step_duration_seconds_sum %g
+genload_engine_decode_step_duration_seconds_count %d
+# TYPE genload_engine_decode_step_planned_seconds_total counter
+genload_engine_decode_step_planned_seconds_total %g
+`, decSteps, decMeasured, decSteps, decPlanned)
+	}
+	before := snap(t, text(1, 0.5, 0.5, 10))
+	// 1 s more planned over the cell and 1 s measured (0 % net), of which 0.8 s planned decode
+	// ran in 0.72 s (-10 %)
+	o := Delta(n, before, snap(t, text(2, 1.3, 1.22, 90)), 0).Overrun
+	if o == nil || !o.HasDecode || math.Abs(o.Decode+0.1) > 1e-9 || o.Share != 0 {
+		t.Fatalf("overrun %+v: want decode -10 %%, share 0", o)
+	}
+	note := (&CellMetrics{Steps: Steps{Overrun: o}}).Notes()
+	if len(note) != 1 || note[0].Name != warning.EngineOverrun || !strings.Contains(note[0].Text, "its decode steps 10.0 % in all") || !strings.Contains(note[0].Text, "fwd reads below the cost model") {
+		t.Fatalf("notes %q", note)
+	}
+	if o := Delta(n, before, snap(t, text(2, 1.3, 1.29, 90)), 0).Overrun; o == nil || len((&CellMetrics{Steps: Steps{Overrun: o}}).Notes()) != 0 {
+		t.Fatalf("decode 1.25 %% short %+v: want no note", o)
+	}
+}

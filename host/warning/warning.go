@@ -134,7 +134,7 @@ var catalogue = []Kind{
 	{ServersDiffer, "The servers' per-forward figures differ by more than 5 %", []string{"servers differ: "}},
 	{ClientBottleneck, "The client, not the server, limited the measurement", []string{"the client was the bottleneck: "}},
 	{SlowBodyWrite, "Writing a request's body took over 5 % of TTFT", []string{"writing the body of request "}},
-	{EngineOverrun, "The built-in engine's steps overran their plan on a busy host", []string{"the built-in engine's steps ran "}},
+	{EngineOverrun, "The built-in engine's steps ran off their plan on a busy host", []string{"the built-in engine's steps ran "}},
 	{RoutedSplit, "B is the total over several workers", []string{`^routed over \d+ workers: B = `}},
 }
 

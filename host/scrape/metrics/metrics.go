@@ -90,11 +90,26 @@ type Overrun struct {
 	// (upper bounds of the histogram's buckets).
 	P50 float64 `json:"p50"`
 	P99 float64 `json:"p99"`
+	// Decode = Σ measured / Σ planned − 1 over the steps without prefill (valid when
+	// HasDecode): how far from the cost model the decode steps that fwd times ran, in either
+	// direction. Share nets every step, prefills included, so a late prefill repaid by the
+	// decode steps after it (each at least half its planned duration) nets to nothing while
+	// those steps ran short: fwd then reads below the cost model.
+	Decode    float64 `json:"decode"`
+	HasDecode bool    `json:"has_decode"`
 }
 
-// Note returns the warning for an overrun above OverrunShareLimit, "" otherwise (and for nil).
+// Note returns the warning for an overrun above OverrunShareLimit, or for decode steps that
+// ran more than OverrunShareLimit short of their plan (Decode), "" otherwise (and for nil).
 func (o *Overrun) Note() string {
-	if o == nil || o.Share <= OverrunShareLimit {
+	if o == nil {
+		return ""
+	}
+	if o.Share <= OverrunShareLimit {
+		if o.HasDecode && -o.Decode > OverrunShareLimit {
+			return fmt.Sprintf("the built-in engine's steps ran short of their planned wall time: its decode steps %.1f %% in all (over %.0f steps, their net %+.1f %%), repaying lateness of earlier steps on a busy host (each repaying step runs at least half its plan), beyond the %.0f %% this cell allows: fwd reads below the cost model (a larger [engine] time_scale, or a quieter host)",
+				-100*o.Decode, o.Steps, 100*o.Share, 100*OverrunShareLimit)
+		}
 		return ""
 	}
 	return fmt.Sprintf("the built-in engine's steps ran %.1f %% over their planned wall time in all (one step's delay p50 %.1f %%, p99 %.0f %% of it; over %.0f steps), above the %.0f %% this cell allows: the host was busy, so fwd follows its load as much as the cost model (a larger [engine] time_scale, or a quieter host)",
