@@ -1,17 +1,12 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
@@ -86,12 +81,12 @@ command) until the duration ends or the pod is deleted.`,
 		if err != nil {
 			return exitcode.With(exitcode.InvalidConfig, err)
 		}
-		if err := podPaths(cfg, b); err != nil {
+		if err := k8s.PodPaths(cfg, b); err != nil {
 			return exitcode.With(exitcode.InvalidConfig, err)
 		}
 		j.Bench = string(b)
 	}
-	if note := j.ChooseParallelism(sharedTarget(j.RunArgs, cfg)); note != "" {
+	if note := j.ChooseParallelism(k8s.SharedTarget(runTarget(j.RunArgs), cfg)); note != "" {
 		fmt.Fprintln(e.stderr, "genload k8s job: "+note)
 	}
 	ms, err := k8s.Build(j)
@@ -168,63 +163,12 @@ func cmdK8sIdle(ctx context.Context, args []string, e *env) error {
 	return nil
 }
 
-// sharedTarget names the server(s) every pod of the Job measures: the run flags' --target,
-// else bench.toml's workers or target (cfg nil: genload's defaults); "" for the built-in
-// engine, which each pod starts for itself.
-func sharedTarget(runArgs []string, cfg *config.Config) string {
+// runTarget returns the --target of genload run's flags runArgs ("" when not given or not
+// parsed: checkRunArgs has refused bad ones).
+func runTarget(runArgs []string) string {
 	fs, f := newRunFlags(&env{stdout: io.Discard, stderr: io.Discard})
-	if parse(fs, runArgs) == nil && *f.target != "" {
-		if *f.target == "builtin" {
-			return ""
-		}
-		return *f.target
-	}
-	if cfg == nil {
+	if parse(fs, runArgs) != nil {
 		return ""
 	}
-	if len(cfg.Workers) > 0 {
-		urls := make([]string, len(cfg.Workers))
-		for i, w := range cfg.Workers {
-			urls[i] = cmp.Or(w.URL, cfg.Target)
-		}
-		return "the same workers (" + strings.Join(urls, ", ") + ")"
-	}
-	if cfg.Target == "" || cfg.Target == "builtin" {
-		return ""
-	}
-	return cfg.Target
-}
-
-// podPaths refuses a bench.toml that names a file by a relative path: the pods mount only
-// bench.toml itself (at k8s.ConfigMount), so a corpus, tokenizer, plugin, API key file or
-// engine profile beside it on this machine is not there; it must be in the image, named by its
-// absolute path. Plugin names ("gamma") and absolute paths pass.
-func podPaths(cfg *config.Config, src []byte) error {
-	var raw struct {
-		Lengths    struct{ Plugin string }  `toml:"lengths"`
-		Router     struct{ Plugin string }  `toml:"router"`
-		Prompt     struct{ Corpus string }  `toml:"prompt"`
-		Tokenizer  struct{ Path string }    `toml:"tokenizer"`
-		Plugins    struct{ Dir string }     `toml:"plugins"`
-		APIKeyFile string                   `toml:"api_key_file"`
-		Engine     struct{ Profile string } `toml:"engine"`
-	}
-	if _, err := toml.Decode(string(src), &raw); err != nil {
-		return err // loadConfig read it: not reached
-	}
-	path := func(v, ext string) bool {
-		return v != "" && !filepath.IsAbs(v) && (ext == "" || strings.HasSuffix(v, ext) || strings.ContainsRune(v, '/'))
-	}
-	var errs []error
-	for _, k := range []struct{ key, v, ext string }{
-		{"lengths.plugin", raw.Lengths.Plugin, ".wasm"}, {"router.plugin", raw.Router.Plugin, ".wasm"},
-		{"prompt.corpus", raw.Prompt.Corpus, ""}, {"tokenizer.path", raw.Tokenizer.Path, ""},
-		{"plugins.dir", raw.Plugins.Dir, ""}, {"api_key_file", raw.APIKeyFile, ""}, {"engine.profile", raw.Engine.Profile, ".toml"},
-	} {
-		if path(k.v, k.ext) {
-			errs = append(errs, fmt.Errorf("%s: [%s] %q is a relative path: the pods mount only bench.toml (at %s), so the file must be in the image; give its absolute path there",
-				cfg.Where(k.key), k.key, k.v, k8s.ConfigMount))
-		}
-	}
-	return errors.Join(errs...)
+	return *f.target
 }
