@@ -10,6 +10,7 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/k8s"
 )
 
@@ -59,7 +60,7 @@ command) until the duration ends or the pod is deleted.`,
 	fs.StringVar(&j.Memory, "memory", "", "each pod's memory request and limit, e.g. 4Gi")
 	cfgPath := fs.String("c", "", "bench.toml the shards run (default: genload's defaults)")
 	out := fs.String("o", "", "directory for the manifests (default k8s-<name>)")
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 || fs.Arg(0) != "job" {
@@ -114,7 +115,7 @@ command) until the duration ends or the pod is deleted.`,
 func cmdK8sCat(args []string, e *env) error {
 	fs := newFlagSet("k8s cat", "genload k8s cat FILE…",
 		"Write the files to stdout, in order, byte for byte: in a pod without tar, kubectl exec POD -- genload k8s cat /results/NAME/NAME.json > NAME.json.", nil, e)
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -143,7 +144,7 @@ func cmdK8sCat(args []string, e *env) error {
 func cmdK8sIdle(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("k8s idle", "genload k8s idle DURATION",
 		"Wait for DURATION (such as 1h) or until the process is stopped (kubectl delete sends SIGTERM), then exit 0: the command of the pod the results are streamed out of.", nil, e)
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -167,7 +168,7 @@ func cmdK8sIdle(ctx context.Context, args []string, e *env) error {
 // parsed: checkRunArgs has refused bad ones).
 func runTarget(runArgs []string) string {
 	fs, f := newRunFlags(&env{stdout: io.Discard, stderr: io.Discard})
-	if parse(fs, runArgs) != nil {
+	if cliflag.Parse(fs, runArgs) != nil {
 		return ""
 	}
 	return *f.target

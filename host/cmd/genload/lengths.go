@@ -10,6 +10,7 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/sdk/abi"
 )
@@ -40,9 +41,9 @@ dir and call_timeout are read too); --plugin, --set, --min and --call-timeout ov
 	hi := fs.Int("max", math.MaxInt32, "largest length in tokens")
 	seed := fs.Uint64("seed", 42, "run seed")
 	timeout := fs.Duration("call-timeout", plugin.DefaultCallTimeout, "deadline of each plugin call")
-	var sets setFlags
+	var sets cliflag.SetFlags
 	fs.Var(&sets, "set", "plugin config key=value (a TOML value, else a string); repeatable")
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	switch {
