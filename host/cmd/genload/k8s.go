@@ -70,23 +70,11 @@ command) until the duration ends or the pod is deleted.`,
 	if err := checkRunArgs(j.RunArgs); err != nil {
 		return err
 	}
-	var cfg *config.Config
-	if *cfgPath != "" {
-		// Checked here, where the file is, rather than in every pod.
-		var err error
-		cfg, err = loadConfig(*cfgPath)
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(*cfgPath)
-		if err != nil {
-			return exitcode.With(exitcode.InvalidConfig, err)
-		}
-		if err := k8s.PodPaths(cfg, b); err != nil {
-			return exitcode.With(exitcode.InvalidConfig, err)
-		}
-		j.Bench = string(b)
+	cfg, bench, err := jobBench(*cfgPath)
+	if err != nil {
+		return err
 	}
+	j.Bench = bench
 	if note := j.ChooseParallelism(k8s.SharedTarget(runTarget(j.RunArgs), cfg)); note != "" {
 		fmt.Fprintln(e.stderr, "genload k8s job: "+note)
 	}
@@ -98,6 +86,37 @@ command) until the duration ends or the pod is deleted.`,
 	if dir == "" {
 		dir = "k8s-" + j.Name
 	}
+	if err := writeManifests(dir, ms); err != nil {
+		return err
+	}
+	fmt.Fprint(e.stdout, j.Commands(filepath.Clean(dir)))
+	return nil
+}
+
+// jobBench reads the bench.toml a Job's shards run (path "" : none, genload's defaults) and
+// checks here, where the file is, rather than in every pod, that the pods can read what it
+// names (k8s.PodPaths): the config and the file's text, or an InvalidConfig error.
+func jobBench(path string) (*config.Config, string, error) {
+	if path == "" {
+		return nil, "", nil
+	}
+	cfg, err := loadConfig(path)
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", exitcode.With(exitcode.InvalidConfig, err)
+	}
+	if err := k8s.PodPaths(cfg, b); err != nil {
+		return nil, "", exitcode.With(exitcode.InvalidConfig, err)
+	}
+	return cfg, string(b), nil
+}
+
+// writeManifests writes the Job's manifests into dir (created if need be) as job.yaml,
+// merge.yaml and fetch.yaml.
+func writeManifests(dir string, ms *k8s.Manifests) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -106,7 +125,6 @@ command) until the duration ends or the pod is deleted.`,
 			return err
 		}
 	}
-	fmt.Fprint(e.stdout, j.Commands(filepath.Clean(dir)))
 	return nil
 }
 
