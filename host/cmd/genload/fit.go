@@ -105,13 +105,7 @@ and 'genload gate' refuses the model: re-measure, or run with --repeat N and fit
 		return err
 	}
 	m.Genload = version
-	for _, o := range m.Outliers {
-		report.Prose(e.stderr, "genload fit: ", "  ", fmt.Sprintf("outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s", o.SeqLen, o.Batch, o.FwdMs, o.Reason))
-	}
-	if err := m.CheckQuality(*maxFitErr / 100); err != nil {
-		report.Prose(e.stderr, "genload fit: ", "  ", fmt.Sprintf("WARNING: %v.", err))
-		report.Prose(e.stderr, "  ", "  ", "The model does not describe its cells: 'genload gate' will refuse it. Re-measure (a loaded host stalls cells: see the residual table), or measure several times (genload run --repeat N) and fit the repeats together.")
-	}
+	warnFit(m, *maxFitErr/100, e)
 	if *asJSON {
 		b, err := json.MarshalIndent(m, "", "  ")
 		if err != nil {
@@ -122,6 +116,19 @@ and 'genload gate' refuses the model: re-measure, or run with --repeat N and fit
 		return err
 	}
 	return saveModel(m, *out, *plotPrefix, e)
+}
+
+// warnFit says on stderr which cells m's fit left out as outliers and, when m's
+// leave-one-cell-out median error exceeds maxFitErr (a fraction; 0: never), that gate will
+// refuse the model and what to do.
+func warnFit(m *latmodel.Model, maxFitErr float64, e *env) {
+	for _, o := range m.Outliers {
+		report.Prose(e.stderr, "genload fit: ", "  ", fmt.Sprintf("outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s", o.SeqLen, o.Batch, o.FwdMs, o.Reason))
+	}
+	if err := m.CheckQuality(maxFitErr); err != nil {
+		report.Prose(e.stderr, "genload fit: ", "  ", fmt.Sprintf("WARNING: %v.", err))
+		report.Prose(e.stderr, "  ", "  ", "The model does not describe its cells: 'genload gate' will refuse it. Re-measure (a loaded host stalls cells: see the residual table), or measure several times (genload run --repeat N) and fit the repeats together.")
+	}
 }
 
 // writeFit prints a fitted model as genload fit shows it: the summary, the residuals, the
