@@ -251,6 +251,53 @@ var allFields = []string{FieldModel, FieldMaxTokens, FieldLabels, FieldTimeScale
 // others: a model file and a replay have no max_tokens or labels in common (genload gap).
 func CheckFields(ids []Identity, fields ...string) Comparability {
 	c := Comparability{Runs: len(ids)}
+	for _, f := range fieldChecks(ids) {
+		if !slices.Contains(fields, f.name) {
+			continue
+		}
+		first, vals := f.values(ids)
+		switch {
+		case len(vals) > 1:
+			c.Diffs = append(c.Diffs, Difference{Field: f.name, Values: strings.Join(vals, " / ")})
+		case len(vals) == 1 && f.show(first):
+			c.Same = append(c.Same, f.name+" "+first)
+		}
+	}
+	return c
+}
+
+// fieldCheck is how one field of the runs is compared.
+type fieldCheck struct {
+	name  string
+	among func(id Identity) bool // the runs the field is compared between
+	show  func(v string) bool    // listed among the fields the runs agree on, with value v
+	get   func(id Identity) string
+}
+
+// values returns the field's value in the first run it is compared among, and one
+// "NAME VALUE" per distinct value, in the order of the runs (none when no run counts).
+func (f fieldCheck) values(ids []Identity) (first string, vals []string) {
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !f.among(id) {
+			continue
+		}
+		v := f.get(id)
+		if len(seen) == 0 {
+			first = v
+		}
+		if !seen[v] {
+			seen[v] = true
+			vals = append(vals, id.Name+" "+v)
+		}
+	}
+	return first, vals
+}
+
+// fieldChecks returns the checks of allFields, in its order, for the runs ids: whether a
+// profile's hash is shown depends on every built-in run recording one, and which fields the
+// runs agree on are listed depends on whether some run measured an external server.
+func fieldChecks(ids []Identity) []fieldCheck {
 	hashKnown, external := true, false
 	for _, id := range ids {
 		if id.Builtin && id.ProfileHash == "" {
@@ -272,12 +319,7 @@ func CheckFields(ids []Identity, fields ...string) Comparability {
 	allBuiltin := func(string) bool { return !external }
 	ifSet := func(v string) bool { return !external && v != "none" }
 	ifExternal := func(string) bool { return external }
-	checks := []struct {
-		name  string
-		among func(id Identity) bool // the runs the field is compared between
-		show  func(v string) bool    // listed among the fields the runs agree on, with value v
-		get   func(id Identity) string
-	}{
+	return []fieldCheck{
 		{FieldModel, all, always, func(id Identity) string { return strconv.Quote(id.Model) }},
 		{FieldMaxTokens, all, always, func(id Identity) string { return strconv.Itoa(id.MaxTokens) }},
 		{FieldLabels, all, always, func(id Identity) string { return "{" + LabelText(id.Labels) + "}" }},
@@ -318,34 +360,6 @@ func CheckFields(ids []Identity, fields ...string) Comparability {
 			return fmt.Sprintf("%d (%s)", id.Context, id.ContextSource)
 		}},
 	}
-	for _, f := range checks {
-		if !slices.Contains(fields, f.name) {
-			continue
-		}
-		var vals []string
-		first := ""
-		seen := map[string]bool{}
-		for _, id := range ids {
-			if !f.among(id) {
-				continue
-			}
-			v := f.get(id)
-			if len(seen) == 0 {
-				first = v
-			}
-			if !seen[v] {
-				seen[v] = true
-				vals = append(vals, id.Name+" "+v)
-			}
-		}
-		switch {
-		case len(seen) > 1:
-			c.Diffs = append(c.Diffs, Difference{Field: f.name, Values: strings.Join(vals, " / ")})
-		case len(seen) == 1 && f.show(first):
-			c.Same = append(c.Same, f.name+" "+first)
-		}
-	}
-	return c
 }
 
 // RunsComparability is CheckComparable over runs, names[i] calling runs[i] (nil or "": its

@@ -284,15 +284,7 @@ func (c *Client) SendText(ctx context.Context, mode Mode, prompts []string, maxT
 // and 5xx retried too), and waits for every stream to end. The returned error joins the
 // failures (each a *RequestError).
 func (c *Client) Warmup(ctx context.Context, mode Mode, prompts [][]int32) error {
-	p, err := c.shaped(mode, prompts, nil, 1, true)
-	if err != nil {
-		return err
-	}
-	res, err := c.Do(ctx, p)
-	if err != nil {
-		return err
-	}
-	return res.Err()
+	return c.warm(ctx, mode, prompts, nil)
 }
 
 // WarmupText is Warmup with string prompts (for servers that accept only strings, such
@@ -301,7 +293,12 @@ func (c *Client) WarmupText(ctx context.Context, mode Mode, prompts []string) er
 	if prompts == nil {
 		prompts = []string{}
 	}
-	p, err := c.shaped(mode, nil, prompts, 1, true)
+	return c.warm(ctx, mode, nil, prompts)
+}
+
+// warm is Warmup of the token-id prompts ids, or of the string prompts texts.
+func (c *Client) warm(ctx context.Context, mode Mode, ids [][]int32, texts []string) error {
+	p, err := c.shaped(mode, ids, texts, 1, true)
 	if err != nil {
 		return err
 	}

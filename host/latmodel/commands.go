@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/results"
@@ -59,6 +60,35 @@ type Side struct {
 	Model *Model
 	Runs  []*results.Run
 	Names []string
+}
+
+// ReadSide reads one side of a gate named as on the command line: a model file, or one or
+// more results files comma-separated (repeats, fitted together; read by
+// [results.ReadFiles]). Errors as ReadFile's and results.ReadFiles'.
+func ReadSide(arg string) (Side, error) {
+	files := strings.Split(arg, ",")
+	if len(files) == 1 && IsModelFile(files[0]) {
+		m, err := ReadFile(files[0])
+		return Side{Model: m, Names: files}, err
+	}
+	runs, err := results.ReadFiles(files)
+	return Side{Runs: runs, Names: files}, err
+}
+
+// ReadSides reads a gate's two sides ([ReadSide]): base, a model file or results files, and
+// next, results files only (a model file there is exitcode.InvalidConfig). Errors name the
+// side and its argument ("baseline ARG: …", "new ARG: …").
+func ReadSides(base, next string) (b, n Side, err error) {
+	if b, err = ReadSide(base); err != nil {
+		return b, n, fmt.Errorf("baseline %s: %w", base, err)
+	}
+	if n, err = ReadSide(next); err != nil {
+		return b, n, fmt.Errorf("new %s: %w", next, err)
+	}
+	if n.Model != nil {
+		return b, n, exitcode.Errorf(exitcode.InvalidConfig, "NEW %s is a model file: want a results file (see 'genload gate --help')", next)
+	}
+	return b, n, nil
 }
 
 // GateRequest is everything a gate is asked: the two sides, the fit options for the sides

@@ -63,6 +63,21 @@ func (m *Model) Check(held []Obs) (*Validation, error) {
 	return v, nil
 }
 
+// WriteHeldOut predicts the cells held out of m's fit (every n-th, [Split]) with [Model.Check]
+// and writes them under a line saying so; nothing for none. Errors as Check's.
+func (m *Model) WriteHeldOut(w io.Writer, held []Obs, n int) error {
+	if len(held) == 0 {
+		return nil
+	}
+	v, err := m.Check(held)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nheld out (one cell in %d), predicted by the model fitted on the others:\n\n", n)
+	v.WriteMarkdown(w)
+	return nil
+}
+
 // WriteMarkdown writes one row per held-out cell and the median and max error.
 func (v *Validation) WriteMarkdown(w io.Writer) {
 	rows := [][]string{{"L", "B", "mean len", "measured ms", "predicted ms", "error", "note"}}

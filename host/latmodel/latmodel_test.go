@@ -447,6 +447,30 @@ func TestSplit(t *testing.T) {
 	}
 }
 
+// The held-out cells are written under a line naming the split, one row each, then the summary;
+// nothing when none was held out.
+func TestWriteHeldOut(t *testing.T) {
+	fit, held := Split(synthetic("fixed+kv_read", 0, nil), 3)
+	m, err := Fit(fit, FitOptions{MaxTokens: maxTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := m.WriteHeldOut(&b, held, 3); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.HasPrefix(out, "\nheld out (one cell in 3), predicted by the model fitted on the others:\n\n") ||
+		!strings.Contains(out, fmt.Sprintf("held-out cells: %d · |error| median 0.00 %%, max 0.00 %%", len(held))) ||
+		strings.Count(out, "\n") != len(held)+2+3+2 { // the line and a blank, header + rule + rows, a blank and the summary
+		t.Errorf("held out:\n%s", out)
+	}
+	b.Reset()
+	if err := m.WriteHeldOut(&b, nil, 0); err != nil || b.Len() != 0 {
+		t.Errorf("nothing held out: %q, %v", b.String(), err)
+	}
+}
+
 // Repeats pool by stats.Pool: a cell's figure over three runs is their mean, and its σ
 // carries their spread (SD/√3) with the 0.5 % floor, so one disturbed run moves the cell and
 // widens its σ alike (the fit then weighs it by 1/σ²).
@@ -744,4 +768,41 @@ func TestFixedRepeatsFitAsRuns(t *testing.T) {
 	if err != nil || len(mU.RunLevels) != 1 || !reflect.DeepEqual(obsU, obsTwo) {
 		t.Errorf("until_cv run: %v, levels %+v, observations equal to the two runs': %v", err, mU.RunLevels, reflect.DeepEqual(obsU, obsTwo))
 	}
+}
+
+// A gate's side is a model file or comma-separated results files; the new side must be
+// results, and an error names the side and its argument.
+func TestReadSides(t *testing.T) {
+	dir := t.TempDir()
+	obs := synthetic("fixed+per_seq+kv_read", 0, nil)
+	var files []string
+	for _, id := range []string{"a", "b"} {
+		p := filepath.Join(dir, id+".json")
+		if err := results.WriteJSON(p, run(id, "m", nil, obs)); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	m, err := Fit(obs, FitOptions{MaxTokens: maxTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "model.json")
+	if err := m.WriteFile(model); err != nil {
+		t.Fatal(err)
+	}
+	b, n, err := ReadSides(model, files[0]+","+files[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Model == nil || b.Runs != nil || len(b.Names) != 1 || n.Model != nil || len(n.Runs) != 2 || n.Runs[1].Header.RunID != "b" || len(n.Names) != 2 {
+		t.Fatalf("sides: baseline %+v, new %+v", b, n)
+	}
+	_, _, err = ReadSides(files[0], model)
+	wantCode(t, err, exitcode.InvalidConfig, "NEW "+model+" is a model file: want a results file")
+	missing := filepath.Join(dir, "none.json")
+	_, _, err = ReadSides(files[0]+","+missing, files[1])
+	wantCode(t, err, exitcode.InvalidConfig, "baseline "+files[0]+","+missing+": results: open "+missing)
+	_, _, err = ReadSides(files[0], missing)
+	wantCode(t, err, exitcode.InvalidConfig, "new "+missing+": results: open "+missing)
 }

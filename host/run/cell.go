@@ -149,7 +149,7 @@ func (r *cellRunner) plan(ctx context.Context, c matrix.Cell) (planned, error) {
 // measurePlan measures a planned cell: the warmup, the measured requests and the figures.
 func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, error) {
 	cfg := r.cfg
-	c, plan, rec, t0 := p.plan.Cell, p.plan, p.rec, p.t0
+	plan, rec, t0 := p.plan, p.rec, p.t0
 	fail := func(code exitcode.Code, err error) (results.Cell, error) {
 		rec.Error = err.Error()
 		rec.Elapsed = results.Millis(time.Since(t0))
@@ -164,7 +164,27 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 		}
 		r.answered = true
 	}
+	res, err := r.send(ctx, plan, &rec)
+	if err != nil {
+		return fail(exitcode.TargetFailed, r.firstHint(err))
+	}
+	r.answered = true
+	fig := r.figures(plan, res, &rec)
+	rec.Elapsed = results.Millis(time.Since(t0))
+	r.judge(plan, res, &rec, fig, short)
+	if fig.Prompts != nil && fig.Prompts.TruncationError != "" {
+		// The figures stay in the record; the cell is an error because the server did not
+		// process the prompts genload sent.
+		rec.Status = results.StatusError
+		return fail(exitcode.TargetFailed, errors.New(fig.Prompts.TruncationError))
+	}
+	return rec, nil
+}
 
+// send sends the measured requests of plan, the servers' metrics scraped around them, and
+// records what came back in rec (elapsed time, metrics, retries, the client's figures): the
+// result, and the error that fails the cell (a request's, or the router's on completion).
+func (r *cellRunner) send(ctx context.Context, plan *plan.Plan, rec *results.Cell) (*recording.Result, error) {
 	if r.watcher != nil {
 		if err := r.watcher.Begin(ctx); err != nil {
 			rec.Warn(warning.New(warning.MetricsFailed, "metrics: "+err.Error()))
@@ -174,7 +194,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 	res, err := r.client.Do(ctx, plan)
 	rec.MeasuredElapsed = results.Millis(time.Since(tm))
 	if r.watcher != nil {
-		m, werr := r.watcher.EndRouted(ctx, c.Batch, rec.Workers)
+		m, werr := r.watcher.EndRouted(ctx, plan.Cell.Batch, rec.Workers)
 		if werr != nil {
 			rec.Warn(warning.New(warning.MetricsFailed, "metrics: "+werr.Error()))
 		}
@@ -183,31 +203,32 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 		}
 	}
 	if res != nil {
-		addRetries(&rec, res.Retried(), false)
-		if cfg.Warmup.Disabled {
+		addRetries(rec, res.Retried(), false)
+		if r.cfg.Warmup.Disabled {
 			rec.CacheBefore = cacheBefore(res, false)
 		}
-		r.records.add(c, "measured", plan, res)
+		r.records.add(plan.Cell, "measured", plan, res)
 		rec.Client = &res.Client
 	}
 	if err == nil && r.router != nil {
 		err = r.router.Complete(ctx, completions(res, plan.Lengths.Each))
 	}
-	if err == nil && !keepsOthers(ctx, cfg, res) {
+	if err == nil && !keepsOthers(ctx, r.cfg, res) {
 		err = res.Err()
 	}
-	if err != nil {
-		return fail(exitcode.TargetFailed, r.firstHint(err))
-	}
-	r.answered = true
+	return res, err
+}
 
+// figures computes the cell's figures from res into rec (the whole cell's and each server's)
+// and returns rec.Figures; the status is ok, or partial when a figure is.
+func (r *cellRunner) figures(plan *plan.Plan, res *recording.Result, rec *results.Cell) *measure.Figures {
 	routedOver := 0
 	if r.stages.Router != nil {
 		routedOver = r.stages.Workers
 	}
-	fig := figures(cfg, plan, res, routedOver, r.tok)
+	fig := figures(r.cfg, plan, res, routedOver, r.tok)
 	rec.Figures = &fig
-	rec.PerServer = perServer(cfg, plan, res, r.servers, r.workerNames, rec.Server, r.tok)
+	rec.PerServer = perServer(r.cfg, plan, res, r.servers, r.workerNames, rec.Server, r.tok)
 	if len(rec.PerServer) > 0 && !fig.Window.Valid {
 		fig.Window.Reason += "; each server's full-batch fwd over its share is in --wide, the CSV and the JSON"
 	}
@@ -215,13 +236,20 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 	if fig.Partial() {
 		rec.Status = results.StatusPartial
 	}
-	rec.Elapsed = results.Millis(time.Since(t0))
 	if fig.Prompts != nil {
 		rec.PromptTokenDeviation = fig.Prompts.Sum
 	}
-	fixed, metricsFixed := r.metrics.observe(c.Key(), &fig, rec.Server)
+	return &fig
+}
+
+// judge warns about what makes the cell's figures suspect (short capacity, fixed metrics or
+// gauges, requests resent after the batch, the cell warnings) and sets the cell partial when
+// one of them means the batch was not reached.
+func (r *cellRunner) judge(plan *plan.Plan, res *recording.Result, rec *results.Cell, fig *measure.Figures, short []warning.Warning) {
+	c := plan.Cell
+	fixed, metricsFixed := r.metrics.observe(c.Key(), fig, rec.Server)
 	gauge, gaugeFixed := r.gauges.observe(c.Key(), c.Batch, rec.Server)
-	ws, notReached := cellWarnings(cfg, c, &rec, metricsFixed)
+	ws, notReached := cellWarnings(r.cfg, c, rec, metricsFixed)
 	if metricsFixed {
 		ws = append(ws, fixed)
 	}
@@ -236,13 +264,6 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 	if notReached {
 		rec.Status = results.StatusPartial
 	}
-	if fig.Prompts != nil && fig.Prompts.TruncationError != "" {
-		// The figures stay in the record; the cell is an error because the server did not
-		// process the prompts genload sent.
-		rec.Status = results.StatusError
-		return fail(exitcode.TargetFailed, errors.New(fig.Prompts.TruncationError))
-	}
-	return rec, nil
 }
 
 // warmup sends the cell's warmup (plan.ForWarmup: its exact prompts, max_tokens = 1) and

@@ -266,7 +266,9 @@ func probeServer(ctx context.Context, cfg *config.Config, opts dispatch.Options,
 	return info, nil
 }
 
-// probeShapes is probeServer after the API is chosen.
+// probeShapes is probeServer after the API is chosen: the capability probe, then (mode or
+// prompt.format auto) each allowed prompt shape in order until one is accepted, and the
+// settings that shape asks for.
 func probeShapes(ctx context.Context, cfg *config.Config, opts dispatch.Options, tok *tokenizer.Tokenizer, severalWorkers bool) (*serverInfo, error) {
 	info := &serverInfo{cfg: cfg}
 	auto := cfg.Mode == config.ModeAuto || cfg.Prompt.Format == config.FormatAuto
@@ -275,9 +277,53 @@ func probeShapes(ctx context.Context, cfg *config.Config, opts dispatch.Options,
 		return nil, err
 	}
 	defer client.Close()
-	// As many tiny prompts as the largest batch of the matrix: a server that limits the
-	// prompts of one request (TGI: 4) rejects the array shape here, not at the first cell of
-	// B = 8. (A limit on the body's size is not seen with tiny prompts.)
+	ids, texts := probePrompts(cfg, tok)
+	allowed := []dispatch.Shape(nil)
+	if auto {
+		allowed = allowedShapes(cfg.Mode, cfg.Prompt.Format, severalWorkers)
+	}
+	timeout := max(cfg.Timeouts.Connect.Duration, 10*time.Second)
+	caps, err := client.Probe(ctx, nil, ids, texts, timeout)
+	if err != nil {
+		return nil, err
+	}
+	info.caps, info.tokens = caps, caps.Tokenize
+	if !auto {
+		return info, nil
+	}
+	if err := probeInOrder(ctx, client, caps, allowed, ids, texts); err != nil {
+		return nil, err
+	}
+	chosen, why, err := decideShape(cfg, allowed, caps.Shapes, caps.URL)
+	if err != nil {
+		if answer, ok := notOpenAI(caps.Shapes); ok {
+			// Not the settings' fault: the target answers every shape with an HTML page.
+			return nil, fmt.Errorf("%s: capability probe (every prompt shape): %w", cfg.Where("target"), answer)
+		}
+		// Probe the shapes the settings exclude, to say which one works.
+		var others []dispatch.Shape
+		for _, s := range dispatch.Shapes {
+			if caps.Shape(s) == nil {
+				others = append(others, s)
+			}
+		}
+		if err := probeInOrder(ctx, client, caps, others, ids, texts); err != nil {
+			return nil, err
+		}
+		_, _, err = decideShape(cfg, allowed, caps.Shapes, caps.URL)
+		return nil, err
+	}
+	c2, mode, format, why := chosenSettings(cfg, chosen, why, severalWorkers)
+	info.cfg = c2
+	info.line = fmt.Sprintf("probe of %s: mode = %q, prompt.format = %q (auto): %s; %s", caps.URL, mode, format, why, capsSummary(caps, chosen))
+	return info, nil
+}
+
+// probePrompts returns the probe's prompts as token ids and their texts: as many tiny prompts
+// as the largest batch of the matrix, so that a server that limits the prompts of one request
+// (TGI: 4) rejects the array shape here, not at the first cell of B = 8. (A limit on the
+// body's size is not seen with tiny prompts.)
+func probePrompts(cfg *config.Config, tok *tokenizer.Tokenizer) (ids [][]int32, texts []string) {
 	n := len(probeTexts)
 	for _, b := range cfg.Matrix.BatchSizes {
 		n = max(n, b)
@@ -287,79 +333,53 @@ func probeShapes(ctx context.Context, cfg *config.Config, opts dispatch.Options,
 			n = max(n, p[1])
 		}
 	}
-	ids := make([][]int32, n)
-	texts := make([]string, n)
+	ids = make([][]int32, n)
+	texts = make([]string, n)
 	for i := range n {
 		ids[i] = tok.Encode(probeTexts[i%len(probeTexts)])
 		texts[i] = tok.Decode(ids[i], false)
 	}
-	allowed := []dispatch.Shape(nil)
-	if auto {
-		allowed = allowedShapes(cfg.Mode, cfg.Prompt.Format, severalWorkers)
-	}
-	timeout := max(cfg.Timeouts.Connect.Duration, 10*time.Second)
-	// Probe the allowed shapes in order until one is accepted.
-	caps, err := client.Probe(ctx, nil, ids, texts, timeout)
-	if err != nil {
-		return nil, err
-	}
-	info.caps, info.tokens = caps, caps.Tokenize
-	if !auto {
-		return info, nil
-	}
-	for _, s := range allowed {
+	return ids, texts
+}
+
+// probeInOrder probes shapes one at a time, in order, until one is accepted, appending each
+// answer to caps.Shapes; the error is a probe's that got no answer.
+func probeInOrder(ctx context.Context, client *dispatch.Client, caps *dispatch.Capabilities, shapes []dispatch.Shape, ids [][]int32, texts []string) error {
+	for _, s := range shapes {
 		rs, err := client.ProbeShapes(ctx, []dispatch.Shape{s}, ids, texts)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		caps.Shapes = append(caps.Shapes, rs...)
 		if rs[0].Accepted {
-			break
+			return nil
 		}
 	}
-	chosen, why, err := decideShape(cfg, allowed, caps.Shapes, caps.URL)
-	if err != nil {
-		if answer, ok := notOpenAI(caps.Shapes); ok {
-			// Not the settings' fault: the target answers every shape with an HTML page.
-			return nil, fmt.Errorf("%s: capability probe (every prompt shape): %w", cfg.Where("target"), answer)
-		}
-		// Probe the shapes the settings exclude, to say which one works.
-		for _, s := range dispatch.Shapes {
-			if caps.Shape(s) != nil {
-				continue
-			}
-			rs, perr := client.ProbeShapes(ctx, []dispatch.Shape{s}, ids, texts)
-			if perr != nil {
-				return nil, perr
-			}
-			caps.Shapes = append(caps.Shapes, rs...)
-			if rs[0].Accepted {
-				break
-			}
-		}
-		_, _, err = decideShape(cfg, allowed, caps.Shapes, caps.URL)
-		return nil, err
-	}
-	c2 := *cfg
-	c2.Chosen = map[string]string{}
+	return nil
+}
+
+// chosenSettings returns a copy of cfg with the mode and prompt.format the chosen shape asks
+// for set where cfg says auto, each with why in Chosen; the two settings, and why (with the
+// reason for one request per prompt when severalWorkers asks for it).
+func chosenSettings(cfg *config.Config, chosen dispatch.Shape, why string, severalWorkers bool) (c2 *config.Config, mode, format, reason string) {
+	c := *cfg
+	c.Chosen = map[string]string{}
 	for k, v := range cfg.Chosen {
-		c2.Chosen[k] = v
+		c.Chosen[k] = v
 	}
-	mode, format := settingsFor(chosen, cfg.Mode)
+	mode, format = settingsFor(chosen, cfg.Mode)
 	if severalWorkers && cfg.Mode == config.ModeAuto {
 		why += " (several workers: one request per prompt)"
 	}
 	if cfg.Mode == config.ModeAuto {
-		c2.Mode = mode
-		c2.Chosen["mode"] = mode + ": " + why
+		c.Mode = mode
+		c.Chosen["mode"] = mode + ": " + why
 	}
 	if cfg.Prompt.Format == config.FormatAuto {
-		c2.Prompt.Format = format
-		c2.Chosen["prompt.format"] = format + ": " + why
+		c.Prompt.Format = format
+		c.Chosen["prompt.format"] = format + ": " + why
 	}
-	info.cfg = &c2
-	info.line = fmt.Sprintf("probe of %s: mode = %q, prompt.format = %q (auto): %s; %s", caps.URL, mode, format, why, capsSummary(caps, chosen))
-	return info, nil
+	return &c, mode, format, why
 }
 
 // notOpenAI returns the one-line answer (dispatch.NotOpenAIAnswer) of the first shape when

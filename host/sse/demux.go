@@ -82,16 +82,7 @@ func (d *Demux) Feed(ev Event) error {
 	if len(ev.Data) == 0 {
 		return nil
 	}
-	if d.dec == nil {
-		d.dec = decoderPool.Get().(*Decoder)
-	}
-	var c *Chunk
-	var err error
-	if d.Generate {
-		c, err = d.dec.DecodeGenerate(ev.Data)
-	} else {
-		c, err = d.dec.Decode(ev.Data)
-	}
+	c, err := d.decode(ev.Data)
 	if err != nil {
 		return err
 	}
@@ -106,76 +97,118 @@ func (d *Demux) Feed(ev Event) error {
 	at := ev.At.Sub(d.Base)
 	for i := range c.Choices {
 		ch := &c.Choices[i]
-		if ch.Index >= MaxChoices {
-			return fmt.Errorf("sse: %w: choices[].index %d out of range (max %d)", ErrMalformed, ch.Index, MaxChoices-1)
+		s, err := d.sequence(ch.Index)
+		if err != nil {
+			return err
 		}
-		for ch.Index >= len(d.seqs) {
-			d.seqs = append(d.seqs, Sequence{})
-			s := &d.seqs[len(d.seqs)-1]
-			s.Index = len(d.seqs) - 1
-			if d.MarkCap > 0 {
-				s.Marks.Grow(d.MarkCap)
-			}
-		}
-		s := &d.seqs[ch.Index]
-		first := !s.seen
-		s.seen = true
-		s.Chunks++
-		text := len(ch.Text) > 0
-		if text {
-			s.textChunks++
-		}
-		delta := int32(-1)
-		if len(c.Choices) == 1 && c.HasUsage {
-			if d.Generate {
-				first, s.continuous = false, false // the final object's total, never a chunk's delta
-			}
-			delta = s.feedUsage(c.Usage, first, text)
-		} else {
-			s.continuous = false
-		}
-		if len(c.Choices) == 1 && c.HasTimings {
-			s.Timings, s.HasTimings = c.Timings, true
-		}
-		if len(c.Choices) == 1 && c.HasGenerate {
-			s.Generate, s.HasGenerate = c.Generate, true
-		}
-		if ch.HasLogprobs {
-			s.lpChunks++
-			s.lpSum += ch.Logprobs
-			if text && ch.Logprobs == 0 && s.lpWhy == whyNone {
-				s.lpWhy = whyLogprobsEmpty
-			}
-			delta = clampDelta(ch.Logprobs)
-		}
-		if text || delta > 0 {
-			s.Marks.Append(Mark{At: at, Text: int32(len(ch.Text)), Tokens: delta})
-			switch {
-			case ch.HasLogprobs:
-				s.lpMarks++
-			case delta >= 0:
-				s.usageMarks++
-			}
-			if delta >= 0 {
-				s.deltaSum += int(delta)
-			}
-			d.marks++
-			s.TextBytes += len(ch.Text)
-			if d.KeepText {
-				s.Text = append(s.Text, ch.Text...)
-			}
-		}
-		if ch.Finished && !s.Finished {
-			s.Finished, s.FinishReason, s.FinishAt = true, finishReason(ch.FinishReason), at
-		}
-		if d.Generate && ch.Finished {
-			d.Done = true // the final object: nothing follows it
-		}
+		d.feedChoice(s, c, ch, at)
 	}
 	if c.HasUsage && len(c.Choices) != 1 {
 		d.Usage, d.HasUsage = c.Usage, true
 	}
 	return nil
+}
+
+// decode decodes one event's data with the pooled decoder: a chat/completions chunk, or a
+// TGI /generate_stream object when d.Generate.
+func (d *Demux) decode(data []byte) (*Chunk, error) {
+	if d.dec == nil {
+		d.dec = decoderPool.Get().(*Decoder)
+	}
+	if d.Generate {
+		return d.dec.DecodeGenerate(data)
+	}
+	return d.dec.Decode(data)
+}
+
+// sequence returns the sequence of choices[].index i, adding the sequences up to it (each
+// with room for MarkCap marks) the first time an index is seen; an index ≥ MaxChoices is
+// ErrMalformed.
+func (d *Demux) sequence(i int) (*Sequence, error) {
+	if i >= MaxChoices {
+		return nil, fmt.Errorf("sse: %w: choices[].index %d out of range (max %d)", ErrMalformed, i, MaxChoices-1)
+	}
+	for i >= len(d.seqs) {
+		d.seqs = append(d.seqs, Sequence{})
+		s := &d.seqs[len(d.seqs)-1]
+		s.Index = len(d.seqs) - 1
+		if d.MarkCap > 0 {
+			s.Marks.Grow(d.MarkCap)
+		}
+	}
+	return &d.seqs[i], nil
+}
+
+// feedChoice applies one choice ch of chunk c, arrived at `at` after Base, to its sequence s:
+// the chunk counts, the tokens it carries (tokenDelta), a mark when it carries text or
+// tokens, and its finish.
+func (d *Demux) feedChoice(s *Sequence, c *Chunk, ch *Choice, at time.Duration) {
+	first := !s.seen
+	s.seen = true
+	s.Chunks++
+	text := len(ch.Text) > 0
+	if text {
+		s.textChunks++
+	}
+	if delta := d.tokenDelta(s, c, ch, first, text); text || delta > 0 {
+		d.mark(s, ch, at, delta)
+	}
+	if ch.Finished && !s.Finished {
+		s.Finished, s.FinishReason, s.FinishAt = true, finishReason(ch.FinishReason), at
+	}
+	if d.Generate && ch.Finished {
+		d.Done = true // the final object: nothing follows it
+	}
+}
+
+// tokenDelta returns the tokens choice ch of chunk c adds to s: from its logprobs when it
+// carries them, else from the chunk's usage when c has one choice (a running total, see
+// feedUsage), else −1 (unknown). It keeps the chunk's llama.cpp timings and TGI details on s.
+func (d *Demux) tokenDelta(s *Sequence, c *Chunk, ch *Choice, first, text bool) int32 {
+	delta := int32(-1)
+	if len(c.Choices) == 1 && c.HasUsage {
+		if d.Generate {
+			first, s.continuous = false, false // the final object's total, never a chunk's delta
+		}
+		delta = s.feedUsage(c.Usage, first, text)
+	} else {
+		s.continuous = false
+	}
+	if len(c.Choices) == 1 && c.HasTimings {
+		s.Timings, s.HasTimings = c.Timings, true
+	}
+	if len(c.Choices) == 1 && c.HasGenerate {
+		s.Generate, s.HasGenerate = c.Generate, true
+	}
+	if ch.HasLogprobs {
+		s.lpChunks++
+		s.lpSum += ch.Logprobs
+		if text && ch.Logprobs == 0 && s.lpWhy == whyNone {
+			s.lpWhy = whyLogprobsEmpty
+		}
+		delta = clampDelta(ch.Logprobs)
+	}
+	return delta
+}
+
+// mark appends a mark of choice ch's text and token delta at `at` to s, counting where its
+// tokens came from (logprobs, usage) and keeping its text when d.KeepText.
+func (d *Demux) mark(s *Sequence, ch *Choice, at time.Duration, delta int32) {
+	s.Marks.Append(Mark{At: at, Text: int32(len(ch.Text)), Tokens: delta})
+	switch {
+	case ch.HasLogprobs:
+		s.lpMarks++
+	case delta >= 0:
+		s.usageMarks++
+	}
+	if delta >= 0 {
+		s.deltaSum += int(delta)
+	}
+	d.marks++
+	s.TextBytes += len(ch.Text)
+	if d.KeepText {
+		s.Text = append(s.Text, ch.Text...)
+	}
 }
 
 // finishReason returns b as a string, without allocating for the common reasons.

@@ -155,68 +155,15 @@ func (d *Demux) Finalize(maxTokens int) []Sequence {
 	for len(d.seqs) < d.Expect {
 		d.seqs = append(d.seqs, Sequence{Index: len(d.seqs)})
 	}
-	texts, choiceSum, choiceN := 0, 0, 0
-	for i := range d.seqs {
-		s := &d.seqs[i]
-		s.CompletionTokens, s.TokenSource, s.TokenNote = 0, "", ""
-		texts += s.textChunks
-		if s.HasUsage && s.usageWhy == whyNone && s.Usage.CompletionTokens < s.textChunks {
-			s.usageWhy, s.whyA, s.whyB = whyUsageBelow, s.Usage.CompletionTokens, s.textChunks
-			if s.Usage.CompletionTokens == 0 {
-				s.usageWhy = whyUsageZero
-			}
-		}
-		if s.lpChunks > 0 && s.lpWhy == whyNone && s.lpMarks < s.Marks.Len() {
-			s.lpWhy = whyLogprobsPartial
-		}
-		if s.usageOK() {
-			choiceSum += s.Usage.CompletionTokens
-			choiceN++
-		}
-	}
+	texts, choiceSum, choiceN := d.checkChoiceSources()
 	total := d.Usage.CompletionTokens
 	choiceSum, choiceN = d.dropLaggingChoiceUsage(maxTokens, choiceSum, choiceN)
 	reqOK, reqWhy, reqA, reqB := d.requestUsage(texts, choiceSum, choiceN)
-	one := len(d.seqs) == 1
-	known, rest, restText := 0, 0, 0
-	var last *Sequence
-	for i := range d.seqs {
-		s := &d.seqs[i]
-		switch {
-		case !s.seen:
-			s.TokenSource = TokensChunks // nothing arrived: 0
-			continue
-		case s.usageOK():
-			s.CompletionTokens, s.TokenSource = s.Usage.CompletionTokens, TokensChoiceUsage
-		case one && reqOK:
-			s.CompletionTokens, s.TokenSource = total, TokensRequestUsage
-		case s.logprobsOK():
-			s.CompletionTokens, s.TokenSource = s.lpSum, TokensLogprobs
-		default:
-			rest++
-			restText += s.textChunks
-			last = s
-			continue
-		}
-		known += s.CompletionTokens
-	}
-	left := total - known
-	split := reqOK && rest > 0
-	perChunk := false
-	if split {
-		if rest == 1 {
-			split = left >= last.textChunks
-		} else if restText == left {
-			perChunk = true
-		} else {
-			split = maxTokens > 0 && left == maxTokens*rest
-			for i := range d.seqs {
-				if s := &d.seqs[i]; split && s.seen && s.TokenSource == "" && s.textChunks > maxTokens {
-					split = false
-				}
-			}
-		}
-		if !split {
+	known, rest, restText, last := d.countKnown(reqOK, total)
+	left := total - known // rule 4's R
+	split, perChunk := false, false
+	if reqOK && rest > 0 {
+		if split, perChunk = d.splitRest(left, rest, restText, last, maxTokens); !split {
 			reqWhy, reqA, reqB = whyReqNoSplit, total, rest
 		}
 	}
@@ -237,6 +184,82 @@ func (d *Demux) Finalize(maxTokens int) []Sequence {
 		d.settle(s, reqWhy, reqA, reqB)
 	}
 	return d.seqs
+}
+
+// checkChoiceSources clears every sequence's count and discards the per-choice usage below
+// its chunks with text and the logprobs missing on a token-bearing chunk (keeping why). It
+// returns the request's chunks with text and the sum and number of the usable per-choice
+// counts.
+func (d *Demux) checkChoiceSources() (texts, choiceSum, choiceN int) {
+	for i := range d.seqs {
+		s := &d.seqs[i]
+		s.CompletionTokens, s.TokenSource, s.TokenNote = 0, "", ""
+		texts += s.textChunks
+		if s.HasUsage && s.usageWhy == whyNone && s.Usage.CompletionTokens < s.textChunks {
+			s.usageWhy, s.whyA, s.whyB = whyUsageBelow, s.Usage.CompletionTokens, s.textChunks
+			if s.Usage.CompletionTokens == 0 {
+				s.usageWhy = whyUsageZero
+			}
+		}
+		if s.lpChunks > 0 && s.lpWhy == whyNone && s.lpMarks < s.Marks.Len() {
+			s.lpWhy = whyLogprobsPartial
+		}
+		if s.usageOK() {
+			choiceSum += s.Usage.CompletionTokens
+			choiceN++
+		}
+	}
+	return texts, choiceSum, choiceN
+}
+
+// countKnown applies Finalize's rules 1–3 (reqOK: the request's usage, total, is usable) and
+// returns the tokens they counted, the seen sequences they left (rest, with restText chunks
+// with text; last the last of them) for rule 4. An unseen sequence counts 0 by chunks.
+func (d *Demux) countKnown(reqOK bool, total int) (known, rest, restText int, last *Sequence) {
+	one := len(d.seqs) == 1
+	for i := range d.seqs {
+		s := &d.seqs[i]
+		switch {
+		case !s.seen:
+			s.TokenSource = TokensChunks // nothing arrived: 0
+			continue
+		case s.usageOK():
+			s.CompletionTokens, s.TokenSource = s.Usage.CompletionTokens, TokensChoiceUsage
+		case one && reqOK:
+			s.CompletionTokens, s.TokenSource = total, TokensRequestUsage
+		case s.logprobsOK():
+			s.CompletionTokens, s.TokenSource = s.lpSum, TokensLogprobs
+		default:
+			rest++
+			restText += s.textChunks
+			last = s
+			continue
+		}
+		known += s.CompletionTokens
+	}
+	return known, rest, restText, last
+}
+
+// splitRest decides rule 4: whether the request's tokens left, left, split over the rest ≥ 1
+// sequences countKnown left (restText chunks with text; last the last of them): all to the
+// one left when it had no more chunks with text than that; one token per chunk with text when
+// they sum to left (perChunk); else maxTokens each when left is maxTokens × rest and none had
+// more than maxTokens chunks with text.
+func (d *Demux) splitRest(left, rest, restText int, last *Sequence, maxTokens int) (split, perChunk bool) {
+	switch {
+	case rest == 1:
+		return left >= last.textChunks, false
+	case restText == left:
+		return true, true
+	case maxTokens <= 0 || left != maxTokens*rest:
+		return false, false
+	}
+	for i := range d.seqs {
+		if s := &d.seqs[i]; s.seen && s.TokenSource == "" && s.textChunks > maxTokens {
+			return false, false
+		}
+	}
+	return true, false
 }
 
 // dropLaggingChoiceUsage sets aside the per-choice counts below maxTokens when every sequence

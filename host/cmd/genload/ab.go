@@ -7,6 +7,7 @@ import (
 	"github.com/genload/genload/host/ab"
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 )
 
 // abHelp is genload ab's description in its --help.
@@ -52,7 +53,7 @@ func cmdAB(ctx context.Context, args []string, e *env) error {
 	maxDiff := fs.Float64("max-diff", 0, "hold each cell's interval to ±PCT percent: exit 6 when one lies wholly beyond, 8 (cannot tell) when one straddles it or a cell has none (0 = no threshold)")
 	conf := fs.Float64("confidence", 0.95, "two-sided confidence of each cell's interval, in (0, 1)")
 	jsonPath := fs.String("json", "", "write every pair and each cell's interval to FILE (JSON, rewritten after each cell)")
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	switch {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/run"
@@ -112,7 +113,7 @@ func threshold(c *compare.Consistency, maxCV float64, cvStat string, confidence 
 
 // parseFiles parses args (flags and files in any order, see parse) and returns the files.
 func parseFiles(fs *flag.FlagSet, args []string) ([]string, error) {
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return nil, err
 	}
 	return fs.Args(), nil

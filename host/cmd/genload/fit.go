@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/genload/genload/host/exitcode"
@@ -18,45 +15,6 @@ import (
 	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/run"
 )
-
-// readResults reads results files; a file that cannot be read or decoded is invalid input.
-// A JSON syntax error in a .json file (NaN, Infinity: JSON has no such numbers) is placed at
-// its file:line:column and byte offset.
-func readResults(files []string) ([]*results.Run, error) {
-	if len(files) == 0 {
-		return nil, exitcode.With(exitcode.InvalidConfig, results.ErrNoRuns)
-	}
-	runs := make([]*results.Run, len(files))
-	for i, f := range files {
-		r, err := results.ReadFile(f)
-		if err != nil {
-			return nil, exitcode.With(exitcode.InvalidConfig, placeSyntaxError(f, err))
-		}
-		runs[i] = r
-	}
-	return runs, nil
-}
-
-// placeSyntaxError returns err with the line, column and offset of a *json.SyntaxError in the
-// .json file at path (a .jsonl reader names its line itself); other errors unchanged.
-func placeSyntaxError(path string, err error) error {
-	var se *json.SyntaxError
-	if !errors.As(err, &se) || filepath.Ext(path) != ".json" || errors.Is(err, results.ErrNotResults) {
-		return err
-	}
-	b, rerr := os.ReadFile(path)
-	if rerr != nil || se.Offset < 1 || se.Offset > int64(len(b)) {
-		return fmt.Errorf("%w (at byte offset %d)", err, se.Offset)
-	}
-	at := se.Offset - 1 // the offending byte: Offset counts the bytes read, it included
-	line := 1 + bytes.Count(b[:at], []byte("\n"))
-	col := int(at) - bytes.LastIndexByte(b[:at], '\n')
-	hint := ""
-	if rest := b[at:]; bytes.HasPrefix(rest, []byte("NaN")) || bytes.HasPrefix(rest, []byte("Inf")) {
-		hint = " (JSON has no NaN or Infinity: the figure written there is not a number)"
-	}
-	return fmt.Errorf("results: %s:%d:%d (byte offset %d): %w%s", path, line, col, se.Offset, se, hint)
-}
 
 // expertFlags declares --experts and --active and returns a function giving the Experts they
 // describe (nil when neither is set), whether the dense form was asked for (--experts 0 given
@@ -138,7 +96,7 @@ and 'genload gate' refuses the model: re-measure, or run with --repeat N and fit
 	if len(files) == 0 {
 		return exitcode.Errorf(exitcode.Usage, "no results file given (see 'genload fit --help')")
 	}
-	runs, err := readResults(files)
+	runs, err := results.ReadFiles(files)
 	if err != nil {
 		return err
 	}
@@ -147,13 +105,7 @@ and 'genload gate' refuses the model: re-measure, or run with --repeat N and fit
 		return err
 	}
 	m.Genload = version
-	for _, o := range m.Outliers {
-		report.Prose(e.stderr, "genload fit: ", "  ", fmt.Sprintf("outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s", o.SeqLen, o.Batch, o.FwdMs, o.Reason))
-	}
-	if err := m.CheckQuality(*maxFitErr / 100); err != nil {
-		report.Prose(e.stderr, "genload fit: ", "  ", fmt.Sprintf("WARNING: %v.", err))
-		report.Prose(e.stderr, "  ", "  ", "The model does not describe its cells: 'genload gate' will refuse it. Re-measure (a loaded host stalls cells: see the residual table), or measure several times (genload run --repeat N) and fit the repeats together.")
-	}
+	warnFit(m, *maxFitErr/100, e)
 	if *asJSON {
 		b, err := json.MarshalIndent(m, "", "  ")
 		if err != nil {
@@ -164,6 +116,19 @@ and 'genload gate' refuses the model: re-measure, or run with --repeat N and fit
 		return err
 	}
 	return saveModel(m, *out, *plotPrefix, e)
+}
+
+// warnFit says on stderr which cells m's fit left out as outliers and, when m's
+// leave-one-cell-out median error exceeds maxFitErr (a fraction; 0: never), that gate will
+// refuse the model and what to do.
+func warnFit(m *latmodel.Model, maxFitErr float64, e *env) {
+	for _, o := range m.Outliers {
+		report.Prose(e.stderr, "genload fit: ", "  ", fmt.Sprintf("outlier left out of the fit: cell L=%d,B=%d (fwd %.4g ms): %s", o.SeqLen, o.Batch, o.FwdMs, o.Reason))
+	}
+	if err := m.CheckQuality(maxFitErr); err != nil {
+		report.Prose(e.stderr, "genload fit: ", "  ", fmt.Sprintf("WARNING: %v.", err))
+		report.Prose(e.stderr, "  ", "  ", "The model does not describe its cells: 'genload gate' will refuse it. Re-measure (a loaded host stalls cells: see the residual table), or measure several times (genload run --repeat N) and fit the repeats together.")
+	}
 }
 
 // writeFit prints a fitted model as genload fit shows it: the summary, the residuals, the
@@ -183,16 +148,7 @@ func writeFit(m *latmodel.Model, held []latmodel.Obs, holdOut int, e *env) error
 			}
 		}
 	}
-	if len(held) == 0 {
-		return nil
-	}
-	v, err := m.Check(held)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "\nheld out (one cell in %d), predicted by the model fitted on the others:\n\n", holdOut)
-	v.WriteMarkdown(e.stdout)
-	return nil
+	return m.WriteHeldOut(e.stdout, held, holdOut)
 }
 
 // saveModel writes the model file to out (none when "") and its plot as plotPrefix.png and
@@ -315,18 +271,6 @@ where they lie, not predicted, and the command exits with code 9 after printing 
 	return perr
 }
 
-// gateSide reads one side of a gate: a model file, or one or more results files given as a
-// comma-separated list (repeats fitted together).
-func gateSide(arg string) (latmodel.Side, error) {
-	files := strings.Split(arg, ",")
-	if len(files) == 1 && latmodel.IsModelFile(files[0]) {
-		m, err := latmodel.ReadFile(files[0])
-		return latmodel.Side{Model: m, Names: files}, err
-	}
-	runs, err := readResults(files)
-	return latmodel.Side{Runs: runs, Names: files}, err
-}
-
 func cmdGate(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("gate", "genload gate [--mean-increase 15] [--point-increase 50] [--grid L…xB…] [--json] BASELINE NEW",
 		`Check a run for a latency regression against a baseline. BASELINE is a model file written by
@@ -443,16 +387,9 @@ func gate(files []string, f gateFlags) (*latmodel.GateResult, error) {
 			return nil, exitcode.With(exitcode.Usage, err)
 		}
 	}
-	base, err := gateSide(files[0])
+	base, next, err := latmodel.ReadSides(files[0], files[1])
 	if err != nil {
-		return nil, fmt.Errorf("baseline %s: %w", files[0], err)
-	}
-	next, err := gateSide(files[1])
-	if err != nil {
-		return nil, fmt.Errorf("new %s: %w", files[1], err)
-	}
-	if next.Model != nil {
-		return nil, exitcode.Errorf(exitcode.InvalidConfig, "NEW %s is a model file: want a results file (see 'genload gate --help')", files[1])
+		return nil, err
 	}
 	noise := f.maxNoise
 	if noise == 0 {

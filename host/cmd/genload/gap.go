@@ -8,6 +8,7 @@ import (
 
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/gap"
+	"github.com/genload/genload/host/internal/cliflag"
 )
 
 func cmdGap(_ context.Context, args []string, e *env) error {
@@ -34,7 +35,7 @@ compares them too, flagged. What the comparison assumes: RATIONALE.md.`,
 	js := fs.String("json", "", "write the bands and every forward pass compared to this JSON file")
 	mixed := fs.Bool("allow-mixed", false, "compare a model and a replay that are not comparable (another time scale, profile, model or target)")
 	extrapolate := fs.Bool("extrapolate", false, "compare the passes outside the model's measured range too (flagged) instead of leaving them out")
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 2 {

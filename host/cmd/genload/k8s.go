@@ -1,20 +1,16 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/k8s"
 )
 
@@ -64,7 +60,7 @@ command) until the duration ends or the pod is deleted.`,
 	fs.StringVar(&j.Memory, "memory", "", "each pod's memory request and limit, e.g. 4Gi")
 	cfgPath := fs.String("c", "", "bench.toml the shards run (default: genload's defaults)")
 	out := fs.String("o", "", "directory for the manifests (default k8s-<name>)")
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 || fs.Arg(0) != "job" {
@@ -74,24 +70,12 @@ command) until the duration ends or the pod is deleted.`,
 	if err := checkRunArgs(j.RunArgs); err != nil {
 		return err
 	}
-	var cfg *config.Config
-	if *cfgPath != "" {
-		// Checked here, where the file is, rather than in every pod.
-		var err error
-		cfg, err = loadConfig(*cfgPath)
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(*cfgPath)
-		if err != nil {
-			return exitcode.With(exitcode.InvalidConfig, err)
-		}
-		if err := podPaths(cfg, b); err != nil {
-			return exitcode.With(exitcode.InvalidConfig, err)
-		}
-		j.Bench = string(b)
+	cfg, bench, err := jobBench(*cfgPath)
+	if err != nil {
+		return err
 	}
-	if note := j.ChooseParallelism(sharedTarget(j.RunArgs, cfg)); note != "" {
+	j.Bench = bench
+	if note := j.ChooseParallelism(k8s.SharedTarget(runTarget(j.RunArgs), cfg)); note != "" {
 		fmt.Fprintln(e.stderr, "genload k8s job: "+note)
 	}
 	ms, err := k8s.Build(j)
@@ -102,6 +86,37 @@ command) until the duration ends or the pod is deleted.`,
 	if dir == "" {
 		dir = "k8s-" + j.Name
 	}
+	if err := writeManifests(dir, ms); err != nil {
+		return err
+	}
+	fmt.Fprint(e.stdout, j.Commands(filepath.Clean(dir)))
+	return nil
+}
+
+// jobBench reads the bench.toml a Job's shards run (path "" : none, genload's defaults) and
+// checks here, where the file is, rather than in every pod, that the pods can read what it
+// names (k8s.PodPaths): the config and the file's text, or an InvalidConfig error.
+func jobBench(path string) (*config.Config, string, error) {
+	if path == "" {
+		return nil, "", nil
+	}
+	cfg, err := loadConfig(path)
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", exitcode.With(exitcode.InvalidConfig, err)
+	}
+	if err := k8s.PodPaths(cfg, b); err != nil {
+		return nil, "", exitcode.With(exitcode.InvalidConfig, err)
+	}
+	return cfg, string(b), nil
+}
+
+// writeManifests writes the Job's manifests into dir (created if need be) as job.yaml,
+// merge.yaml and fetch.yaml.
+func writeManifests(dir string, ms *k8s.Manifests) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -110,7 +125,6 @@ command) until the duration ends or the pod is deleted.`,
 			return err
 		}
 	}
-	fmt.Fprint(e.stdout, j.Commands(filepath.Clean(dir)))
 	return nil
 }
 
@@ -119,7 +133,7 @@ command) until the duration ends or the pod is deleted.`,
 func cmdK8sCat(args []string, e *env) error {
 	fs := newFlagSet("k8s cat", "genload k8s cat FILE…",
 		"Write the files to stdout, in order, byte for byte: in a pod without tar, kubectl exec POD -- genload k8s cat /results/NAME/NAME.json > NAME.json.", nil, e)
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -148,7 +162,7 @@ func cmdK8sCat(args []string, e *env) error {
 func cmdK8sIdle(ctx context.Context, args []string, e *env) error {
 	fs := newFlagSet("k8s idle", "genload k8s idle DURATION",
 		"Wait for DURATION (such as 1h) or until the process is stopped (kubectl delete sends SIGTERM), then exit 0: the command of the pod the results are streamed out of.", nil, e)
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -168,63 +182,12 @@ func cmdK8sIdle(ctx context.Context, args []string, e *env) error {
 	return nil
 }
 
-// sharedTarget names the server(s) every pod of the Job measures: the run flags' --target,
-// else bench.toml's workers or target (cfg nil: genload's defaults); "" for the built-in
-// engine, which each pod starts for itself.
-func sharedTarget(runArgs []string, cfg *config.Config) string {
+// runTarget returns the --target of genload run's flags runArgs ("" when not given or not
+// parsed: checkRunArgs has refused bad ones).
+func runTarget(runArgs []string) string {
 	fs, f := newRunFlags(&env{stdout: io.Discard, stderr: io.Discard})
-	if parse(fs, runArgs) == nil && *f.target != "" {
-		if *f.target == "builtin" {
-			return ""
-		}
-		return *f.target
-	}
-	if cfg == nil {
+	if cliflag.Parse(fs, runArgs) != nil {
 		return ""
 	}
-	if len(cfg.Workers) > 0 {
-		urls := make([]string, len(cfg.Workers))
-		for i, w := range cfg.Workers {
-			urls[i] = cmp.Or(w.URL, cfg.Target)
-		}
-		return "the same workers (" + strings.Join(urls, ", ") + ")"
-	}
-	if cfg.Target == "" || cfg.Target == "builtin" {
-		return ""
-	}
-	return cfg.Target
-}
-
-// podPaths refuses a bench.toml that names a file by a relative path: the pods mount only
-// bench.toml itself (at k8s.ConfigMount), so a corpus, tokenizer, plugin, API key file or
-// engine profile beside it on this machine is not there; it must be in the image, named by its
-// absolute path. Plugin names ("gamma") and absolute paths pass.
-func podPaths(cfg *config.Config, src []byte) error {
-	var raw struct {
-		Lengths    struct{ Plugin string }  `toml:"lengths"`
-		Router     struct{ Plugin string }  `toml:"router"`
-		Prompt     struct{ Corpus string }  `toml:"prompt"`
-		Tokenizer  struct{ Path string }    `toml:"tokenizer"`
-		Plugins    struct{ Dir string }     `toml:"plugins"`
-		APIKeyFile string                   `toml:"api_key_file"`
-		Engine     struct{ Profile string } `toml:"engine"`
-	}
-	if _, err := toml.Decode(string(src), &raw); err != nil {
-		return err // loadConfig read it: not reached
-	}
-	path := func(v, ext string) bool {
-		return v != "" && !filepath.IsAbs(v) && (ext == "" || strings.HasSuffix(v, ext) || strings.ContainsRune(v, '/'))
-	}
-	var errs []error
-	for _, k := range []struct{ key, v, ext string }{
-		{"lengths.plugin", raw.Lengths.Plugin, ".wasm"}, {"router.plugin", raw.Router.Plugin, ".wasm"},
-		{"prompt.corpus", raw.Prompt.Corpus, ""}, {"tokenizer.path", raw.Tokenizer.Path, ""},
-		{"plugins.dir", raw.Plugins.Dir, ""}, {"api_key_file", raw.APIKeyFile, ""}, {"engine.profile", raw.Engine.Profile, ".toml"},
-	} {
-		if path(k.v, k.ext) {
-			errs = append(errs, fmt.Errorf("%s: [%s] %q is a relative path: the pods mount only bench.toml (at %s), so the file must be in the image; give its absolute path there",
-				cfg.Where(k.key), k.key, k.v, k8s.ConfigMount))
-		}
-	}
-	return errors.Join(errs...)
+	return *f.target
 }

@@ -7,9 +7,11 @@ import (
 	"math"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/sdk/abi"
 )
@@ -40,9 +42,9 @@ dir and call_timeout are read too); --plugin, --set, --min and --call-timeout ov
 	hi := fs.Int("max", math.MaxInt32, "largest length in tokens")
 	seed := fs.Uint64("seed", 42, "run seed")
 	timeout := fs.Duration("call-timeout", plugin.DefaultCallTimeout, "deadline of each plugin call")
-	var sets setFlags
+	var sets cliflag.SetFlags
 	fs.Var(&sets, "set", "plugin config key=value (a TOML value, else a string); repeatable")
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	switch {
@@ -59,51 +61,71 @@ dir and call_timeout are read too); --plugin, --set, --min and --call-timeout ov
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
-	dir := ""
+	lp := lengthsPlugin{name: *name, config: cfg, min: *lo, timeout: *timeout}
 	if *cfgPath != "" {
-		file, err := config.Load(*cfgPath)
-		if err != nil {
-			return err // InvalidConfig, naming file:line
+		if err := lp.fromFile(fs, *cfgPath); err != nil {
+			return err
 		}
-		given := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-		if !given["plugin"] {
-			*name = file.Lengths.Plugin
-		}
-		if !given["set"] {
-			cfg = file.Lengths.Config
-		}
-		if !given["min"] && file.Lengths.MinLen > 0 {
-			*lo = file.Lengths.MinLen
-		}
-		if !given["call-timeout"] && file.Plugins.CallTimeout.Duration > 0 {
-			*timeout = file.Plugins.CallTimeout.Duration
-		}
-		dir = file.Plugins.Dir
 	}
-	if len(cfg) == 0 && *name == "gamma" {
-		cfg = map[string]any{"k": 0.9}
+	if len(lp.config) == 0 && lp.name == "gamma" {
+		lp.config = map[string]any{"k": 0.9}
 	}
-	host, err := plugin.NewHost(ctx, plugin.Options{Seed: *seed, CallTimeout: *timeout, Dir: dir})
+	host, err := plugin.NewHost(ctx, plugin.Options{Seed: *seed, CallTimeout: lp.timeout, Dir: lp.dir})
 	if err != nil {
 		return exitcode.With(exitcode.PluginRejected, err)
 	}
 	defer host.Close(context.Background())
-	p, err := host.LoadLengths(ctx, *name, cfg)
-	if ce, ok := plugin.AsConfigError(err, "lengths.config", cfg); ok {
+	p, err := host.LoadLengths(ctx, lp.name, lp.config)
+	if ce, ok := plugin.AsConfigError(err, "lengths.config", lp.config); ok {
 		return exitcode.With(exitcode.PluginRejected, fmt.Errorf("flag --set: %w", ce))
 	}
 	if err != nil {
-		if _, serr := os.Stat(*name); *cfgPath != "" && strings.HasSuffix(*name, ".wasm") && serr != nil {
+		if _, serr := os.Stat(lp.name); *cfgPath != "" && strings.HasSuffix(lp.name, ".wasm") && serr != nil {
 			err = fmt.Errorf("%w (the [lengths] plugin of %s: build it there, as the file's comment says)", err, *cfgPath)
 		}
 		return exitcode.With(exitcode.PluginRejected, err)
 	}
-	ls, err := p.Lengths(ctx, *batch, *mean, *lo, *hi)
+	ls, err := p.Lengths(ctx, *batch, *mean, lp.min, *hi)
 	if err != nil {
 		return exitcode.With(exitcode.PluginRejected, err)
 	}
 	info := p.Info()
 	fmt.Fprintf(e.stdout, "plugin %s %s (%s), L = %d, B = %d\n", info.Name, info.Version, info.Path, *mean, *batch)
 	return plugin.WriteLengths(e.stdout, ls, 10)
+}
+
+// lengthsPlugin is the length plugin genload lengths calls: its name or path, its config,
+// the smallest length (tokens), the deadline of each call and the plugins' folder.
+type lengthsPlugin struct {
+	name    string
+	config  map[string]any
+	min     int
+	timeout time.Duration
+	dir     string
+}
+
+// fromFile reads [lengths] and [plugins] of the bench.toml or lengths-fit table at path over
+// what the flags of fs did not set (--plugin, --set, --min, --call-timeout win). Errors are
+// config.Load's (InvalidConfig, naming file:line).
+func (lp *lengthsPlugin) fromFile(fs *flag.FlagSet, path string) error {
+	file, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["plugin"] {
+		lp.name = file.Lengths.Plugin
+	}
+	if !given["set"] {
+		lp.config = file.Lengths.Config
+	}
+	if !given["min"] && file.Lengths.MinLen > 0 {
+		lp.min = file.Lengths.MinLen
+	}
+	if !given["call-timeout"] && file.Plugins.CallTimeout.Duration > 0 {
+		lp.timeout = file.Plugins.CallTimeout.Duration
+	}
+	lp.dir = file.Plugins.Dir
+	return nil
 }

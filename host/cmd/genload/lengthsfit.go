@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/lengthfit"
 	"github.com/genload/genload/host/trace"
 )
@@ -33,7 +34,7 @@ FILE' previews it.`,
 	bins := fs.Int("bins", 32, "bins of the quantile table")
 	table := fs.String("o", "", "write the prompt lengths' quantile table (the empirical plugin's [lengths] table) to this file, and one per group beside it")
 	force := fs.Bool("force", false, "let -o replace table files that exist")
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	switch {

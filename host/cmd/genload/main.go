@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 )
 
 // version is set by the Makefile (-ldflags "-X main.version=…").
@@ -117,12 +118,12 @@ func doMain(ctx context.Context, args []string, e *env) (code exitcode.Code) {
 	for _, c := range commands() {
 		if c.name == args[0] {
 			err := c.run(ctx, args[1:], e)
-			if err != nil && err != errHelp {
+			if err != nil && err != cliflag.ErrHelp {
 				// Library errors often start with their package's name ("plot: …"), which is
 				// the command's name too: say it once.
 				fmt.Fprintf(e.stderr, "genload %s: %s\n", c.name, strings.TrimPrefix(err.Error(), c.name+": "))
 			}
-			if err == errHelp {
+			if err == cliflag.ErrHelp {
 				return exitcode.OK
 			}
 			return exitcode.Of(err)
@@ -132,6 +133,6 @@ func doMain(ctx context.Context, args []string, e *env) (code exitcode.Code) {
 	for _, c := range commands() {
 		names = append(names, c.name)
 	}
-	fmt.Fprintf(e.stderr, "genload: unknown command %q%s ('genload --help' lists the commands)\n", args[0], didYouMean(suggest(args[0], names, true), "genload "))
+	fmt.Fprintf(e.stderr, "genload: unknown command %q%s ('genload --help' lists the commands)\n", args[0], cliflag.DidYouMean(cliflag.Suggest(args[0], names, true), "genload "))
 	return exitcode.Usage
 }

@@ -586,6 +586,16 @@ func TestLengthsAndPluginCheckCommands(t *testing.T) {
 	if wide := textcheck.Wider(out, 120); code != exitcode.OK || len(wide) > 0 || strings.Count(out, "\n         ") < 2 {
 		t.Errorf("lengths of 64: exit %d, lines over 120 columns %v\n%s%s", code, wide, out, errs)
 	}
+	// -c reads [lengths] min_len; --min given wins over it.
+	withMin := writeConfig(t, "[lengths]\nplugin = \"gamma\"\nmin_len = 3000\n")
+	code, out, errs = cli(t, context.Background(), "lengths", "-c", withMin, "--mean", "4000", "--batch", "8")
+	if code != exitcode.OK || !strings.Contains(out, " min=3000 ") {
+		t.Errorf("lengths -c with min_len 3000: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = cli(t, context.Background(), "lengths", "-c", withMin, "--min", "10", "--mean", "4000", "--batch", "8")
+	if code != exitcode.OK || !strings.Contains(out, " min=") || strings.Contains(out, " min=3000 ") {
+		t.Errorf("lengths -c with min_len 3000 and --min 10: exit %d\n%s%s", code, out, errs)
+	}
 	code, out, errs = cli(t, context.Background(), "plugin", "check", filepath.Join(dir, "gamma.wasm"))
 	if code != exitcode.OK || !strings.Contains(out, "ok   config") || !strings.Contains(out, "kind lengths") {
 		t.Errorf("plugin check gamma: exit %d\n%s%s", code, out, errs)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/merge"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/results"
@@ -32,7 +33,7 @@ wrong; a shard that was killed is named with the command that continues it.`,
 	out := fs.String("o", "", "merged results file, .json (default: <run id>.json in the first shard's directory)")
 	partial := fs.Bool("partial", false, "write the merged run even when shards are missing or incomplete (exit 1, the footer lists what is missing)")
 	runID := fs.String("run-id", "", "the merged run's id (default: the shards' run id before -shard-)")
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

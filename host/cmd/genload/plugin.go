@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/plugin"
 )
 
@@ -19,10 +20,10 @@ instances; and that an unknown config key is rejected.`,
 			{"check a plugin you built", "genload plugin check build/plugins/gamma.wasm"},
 			{"check it with a config", "genload plugin check ./empirical.wasm --set 'edges=[0,1000,4000]' --set 'counts=[3,1]'"},
 		}, e)
-	var sets setFlags
+	var sets cliflag.SetFlags
 	fs.Var(&sets, "set", "plugin config key=value (a TOML value, else a string); repeatable")
 	timeout := fs.Duration("call-timeout", plugin.DefaultCallTimeout, "deadline of each plugin call")
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	if *timeout <= 0 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/replay"
 	"github.com/genload/genload/host/run"
 	"github.com/genload/genload/host/tokenizer"
@@ -45,7 +46,7 @@ goodput and how far the client lagged behind its schedule) is printed and writte
 	outField := fs.String("output", "", "field of the output length (default output_length)")
 	timeField := fs.String("time", "", "field of the arrival time (default timestamp)")
 	timeUnit := fs.Duration("time-unit", time.Millisecond, "unit of the arrival time field")
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

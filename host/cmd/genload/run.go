@@ -11,6 +11,7 @@ import (
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/plugin"
 	"github.com/genload/genload/host/repeat"
 	"github.com/genload/genload/host/report"
@@ -24,8 +25,8 @@ type runFlags struct {
 	promptFormat                               *string
 	runID, resume, shardSpec, cvStat           *string
 	records                                    *string
-	sets                                       setFlags
-	seqLens, batches                           intList
+	sets                                       cliflag.SetFlags
+	seqLens, batches                           cliflag.IntList
 	maxTokens, repeats, minRepeats, maxRepeats *int
 	seed                                       *uint64
 	timeScale, untilCV, cvConfidence, maxCV    *float64
@@ -89,7 +90,7 @@ it exists, else the defaults.`,
 
 func cmdRun(ctx context.Context, args []string, e *env) error {
 	fs, f := newRunFlags(e)
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -272,8 +273,8 @@ func flagsOnly(err error) bool {
 // The values are not applied to a configuration: what they set is checked when the pods run.
 func checkRunArgs(args []string) error {
 	fs, _ := newRunFlags(&env{stdout: io.Discard, stderr: io.Discard})
-	if err := parse(fs, args); err != nil {
-		if errors.Is(err, errHelp) {
+	if err := cliflag.Parse(fs, args); err != nil {
+		if errors.Is(err, cliflag.ErrHelp) {
 			return exitcode.Errorf(exitcode.Usage, "--help among the genload run flags after --")
 		}
 		return exitcode.Errorf(exitcode.Usage, "genload run flags after --: %v", err)

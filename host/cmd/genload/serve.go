@@ -6,6 +6,7 @@ import (
 
 	"github.com/genload/genload/host/engine"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/tokenizer"
 )
 
@@ -29,7 +30,7 @@ Point genload at it with: genload run --target http://127.0.0.1:8000`,
 	addr := fs.String("addr", "127.0.0.1:8000", "listen address (loopback by default)")
 	tokPath := fs.String("tokenizer", "", "model dir or tokenizer.json for /tokenize and string prompts (default: embedded Qwen3)")
 	engine.RegisterFlags(fs, &cfg)
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	var tok *tokenizer.Tokenizer

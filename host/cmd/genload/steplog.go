@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/steplog"
 	"github.com/genload/genload/host/steplog/cellcheck"
@@ -68,7 +69,7 @@ func cmdSteplog(ctx context.Context, args []string, e *env) error {
 	offset := fs.Duration("clock-offset", 0, "added to every log time (server clock minus genload's)")
 	asJSON := fs.Bool("json", false, "print the per-cell figures as JSON instead of a table")
 	out := fs.String("out", "", "write a copy of the run with each cell's figures attached (\"step_log\") to this .json file (not the run's own file)")
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	pos := fs.Args()

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/shard"
 	"github.com/genload/genload/host/sweep"
 )
@@ -33,7 +34,7 @@ binary), port (a free loopback port), point (its name), out (the results directo
 	shardSpec := fs.String("shard", "", "run shard I/N of the points (I 0-based, or JOB_COMPLETION_INDEX/N): point i when i mod N = I")
 	out := fs.String("out", "", "results directory (overrides the sweep file's out)")
 	legends := legendFlag(fs)
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	switch {

@@ -7,13 +7,14 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/genload/genload/host/internal/cliflag"
 	"github.com/genload/genload/host/plugin"
 )
 
 func cmdVersion(_ context.Context, args []string, e *env) error {
 	fs := newFlagSet("version", "genload version (or genload --version)",
 		"Print genload's version, the Go toolchain it was built with, and the plugins built into it with the first 8 bytes of their SHA-256.", nil, e)
-	if err := parse(fs, args); err != nil {
+	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "genload %s (%s, %s/%s)\n%s\n", fullVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH, builtinLine())

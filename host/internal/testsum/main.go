@@ -39,6 +39,7 @@ type event struct {
 	ImportPath string
 	Test       string
 	Output     string
+	Elapsed    float64
 }
 
 // outcome is one test's result, one JSON line in the record file.
@@ -47,6 +48,9 @@ type outcome struct {
 	Test    string `json:"test"`
 	Action  string `json:"action"` // pass, fail, skip
 	Reason  string `json:"reason,omitempty"`
+	// Elapsed is the test's run time in seconds, as go test reports it (a parallel test's
+	// includes the time it waited to run): where the time of make test goes.
+	Elapsed float64 `json:"elapsed"`
 }
 
 func main() {
@@ -121,7 +125,7 @@ func stream(r io.Reader, w, rec io.Writer) (bool, error) {
 				}
 				continue
 			}
-			o := outcome{Package: pkg, Test: e.Test, Action: e.Action}
+			o := outcome{Package: pkg, Test: e.Test, Action: e.Action, Elapsed: e.Elapsed}
 			switch e.Action {
 			case "fail":
 				failed = true

@@ -14,7 +14,7 @@ const sample = `{"Action":"start","Package":"x/a"}
 {"Action":"run","Package":"x/a","Test":"TestPass"}
 {"Action":"output","Package":"x/a","Test":"TestPass","Output":"=== RUN   TestPass\n"}
 {"Action":"output","Package":"x/a","Test":"TestPass","Output":"--- PASS: TestPass (0.00s)\n"}
-{"Action":"pass","Package":"x/a","Test":"TestPass","Elapsed":0}
+{"Action":"pass","Package":"x/a","Test":"TestPass","Elapsed":1.25}
 {"Action":"run","Package":"x/a","Test":"TestSkip"}
 {"Action":"output","Package":"x/a","Test":"TestSkip","Output":"=== RUN   TestSkip\n"}
 {"Action":"output","Package":"x/a","Test":"TestSkip","Output":"    a_test.go:12: chromium is not installed\n"}
@@ -48,6 +48,10 @@ func TestStreamAndSummary(t *testing.T) {
 	want := "=== RUN   TestFail\n    a_test.go:20: got 1, want 2\n--- FAIL: TestFail (0.00s)\nFAIL\tx/a\t0.01s\nb/b.go:3:1: syntax error\nFAIL\tx/b [build failed]\n"
 	if got := out.String(); got != want {
 		t.Errorf("stream printed\n%s\nwant\n%s", got, want)
+	}
+	// A record per test, with its run time.
+	if first, _, _ := strings.Cut(rec.String(), "\n"); first != `{"package":"x/a","test":"TestPass","action":"pass","elapsed":1.25}` {
+		t.Errorf("first record %s", first)
 	}
 	path := filepath.Join(t.TempDir(), "rec.jsonl")
 	if err := os.WriteFile(path, rec.Bytes(), 0o644); err != nil {
