@@ -62,7 +62,7 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell, metri
 	case f.PerForwardReason != "":
 		ws = append(ws, warning.Newf(warning.FwdSubset, "fwd over %d of %d sequences: %s", f.PerForward.N, f.Sequences, f.PerForwardReason))
 	}
-	if li := f.LongIntervals; f.PerForward.N > 0 && li != nil && li.Share > measure.LongShareSaid {
+	if li := f.LongIntervals; f.PerForward.N > 0 && li != nil && li.Share > measure.LongShareSaid && !repaidOnPlan(cfg, rec, f) {
 		ws = append(ws, warning.Newf(warning.SlowForwards, "fwd %.3f ms includes long chunk intervals that shifted every chunk after them: up to %s in %d of %d sequences (the longest %.1f ms, %.0f× the typical forward pass %.3f ms) carry %.1f %% of the decode time (said above %.0f %%); without them fwd would read %.3f ms — a few very slow forward passes (host stalls, preemption, a loaded server), which fwd rightly includes, or a delivery lag that began mid-stream (a buffering hop, a client that fell behind and stayed behind), which it should not: the client cannot tell them apart (a repeat, or the server's own step time, can)",
 			measure.Ms(f.PerForward.Mean), plural(li.MaxPerSequence, "interval"), li.Sequences, li.Of, measure.Ms(li.Longest), float64(li.Longest)/float64(max(li.Typical, 1)), measure.Ms(li.Typical),
 			100*li.Share, 100*measure.LongShareSaid, measure.Ms(li.Without)))
@@ -447,6 +447,24 @@ func clientBottleneck(cfg *config.Config, rec *results.Cell, f *measure.Figures)
 			measure.Ms(f.PerForward.Mean), measure.Ms(m.Steps.TruthDecodeStepTime), 100*d)
 	}
 	return w + shared
+}
+
+// repaidOnPlan reports whether the cell ran on the built-in engine in genload's process and
+// the engine's own record shows its decode steps on their plan: their measured time within
+// scrape's OverrunShareLimit of the planned in all, and the client's fwd within
+// measure.EstimatorTolerance of the engine's decode step time. The engine repays a step's
+// lateness with shorter steps after it, so long chunk intervals there were host stalls
+// already repaid: fwd is not inflated by them, and the slow-forwards figure "without them",
+// which removes the stalls but not the shorter steps that repaid them, would read below the
+// cost model.
+func repaidOnPlan(cfg *config.Config, rec *results.Cell, f *measure.Figures) bool {
+	m := rec.Server
+	if cfg.Target != config.Builtin || m == nil || m.Steps.Overrun == nil || !m.Steps.Overrun.HasDecode || !m.Steps.HasTruthDecode || m.Steps.TruthDecodeStepTime <= 0 {
+		return false
+	}
+	o := m.Steps.Overrun
+	return math.Abs(o.Decode) <= metrics.OverrunShareLimit &&
+		math.Abs(float64(f.PerForward.Mean)/float64(m.Steps.TruthDecodeStepTime)-1) <= measure.EstimatorTolerance
 }
 
 // builtinTimeScale is the time scale of the built-in engine the run starts (bench.toml's

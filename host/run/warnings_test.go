@@ -325,3 +325,41 @@ func TestBodyWriteWarningOnTheScaledEngine(t *testing.T) {
 		t.Errorf("default time scale %g", s)
 	}
 }
+
+// On the built-in engine in genload's process, long chunk intervals the engine repaid (its
+// decode steps on their plan in all, the client's fwd its decode step time) are not said to
+// weigh on fwd; the same cell whose decode steps ran 5 % over their plan, or on another
+// server, keeps the warning.
+func TestSlowForwardsRepaidByTheEngine(t *testing.T) {
+	const step = 20 * time.Millisecond
+	lag := func(k int) time.Duration {
+		if k >= 50 {
+			return time.Duration(k+10) * step
+		}
+		return time.Duration(k) * step
+	}
+	remote := config.Default()
+	remote.Target = "http://127.0.0.1:8000"
+	for _, tc := range []struct {
+		name   string
+		cfg    *config.Config
+		decode float64 // the engine's decode steps' net share over their plan
+		said   bool
+	}{
+		{"built-in, decode steps on plan", config.Default(), 0.004, false},
+		{"built-in, decode steps 5 % over", config.Default(), 0.05, true},
+		{"another server", remote, 0.004, true},
+	} {
+		rec := arrivalCell(4, lag)
+		rec.Server = &metrics.CellMetrics{Steps: metrics.Steps{HasTruthDecode: true, TruthDecodeStepTime: rec.Figures.PerForward.Mean,
+			Overrun: &metrics.Overrun{Steps: 100, HasDecode: true, Decode: tc.decode}}}
+		ws, _ := cellWarnings(tc.cfg, matrix.Cell{SeqLen: 1000, Batch: 4}, rec, false)
+		said := false
+		for _, w := range ws {
+			said = said || w.Name == warning.SlowForwards
+		}
+		if said != tc.said {
+			t.Errorf("%s: slow-forwards said %v, want %v", tc.name, said, tc.said)
+		}
+	}
+}
