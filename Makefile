@@ -28,9 +28,11 @@ build: $(BUILD)/genload
 # advance. Later builds are cached and print only what changed.
 FIRST = @[ -e $@ ] || echo "make: first build of $@: downloading modules, then compiling (each package is named as it compiles; minutes on a cold cache)"
 
+# CGO_ENABLED=0: a static binary, needing no libc, so that it runs copied alone into a scratch
+# or busybox image (linked against glibc it would not start there).
 $(BUILD)/genload: plugins FORCE
 	$(FIRST)
-	$(GO) build -v -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./host/cmd/genload
+	CGO_ENABLED=0 $(GO) build -v -trimpath -ldflags "-X main.version=$(VERSION)" -o $@ ./host/cmd/genload
 
 # The plugins, then their copies to embed (a go build or go install run afterwards, here or by
 # the Dockerfile, embeds them too).
