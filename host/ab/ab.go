@@ -2,7 +2,7 @@
 // ab): side A plans each cell of its matrix once (lengths, prompts, route), both sides measure
 // that exact plan in pairs of alternating order (AB, BA, AB, …), and per cell the mean of the
 // pairs' relative differences d = fwd_B / fwd_A − 1 gets a two-sided Student t interval and a
-// verdict (B slower, B faster, no significant difference).
+// verdict (B slower, B faster, no difference beyond ±5 %, or cannot tell).
 //
 // Files: ab.go (Run: the sides and the loop over the cells), pair.go (one cell's pairs and
 // its interval), doc.go (the document --json writes, the table, the --max-diff check).

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/exitcode"
 	"github.com/genload/genload/host/matrix"
 )
@@ -78,7 +79,7 @@ func (d *Doc) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n## Paired A/B: per-forward latency, B vs A on identical prompts (%d pairs per cell, AB/BA alternating)\n\n", pairs)
 	fmt.Fprintf(w, "| L | B | pairs | A fwd ms | B fwd ms | B/A − 1 %% | %.0f %% interval %% | verdict |\n", 100*conf)
 	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---|---|")
-	sig, none := 0, 0
+	sig, none, unsure := 0, 0, 0
 	for _, r := range rows {
 		if r.N < 2 {
 			none++
@@ -88,16 +89,19 @@ func (d *Doc) WriteMarkdown(w io.Writer) {
 		if r.significant {
 			sig++
 		}
+		if r.Verdict == VerdictCannotTell {
+			unsure++
+		}
 		f := func(x float64) string { return strconv.FormatFloat(100*x, 'f', 2, 64) }
 		fmt.Fprintf(w, "| %d | %d | %d | %.3f | %.3f | %s | [%s, %s] | %s |\n", r.Cell.SeqLen, r.Cell.Batch, r.N, r.FwdA/1e6, r.FwdB/1e6, f(r.Mean), f(r.Lo), f(r.Hi), r.Verdict)
 	}
 	compared := len(rows) - none
 	shows := "show"
-	if compared-sig == 1 {
+	if compared-sig-unsure == 1 {
 		shows = "shows"
 	}
-	fmt.Fprintf(w, "\nA = %s, B = %s: %d of %d compared cells differ significantly at %.0f %%; %d %s no significant difference",
-		d.A, d.B, sig, compared, 100*conf, compared-sig, shows)
+	fmt.Fprintf(w, "\nA = %s, B = %s: %d of %d compared cells differ significantly at %.0f %%; %d %s no difference beyond ±%.0f %%; %d cannot tell (an interval that holds 0 and a difference beyond ±%.0f %%)",
+		d.A, d.B, sig, compared, 100*conf, compared-sig-unsure, shows, 100*compare.DiffMaterial, unsure, 100*compare.DiffMaterial)
 	if none > 0 {
 		fmt.Fprintf(w, "; %d without an interval (too few pairs)", none)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
 
@@ -109,16 +110,19 @@ func measureCell(ctx context.Context, sides []side, c matrix.Cell, pairs int, co
 		return row, nil
 	}
 	row.FwdA, row.FwdB, row.Mean, row.Lo, row.Hi = ratioInterval(as, bs, conf)
-	switch {
-	case row.Lo > 0:
-		row.Verdict, row.significant = "B slower", true
-	case row.Hi < 0:
-		row.Verdict, row.significant = "B faster", true
-	default:
-		row.Verdict = "no significant difference"
-	}
+	row.Verdict, row.significant = Verdict(row.Lo, row.Hi)
 	return row, nil
 }
+
+// Verdicts of a cell whose interval holds 0 (compare.ABVerdict's).
+const (
+	VerdictWithin     = compare.ABNoDifference
+	VerdictCannotTell = compare.ABCannotTell
+)
+
+// Verdict is compare.ABVerdict: a change's verdict from its interval and whether it is
+// significant.
+func Verdict(lo, hi float64) (string, bool) { return compare.ABVerdict(lo, hi) }
 
 // ratioInterval returns the geometric means of the pairs' sides as (ns) and bs (ns, one
 // each per pair, n ≥ 2, positive) and the change B/A − 1 with its t interval at confidence

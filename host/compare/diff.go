@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/report"
 	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/stats"
@@ -22,8 +23,10 @@ import (
 // When both runs have repeats and the cell has two or more measured repeats on each side,
 // Change is instead the ratio of the repeats' geometric means − 1 and [Lo, Hi] its
 // [DiffConfidence] interval ([stats.LogRatioInterval]: Welch t on the log ratio), RepBefore
-// and RepAfter the repeats used, and Verdict "slower", "faster" or "within noise" (the
-// interval holds 0); else Lo and Hi are NaN and Verdict "".
+// and RepAfter the repeats used, and Verdict "slower" or "faster" (the interval excludes 0),
+// "within noise" (it holds 0 and lies within ±DiffMaterial: no change of that size) or
+// "cannot tell" (it holds 0 and a change beyond ±DiffMaterial too); else Lo and Hi are NaN and
+// Verdict "".
 type CellDiff struct {
 	CellKey
 	Before, After         time.Duration
@@ -43,7 +46,14 @@ const (
 	DiffSlower      = "slower"
 	DiffFaster      = "faster"
 	DiffWithinNoise = "within noise"
+	DiffCannotTell  = "cannot tell"
 )
+
+// DiffMaterial is the least change a diff calls material, a fraction (5 %, measure's
+// EstimatorTolerance: the gap genload lets two estimates of one figure differ by): an
+// interval that holds 0 is "within noise" only when it excludes changes beyond it — an
+// interval of [−87 %, +1015 %] holds 0 and says nothing.
+const DiffMaterial = measure.EstimatorTolerance
 
 // Diff compares two runs cell by cell over the cells measured in both (matched by (L, B)).
 //
@@ -94,7 +104,7 @@ func Compare(before, after *results.Run) (*Diff, error) {
 	d.Intervals = rb != nil && ra != nil
 	switch {
 	case d.Intervals:
-		d.Source = fmt.Sprintf("Δ and its %.0f %% interval from each side's repeats: the ratio of their geometric means − 1, Welch t interval on the log ratio; within noise: the interval holds 0", 100*DiffConfidence)
+		d.Source = fmt.Sprintf("Δ and its %.0f %% interval from each side's repeats: the ratio of their geometric means − 1, Welch t interval on the log ratio; within noise: the interval holds 0 and lies within ±%.0f %%; cannot tell: it holds 0 and a change beyond that", 100*DiffConfidence, 100*DiffMaterial)
 	case rb != nil || ra != nil:
 		d.Source = "no intervals: only one of the runs has repeats, so the other side's spread is unknown (measure both with genload run --repeat N or --until-cv, or compare with genload ab)"
 	default:
@@ -110,14 +120,7 @@ func Compare(before, after *results.Run) (*Diff, error) {
 			cd.RepBefore, cd.RepAfter = len(rb[k]), len(ra[k])
 			if c, lo, hi, ok := stats.LogRatioInterval(rb[k], ra[k], DiffConfidence); ok {
 				cd.Change, cd.Lo, cd.Hi = c, lo, hi
-				switch {
-				case lo > 0:
-					cd.Verdict = DiffSlower
-				case hi < 0:
-					cd.Verdict = DiffFaster
-				default:
-					cd.Verdict = DiffWithinNoise
-				}
+				cd.Verdict = diffVerdict(lo, hi)
 			}
 		}
 		cd.TTFTChange = change(cd.TTFTBefore, cd.TTFTAfter)
@@ -135,6 +138,43 @@ func Compare(before, after *results.Run) (*Diff, error) {
 	return d, nil
 }
 
+// Verdicts of a paired A/B's cell (genload ab, and the report's A/B of two runs with repeats)
+// whose interval holds 0: within ±DiffMaterial (no difference of that size), or not (a
+// difference beyond it is as consistent with the pairs as none).
+const (
+	ABNoDifference = "no difference beyond ±5 %"
+	ABCannotTell   = "cannot tell"
+)
+
+// ABVerdict is a B-against-A change's verdict from its interval [lo, hi] (fractions), and
+// whether it is significant: "B slower" (lo > 0), "B faster" (hi < 0), ABNoDifference when the
+// interval holds 0 and lies within ±DiffMaterial, else ABCannotTell — an interval of
+// [−22.6 %, +72.5 %] holds 0 and says nothing of whether B differs.
+func ABVerdict(lo, hi float64) (string, bool) {
+	switch v := diffVerdict(lo, hi); v {
+	case DiffSlower:
+		return "B slower", true
+	case DiffFaster:
+		return "B faster", true
+	case DiffWithinNoise:
+		return ABNoDifference, false
+	}
+	return ABCannotTell, false
+}
+
+// diffVerdict is the Verdict of a change whose interval is [lo, hi] (fractions).
+func diffVerdict(lo, hi float64) string {
+	switch {
+	case lo > 0:
+		return DiffSlower
+	case hi < 0:
+		return DiffFaster
+	case lo >= -DiffMaterial && hi <= DiffMaterial:
+		return DiffWithinNoise
+	}
+	return DiffCannotTell
+}
+
 // WriteMarkdown writes the per-cell table (milliseconds; changes in %, + = slower after; with
 // intervals, the repeats per side, the interval and the verdict) and the summary over the
 // common cells, with how many changed beyond noise.
@@ -146,7 +186,7 @@ func (d *Diff) WriteMarkdown(w io.Writer) {
 	}
 	head = append(head, "TTFT p50 before", "TTFT p50 after", "TTFT Δ %")
 	var rows [][]string
-	beyond, judged := 0, 0
+	beyond, judged, unsure := 0, 0, 0
 	for _, c := range d.Cells {
 		row := []string{strconv.Itoa(c.SeqLen), strconv.Itoa(c.Batch), report.Ms(c.Before, 3), report.Ms(c.After, 3), plus(c.Change)}
 		if d.Intervals {
@@ -154,8 +194,11 @@ func (d *Diff) WriteMarkdown(w io.Writer) {
 			if c.Verdict != "" {
 				iv, verdict = "["+plus(c.Lo)+", "+plus(c.Hi)+"]", c.Verdict
 				judged++
-				if c.Verdict != DiffWithinNoise {
+				switch c.Verdict {
+				case DiffSlower, DiffFaster:
 					beyond++
+				case DiffCannotTell:
+					unsure++
 				}
 			}
 			row = append(row, fmt.Sprintf("%d / %d", c.RepBefore, c.RepAfter), iv, verdict)
@@ -169,7 +212,8 @@ func (d *Diff) WriteMarkdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, ": median %s %%, range %s … %s %%", plus(d.Median), plus(d.Min), plus(d.Max))
 	if d.Intervals {
-		fmt.Fprintf(w, "; %d of %d cells with an interval changed beyond noise, %d within noise", beyond, judged, judged-beyond)
+		fmt.Fprintf(w, "; %d of %d cells with an interval changed beyond noise, %d within noise (±%.0f %%), %d cannot tell (an interval that holds 0 and a change beyond ±%.0f %%)",
+			beyond, judged, judged-beyond-unsure, 100*DiffMaterial, unsure, 100*DiffMaterial)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "TTFT p50 change: median %s %%, range %s … %s %%\n", plus(d.TTFTMedian), plus(d.TTFTMin), plus(d.TTFTMax))

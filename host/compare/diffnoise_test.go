@@ -2,6 +2,7 @@ package compare
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func repeatRun(id string, fwd map[int][]float64) *results.Run {
 // A new user's runs of the built-in engine with step noise (per-forward means of each repeat,
 // ms): base4 and base3b are the same configuration, slow3 a profile 10–16 % slower. Without
 // intervals, base4 → base3b's +12.9 % at B=16 read like the regression's +11.9 %; with them,
-// the first is within noise ([−13.8, +47.9] holds 0) and the regression's B=1 is slower
+// the first cannot be told from noise ([−13.8, +47.9] holds 0 and +47.9 %) and the regression's B=1 is slower
 // ([+1.9, +22.9]). The change is the ratio of the repeats' geometric means − 1.
 func TestDiffIntervalsFromRepeats(t *testing.T) {
 	base4 := repeatRun("base4", map[int][]float64{1: {7.726473, 6.876733, 6.876586, 6.822702}, 16: {8.412752, 7.945651, 7.957552, 8.211734}})
@@ -40,10 +41,10 @@ func TestDiffIntervalsFromRepeats(t *testing.T) {
 		verd  [2]string
 		line  string
 	}{
-		{base3b, [2][4]float64{{-0.013856606528565685, -0.1031, 0.0843}, {0.12942456227703714, -0.1377, 0.4793}}, [2]string{DiffWithinNoise, DiffWithinNoise},
-			"0 of 2 cells with an interval changed beyond noise, 2 within noise"},
-		{slow3, [2][4]float64{{0.11918901973771567, 0.0191, 0.2291}, {0.17052409966522863, -0.0085, 0.3819}}, [2]string{DiffSlower, DiffWithinNoise},
-			"1 of 2 cells with an interval changed beyond noise, 1 within noise"},
+		{base3b, [2][4]float64{{-0.013856606528565685, -0.1031, 0.0843}, {0.12942456227703714, -0.1377, 0.4793}}, [2]string{DiffCannotTell, DiffCannotTell},
+			"0 of 2 cells with an interval changed beyond noise, 0 within noise (±5 %), 2 cannot tell"},
+		{slow3, [2][4]float64{{0.11918901973771567, 0.0191, 0.2291}, {0.17052409966522863, -0.0085, 0.3819}}, [2]string{DiffSlower, DiffCannotTell},
+			"1 of 2 cells with an interval changed beyond noise, 0 within noise (±5 %), 1 cannot tell"},
 	} {
 		d, err := Compare(base4, c.after)
 		if err != nil {
@@ -65,6 +66,12 @@ func TestDiffIntervalsFromRepeats(t *testing.T) {
 			t.Errorf("%s: markdown lacks %q:\n%s", c.after.Header.RunID, c.line, b.String())
 		}
 	}
+	// Tight repeats on both sides: an interval within ±5 % that holds 0 is within noise.
+	tightA := repeatRun("tightA", map[int][]float64{1: {7.00, 7.02, 6.98, 7.01}, 16: {8.00, 8.02, 8.01, 7.99}})
+	tightB := repeatRun("tightB", map[int][]float64{1: {7.03, 7.01, 7.05, 7.02}, 16: {8.01, 7.98, 8.03}})
+	if d, err := Compare(tightA, tightB); err != nil || len(d.Cells) != 2 || d.Cells[0].Verdict != DiffWithinNoise || d.Cells[1].Verdict != DiffWithinNoise || d.Cells[0].Hi > DiffMaterial {
+		t.Errorf("tight repeats: %+v, %v: want both within noise", d, err)
+	}
 	// One side without repeats: no intervals, and the output says why.
 	once := mkRun("once", 100, resultstest.Cell(0, 1000, 1, 7*time.Millisecond), resultstest.Cell(1, 1000, 16, 8*time.Millisecond))
 	d, err := Compare(base4, once)
@@ -75,5 +82,22 @@ func TestDiffIntervalsFromRepeats(t *testing.T) {
 	d.WriteMarkdown(&b)
 	if d.Intervals || d.Cells[0].Verdict != "" || !strings.Contains(b.String(), "no intervals: only one of the runs has repeats") || strings.Contains(b.String(), "within noise") {
 		t.Errorf("one side without repeats:\n%s", b.String())
+	}
+}
+
+// The A/B verdicts name the material change they hold an interval to: ABNoDifference says
+// DiffMaterial's ±5 %.
+func TestABVerdictNamesItsMaterialChange(t *testing.T) {
+	if want := fmt.Sprintf("no difference beyond ±%.0f %%", 100*DiffMaterial); ABNoDifference != want {
+		t.Errorf("ABNoDifference %q, want %q", ABNoDifference, want)
+	}
+	for _, c := range []struct {
+		lo, hi float64
+		want   string
+		sig    bool
+	}{{0.01, 0.2, "B slower", true}, {-0.2, -0.01, "B faster", true}, {-0.04, 0.049, ABNoDifference, false}, {-0.226, 0.725, ABCannotTell, false}, {-0.01, 0.06, ABCannotTell, false}} {
+		if v, sig := ABVerdict(c.lo, c.hi); v != c.want || sig != c.sig {
+			t.Errorf("[%+.3f, %+.3f]: %q %v, want %q %v", c.lo, c.hi, v, sig, c.want, c.sig)
+		}
 	}
 }

@@ -95,16 +95,11 @@ type abRow struct {
 	hasTTFT, fromRep bool
 }
 
-// verdictOf is "B slower" when the interval lies above 0, "B faster" below, else "no
-// significant difference".
+// verdictOf is compare.ABVerdict's: "B slower" when the interval lies above 0, "B faster"
+// below, "no difference beyond ±5 %" when it holds 0 within ±5 %, else "cannot tell".
 func verdictOf(lo, hi float64) string {
-	switch {
-	case lo > 0:
-		return "B slower"
-	case hi < 0:
-		return "B faster"
-	}
-	return "no significant difference"
+	v, _ := compare.ABVerdict(lo, hi)
+	return v
 }
 
 // RatioInterval returns the relative change d = mean(b)/mean(a) − 1 of two independent
@@ -260,7 +255,7 @@ type abView struct {
 // build fills the headline, the table and the chart from the rows.
 func (v *abView) build() {
 	var ch []float64
-	slower, faster, same, none := 0, 0, 0, 0
+	slower, faster, same, unsure, none := 0, 0, 0, 0, 0
 	for _, r := range v.rows {
 		if !math.IsNaN(r.change) {
 			ch = append(ch, r.change)
@@ -272,6 +267,8 @@ func (v *abView) build() {
 			slower++
 		case strings.HasPrefix(r.verdict, "B faster"):
 			faster++
+		case r.verdict == compare.ABCannotTell:
+			unsure++
 		default:
 			same++
 		}
@@ -282,8 +279,8 @@ func (v *abView) build() {
 	} else {
 		v.Headline = "no cell with a change"
 	}
-	if n := slower + faster + same; n > 0 {
-		v.Headline += fmt.Sprintf("; at %.0f %%: %d B slower, %d B faster, %d no significant difference", 100*v.confidence, slower, faster, same)
+	if n := slower + faster + same + unsure; n > 0 {
+		v.Headline += fmt.Sprintf("; at %.0f %%: %d B slower, %d B faster, %d %s, %d cannot tell", 100*v.confidence, slower, faster, same, compare.ABNoDifference, unsure)
 		if none > 0 {
 			v.Headline += fmt.Sprintf(", %d without an interval", none)
 		}

@@ -246,7 +246,7 @@ func TestReportABOfRepeats(t *testing.T) {
 	}
 	for _, want := range []string{
 		fmt.Sprintf("<td>+10.0</td><td>[%s, %s]</td><td>B slower</td>", signed(lo), signed(hi)),
-		"at 95 %: 6 B slower, 0 B faster, 0 no significant difference", "<td>4/4</td>",
+		"at 95 %: 6 B slower, 0 B faster, 0 no difference beyond ±5 %, 0 cannot tell", "<td>4/4</td>",
 		"95 % intervals from each side's repeats",
 	} {
 		if !strings.Contains(ab, want) {
@@ -270,12 +270,12 @@ func TestReportABOfRepeats(t *testing.T) {
 		!strings.Contains(ab, "† a side of the cell stopped after 2 repeats under its --until-cv rule") || !strings.Contains(ab, "at 95 %: 6 B slower") {
 		t.Errorf("verdicts from 2 repeats are not marked:\n%s", ab)
 	}
-	// against itself: no significant difference in any cell; against a run 10 % faster: faster
+	// against itself: no difference beyond ±5 % in any cell; against a run 10 % faster: faster
 	for _, c := range []struct {
 		b    *results.Run
 		want string
-	}{{withRepeats("a2", 1, 4), "at 95 %: 0 B slower, 0 B faster, 6 no significant difference"},
-		{withRepeats("c", 0.9, 4), "at 95 %: 0 B slower, 6 B faster, 0 no significant difference"}} {
+	}{{withRepeats("a2", 1, 4), "at 95 %: 0 B slower, 0 B faster, 6 no difference beyond ±5 %, 0 cannot tell"},
+		{withRepeats("c", 0.9, 4), "at 95 %: 0 B slower, 6 B faster, 0 no difference beyond ±5 %, 0 cannot tell"}} {
 		if ab := section(render(t, []*results.Run{a, c.b}, Options{}), "ab"); !strings.Contains(ab, c.want) {
 			t.Errorf("A/B of a and %s lacks %q:\n%s", c.b.Header.RunID, c.want, ab)
 		}
@@ -348,7 +348,7 @@ func TestReportOfABFile(t *testing.T) {
 	for _, want := range []string{"A/B: base.toml (A) → new.toml (B), paired on identical prompts",
 		"<tr><td>1000</td><td>8</td><td>5</td><td>2.000</td><td>2.100</td><td>+5.0</td><td>[+2.0, +8.0]</td><td>B slower</td></tr>",
 		"<tr><td>1000</td><td>32</td><td>1</td><td>–</td><td>–</td><td>–</td><td>–</td><td>too few pairs",
-		"at 95 %: 1 B slower, 0 B faster, 0 no significant difference, 1 without an interval", "(5 pairs per cell, AB/BA alternating), from genload ab (" + path + ")"} {
+		"at 95 %: 1 B slower, 0 B faster, 0 no difference beyond ±5 %, 0 cannot tell, 1 without an interval", "(5 pairs per cell, AB/BA alternating), from genload ab (" + path + ")"} {
 		if !strings.Contains(ab, want) {
 			t.Errorf("A/B of the file lacks %q:\n%s", want, ab)
 		}

@@ -19,7 +19,8 @@ alike. Per pair the log ratio ln(fwd_B / fwd_A) of the mean per-forward latencie
 the change B/A − 1 = exp(mean log ratio) − 1, the ratio of the two sides' geometric means,
 with its two-sided Student t interval taken on the log ratios and mapped back (--confidence;
 it never passes −100 %), and a verdict: B slower or B faster when the interval excludes 0,
-else no significant difference. B's matrix must hold A's cells, and both sides must generate
+no difference beyond ±5 % when it holds 0 and lies within ±5 %, else cannot tell (it holds
+0 and a difference beyond ±5 % too). B's matrix must hold A's cells, and both sides must generate
 the same max_tokens.
 
 A pair in which one side's record has no per-forward figure (or is not status ok) is left

@@ -53,7 +53,7 @@ func slowerProfile(t *testing.T, dir string) string {
 func verdicts(stdout string) map[string]int {
 	n := map[string]int{}
 	for _, l := range strings.Split(stdout, "\n") {
-		for _, v := range []string{"B slower", "B faster", "no significant difference"} {
+		for _, v := range []string{"B slower", "B faster", "no difference beyond ±5 %", "cannot tell"} {
 			if strings.HasPrefix(l, "| ") && strings.HasSuffix(l, "| "+v+" |") {
 				n[v]++
 			}
@@ -77,7 +77,7 @@ func TestABCommandOnTheBuiltinEngine(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if v := verdicts(stdout); v["B slower"]+v["B faster"]+v["no significant difference"] != 4 || !strings.Contains(stdout, "cells differ significantly at 95 %") {
+	if v := verdicts(stdout); v["B slower"]+v["B faster"]+v["no difference beyond ±5 %"]+v["cannot tell"] != 4 || !strings.Contains(stdout, "cells differ significantly at 95 %") {
 		t.Fatalf("verdicts %v:\n%s", v, stdout)
 	}
 	// The thresholds on one cell of the config (the judging over cells is held by host/ab's

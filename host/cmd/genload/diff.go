@@ -20,8 +20,9 @@ the changes over the common cells; cells measured in only one run are left out a
 
 When both runs have repeats (genload run --repeat N or --until-cv), each cell's change is the
 ratio of the repeats' geometric means − 1 with its 95 % interval (Welch t on the log ratio, the
-statistic of genload ab on unpaired repeats), and a verdict: slower, faster, or within noise
-(the interval holds 0). Without repeats on both sides a change cannot be told from noise: the
+statistic of genload ab on unpaired repeats), and a verdict: slower, faster, within noise
+(the interval holds 0 and lies within ±5 %) or cannot tell (it holds 0 and a change beyond
+±5 % too). Without repeats on both sides a change cannot be told from noise: the
 output says so.
 
 Runs that are not comparable (another served model, max_tokens, [labels] or built-in engine
