@@ -31,7 +31,7 @@
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags="-s -w" -o flat.wasm .
 //
 // and check it with `genload plugin check flat.wasm`. This package links encoding/json, fmt and
-// reflect (Env.Decode, BadInput), about half of a small Go plugin's code; package
+// reflect (Env.Decode, BadInput), more than a third of a small Go plugin; package
 // github.com/genload/genload/sdk/plain has the same names without them (configs decoded with
 // Env.DecodeFields), as the bundled plugins use it. Routers use package
 // github.com/genload/genload/sdk/router the same way.

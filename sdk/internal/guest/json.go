@@ -9,7 +9,7 @@ import (
 
 // A small JSON reader and writer for the envelope, the info document and flat configs, so that
 // a plugin that does not call Env.Decode links neither encoding/json nor fmt nor reflect: they
-// are half of a Go plugin's code (a 3.5 MB module becomes about 1.8 MB), and the host compiles,
+// are more than a third of a small Go plugin (uniform: 3.40 → 2.13 MB), and the host compiles,
 // keeps and maps every byte of it.
 
 // errSyntax is the error of malformed JSON (the envelope's or a config's).
