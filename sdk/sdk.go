@@ -30,7 +30,10 @@
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags="-s -w" -o flat.wasm .
 //
-// and check it with `genload plugin check flat.wasm`. Routers use package
+// and check it with `genload plugin check flat.wasm`. This package links encoding/json, fmt and
+// reflect (Env.Decode, BadInput), more than a third of a small Go plugin; package
+// github.com/genload/genload/sdk/plain has the same names without them (configs decoded with
+// Env.DecodeFields), as the bundled plugins use it. Routers use package
 // github.com/genload/genload/sdk/router the same way.
 //
 // The SDK turns a returned error into a status code with the error text as genload_last_error
@@ -54,8 +57,11 @@
 package sdk
 
 import (
+	"fmt"
+
 	"github.com/genload/genload/sdk/abi"
 	"github.com/genload/genload/sdk/internal/guest"
+	"github.com/genload/genload/sdk/internal/jsonconfig"
 )
 
 // Info names and versions a plugin: Name (e.g. "gamma"), Version (e.g. "1.0.0") and Caps (ABI
@@ -64,7 +70,8 @@ import (
 type Info = guest.Info
 
 // Env is what the plugin's setup function receives once, at load: Seed (the run seed),
-// ABIMinor (the host's ABI minor version), Host, and Decode(&cfg) for the plugin's config table.
+// ABIMinor (the host's ABI minor version), Host, and Decode(&cfg) (or DecodeFields, see package
+// plain) for the plugin's config table.
 type Env = guest.Env
 
 // Capabilities for Info.Caps.
@@ -79,5 +86,9 @@ const (
 // BadInput returns an error that the SDK reports as status 1 "bad input" (the host's arguments
 // or the config are wrong) instead of status 2 "plugin error".
 func BadInput(format string, args ...any) error {
-	return guest.Errorf(abi.BadInput, format, args...)
+	return &guest.StatusError{Status: abi.BadInput, Err: fmt.Errorf(format, args...)}
 }
+
+// Env.Decode decodes with encoding/json, which this package links in (see package plain for
+// a plugin without it).
+func init() { guest.SetDecoder(jsonconfig.Decode) }

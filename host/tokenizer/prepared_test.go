@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -163,5 +164,22 @@ func TestPreparedDamaged(t *testing.T) {
 				t.Errorf("the cache file was not rewritten as it was (%d bytes, want %d; %v)", len(b), len(good), err)
 			}
 		})
+	}
+}
+
+// The embedded tokenizer's cache key is its file's SHA-256, as for any other tokenizer.json: a
+// stale embeddedSHA256 would read another file's prepared tables.
+func TestEmbeddedSHA256(t *testing.T) {
+	f, err := embedded.Open("models/qwen3/tokenizer.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	key, err := fileKey(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hex.EncodeToString(key[:]); got != embeddedSHA256 {
+		t.Errorf("embeddedSHA256 = %s, the file's SHA-256 is %s (update it)", embeddedSHA256, got)
 	}
 }

@@ -26,8 +26,9 @@
 package main
 
 import (
-	"fmt"
+	"errors"
 	"math"
+	"strconv"
 )
 
 // config is the plugin's bench.toml table.
@@ -44,12 +45,15 @@ func defaultConfig() config { return config{K: 0.9, Normalize: true} }
 // validate reports a config that cannot produce lengths.
 func (c config) validate() error {
 	if !(c.K >= minK && c.K <= maxK) {
-		return fmt.Errorf("config: k = %v, want a shape in [%v, %v] (default 0.9): below %v nearly every "+
-			"length is the minimum, above %v every length is within 1 %% of the mean (use the uniform plugin)",
-			c.K, minK, maxK, minK, maxK)
+		return errors.New("config: k = " + g(c.K) + ", want a shape in [" + g(minK) + ", " + g(maxK) + "] (default 0.9): below " + g(minK) + " nearly every " +
+			"length is the minimum, above " + g(maxK) + " every length is within 1 % of the mean (use the uniform plugin)")
 	}
 	return nil
 }
+
+// g formats v as fmt's %v does (the shortest decimal that reads back as v, %g's form), without
+// fmt: the plugin links neither fmt nor reflect (see sdk.Field).
+func g(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // The range of the shape k. Within it the inversion converges in a few Halley steps and agrees
 // with distuv to 1e-13 (TestQuantilesMatchDistuv); its series need about √(74·k) terms, ≈ 860
@@ -120,10 +124,10 @@ func gammaLengths(c config, n, mean, lo, hi int) ([]int, error) {
 func (s *sampler) lengths(n, mean, lo, hi int, out []int) ([]int, error) {
 	c := s.c
 	if mean < 1 {
-		return nil, fmt.Errorf("mean = %d tokens, want >= 1", mean)
+		return nil, errors.New("mean = " + strconv.Itoa(mean) + " tokens, want >= 1")
 	}
 	if lo > hi {
-		return nil, fmt.Errorf("min = %d > max = %d", lo, hi)
+		return nil, errors.New("min = " + strconv.Itoa(lo) + " > max = " + strconv.Itoa(hi))
 	}
 	if len(out) != n {
 		out = make([]int, n)
@@ -136,7 +140,7 @@ func (s *sampler) lengths(n, mean, lo, hi int, out []int) ([]int, error) {
 	f := L / c.K
 	if c.Normalize {
 		if !(sq.sum > 0) || math.IsInf(sq.sum, 0) {
-			return nil, fmt.Errorf("quantiles of Gamma(k=%v, θ=%v) sum to %v; cannot normalise", c.K, L/c.K, sq.sum/c.K*L)
+			return nil, errors.New("quantiles of Gamma(k=" + g(c.K) + ", θ=" + g(L/c.K) + ") sum to " + g(sq.sum/c.K*L) + "; cannot normalise")
 		}
 		f = L * float64(n) / sq.sum
 	}

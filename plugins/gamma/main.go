@@ -1,31 +1,31 @@
 package main
 
 import (
-	"github.com/genload/genload/sdk"
 	"github.com/genload/genload/sdk/lengths"
+	"github.com/genload/genload/sdk/plain"
 )
 
 // version is the plugin's version reported in genload_info.
 const version = "1.0.0"
 
 func init() {
-	lengths.Register(sdk.Info{Name: "gamma", Version: version, Caps: []string{sdk.CapPure}}, setup)
+	lengths.Register(plain.Info{Name: "gamma", Version: version, Caps: []string{plain.CapPure}}, setup)
 }
 
 // setup decodes and validates the config and returns the lengths function.
-func setup(env *sdk.Env) (lengths.Func, error) {
+func setup(env *plain.Env) (lengths.Func, error) {
 	cfg := defaultConfig()
-	if err := env.Decode(&cfg); err != nil {
+	if err := env.DecodeFields(plain.Float("k", &cfg.K), plain.Bool("normalize", &cfg.Normalize)); err != nil {
 		return nil, err
 	}
 	if err := cfg.validate(); err != nil {
-		return nil, sdk.BadInput("%w", err)
+		return nil, plain.BadInput(err.Error())
 	}
 	s := newSampler(cfg)
 	return func(c lengths.Call) ([]int, error) {
 		ls, err := s.lengths(c.N, c.Mean, c.Min, c.Max, c.Buf)
 		if err != nil {
-			return nil, sdk.BadInput("%w", err)
+			return nil, plain.BadInput(err.Error())
 		}
 		return ls, nil
 	}, nil

@@ -13,7 +13,9 @@
 package main
 
 import (
-	"github.com/genload/genload/sdk"
+	"strconv"
+
+	"github.com/genload/genload/sdk/plain"
 	"github.com/genload/genload/sdk/router"
 )
 
@@ -24,17 +26,17 @@ type config struct {
 }
 
 func init() {
-	router.Register(sdk.Info{Name: "router-rr", Version: "1.0.0"}, setup)
+	router.Register(plain.Info{Name: "router-rr", Version: "1.0.0"}, setup)
 }
 
 // setup decodes the config and returns a round robin starting at cfg.Start.
-func setup(env *sdk.Env) (router.Policy, error) {
+func setup(env *plain.Env) (router.Policy, error) {
 	var cfg config
-	if err := env.Decode(&cfg); err != nil {
+	if err := env.DecodeFields(plain.Int("start", &cfg.Start)); err != nil {
 		return router.Policy{}, err
 	}
 	if cfg.Start < 0 {
-		return router.Policy{}, sdk.BadInput("config: start = %d, want >= 0", cfg.Start)
+		return router.Policy{}, plain.BadInput("config: start = " + strconv.FormatInt(cfg.Start, 10) + ", want >= 0")
 	}
 	rr := &roundRobin{next: uint64(cfg.Start)}
 	return router.Policy{Route: rr.route}, nil

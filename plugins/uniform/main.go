@@ -4,14 +4,16 @@
 package main
 
 import (
-	"github.com/genload/genload/sdk"
+	"strconv"
+
 	"github.com/genload/genload/sdk/lengths"
+	"github.com/genload/genload/sdk/plain"
 )
 
 func init() {
-	lengths.Register(sdk.Info{Name: "uniform", Version: "1.0.0", Caps: []string{sdk.CapPure}},
-		func(env *sdk.Env) (lengths.Func, error) {
-			if err := env.Decode(&struct{}{}); err != nil {
+	lengths.Register(plain.Info{Name: "uniform", Version: "1.0.0", Caps: []string{plain.CapPure}},
+		func(env *plain.Env) (lengths.Func, error) {
+			if err := env.DecodeFields(); err != nil { // no keys
 				return nil, err
 			}
 			return uniformLengths, nil
@@ -21,10 +23,10 @@ func init() {
 // uniformLengths returns c.N copies of c.Mean clamped to [c.Min, c.Max].
 func uniformLengths(c lengths.Call) ([]int, error) {
 	if c.Mean < 1 {
-		return nil, sdk.BadInput("mean = %d tokens, want >= 1", c.Mean)
+		return nil, plain.BadInput("mean = " + strconv.Itoa(c.Mean) + " tokens, want >= 1")
 	}
 	if c.Min > c.Max {
-		return nil, sdk.BadInput("min = %d > max = %d", c.Min, c.Max)
+		return nil, plain.BadInput("min = " + strconv.Itoa(c.Min) + " > max = " + strconv.Itoa(c.Max))
 	}
 	out := c.Buf
 	for i := range out {

@@ -4,8 +4,8 @@ package lengths
 
 import (
 	"math"
+	"strconv"
 
-	"github.com/genload/genload/sdk"
 	"github.com/genload/genload/sdk/abi"
 	"github.com/genload/genload/sdk/internal/guest"
 )
@@ -39,14 +39,14 @@ var fn Func
 // Register declares the module's plugin. Call it from an init function. setup runs once at
 // genload_init with the run seed and config (decode it with env.Decode; a non-empty config that
 // is never decoded is rejected) and returns the function serving every genload_lengths call.
-func Register(info sdk.Info, setup func(env *sdk.Env) (Func, error)) {
+func Register(info guest.Info, setup func(env *guest.Env) (Func, error)) {
 	guest.Register(abi.KindLengths, info, func(env *guest.Env) error {
 		f, err := setup(env)
 		if err != nil {
 			return err
 		}
 		if f == nil {
-			return guest.Errorf(abi.PluginError, "setup returned a nil lengths.Func")
+			return guest.Error(abi.PluginError, "setup returned a nil lengths.Func")
 		}
 		fn = f
 		return nil
@@ -62,7 +62,7 @@ func export(n, mean, lo, hi int32, seed uint64, out func(size uint32) ([]byte, e
 			return 0, err
 		}
 		if n < 0 || n > abi.MaxBatch {
-			return 0, guest.Errorf(abi.BadInput, "n = %d outside [0, %d]", n, abi.MaxBatch)
+			return 0, guest.Error(abi.BadInput, "n = "+strconv.Itoa(int(n))+" outside [0, "+strconv.Itoa(abi.MaxBatch)+"]")
 		}
 		buf, err := out(uint32(n) * 4)
 		if err != nil {
@@ -73,10 +73,10 @@ func export(n, mean, lo, hi int32, seed uint64, out func(size uint32) ([]byte, e
 			return 0, err
 		}
 		if i := guest.PutU32s(buf, ls[:min(len(ls), int(n))]); i >= 0 {
-			return 0, guest.Errorf(abi.PluginError, "length %d at index %d does not fit in a u32", ls[i], i)
+			return 0, guest.Error(abi.PluginError, "length "+strconv.Itoa(ls[i])+" at index "+strconv.Itoa(i)+" does not fit in a u32")
 		}
 		if len(ls) > math.MaxInt32 {
-			return 0, guest.Errorf(abi.PluginError, "returned %d lengths", len(ls))
+			return 0, guest.Error(abi.PluginError, "returned "+strconv.Itoa(len(ls))+" lengths")
 		}
 		return int32(len(ls)), nil
 	})

@@ -44,7 +44,7 @@ func TestExport(t *testing.T) {
 	buf := make([]byte, 64)
 	out := func(size uint32) ([]byte, error) {
 		if int(size) > len(buf) {
-			return nil, guest.Errorf(abi.BadInput, "too big")
+			return nil, guest.Error(abi.BadInput, "too big")
 		}
 		return buf[:size], nil
 	}

@@ -5,8 +5,8 @@ package router
 
 import (
 	"encoding/binary"
+	"strconv"
 
-	"github.com/genload/genload/sdk"
 	"github.com/genload/genload/sdk/abi"
 	"github.com/genload/genload/sdk/internal/guest"
 )
@@ -58,17 +58,17 @@ func Scratch(n int) []int {
 
 // Register declares the module's plugin. Call it from an init function. setup runs once at
 // genload_init with the run seed and config (decode it with env.Decode) and returns the policy.
-func Register(info sdk.Info, setup func(env *sdk.Env) (Policy, error)) {
+func Register(info guest.Info, setup func(env *guest.Env) (Policy, error)) {
 	guest.Register(abi.KindRouter, info, func(env *guest.Env) error {
 		p, err := setup(env)
 		if err != nil {
 			return err
 		}
 		if p.Route == nil {
-			return guest.Errorf(abi.PluginError, "setup returned a Policy without Route")
+			return guest.Error(abi.PluginError, "setup returned a Policy without Route")
 		}
 		if (p.Complete != nil) != guest.HasCap(abi.CapCompletions) {
-			return guest.Errorf(abi.PluginError, "Policy.Complete must be set exactly when Info.Caps lists %q", abi.CapCompletions)
+			return guest.Error(abi.PluginError, "Policy.Complete must be set exactly when Info.Caps lists "+strconv.Quote(abi.CapCompletions))
 		}
 		policy = p
 		return nil
@@ -82,10 +82,10 @@ func route(n, workers int32, in, out func(size uint32) ([]byte, error)) int32 {
 			return 0, err
 		}
 		if n < 0 || n > abi.MaxBatch {
-			return 0, guest.Errorf(abi.BadInput, "n = %d outside [0, %d]", n, abi.MaxBatch)
+			return 0, guest.Error(abi.BadInput, "n = "+strconv.Itoa(int(n))+" outside [0, "+strconv.Itoa(abi.MaxBatch)+"]")
 		}
 		if workers <= 0 {
-			return 0, guest.Errorf(abi.BadInput, "workers = %d, want > 0", workers)
+			return 0, guest.Error(abi.BadInput, "workers = "+strconv.Itoa(int(workers))+", want > 0")
 		}
 		src, err := in(uint32(n) * 4)
 		if err != nil {
@@ -103,7 +103,7 @@ func route(n, workers int32, in, out func(size uint32) ([]byte, error)) int32 {
 			return 0, err
 		}
 		if i := guest.PutU32s(dst, idx[:min(len(idx), int(n))]); i >= 0 {
-			return 0, guest.Errorf(abi.PluginError, "worker index %d at position %d does not fit in a u32", idx[i], i)
+			return 0, guest.Error(abi.PluginError, "worker index "+strconv.Itoa(idx[i])+" at position "+strconv.Itoa(i)+" does not fit in a u32")
 		}
 		return int32(len(idx)), nil
 	})
@@ -116,10 +116,10 @@ func complete(n int32, recs func(size uint32) ([]byte, error)) int32 {
 			return 0, err
 		}
 		if policy.Complete == nil {
-			return 0, guest.Errorf(abi.Unsupported, "plugin does not declare %q", abi.CapCompletions)
+			return 0, guest.Error(abi.Unsupported, "plugin does not declare "+strconv.Quote(abi.CapCompletions))
 		}
 		if n < 0 || n > abi.MaxBatch {
-			return 0, guest.Errorf(abi.BadInput, "n = %d outside [0, %d]", n, abi.MaxBatch)
+			return 0, guest.Error(abi.BadInput, "n = "+strconv.Itoa(int(n))+" outside [0, "+strconv.Itoa(abi.MaxBatch)+"]")
 		}
 		b, err := recs(uint32(n) * abi.CompletionRecordSize)
 		if err != nil {

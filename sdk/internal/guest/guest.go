@@ -5,13 +5,10 @@
 package guest
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"reflect"
-	"runtime/debug"
-	"sort"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/genload/genload/sdk/abi"
@@ -38,63 +35,8 @@ type Env struct {
 	// Host names the host program, e.g. "genload".
 	Host string
 
-	config  json.RawMessage
+	config  []byte // the envelope's "config" value, raw JSON
 	decoded bool
-}
-
-// Decode decodes the plugin's config into v (a pointer to a struct with json tags; fields keep
-// their values when the key is absent, so set defaults first). Unknown keys, wrong types and
-// trailing data are errors of status abi.BadInput, e.g. `config: json: unknown field "meen"
-// (known keys: mean, sd)` — the known keys are v's, so that the host can suggest the nearest.
-func (e *Env) Decode(v any) error {
-	e.decoded = true
-	if len(e.config) == 0 || bytes.Equal(e.config, []byte("null")) {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(e.config))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if strings.HasPrefix(err.Error(), "json: unknown field ") {
-			known := "none"
-			if ks := jsonKeys(reflect.TypeOf(v)); len(ks) > 0 {
-				known = strings.Join(ks, ", ")
-			}
-			return &StatusError{Status: abi.BadInput, Err: fmt.Errorf("config: %w (known keys: %s)", err, known)}
-		}
-		return &StatusError{Status: abi.BadInput, Err: fmt.Errorf("config: %w", err)}
-	}
-	if dec.More() {
-		return &StatusError{Status: abi.BadInput, Err: errors.New("config: trailing data after the JSON object")}
-	}
-	return nil
-}
-
-// jsonKeys lists the keys encoding/json decodes into struct type t (through pointers and
-// embedded structs): each exported field's json name, in field order; none for a type that is
-// not a struct.
-func jsonKeys(t reflect.Type) []string {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil
-	}
-	var keys []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch {
-		case name == "-":
-		case f.Anonymous && name == "":
-			keys = append(keys, jsonKeys(f.Type)...)
-		case !f.IsExported():
-		case name == "":
-			keys = append(keys, f.Name)
-		default:
-			keys = append(keys, name)
-		}
-	}
-	return keys
 }
 
 // StatusError carries an ABI status code; errors without one map to abi.PluginError.
@@ -109,9 +51,9 @@ func (e *StatusError) Error() string { return e.Err.Error() }
 // Unwrap returns the wrapped error.
 func (e *StatusError) Unwrap() error { return e.Err }
 
-// Errorf returns an error of the given status with a formatted message.
-func Errorf(s abi.Status, format string, args ...any) error {
-	return &StatusError{Status: s, Err: fmt.Errorf(format, args...)}
+// Error returns an error of the given status with message msg.
+func Error(s abi.Status, msg string) error {
+	return &StatusError{Status: s, Err: errors.New(msg)}
 }
 
 // plugin is the module's one registered plugin.
@@ -131,17 +73,30 @@ var the plugin
 // registration panics, which makes _initialize trap with the message on stderr.
 func Register(kind string, info Info, setup func(env *Env) error) {
 	if the.setup != nil {
-		panic(fmt.Sprintf("genload sdk: plugin %q registered twice (already %q)", info.Name, the.info.Name))
+		panic("genload sdk: plugin " + strconv.Quote(info.Name) + " registered twice (already " + strconv.Quote(the.info.Name) + ")")
 	}
-	doc := abi.InfoDoc{Name: info.Name, Version: info.Version, Kind: kind, ABIMinor: abi.Minor, Caps: info.Caps}
-	if doc.Caps == nil {
-		doc.Caps = []string{}
+	the = plugin{kind: kind, info: info, infoJSON: infoDoc(kind, info), setup: setup}
+}
+
+// infoDoc is the genload_info JSON of info (abi.InfoDoc's fields in order, caps [] when none),
+// written without encoding/json.
+func infoDoc(kind string, info Info) []byte {
+	b := append([]byte(`{"name":`), nil...)
+	b = appendString(b, info.Name)
+	b = append(b, `,"version":`...)
+	b = appendString(b, info.Version)
+	b = append(b, `,"kind":`...)
+	b = appendString(b, kind)
+	b = append(b, `,"abi_minor":`...)
+	b = strconv.AppendInt(b, int64(abi.Minor), 10)
+	b = append(b, `,"caps":[`...)
+	for i, c := range info.Caps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, c)
 	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		panic(err)
-	}
-	the = plugin{kind: kind, info: info, infoJSON: b, setup: setup}
+	return append(b, "]}"...)
 }
 
 // HasCap reports whether the registered plugin declared capability c.
@@ -174,26 +129,19 @@ func Initialised() bool { return the.initialised }
 func Init(envelope []byte) int32 {
 	return Guard(func() (int32, error) {
 		if the.setup == nil {
-			return 0, Errorf(abi.Unsupported, "no plugin registered: call lengths.Register or router.Register from an init function")
+			return 0, Error(abi.Unsupported, "no plugin registered: call lengths.Register or router.Register from an init function")
 		}
 		if the.initialised {
-			return 0, Errorf(abi.BadInput, "%s called twice", abi.Init)
+			return 0, Error(abi.BadInput, abi.Init+" called twice")
 		}
-		var env struct {
-			ABI      int             `json:"abi"`
-			ABIMinor int             `json:"abi_minor"`
-			Host     string          `json:"host"`
-			Seed     uint64          `json:"seed"`
-			Config   json.RawMessage `json:"config"`
+		e, err := parseEnvelope(envelope)
+		if err != nil {
+			return 0, Error(abi.BadInput, "init envelope: "+err.Error())
 		}
-		if err := json.Unmarshal(envelope, &env); err != nil {
-			return 0, Errorf(abi.BadInput, "init envelope: %w", err)
+		if e.abi != 0 && e.abi != abi.Major {
+			return 0, Error(abi.Unsupported, "host speaks ABI v"+strconv.FormatInt(e.abi, 10)+", plugin v"+strconv.Itoa(abi.Major))
 		}
-		if env.ABI != 0 && env.ABI != abi.Major {
-			return 0, Errorf(abi.Unsupported, "host speaks ABI v%d, plugin v%d", env.ABI, abi.Major)
-		}
-		e := &Env{Seed: env.Seed, ABIMinor: env.ABIMinor, Host: env.Host, config: env.Config}
-		if err := the.setup(e); err != nil {
+		if err := the.setup(&e.Env); err != nil {
 			var se *StatusError
 			if errors.As(err, &se) {
 				return 0, err
@@ -201,14 +149,14 @@ func Init(envelope []byte) int32 {
 			return 0, &StatusError{Status: abi.BadInput, Err: err}
 		}
 		if !e.decoded {
-			var m map[string]json.RawMessage
-			if err := json.Unmarshal(env.Config, &m); err == nil && len(m) > 0 {
-				keys := make([]string, 0, len(m))
-				for k := range m {
-					keys = append(keys, k)
+			var keys []string
+			if members(e.config, func(k string, _ []byte) error { keys = append(keys, k); return nil }) == nil && len(keys) > 0 {
+				slices.Sort(keys)
+				q := make([]string, len(keys))
+				for i, k := range keys {
+					q[i] = strconv.Quote(k)
 				}
-				sort.Strings(keys)
-				return 0, Errorf(abi.BadInput, "config: plugin %s takes no config keys, got %q", the.info.Name, keys)
+				return 0, Error(abi.BadInput, "config: plugin "+the.info.Name+" takes no config keys, got ["+strings.Join(q, " ")+"]")
 			}
 		}
 		the.initialised = true
@@ -223,7 +171,7 @@ func Guard(body func() (int32, error)) (rc int32) {
 	the.lastErr = the.lastErr[:0]
 	defer func() {
 		if r := recover(); r != nil {
-			the.lastErr = fmt.Appendf(the.lastErr[:0], "panic: %v\n%s", r, debug.Stack())
+			the.lastErr = append(append(append(append(the.lastErr[:0], "panic: "...), panicText(r)...), '\n'), stack()...)
 			rc = -int32(abi.PluginError)
 		}
 	}()
@@ -240,10 +188,23 @@ func Guard(body func() (int32, error)) (rc int32) {
 	return n
 }
 
+// stack is the calling goroutine's stack trace (runtime/debug.Stack's, without importing
+// runtime/debug, which imports fmt).
+func stack() []byte {
+	buf := make([]byte, 1024)
+	for {
+		n := runtime.Stack(buf, false)
+		if n < len(buf) {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
 // RequireInit returns an abi.NotInitialised error unless Init succeeded.
 func RequireInit() error {
 	if !the.initialised {
-		return Errorf(abi.NotInitialised, "%s has not succeeded yet", abi.Init)
+		return Error(abi.NotInitialised, abi.Init+" has not succeeded yet")
 	}
 	return nil
 }

@@ -1,7 +1,7 @@
 package guest
 
 import (
-	"fmt"
+	"strconv"
 	"unsafe"
 
 	"github.com/genload/genload/sdk/abi"
@@ -62,7 +62,7 @@ func Slice(ptr, n uint32) ([]byte, error) {
 			return b[off : off+n : off+n], nil
 		}
 	}
-	return nil, Errorf(abi.BadInput, "buffer [%#x, +%d bytes) is not inside a buffer from %s", ptr, n, abi.Alloc)
+	return nil, Error(abi.BadInput, "buffer [0x"+strconv.FormatUint(uint64(ptr), 16)+", +"+strconv.FormatUint(uint64(n), 10)+" bytes) is not inside a buffer from "+abi.Alloc)
 }
 
 // Pack returns the packed ptr<<32|len of b for genload_info and genload_last_error; b must stay
@@ -75,4 +75,4 @@ func Pack(b []byte) uint64 {
 }
 
 // String renders a buffer for messages.
-func (p *pinned) String() string { return fmt.Sprintf("%d pinned buffers", len(p.bufs)) }
+func (p *pinned) String() string { return strconv.Itoa(len(p.bufs)) + " pinned buffers" }

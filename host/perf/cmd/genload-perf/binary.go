@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -72,8 +73,12 @@ func binaryGroup(ctx context.Context, r *perf.Runner, o options, w io.Writer) ([
 	defer stop()
 	r.ClientCPU, r.ServerPID = cpu, pid
 	_, addr, _ := strings.Cut(env[0], "=")
+	glEnv, err := parseEnv(o.genloadEnv)
+	if err != nil {
+		return nil, err
+	}
 	b := &binaryRun{ctx: ctx, r: r, gl: gl, raw: raw, python: python, target: "http://" + addr,
-		dir: filepath.Join(r.BinDir, "..", "binary"), s: perf.NewSamples(o.rounds)}
+		dir: filepath.Join(r.BinDir, "..", "binary"), s: perf.NewSamples(o.rounds), env: glEnv}
 	fixedCfg, err := b.prepare()
 	if err != nil {
 		return nil, err
@@ -105,6 +110,9 @@ func binaryGroup(ctx context.Context, r *perf.Runner, o options, w io.Writer) ([
 	}
 	fmt.Fprintf(w, "\n### The genload binary (row 9)\n\n")
 	fmt.Fprintf(w, "`genload run`, one cell, against the step server at 10 ms steps (server on CPU 0, each process on CPU %s); per-token cells: uniform prompts of %d tokens, %d tokens per stream; baselines: the raw-socket Go client and the asyncio client on the same cell in the same round", cpu, binaryL, binaryTokens)
+	if len(glEnv) > 0 {
+		fmt.Fprintf(w, "; genload run with %s", strings.Join(glEnv, " "))
+	}
 	if note != "" {
 		fmt.Fprintf(w, " (%s)", note)
 	}
@@ -124,6 +132,7 @@ type binaryRun struct {
 	target, dir string
 	s           *perf.Samples
 	failures    []string
+	env         []string // added to every genload run's environment (-genload-env)
 }
 
 // prepare empties the previous run's results (run ids repeat), creates the directory and
@@ -164,7 +173,23 @@ func (b *binaryRun) writeCfg(name, mode string, bs, l, tokens int, lengths strin
 
 // runGenload runs `genload run -c cfgPath --run-id runID` with env added (30 min at most).
 func (b *binaryRun) runGenload(cfgPath, runID string, env ...string) (perf.Proc, error) {
-	return b.r.RunProc(b.ctx, 30*time.Minute, env, b.gl, "run", "-c", cfgPath, "--run-id", runID)
+	return b.r.RunProc(b.ctx, 30*time.Minute, append(slices.Clip(b.env), env...), b.gl, "run", "-c", cfgPath, "--run-id", runID)
+}
+
+// parseEnv splits -genload-env's comma-separated KEY=VALUE pairs; a pair without '=' or
+// without a key is an error naming it.
+func parseEnv(s string) ([]string, error) {
+	var out []string
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return nil, fmt.Errorf("-genload-env: %q is not KEY=VALUE", kv)
+		}
+		out = append(out, kv)
+	}
+	return out, nil
 }
 
 // fixedCost measures round rnd's fixed cost (CPU s, peak RSS MB) of the fixed cell, with the

@@ -53,6 +53,7 @@ func main() {
 	flag.StringVar(&o.pacedN, "paced-n", "64,256,1024,4096", "paced rows: stream counts N")
 	flag.IntVar(&o.pacedTokens, "paced-tokens", 200, "paced rows: tokens per stream")
 	flag.StringVar(&o.python, "python", "/usr/bin/python3", "the Python with aiohttp for the asyncio client (\"\" skips it)")
+	flag.StringVar(&o.genloadEnv, "genload-env", "", "binary rows: KEY=VALUE pairs, comma-separated, added to the environment of every genload run (e.g. GOGC=50), not of the servers or the other clients")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "genload-perf:", err)
@@ -67,6 +68,7 @@ type options struct {
 	split                      bool
 	pacedSteps, pacedN, python string
 	pacedTokens                int
+	genloadEnv                 string
 }
 
 // serve is the server process of the split benchmarks: it prints one NAME=host:port line per
