@@ -222,6 +222,7 @@ type cellCounts struct {
 	total    int
 	warned   int
 	missing  int
+	noFwd    int // ok cells without a per-forward figure
 }
 
 func countCells(r *results.Run) cellCounts {
@@ -231,6 +232,9 @@ func countCells(r *results.Run) cellCounts {
 	for _, cell := range pooled.Cells {
 		c.byStatus[cell.Status]++
 		c.total++
+		if cell.Status == results.StatusOK && (cell.Figures == nil || cell.Figures.PerForward.N == 0) {
+			c.noFwd++
+		}
 		seen[cell.Cell.Index] = true
 	}
 	warned := map[int]bool{}
@@ -249,7 +253,8 @@ func countCells(r *results.Run) cellCounts {
 }
 
 // String is "91 of 91 cells ok" or "91 cells: 88 ok, 2 partial, 1 error", naming only the
-// statuses present, then the cells with warnings and those never measured.
+// statuses present, then the ok cells without a per-forward figure, the cells with warnings
+// and those never measured.
 func (c cellCounts) String() string {
 	var s string
 	if c.byStatus[results.StatusOK] == c.total {
@@ -262,6 +267,9 @@ func (c cellCounts) String() string {
 			}
 		}
 		s = fmt.Sprintf("%d cells: %s", c.total, strings.Join(parts, ", "))
+	}
+	if c.noFwd > 0 {
+		s += fmt.Sprintf(" (%d of them without a per-forward figure: their sequences could not be timed)", c.noFwd)
 	}
 	if c.warned > 0 {
 		s += fmt.Sprintf("; %d with warnings", c.warned)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/genload/genload/host/chart"
 	"github.com/genload/genload/host/config"
+	"github.com/genload/genload/host/internal/resultstest"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
 	"github.com/genload/genload/host/repeat"
@@ -590,4 +591,15 @@ func pixels(img image.Image) (colours, ink, series int) {
 		}
 	}
 	return len(seen), ink, series
+}
+
+// An ok cell whose sequences could not be timed (no per-forward figure) is counted apart in
+// the summary: "ok" alone would overstate what was measured.
+func TestCellCountsSayOKCellsWithoutFwd(t *testing.T) {
+	untimed := resultstest.Cell(1, 1000, 4, 0)
+	untimed.Figures.PerForward = measure.Summary{}
+	r := &results.Run{Cells: []results.Cell{resultstest.Cell(0, 1000, 1, 5*time.Millisecond), untimed}}
+	if got, want := countCells(r).String(), "2 of 2 cells ok (1 of them without a per-forward figure: their sequences could not be timed)"; got != want {
+		t.Errorf("counts %q, want %q", got, want)
+	}
 }

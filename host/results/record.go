@@ -311,6 +311,9 @@ type Footer struct {
 	OK       int       `json:"cells_ok"`
 	Partial  int       `json:"cells_partial"`
 	Failed   int       `json:"cells_failed"`
+	// OKWithoutFwd counts the ok cells (in OK) that have no per-forward figure: their
+	// sequences completed but could not be timed (the reason is in the cell's warnings).
+	OKWithoutFwd int `json:"cells_ok_without_fwd,omitempty"`
 }
 
 // Run is a whole run as read back from disk.

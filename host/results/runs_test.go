@@ -123,3 +123,31 @@ func TestReadFileSaysWhatItGot(t *testing.T) {
 		t.Errorf("huge .jsonl:\n got %v\nwant %s…", err, want)
 	}
 }
+
+// The footer counts the ok cells without a per-forward figure apart, within cells_ok.
+func TestFooterCountsOKCellsWithoutFwd(t *testing.T) {
+	dir := t.TempDir()
+	h := Header{RunID: "f", Model: "m"}
+	h.Schema, h.Started = Schema, time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	w, err := Create(dir, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range []int{2, 0, 0} {
+		c := Cell{Type: "cell", Cell: matrix.Cell{Index: i, SeqLen: 500, Batch: 2}, Status: StatusOK, Figures: &measure.Figures{PerForward: measure.Summary{N: n, Mean: time.Millisecond}}}
+		if err := w.Cell(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j, err := w.Finish(StatusOK, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadFile(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := r.Footer; f == nil || f.OK != 3 || f.OKWithoutFwd != 2 {
+		t.Fatalf("footer %+v: want 3 ok, 2 of them without fwd", f)
+	}
+}

@@ -96,6 +96,9 @@ func (w *Writer) Finish(status string, runErr error) (jsonPath string, err error
 		switch c.Status {
 		case StatusOK:
 			ft.OK++
+			if c.Figures == nil || c.Figures.PerForward.N == 0 {
+				ft.OKWithoutFwd++
+			}
 		case StatusPartial:
 			ft.Partial++
 		default:
