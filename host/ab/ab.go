@@ -9,10 +9,13 @@
 package ab
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/genload/genload/host/compare"
 	"github.com/genload/genload/host/config"
@@ -41,7 +44,8 @@ type Options struct {
 // Run compares the validated configurations cfgs (A, B) cell by cell over A's matrix. Before
 // anything is measured it refuses, with exitcode.InvalidConfig, configurations whose
 // max_tokens differ (B measures A's plans with its own settings: sequences of another length
-// are not the same forward passes) and a B whose matrix lacks one of A's cells; then it
+// are not the same forward passes), whose planning settings differ (samePlanning: B's would
+// not be measured) and a B whose matrix lacks one of A's cells; then it
 // prepares both sides (each its own built-in engine when the target is builtin, its noise
 // seed derived from the configured one and "ab side A" / "ab side B", so that a config against
 // itself shows the noise instead of cancelling it).
@@ -60,6 +64,9 @@ func Run(ctx context.Context, cfgs [2]*config.Config, opt Options) (*Doc, error)
 	if a, b := cfgs[0].MaxTokens, cfgs[1].MaxTokens; a != b {
 		return nil, exitcode.Errorf(exitcode.InvalidConfig, "max_tokens differs: %d in A (%s), %d in B (%s); the sides must generate the same tokens per sequence",
 			a, opt.Paths[0], b, opt.Paths[1])
+	}
+	if err := samePlanning(cfgs, opt.Paths); err != nil {
+		return nil, err
 	}
 	var sessions [2]*run.Session
 	for i, cfg := range cfgs {
@@ -123,4 +130,30 @@ func Run(ctx context.Context, cfgs [2]*config.Config, opt Options) (*Doc, error)
 		doc.JSON = opt.JSON
 	}
 	return doc, runErr
+}
+
+// samePlanning refuses, with exitcode.InvalidConfig, two configurations that plan their
+// cells differently: A plans every cell (its lengths, prompts, request shape and route, from
+// its seed) and both sides measure that plan, so a B whose [lengths], [prompt], [router],
+// mode or seed differ would be compared on settings it does not have — a confident "no
+// difference" for a difference never measured. It names each differing setting with both
+// values (as TOML would write them, in JSON).
+func samePlanning(cfgs [2]*config.Config, paths [2]string) error {
+	a, b := cfgs[0], cfgs[1]
+	var diff []string
+	for _, f := range []struct {
+		key  string
+		a, b any
+	}{{"seed", a.Seed, b.Seed}, {"mode", a.Mode, b.Mode}, {"[lengths]", a.Lengths, b.Lengths}, {"[prompt]", a.Prompt, b.Prompt}, {"[router]", a.Router, b.Router}} {
+		ja, _ := json.Marshal(f.a)
+		jb, _ := json.Marshal(f.b)
+		if !bytes.Equal(ja, jb) {
+			diff = append(diff, fmt.Sprintf("%s: %s in A, %s in B", f.key, ja, jb))
+		}
+	}
+	if len(diff) == 0 {
+		return nil
+	}
+	return exitcode.Errorf(exitcode.InvalidConfig, "the sides plan their cells differently (%s); genload ab measures both on A's plan (lengths, prompts, request shape, route), so B's would not be measured: compare what serves the plan (target, engine, server settings) here, and planning settings by running each and comparing the runs (genload diff, or genload report RUN_A RUN_B) (A %s, B %s)",
+		strings.Join(diff, "; "), paths[0], paths[1])
 }

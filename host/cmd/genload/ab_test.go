@@ -101,10 +101,13 @@ func TestABCommandOnTheBuiltinEngine(t *testing.T) {
 	}
 }
 
-// The usage errors name the flag; a max_tokens mismatch is found before anything is measured.
+// The usage errors name the flag; a max_tokens mismatch, and sides that plan their cells
+// differently (B's lengths or seed would not be measured), are found before anything is measured.
 func TestABUsageAndConfigErrors(t *testing.T) {
 	a := writeConfig(t, "max_tokens = 12\n[matrix]\nseq_lens = [256]\nbatch_sizes = [1]\n")
 	b := writeConfig(t, "max_tokens = 16\n[matrix]\nseq_lens = [256]\nbatch_sizes = [1]\n")
+	u := writeConfig(t, "max_tokens = 12\n[matrix]\nseq_lens = [256]\nbatch_sizes = [1]\n[lengths]\nplugin = \"uniform\"\n")
+	s := writeConfig(t, "seed = 7\nmax_tokens = 12\n[matrix]\nseq_lens = [256]\nbatch_sizes = [1]\n")
 	for _, c := range []struct {
 		args []string
 		code exitcode.Code
@@ -116,6 +119,9 @@ func TestABUsageAndConfigErrors(t *testing.T) {
 		{[]string{"-a", a, "-b", a, "--max-diff", "-5"}, exitcode.Usage, "--max-diff -5: want a percentage ≥ 0"},
 		{[]string{"-a", a, "-b", a, "x.toml"}, exitcode.Usage, `unexpected argument "x.toml"`},
 		{[]string{"-a", a, "-b", b}, exitcode.InvalidConfig, "max_tokens differs: 12 in A (" + a + "), 16 in B (" + b + ")"},
+		{[]string{"-a", a, "-b", u}, exitcode.InvalidConfig, `the sides plan their cells differently ([lengths]: {"plugin":"gamma"`},
+		{[]string{"-a", a, "-b", u}, exitcode.InvalidConfig, `{"plugin":"uniform"`},
+		{[]string{"-a", a, "-b", s}, exitcode.InvalidConfig, "seed: 42 in A, 7 in B"},
 	} {
 		code, _, stderr := cli(t, context.Background(), append([]string{"ab"}, c.args...)...)
 		if code != c.code || !strings.Contains(stderr, c.want) {
