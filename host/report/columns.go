@@ -59,10 +59,12 @@ func textCol(head, csv string, f func(c *results.Cell) string) column {
 	return column{head: head, csv: csv, get: f, val: f}
 }
 
-// figDur reads a duration from the figures; ok is false without figures or when pick says so.
+// figDur reads a duration from the figures; ok is false without figures, in a cell of status
+// error (its figures are of what the server did instead — prompts it truncated: kept in the
+// JSON, not shown as the cell's) or when pick says so.
 func figDur(pick func(f *measure.Figures) (time.Duration, bool)) func(c *results.Cell) (time.Duration, bool) {
 	return func(c *results.Cell) (time.Duration, bool) {
-		if c.Figures == nil {
+		if c.Figures == nil || c.Status == results.StatusError {
 			return 0, false
 		}
 		return pick(c.Figures)

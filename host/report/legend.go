@@ -22,7 +22,7 @@ var legend = map[string]string{
 	"B seen per server":     "each server's most sequences running at once / the sequences routed to it (share of gauge samples at it); (client): from the client's marks, without a gauge",
 	"engine fwd ms":         "the built-in engine's own mean duration of its decode steps during the cell (the truth)",
 	"repeat":                "the cell's repeat (genload run --until-cv measures a cell until its CV is within the target)",
-	"status":                "ok, partial (some of the B sequences stopped early, ran past max_tokens, returned no token or failed, or the B were never running at once: the batch was not the one asked for; the figures are kept, the warnings say for which batch), error or interrupted; ⚠ = see the warnings below (an ok cell whose sequences could not be timed has – for fwd and counted 0/B); – in a column: not measured (the warnings say why)",
+	"status":                "ok, partial (some of the B sequences stopped early, ran past max_tokens, returned no token or failed, or the B were never running at once: the batch was not the one asked for; the figures are kept, the warnings say for which batch), error (its figures, of what the server did instead, are – here and kept in the JSON) or interrupted; ⚠ = see the warnings below (an ok cell whose sequences could not be timed has – for fwd and counted 0/B); – in a column: not measured (the warnings say why)",
 }
 
 // cacheState says what the run's servers reported of prefix-cache hits: "hits" when some

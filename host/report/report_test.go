@@ -156,3 +156,43 @@ func TestPartialCellCountedColumn(t *testing.T) {
 		t.Error("Measured")
 	}
 }
+
+// A cell of status error keeps its figures in the record (what the server did instead: here
+// prompts it truncated), but the table shows – for them and the CSV leaves them blank: they are
+// not the cell's figures at its L.
+func TestErrorCellsFiguresAreNotShown(t *testing.T) {
+	ok, bad := resultstest.Cell(0, 1000, 2, 1500*time.Microsecond), resultstest.Cell(1, 4000, 2, 494*time.Microsecond)
+	bad.Status, bad.Error = results.StatusError, "prompts truncated by the server"
+	run := &results.Run{Header: results.Header{RunID: "e", Model: "m", Config: config.Default()}, Cells: []results.Cell{ok, bad}}
+	var b bytes.Buffer
+	Table(&b, run)
+	var okRow, badRow string
+	for _, l := range strings.Split(b.String(), "\n") {
+		switch {
+		case strings.HasPrefix(l, "| 1000 |"):
+			okRow = l
+		case strings.HasPrefix(l, "| 4000 |"):
+			badRow = l
+		}
+	}
+	if !strings.Contains(okRow, "1.500") || strings.Contains(badRow, "0.494") || !strings.Contains(badRow, "–") || !strings.Contains(badRow, "error") {
+		t.Errorf("rows:\n%s\n%s", okRow, badRow)
+	}
+	path := filepath.Join(t.TempDir(), "e.csv")
+	if err := WriteCSV(path, run); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(path)
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := slices.Index(recs[0], "per_forward_mean_ms")
+	if col < 0 || recs[1][col] == "" || recs[2][col] != "" {
+		t.Errorf("per_forward_mean_ms: %q (ok) and %q (error), want a value and blank", recs[1][col], recs[2][col])
+	}
+	if bad.Figures.PerForward.Mean != 494*time.Microsecond {
+		t.Error("the record lost its figures")
+	}
+}
