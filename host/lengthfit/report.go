@@ -294,12 +294,13 @@ func (c Command) Run(w io.Writer, writeFile func(path string, data []byte) error
 	var reqs []trace.Request
 	outputs, groups := true, c.Fields.Group != "" && c.Fields.Group != "-"
 	var fields trace.Fields
+	warmups := 0
 	for _, p := range c.Paths {
 		t, err := trace.Read(p, c.Format, c.Fields)
 		if err != nil {
 			return nil, err
 		}
-		reqs = append(reqs, t.Requests...)
+		reqs, warmups = append(reqs, t.Requests...), warmups+t.Warmups
 		outputs = outputs && t.HasOutput
 		fields = t.Fields
 	}
@@ -316,6 +317,9 @@ func (c Command) Run(w io.Writer, writeFile func(path string, data []byte) error
 		}
 	}
 	fmt.Fprintf(w, "# lengths fit: %d requests from %s\n\n", len(reqs), strings.Join(c.Paths, ", "))
+	if warmups > 0 {
+		fmt.Fprintf(w, "(%d warmup requests of the run's records left out: they resend the measured prompts for one token, they are not traffic)\n\n", warmups)
+	}
 	WriteReport(w, gs, fields.Input, fields.Output)
 	if err := gs[0].InputErr; err != nil {
 		var se *SampleError

@@ -144,6 +144,10 @@ type Trace struct {
 	// Records is the header's source ("replay" or "run") when the log is a records file
 	// (host/records), "" otherwise.
 	Records string
+	// Warmups counts the records of a run's records file left out as warmup requests
+	// (phase "warmup": the prompts sent again before their cell, for one token each), which
+	// are not traffic: Requests holds the measured ones.
+	Warmups int
 	// given are the fields as the caller named them, before the defaults.
 	given Fields
 }
@@ -288,6 +292,10 @@ func (t *Trace) readJSONL(r io.Reader) error {
 				continue
 			}
 		}
+		if t.Records != "" && warmupRecord(obj) {
+			t.Warmups++
+			continue
+		}
 		q, err := t.jsonRequest(obj, src, &ps)
 		if err != nil {
 			return err
@@ -298,6 +306,13 @@ func (t *Trace) readJSONL(r io.Reader) error {
 		return fmt.Errorf("trace %s: line %d: %w", t.Path, line+1, err)
 	}
 	return t.settle(&ps.out, &ps.time, &ps.hash, &ps.group)
+}
+
+// warmupRecord reports whether the records-file record obj is of a warmup request (phase
+// "warmup", host/records.Record.Phase).
+func warmupRecord(obj map[string]json.RawMessage) bool {
+	var phase string
+	return json.Unmarshal(obj["phase"], &phase) == nil && phase == "warmup"
 }
 
 // jsonPresence tracks, over a JSON Lines log, which records hold each optional field.

@@ -195,6 +195,18 @@ func TestReadsARecordsFile(t *testing.T) {
 	if tr.Fields.Time != "sent_ms" || tr.Fields.Output != "completion_tokens" || tr.Requests[0].Arrival != 400*time.Microsecond || tr.Requests[0].Output != 500 {
 		t.Errorf("run records: fields %+v, first %+v", tr.Fields, tr.Requests[0])
 	}
+	// A run's warmup requests (the measured prompts resent for one token) are not traffic:
+	// left out, and counted.
+	warm := runRecs + `{"type":"request","index":2,"cell":"L=1000,B=1","phase":"warmup","sent_ms":2000,"prompt_tokens":1200,"max_tokens":1,"status":200,"completion_tokens":1,"chunks":[]}
+{"type":"request","index":3,"cell":"L=1000,B=1","phase":"measured","sent_ms":2100,"prompt_tokens":1200,"max_tokens":3,"status":200,"completion_tokens":3,"chunks":[]}
+`
+	tr, err = Read(write(t, "warm.records.jsonl", warm), "", Fields{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Warmups != 1 || len(tr.Requests) != 3 || tr.Requests[2].Output != 3 {
+		t.Errorf("run records with a warmup: %d warmups, %d requests %+v", tr.Warmups, len(tr.Requests), tr.Requests)
+	}
 	// Another schema is refused, naming it.
 	_, err = Read(write(t, "x.jsonl", strings.Replace(replayRecs, "genload.records/v1", "genload.records/v9", 1)), "", Fields{})
 	if err == nil || !strings.Contains(err.Error(), `x.jsonl:1: a header of schema "genload.records/v9": genload reads records files of schema "genload.records/v1"`) {
