@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/genload/genload/host/ab"
 	"github.com/genload/genload/host/config"
@@ -53,7 +54,8 @@ func cmdAB(ctx context.Context, args []string, e *env) error {
 	pairs := fs.Int("pairs", 5, "measured pairs per cell (≥ 2; a t interval needs two)")
 	maxDiff := fs.Float64("max-diff", 0, "hold each cell's interval to ±PCT percent: exit 6 when one lies wholly beyond, 8 (cannot tell) when one straddles it or a cell has none (0 = no threshold)")
 	conf := fs.Float64("confidence", 0.95, "two-sided confidence of each cell's interval, in (0, 1)")
-	jsonPath := fs.String("json", "", "write every pair and each cell's interval to FILE (JSON, rewritten after each cell)")
+	jsonPath := fs.String("json", "", "write every pair and each cell's interval to FILE (JSON, rewritten after each cell; a FILE that exists is not replaced without --force)")
+	force := fs.Bool("force", false, "let --json replace a FILE that exists")
 	if err := cliflag.Parse(fs, args); err != nil {
 		return err
 	}
@@ -68,6 +70,9 @@ func cmdAB(ctx context.Context, args []string, e *env) error {
 		return exitcode.Errorf(exitcode.Usage, "--max-diff %g: want a percentage ≥ 0 (0 = no threshold)", *maxDiff)
 	case !(*conf > 0 && *conf < 1):
 		return exitcode.Errorf(exitcode.Usage, "--confidence %g: want a confidence in (0, 1), such as 0.95", *conf)
+	}
+	if _, err := os.Lstat(*jsonPath); *jsonPath != "" && err == nil && !*force {
+		return exitcode.Errorf(exitcode.Usage, "--json %s exists (the pairs of an earlier comparison?): choose another file, remove it, or give --force to replace it (nothing measured)", *jsonPath)
 	}
 	paths := [2]string{*aPath, *bPath}
 	var cfgs [2]*config.Config

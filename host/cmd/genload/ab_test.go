@@ -122,6 +122,7 @@ func TestABUsageAndConfigErrors(t *testing.T) {
 		{[]string{"-a", a, "-b", u}, exitcode.InvalidConfig, `the sides plan their cells differently ([lengths]: {"plugin":"gamma"`},
 		{[]string{"-a", a, "-b", u}, exitcode.InvalidConfig, `{"plugin":"uniform"`},
 		{[]string{"-a", a, "-b", s}, exitcode.InvalidConfig, "seed: 42 in A, 7 in B"},
+		{[]string{"-a", a, "-b", a, "--json", a}, exitcode.Usage, "--json " + a + " exists (the pairs of an earlier comparison?): choose another file, remove it, or give --force to replace it (nothing measured)"},
 	} {
 		code, _, stderr := cli(t, context.Background(), append([]string{"ab"}, c.args...)...)
 		if code != c.code || !strings.Contains(stderr, c.want) {
