@@ -251,6 +251,7 @@ func longIntervals(fulls []fullSeq, passes []int) *LongIntervals {
 // first step is a real forward pass of the sequence); this says what it weighs.
 func earlyFirst(f *Figures, fulls []fullSeq, jit jitter) {
 	var early, tols []float64
+	var anchors []int
 	var heads, onLine float64
 	timed := 0
 	for _, q := range fulls {
@@ -289,7 +290,7 @@ func earlyFirst(f *Figures, fulls []fullSeq, jit jitter) {
 		if d <= jit.beyond(s) {
 			continue
 		}
-		early, tols = append(early, d), append(tols, jit.beyond(s))
+		early, tols, anchors = append(early, d), append(tols, jit.beyond(s)), append(anchors, a)
 		span := ps[e].t - ps[a].t
 		heads += span / (ps[e].f - ps[a].f)
 		onLine += (span - d) / (ps[e].f - ps[a].f)
@@ -304,6 +305,13 @@ func earlyFirst(f *Figures, fulls []fullSeq, jit jitter) {
 	if med := stats.MedianInPlace(slices.Clone(early)); -gap < lateSaid || med <= anchorK*jit.sigma {
 		return
 	}
-	f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived early: their first chunk %.1f ms (median) earlier than the chunks after it imply, beyond the cell's jitter (tolerance %.2f ms, median; robust deviation %.3f ms) — a slow first decode step (a prefill sharing it), or a lag that began after the first chunk (a first flush sent at once, the chunks after it buffered), which the client cannot tell apart: fwd includes the long first interval; on the line of the chunks after it fwd would read %+.1f %%",
-		len(early), timed, stats.MedianInPlace(early)/1e6, stats.MedianInPlace(tols)/1e6, jit.sigma/1e6, 100*gap))
+	// the chunk each figure starts at: chunk 0, or — when the chunks before it were set aside
+	// as late (the late-first-chunks check) — a later one, named so that the two checks are
+	// seen to speak of different chunks
+	which := "their first chunk"
+	if slices.Sort(anchors); anchors[len(anchors)/2] > 0 {
+		which = fmt.Sprintf("the chunk each one's fwd starts at (chunk %d, median, the chunks before it set aside as late)", anchors[len(anchors)/2])
+	}
+	f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived early: %s %.1f ms (median) earlier than the chunks after it imply, beyond the cell's jitter (tolerance %.2f ms, median; robust deviation %.3f ms) — a slow first decode step (a prefill sharing it), or a lag that began after the first chunk (a first flush sent at once, the chunks after it buffered), which the client cannot tell apart: fwd includes the long first interval; on the line of the chunks after it fwd would read %+.1f %%",
+		len(early), timed, which, stats.MedianInPlace(early)/1e6, stats.MedianInPlace(tols)/1e6, jit.sigma/1e6, 100*gap))
 }

@@ -394,7 +394,7 @@ func (f *Figures) checkLateStarts(t *forwardTally, jit jitter) {
 	}
 	slices.Sort(t.skippedMarks)
 	step := float64(f.PerForward.Mean)
-	f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late: their first chunk %+.1f ms (median) later than the chunks after it imply, beyond the cell's jitter (tolerance %.2f ms: %d × its robust deviation %.3f ms, within [%.0f %%, %.0f %%] of a forward pass) — held back (Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, a late first flush, a buffering proxy) or read late by the client; or forward passes that were faster before them: fwd is timed from each one's first consistent chunk (chunk %d, median), its forward passes counted from there; decode time / (tokens − 1) would read %+.1f %%",
+	f.Checks = append(f.Checks, fmt.Sprintf("the first chunks of %d of %d sequences arrived late: their first chunk %+.1f ms (median) later than the chunks after it imply, beyond the cell's jitter (tolerance %.2f ms: %d × its robust deviation %.3f ms, clamped to [%.0f %%, %.0f %%] of a forward pass) — held back (Nagle's algorithm with delayed ACK on a server without TCP_NODELAY, a late first flush, a buffering proxy) or read late by the client; or forward passes that were faster before them: fwd is timed from each one's first consistent chunk (chunk %d, median), its forward passes counted from there; decode time / (tokens − 1) would read %+.1f %%",
 		len(t.skippedMarks), len(t.heads), stats.MedianInPlace(t.held)/1e6, jit.beyond(step)/1e6,
 		anchorK, jit.sigma/1e6, 100*anchorTolMin, 100*anchorTolMax, t.skippedMarks[len(t.skippedMarks)/2], 100*gap))
 }
