@@ -53,16 +53,20 @@ func (l Level) Measured() bool { return l.Runs >= 2 }
 
 // Level returns the model's level uncertainty:
 //
-//	one run:     u = Scatter,                    N − p degrees of freedom
-//	r ≥ 2 runs:  u = SD(run levels) / √r,        r − 1 degrees of freedom
+//	one run:     u = Scatter,                                  N − p degrees of freedom
+//	r ≥ 2 runs:  u = max(SD(run levels) / √r, Scatter / √N),  r − 1 degrees of freedom
 //
+// (N the cells fitted over all the runs.)
 // A run's cells share its host, its server's state and the minutes it was measured in, so
 // the whole run may be off together, and one run cannot tell by how much: genload takes it to
 // be as uncertain as the run's cells scatter about the model (conservative when the cells'
 // errors are independent, as under the built-in engine's injected noise). Repeats measure it:
 // each run's level (the mean log ratio of its cells to the model fitted to all of them) is one
 // draw of it, and their spread, with Student's t of r − 1 degrees of freedom, bounds the
-// level of their mean.
+// level of their mean. Each run's level is a mean over its cells, so it carries their noise:
+// the mean of r runs' levels is known no better than Scatter / √N, whatever the few runs'
+// spread — two runs whose cells scattered ±26 % and whose means happened to agree to 0.01 %
+// do not measure the level to 0.01 %.
 func (m *Model) Level() Level {
 	scatter := m.Scatter
 	if scatter == 0 && len(m.Obs) > 0 {
@@ -74,7 +78,15 @@ func (m *Model) Level() Level {
 			lv[i] = x.Level
 		}
 		_, se := stats.Pool(lv) // the mean of the runs' levels, SD/√r
-		return Level{SD: se, DoF: float64(r - 1), From: fmt.Sprintf("spread of %d runs' levels", r), Runs: r}
+		n := 0
+		for _, x := range m.RunLevels {
+			n += x.Cells
+		}
+		from := fmt.Sprintf("spread of %d runs' levels", r)
+		if floor := scatter / math.Sqrt(float64(max(n, 1))); floor > se {
+			se, from = floor, fmt.Sprintf("%d runs: their cells' scatter over %d cells (their levels' spread is less)", r, n)
+		}
+		return Level{SD: se, DoF: float64(r - 1), From: from, Runs: r}
 	}
 	return Level{SD: scatter, DoF: float64(max(m.DoF, 1)), From: "one run: its cells' scatter", Runs: 1}
 }

@@ -183,3 +183,19 @@ func TestPointBoundsDecide(t *testing.T) {
 		}
 	}
 }
+
+// Two runs whose levels happen to agree do not measure the level better than their cells'
+// noise allows: with levels 0.0001 apart and cells scattering 15 % over 18 cells, the level's
+// SD is 0.15/√18 = 3.5 %, said to be the cells' scatter; levels 12 % apart keep their spread (6 %).
+func TestLevelOfRepeatsIsFlooredByTheirCells(t *testing.T) {
+	for _, c := range []struct {
+		a, b, want float64
+		from       string
+	}{{0.00005, -0.00005, 0.15 / math.Sqrt(18), "2 runs: their cells' scatter over 18 cells"}, {0.06, -0.06, 0.06, "spread of 2 runs' levels"}} {
+		m := &Model{Scatter: 0.15, RunLevels: []RunLevel{{Run: "r1", Level: c.a, Cells: 9}, {Run: "r2", Level: c.b, Cells: 9}}}
+		l := m.Level()
+		if math.Abs(l.SD-c.want) > 1e-9 || l.DoF != 1 || !strings.HasPrefix(l.From, c.from) {
+			t.Errorf("levels %+g, %+g: %+v, want SD %.4f from %q", c.a, c.b, l, c.want, c.from)
+		}
+	}
+}
