@@ -420,10 +420,14 @@ type Prediction struct {
 	SEMs float64 `json:"se_ms"`
 	// PILoMs and PIHiMs are, for a model fitted to two or more runs (RunLevels), the 95 %
 	// prediction interval of a new run's per-forward latency at the point, ms: on the log
-	// scale ln Ms ± t(0.975; r − 1) · √(s²·(1 + 1/r) + (SEMs/Ms)²), s the sample SD of the r
-	// runs' levels (a new run's level varies as theirs did, about their mean, itself known to
-	// s/√r) and SEMs the fit's. It leaves out a single cell's scatter about the model within a
-	// run (Model.Scatter). Both 0 for a model of one run: its level spread is not measured.
+	// scale ln Ms ± t(0.975; ν) · √(s²·(1 + 1/r) + (SEMs/Ms)²), s the SD of a run's level (a
+	// new run's level varies as theirs did, about their mean, itself known to s/√r): the
+	// sample SD of the r runs' levels, r − 1 degrees of freedom, but no less than a run's cells
+	// allow, Scatter/√(N/r) (N cells over the runs; see Model.Level); SEMs the fit's, with the
+	// fit's DoF; ν their Welch–Satterthwaite degrees of freedom, so that a fit's SE is not
+	// scaled by the t of the runs' few degrees of freedom. It leaves out a single cell's
+	// scatter about the model within a run (Model.Scatter). Both 0 for a model of one run:
+	// its level spread is not measured.
 	PILoMs float64 `json:"pi_lo_ms,omitempty"`
 	PIHiMs float64 `json:"pi_hi_ms,omitempty"`
 	// Extrapolated reports that the point lies outside the measured Range; Why says where.
@@ -483,9 +487,16 @@ func (m *Model) PredictAt(in Input) Prediction {
 		for i, x := range m.RunLevels {
 			lv[i] = x.Level
 		}
-		sd := stat.StdDev(lv, nil)
+		sd, n := stat.StdDev(lv, nil), 0
+		for _, x := range m.RunLevels {
+			n += x.Cells
+		}
+		if n > 0 {
+			sd = max(sd, m.Scatter/math.Sqrt(float64(n)/float64(r)))
+		}
 		rel := p.SEMs / p.Ms
-		h := stats.TQuantile(0.975, float64(r-1)) * math.Sqrt(sd*sd*(1+1/float64(r))+rel*rel)
+		se, dof := combine(component{sd * sd * (1 + 1/float64(r)), float64(r - 1)}, component{rel * rel, float64(max(m.DoF, 1))})
+		h := stats.TQuantile(0.975, dof) * se
 		p.PILoMs, p.PIHiMs = p.Ms*math.Exp(-h), p.Ms*math.Exp(h)
 	}
 	return p

@@ -296,7 +296,7 @@ func WritePredictions(w io.Writer, m *Model, ps []Prediction) {
 	table(w, rows)
 	fmt.Fprintln(w)
 	if r >= 2 {
-		prose(w, fmt.Sprintf("± SE is the fit's standard error (the coefficients' uncertainty) alone; the prediction interval adds how the level of a whole run varied over the %d runs fitted (Student t, %d degrees of freedom), the figure a new run would measure there, but not one cell's own scatter within a run (±%.1f %% about the model).",
+		prose(w, fmt.Sprintf("± SE is the fit's standard error (the coefficients' uncertainty) alone; the prediction interval adds how the level of a whole run varied over the %d runs fitted (%d degrees of freedom; no less than its cells' scatter allows), the figure a new run would measure there, with Student t of both parts' Welch–Satterthwaite degrees of freedom, but not one cell's own scatter within a run (±%.1f %% about the model).",
 			r, r-1, 100*m.Scatter))
 	} else {
 		prose(w, "± SE is the fit's standard error (the coefficients' uncertainty) alone: not a prediction interval, it leaves out how the level of a whole run varies, which one run cannot measure (fit the repeats of genload run --repeat N together for one).")
