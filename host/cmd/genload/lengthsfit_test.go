@@ -109,6 +109,10 @@ func TestLengthsFitReadsRecordsAndKeepsTables(t *testing.T) {
 	if code, _, errs = cli(t, context.Background(), "lengths", "fit", "--force", "-o", table, recs); code != exitcode.OK {
 		t.Errorf("--force: exit %d, %s", code, errs)
 	}
+	// --out, run's and replay's flag, is pointed to -o, not to --output (the output-length field)
+	if code, _, errs = cli(t, context.Background(), "lengths", "fit", "--out", table, recs); code != exitcode.Usage || !strings.Contains(errs, "the quantile table is written with -o FILE") {
+		t.Errorf("--out: exit %d, %q", code, errs)
+	}
 }
 
 // The table lengths fit -o writes is previewed with genload lengths -c: its plugin, a path
