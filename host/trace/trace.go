@@ -277,6 +277,9 @@ func (t *Trace) readJSONL(r io.Reader) error {
 		src := fmt.Sprintf("%s:%d", t.Path, line)
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(b, &obj); err != nil {
+			if first && (string(b) == "{" || string(b) == "[") {
+				return fmt.Errorf("%s: %q alone: a JSON document over several lines, not JSON Lines (one request per line) — a genload run's results .json is not a request log: give the run's --records file, or a replay's records", src, b)
+			}
 			return fmt.Errorf("%s: not a JSON object: %v", src, err)
 		}
 		if first {

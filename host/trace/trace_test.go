@@ -207,6 +207,11 @@ func TestReadsARecordsFile(t *testing.T) {
 	if tr.Warmups != 1 || len(tr.Requests) != 3 || tr.Requests[2].Output != 3 {
 		t.Errorf("run records with a warmup: %d warmups, %d requests %+v", tr.Warmups, len(tr.Requests), tr.Requests)
 	}
+	// A pretty-printed JSON document (a run's results .json) is named as not a log.
+	_, err = Read(write(t, "m1.json", "{\n  \"header\": {\"schema\": \"genload.run/v1\"}\n}\n"), "", Fields{})
+	if err == nil || !strings.Contains(err.Error(), `m1.json:1: "{" alone: a JSON document over several lines, not JSON Lines`) {
+		t.Errorf("a results .json: %v", err)
+	}
 	// Another schema is refused, naming it.
 	_, err = Read(write(t, "x.jsonl", strings.Replace(replayRecs, "genload.records/v1", "genload.records/v9", 1)), "", Fields{})
 	if err == nil || !strings.Contains(err.Error(), `x.jsonl:1: a header of schema "genload.records/v9": genload reads records files of schema "genload.records/v1"`) {
