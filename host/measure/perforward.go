@@ -473,12 +473,20 @@ func fitCheck(f *Figures, slowFirst, slowLast int) {
 	default:
 		cause = "the chunk arrivals are irregular (coalesced reads, bunching): the fit follows the majority of them"
 	}
-	f.Checks = append(f.Checks, fmt.Sprintf("per-forward estimators disagree: fwd (the mean forward pass) %.3f ms is %+.1f %% of the robust fit %.3f ms (the typical one): %s",
-		Ms(head), 100*gap, Ms(fit), cause))
+	f.Checks = append(f.Checks, fmt.Sprintf("per-forward estimators disagree: fwd (the mean forward pass) %.3f ms is %s the robust fit %.3f ms (the Theil–Sen slope over each sequence's chunks): %s",
+		Ms(head), apart(gap), Ms(fit), cause))
+}
+
+// apart words a relative gap (a fraction): "6.9 % below", "3.2 % above".
+func apart(gap float64) string {
+	if gap < 0 {
+		return fmt.Sprintf("%.1f %% below", -100*gap)
+	}
+	return fmt.Sprintf("%.1f %% above", 100*gap)
 }
 
 // windowCheck compares the window's headline (the mean forward pass on the reference
-// sequence) with its pooled fit (the typical one), unless the per-sequence check already
+// sequence) with its pooled fit (a Theil–Sen slope), unless the per-sequence check already
 // failed (it names the cause).
 func windowCheck(f *Figures) {
 	w := f.Window
@@ -487,8 +495,8 @@ func windowCheck(f *Figures) {
 	}
 	if w.Fit > 0 && !f.fitFlagged { // the per-sequence check already names the cause
 		if gap := float64(w.PerStep)/float64(w.Fit) - 1; math.Abs(gap) > EstimatorTolerance {
-			f.Checks = append(f.Checks, fmt.Sprintf("full-batch estimators disagree: full-batch fwd (the mean forward pass) %.3f ms is %+.1f %% of the pooled robust fit %.3f ms (the typical one): some forward passes in the window were much slower or faster than the others",
-				Ms(w.PerStep), 100*gap, Ms(w.Fit)))
+			f.Checks = append(f.Checks, fmt.Sprintf("full-batch estimators disagree: full-batch fwd (the mean forward pass) %.3f ms is %s the pooled robust fit %.3f ms (the Theil–Sen slope over the window's chunks): some forward passes in the window were much slower or faster than the others",
+				Ms(w.PerStep), apart(gap), Ms(w.Fit)))
 			f.windowCheck = len(f.Checks)
 		}
 	}

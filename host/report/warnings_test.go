@@ -68,7 +68,7 @@ func TestGroupsAreTheCataloguesKinds(t *testing.T) {
 		kind  string
 		cells int
 	}{
-		{warning.FwdVsFit, "The mean forward pass and the typical one (the robust fit) differ by more than 5 %", 2},
+		{warning.FwdVsFit, "The mean forward pass and the robust fit (a Theil–Sen slope) differ by more than 5 %", 2},
 		{warning.Other, "odd thing … happened", 2},
 		{warning.SourcesDisagree, "The client's, the server's and the engine's per-forward figures differ by more than 5 %", 1},
 	} {

@@ -120,7 +120,7 @@ var catalogue = []Kind{
 	{LateFirstChunks, "The first chunks of some sequences arrived late", []string{"the first chunks of "}},
 	{LateLastChunks, "The last chunks of some sequences arrived late: fwd ends before them", []string{"the last chunks of "}},
 	{MetricConstant, "A server metric does not vary with load", []string{"server metric does not vary with load: "}},
-	{FwdVsFit, "The mean forward pass and the typical one (the robust fit) differ by more than 5 %", []string{"per-forward estimators disagree", "full-batch estimators disagree"}},
+	{FwdVsFit, "The mean forward pass and the robust fit (a Theil–Sen slope) differ by more than 5 %", []string{"per-forward estimators disagree", "full-batch estimators disagree"}},
 	{SourcesDisagree, "The client's, the server's and the engine's per-forward figures differ by more than 5 %", []string{"per-forward sources disagree: ", "per-forward estimates disagree", "full-batch estimates disagree"}},
 	{HeaderFwdAbsent, "The timing headers give no per-forward figure", []string{"hdr fwd absent: "}},
 	{MetricsFwdAbsent, "/metrics gives no per-forward figure", []string{"metrics fwd absent: ", `^server \S+: metrics fwd absent: `}},
