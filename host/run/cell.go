@@ -195,7 +195,7 @@ func (r *cellRunner) send(ctx context.Context, plan *plan.Plan, rec *results.Cel
 	rec.MeasuredElapsed = results.Millis(time.Since(tm))
 	if r.watcher != nil {
 		m, werr := r.watcher.EndRouted(ctx, plan.Cell.Batch, rec.Workers)
-		if werr != nil {
+		if werr != nil && ctx.Err() == nil { // an interrupted cell says so; its scrape's "context canceled" is not the server's
 			rec.Warn(warning.New(warning.MetricsFailed, "metrics: "+werr.Error()))
 		}
 		if werr == nil || len(m.Servers) > 0 { // one failed server keeps the others' figures

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -386,6 +387,34 @@ func TestCellNotesASlowBodyWriteOnTTFTOnly(t *testing.T) {
 		}
 		if tc.want == "" && len(got) > 0 || tc.want != "" && (len(got) != 1 || !strings.HasPrefix(got[0], "slow-body-write: "+tc.want)) {
 			t.Fatalf("write %v: client warnings %q, want %q", tc.write, got, tc.want)
+		}
+	}
+}
+
+// ctxWatcher fails its scrape with the context's error, as a scrape cut short by Ctrl-C does.
+type ctxWatcher struct{}
+
+func (ctxWatcher) Begin(context.Context) error { return nil }
+func (ctxWatcher) EndRouted(ctx context.Context, _ int, _ []int) (scrape.CellMetrics, error) {
+	return scrape.CellMetrics{}, fmt.Errorf("GET /metrics: %w", ctx.Err())
+}
+
+// A cell interrupted while it ran (Ctrl-C) gets no metrics-failed warning from the scrape the
+// interrupt cut short: "context canceled" is the interrupt's, not the server's.
+func TestInterruptedCellHasNoMetricsWarning(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := &canned{rec: func(p *plan.Plan) *recording.Result {
+		if !p.Warmup {
+			cancel()
+		}
+		return lockstep(p, 20*time.Millisecond, 2*time.Millisecond)
+	}}
+	cr := &cellRunner{cfg: fakeCfg(t, "array"), client: d, watcher: ctxWatcher{}, stages: plan.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	rec, _ := cr.measure(ctx, matrix.Cell{SeqLen: 50, Batch: 2})
+	for _, w := range rec.Warnings {
+		if strings.HasPrefix(w, "metrics: ") {
+			t.Errorf("interrupted cell warns %q", w)
 		}
 	}
 }
