@@ -1,6 +1,7 @@
 package latmodel
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -197,5 +198,23 @@ func TestLevelOfRepeatsIsFlooredByTheirCells(t *testing.T) {
 		if math.Abs(l.SD-c.want) > 1e-9 || l.DoF != 1 || !strings.HasPrefix(l.From, c.from) {
 			t.Errorf("levels %+g, %+g: %+v, want SD %.4f from %q", c.a, c.b, l, c.want, c.from)
 		}
+	}
+}
+
+// A poor fit's remedy fits the model: a model of 2 repeats is asked for more than 2, one of a
+// single run for repeats at all, and one whose forms with more terms were rejected for too few
+// cells for more cells; the gate's error carries the model.
+func TestRemedyFitsTheModel(t *testing.T) {
+	two := &Model{RunLevels: []RunLevel{{Run: "a"}, {Run: "b"}}, Candidates: []Candidate{{Form: "fixed+kv_read+per_seq", Rejected: "4 cells, the form needs ≥ 5"}}}
+	if r := two.Remedy(); !strings.Contains(r, "more repeats than its 2 (genload run --repeat N, N > 2)") || !strings.Contains(r, "measure more cells (form fixed+kv_read+per_seq was not fitted: 4 cells, the form needs ≥ 5") {
+		t.Errorf("two repeats, few cells: %q", r)
+	}
+	if r := (&Model{}).Remedy(); !strings.Contains(r, "measure several times (genload run --repeat N)") || strings.Contains(r, "more cells") {
+		t.Errorf("one run: %q", r)
+	}
+	m := &Model{LOOMedianRel: 0.2, Runs: []string{"a"}}
+	var pf *PoorFitError
+	if err := m.CheckQuality(0.1); !errors.As(err, &pf) || pf.Model != m || !errors.Is(err, ErrPoorFit) {
+		t.Errorf("CheckQuality: %v", err)
 	}
 }

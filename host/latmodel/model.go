@@ -372,8 +372,38 @@ func (m *Model) CheckQuality(maxMedian float64) error {
 	if maxMedian <= 0 || m.LOOMedianRel <= maxMedian { // NaN fails
 		return nil
 	}
-	return exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%w: the model of runs %s has a leave-one-cell-out median error of %.1f %%, above the %g %% accepted (%s)",
-		ErrPoorFit, strings.Join(m.Runs, ", "), 100*m.LOOMedianRel, 100*maxMedian, m.Quality()))
+	return exitcode.With(exitcode.InvalidConfig, &PoorFitError{Model: m, err: fmt.Errorf("%w: the model of runs %s has a leave-one-cell-out median error of %.1f %%, above the %g %% accepted (%s)",
+		ErrPoorFit, strings.Join(m.Runs, ", "), 100*m.LOOMedianRel, 100*maxMedian, m.Quality())})
+}
+
+// PoorFitError is CheckQuality's error: it wraps ErrPoorFit and carries the model, so that a
+// caller can say what would fit it better (Model.Remedy).
+type PoorFitError struct {
+	Model *Model
+	err   error
+}
+
+func (e *PoorFitError) Error() string { return e.err.Error() }
+func (e *PoorFitError) Unwrap() error { return e.err }
+
+// Remedy says what would fit m better, from what it was fitted to: re-measuring (a loaded
+// host stalls cells); more cells when forms with more terms were rejected for too few (each
+// needs at least its terms + 2 cells); more repeats than it has when it has several, else
+// repeats at all.
+func (m *Model) Remedy() string {
+	parts := []string{"re-measure (a loaded host stalls cells: 'genload fit' lists the residuals and outliers)"}
+	for _, c := range m.Candidates {
+		if strings.Contains(c.Rejected, "the form needs ≥") {
+			parts = append(parts, fmt.Sprintf("measure more cells (form %s was not fitted: %s; add sequence lengths or batch sizes)", c.Form, c.Rejected))
+			break
+		}
+	}
+	if r := len(m.RunLevels); r >= 2 {
+		parts = append(parts, fmt.Sprintf("or more repeats than its %d (genload run --repeat N, N > %d), fitted together", r, r))
+	} else {
+		parts = append(parts, "or measure several times (genload run --repeat N) and fit the repeats together")
+	}
+	return strings.Join(parts, ", ")
 }
 
 // formTerms returns the term names of a form string ("fixed+per_seq+kv_read").

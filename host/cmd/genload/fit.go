@@ -127,7 +127,7 @@ func warnFit(m *latmodel.Model, maxFitErr float64, e *env) {
 	}
 	if err := m.CheckQuality(maxFitErr); err != nil {
 		report.Prose(e.stderr, "genload fit: ", "  ", fmt.Sprintf("WARNING: %v.", err))
-		report.Prose(e.stderr, "  ", "  ", "The model does not describe its cells: 'genload gate' will refuse it. Re-measure (a loaded host stalls cells: see the residual table), or measure several times (genload run --repeat N) and fit the repeats together.")
+		report.Prose(e.stderr, "  ", "  ", "The model does not describe its cells: 'genload gate' will refuse it. To fit it better: "+m.Remedy()+".")
 	}
 }
 
@@ -401,7 +401,12 @@ func gate(files []string, f gateFlags) (*latmodel.GateResult, error) {
 		Thresholds: latmodel.Thresholds{MeanIncrease: f.meanInc / 100, PointIncrease: f.pointInc / 100, MaxFitError: f.maxFitErr / 100, Confidence: f.conf, MaxBaselineNoise: noise},
 		AllowMixed: f.mixed, Extrapolate: f.extrapolate})
 	if errors.Is(err, latmodel.ErrPoorFit) {
-		err = fmt.Errorf("%w; re-measure that run (a loaded host stalls cells: 'genload fit' lists its residuals and outliers), or measure several times (genload run --repeat N) and fit the repeats together; --max-fit-error sets the limit", err)
+		remedy := "re-measure that run (a loaded host stalls cells: 'genload fit' lists its residuals and outliers), or measure several times (genload run --repeat N) and fit the repeats together"
+		var pf *latmodel.PoorFitError
+		if errors.As(err, &pf) {
+			remedy = pf.Model.Remedy()
+		}
+		err = fmt.Errorf("%w; %s; --max-fit-error sets the limit", err, remedy)
 	}
 	if err != nil {
 		return g, err
