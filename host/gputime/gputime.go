@@ -182,13 +182,20 @@ func dur(d time.Duration) time.Duration {
 // gpuh is d's GPU-hours as [hours] writes them.
 func (a Account) gpuh(d time.Duration) string { return hours(a.GPUHours(d)) }
 
-// hours is h with 4 decimals below 100 ("0.0123"), with 1 from 100 on ("4000.0").
+// hours is h with 4 decimals below 100 ("0.0123"), with 1 from 100 on ("4000.0"), and
+// "<0.0001" for a time above 0 that 4 decimals would print as zero.
 func hours(h float64) string {
-	if h >= 100 {
+	switch {
+	case h >= 100:
 		return strconv.FormatFloat(h, 'f', 1, 64)
+	case h > 0 && h < 0.00005:
+		return "<0.0001"
 	}
 	return strconv.FormatFloat(h, 'f', 4, 64)
 }
+
+// Hours is hours for other packages' texts (the report's summary).
+func Hours(h float64) string { return hours(h) }
 
 func pct(a, b time.Duration) float64 {
 	if b == 0 {

@@ -156,3 +156,13 @@ func TestSummaryGolden(t *testing.T) {
 		t.Errorf("lines wider than 120 columns: %q", w)
 	}
 }
+
+// GPU hours print with 4 decimals, 1 from 100 on, and a time above 0 that would print as zero
+// as "<0.0001".
+func TestHoursNeverReadsZeroForSomeTime(t *testing.T) {
+	for h, want := range map[float64]string{0: "0.0000", 0.00001: "<0.0001", 0.0123: "0.0123", 4000: "4000.0"} {
+		if got := hours(h); got != want {
+			t.Errorf("hours(%g) = %q, want %q", h, got, want)
+		}
+	}
+}

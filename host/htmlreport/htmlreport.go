@@ -387,7 +387,7 @@ func gpuText(r *results.Run) string {
 	if a.GPUSource == "" {
 		per = "per GPU (no gpu_count label)"
 	}
-	s := fmt.Sprintf("%.4f GPU-h %s: run wall time %s, cells %s", a.GPUHours(a.RunWall), per, a.RunWall.Round(time.Millisecond), a.CellWall.Round(time.Millisecond))
+	s := fmt.Sprintf("%s GPU-h %s: run wall time %s, cells %s", gputime.Hours(a.GPUHours(a.RunWall)), per, a.RunWall.Round(time.Millisecond), a.CellWall.Round(time.Millisecond))
 	if r.HasRepeats() {
 		s += fmt.Sprintf(" over %d records (every repeat)", len(a.Cells))
 	}
@@ -398,7 +398,7 @@ func gpuText(r *results.Run) string {
 		s += "; warmup / measured split absent: " + a.SplitReason
 	}
 	if a.TimeScale > 0 && a.TimeScale != 1 {
-		s += fmt.Sprintf("; at time scale %g the simulated GPU time is %.4f GPU-h", a.TimeScale, a.GPUHours(a.RunWall)/a.TimeScale)
+		s += fmt.Sprintf("; at time scale %g the simulated GPU time is %s GPU-h", a.TimeScale, gputime.Hours(a.GPUHours(a.RunWall)/a.TimeScale))
 	}
 	return s
 }

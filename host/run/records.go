@@ -55,7 +55,9 @@ func checkRecordsPath(path string) error {
 	bad := func(format string, a ...any) error {
 		return exitcode.Errorf(exitcode.InvalidConfig, "--records %s: "+format, append([]any{path}, a...)...)
 	}
-	if _, err := os.Lstat(path); err == nil {
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		return bad("a directory: give the path of a file to create in it (%s)", filepath.Join(path, "<run-id>.records.jsonl"))
+	} else if err == nil {
 		return bad("the file exists: a records file is never overwritten (choose another path, or remove it)")
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return bad("%v", err)

@@ -68,6 +68,7 @@ func TestRunChecksTheRecordsPathFirst(t *testing.T) {
 	for path, want := range map[string]string{
 		taken:   "genload run: --records " + taken + ": the file exists: a records file is never overwritten (choose another path, or remove it)\n",
 		missing: "genload run: --records " + missing + ": no directory " + filepath.Join(dir, "nonexist") + " to write it in\n",
+		dir:     "genload run: --records " + dir + ": a directory: give the path of a file to create in it (" + filepath.Join(dir, "<run-id>.records.jsonl") + ")\n",
 	} {
 		code, _, errs := cli(t, context.Background(), "run", "-c", cfg, "--run-id", "rec", "--records", path)
 		if code != exitcode.InvalidConfig || errs != want {
