@@ -79,6 +79,11 @@ func (c Command) Run(ctx context.Context, stdout, stderr io.Writer) (*Summary, e
 		return nil, err
 	}
 	base := filepath.Join(c.Out, c.ID)
+	for _, p := range []string{base + ".records.jsonl", base + ".json"} {
+		if _, err := os.Lstat(p); err == nil {
+			return nil, exitcode.Errorf(exitcode.InvalidConfig, "--id %s: %s exists (an earlier replay's): choose another --id or --out, or remove it (nothing started)", c.ID, p)
+		}
+	}
 	extra := map[string]any{"trace": c.Trace, "speed": c.Speed, "window_ms": []float64{records.Ms(c.From), records.Ms(c.To)},
 		"max_concurrency": c.MaxConcurrency, "tokenizer": tok.Name()}
 	target, steps, timeScale := c.Target, "", 0.0

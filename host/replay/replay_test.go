@@ -391,4 +391,10 @@ func TestCommandRefusesALogWithoutTimesAndNamesTheRecordsPath(t *testing.T) {
 		!strings.Contains(stderr.b.String(), "replay: 2 requests of "+log+" (log time 0s-5s at speed 1: 0.2 requests/s)") {
 		t.Errorf("summary %+v\n%s\n%s", sum, stdout.String(), stderr.b.String())
 	}
+	// The same --id again: refused before the engine starts, naming the file.
+	started = false
+	_, err = c.Run(context.Background(), &stdout, &stdout)
+	if exitcode.Of(err) != exitcode.InvalidConfig || err == nil || !strings.Contains(err.Error(), "--id x: "+filepath.Join(out, "x.records.jsonl")+" exists") || started {
+		t.Errorf("the same --id: exit %d, %v (engine started: %v)", exitcode.Of(err), err, started)
+	}
 }
