@@ -299,7 +299,7 @@ func (s *Summary) WriteText(w io.Writer) {
 	if len(slos) > 0 {
 		slo = "SLO " + strings.Join(slos, ", ")
 	}
-	fmt.Fprintf(w, "\ngoodput: %s, %.2f requests/s, %.0f output tokens/s (%s); throughput %.0f output tokens/s over %.3g s\n",
+	fmt.Fprintf(w, "\ngoodput: %s, %.2f requests/s, %.0f output tokens/s (%s); throughput %.0f output tokens/s, both over %.3g s from the first send to the last finish (a short log can read above its offered rate)\n",
 		plural(s.Good, "request"), s.Goodput, s.GoodTokens, slo, s.Throughput, s.Duration)
 	fmt.Fprintf(w, "\"from schedule\" adds the client's lag: where it differs from the line above, requests were sent late (coordinated omission) and it is what a user would have seen.\n")
 }
