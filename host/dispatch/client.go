@@ -413,7 +413,7 @@ func (c *Client) Do(ctx context.Context, p *plan.Plan) (*Result, error) {
 	defer stop()
 
 	if !p.SendAt.IsZero() {
-		clock.SleepUntilContext(ctx, p.SendAt) // a replay's instant, tens of µs late at most
+		clock.HoldUntilContext(ctx, p.SendAt) // a replay's instant: its P kept for the last 1 ms
 	}
 	load := startLoad()
 	res.Start = time.Now()

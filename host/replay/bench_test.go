@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,11 +15,11 @@ import (
 )
 
 // BenchmarkReplaySendLag replays 600 requests at 200 requests/s (3 s) against the built-in
-// engine (MoE profile, time scale 0.05) and reports the client's send lag behind its schedule:
-// lag-p50-ms, lag-p99-ms, lag-max-ms and late-1ms (requests sent more than 1 ms late). Prompts
-// are 1,000–3,000 tokens with 16–80 output tokens and a 512-token prefix shared by every
-// fourth, so about 40 requests are in flight. Each iteration is one whole replay; run it with
-// -benchtime 1x:
+// engine (MoE profile, time scale 0.05) in the same process and reports the client's send lag
+// behind its schedule: lag-p50-ms, lag-p99-ms, lag-max-ms and late-1ms (requests sent more
+// than 1 ms late). Prompts are 1,000–3,000 tokens with 16–80 output tokens and a 512-token
+// prefix shared by every fourth, so about 40 requests are in flight. Each iteration is one
+// whole replay; run it with -benchtime 1x:
 //
 //	go test -run '^$' -bench ReplaySendLag -benchtime 1x ./host/replay
 func BenchmarkReplaySendLag(b *testing.B) {
@@ -33,6 +34,34 @@ func BenchmarkReplaySendLag(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	benchSendLag(b, bl, url, ecfg.ModelName)
+}
+
+// BenchmarkReplaySendLagTarget is BenchmarkReplaySendLag against the server at the base URL in
+// GENLOAD_REPLAY_TARGET, in its own process (the path of a real replay), for instance the
+// built-in engine with its default profile and time scale:
+//
+//	genload serve --addr 127.0.0.1:18000 &
+//	GENLOAD_REPLAY_TARGET=http://127.0.0.1:18000 go test -run '^$' -bench ReplaySendLagTarget -benchtime 1x ./host/replay
+//
+// The model asked for is the built-in engine's unless GENLOAD_REPLAY_MODEL names another.
+// Without GENLOAD_REPLAY_TARGET the benchmark is skipped: it has no server to send to.
+func BenchmarkReplaySendLagTarget(b *testing.B) {
+	url := os.Getenv("GENLOAD_REPLAY_TARGET")
+	if url == "" {
+		b.Skip("GENLOAD_REPLAY_TARGET is not set: no server to replay against")
+	}
+	model := os.Getenv("GENLOAD_REPLAY_MODEL")
+	if model == "" {
+		model = engine.DefaultConfig().ModelName
+	}
+	bl, _ := builder(b)
+	benchSendLag(b, bl, url, model)
+}
+
+// benchSendLag replays the benchmarks' schedule (600 requests at 200/s) against url and
+// reports the send lag's quantiles.
+func benchSendLag(b *testing.B, bl Blocks, url, model string) {
 	const n, rate = 600, 200
 	var reqs []trace.Request
 	for i := range n {
@@ -47,7 +76,7 @@ func BenchmarkReplaySendLag(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, err := dispatch.New(dispatch.Options{Target: url, Model: ecfg.ModelName, ContinuousUsage: true})
+	client, err := dispatch.New(dispatch.Options{Target: url, Model: model, ContinuousUsage: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,8 +17,9 @@
 // for every request with from ≤ arrival_i < to, in arrival order (ties in log order). A
 // request is left out, with its reason, when its output length is 0 (max_tokens cannot be 0)
 // or its prompt and output exceed the model's context. The sender waits for each send time
-// (dispatch builds the body first and sends at the instant, host/plan Plan.SendAt) and never
-// for the server: a request is sent whether or not the earlier ones finished, unless
+// (dispatch builds the body first and sends at the instant, host/plan Plan.SendAt, keeping its
+// scheduler slot for the last millisecond: host/internal/clock HoldUntil) and never for the
+// server: a request is sent whether or not the earlier ones finished, unless
 // --max-concurrency requests are in flight, when it waits for one to finish — and is late.
 //
 // # Coordinated omission

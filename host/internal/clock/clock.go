@@ -8,6 +8,10 @@
 // 2 ms before the instant, then the last ≤ 3 ms in nanosleep(2) (about 60–100 µs late; the Go
 // runtime hands the goroutine's P to another thread meanwhile). Off Linux the last part is a
 // time.Sleep.
+//
+// A wait that ends in nanosleep(2) still needs a P when the thread wakes, and waits for one
+// when every P is busy; HoldUntil, for a replay's send instants, keeps its P for the last
+// millisecond instead (see there).
 package clock
 
 import (
