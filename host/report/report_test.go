@@ -127,16 +127,7 @@ func TestPartialCellCountedColumn(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "p.csv")
-	if err := WriteCSV(path, run); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := os.Open(path)
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := csvOf(t, run)
 	col := map[string]int{}
 	for i, h := range recs[0] {
 		col[h] = i
@@ -178,16 +169,7 @@ func TestErrorCellsFiguresAreNotShown(t *testing.T) {
 	if !strings.Contains(okRow, "1.500") || strings.Contains(badRow, "0.494") || !strings.Contains(badRow, "–") || !strings.Contains(badRow, "error") {
 		t.Errorf("rows:\n%s\n%s", okRow, badRow)
 	}
-	path := filepath.Join(t.TempDir(), "e.csv")
-	if err := WriteCSV(path, run); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := os.Open(path)
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := csvOf(t, run)
 	col := slices.Index(recs[0], "per_forward_mean_ms")
 	if col < 0 || recs[1][col] == "" || recs[2][col] != "" {
 		t.Errorf("per_forward_mean_ms: %q (ok) and %q (error), want a value and blank", recs[1][col], recs[2][col])
@@ -195,4 +177,23 @@ func TestErrorCellsFiguresAreNotShown(t *testing.T) {
 	if bad.Figures.PerForward.Mean != 494*time.Microsecond {
 		t.Error("the record lost its figures")
 	}
+}
+
+// csvOf is run's CSV as WriteCSV writes it, read back: the header row, then a row per cell.
+func csvOf(t *testing.T, run *results.Run) [][]string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), run.Header.RunID+".csv")
+	if err := WriteCSV(path, run); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }
