@@ -2,6 +2,7 @@ package results
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,5 +150,21 @@ func TestFooterCountsOKCellsWithoutFwd(t *testing.T) {
 	}
 	if f := r.Footer; f == nil || f.OK != 3 || f.OKWithoutFwd != 2 {
 		t.Fatalf("footer %+v: want 3 ok, 2 of them without fwd", f)
+	}
+}
+
+// A results .json cut short names where it ends and the .jsonl to read instead.
+func TestTruncatedResultsJSONSaysWhereItEnds(t *testing.T) {
+	dir := t.TempDir()
+	j, _ := writeRun(t, dir, "cut", time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
+	b, err := os.ReadFile(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "trunc.json")
+	os.WriteFile(cut, b[:len(b)/2], 0o644)
+	_, err = ReadFile(cut)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("the document ends after %d bytes", len(b)/2)) || !strings.Contains(err.Error(), "trunc.jsonl beside it") {
+		t.Errorf("cut short: %v", err)
 	}
 }

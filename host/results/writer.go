@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/genload/genload/host/config"
@@ -161,7 +163,7 @@ func ReadFile(path string) (*Run, error) {
 			if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
 				return nil, notResults(path, err)
 			}
-			return nil, fmt.Errorf("results: %s: %w", path, inCell(b, err))
+			return nil, fmt.Errorf("results: %s: %w%s", path, inCell(b, err), cutShort(b, err, path))
 		}
 		if probe.Header == nil {
 			return nil, notResults(path, errors.New(`no "header"`))
@@ -210,6 +212,17 @@ func ReadFile(path string) (*Run, error) {
 		return nil, errors.New("results: " + path + ": no header line")
 	}
 	return &r, nil
+}
+
+// cutShort is, for a .json document that ends before it closes (err from decoding all of
+// b: unexpected end of input), where it ends and what to read instead: the run's .jsonl
+// beside it, written a cell at a time; "" otherwise.
+func cutShort(b []byte, err error, path string) string {
+	if !errors.Is(err, io.ErrUnexpectedEOF) && err.Error() != "unexpected end of JSON input" {
+		return ""
+	}
+	return fmt.Sprintf(" (the document ends after %d bytes, line %d, before it closes: a copy cut short? the run's %s beside it is written a cell at a time and is read as well)",
+		len(b), bytes.Count(b, []byte("\n"))+1, strings.TrimSuffix(filepath.Base(path), ".json")+".jsonl")
 }
 
 // notResults is the error for a file that is not JSON of a run at all (a CSV table, a
