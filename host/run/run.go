@@ -272,7 +272,7 @@ func finishRun(s *setup, w *results.Writer, res *Result, runErr error) error {
 			fmt.Fprintf(opt.Stderr, " (%d %s before their repeats ended)", open[why], why)
 		}
 	}
-	fmt.Fprintf(opt.Stderr, " in %s; results: %s", time.Since(s.start).Round(100*time.Millisecond), res.JSONL)
+	fmt.Fprintf(opt.Stderr, " in %s since genload started (the engine's start and the probes included; the run's wall time above is the results' own); results: %s", time.Since(s.start).Round(time.Millisecond), res.JSONL)
 	if jsonPath != "" {
 		fmt.Fprintf(opt.Stderr, ", %s, %s", sibling(res.JSONL, jsonPath), sibling(res.JSONL, csvPath))
 	}
