@@ -360,7 +360,7 @@ func runFacts(r *results.Run) factsView {
 
 	when := "started " + h.Started.UTC().Format("2006-01-02 15:04:05 UTC")
 	if ft := r.Footer; ft != nil {
-		when += fmt.Sprintf(", took %s, ended %s", time.Duration(ft.Elapsed).Round(100*time.Millisecond), ft.Status)
+		when += fmt.Sprintf(", took %s, ended %s", time.Duration(ft.Elapsed).Round(time.Millisecond), ft.Status)
 		if ft.Error != "" {
 			when += ": " + ft.Error
 		}
