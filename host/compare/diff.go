@@ -100,7 +100,7 @@ func Compare(before, after *results.Run) (*Diff, error) {
 			d.Pooled = append(d.Pooled, fmt.Sprintf("%s (%s): %s", []string{"before", "after"}[i], runs[i].Name(i), p))
 		}
 	}
-	rb, ra := repeatsByCell(before), repeatsByCell(after)
+	rb, ra := RepeatsByCell(before), RepeatsByCell(after)
 	d.Intervals = rb != nil && ra != nil
 	switch {
 	case d.Intervals:
@@ -221,10 +221,11 @@ func (d *Diff) WriteMarkdown(w io.Writer) {
 	writeNotes(w, d.Pooled, d.LeftOut, d.Warnings)
 }
 
-// repeatsByCell is, per cell of a run with repeats, its measured repeats' mean per-forward
+// RepeatsByCell is, per cell of a run with repeats, its measured repeats' mean per-forward
 // latencies in ns ([ConsistentRepeats]: cells with two or more); nil for a run without
-// repeats or with no cell measured twice.
-func repeatsByCell(r *results.Run) map[CellKey][]float64 {
+// repeats or with no cell measured twice. Diff's intervals and the report's A/B of two runs
+// read it.
+func RepeatsByCell(r *results.Run) map[CellKey][]float64 {
 	if !r.HasRepeats() {
 		return nil
 	}

@@ -139,28 +139,6 @@ func RatioInterval(a, b []float64, conf float64) (d, lo, hi float64, ok bool) {
 	return r - 1, r - 1 - h, r - 1 + h, true
 }
 
-// repeatValues is, per cell of a run with repeats, its measured repeats' mean per-forward
-// latency (compare.ConsistentRepeats: cells with two or more); nil for a run without repeats
-// or whose repeats give no consistency.
-func repeatValues(r *results.Run) map[compare.CellKey][]float64 {
-	if !r.HasRepeats() {
-		return nil
-	}
-	c, err := compare.ConsistentRepeats(r)
-	if err != nil {
-		return nil
-	}
-	out := map[compare.CellKey][]float64{}
-	for _, cc := range c.Cells {
-		xs := make([]float64, len(cc.Runs))
-		for i, d := range cc.Runs {
-			xs[i] = float64(d)
-		}
-		out[cc.CellKey] = xs
-	}
-	return out
-}
-
 // abOfRuns compares after (B) against before (A) cell by cell ([compare.Compare]: a run with
 // repeats by its cells' means over their measured repeats). When both runs have repeats,
 // each cell with two or more measured repeats on both sides gets its [ABConfidence]
@@ -175,7 +153,7 @@ func abOfRuns(before, after *results.Run) *abView {
 		v.Note = "not computed: " + err.Error()
 		return v
 	}
-	ra, rb := repeatValues(before), repeatValues(after)
+	ra, rb := compare.RepeatsByCell(before), compare.RepeatsByCell(after)
 	switch {
 	case ra != nil && rb != nil:
 		v.Source = fmt.Sprintf("%.0f %% intervals from each side's repeats: the delta-method variance of the ratio of the two means with Welch's degrees of freedom; B/A − 1 is of the means over the repeats", 100*ABConfidence)
