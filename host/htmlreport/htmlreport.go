@@ -467,39 +467,60 @@ func headline(r *results.Run, bs []int) tableView {
 // other columns "–" (the full-batch figure and TTFT are the cell's). A run with repeats has
 // none: per-server figures are a record's, not pooled over repeats.
 func serverRows(r *results.Run, l int) [][]string {
-	if r.HasRepeats() {
-		return nil
-	}
 	type fig struct {
 		b, seqs int
 		fwd     float64
 	}
 	by := map[string][]fig{}
-	var servers []string
-	for _, c := range r.Cells {
-		if c.Cell.SeqLen != l || !results.Measured(c.Status) {
-			continue
-		}
-		for _, sf := range c.PerServer {
-			if sf.PerForward.N == 0 {
-				continue
-			}
-			if _, ok := by[sf.Server]; !ok {
-				servers = append(servers, sf.Server)
-			}
-			by[sf.Server] = append(by[sf.Server], fig{c.Cell.Batch, sf.Sequences, measure.Ms(sf.PerForward.Mean)})
+	shares, servers := timedServerShares(r)
+	for _, sh := range shares {
+		if sh.cell.SeqLen == l {
+			by[sh.fig.Server] = append(by[sh.fig.Server], fig{sh.cell.Batch, sh.fig.Sequences, measure.Ms(sh.fig.PerForward.Mean)})
 		}
 	}
-	sort.Strings(servers)
 	var rows [][]string
 	for _, sv := range servers {
 		gs := by[sv]
+		if len(gs) == 0 {
+			continue
+		}
 		slices.SortFunc(gs, func(a, b fig) int { return a.b - b.b })
 		lo, hi := gs[0], gs[len(gs)-1]
 		rows = append(rows, []string{fmt.Sprintf("%d on %s", l, sv), fmt.Sprintf("%.3f (B=%d, %d on it)", lo.fwd, lo.b, lo.seqs),
 			fmt.Sprintf("%.3f (B=%d, %d on it)", hi.fwd, hi.b, hi.seqs), fmt.Sprintf("×%.2f", hi.fwd/lo.fwd), "–", "–", "–"})
 	}
 	return rows
+}
+
+// serverShare is one server's per-forward figures in one cell of a routed run.
+type serverShare struct {
+	cell matrix.Cell
+	fig  *results.ServerFigures
+}
+
+// timedServerShares are, in cell order, the per-server figures with a per-forward figure of
+// r's measured cells, and the servers they name, sorted; none for a run with repeats
+// (per-server figures are a record's, not pooled over repeats).
+func timedServerShares(r *results.Run) (shares []serverShare, servers []string) {
+	if r.HasRepeats() {
+		return nil, nil
+	}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		if !results.Measured(c.Status) {
+			continue
+		}
+		for j := range c.PerServer {
+			if sf := &c.PerServer[j]; sf.PerForward.N > 0 {
+				shares = append(shares, serverShare{c.Cell, sf})
+				if !slices.Contains(servers, sf.Server) {
+					servers = append(servers, sf.Server)
+				}
+			}
+		}
+	}
+	sort.Strings(servers)
+	return shares, servers
 }
 
 // rangeText is "1000" for one value, "1000–64000" for several (ascending).
@@ -628,31 +649,18 @@ func latencyFigure(r *results.Run, i int) (template.HTML, string) {
 // own mean per-forward latency over the sequences routed to it, styles from style on; nil
 // otherwise.
 func serverSeries(r *results.Run, style int) []seriesDef {
-	if r.HasRepeats() {
-		return nil
-	}
-	by := map[string]map[int][]value{}
-	var servers []string
-	for _, c := range r.Cells {
-		if !results.Measured(c.Status) {
-			continue
-		}
-		for _, sf := range c.PerServer {
-			if sf.PerForward.N == 0 {
-				continue
-			}
-			if _, ok := by[sf.Server]; !ok {
-				servers = append(servers, sf.Server)
-				by[sf.Server] = map[int][]value{}
-			}
-			by[sf.Server][c.Cell.SeqLen] = append(by[sf.Server][c.Cell.SeqLen],
-				value{x: float64(c.Cell.Batch), y: measure.Ms(sf.PerForward.Mean), lo: math.NaN(), hi: math.NaN()})
-		}
-	}
+	shares, servers := timedServerShares(r)
 	if len(servers) < 2 {
 		return nil
 	}
-	sort.Strings(servers)
+	by := map[string]map[int][]value{}
+	for _, sv := range servers {
+		by[sv] = map[int][]value{}
+	}
+	for _, sh := range shares {
+		l := sh.cell.SeqLen
+		by[sh.fig.Server][l] = append(by[sh.fig.Server][l], value{x: float64(sh.cell.Batch), y: measure.Ms(sh.fig.PerForward.Mean), lo: math.NaN(), hi: math.NaN()})
+	}
 	out := make([]seriesDef, len(servers))
 	for i, sv := range servers {
 		out[i] = seriesDef{label: "fwd on " + sv + " (its share of the batch)", style: style + i, dashed: true, byL: by[sv]}
