@@ -438,15 +438,25 @@ func clientBottleneck(cfg *config.Config, rec *results.Cell, f *measure.Figures)
 		return w
 	}
 	shared := " — the built-in engine runs in genload's process: the CPU and the waits are the engine's and the client's together"
-	if m := rec.Server; m != nil && m.Steps.HasTruthDecode && m.Steps.TruthDecodeStepTime > 0 && f.PerForward.N > 0 {
-		d := float64(f.PerForward.Mean)/float64(m.Steps.TruthDecodeStepTime) - 1
+	if d, ok := engineGap(cfg, rec, f); ok {
 		if math.Abs(d) <= measure.EstimatorTolerance {
 			return ""
 		}
 		shared += fmt.Sprintf(", and the client's fwd %.3f ms differs from the engine's own decode step time %.3f ms by %+.1f %%",
-			measure.Ms(f.PerForward.Mean), measure.Ms(m.Steps.TruthDecodeStepTime), 100*d)
+			measure.Ms(f.PerForward.Mean), measure.Ms(rec.Server.Steps.TruthDecodeStepTime), 100*d)
 	}
 	return w + shared
+}
+
+// engineGap is, for a cell on the built-in engine in genload's process whose engine decode
+// step time is known (scraped from its /metrics) and that has a fwd, fwd ÷ that step time − 1;
+// ok is false otherwise.
+func engineGap(cfg *config.Config, rec *results.Cell, f *measure.Figures) (gap float64, ok bool) {
+	m := rec.Server
+	if cfg.Target != config.Builtin || m == nil || !m.Steps.HasTruthDecode || m.Steps.TruthDecodeStepTime <= 0 || f.PerForward.N == 0 {
+		return 0, false
+	}
+	return float64(f.PerForward.Mean)/float64(m.Steps.TruthDecodeStepTime) - 1, true
 }
 
 // repaidOnPlan reports whether the cell ran on the built-in engine in genload's process and
@@ -458,13 +468,11 @@ func clientBottleneck(cfg *config.Config, rec *results.Cell, f *measure.Figures)
 // which removes the stalls but not the shorter steps that repaid them, would read below the
 // cost model.
 func repaidOnPlan(cfg *config.Config, rec *results.Cell, f *measure.Figures) bool {
-	m := rec.Server
-	if cfg.Target != config.Builtin || m == nil || m.Steps.Overrun == nil || !m.Steps.Overrun.HasDecode || !m.Steps.HasTruthDecode || m.Steps.TruthDecodeStepTime <= 0 {
+	d, ok := engineGap(cfg, rec, f)
+	if !ok || rec.Server.Steps.Overrun == nil || !rec.Server.Steps.Overrun.HasDecode {
 		return false
 	}
-	o := m.Steps.Overrun
-	return math.Abs(o.Decode) <= metrics.OverrunShareLimit &&
-		math.Abs(float64(f.PerForward.Mean)/float64(m.Steps.TruthDecodeStepTime)-1) <= measure.EstimatorTolerance
+	return math.Abs(rec.Server.Steps.Overrun.Decode) <= metrics.OverrunShareLimit && math.Abs(d) <= measure.EstimatorTolerance
 }
 
 // builtinTimeScale is the time scale of the built-in engine the run starts (bench.toml's
