@@ -250,7 +250,7 @@ func (m *Model) choose(obs []Obs, forms []string) (best *fitted, cands []Candida
 		terms := formTerms(form)
 		c := Candidate{Form: form}
 		if len(obs) < len(terms)+2 {
-			c.Rejected = fmt.Sprintf("%d cells, the form needs ≥ %d", len(obs), len(terms)+2)
+			c.Rejected = fmt.Sprintf("%d cells, %s %d", len(obs), tooFewCells, len(terms)+2)
 			cands = append(cands, c)
 			continue
 		}

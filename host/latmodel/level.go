@@ -68,20 +68,14 @@ func (l Level) Measured() bool { return l.Runs >= 2 }
 // spread — two runs whose cells scattered ±26 % and whose means happened to agree to 0.01 %
 // do not measure the level to 0.01 %.
 func (m *Model) Level() Level {
-	scatter := m.Scatter
-	if scatter == 0 && len(m.Obs) > 0 {
-		scatter = scatterOf(m.Obs) // a model file written without it
-	}
+	scatter := m.cellScatter()
 	if r := len(m.RunLevels); r >= 2 {
 		lv := make([]float64, r)
 		for i, x := range m.RunLevels {
 			lv[i] = x.Level
 		}
 		_, se := stats.Pool(lv) // the mean of the runs' levels, SD/√r
-		n := 0
-		for _, x := range m.RunLevels {
-			n += x.Cells
-		}
+		n := m.runCells()
 		from := fmt.Sprintf("spread of %d runs' levels", r)
 		if floor := scatter / math.Sqrt(float64(max(n, 1))); floor > se {
 			se, from = floor, fmt.Sprintf("%d runs: their cells' scatter over %d cells (their levels' spread is less)", r, n)
@@ -89,6 +83,24 @@ func (m *Model) Level() Level {
 		return Level{SD: se, DoF: float64(r - 1), From: from, Runs: r}
 	}
 	return Level{SD: scatter, DoF: float64(max(m.DoF, 1)), From: "one run: its cells' scatter", Runs: 1}
+}
+
+// cellScatter is the model's Scatter, or for a model file written without it, the scatter of
+// its cells (scatterOf).
+func (m *Model) cellScatter() float64 {
+	if m.Scatter == 0 && len(m.Obs) > 0 {
+		return scatterOf(m.Obs)
+	}
+	return m.Scatter
+}
+
+// runCells is the number of cells fitted over all the runs of m (Σ RunLevels' Cells).
+func (m *Model) runCells() int {
+	n := 0
+	for _, x := range m.RunLevels {
+		n += x.Cells
+	}
+	return n
 }
 
 // runCell is one used cell of one run: its (L, B) and per-forward figure, ms.

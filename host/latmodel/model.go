@@ -386,6 +386,10 @@ type PoorFitError struct {
 func (e *PoorFitError) Error() string { return e.err.Error() }
 func (e *PoorFitError) Unwrap() error { return e.err }
 
+// tooFewCells is in a Candidate's Rejected when the form had fewer cells than it needs (its
+// terms + 2), before the number it needs.
+const tooFewCells = "the form needs ≥"
+
 // Remedy says what would fit m better, from what it was fitted to: re-measuring (a loaded
 // host stalls cells); more cells when forms with more terms were rejected for too few (each
 // needs at least its terms + 2 cells); more repeats than it has when it has several, else
@@ -393,7 +397,7 @@ func (e *PoorFitError) Unwrap() error { return e.err }
 func (m *Model) Remedy() string {
 	parts := []string{"re-measure (a loaded host stalls cells: 'genload fit' lists the residuals and outliers)"}
 	for _, c := range m.Candidates {
-		if strings.Contains(c.Rejected, "the form needs ≥") {
+		if strings.Contains(c.Rejected, tooFewCells) {
 			parts = append(parts, fmt.Sprintf("measure more cells (form %s was not fitted: %s; add sequence lengths or batch sizes)", c.Form, c.Rejected))
 			break
 		}
@@ -517,12 +521,9 @@ func (m *Model) PredictAt(in Input) Prediction {
 		for i, x := range m.RunLevels {
 			lv[i] = x.Level
 		}
-		sd, n := stat.StdDev(lv, nil), 0
-		for _, x := range m.RunLevels {
-			n += x.Cells
-		}
-		if n > 0 {
-			sd = max(sd, m.Scatter/math.Sqrt(float64(n)/float64(r)))
+		sd := stat.StdDev(lv, nil)
+		if n := m.runCells(); n > 0 {
+			sd = max(sd, m.cellScatter()/math.Sqrt(float64(n)/float64(r)))
 		}
 		rel := p.SEMs / p.Ms
 		se, dof := combine(component{sd * sd * (1 + 1/float64(r)), float64(r - 1)}, component{rel * rel, float64(max(m.DoF, 1))})
