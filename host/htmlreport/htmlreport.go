@@ -232,7 +232,7 @@ func countCells(r *results.Run) cellCounts {
 	for _, cell := range pooled.Cells {
 		c.byStatus[cell.Status]++
 		c.total++
-		if cell.Status == results.StatusOK && (cell.Figures == nil || cell.Figures.PerForward.N == 0) {
+		if cell.OKWithoutFwd() {
 			c.noFwd++
 		}
 		seen[cell.Cell.Index] = true

@@ -258,6 +258,13 @@ type PromptCache struct {
 // (the shorter prompt is a prefix of the longer), which is not "already cached".
 const PrecachedShare = 0.9
 
+// OKWithoutFwd reports whether the cell is ok but has no per-forward figure: its sequences
+// completed and could not be timed (its warnings say why). The footer and the report count
+// such cells apart.
+func (c *Cell) OKWithoutFwd() bool {
+	return c.Status == StatusOK && (c.Figures == nil || c.Figures.PerForward.N == 0)
+}
+
 // WasCached reports whether the cell's prompts were already in the server's prefix cache
 // before the cell sent them (CacheBefore above PrecachedShare): its warmup (or, without one,
 // its measured requests) found them there, sent by an earlier run, repeat or cell.

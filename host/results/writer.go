@@ -98,7 +98,7 @@ func (w *Writer) Finish(status string, runErr error) (jsonPath string, err error
 		switch c.Status {
 		case StatusOK:
 			ft.OK++
-			if c.Figures == nil || c.Figures.PerForward.N == 0 {
+			if c.OKWithoutFwd() {
 				ft.OKWithoutFwd++
 			}
 		case StatusPartial:
