@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/genload/genload/host/exitcode"
@@ -35,12 +34,10 @@ FILE' previews it.`,
 	bins := fs.Int("bins", 32, "bins of the quantile table")
 	table := fs.String("o", "", "write the prompt lengths' quantile table (the empirical plugin's [lengths] table) to this file, and one per group beside it")
 	force := fs.Bool("force", false, "let -o replace table files that exist")
+	// run and replay take --out; here the file is -o, and --output, the nearest name, is the
+	// output-length field
+	cliflag.Meant(fs, "out", "the quantile table is written with -o FILE (--output names the log's output-length field)")
 	if err := cliflag.Parse(fs, args); err != nil {
-		if strings.HasPrefix(err.Error(), "unknown flag --out ") || strings.HasPrefix(err.Error(), "unknown flag --out=") {
-			// run and replay take --out; here the file is -o, and --output, the nearest name,
-			// is the output-length field
-			return exitcode.Errorf(exitcode.Usage, "unknown flag --out: the quantile table is written with -o FILE (--output names the log's output-length field)")
-		}
 		return err
 	}
 	switch {

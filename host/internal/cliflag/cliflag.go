@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agnivade/levenshtein"
@@ -58,6 +59,7 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	usage := fs.Usage
 	fs.Usage = func() {} // the flag package calls it on every error, not only for --help
 	defer func() { fs.Usage = usage }()
+	defer meant.Delete(fs) // the hints are for this parse
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -80,6 +82,17 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	}
 	// Leave the positionals in fs.Args(); flags already parsed keep their values.
 	return fs.Parse(append([]string{"--"}, pos...))
+}
+
+// meant holds, per flag set, what an unknown flag name most likely meant (Meant).
+var meant sync.Map // *flag.FlagSet → map[string]string
+
+// Meant tells the next Parse of fs, in its error for the unknown flag --name, what it most
+// likely meant, in place of the nearest-name suggestion: a flag other commands take (run's --out) that is
+// another one here (lengths fit's -o), whose nearest name (--output) is something else.
+func Meant(fs *flag.FlagSet, name, hint string) {
+	m, _ := meant.LoadOrStore(fs, map[string]string{})
+	m.(map[string]string)[name] = hint
 }
 
 var (
@@ -105,6 +118,11 @@ func flagError(fs *flag.FlagSet, err error) string {
 	}
 	if m := unknownRe.FindStringSubmatch(msg); m != nil {
 		name, _, _ := strings.Cut(m[1], "=")
+		if hs, ok := meant.Load(fs); ok {
+			if h, ok := hs.(map[string]string)[name]; ok {
+				return "unknown flag --" + name + ": " + h
+			}
+		}
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 		return "unknown flag --" + name + DidYouMean(Suggest(name, names, false), "--")

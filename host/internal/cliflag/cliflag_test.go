@@ -91,3 +91,19 @@ func TestSuggest(t *testing.T) {
 		t.Errorf("DidYouMean: %q", got)
 	}
 }
+
+// A flag set told what an unknown name meant says that instead of the nearest name, for its
+// next parse only.
+func TestMeant(t *testing.T) {
+	fs := NewFlagSet("cmd", "genload cmd", "", nil, &strings.Builder{})
+	fs.String("output", "", "a field")
+	fs.String("o", "", "a file")
+	Meant(fs, "out", "the file is -o FILE")
+	err := Parse(fs, []string{"--out", "x"})
+	if err == nil || !strings.HasPrefix(err.Error(), "unknown flag --out: the file is -o FILE") {
+		t.Errorf("with the hint: %v", err)
+	}
+	if err := Parse(fs, []string{"--out", "x"}); err == nil || !strings.Contains(err.Error(), "did you mean --output?") {
+		t.Errorf("the next parse, without it: %v", err)
+	}
+}
