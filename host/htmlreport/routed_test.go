@@ -57,3 +57,25 @@ func TestReportOfARunRoutedOverTwoServers(t *testing.T) {
 		t.Error("a run on one server got per-server rows or series")
 	}
 }
+
+// Each sequence length's per-server rows hold that length's cells only: at L = 1000 the
+// servers read 20 and 30 ms, at L = 4000 40 and 60 ms.
+func TestServerRowsPerSequenceLength(t *testing.T) {
+	r := runOf("two", 1, []int{1000, 4000}, []int{4, 16})
+	ms := func(x float64) time.Duration { return time.Duration(x * float64(time.Millisecond)) }
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		k := float64(c.Cell.SeqLen) / 1000
+		if k > 1 {
+			k = 2
+		}
+		c.PerServer = []results.ServerFigures{
+			{Server: "http://a", Sequences: 2, PerForward: measure.Summary{N: 2, Mean: ms(20 * k)}},
+			{Server: "http://b", Sequences: 2, PerForward: measure.Summary{N: 2, Mean: ms(30 * k)}},
+		}
+	}
+	rows := serverRows(r, 4000)
+	if len(rows) != 2 || rows[0][0] != "4000 on http://a" || !strings.HasPrefix(rows[0][1], "40.000 (B=4") || !strings.HasPrefix(rows[1][2], "60.000 (B=16") {
+		t.Errorf("rows at L=4000: %q", rows)
+	}
+}
