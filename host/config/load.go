@@ -59,7 +59,7 @@ func Parse(path string, src []byte) (*Config, error) {
 			if strings.Contains(pe.Message, `'\n'`) && line > 1 {
 				line-- // the parser stands on the next line when the newline itself is unexpected
 			}
-			return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s:%d: %s", path, line, cleanTOMLError(pe))
+			return nil, exitcode.Errorf(exitcode.InvalidConfig, "%s:%d: %s", path, line, cleanTOMLError(pe, c.lines))
 		}
 		// Decode-time type errors read "toml: line N (last key "k"): …" in Go's words
 		// ("destination has type slice"): said again in TOML's where the key is known.
@@ -144,15 +144,41 @@ func (c *Config) resolvePaths(md toml.MetaData) {
 	}
 }
 
-func cleanTOMLError(pe toml.ParseError) string {
+// cleanTOMLError says a parse error in genload's words: a key or table given twice names
+// the line that gave it first (lines: keyLines of the file), the rest is the parser's
+// message with the key it stood on.
+func cleanTOMLError(pe toml.ParseError, lines map[string]int) string {
 	msg := pe.Message
 	if msg == "" {
 		msg = pe.Error()
+	}
+	if m := definedTwiceRe.FindStringSubmatch(msg); m != nil {
+		what := "key [" + m[1] + "]"
+		if first, ok := lines[m[1]]; ok {
+			if tableLine(lines, m[1]) {
+				what = "table [" + m[1] + "]"
+			}
+			return fmt.Sprintf("%s is given twice (first on line %d): give each key once; a table's keys go under one [table] header", what, first)
+		}
+		return what + " is given twice: give each key once; a table's keys go under one [table] header"
 	}
 	if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
 		msg = fmt.Sprintf("[%s]: %s", pe.LastKey, msg)
 	}
 	return msg
+}
+
+// definedTwiceRe matches the TOML parser's message for a key or table given twice.
+var definedTwiceRe = regexp.MustCompile(`^Key '([^']+)' has already been defined\.?$`)
+
+// tableLine reports whether key is a table in lines: a key below it is there too.
+func tableLine(lines map[string]int, key string) bool {
+	for k := range lines {
+		if strings.HasPrefix(k, key+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // Where returns "flag --x" when a command-line flag set the key (or a key inside it, or the

@@ -24,6 +24,10 @@ func TestMistakesInTOMLsWords(t *testing.T) {
 		{"[lengths]\nplugn = \"gamma\"\n", "bench.toml:2: unknown key [lengths.plugn]; did you mean [lengths.plugin]?"},
 		{"[timeouts]\nfrist_token = \"1s\"\n", "bench.toml:2: unknown key [timeouts.frist_token]; did you mean [timeouts.first_token]?"},
 		{"zzz = 1\n", "bench.toml:1: unknown key [zzz]"},
+		{"max_tokens = 20\nmax_tokens = 30\n", "bench.toml:2: key [max_tokens] is given twice (first on line 1): give each key once; a table's keys go under one [table] header"},
+		{"seed = 1\n[matrix]\nseq_lens = [100]\nseq_lens = [200]\n", "bench.toml:4: key [matrix.seq_lens] is given twice (first on line 3): give each key once; a table's keys go under one [table] header"},
+		{"[matrix]\nseq_lens = [100]\n\n[matrix]\nbatch_sizes = [1]\n", "bench.toml:4: table [matrix] is given twice (first on line 1): give each key once; a table's keys go under one [table] header"},
+		{"x = {a = 1, a = 2}\n", "bench.toml:1: key [x.a] is given twice: give each key once; a table's keys go under one [table] header"},
 	}
 	for _, c := range cases {
 		_, err := Parse("bench.toml", []byte(c.toml))
