@@ -31,8 +31,9 @@ func readAPIKey(cfg *config.Config, getenv func(string) string) (string, error) 
 	if cfg.APIKeyFile != "" {
 		b, err := os.ReadFile(cfg.APIKeyFile)
 		if err != nil {
-			// The path is not secret; the content is never quoted.
-			return "", fmt.Errorf("%s: [api_key_file]: cannot read the API key file: %w", cfg.Where("api_key_file"), errors.Unwrap(err))
+			// The path is not secret (the one read: a relative one is resolved against the
+			// bench.toml's directory); the content is never quoted.
+			return "", fmt.Errorf("%s: [api_key_file]: cannot read the API key file %s: %w", cfg.Where("api_key_file"), cfg.APIKeyFile, errors.Unwrap(err))
 		}
 		return strings.TrimSpace(string(b)), nil
 	}
