@@ -529,6 +529,9 @@ func TestFitLeavesOutliersOut(t *testing.T) {
 	if !strings.Contains(b.String(), "outlier left out of the fit: cell L=8000,B=2") || !strings.Contains(b.String(), "| – | – |") {
 		t.Errorf("summary does not list the outlier:\n%s", b.String())
 	}
+	if !strings.Contains(b.String(), "| σ ms |") || !strings.Contains(b.String(), "\nσ ms: the cell's uncertainty") {
+		t.Errorf("the residual table's σ column is not explained under it:\n%s", b.String())
+	}
 	// The outlier was measured: the gate's default grid still has it.
 	if g := DefaultGrid(m, m); len(g) != len(obs) {
 		t.Errorf("shared grid of %d points, want the %d measured cells", len(g), len(obs))

@@ -270,7 +270,12 @@ func (m *Model) WriteResiduals(w io.Writer) {
 		rows = append(rows, []string{strconv.Itoa(x.SeqLen), strconv.Itoa(x.Batch), ml, "–", fwd, "–", "–", "–", "–", "–", "not fitted (" + x.Run + "): " + x.Reason})
 	}
 	table(w, rows)
+	fmt.Fprintln(w, residualsLegend)
 }
+
+// residualsLegend says what the residual table's σ is (Observation.SigmaMs) and what it does.
+const residualsLegend = "σ ms: the cell's uncertainty, √(repeats' standard error² + |mean − Theil–Sen per-forward|²\n" +
+	"  + (0.5 % of fwd)²); the fit weights each cell by 1/σ². LOO: the cell predicted by the form fitted without it."
 
 // WritePredictions writes one row per prediction of model m: the fit's standard error,
 // labelled as the fit's alone, and, for a model of two or more runs, the 95 % prediction
