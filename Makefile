@@ -87,22 +87,24 @@ CONFORMANCE := ./host/internal/conformance
 MODULE      := github.com/genload/genload
 SLOW_PKGS   := ./host/cmd/genload ./host/tokenizer ./host/latmodel ./host/run ./host/htmlreport ./host/prompt ./host/plugin ./host/sweep ./host/internal/clientcheck
 TEST_PKGS   = $$({ printf '$(MODULE)/%s\n' $(SLOW_PKGS:./%=%); $(GO) list ./...; } | awk '!seen[$$0]++' | grep -v '/host/internal/conformance$$')
-# make test runs in two lanes at once, then one check alone:
+# make test runs in two lanes at once, then the race-detector tests:
 # - the timing lane, at normal priority: the plain tests, then the conformance suite. Their
 #   engines keep time in real time and leave most of a core idle (the conformance suite uses
 #   0.2 of the two cores for a minute);
-# - the compute lane, niced (nice 10): lint, the race-detector tests of RACE_PKGS, tools/k8s.
-#   It compiles most of the time (the race build of the standard library and every
-#   dependency, staticcheck), so it takes the cores the timing lane leaves idle and yields
-#   them at once when a test's engine or client wakes (nice 10 weighs 110 against 1024);
-# - then the client-against-engine checks under the race detector, which compare timings
-#   within 10 % and so run with the cores to themselves.
-# From a clean clone with an empty build cache on 2 cores: 380 s with the lanes one after
-# the other (the compute lane 200 s at 1.8 cores busy, the conformance suite 65 s at 0.2),
-# 330–332 s in two lanes (both cores busy 95 % of the time: what is left is compute).
+# - the compute lane, niced (nice 10): lint (go vet, staticcheck) and tools/k8s, which only
+#   compile and analyse, so they take the cores the timing lane leaves idle and yield them at
+#   once when a test's engine or client wakes (nice 10 weighs 110 against 1024);
+# - then the race-detector tests of RACE_PKGS, and the client-against-engine checks under the
+#   race detector alone. The race tests do not go in the compute lane: niced beside the plain
+#   tests, TestRunOnTheBuiltinEngine's race-built client fell behind a B = 1 cell's chunks and
+#   the cell lost its per-forward figure (1 run in 4).
+# From a clean clone with an empty build cache on 2 cores: 380 s with every phase one after
+# the other (the compute phases at 1.7-1.9 cores busy, the conformance suite 65 s at 0.2),
+# 338 s with the lanes (both lanes end at 230 s; the race tests take the rest).
 test: plugins $(TESTSUM)
 	@rm -rf $(RECORDS) $(OUTCOMES) && mkdir -p $(RECORDS)
 	$(MAKE) --no-print-directory -j2 lane-timing lane-compute
+	$(MAKE) --no-print-directory race-pkgs
 	$(MAKE) --no-print-directory race-alone
 	@cat $(RECORDS)/*.jsonl > $(OUTCOMES)
 	@$(TESTSUM) -summary $(OUTCOMES)
@@ -112,7 +114,6 @@ lane-timing: $(TESTSUM)
 	$(MAKE) --no-print-directory conformance
 lane-compute: $(TESTSUM)
 	$(MAKE) --no-print-directory lint
-	$(MAKE) --no-print-directory race-pkgs
 	$(MAKE) --no-print-directory test-k8s
 
 conformance: $(TESTSUM)
