@@ -153,14 +153,14 @@ func cleanTOMLError(pe toml.ParseError, lines map[string]int) string {
 		msg = pe.Error()
 	}
 	if m := definedTwiceRe.FindStringSubmatch(msg); m != nil {
-		what := "key [" + m[1] + "]"
+		what, where := "key ["+m[1]+"]", ""
 		if first, ok := lines[m[1]]; ok {
 			if tableLine(lines, m[1]) {
 				what = "table [" + m[1] + "]"
 			}
-			return fmt.Sprintf("%s is given twice (first on line %d): give each key once; a table's keys go under one [table] header", what, first)
+			where = fmt.Sprintf(" (first on line %d)", first)
 		}
-		return what + " is given twice: give each key once; a table's keys go under one [table] header"
+		return what + " is given twice" + where + ": give each key once; a table's keys go under one [table] header"
 	}
 	if pe.LastKey != "" && !strings.Contains(msg, pe.LastKey) {
 		msg = fmt.Sprintf("[%s]: %s", pe.LastKey, msg)
