@@ -73,6 +73,13 @@ type Options struct {
 	RetryDelay time.Duration
 	// ConnectTimeout bounds a TCP connect (0 = none).
 	ConnectTimeout time.Duration
+	// SpareConns keeps that many TCP connections to each endpoint dialled ahead of need,
+	// from New to Close (0: none): when the Client needs a new connection it takes a spare
+	// and dials a replacement in the background, so that a request sent at an instant (a
+	// replay's) does not wait for a TCP connect; a spare unused for 1.5–2.3 s is replaced
+	// before a server's keep-alive timeout can close it. A TLS handshake still happens on
+	// the request's path.
+	SpareConns int
 	// FirstTokenTimeout bounds the time from sending a request to its first token-bearing
 	// chunk (0 = none).
 	FirstTokenTimeout time.Duration
@@ -136,6 +143,9 @@ type Client struct {
 	tmpl    *bodyTemplate
 	hc      *fasthttp.Client
 	conns   connSet
+	// spares are the connections dialled ahead, by dial address (Options.SpareConns; nil
+	// when none).
+	spares map[string]*spares
 	// big is the client with large read buffers that replaces hc for good once a response's
 	// headers did not fit hc's (see readBufferSize); nil until then.
 	big atomic.Pointer[fasthttp.Client]
@@ -190,6 +200,15 @@ func New(opts Options) (*Client, error) {
 	c.tmpl = t
 	c.conns.m = map[net.Addr]net.Conn{}
 	c.hc = c.newHTTPClient(readBufferSize)
+	if opts.SpareConns > 0 {
+		c.spares = map[string]*spares{}
+		for _, w := range c.workers {
+			addr, err := dialAddr(w.url)
+			if err == nil && c.spares[addr] == nil {
+				c.spares[addr] = newSpares(addr, opts.SpareConns, spareMaxAge, c.dialSpare)
+			}
+		}
+	}
 	return c, nil
 }
 
@@ -241,8 +260,11 @@ func sortHeaders(h [][2]string) {
 // ollama reports whether the Client speaks ollama's native API.
 func (c *Client) ollama() bool { return c.opts.API == APIOllama }
 
-// Close closes idle and open connections.
+// Close closes idle, open and spare connections.
 func (c *Client) Close() {
+	for _, s := range c.spares {
+		s.close()
+	}
 	c.hc.CloseIdleConnections()
 	if b := c.big.Load(); b != nil {
 		b.CloseIdleConnections()

@@ -61,18 +61,45 @@ type connSet struct {
 	m  map[net.Addr]net.Conn // by the connection's LocalAddr value (pointer identity)
 }
 
-// dial connects to addr over TCP (within Options.ConnectTimeout) and registers the
-// connection, as a trackedConn, in c.conns until it is closed.
+// dial returns a connection to addr for the HTTP client: a spare dialled ahead when there is
+// one (Options.SpareConns), else a new one (dialNew), whose connect time the request that
+// asked for it waited.
 func (c *Client) dial(addr string) (net.Conn, error) {
+	if s := c.spares[addr]; s != nil {
+		if t := s.take(); t != nil {
+			return t, nil
+		}
+	}
+	t, err := c.dialNew(addr)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// dialNew connects to addr over TCP (within Options.ConnectTimeout), recording how long that
+// took, and registers the connection in c.conns until it is closed.
+func (c *Client) dialNew(addr string) (*trackedConn, error) {
 	d := net.Dialer{Timeout: c.opts.ConnectTimeout}
+	began := time.Now()
 	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	t := &trackedConn{Conn: conn, set: &c.conns, key: conn.LocalAddr()}
+	t := &trackedConn{Conn: conn, set: &c.conns, key: conn.LocalAddr(), connect: time.Since(began)}
 	c.conns.mu.Lock()
 	c.conns.m[t.key] = t
 	c.conns.mu.Unlock()
+	return t, nil
+}
+
+// dialSpare is dialNew for a spare: no request waits for its connect.
+func (c *Client) dialSpare(addr string) (*trackedConn, error) {
+	t, err := c.dialNew(addr)
+	if err != nil {
+		return nil, err
+	}
+	t.connect = 0
 	return t, nil
 }
 
@@ -89,6 +116,12 @@ type trackedConn struct {
 	// Read came since the last Write.
 	from, wrote atomic.Int64
 	read        atomic.Bool
+	// connect is how long dialling it took; the first request to go out on it waited for
+	// that (connTimes), and taken marks that one has.
+	connect time.Duration
+	taken   atomic.Bool
+	// closed is set by Close.
+	closed atomic.Bool
 }
 
 // writeBase is the origin of trackedConn.wrote (monotonic).
@@ -112,17 +145,22 @@ func (t *trackedConn) Read(b []byte) (int, error) {
 	return t.Conn.Read(b)
 }
 
-// writeTime returns how long the request just sent took to write on the connection resp came
-// on: from the start of its first write to the return of its last (connecting, before it, is
-// left out); 0 when the connection is not known.
+// connTimes returns, for the request just sent on the connection resp came on, how long it
+// took to write (from the start of its first write to the return of its last; connecting,
+// before it, left out) and how long it waited for that connection to be dialled (the
+// connection's dial time for the first request to go out on it, else 0); 0, 0 when the
+// connection is not known.
 //
 //go:noinline
-func (c *Client) writeTime(resp *fasthttp.Response) time.Duration {
+func (c *Client) connTimes(resp *fasthttp.Response) (write, connect time.Duration) {
 	tc, ok := c.conns.get(resp.LocalAddr()).(*trackedConn)
 	if !ok {
-		return 0
+		return 0, 0
 	}
-	return tc.writeSpan()
+	if !tc.taken.Swap(true) {
+		connect = tc.connect
+	}
+	return tc.writeSpan(), connect
 }
 
 // get returns the tracked connection whose LocalAddr() is l (the same value fasthttp
@@ -148,6 +186,7 @@ func (t *trackedConn) writeSpan() time.Duration {
 
 // Close removes the connection from its set (once) and closes it.
 func (t *trackedConn) Close() error {
+	t.closed.Store(true)
 	t.once.Do(func() {
 		t.set.mu.Lock()
 		delete(t.set.m, t.key)

@@ -124,7 +124,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	// The phases are separate functions, the rare paths kept out of line, so that the frames
 	// under a blocked read stay small: with them one goroutine per stream fits a 4 KiB stack
 	// instead of 8 KiB (2 MB less at 512 streams).
-	out.Err, out.Status, out.Done, out.HasUsage, out.Usage, out.Headers, out.Write = nil, 0, false, false, sse.Usage{}, nil, 0
+	out.Err, out.Status, out.Done, out.HasUsage, out.Usage, out.Headers, out.Write, out.Connect = nil, 0, false, false, sse.Usage{}, nil, 0, 0
 	ab.reset()
 	if ctx.Err() != nil {
 		out.Err = &RequestError{Kind: KindCanceled, URL: out.URL, Err: ctx.Err()}
@@ -144,7 +144,7 @@ func (c *Client) attempt(ctx context.Context, start time.Time, p *call, req *fas
 	}
 	out.Header = time.Since(start)
 	out.End = out.Header
-	out.Write = c.writeTime(resp)
+	out.Write, out.Connect = c.connTimes(resp)
 	out.Status = resp.StatusCode()
 	body := resp.BodyStream()
 	defer resp.CloseBodyStream()

@@ -93,6 +93,10 @@ type Request struct {
 	// the connection: from the start of its first write (after connecting) to the return of
 	// its last, the body then being in the kernel's send buffer (0 when not measured).
 	Write time.Duration `json:"write_ns,omitempty"`
+	// Connect is how long the last attempt waited, after Sent, for a new TCP connection to
+	// open before it could write (0 when it went out on a connection already open: a pooled
+	// one, or a spare dialled ahead of need, dispatch's Options.SpareConns).
+	Connect time.Duration `json:"connect_ns,omitempty"`
 	// Status is the HTTP status of the last attempt (0 when none arrived).
 	Status int `json:"status"`
 	// Usage is the request's usage (usage-only chunk, else the sum of per-choice usage),

@@ -86,6 +86,9 @@ type Record struct {
 	ScheduledMs *float64 `json:"scheduled_ms,omitempty"`
 	SentMs      float64  `json:"sent_ms"`
 	LagMs       *float64 `json:"lag_ms,omitempty"`
+	// ConnectMs is how long the request waited, after SentMs, for a new TCP connection to
+	// open (nil when it went out on one already open).
+	ConnectMs *float64 `json:"connect_ms,omitempty"`
 	// PromptTokens is the prompt's length as sent; UsagePromptTokens and CachedTokens the
 	// server's usage (nil when it sent none).
 	PromptTokens      int  `json:"prompt_tokens"`
@@ -151,6 +154,9 @@ func FromResult(res *recording.Result, origin time.Time, prompts []int, place fu
 		}
 		if q.End > 0 {
 			r.E2EMs = msPtr(q.End - q.Sent)
+		}
+		if q.Connect > 0 {
+			r.ConnectMs = msPtr(q.Connect)
 		}
 		if place != nil {
 			place(&r)

@@ -16,8 +16,8 @@ import (
 
 // BenchmarkReplaySendLag replays 600 requests at 200 requests/s (3 s) against the built-in
 // engine (MoE profile, time scale 0.05) in the same process and reports the client's send lag
-// behind its schedule: lag-p50-ms, lag-p99-ms, lag-max-ms and late-1ms (requests sent more
-// than 1 ms late). Prompts are 1,000–3,000 tokens with 16–80 output tokens and a 512-token
+// behind its schedule (connecting included): lag-p50-ms, lag-p99-ms, lag-max-ms, late-1ms
+// (requests sent more than 1 ms late) and dialled (requests that waited for a new connection). Prompts are 1,000–3,000 tokens with 16–80 output tokens and a 512-token
 // prefix shared by every fourth, so about 40 requests are in flight. Each iteration is one
 // whole replay; run it with -benchtime 1x:
 //
@@ -60,8 +60,15 @@ func BenchmarkReplaySendLagTarget(b *testing.B) {
 }
 
 // benchSendLag replays the benchmarks' schedule (600 requests at 200/s) against url and
-// reports the send lag's quantiles.
+// reports the send lag's quantiles and how many requests waited for a new connection
+// (dialled), with the replay's SpareConns (spares=8) and without spares (spares=0).
 func benchSendLag(b *testing.B, bl Blocks, url, model string) {
+	for _, spares := range []int{SpareConns, 0} {
+		b.Run(fmt.Sprintf("spares=%d", spares), func(b *testing.B) { benchSendLagSpares(b, bl, url, model, spares) })
+	}
+}
+
+func benchSendLagSpares(b *testing.B, bl Blocks, url, model string, spares int) {
 	const n, rate = 600, 200
 	var reqs []trace.Request
 	for i := range n {
@@ -76,7 +83,7 @@ func benchSendLag(b *testing.B, bl Blocks, url, model string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, err := dispatch.New(dispatch.Options{Target: url, Model: model, ContinuousUsage: true})
+	client, err := dispatch.New(dispatch.Options{Target: url, Model: model, ContinuousUsage: true, SpareConns: spares})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,4 +103,5 @@ func benchSendLag(b *testing.B, bl Blocks, url, model string) {
 	b.ReportMetric(sum.Lag.P99, "lag-p99-ms")
 	b.ReportMetric(sum.Lag.Max, "lag-max-ms")
 	b.ReportMetric(float64(sum.Late1ms), "late-1ms")
+	b.ReportMetric(float64(sum.Dialled), "dialled")
 }

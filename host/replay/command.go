@@ -105,7 +105,7 @@ func (c Command) Run(ctx context.Context, stdout, stderr io.Writer) (*Summary, e
 	if err != nil {
 		return nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: %w", c.Trace, err))
 	}
-	client, err := dispatch.New(dispatch.Options{Target: target, Model: model, APIKey: c.APIKey, TotalTimeout: c.Timeout, ContinuousUsage: true})
+	client, err := dispatch.New(dispatch.Options{Target: target, Model: model, APIKey: c.APIKey, TotalTimeout: c.Timeout, ContinuousUsage: true, SpareConns: SpareConns})
 	if err != nil {
 		return nil, exitcode.With(exitcode.InvalidConfig, err)
 	}

@@ -43,6 +43,15 @@ type Options struct {
 	Stderr io.Writer
 }
 
+// SpareConns is the connections a replay's client keeps dialled ahead of need (dispatch's
+// Options.SpareConns): a request that finds no idle connection takes one instead of waiting
+// for a TCP connect after its send instant. New connections are needed as the requests in
+// flight grow, one at a time or a few at once (requests logged at one instant); 8 covers a
+// burst of 8 while their replacements are dialled, for 8 idle sockets. In
+// BenchmarkReplaySendLag (600 requests at 200/s) 17–19 requests waited for a connect without
+// them, adding it to their lag.
+const SpareConns = 8
+
 // prepare is how long before its send time an item's goroutine starts: it copies the
 // prompt's blocks and dispatch builds the body, then waits for the instant.
 const prepare = 25 * time.Millisecond
@@ -141,7 +150,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			rs := records.FromResult(res, t0, []int{len(prompt)}, func(r *records.Record) {
 				r.Index, r.Src = it.Index, it.Src
 				sched := records.Ms(it.At)
-				lag := r.SentMs - sched
+				lag := r.SentMs - sched // + the wait for a new connection: no byte left before it
+				if r.ConnectMs != nil {
+					lag += *r.ConnectMs
+				}
 				r.ScheduledMs, r.LagMs = &sched, &lag
 			})
 			acc.add(it, rs)

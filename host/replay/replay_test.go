@@ -180,11 +180,18 @@ func TestReplayAgainstTheBuiltinEngine(t *testing.T) {
 			firstEnd = r.SentMs + *r.E2EMs
 		}
 	}
-	hits := 0
-	for _, r := range f.Records {
+	hits, dialled := 0, 0
+	var first *records.Record
+	for i, r := range f.Records {
+		if r.ConnectMs != nil {
+			dialled++
+		}
+		if r.Index == 0 {
+			first = &f.Records[i]
+		}
 		it := s.Items[r.Index]
 		if r.Src != it.Src || r.PromptTokens != it.Input || r.CompletionTokens != it.Output || len(r.Chunks) != it.Output || r.ScheduledMs == nil ||
-			*r.ScheduledMs != records.Ms(it.At) || r.LagMs == nil || *r.LagMs != r.SentMs-*r.ScheduledMs || *r.LagMs < 0 {
+			*r.ScheduledMs != records.Ms(it.At) || r.LagMs == nil || *r.LagMs != r.SentMs-*r.ScheduledMs+connectMs(&r) || *r.LagMs < 0 {
 			t.Errorf("record %+v for item %+v", r, it)
 		}
 		if r.Index > 0 && r.SentMs > firstEnd {
@@ -196,6 +203,10 @@ func TestReplayAgainstTheBuiltinEngine(t *testing.T) {
 	}
 	if hits < 10 {
 		t.Errorf("%d requests sent after the first finished, want at least 10 to check the cache", hits)
+	}
+	// The client had no connection open: the first request waited for one, and its lag says so.
+	if first == nil || first.ConnectMs == nil || *first.ConnectMs <= 0 || dialled > 20 {
+		t.Errorf("first request's record %+v, %d of 20 waited for a connection", first, dialled)
 	}
 }
 
@@ -397,4 +408,12 @@ func TestCommandRefusesALogWithoutTimesAndNamesTheRecordsPath(t *testing.T) {
 	if exitcode.Of(err) != exitcode.InvalidConfig || err == nil || !strings.Contains(err.Error(), "--id x: "+filepath.Join(out, "x.records.jsonl")+" exists") || started {
 		t.Errorf("the same --id: exit %d, %v (engine started: %v)", exitcode.Of(err), err, started)
 	}
+}
+
+// connectMs is r's wait for a new connection (0 when it had none).
+func connectMs(r *records.Record) float64 {
+	if r.ConnectMs == nil {
+		return 0
+	}
+	return *r.ConnectMs
 }

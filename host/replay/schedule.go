@@ -26,8 +26,10 @@
 //
 // A closed-loop client that waits for the server sends later when the server is slow, so its
 // latencies omit the wait its users would have had. The summary shows the client's own lag,
-// lag_i = sent_i − (t₀ + send_i), and every latency both from the actual send and from the
-// scheduled one (TTFT and E2E "from schedule" = latency + lag): where the two differ, the
+// lag_i = sent_i + connect_i − (t₀ + send_i) (connect_i: the wait for a new TCP connection
+// after the send stamp, 0 on a connection already open), and every latency both from the
+// actual send and from the scheduled one (TTFT and E2E count from sent_i, connecting
+// included; "from schedule" they count from t₀ + send_i): where the two differ, the
 // client (or --max-concurrency) held requests back, and the figures from the schedule are the
 // ones a user would have seen.
 //

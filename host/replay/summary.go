@@ -74,10 +74,12 @@ type Summary struct {
 	// engine's wall seconds per simulated second (0: another target, whose times are its own).
 	Speed     float64 `json:"speed"`
 	TimeScale float64 `json:"time_scale,omitempty"`
-	// Lag is the client's lag behind its schedule (sent − scheduled); Late1ms how many
-	// requests were sent more than 1 ms late.
+	// Lag is the client's lag behind its schedule (sent + connect − scheduled); Late1ms how
+	// many requests were sent more than 1 ms late; Dialled how many waited, after their send
+	// stamp, for a new TCP connection to open (their lag includes the wait).
 	Lag     Dist `json:"lag"`
 	Late1ms int  `json:"late_1ms"`
+	Dialled int  `json:"dialled"`
 	// TTFT, E2E from the actual send; TTFTSched, E2ESched from the scheduled send (+ lag);
 	// ITL the gaps between consecutive chunks per token (pooled); TPOT per request
 	// (last − first chunk) / (completion tokens − 1). Over the ok requests.
@@ -133,6 +135,9 @@ func (a *accumulator) add(it *Item, rs []records.Record) {
 				a.sum.Late1ms++
 			}
 		}
+		if r.ConnectMs != nil {
+			a.sum.Dialled++
+		}
 		if r.E2EMs != nil {
 			a.lastEnd = max(a.lastEnd, r.SentMs+*r.E2EMs)
 		}
@@ -155,9 +160,12 @@ func (a *accumulator) add(it *Item, rs []records.Record) {
 			continue
 		}
 		a.sum.OK++
-		lag := 0.0
+		lag := 0.0 // sent − scheduled: TTFT and E2E count from sent, connecting included
 		if r.LagMs != nil {
 			lag = *r.LagMs
+			if r.ConnectMs != nil {
+				lag -= *r.ConnectMs
+			}
 		}
 		var tpot float64
 		if r.TTFTMs != nil {
@@ -275,8 +283,8 @@ func (s *Summary) WriteText(w io.Writer) {
 	if s.FirstError != "" {
 		fmt.Fprintf(w, "first failure: %s\n", s.FirstError)
 	}
-	fmt.Fprintf(w, "send lag behind the schedule: p50 %.3f, p99 %.3f, max %.3f ms; %d of %d sent more than 1 ms late\n",
-		s.Lag.P50, s.Lag.P99, s.Lag.Max, s.Late1ms, s.Lag.N)
+	fmt.Fprintf(w, "send lag behind the schedule: p50 %.3f, p99 %.3f, max %.3f ms; %d of %d sent more than 1 ms late; %d waited for a new connection\n",
+		s.Lag.P50, s.Lag.P99, s.Lag.Max, s.Late1ms, s.Lag.N, s.Dialled)
 	unit := "ms"
 	if s.TimeScale > 0 {
 		unit = fmt.Sprintf("wall ms at time scale %g", s.TimeScale)
