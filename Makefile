@@ -17,7 +17,7 @@ BUNDLE  := host/plugin/bundled/wasm
 # Tests find plugins here by name (searched before the ones built into genload).
 export GENLOAD_PLUGIN_DIR := $(CURDIR)/$(BUILD)/plugins
 
-.PHONY: all build plugins bench bench-busy sweep test lane-timing lane-compute conformance test-plain test-k8s lint race race-pkgs race-alone perf clean FORCE
+.PHONY: all build plugins bench bench-busy sweep test conformance test-plain test-k8s lint race race-pkgs race-alone perf clean FORCE
 all: build
 
 # genload after the plugins: it embeds them.
@@ -77,8 +77,8 @@ $(TESTSUM): FORCE
 	$(GO) build -o $@ ./host/internal/testsum
 
 # The conformance suite holds genload's figures to within 1 % of the built-in engine's truth
-# in real time (steps of 7–9 ms): it runs in the timing lane of make test, after the plain
-# tests, so that no other test binary at its own priority shares its two cores.
+# in real time (steps of 7–9 ms): in make test it runs after the plain tests, so that no other
+# test binary at its own priority shares its two cores.
 CONFORMANCE := ./host/internal/conformance
 # go test runs the packages in the order given, -p (the cores) at a time: the packages whose
 # tests take longest go first, so that a phase does not end with one of them running alone
@@ -87,33 +87,51 @@ CONFORMANCE := ./host/internal/conformance
 MODULE      := github.com/genload/genload
 SLOW_PKGS   := ./host/cmd/genload ./host/tokenizer ./host/latmodel ./host/run ./host/htmlreport ./host/prompt ./host/plugin ./host/sweep ./host/internal/clientcheck
 TEST_PKGS   = $$({ printf '$(MODULE)/%s\n' $(SLOW_PKGS:./%=%); $(GO) list ./...; } | awk '!seen[$$0]++' | grep -v '/host/internal/conformance$$')
-# make test runs in two lanes at once, then the race-detector tests:
-# - the timing lane, at normal priority: the plain tests, then the conformance suite. Their
-#   engines keep time in real time and leave most of a core idle (the conformance suite uses
-#   0.2 of the two cores for a minute);
-# - the compute lane, niced (nice 10): lint (go vet, staticcheck) and tools/k8s, which only
-#   compile and analyse, so they take the cores the timing lane leaves idle and yield them at
-#   once when a test's engine or client wakes (nice 10 weighs 110 against 1024);
-# - then the race-detector tests of RACE_PKGS, and the client-against-engine checks under the
-#   race detector alone. The race tests do not go in the compute lane: niced beside the plain
-#   tests, TestRunOnTheBuiltinEngine's race-built client fell behind a B = 1 cell's chunks and
-#   the cell lost its per-forward figure (1 run in 4).
+# make test runs its phases two at a time (make -j2 over the graph below), then the
+# client-against-engine checks under the race detector alone:
+#   test-plain ──────────┬─> conformance
+#   lint ─> race-build ──┴─> race-pkgs
+#                 └─> test-k8s
+# - the plain tests and the conformance suite run at normal priority: their engines keep
+#   time in real time and leave most of a core idle (the conformance suite uses 0.2 of the
+#   two cores for a minute);
+# - lint (go vet, staticcheck), race-build (the race-detector test binaries compiled and
+#   linked, no test run) and tools/k8s only compile and analyse: niced (nice 10 weighs 110
+#   against 1024), they take the cores the tests leave idle and yield them at once when a
+#   test's engine or client wakes;
+# - the race-detector tests (race-pkgs, niced) wait for the plain tests: niced beside them,
+#   TestRunOnTheBuiltinEngine's race-built client fell behind a B = 1 cell's chunks and the
+#   cell lost its per-forward figure (1 run in 4). Beside the conformance suite, which needs
+#   little of the cores and has the priority, they run on what it leaves.
 # From a clean clone with an empty build cache on 2 cores: 380 s with every phase one after
-# the other (the compute phases at 1.7-1.9 cores busy, the conformance suite 65 s at 0.2),
-# 338 s with the lanes (both lanes end at 230 s; the race tests take the rest).
+# the other, 338 s in two lanes with the race tests (compiled then) after both.
+PHASES := phase-conformance phase-race phase-k8s
+.PHONY: test-phases $(PHASES) phase-plain phase-lint phase-race-build race-build
+# The test builds compile without DWARF (the compiler's debug information, which no test reads:
+# stack traces come from the symbol table): 12 % less CPU for the race-detector build from an
+# empty cache (139 → 122 CPU-s). Set in GOFLAGS, so that go vet, go test and staticcheck's own
+# go list build the packages alike and share the build cache.
+TEST_GOFLAGS := -gcflags=all=-dwarf=false -ldflags=-w
+RACE_AFTER   ?= phase-plain
 test: plugins $(TESTSUM)
 	@rm -rf $(RECORDS) $(OUTCOMES) && mkdir -p $(RECORDS)
-	$(MAKE) --no-print-directory -j2 lane-timing lane-compute
-	$(MAKE) --no-print-directory race-pkgs
-	$(MAKE) --no-print-directory race-alone
+	GOFLAGS="$(strip $(GOFLAGS) $(TEST_GOFLAGS))" $(MAKE) --no-print-directory -j2 test-phases
+	GOFLAGS="$(strip $(GOFLAGS) $(TEST_GOFLAGS))" $(MAKE) --no-print-directory race-alone
 	@cat $(RECORDS)/*.jsonl > $(OUTCOMES)
 	@$(TESTSUM) -summary $(OUTCOMES)
 
-lane-timing: $(TESTSUM)
+test-phases: $(PHASES)
+phase-plain:
 	$(MAKE) --no-print-directory test-plain
+phase-conformance: phase-plain
 	$(MAKE) --no-print-directory conformance
-lane-compute: $(TESTSUM)
+phase-lint:
 	$(MAKE) --no-print-directory lint
+phase-race-build: phase-lint
+	$(MAKE) --no-print-directory race-build
+phase-race: $(RACE_AFTER) phase-race-build
+	$(MAKE) --no-print-directory race-pkgs
+phase-k8s: phase-race-build
 	$(MAKE) --no-print-directory test-k8s
 
 conformance: $(TESTSUM)
@@ -136,11 +154,16 @@ test-k8s: $(TESTSUM)
 # sync.Pool), and the clients that read streams with it are raced in host/dispatch. Their tests
 # that would only repeat under the detector what lighter ones race, or whose verdict is a
 # timing the detector's slower client cannot keep, skip there (plainOnly, with their reason).
-# They run niced: in make test they go beside the plain tests, whose engines keep time in real
-# time, and take the cores those leave idle. The client-against-engine checks compare timings
-# within 10 %, so they run alone, not beside the other race-instrumented test binaries.
+# They run niced: in make test they go after the plain tests, beside the conformance suite or
+# tools/k8s, and take the cores those leave idle. The client-against-engine checks compare
+# timings within 10 %, so they run alone, not beside the other race-instrumented test binaries.
 RACE_PKGS := ./host/cmd/genload ./host/run ./host/sweep ./host/dispatch ./host/replay ./host/engine ./host/scrape
 race: race-pkgs race-alone
+# The race-detector test binaries built (the standard library and every dependency compiled
+# with the detector) and run with no test, so that race-pkgs and race-alone then find them in
+# the build cache: in make test this compiling goes niced beside the plain tests.
+race-build:
+	nice -n 10 $(GO) test -count=1 -vet=off -race -run '^$$' $(RACE_PKGS) ./host/internal/clientcheck > /dev/null
 race-pkgs: $(TESTSUM)
 	@mkdir -p $(RECORDS)
 	nice -n 10 $(GOTEST) -race $(RACE_PKGS) | $(TESTSUM) -record $(RECORDS)/race.jsonl

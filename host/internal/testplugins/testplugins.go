@@ -161,7 +161,10 @@ func build(pkg string, o Options) (string, error) {
 	}
 	cmd := exec.Command(goTool(), append(args, pkg)...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS="+o.GOOS, "GOARCH=wasm", "CGO_ENABLED=0")
+	// The flags are make plugins' and GOFLAGS is cleared (make test sets it for the host's
+	// test builds), so that the standard library make plugins compiled for wasm is found in
+	// the build cache rather than compiled again.
+	cmd.Env = append(os.Environ(), "GOOS="+o.GOOS, "GOARCH=wasm", "CGO_ENABLED=0", "GOFLAGS=")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
