@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,7 +138,10 @@ func TestComputeGolden(t *testing.T) {
 }
 
 // BenchmarkCompute1024 is Compute on the recordings of a one-cell run of 1,024 streams of
-// 200 tokens (computeWorld1024): 204,800 marks per op.
+// 200 tokens (computeWorld1024): 204,800 marks per op. Besides -benchmem's figures it reports
+// alloc-B/mark, the bytes Compute allocates per mark (one streamed token each here), and
+// peak-live-B/mark, the most it holds at once per mark: the live heap above the recording's,
+// at its highest over the garbage collections of one Compute run with GOGC=1 (peakLive).
 func BenchmarkCompute1024(b *testing.B) {
 	for _, routed := range []bool{false, true} {
 		name := "array"
@@ -142,11 +149,63 @@ func BenchmarkCompute1024(b *testing.B) {
 			name = "routed"
 		}
 		res, _ := computeWorld1024(routed).build()
+		marks := 0
+		for i := range res.Sequences {
+			marks += res.Sequences[i].Marks.Len()
+		}
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			n := 0
 			for b.Loop() {
 				Compute(res, Options{})
+				n++
 			}
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(n)/float64(marks), "alloc-B/mark")
+			peak := peakLive(func() { Compute(res, Options{}) })
+			b.ReportMetric(float64(peak)/float64(marks), "peak-live-B/mark")
 		})
 	}
+}
+
+// peakLive runs fn under GOGC=1 (a collection every 1 % of heap growth) and returns the
+// highest live heap (/gc/heap/live:bytes, what the last collection marked) seen after a
+// collection during fn, less the live heap before it: what fn held at once, in bytes, to
+// within the 1 % between collections (and the odd collection whose figure was overwritten
+// before it was read).
+func peakLive(fn func()) uint64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	live := func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	runtime.GC()
+	base := live()
+	var peak atomic.Uint64
+	var stop atomic.Bool
+	// a sentinel whose cleanup runs after each collection and arms the next one
+	var arm func()
+	arm = func() {
+		x := new([64]byte)
+		runtime.AddCleanup(x, func(struct{}) {
+			if l := live(); l > peak.Load() {
+				peak.Store(l)
+			}
+			if !stop.Load() {
+				arm()
+			}
+		}, struct{}{})
+	}
+	old := debug.SetGCPercent(1)
+	arm()
+	fn()
+	stop.Store(true)
+	debug.SetGCPercent(old)
+	runtime.GC()
+	if p := peak.Load(); p > base {
+		return p - base
+	}
+	return 0
 }
