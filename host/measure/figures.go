@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/genload/genload/host/recording"
 )
@@ -331,7 +332,11 @@ func (w *Window) UnmarshalJSON(b []byte) error {
 //
 // Its cost is linear in the marks but for the fits: per full sequence the pairwise slopes of
 // at most maxFitPoints marks, and over the window those of at most maxWindowFitPoints marks
-// of each sequence, in one buffer reused from sequence to sequence.
+// of each sequence, in one buffer reused from sequence to sequence. Its memory is one word per
+// mark, reused from step to step (computeScratch.resid), a byte per mark of consistency flags,
+// and per sequence its window's fit points and the per-sequence figures: a sequence's marks
+// as fit points (fullSeq.points) are derived again by each step that reads them, one sequence
+// at a time, not kept for the cell (BenchmarkCompute1024 reports the bytes per mark).
 func Compute(res *recording.Result, o Options) Figures {
 	maxTok := o.MaxTokens
 	if maxTok == 0 {
@@ -342,11 +347,13 @@ func Compute(res *recording.Result, o Options) Figures {
 	var sc computeScratch
 	fulls, st := f.classifySequences(res, o, maxTok)
 	f.summarizeStreams(&st)
+	sc.resid = floatsOver(st.itl) // the ITL samples are summarized: their buffer is the scans'
+	st.itl = nil
 	jit := scanAll(fulls, &sc)
 	f.Jitter = time.Duration(math.Round(jit.sigma))
 	perForward(&f, fulls, maxTok, jit, &sc.fit)
-	earlyFirst(&f, fulls, jit)
-	f.LongIntervals = longIntervals(fulls, f.PerForwardPasses)
+	earlyFirst(&f, fulls, jit, &sc.fit)
+	f.LongIntervals = longIntervals(fulls, f.PerForwardPasses, &sc.fit)
 	f.Window = window(fulls, f.TokensPerChunk, &sc)
 	windowCheck(&f)
 	f.Prompts = checkPrompts(res, o)
@@ -359,12 +366,25 @@ func Compute(res *recording.Result, o Options) Figures {
 }
 
 // computeScratch is the working memory of one Compute, shared by its steps one after
-// another: the fits' and the scans' buffers, and one sequence's points in the window (see
-// pooledFit).
+// another: the fits' and the scans' buffers (fit.pts the points of the sequence at hand:
+// fullSeq.points), and one sequence's points in the window (see pooledFit). resid is the one
+// buffer of a word per mark: the ITL samples' (streamSamples.itl), then the scans' residuals
+// (scanAll), then the fits' slopes (fit.slopes).
 type computeScratch struct {
 	fit    fitScratch
 	scan   scanScratch
 	window []point
+	resid  []float64
+}
+
+// floatsOver returns an empty []float64 over d's backing array (capacity cap(d)), for a
+// caller done with d: both are 8-byte words without pointers, so that one allocation serves
+// the ITL samples and then the scans' residuals instead of two of 8 bytes per mark each.
+func floatsOver(d []time.Duration) []float64 {
+	if cap(d) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(d))), cap(d))[:0]
 }
 
 // countRequests sets f.Errors and ErrorKinds from the failed requests, and the usage sums
@@ -415,8 +435,7 @@ func (f *Figures) classifySequences(res *recording.Result, o Options, maxTok int
 		ttft: make([]time.Duration, 0, len(res.Sequences)), e2e: make([]time.Duration, 0, len(res.Sequences)),
 		itl: make([]time.Duration, 0, marks),
 	}
-	pts := newArena[point](marks)
-	var fulls []fullSeq
+	fulls := make([]fullSeq, 0, len(res.Sequences))
 	for i := range res.Sequences {
 		s := &res.Sequences[i]
 		failed := s.Request >= len(res.Requests) || res.Requests[s.Request].Err != nil
@@ -428,8 +447,8 @@ func (f *Figures) classifySequences(res *recording.Result, o Options, maxTok int
 			continue
 		}
 		if class == ClassFull {
-			ps, counts, why := forwardIndexTok(s, o.ChunkForwards, o.Tokenizer, &pts)
-			fulls = append(fulls, fullSeq{idx: i, s: s, ps: ps, counts: counts})
+			kind, tokens, counts, why := forwardIndexTok(s, o.ChunkForwards, o.Tokenizer)
+			fulls = append(fulls, fullSeq{idx: i, s: s, fwd: kind, tokens: tokens, counts: counts})
 			if why != "" {
 				if f.Retokenized == nil {
 					f.Retokenized = map[string]int{}

@@ -25,6 +25,8 @@ const maxWindowFitPoints = 48
 // the next so that a cell of B sequences allocates it once, not B times: thinned points,
 // pairwise slopes, residuals. The zero value is ready to use.
 type fitScratch struct {
+	// pts are the points of the sequence at hand (fullSeq.points)
+	pts     []point
 	thinned []point
 	slopes  []float64
 	resid   []float64
@@ -32,6 +34,9 @@ type fitScratch struct {
 	pooledPts  []point
 	pooledEnds []int
 	sample     []float64
+	// the local paces' buffers (localPaces, sequenceShift, earlyFirst)
+	paces, res, resB, resA []float64
+	edges                  []int
 }
 
 // thin returns at most n of ps, evenly spaced by index (point i of n is ps[round(i·(len−1)/

@@ -89,9 +89,11 @@ type LongIntervals struct {
 	Typical time.Duration `json:"typical_ns"`
 }
 
-// localPace returns the median of localPaces(ps, nil), 0 without one.
-func localPace(ps []point) float64 {
-	paces := localPaces(ps, nil)
+// localPace returns the median of localPaces(ps, …), 0 without one; scratch holds the paces,
+// kept for the next call.
+func localPace(ps []point, scratch *[]float64) float64 {
+	paces := localPaces(ps, (*scratch)[:0])
+	*scratch = paces
 	if len(paces) == 0 {
 		return 0
 	}
@@ -128,24 +130,27 @@ type seqShift struct {
 }
 
 // sequenceShift judges the marks ps[a..e] (the timed span: first to last consistent mark) as
-// the comment above says; ok is false with fewer than paceSpan + 2 marks or no pace.
-func sequenceShift(ps []point, a, e int) (sh seqShift, ok bool) {
+// the comment above says; ok is false with fewer than paceSpan + 2 marks or no pace. Its
+// buffers are sc's (paces, res, resB, resA, edges), kept for the next call.
+func sequenceShift(ps []point, a, e int, sc *fitScratch) (sh seqShift, ok bool) {
 	if e-a < paceSpan+1 {
 		return sh, false
 	}
-	s := localPace(ps[a : e+1])
+	s := localPace(ps[a:e+1], &sc.paces)
 	if s <= 0 {
 		return sh, false
 	}
 	sh = seqShift{decode: ps[e].t - ps[a].t, passes: ps[e].f - ps[a].f, pace: s}
-	edges := []int{a}
+	edges := append(sc.edges[:0], a)
+	defer func() { sc.edges = edges }()
 	for i := a + 2; i <= e; i++ {
 		if ps[i].t-ps[i-1].t-s*(ps[i].f-ps[i-1].f) > longExcess*s {
 			edges = append(edges, i)
 		}
 	}
 	edges = append(edges, e+1)
-	var paces, r []float64
+	paces, r := sc.paces, sc.res
+	defer func() { sc.paces, sc.res = paces, r }()
 	median := func(win []point, pace float64) float64 {
 		r = r[:0]
 		for _, p := range win {
@@ -175,7 +180,7 @@ func sequenceShift(ps []point, a, e int) (sh seqShift, ok bool) {
 		// the difference's standard error: the two medians', and the pace's carried over
 		// the forward passes between the windows' middles
 		dist := (after[len(after)/2].f - before[len(before)/2].f)
-		se := math.Hypot(levelSE(before, after, mb, ma, sk), paceSE*dist)
+		se := math.Hypot(levelSE(before, after, mb, ma, sk, sc), paceSE*dist)
 		if d := ma - mb; d >= s && d >= shiftK*se {
 			sh.long++
 			sh.shift += d
@@ -187,9 +192,10 @@ func sequenceShift(ps []point, a, e int) (sh seqShift, ok bool) {
 
 // levelSE is the standard error of the difference of the median residuals mb and ma of the
 // marks before and after (at pace s): the medians' standard errors (medianSE) of the residuals
-// from their own window's median, combined.
-func levelSE(before, after []point, mb, ma, s float64) float64 {
-	rb, ra := make([]float64, len(before)), make([]float64, len(after))
+// from their own window's median, combined. The residuals live in sc.resB and sc.resA.
+func levelSE(before, after []point, mb, ma, s float64, sc *fitScratch) float64 {
+	rb, ra := grown(sc.resB, len(before)), grown(sc.resA, len(after))
+	sc.resB, sc.resA = rb, ra
 	for i, p := range before {
 		rb[i] = p.t - s*p.f
 	}
@@ -210,16 +216,16 @@ func medianSE(xs []float64, m float64) float64 {
 
 // longIntervals returns the cell's LongIntervals over the full sequences timed (passes[idx] >
 // 0: Figures.PerForwardPasses), nil when none holds a long interval that shifted the chunks
-// after it.
-func longIntervals(fulls []fullSeq, passes []int) *LongIntervals {
+// after it; sc is the working memory.
+func longIntervals(fulls []fullSeq, passes []int, sc *fitScratch) *LongIntervals {
 	var li LongIntervals
 	var shift, decode, without float64
 	var paces []float64
 	for _, q := range fulls {
-		if q.ps == nil || q.idx >= len(passes) || passes[q.idx] == 0 {
+		if !q.known() || q.idx >= len(passes) || passes[q.idx] == 0 {
 			continue
 		}
-		sh, ok := sequenceShift(q.ps, q.con.first, q.end)
+		sh, ok := sequenceShift(q.points(&sc.pts), q.con.first, q.end, sc)
 		if !ok {
 			continue
 		}
@@ -248,22 +254,24 @@ func longIntervals(fulls []fullSeq, passes []int) *LongIntervals {
 // (up to a long interval) — by more than the cell's tolerance jit.beyond(pace), said when their earliness moves
 // fwd by lateSaid or more and their median is beyond anchorK robust deviations of the cell's
 // jitter. The anchor's scan keeps an early first chunk in the figure (a slow
-// first step is a real forward pass of the sequence); this says what it weighs.
-func earlyFirst(f *Figures, fulls []fullSeq, jit jitter) {
+// first step is a real forward pass of the sequence); this says what it weighs. sc is the
+// working memory.
+func earlyFirst(f *Figures, fulls []fullSeq, jit jitter, sc *fitScratch) {
 	var early, tols []float64
 	var anchors []int
 	var heads, onLine float64
 	timed := 0
 	for _, q := range fulls {
-		if q.ps == nil || q.idx >= len(f.PerForwardPasses) || f.PerForwardPasses[q.idx] == 0 {
+		if !q.known() || q.idx >= len(f.PerForwardPasses) || f.PerForwardPasses[q.idx] == 0 {
 			continue
 		}
 		timed++
-		ps, a, e := q.ps, q.con.first, q.end
+		a, e := q.con.first, q.end
 		if e-a < paceSpan+1 {
 			continue
 		}
-		s := localPace(ps[a : e+1])
+		ps := q.points(&sc.pts)
+		s := localPace(ps[a:e+1], &sc.paces)
 		if s <= 0 {
 			continue
 		}
@@ -276,7 +284,7 @@ func earlyFirst(f *Figures, fulls []fullSeq, jit jitter) {
 				break
 			}
 		}
-		if sa := localPace(ps[a+1 : hi+1]); sa > 0 {
+		if sa := localPace(ps[a+1:hi+1], &sc.paces); sa > 0 {
 			s = sa
 		}
 		// the earliest prediction of the anchorNear nearest, as the anchor's scan judges a late

@@ -30,31 +30,34 @@ const (
 	CountsOnePerChunk = "one_per_chunk"
 )
 
-// forwardIndexTok returns s's marks as fit points (arrival ns, forward index; see Figures)
-// and the evidence their forward indices rest on (a Counts constant), nil and "" when
-// unknown: with chunkForwards the mark index; else the cumulative exact token deltas minus
-// the first mark's, when every mark has one (and they sum to an exact count, if there is one);
-// else the mark index when an exact count equals the number of marks (one token per chunk);
-// else, as the last resort when tok is not nil, the per-chunk counts of re-encoding the text
-// with the model's tokenizer under an exact count (chunkTokensByTokenizer), why being that
-// attempt's outcome ("" when not tried). The points (one per mark) are carved from buf.
-func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder, buf *arena[point]) (ps []point, evidence, why string) {
+// fwdKind is how a full sequence's forward indices follow from its marks (see
+// forwardIndexTok): they are not kept per mark but derived again by fullSeq.points, one
+// sequence at a time, so that a cell holds no per-mark fit points.
+type fwdKind uint8
+
+const (
+	// fwdUnknown: the forward indices are not known.
+	fwdUnknown fwdKind = iota
+	// fwdIndex: the mark's index (chunks as forward passes, or one token per chunk).
+	fwdIndex
+	// fwdDeltas: the cumulative exact token deltas minus the first mark's.
+	fwdDeltas
+	// fwdTokenizer: the cumulative tokenizer counts (fullSeq.tokens) minus the first chunk's.
+	fwdTokenizer
+)
+
+// forwardIndexTok returns how s's forward indices follow from its marks (see Figures) and
+// the evidence they rest on (a Counts constant), fwdUnknown and "" when unknown: with
+// chunkForwards the mark index; else the cumulative exact token deltas minus the first
+// mark's, when every mark has one (and they sum to an exact count, if there is one); else
+// the mark index when an exact count equals the number of marks (one token per chunk); else,
+// as the last resort when tok is not nil, the per-chunk counts of re-encoding the text with
+// the model's tokenizer under an exact count (chunkTokensByTokenizer, returned as counts, one
+// per mark), why being that attempt's outcome ("" when not tried).
+func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder) (kind fwdKind, counts []int32, evidence, why string) {
 	n := s.Marks.Len()
-	ps = buf.take(n)
-	points := func(evidence, why string) ([]point, string, string) {
-		for i := range ps {
-			ps[i].t = float64(s.Marks.At(i))
-		}
-		return ps, evidence, why
-	}
-	idx := func(evidence string) ([]point, string, string) {
-		for i := range ps {
-			ps[i].f = float64(i)
-		}
-		return points(evidence, "")
-	}
 	if chunkForwards {
-		return idx(CountsChunkForwards)
+		return fwdIndex, nil, CountsChunkForwards, ""
 	}
 	cum, known := 0, true
 	for i := range n {
@@ -65,37 +68,68 @@ func forwardIndexTok(s *recording.Sequence, chunkForwards bool, tok TokenEnder, 
 			break
 		}
 		cum += int(t)
-		ps[i].f = float64(cum)
 	}
 	exact := exactCount(s)
 	if known && n > 0 && (!exact || cum == s.CompletionTokens) {
-		f0 := ps[0].f
-		for i := range ps {
-			ps[i].f -= f0
-		}
-		return points(deltaEvidence(s), "")
+		return fwdDeltas, nil, deltaEvidence(s), ""
 	}
 	if exact && s.CompletionTokens == n {
-		return idx(CountsOnePerChunk)
+		return fwdIndex, nil, CountsOnePerChunk, ""
 	}
 	if exact && tok != nil && n >= 2 {
 		counts, why := chunkTokensByTokenizer(s, tok)
 		if counts == nil {
-			return nil, "", why
+			return fwdUnknown, nil, "", why
 		}
-		cum := 0
-		for i, c := range counts {
-			cum += int(c)
-			ps[i].f = float64(cum - int(counts[0]))
-		}
-		return points(CountsTokenizer, why)
+		return fwdTokenizer, counts, CountsTokenizer, why
 	}
-	return nil, "", ""
+	return fwdUnknown, nil, "", ""
 }
 
-// arena hands out slices of one buffer: the per-mark slices of a cell's sequences (forward
-// indices, fit points, consistency flags) in one allocation per kind instead of one per
-// sequence. The zero value allocates on first use.
+// known reports whether q's forward indices are known.
+func (q *fullSeq) known() bool { return q.fwd != fwdUnknown }
+
+// points returns q's marks as fit points (arrival ns, forward index; see forwardIndexTok),
+// one per mark, in buf (grown to the marks when short): valid until the next use of buf. It
+// returns nil when the forward indices are unknown.
+func (q *fullSeq) points(buf *[]point) []point {
+	if q.fwd == fwdUnknown {
+		return nil
+	}
+	ms := q.s.Marks
+	ps := grown(*buf, ms.Len())
+	*buf = ps
+	switch q.fwd {
+	case fwdIndex:
+		for i := range ps {
+			ps[i] = point{float64(ms.At(i)), float64(i)}
+		}
+	case fwdDeltas:
+		cum, f0 := 0, 0
+		for i := range ps {
+			m := ms.Get(i)
+			cum += int(m.Tokens)
+			if i == 0 {
+				f0 = cum
+			}
+			ps[i] = point{float64(m.At), float64(cum - f0)}
+		}
+	case fwdTokenizer:
+		cum := 0
+		for i := range ps {
+			ps[i] = point{float64(ms.At(i)), 0}
+		}
+		for i, c := range q.tokens {
+			cum += int(c)
+			ps[i].f = float64(cum - int(q.tokens[0]))
+		}
+	}
+	return ps
+}
+
+// arena hands out slices of one buffer: the per-mark slices of a cell's sequences (the
+// consistency flags) in one allocation instead of one per sequence. The zero value allocates
+// on first use.
 type arena[T any] struct{ buf []T }
 
 // newArena returns an arena of n elements.
@@ -160,23 +194,23 @@ func sequenceFigures(q fullSeq, sc *fitScratch) (sf seqFigures, why string) {
 		return sf, "one chunk"
 	}
 	t0, tl := s.Marks.At(0), s.Marks.At(n-1)
+	ps := q.points(&sc.pts)
 	switch {
-	case q.ps != nil && q.ps[n-1].f > 0:
-		sf.ends = time.Duration(math.Round(float64(tl-t0) / q.ps[n-1].f))
-	case q.ps == nil && exactCount(s) && s.CompletionTokens >= 2:
+	case ps != nil && ps[n-1].f > 0:
+		sf.ends = time.Duration(math.Round(float64(tl-t0) / ps[n-1].f))
+	case ps == nil && exactCount(s) && s.CompletionTokens >= 2:
 		// An exact total, but chunks carry several tokens and which carried how many is
 		// unknown: decode time / (tokens − 1) would assume the first chunk carried one token
 		// (a server that coalesces its first chunks, as TGI does, reads 10–16 % low).
 		return sf, "per-chunk unknown"
-	case q.ps == nil:
+	case ps == nil:
 		return sf, "unverified"
 	default: // every token in the first chunk, later chunks carrying text but no token
 		return sf, "one chunk"
 	}
-	ps := q.ps
 	a := q.con.first
 	sf.skipped = a
-	if a >= n-1 || bunched(s.Marks, q.ps, a) {
+	if a >= n-1 || bunched(s.Marks, ps, a) {
 		return sf, "bunched"
 	}
 	e := q.end
@@ -202,24 +236,35 @@ func sequenceFigures(q fullSeq, sc *fitScratch) (sf seqFigures, why string) {
 // indices, twice: the first scan, at a provisional tolerance of a quarter step, measures the
 // cell's jitter from the residuals of the predicting marks; the second judges every mark
 // against it. It sets each one's consistency and last consistent mark, and returns the
-// jitter.
+// jitter. It keeps the residuals of the first scan (8 bytes per mark) in sc.resid (grown when
+// short) until the jitter is measured, then hands their buffer to sc.fit's slopes, and
+// allocates the consistency flags (1 byte per mark), kept in the sequences.
 func scanAll(fulls []fullSeq, sc *computeScratch) jitter {
 	marks := 0
 	for i := range fulls {
-		marks += len(fulls[i].ps)
+		if fulls[i].known() {
+			marks += fulls[i].s.Marks.Len()
+		}
 	}
-	member := newArena[bool](marks)
-	resid := make([]float64, 0, marks)
+	resid := sc.resid[:0]
+	if cap(resid) < marks {
+		resid = make([]float64, 0, marks)
+	}
 	for i := range fulls {
-		if q := &fulls[i]; q.ps != nil {
-			scan(q.ps, provisionalTol, looseTol, &resid, &sc.scan, nil)
+		if ps := fulls[i].points(&sc.fit.pts); ps != nil {
+			scan(ps, provisionalTol, looseTol, &resid, &sc.scan, nil)
 		}
 	}
 	j := measureJitter(resid)
+	// the residuals are spent: their buffer becomes the fits' slopes (sequenceFigures, and
+	// the window's pooled fit, whose bracket of slopes it holds without growing)
+	sc.fit.slopes, sc.resid = resid[:0], nil
+	member := newArena[bool](marks)
 	for i := range fulls {
-		if q := &fulls[i]; q.ps != nil {
-			q.con = scan(q.ps, j.tol, j.ref, nil, &sc.scan, member.take(len(q.ps)))
-			q.end = scanEnd(q.ps, q.con.first, j)
+		q := &fulls[i]
+		if ps := q.points(&sc.fit.pts); ps != nil {
+			q.con = scan(ps, j.tol, j.ref, nil, &sc.scan, member.take(len(ps)))
+			q.end = scanEnd(ps, q.con.first, j)
 		}
 	}
 	return j

@@ -79,7 +79,8 @@ func TestChunkCountsFromTheTokenizer(t *testing.T) {
 
 // TestComputeWithTheTokenizer: with only exact totals and chunks of 1–3 tokens, fwd is absent
 // (which chunk carried how many is unknown) until Options.Tokenizer gives the counts; then it
-// is the true 5 ms per token, and the figures say it rests on the tokenizer.
+// is the true 5 ms per token, by every estimator, and the figures say it rests on the
+// tokenizer.
 func TestComputeWithTheTokenizer(t *testing.T) {
 	tok, err := tokenizer.Default()
 	if err != nil {
@@ -102,6 +103,11 @@ func TestComputeWithTheTokenizer(t *testing.T) {
 	}
 	if !with.Window.Valid || with.Window.PerStep != 5*time.Millisecond {
 		t.Errorf("window %+v", with.Window)
+	}
+	// the forward indices count from the first chunk's last token: decode time / (tokens −
+	// the first chunk's)
+	if e := with.PerForwardEndpoints; e.N != 4 || e.Mean != 5*time.Millisecond {
+		t.Errorf("with the tokenizer: endpoints %+v, want 4 × 5 ms", e)
 	}
 }
 

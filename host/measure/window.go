@@ -12,15 +12,16 @@ import (
 	"github.com/genload/genload/host/sse"
 )
 
-// fullSeq is a full sequence: its index in Result.Sequences, its marks as fit points (arrival
-// ns, forward index: nil when the forward indices are unknown; see Figures and
-// forwardIndexTok) and what the forward indices rest on (a Counts constant), and the marks'
-// consistency scan (see scan; set by scanAll).
+// fullSeq is a full sequence: its index in Result.Sequences, how its forward indices follow
+// from its marks (fwd, with the tokenizer's per-chunk counts in tokens; see Figures and
+// forwardIndexTok: its marks as fit points are points) and what they rest on (a Counts
+// constant), and the marks' consistency scan (see scan; set by scanAll).
 type fullSeq struct {
 	idx    int
 	s      *recording.Sequence
 	counts string
-	ps     []point
+	fwd    fwdKind
+	tokens []int32 // fwdTokenizer: the tokens of each chunk, one count per mark
 	con    consistency
 	end    int // the last consistent mark (scanEnd)
 }
@@ -68,11 +69,11 @@ func window(seqs []fullSeq, tokensPerChunk float64, sc *computeScratch) Window {
 		return w
 	}
 	for _, s := range seqs {
-		if s.ps == nil && !exactCount(s.s) {
+		if !s.known() && !exactCount(s.s) {
 			w.Reason = "token counts unverified (no usable usage, chunks may carry several tokens): the forward passes in the window cannot be counted"
 			return w
 		}
-		if s.ps == nil {
+		if !s.known() {
 			w.Reason = fmt.Sprintf("per-chunk token counts unknown (chunks carry %.2f tokens on average, no per-chunk usage): the forward passes in the window cannot be counted", tokensPerChunk)
 			return w
 		}
@@ -81,7 +82,7 @@ func window(seqs []fullSeq, tokensPerChunk float64, sc *computeScratch) Window {
 	// after start less half its median interval per forward pass (the chunks of one step
 	// arrive together, but not in one order) — then its first consistent mark from there
 	ms, n := ref.s.Marks, ref.s.Marks.Len()
-	ps := ref.ps
+	ps := ref.points(&sc.fit.pts)
 	half := time.Duration(medianPass(ps, &sc.scan.rates) / 2)
 	k := min(sort.Search(n, func(i int) bool { return ms.At(i) >= start-half }), n-1)
 	k2 := k
@@ -89,15 +90,15 @@ func window(seqs []fullSeq, tokensPerChunk float64, sc *computeScratch) Window {
 		k2++
 	}
 	e := max(ref.end, k2)
-	w.Steps, w.Trail = int(math.Round(ref.ps[e].f-ref.ps[k2].f)), int(math.Round(ref.ps[n-1].f-ref.ps[e].f))
+	w.Steps, w.Trail = int(math.Round(ps[e].f-ps[k2].f)), int(math.Round(ps[n-1].f-ps[e].f))
 	if w.Steps == 0 {
 		w.Reason = "no forward pass inside the window"
 		return w
 	}
-	if d := ref.ps[n-1].f - ref.ps[k].f; d > 0 {
+	if d := ps[n-1].f - ps[k].f; d > 0 {
 		w.Endpoints = time.Duration(math.Round(float64(end-start) / d))
 	}
-	if bunched(ms, ref.ps, k2) {
+	if bunched(ms, ps, k2) {
 		w.Reason = "the chunks of the window's reference sequence arrived mostly together (over half of their intervals under a tenth of its mean forward pass): the forward passes cannot be timed"
 		return w
 	}
@@ -121,9 +122,10 @@ func pooledFit(seqs []fullSeq, start, end time.Duration, sc *computeScratch) (fl
 	p.reset(&sc.fit, len(seqs))
 	for _, s := range seqs {
 		in := sc.window[:0]
+		ps := s.points(&sc.fit.pts)
 		for i := range s.s.Marks.Len() {
 			if t := s.s.Marks.At(i); t >= start && t <= end && s.con.member[i] {
-				in = append(in, point{float64(t), s.ps[i].f})
+				in = append(in, point{float64(t), ps[i].f})
 			}
 		}
 		sc.window = in
