@@ -104,7 +104,8 @@ TEST_PKGS   = $$({ printf '$(MODULE)/%s\n' $(SLOW_PKGS:./%=%); $(GO) list ./...;
 #   cell lost its per-forward figure (1 run in 4). Beside the conformance suite, which needs
 #   little of the cores and has the priority, they run on what it leaves.
 # From a clean clone with an empty build cache on 2 cores: 380 s with every phase one after
-# the other, 338 s in two lanes with the race tests (compiled then) after both.
+# the other, 338 s in two lanes with the race tests (compiled then) after both, 325 s with
+# this graph and no DWARF (another process busy beside it: load average 3; 570 CPU-s).
 PHASES := phase-conformance phase-race phase-k8s
 .PHONY: test-phases $(PHASES) phase-plain phase-lint phase-race-build race-build
 # The test builds compile without DWARF (the compiler's debug information, which no test reads:
@@ -112,7 +113,6 @@ PHASES := phase-conformance phase-race phase-k8s
 # empty cache (139 → 122 CPU-s). Set in GOFLAGS, so that go vet, go test and staticcheck's own
 # go list build the packages alike and share the build cache.
 TEST_GOFLAGS := -gcflags=all=-dwarf=false -ldflags=-w
-RACE_AFTER   ?= phase-plain
 test: plugins $(TESTSUM)
 	@rm -rf $(RECORDS) $(OUTCOMES) && mkdir -p $(RECORDS)
 	GOFLAGS="$(strip $(GOFLAGS) $(TEST_GOFLAGS))" $(MAKE) --no-print-directory -j2 test-phases
@@ -129,7 +129,7 @@ phase-lint:
 	$(MAKE) --no-print-directory lint
 phase-race-build: phase-lint
 	$(MAKE) --no-print-directory race-build
-phase-race: $(RACE_AFTER) phase-race-build
+phase-race: phase-plain phase-race-build
 	$(MAKE) --no-print-directory race-pkgs
 phase-k8s: phase-race-build
 	$(MAKE) --no-print-directory test-k8s
