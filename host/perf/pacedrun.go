@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/genload/genload/host/internal/procstat"
 )
 
 // PacedCell is one cell of the paced-stream rows: N streams of one step server, sent as N
@@ -94,12 +96,12 @@ func (r *Runner) RunProc(ctx context.Context, timeout time.Duration, env []strin
 	cmd.Env = append(append(os.Environ(), r.Env...), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	busy0, total0, _ := cpuJiffies()
+	cpu0, _ := procstat.Read()
 	srv0 := procCPU(r.ServerPID)
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
-	busy1, total1, _ := cpuJiffies()
+	cpu1, _ := procstat.Read()
 	srv := procCPU(r.ServerPID) - srv0
 	p := Proc{Wall: wall, Stdout: out.Bytes()}
 	if cmd.ProcessState != nil {
@@ -108,8 +110,8 @@ func (r *Runner) RunProc(ctx context.Context, timeout time.Duration, env []strin
 			p.MaxRSS = float64(ru.Maxrss) / 1024 // KiB on Linux
 		}
 		r.Own += p.CPU + srv
-		if total1 > total0 && wall > 0 {
-			busyCores := float64(busy1-busy0) / float64(total1-total0) * float64(numCPU())
+		if cpu1.Total > cpu0.Total && wall > 0 {
+			busyCores, _ := cpu1.Since(cpu0, numCPU())
 			r.Loads = append(r.Loads, max(0, busyCores-(p.CPU+srv).Seconds()/wall.Seconds()))
 		}
 	}

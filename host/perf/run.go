@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/genload/genload/host/internal/procstat"
 )
 
 // Job is one invocation of a package's compiled test binary per round.
@@ -116,12 +118,12 @@ func (r *Runner) RunJob(ctx context.Context, j Job, rnd int, s *Samples) error {
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
-	busy0, total0, _ := cpuJiffies()
+	cpu0, _ := procstat.Read()
 	srv0 := procCPU(r.ServerPID)
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
-	busy1, total1, _ := cpuJiffies()
+	cpu1, _ := procstat.Read()
 	srv := procCPU(r.ServerPID) - srv0
 	if r.Log != nil {
 		fmt.Fprintf(r.Log, "### round %d: %s -test.bench %q -test.benchtime %s\n%s\n", rnd+1, j.Pkg, j.Bench, j.Benchtime, out.Bytes())
@@ -130,9 +132,8 @@ func (r *Runner) RunJob(ctx context.Context, j Job, rnd int, s *Samples) error {
 	if cmd.ProcessState != nil {
 		own = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime() + srv
 		r.Own += own
-		if total1 > total0 && wall > 0 {
-			ncpu := float64(numCPU())
-			busyCores := float64(busy1-busy0) / float64(total1-total0) * ncpu
+		if cpu1.Total > cpu0.Total && wall > 0 {
+			busyCores, _ := cpu1.Since(cpu0, numCPU())
 			r.Loads = append(r.Loads, max(0, busyCores-own.Seconds()/wall.Seconds()))
 		}
 	}
@@ -156,29 +157,6 @@ func (r *Runner) RunJob(ctx context.Context, j Job, rnd int, s *Samples) error {
 		}
 	}
 	return nil
-}
-
-// cpuJiffies returns the busy and total jiffies of the aggregate "cpu" line of /proc/stat
-// (busy = total − idle − iowait).
-func cpuJiffies() (busy, total uint64, err error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	f := strings.Fields(string(line))
-	if len(f) < 6 || f[0] != "cpu" {
-		return 0, 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
-	}
-	var idle uint64
-	for i, x := range f[1:] {
-		v, _ := strconv.ParseUint(x, 10, 64)
-		total += v
-		if i == 3 || i == 4 { // idle, iowait
-			idle += v
-		}
-	}
-	return total - idle, total, nil
 }
 
 func numCPU() int { return runtime.NumCPU() }

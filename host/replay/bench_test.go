@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/engine"
+	"github.com/genload/genload/host/internal/procstat"
 	"github.com/genload/genload/host/records"
 	"github.com/genload/genload/host/trace"
 )
@@ -17,9 +19,12 @@ import (
 // BenchmarkReplaySendLag replays 600 requests at 200 requests/s (3 s) against the built-in
 // engine (MoE profile, time scale 0.05) in the same process and reports the client's send lag
 // behind its schedule (connecting included): lag-p50-ms, lag-p99-ms, lag-max-ms, late-1ms
-// (requests sent more than 1 ms late) and dialled (requests that waited for a new connection). Prompts are 1,000–3,000 tokens with 16–80 output tokens and a 512-token
-// prefix shared by every fourth, so about 40 requests are in flight. Each iteration is one
-// whole replay; run it with -benchtime 1x:
+// (requests sent more than 1 ms late), dialled (requests that waited for a new connection),
+// and the machine's state over the replay: busy-cores (every process's) and steal-% (the
+// share of the guest's CPU time its hypervisor ran something else: a stolen millisecond is a
+// send up to a millisecond late, whatever the client does). Prompts are 1,000–3,000 tokens
+// with 16–80 output tokens and a 512-token prefix shared by every fourth, so about 40 requests
+// are in flight. Each iteration is one whole replay; run it with -benchtime 1x:
 //
 //	go test -run '^$' -bench ReplaySendLag -benchtime 1x ./host/replay
 func BenchmarkReplaySendLag(b *testing.B) {
@@ -89,6 +94,7 @@ func benchSendLagSpares(b *testing.B, bl Blocks, url, model string, spares int) 
 	}
 	defer client.Close()
 	var sum *Summary
+	cpu0, _ := procstat.Read()
 	for i := 0; b.Loop(); i++ {
 		path := filepath.Join(b.TempDir(), fmt.Sprintf("r%d.jsonl", i))
 		sum, err = Run(context.Background(), Options{Schedule: s, Blocks: bl, Sender: client, Records: path, Header: records.Header{ID: "bench"}})
@@ -98,6 +104,11 @@ func benchSendLagSpares(b *testing.B, bl Blocks, url, model string, spares int) 
 		if sum.OK != n {
 			b.Fatalf("%d of %d requests ok: %s", sum.OK, n, sum.FirstError)
 		}
+	}
+	if cpu1, err := procstat.Read(); err == nil {
+		busy, steal := cpu1.Since(cpu0, runtime.NumCPU())
+		b.ReportMetric(busy, "busy-cores")
+		b.ReportMetric(100*steal, "steal-%")
 	}
 	b.ReportMetric(sum.Lag.P50, "lag-p50-ms")
 	b.ReportMetric(sum.Lag.P99, "lag-p99-ms")
