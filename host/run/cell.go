@@ -208,7 +208,8 @@ func (r *cellRunner) send(ctx context.Context, plan *plan.Plan, rec *results.Cel
 			rec.CacheBefore = cacheBefore(res, false)
 		}
 		r.records.add(plan.Cell, "measured", plan, res)
-		rec.Client = &res.Client
+		load := res.Client // a copy: a pointer into res would keep the whole recording alive with rec
+		rec.Client = &load
 	}
 	if err == nil && r.router != nil {
 		err = r.router.Complete(ctx, completions(res, plan.Lengths.Each))

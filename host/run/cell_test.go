@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
@@ -354,6 +356,34 @@ func TestCellSaysTheClientWasTheBottleneck(t *testing.T) {
 			t.Fatalf("busy client %v, warnings:\n%s", busy, strings.Join(rec.Warnings, "\n"))
 		}
 	}
+}
+
+// A cell's record keeps the figures, not the recording they came from: once measure has
+// returned, the recording (every request's marks and bodies) can be collected while the
+// record lives on, as a run of many cells keeps every cell's record.
+func TestTheRecordDoesNotKeepTheRecording(t *testing.T) {
+	cfg := fakeCfg(t, "array")
+	var held weak.Pointer[recording.Result]
+	d := &canned{rec: func(p *plan.Plan) *recording.Result {
+		res := lockstep(p, 20*time.Millisecond, 2*time.Millisecond)
+		res.Client = recording.ClientLoad{CPU: 20 * time.Millisecond, Wall: 100 * time.Millisecond, Cores: 2, CPUShare: 0.1}
+		held = weak.Make(res)
+		return res
+	}}
+	cr := &cellRunner{cfg: cfg, client: d, stages: plan.Stages{Shape: recording.ModeArray,
+		Lengths: lengths.Stage{Source: fakeLengths{100, 100, 100, 100}, Lo: 80, Hi: 150}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	rec, err := cr.measure(context.Background(), matrix.Cell{Index: 0, SeqLen: 100, Batch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	if held.Value() != nil {
+		t.Fatal("the recording is still reachable after measure returned")
+	}
+	if rec.Client == nil || rec.Client.CPU != 20*time.Millisecond || rec.Figures == nil {
+		t.Fatalf("the record lost its client load %+v or figures", rec.Client)
+	}
+	runtime.KeepAlive(rec)
 }
 
 // A body write delays the first token only: a clean server's 0.5 ms of a 20 ms TTFT is said
