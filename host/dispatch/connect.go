@@ -70,23 +70,27 @@ func (c *Client) dial(addr string) (net.Conn, error) {
 			return t, nil
 		}
 	}
-	t, err := c.dialNew(addr)
+	t, err := c.dialNew(addr, true)
 	if err != nil {
-		return nil, err
+		return nil, err // not t: a nil *trackedConn in a net.Conn is not a nil net.Conn
 	}
 	return t, nil
 }
 
-// dialNew connects to addr over TCP (within Options.ConnectTimeout), recording how long that
-// took, and registers the connection in c.conns until it is closed.
-func (c *Client) dialNew(addr string) (*trackedConn, error) {
+// dialNew connects to addr over TCP (within Options.ConnectTimeout) and registers the
+// connection in c.conns until it is closed; it records how long connecting took when a
+// request waits for it (waited), and 0 for a spare dialled ahead of need.
+func (c *Client) dialNew(addr string, waited bool) (*trackedConn, error) {
 	d := net.Dialer{Timeout: c.opts.ConnectTimeout}
 	began := time.Now()
 	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	t := &trackedConn{Conn: conn, set: &c.conns, key: conn.LocalAddr(), connect: time.Since(began)}
+	t := &trackedConn{Conn: conn, set: &c.conns, key: conn.LocalAddr()}
+	if waited {
+		t.connect = time.Since(began)
+	}
 	c.conns.mu.Lock()
 	c.conns.m[t.key] = t
 	c.conns.mu.Unlock()
@@ -94,22 +98,14 @@ func (c *Client) dialNew(addr string) (*trackedConn, error) {
 }
 
 // dialSpare is dialNew for a spare: no request waits for its connect.
-func (c *Client) dialSpare(addr string) (*trackedConn, error) {
-	t, err := c.dialNew(addr)
-	if err != nil {
-		return nil, err
-	}
-	t.connect = 0
-	return t, nil
-}
+func (c *Client) dialSpare(addr string) (*trackedConn, error) { return c.dialNew(addr, false) }
 
 // trackedConn is a connection of the Client's connSet that records when its writes of a
 // request began and ended.
 type trackedConn struct {
 	net.Conn
-	set  *connSet
-	key  net.Addr
-	once sync.Once
+	set *connSet
+	key net.Addr
 	// from is when the first Write since the last Read began and wrote when the last Write
 	// returned, as offsets from writeBase (ns): a request's writes are consecutive, then its
 	// response is read, so after its round trip they span its Request.Write; read marks that a
@@ -120,7 +116,7 @@ type trackedConn struct {
 	// that (connTimes), and taken marks that one has.
 	connect time.Duration
 	taken   atomic.Bool
-	// closed is set by Close.
+	// closed is set by the first Close, which removes the connection from its set.
 	closed atomic.Bool
 }
 
@@ -184,14 +180,13 @@ func (t *trackedConn) writeSpan() time.Duration {
 	return time.Duration(w - f)
 }
 
-// Close removes the connection from its set (once) and closes it.
+// Close removes the connection from its set (the first time) and closes it.
 func (t *trackedConn) Close() error {
-	t.closed.Store(true)
-	t.once.Do(func() {
+	if !t.closed.Swap(true) {
 		t.set.mu.Lock()
 		delete(t.set.m, t.key)
 		t.set.mu.Unlock()
-	})
+	}
 	return t.Conn.Close()
 }
 

@@ -140,3 +140,35 @@ func TestSparesAreReplacedBeforeTheirAge(t *testing.T) {
 		t.Errorf("%d dials after close", m-n)
 	}
 }
+
+// A tracked connection leaves the Client's set at its first Close (a later one changes
+// nothing), and records its connect time only when a request waits for it.
+func TestTrackedConnLeavesItsSetAtItsFirstClose(t *testing.T) {
+	s := newFakeServer(t)
+	c, _ := New(Options{Target: s.URL})
+	defer c.Close()
+	addr := strings.TrimPrefix(s.URL, "http://")
+	waited, err := c.dialNew(addr, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spare, err := c.dialSpare(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waited.connect <= 0 || spare.connect != 0 {
+		t.Errorf("connect times %v (waited) and %v (spare), want the dial's and 0", waited.connect, spare.connect)
+	}
+	if n := c.OpenConns(); n != 2 {
+		t.Fatalf("%d connections open, want 2", n)
+	}
+	_ = waited.Close()
+	if n := c.OpenConns(); n != 1 {
+		t.Fatalf("%d connections open after one Close, want 1", n)
+	}
+	_ = waited.Close()
+	_ = spare.Close()
+	if n := c.OpenConns(); n != 0 {
+		t.Fatalf("%d connections open after both closed, want 0", n)
+	}
+}
