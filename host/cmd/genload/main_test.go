@@ -130,7 +130,7 @@ time_scale = 1 # steps of ≥ 3.5 ms: a loaded or -race client still reads chunk
 			t.Errorf("%s: completion %d short %d errors %v", c.Cell.Key(), f.CompletionTokens, f.Short, f.Errors)
 		}
 		if f.PerForward.Mean <= 0 || f.PerForward.P50 < f.PerForward.Min || f.PerForward.P90 > f.PerForward.Max {
-			t.Errorf("%s: per-forward %+v", c.Cell.Key(), f.PerForward)
+			t.Errorf("%s: per-forward %+v (reason %q, warnings %q)", c.Cell.Key(), f.PerForward, f.PerForwardReason, c.Warnings)
 		}
 		// Gamma lengths of an unclamped cell average L within 0.5 %.
 		if c.Lengths.Clamped == 0 && (c.Lengths.Mean < 0.995*float64(c.Cell.SeqLen) || c.Lengths.Mean > 1.005*float64(c.Cell.SeqLen)) {
