@@ -87,27 +87,24 @@ CONFORMANCE := ./host/internal/conformance
 MODULE      := github.com/genload/genload
 SLOW_PKGS   := ./host/cmd/genload ./host/tokenizer ./host/latmodel ./host/run ./host/htmlreport ./host/prompt ./host/plugin ./host/sweep ./host/internal/clientcheck
 TEST_PKGS   = $$({ printf '$(MODULE)/%s\n' $(SLOW_PKGS:./%=%); $(GO) list ./...; } | awk '!seen[$$0]++' | grep -v '/host/internal/conformance$$')
-# make test runs its phases two at a time (make -j2 over the graph below), then the
-# client-against-engine checks under the race detector alone:
-#   test-plain ──────────┬─> conformance
-#   lint ─> race-build ──┴─> race-pkgs
-#                 └─> test-k8s
-# - the plain tests and the conformance suite run at normal priority: their engines keep
-#   time in real time and leave most of a core idle (the conformance suite uses 0.2 of the
-#   two cores for a minute);
-# - lint (go vet, staticcheck), race-build (the race-detector test binaries compiled and
-#   linked, no test run) and tools/k8s only compile and analyse: niced (nice 10 weighs 110
-#   against 1024), they take the cores the tests leave idle and yield them at once when a
-#   test's engine or client wakes;
-# - the race-detector tests (race-pkgs, niced) wait for the plain tests: niced beside them,
-#   TestRunOnTheBuiltinEngine's race-built client fell behind a B = 1 cell's chunks and the
-#   cell lost its per-forward figure (1 run in 4). Beside the conformance suite, which needs
-#   little of the cores and has the priority, they run on what it leaves.
-# From a clean clone with an empty build cache on 2 cores: 380 s with every phase one after
-# the other, 338 s in two lanes with the race tests (compiled then) after both, 325 s with
-# this graph and no DWARF (another process busy beside it: load average 3; 570 CPU-s).
-PHASES := phase-conformance phase-race phase-k8s
-.PHONY: test-phases $(PHASES) phase-plain phase-lint phase-race-build race-build
+# make test runs its phases two at a time (make -j2 over two chains):
+#   timing:  test-plain ─> conformance ─> race-pkgs ─> race-alone
+#   compute: race-build ─> lint ─> test-k8s                 (niced)
+#   (race-pkgs also waits for race-build)
+# - the timing chain holds every phase whose tests keep time in real time (engines, clients,
+#   the conformance suite's 1 % checks), one after another at normal priority: two of them
+#   side by side, or one niced beside a compile of the same niceness, lost figures (a
+#   race-built client fell behind a B = 1 cell's chunks beside tools/k8s's compile);
+# - the compute chain only compiles and analyses, niced (nice 10 weighs 110 against 1024):
+#   it takes the cores the timing chain leaves idle and yields them when an engine or a
+#   client wakes. It begins with the race-detector build (flags of its own, so nothing it
+#   compiles is compiled by the plain tests too) and runs lint after it: go vet started
+#   beside the plain tests compiled the same packages at the same time (the build cache does
+#   not join two processes' compiles of one package): 183 CPU-s and 93 s for vet beside the
+#   plain test build from an empty cache, against 142 CPU-s and 74 s one after the other.
+# Measured from a clean clone with an empty build cache on 2 cores: see README.
+PHASES := phase-race-alone phase-k8s
+.PHONY: test-phases $(PHASES) phase-plain phase-conformance phase-race phase-lint phase-race-build race-build
 # The test builds compile without DWARF (the compiler's debug information, which no test reads:
 # stack traces come from the symbol table): 12 % less CPU for the race-detector build from an
 # empty cache (139 → 122 CPU-s). Set in GOFLAGS, so that go vet, go test and staticcheck's own
@@ -116,7 +113,6 @@ TEST_GOFLAGS := -gcflags=all=-dwarf=false -ldflags=-w
 test: plugins $(TESTSUM)
 	@rm -rf $(RECORDS) $(OUTCOMES) && mkdir -p $(RECORDS)
 	GOFLAGS="$(strip $(GOFLAGS) $(TEST_GOFLAGS))" $(MAKE) --no-print-directory -j2 test-phases
-	GOFLAGS="$(strip $(GOFLAGS) $(TEST_GOFLAGS))" $(MAKE) --no-print-directory race-alone
 	@cat $(RECORDS)/*.jsonl > $(OUTCOMES)
 	@$(TESTSUM) -summary $(OUTCOMES)
 
@@ -125,13 +121,15 @@ phase-plain:
 	$(MAKE) --no-print-directory test-plain
 phase-conformance: phase-plain
 	$(MAKE) --no-print-directory conformance
-phase-lint:
-	$(MAKE) --no-print-directory lint
-phase-race-build: phase-lint
-	$(MAKE) --no-print-directory race-build
-phase-race: phase-plain phase-race-build
+phase-race: phase-conformance phase-race-build
 	$(MAKE) --no-print-directory race-pkgs
-phase-k8s: phase-race-build
+phase-race-alone: phase-race
+	$(MAKE) --no-print-directory race-alone
+phase-race-build:
+	$(MAKE) --no-print-directory race-build
+phase-lint: phase-race-build
+	$(MAKE) --no-print-directory lint
+phase-k8s: phase-lint
 	$(MAKE) --no-print-directory test-k8s
 
 conformance: $(TESTSUM)
@@ -154,19 +152,20 @@ test-k8s: $(TESTSUM)
 # sync.Pool), and the clients that read streams with it are raced in host/dispatch. Their tests
 # that would only repeat under the detector what lighter ones race, or whose verdict is a
 # timing the detector's slower client cannot keep, skip there (plainOnly, with their reason).
-# They run niced: in make test they go after the plain tests, beside the conformance suite or
-# tools/k8s, and take the cores those leave idle. The client-against-engine checks compare
-# timings within 10 %, so they run alone, not beside the other race-instrumented test binaries.
+# In make test they run after the conformance suite, at normal priority, beside only the niced
+# compute chain. The client-against-engine checks compare timings within 10 %, so they run
+# after them, not beside the other race-instrumented test binaries.
 RACE_PKGS := ./host/cmd/genload ./host/run ./host/sweep ./host/dispatch ./host/replay ./host/engine ./host/scrape
 race: race-pkgs race-alone
 # The race-detector test binaries built (the standard library and every dependency compiled
 # with the detector) and run with no test, so that race-pkgs and race-alone then find them in
-# the build cache: in make test this compiling goes niced beside the plain tests.
+# the build cache: in make test this compiling goes niced beside the plain tests, first in the
+# compute chain.
 race-build:
 	nice -n 10 $(GO) test -count=1 -vet=off -race -run '^$$' $(RACE_PKGS) ./host/internal/clientcheck > /dev/null
 race-pkgs: $(TESTSUM)
 	@mkdir -p $(RECORDS)
-	nice -n 10 $(GOTEST) -race $(RACE_PKGS) | $(TESTSUM) -record $(RECORDS)/race.jsonl
+	$(GOTEST) -race $(RACE_PKGS) | $(TESTSUM) -record $(RECORDS)/race.jsonl
 race-alone: $(TESTSUM)
 	@mkdir -p $(RECORDS)
 	$(GOTEST) -race ./host/internal/clientcheck | $(TESTSUM) -record $(RECORDS)/race-clientcheck.jsonl
