@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -445,6 +446,29 @@ func TestInterruptedCellHasNoMetricsWarning(t *testing.T) {
 	for _, w := range rec.Warnings {
 		if strings.HasPrefix(w, "metrics: ") {
 			t.Errorf("interrupted cell warns %q", w)
+		}
+	}
+}
+
+// A cell is planned at the collector target planGCPercent unless the process's own is lower
+// or off, and the process's target is back when planning returns.
+func TestPlanningLowersTheCollectorTargetOnlyWhilePlanning(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(orig) })
+	for _, tc := range []struct{ process, during int }{
+		{100, planGCPercent},
+		{400, planGCPercent},
+		{planGCPercent / 2, planGCPercent / 2},
+		{-1, -1}, // GOGC=off
+	} {
+		debug.SetGCPercent(tc.process)
+		during := 0
+		planning(func() {
+			during = debug.SetGCPercent(12345)
+			debug.SetGCPercent(during)
+		})
+		if after := debug.SetGCPercent(tc.process); during != tc.during || after != tc.process {
+			t.Errorf("process GOGC %d: %d while planning, %d after; want %d, %d", tc.process, during, after, tc.during, tc.process)
 		}
 	}
 }
