@@ -152,15 +152,17 @@ func (r *cellRunner) plan(ctx context.Context, c matrix.Cell) (planned, error) {
 // planGCPercent is the collector's target (GOGC) while a cell is planned. Planning tokenizes
 // every prompt's corpus row and keeps a fraction of what it allocates (1,024 rows of 128
 // tokens: about 50 MB allocated, 18 MB live after), so at the default of 100 the heap grew
-// to twice its live size and that high-water mark was the run's peak RSS: an array cell of
-// N = 1,024 peaked at 69–72 MB, 59–60 MB at 50, for 6 more collections (15 ms of collector
-// CPU). The measured requests run at the process's own target.
+// to twice its live size while planning and that high-water mark stayed resident through the
+// cell, the run's peak RSS: an array cell of N = 1,024 peaked at 66–70 MB, 60–61 MB at 50,
+// for 6 more collections (15 ms of collector CPU) before the cell's first request; a run of
+// the 13 cells of L = 16,000 collects 20 times instead of 15. The requests run at the
+// process's own target. Collecting and returning the plan's garbage to the OS after planning
+// as well (debug.FreeOSMemory) gave 58–60 MB, but 31 collections in that run and more cells
+// of the built-in engine over their planned step time on a busy host: not done.
 const planGCPercent = 50
 
 // planning runs build, a cell's planning, at the collector target planGCPercent (or the
-// process's, when that is lower or off), then restores the process's target, collects and
-// returns the freed memory to the OS: the plan's garbage is neither held through the cell's
-// requests nor collected among them.
+// process's, when that is lower or off), then restores the process's target.
 func planning(build func()) {
 	prev := debug.SetGCPercent(planGCPercent)
 	if prev < planGCPercent {
@@ -168,7 +170,6 @@ func planning(build func()) {
 	}
 	build()
 	debug.SetGCPercent(prev)
-	debug.FreeOSMemory()
 }
 
 // measurePlan measures a planned cell: the warmup, the measured requests and the figures.
