@@ -103,6 +103,7 @@ TEST_PKGS   = $$({ printf '$(MODULE)/%s\n' $(SLOW_PKGS:./%=%); $(GO) list ./...;
 #   not join two processes' compiles of one package): 183 CPU-s and 93 s for vet beside the
 #   plain test build from an empty cache, against 142 CPU-s and 74 s one after the other.
 # From a clean clone with an empty build cache on 2 cores (a quiet host): 277 s and 280 s,
+# 299 s and 301 s inside .ci/run (the plain tests 16 s longer),
 # against 325 s for the earlier graph (vet beside the plain tests, the race tests niced
 # beside tools/k8s; measured beside another busy process).
 PHASES := phase-race-alone phase-k8s
