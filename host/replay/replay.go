@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/genload/genload/host/internal/clock"
+	"github.com/genload/genload/host/internal/gcphase"
 	"github.com/genload/genload/host/plan"
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/records"
@@ -73,11 +73,7 @@ const sendGCPercent = 400
 // size between cycles instead of 2×.
 func sendPhaseGC() (restore func()) {
 	runtime.GC()
-	old := debug.SetGCPercent(sendGCPercent)
-	if old < 0 || old > sendGCPercent { // off, or already higher: keep it
-		debug.SetGCPercent(old)
-	}
-	return func() { debug.SetGCPercent(old) }
+	return gcphase.Raise(sendGCPercent)
 }
 
 // Run builds the schedule's prompts, then sends every item at t₀ + At and appends each

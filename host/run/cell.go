@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"time"
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/dispatch"
 	"github.com/genload/genload/host/exitcode"
+	"github.com/genload/genload/host/internal/gcphase"
 	"github.com/genload/genload/host/lengths"
 	"github.com/genload/genload/host/matrix"
 	"github.com/genload/genload/host/measure"
@@ -164,12 +164,8 @@ const planGCPercent = 50
 // planning runs build, a cell's planning, at the collector target planGCPercent (or the
 // process's, when that is lower or off), then restores the process's target.
 func planning(build func()) {
-	prev := debug.SetGCPercent(planGCPercent)
-	if prev < planGCPercent {
-		debug.SetGCPercent(prev)
-	}
+	defer gcphase.Lower(planGCPercent)()
 	build()
-	debug.SetGCPercent(prev)
 }
 
 // measurePlan measures a planned cell: the warmup, the measured requests and the figures.
