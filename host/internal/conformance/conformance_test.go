@@ -747,15 +747,13 @@ func notLate(t *testing.T, c *results.Cell, tr *cellTruth) {
 	if !ok {
 		return
 	}
-	engineLate, clientLate := math.Inf(-1), float64(c.Figures.TTFT.P50)/1e6-tr.ttft
+	of, clientLate := stats.Median, measure.Ms(c.Figures.TTFT.P50)-tr.ttft
 	if 2*k <= n {
-		clientLate = float64(c.Figures.TTFT.Max)/1e6 - tr.ttftMax
+		of, clientLate = slices.Max[[]float64], measure.Ms(c.Figures.TTFT.Max)-tr.ttftMax
 	}
+	engineLate := math.Inf(-1)
 	if len(tr.firstLate) > 0 {
-		engineLate = stats.Median(tr.firstLate)
-		if 2*k <= n {
-			engineLate = slices.Max(tr.firstLate)
-		}
+		engineLate = of(tr.firstLate)
 	}
 	if max(engineLate, clientLate) < said/2 {
 		t.Errorf("%s: a staggered start called late (+%.1f ms), while the engine's first tokens came %+.2f ms against the line of the tokens right after them and the client's TTFT %+.2f ms beyond the engine's (of %d of %d late: medians over half, else the largest): %q",
