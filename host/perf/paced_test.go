@@ -169,6 +169,47 @@ func TestWritePacedTable(t *testing.T) {
 	}
 }
 
+// A miss against the asyncio client is told apart: that client fell behind (cannot tell), or
+// the raw-socket client is above the goal itself (the floor is named), or a plain miss.
+func TestPacedAsyncioVerdicts(t *testing.T) {
+	cells := []PacedCell{{"routed", time.Millisecond, 64}, {"routed", 2 * time.Millisecond, 64}, {"routed", 10 * time.Millisecond, 64}, {"array", time.Millisecond, 64}}
+	// CPU per token (µs) of genload, raw, asyncio, and whether asyncio kept up, per cell.
+	figs := []struct {
+		cpu  [3]float64
+		kept [3]bool
+	}{
+		{[3]float64{8, 8, 20}, [3]bool{false, false, true}},  // 0.4×, asyncio behind in 2 of 3
+		{[3]float64{8, 8, 20}, [3]bool{true, true, false}},   // 0.4×, asyncio kept up in 2 of 3; raw 0.4× too
+		{[3]float64{8, 4, 20}, [3]bool{true, true, true}},    // 0.4×, raw 0.2×: genload's own miss
+		{[3]float64{2, 2, 10}, [3]bool{false, false, false}}, // 0.2×: a pass stands, behind or not
+	}
+	s := NewSamples(3)
+	for i, c := range cells {
+		for r := range 3 {
+			for j, cl := range []string{"genload", "raw", "asyncio"} {
+				s.Add(PacedKey(c, cl, "cpu-ns/token"), r, figs[i].cpu[j]*1e3)
+			}
+			s.Add(PacedKey(c, "asyncio", "kept-up"), r, b2f(figs[i].kept[r]))
+		}
+	}
+	var b strings.Builder
+	sum := WritePacedTable(&b, s, cells, []string{"genload", "raw", "asyncio"})
+	lines := strings.Split(b.String(), "\n")[2:]
+	for i, want := range []string{
+		"0.40× cannot tell (asyncio fell behind)",
+		"0.40× miss (raw itself 0.40×)",
+		"0.40× miss |",
+		"0.20× pass",
+	} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("cell %d: %q lacks %q", i, lines[i], want)
+		}
+	}
+	if sum.AsyncioCells != 4 || sum.AsyncioMet != 1 || sum.AsyncioBehind != 1 || sum.AsyncioFloor != 1 {
+		t.Errorf("summary %+v: want 4 cells, 1 met, 1 behind, 1 at the floor", sum)
+	}
+}
+
 // The body is read in place: prompt counts and lengths of each shape, n, max_tokens.
 func TestParseCompletion(t *testing.T) {
 	cases := []struct {
