@@ -102,10 +102,12 @@ TEST_PKGS   = $$({ printf '$(MODULE)/%s\n' $(SLOW_PKGS:./%=%); $(GO) list ./...;
 #   beside the plain tests compiled the same packages at the same time (the build cache does
 #   not join two processes' compiles of one package): 183 CPU-s and 93 s for vet beside the
 #   plain test build from an empty cache, against 142 CPU-s and 74 s one after the other.
-# From a clean clone with an empty build cache on 2 cores (a quiet host): 277 s and 280 s,
-# 299 s and 301 s inside .ci/run (the plain tests 16 s longer),
-# against 325 s for the earlier graph (vet beside the plain tests, the race tests niced
-# beside tools/k8s; measured beside another busy process).
+# From a clean clone with an empty build cache on 2 cores (a quiet host, .ci/run with its
+# setup already done): 173 s and 175 s. The plain tests end at 87 s, the conformance suite's
+# two shards at 123 s, race-pkgs at 160 s, race-alone at 176 s; the compute chain ends at
+# 79 s. On the same machine, 222 s with the suite in one process (65 s); on a slower 2-core
+# machine, 277–301 s before that, against 325 s for the earlier graph (vet beside the plain
+# tests, the race tests niced beside tools/k8s; measured beside another busy process).
 PHASES := phase-race-alone phase-k8s
 .PHONY: test-phases $(PHASES) phase-plain phase-conformance phase-race phase-lint phase-race-build race-build
 # The test builds compile without DWARF (the compiler's debug information, which no test reads:
