@@ -49,9 +49,15 @@ $(BUILD)/plugins/%.wasm: FORCE
 # make bench runs the built-in engine at time scale 0.1, not its default 0.05: beside one busy
 # process on 2 cores, 0.1 kept fwd monotonic in B and its worst step overrun at 4 %, 0.05 did
 # not (PERF.md, "The built-in engine on a busy host"). BENCH_TIME_SCALE=0 takes bench.toml's.
+# BENCH_SPIN_WAIT (e.g. 300us): the engine's scheduler spins, instead of sleeping, for that long
+# before each step's planned end (at most a quarter of the step); off by default: beside one busy
+# process it did not lower the cells over the overrun share (PERF.md, the same section); 0 takes
+# bench.toml's [engine] spin_wait.
 BENCH_TIME_SCALE ?= 0.1
+BENCH_SPIN_WAIT  ?= 0
+BENCH_ENGINE     = $(if $(filter-out 0,$(BENCH_TIME_SCALE)),--time-scale $(BENCH_TIME_SCALE)) $(if $(filter-out 0,$(BENCH_SPIN_WAIT)),--spin-wait $(BENCH_SPIN_WAIT))
 bench: build
-	./$(BUILD)/genload run -c $(CONFIG) $(if $(filter-out 0,$(BENCH_TIME_SCALE)),--time-scale $(BENCH_TIME_SCALE))
+	./$(BUILD)/genload run -c $(CONFIG) $(BENCH_ENGINE)
 
 # sweep.toml: four built-in engines (two cost-model profiles × speculative decoding off and
 # on) at time scale 0.05, each started, measured and stopped in turn; a summary per point.
@@ -208,7 +214,7 @@ perf: plugins
 BENCH_BUSY   ?= 1
 BENCH_SCALES ?= $(BENCH_TIME_SCALE)
 bench-busy: build
-	$(GO) run ./host/perf/cmd/genload-perf busy-bench -busy $(BENCH_BUSY) -time-scales $(BENCH_SCALES) -c $(CONFIG) -genload $(BUILD)/genload -out $(BUILD)/busy-bench
+	$(GO) run ./host/perf/cmd/genload-perf busy-bench -busy $(BENCH_BUSY) -time-scales $(BENCH_SCALES) $(if $(filter-out 0,$(BENCH_SPIN_WAIT)),-spin-wait $(BENCH_SPIN_WAIT)) -c $(CONFIG) -genload $(BUILD)/genload -out $(BUILD)/busy-bench
 
 clean:
 	rm -rf $(BUILD)

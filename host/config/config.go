@@ -261,6 +261,10 @@ type Engine struct {
 	Profile string `toml:"profile" json:"profile"`
 	// TimeScale multiplies every simulated duration. Default 0 (the engine's default).
 	TimeScale float64 `toml:"time_scale" json:"time_scale"`
+	// SpinWait is how long before each step's planned end the engine spins instead of
+	// sleeping (engine.Config.SpinWait), so that a busy host's late wake-ups do not make its
+	// steps late; it costs that much CPU per step. Default 0 (sleep).
+	SpinWait Duration `toml:"spin_wait" json:"spin_wait,omitzero"`
 	// MaxModelLen is the context the engine reports in tokens. Default 0 (the engine's).
 	MaxModelLen int `toml:"max_model_len" json:"max_model_len"`
 	// Quirks are real servers' behaviours for the engine to reproduce, as `genload serve

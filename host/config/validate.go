@@ -32,6 +32,9 @@ func (c *Config) Validate() error {
 	if c.Engine.TimeScale < 0 {
 		v.bad("engine.time_scale", "must be ≥ 0, got %g", c.Engine.TimeScale)
 	}
+	if c.Engine.SpinWait.Duration < 0 {
+		v.bad("engine.spin_wait", "must be ≥ 0, got %v", c.Engine.SpinWait.Duration)
+	}
 	if len(v.errs) == 0 {
 		return nil
 	}

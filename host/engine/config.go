@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 )
 
 // Dialect names accepted by Config.Dialect.
@@ -25,6 +26,13 @@ type Config struct {
 	// multiplied by it before sleeping. Defaults to 0.05, which runs the default bench matrix
 	// (91 cells, warmup + 100-token measurement) in about 90 s on a 2-core machine.
 	TimeScale float64
+	// SpinWait is how long before a step's planned end the scheduler stops sleeping and spins
+	// (clock.SleepUntilSpin), so that a late wake-up of its thread on a busy host does not
+	// make the step late: it costs up to SpinWait of CPU per step, and never more than a
+	// quarter of the step's wall duration (spinning through most of a 0.35 ms step starved
+	// the client on a 2-core host beside a busy process: a cell's chunks arrived together).
+	// Defaults to 0 (sleep the whole step); at most MaxSpinWait.
+	SpinWait time.Duration
 	// MaxModelLen is the context length in tokens (prompt + completion). Defaults to 131072.
 	MaxModelLen int
 	// ModelName is the served model id reported by /v1/models. Defaults to "genload-sim".
@@ -116,6 +124,9 @@ type Config struct {
 	SeqLog io.Writer
 }
 
+// MaxSpinWait bounds Config.SpinWait: a spin is for a wake-up's lateness, not a step.
+const MaxSpinWait = 5 * time.Millisecond
+
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
@@ -147,6 +158,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.TimeScale >= 0) {
 		bad("time-scale", "must be >= 0, got %v", c.TimeScale)
+	}
+	if c.SpinWait < 0 || c.SpinWait > MaxSpinWait {
+		bad("spin-wait", "must be in [0, %v], got %v", MaxSpinWait, c.SpinWait)
 	}
 	if c.MaxModelLen < 2 {
 		bad("max-model-len", "must be >= 2, got %d", c.MaxModelLen)
@@ -209,6 +223,7 @@ func (c Config) Validate() error {
 func RegisterFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.Profile, "profile", cfg.Profile, "cost-model profile: "+fmt.Sprint(ProfileNames())+" or a .toml path")
 	fs.Float64Var(&cfg.TimeScale, "time-scale", cfg.TimeScale, "wall seconds per simulated second (0 = no sleeping)")
+	fs.DurationVar(&cfg.SpinWait, "spin-wait", cfg.SpinWait, "spin instead of sleeping for this long before each step's planned end (0 = sleep; costs that much CPU per step)")
 	fs.IntVar(&cfg.MaxModelLen, "max-model-len", cfg.MaxModelLen, "context length in tokens (prompt + completion)")
 	fs.StringVar(&cfg.ModelName, "model", cfg.ModelName, "served model name")
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed for generated tokens of requests without a seed")

@@ -94,9 +94,9 @@ func TestConfigValidateAndFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := DefaultConfig()
-	c.Dialect, c.MaxNumSeqs, c.SpecAcceptance = "openai", 0, 2
+	c.Dialect, c.MaxNumSeqs, c.SpecAcceptance, c.SpinWait = "openai", 0, 2, MaxSpinWait+time.Microsecond
 	err := c.Validate()
-	for _, want := range []string{"[dialect]", "[max-num-seqs]", "[spec-acceptance]"} {
+	for _, want := range []string{"[dialect]", "[max-num-seqs]", "[spec-acceptance]", "[spin-wait] must be in [0, 5ms], got 5.001ms"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %s", err, want)
 		}
@@ -105,7 +105,7 @@ func TestConfigValidateAndFlags(t *testing.T) {
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	RegisterFlags(fs, &cfg)
-	args := []string{"-profile", "dense-8b", "-time-scale", "1", "-max-model-len", "4096", "-model", "m",
+	args := []string{"-profile", "dense-8b", "-time-scale", "1", "-spin-wait", "300us", "-max-model-len", "4096", "-model", "m",
 		"-seed", "9", "-dialect", "tgi", "-max-num-seqs", "8", "-max-num-batched-tokens", "512",
 		"-kv-cache-tokens", "65536", "-block-size", "32", "-no-prefix-caching", "-eos-probability", "0.5",
 		"-vocab-size", "1000", "-hide-prompt-tokens-details", "-force-include-usage", "-stream-interval", "2",
@@ -118,7 +118,7 @@ func TestConfigValidateAndFlags(t *testing.T) {
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Profile: "dense-8b", TimeScale: 1, MaxModelLen: 4096, ModelName: "m", Seed: 9, Dialect: "tgi",
+	want := Config{Profile: "dense-8b", TimeScale: 1, SpinWait: 300 * time.Microsecond, MaxModelLen: 4096, ModelName: "m", Seed: 9, Dialect: "tgi",
 		MaxNumSeqs: 8, MaxNumBatchedTokens: 512, KVCacheTokens: 65536, BlockSize: 32, DisablePrefixCaching: true,
 		EOSProbability: 0.5, VocabSize: 1000, HidePromptTokensDetails: true, ForceIncludeUsage: true,
 		StreamInterval: 2, SpecTokens: 4, SpecAcceptance: 0.5, SpecDraftMs: 1, TimingHeaders: false,

@@ -176,7 +176,7 @@ func (s *scheduler) run(stop <-chan struct{}) {
 		var end time.Time
 		deadline, end = nextDeadline(idle, now, deadline, wall)
 		idle = false
-		if !clock.SleepUntil(end, stop) {
+		if !clock.SleepUntilSpin(end, min(s.cfg.SpinWait, wall/4), stop) {
 			return
 		}
 		// Record and log the step before handing out its tokens, so that a client holding

@@ -227,7 +227,7 @@ func (s *setup) startTarget(context.Context) error {
 		fmt.Fprintf(s.opt.Stderr, "target: %s (the first worker; every [[workers]] entry names its server, so no built-in engine is started)\n", cfg.Target)
 	}
 	s.target = cfg.Target
-	if cfg.Target != config.Builtin && (cfg.Engine.Quirks != "" || cfg.Engine.TimeScale != 0 || cfg.Engine.Profile != "" || cfg.Engine.MaxModelLen != 0) {
+	if cfg.Target != config.Builtin && (cfg.Engine.Quirks != "" || cfg.Engine.TimeScale != 0 || cfg.Engine.SpinWait.Duration != 0 || cfg.Engine.Profile != "" || cfg.Engine.MaxModelLen != 0) {
 		fmt.Fprintf(s.opt.Stderr, "[engine] is set but not used: the target is %s, not the built-in engine (give those settings to genload serve)\n", cfg.Target)
 	}
 	if cfg.Target == config.Builtin {

@@ -112,6 +112,10 @@ func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer, start string) (*
 	if cfg.Engine.MaxModelLen > 0 {
 		ecfg.MaxModelLen = cfg.Engine.MaxModelLen
 	}
+	if sw := cfg.Engine.SpinWait.Duration; sw > engine.MaxSpinWait {
+		return nil, "", nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: [engine.spin_wait]: at most %v (a spin absorbs a late wake-up, not a step), got %v", cfg.Where("engine.spin_wait"), engine.MaxSpinWait, sw))
+	}
+	ecfg.SpinWait = cfg.Engine.SpinWait.Duration
 	q, err := engine.ParseQuirks(cfg.Engine.Quirks)
 	if err != nil {
 		return nil, "", nil, exitcode.With(exitcode.InvalidConfig, fmt.Errorf("%s: [engine.quirks]: %w", cfg.Where("engine.quirks"), err))
@@ -137,6 +141,9 @@ func startBuiltin(cfg *config.Config, tok *tokenizer.Tokenizer, start string) (*
 		"profile_hash":  ProfileHash(eng.Profile()),
 		"max_model_len": ecfg.MaxModelLen, "model": ecfg.ModelName,
 		"note": "figures are wall-clock at this time scale: divide by time_scale for the simulated GPU time"}
+	if ecfg.SpinWait > 0 {
+		info["spin_wait_us"] = ecfg.SpinWait.Microseconds()
+	}
 	if ecfg.TimeScale == 1 {
 		info["note"] = "figures are wall-clock at time scale 1: they are the simulated GPU time"
 	}

@@ -337,6 +337,10 @@ func TestBadInputGivesOneClearLineAndAnExitCode(t *testing.T) {
 			[]string{"flag --out: [out] " + notDir + " is a file, not a directory"}},
 		{"unknown engine profile", "seed = 1\n[engine]\nprofile = \"nope\"\n", nil, exitcode.InvalidConfig,
 			[]string{"bench.toml:3: [engine.profile]: engine profile \"nope\": unknown (known: dense-8b, moe-30b-a3b; or a profile file of your own: a path ending in .toml)"}},
+		{"engine spin too long", "seed = 1\n[engine]\nspin_wait = \"6ms\"\n", nil, exitcode.InvalidConfig,
+			[]string{"bench.toml:3: [engine.spin_wait]: at most 5ms (a spin absorbs a late wake-up, not a step), got 6ms"}},
+		{"negative --spin-wait", "", []string{"--spin-wait", "-1ms"}, exitcode.Usage,
+			[]string{"flag --spin-wait: [engine.spin_wait] must be ≥ 0, got -1ms"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/genload/genload/host/config"
 	"github.com/genload/genload/host/exitcode"
@@ -31,6 +32,7 @@ type runFlags struct {
 	seed                                       *uint64
 	timeScale, untilCV, cvConfidence, maxCV    *float64
 	keepGoing, wide                            *bool
+	spinWait                                   *time.Duration
 	legends                                    *report.Legends
 }
 
@@ -72,6 +74,7 @@ it exists, else the defaults.`,
 	fs.Var(&f.seqLens, "seq-lens", "comma-separated target mean lengths L in tokens (overrides [matrix.seq_lens])")
 	fs.Var(&f.batches, "batch-sizes", "comma-separated batch sizes B (overrides [matrix.batch_sizes])")
 	f.timeScale = fs.Float64("time-scale", 0, "built-in engine time scale (overrides [engine.time_scale])")
+	f.spinWait = fs.Duration("spin-wait", 0, "built-in engine: spin instead of sleeping for this long before each step's planned end, e.g. 300us (overrides [engine.spin_wait])")
 	f.keepGoing = fs.Bool("keep-going", false, "after a failed cell, measure the next ones instead of stopping (sets [run] on_error = \"continue\"); a run with a failed cell still exits non-zero")
 	f.runID = fs.String("run-id", "", "name of the results files (default: UTC start time)")
 	f.resume = fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
@@ -220,6 +223,7 @@ func runConfig(fs *flag.FlagSet, f *runFlags) (*config.Config, error) {
 		{"seq-lens", "matrix.seq_lens", func() { cfg.Matrix.SeqLens, cfg.Matrix.AutoSeqLens = f.seqLens, false }},
 		{"batch-sizes", "matrix.batch_sizes", func() { cfg.Matrix.BatchSizes = f.batches }},
 		{"time-scale", "engine.time_scale", func() { cfg.Engine.TimeScale = *f.timeScale }},
+		{"spin-wait", "engine.spin_wait", func() { cfg.Engine.SpinWait.Duration = *f.spinWait }},
 		{"keep-going", "run.on_error", func() {
 			cfg.Run.OnError = config.OnErrorStop
 			if *f.keepGoing {

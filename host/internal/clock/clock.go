@@ -41,6 +41,23 @@ func SleepUntil(deadline time.Time, stop <-chan struct{}) bool {
 	}
 }
 
+// SleepUntilSpin is SleepUntil that spins for the last spin before deadline instead of
+// sleeping: the calling goroutine keeps its P and its thread stays on its CPU, so a thread
+// woken late (by a busy host's scheduler, 0.1 ms to a few ms) is late only against
+// deadline − spin and the wait still ends on time. It costs up to spin of CPU per call. A
+// closed stop ends the sleeping part (false), not the spin; spin ≤ 0 is SleepUntil.
+func SleepUntilSpin(deadline time.Time, spin time.Duration, stop <-chan struct{}) bool {
+	if spin <= 0 {
+		return SleepUntil(deadline, stop)
+	}
+	if !SleepUntil(deadline.Add(-spin), stop) {
+		return false
+	}
+	for time.Now().Before(deadline) {
+	}
+	return true
+}
+
 // SleepUntilContext is SleepUntil with ctx's cancellation for stop: false when ctx is done
 // before deadline, or already done.
 func SleepUntilContext(ctx context.Context, deadline time.Time) bool {

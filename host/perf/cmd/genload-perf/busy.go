@@ -30,6 +30,7 @@ func busyBench(args []string) error {
 	gl := fs.String("genload", "build/genload", "genload binary")
 	out := fs.String("out", "build/busy-bench", "results directory")
 	scales := fs.String("time-scales", "0", "built-in engine time scales to run, comma-separated, one run each (0 = the config's, else the engine's default)")
+	spin := fs.Duration("spin-wait", 0, "the built-in engine's spin before each step's planned end (genload run --spin-wait; 0 = the config's)")
 	share := fs.Float64("share", metrics.OverrunShareLimit, "largest engine overrun share a cell may have")
 	check := fs.String("check", "", "only check this results file (.json) instead of running")
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +72,10 @@ func busyBench(args []string) error {
 		if scale > 0 {
 			argv = append(argv, "--time-scale", fmt.Sprint(scale))
 			label = fmt.Sprintf("time scale %g", scale)
+		}
+		if *spin > 0 {
+			argv = append(argv, "--spin-wait", spin.String())
+			label += fmt.Sprintf(", spin %v", *spin)
 		}
 		fmt.Fprintf(os.Stderr, "busy-bench: %s, %d busy process(es); %s\nbusy-bench: %s %s\n", label, *busy, uptime(), *gl, strings.Join(argv, " "))
 		cmd := exec.CommandContext(ctx, *gl, argv...)
