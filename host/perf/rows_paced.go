@@ -52,16 +52,7 @@ func WritePacedTable(w io.Writer, s *Samples, cells []PacedCell, clients []strin
 		return strings.Join(parts, " · ")
 	}
 	kept := func(c PacedCell, cl, unit string) string {
-		xs := get(c, cl, unit)
-		n, k := 0, 0
-		for _, x := range xs {
-			if !math.IsNaN(x) {
-				n++
-				if x == 1 {
-					k++
-				}
-			}
-		}
+		k, n := keptRounds(get(c, cl, unit))
 		if n == 0 {
 			return "–"
 		}
@@ -138,10 +129,9 @@ func WritePacedTable(w io.Writer, s *Samples, cells []PacedCell, clients []strin
 	return sum
 }
 
-// keptMostRounds reports whether a client kept up (1) in at least half of the rounds that
-// have the figure.
-func keptMostRounds(xs []float64) bool {
-	n, k := 0, 0
+// keptRounds counts the rounds with a figure (n) and those of them where it is 1 (k: the
+// client kept up, the server kept pace).
+func keptRounds(xs []float64) (k, n int) {
 	for _, x := range xs {
 		if !math.IsNaN(x) {
 			n++
@@ -150,6 +140,13 @@ func keptMostRounds(xs []float64) bool {
 			}
 		}
 	}
+	return k, n
+}
+
+// keptMostRounds reports whether a client kept up in at least half of the rounds that have
+// the figure.
+func keptMostRounds(xs []float64) bool {
+	k, n := keptRounds(xs)
 	return n > 0 && 2*k >= n
 }
 
