@@ -65,42 +65,42 @@ func WritePacedTable(w io.Writer, s *Samples, cells []PacedCell, clients []strin
 		return fmt.Sprintf("%d/%d", k, n)
 	}
 	var sum PacedSummary
-	ratio := func(c PacedCell, other string, goal float64, met, cells *int) string {
+	// ratio formats genload ÷ other for cell c against goal, counting the cells and those met;
+	// a miss reads what miss says of it.
+	ratio := func(c PacedCell, other string, goal float64, met, cells *int, miss func(PacedCell) string) string {
 		r := Summarize(Ratios(get(c, "genload", "cpu-ns/token"), get(c, other, "cpu-ns/token")))
 		if r.N == 0 {
 			return "–"
 		}
 		*cells++
-		v := "miss"
+		v := "pass"
 		if r.Median <= goal {
-			v = "pass"
 			*met++
+		} else {
+			v = miss(c)
 		}
 		return fmt.Sprintf("%s %s", fmtStat(r, 1, 2, "×"), v)
 	}
-	asyncio := func(c PacedCell) string {
-		v := ratio(c, "asyncio", PacedGoalAsyncio, &sum.AsyncioMet, &sum.AsyncioCells)
-		if !strings.HasSuffix(v, " miss") {
-			return v
-		}
+	plainMiss := func(PacedCell) string { return "miss" }
+	asyncioMiss := func(c PacedCell) string {
 		if !keptMostRounds(get(c, "asyncio", "kept-up")) {
 			sum.AsyncioBehind++
-			return strings.TrimSuffix(v, "miss") + "cannot tell (asyncio fell behind)"
+			return "cannot tell (asyncio fell behind)"
 		}
 		if floor := Summarize(Ratios(get(c, "raw", "cpu-ns/token"), get(c, "asyncio", "cpu-ns/token"))); floor.N > 0 && floor.Median > PacedGoalAsyncio {
 			sum.AsyncioFloor++
-			return v + fmt.Sprintf(" (raw itself %.2f×)", floor.Median)
+			return fmt.Sprintf("miss (raw itself %.2f×)", floor.Median)
 		}
-		return v
+		return "miss"
 	}
 	fmt.Fprintf(w, "| mode | step | N | CPU per token, µs: %s | genload ÷ raw (≤ %.1f×) | genload ÷ asyncio (≤ %.1f×) | timestamp error p50, µs | p99, µs | kept up | server kept pace | peak RSS, MB |\n",
 		strings.Join(clients, " · "), PacedGoalRaw, PacedGoalAsyncio)
 	fmt.Fprintln(w, "|---|---|---:|---|---|---|---|---|---|---|---|")
 	for _, c := range cells {
-		rr := ratio(c, "raw", PacedGoalRaw, &sum.RawMet, &sum.Cells)
+		rr := ratio(c, "raw", PacedGoalRaw, &sum.RawMet, &sum.Cells, plainMiss)
 		ra := "–"
 		if has("asyncio") {
-			ra = asyncio(c)
+			ra = ratio(c, "asyncio", PacedGoalAsyncio, &sum.AsyncioMet, &sum.AsyncioCells, asyncioMiss)
 		}
 		var ku []string
 		for _, cl := range clients {
