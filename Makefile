@@ -109,9 +109,9 @@ TEST_PKGS   = $$({ printf '$(MODULE)/%s\n' $(SLOW_PKGS:./%=%); $(GO) list ./...;
 #   not join two processes' compiles of one package): 183 CPU-s and 93 s for vet beside the
 #   plain test build from an empty cache, against 142 CPU-s and 74 s one after the other.
 # From a clean clone with an empty build cache on 2 cores (a quiet host, .ci/run with its
-# setup already done): 173 s and 175 s. The plain tests end at 87 s, the conformance suite's
-# two shards at 123 s, race-pkgs at 160 s, race-alone at 176 s; the compute chain ends at
-# 79 s. On the same machine, 222 s with the suite in one process (65 s); on a slower 2-core
+# setup already done): make test 173 s and 175 s. In the second run's log (seconds since
+# .ci/run began, 1 s of setup) the plain tests end at 87 s, the conformance suite's two shards
+# at 123 s, race-pkgs at 160 s, race-alone at 176 s; the compute chain ends at 79 s. On the same machine, 222 s with the suite in one process (65 s); on a slower 2-core
 # machine, 277–301 s before that, against 325 s for the earlier graph (vet beside the plain
 # tests, the race tests niced beside tools/k8s; measured beside another busy process).
 PHASES := phase-race-alone phase-k8s
