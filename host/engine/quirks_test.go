@@ -603,7 +603,11 @@ func readTimes(t *testing.T, r io.Reader) (events []string, read []int, at []tim
 // bunch-first=5: each choice's first five chunks leave in one write, after the fifth token
 // was produced; the others one per step.
 func TestQuirkBunchFirst(t *testing.T) {
-	_, u := quirkEngine(t, "bunch-first=5", func(c *Config) { c.TimeScale = 1 })
+	// Steps of ≥ 15 ms (time scale 5), so that chunk 5 is still to come when the client reads
+	// the bunch: at ≥ 3 ms (time scale 1) a race-built client beside two busy processes read
+	// late enough to take chunk 5 with it in 2 of 300 runs.
+	const scale = 5
+	_, u := quirkEngine(t, "bunch-first=5", func(c *Config) { c.TimeScale = scale })
 	req, _ := http.NewRequest("POST", u+"/v1/completions", strings.NewReader(`{"prompt":[[1,2]],"max_tokens":12,"ignore_eos":true,"stream":true}`))
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
@@ -623,8 +627,8 @@ func TestQuirkBunchFirst(t *testing.T) {
 	if read[5] == read[0] {
 		t.Errorf("chunk 5 came with the bunch")
 	}
-	// five tokens of ≥ 3 ms steps (time scale 1) before the bunch leaves: a lower bound
-	if el := at[read[0]].Sub(start); el < 4*3*time.Millisecond {
+	// five tokens of ≥ 3 ms × scale steps before the bunch leaves: a lower bound
+	if el := at[read[0]].Sub(start); el < 4*3*scale*time.Millisecond {
 		t.Errorf("the bunch arrived %v after the request, before its fifth token could be produced", el)
 	}
 }
