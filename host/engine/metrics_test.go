@@ -3,8 +3,10 @@ package engine
 import (
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -64,5 +66,76 @@ func TestMetricsParse(t *testing.T) {
 				t.Errorf("decode steps %v, want 4", v)
 			}
 		})
+	}
+}
+
+// blockingWriter blocks its first Write until release is closed, after saying so on started.
+type blockingWriter struct {
+	started, release chan struct{}
+	once             bool
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	if !w.once {
+		w.once = true
+		close(w.started)
+		<-w.release
+	}
+	return len(p), nil
+}
+
+// /metrics renders a copy: a render stalled in its writes (a slow client, or the render's
+// goroutine waiting for a core) does not hold the lock under which the scheduler records each
+// step and token, and the copy owns its histograms (every one of metricState's, found by
+// reflection, so that a new histogram cannot be left shared) and outcome counts.
+func TestMetricsRenderDoesNotHoldTheSchedulersLock(t *testing.T) {
+	m := newMetrics()
+	m.observeStep(StepShape{Seqs: 1, DecodeSeqs: 1}, time.Millisecond, time.Millisecond, time.Millisecond)
+	w := &blockingWriter{started: make(chan struct{}), release: make(chan struct{})}
+	rendered := make(chan struct{})
+	go func() {
+		defer close(rendered)
+		for range 10 { // over the bufio writer's 4 KiB: the render itself writes
+			m.write(w, dialects[DialectVLLM], "m", 0.1, false, false)
+		}
+	}()
+	<-w.started
+	recorded := make(chan struct{})
+	go func() {
+		m.observeStep(StepShape{Seqs: 1, DecodeSeqs: 1}, time.Millisecond, time.Millisecond, 2*time.Millisecond)
+		close(recorded)
+	}()
+	select {
+	case <-recorded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a step could not be recorded while a /metrics render was blocked in its writes")
+	}
+	close(w.release)
+	<-rendered
+
+	s := m.snapshot()
+	m.observeStep(StepShape{Seqs: 2, DecodeSeqs: 2}, time.Millisecond, time.Millisecond, time.Millisecond)
+	m.success["stop"]++
+	if s.steps != 2 || s.stepWall.n != 2 || s.batchSize.n != 2 || s.success["stop"] != 0 {
+		t.Fatalf("the snapshot follows the metrics: steps %d, step histogram %d, batch histogram %d, stop %d", s.steps, s.stepWall.n, s.batchSize.n, s.success["stop"])
+	}
+	ms, ss := reflect.ValueOf(&m.metricState).Elem(), reflect.ValueOf(&s.metricState).Elem()
+	hist := reflect.TypeFor[*histogram]()
+	n := 0
+	for i := range ms.NumField() {
+		if ms.Field(i).Type() != hist {
+			continue
+		}
+		n++
+		a, b := ms.Field(i).Pointer(), ss.Field(i).Pointer()
+		if a == b || ss.Field(i).IsNil() {
+			t.Fatalf("histogram %s is shared with the snapshot (or nil in it)", ms.Type().Field(i).Name)
+		}
+		if ss.Field(i).Elem().FieldByName("counts").Pointer() == ms.Field(i).Elem().FieldByName("counts").Pointer() {
+			t.Fatalf("histogram %s: the snapshot shares its buckets", ms.Type().Field(i).Name)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no histogram found in metricState")
 	}
 }
