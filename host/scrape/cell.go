@@ -240,7 +240,7 @@ func (sp *Sampler) Start(ctx context.Context) {
 			var wg sync.WaitGroup
 			for i, sc := range sp.scrapers {
 				wg.Go(func() {
-					snap, err := sc.Scrape(ctx)
+					snap, err := sc.ScrapeFamily(ctx, sp.names[i].Running)
 					oks[i] = false
 					if err != nil {
 						if ctx.Err() == nil {

@@ -10,12 +10,14 @@
 package scrape
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -130,9 +132,106 @@ var defaultClient = &http.Client{Timeout: 10 * time.Second}
 
 // Scrape fetches and parses the metrics once. Errors name the URL and the HTTP status.
 func (s *Scraper) Scrape(ctx context.Context) (Snapshot, error) {
+	var snap Snapshot
+	err := s.fetch(ctx, func(body io.Reader) error {
+		fams, err := Parse(body)
+		snap = Snapshot{At: time.Now(), Families: fams}
+		return err
+	})
+	return snap, err
+}
+
+// ScrapeFamily fetches the metrics once and parses only the lines of the family name (its
+// samples and its # HELP and # TYPE comments): what the occupancy sampler reads of the page
+// every 20 ms during a cell. The whole default page of the built-in engine (229 series, 22 KB)
+// took 512 µs of CPU and 252 KB in 6,871 allocations to parse, the one gauge's lines a
+// fraction of that (BenchmarkScrapeFamily). A page whose samples of name the line filter
+// does not find (a quoted UTF-8 name, say) is parsed whole. Errors are Scrape's.
+func (s *Scraper) ScrapeFamily(ctx context.Context, name string) (Snapshot, error) {
+	var snap Snapshot
+	err := s.fetch(ctx, func(body io.Reader) error {
+		buf := pageBuffers.Get().(*bytes.Buffer)
+		defer pageBuffers.Put(buf)
+		buf.Reset()
+		if _, err := buf.ReadFrom(body); err != nil {
+			return fmt.Errorf("scrape: metrics text: %w", err)
+		}
+		page := buf.Bytes()
+		if only, ok := FamilyLines(page, name); ok {
+			page = only
+		}
+		fams, err := Parse(bytes.NewReader(page))
+		snap = Snapshot{At: time.Now(), Families: fams}
+		return err
+	})
+	return snap, err
+}
+
+// pageBuffers hold the pages ScrapeFamily reads, one per scrape in flight.
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// FamilyLines returns the lines of page, Prometheus text, that belong to the family name:
+// "# HELP name …", "# TYPE name …" and the samples "name{…} v" or "name v" (the name ends
+// at the first character a name cannot have, as the text parser reads it; and, after a
+// "# TYPE name histogram" or "summary" line, name_bucket, name_sum and name_count, which are
+// otherwise families of their own), each with its newline; ok false when no sample of name
+// was found: the caller then parses the whole page.
+func FamilyLines(page []byte, name string) (lines []byte, ok bool) {
+	var out []byte
+	grouped := false // the family is a histogram or a summary: its _bucket, _sum, _count lines are its own
+	for len(page) > 0 {
+		line := page
+		if i := bytes.IndexByte(page, '\n'); i >= 0 {
+			line, page = page[:i+1], page[i+1:]
+		} else {
+			page = nil
+		}
+		trim := bytes.TrimLeft(line, " \t") // the parser skips blanks before a line's first token
+		if len(trim) > 0 && trim[0] == '#' {
+			f := bytes.Fields(trim[1:])
+			if len(f) < 2 || !bytes.Equal(f[1], []byte(name)) {
+				continue
+			}
+			switch string(f[0]) {
+			case "TYPE":
+				grouped = len(f) > 2 && (bytes.EqualFold(f[2], []byte("histogram")) || bytes.EqualFold(f[2], []byte("summary")))
+			case "HELP":
+			default:
+				continue // another comment
+			}
+			out = append(out, line...)
+			continue
+		}
+		if rest, found := bytes.CutPrefix(trim, []byte(name)); found {
+			if grouped {
+				for _, suf := range []string{"_bucket", "_sum", "_count"} {
+					if r, found := bytes.CutPrefix(rest, []byte(suf)); found {
+						rest = r
+						break
+					}
+				}
+			}
+			if len(rest) > 0 && !nameChar(rest[0]) { // the name ends here: "name{", "name 1", "name+1"
+				out, ok = append(out, line...), true
+			}
+		}
+	}
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	return out, ok
+}
+
+// nameChar reports whether c may be part of an unquoted metric name ([a-zA-Z0-9_:]).
+func nameChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == ':'
+}
+
+// fetch GETs the metrics URL and hands a 200 response's body to read.
+func (s *Scraper) fetch(ctx context.Context, read func(body io.Reader) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("scrape: GET %s: %w", s.URL, err)
+		return fmt.Errorf("scrape: GET %s: %w", s.URL, err)
 	}
 	if s.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+s.APIKey)
@@ -143,17 +242,16 @@ func (s *Scraper) Scrape(ctx context.Context) (Snapshot, error) {
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("scrape: GET %s: %w", s.URL, err)
+		return fmt.Errorf("scrape: GET %s: %w", s.URL, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return Snapshot{}, fmt.Errorf("scrape: GET %s: status %d", s.URL, resp.StatusCode)
+		return fmt.Errorf("scrape: GET %s: status %d", s.URL, resp.StatusCode)
 	}
-	fams, err := Parse(resp.Body)
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("scrape: GET %s: %w", s.URL, err)
+	if err := read(resp.Body); err != nil {
+		return fmt.Errorf("scrape: GET %s: %w", s.URL, err)
 	}
-	return Snapshot{At: time.Now(), Families: fams}, nil
+	return nil
 }
 
 // Value returns the sum over all series of a counter, gauge or untyped family (ok false
