@@ -182,7 +182,8 @@ type TokenizerConf struct {
 	Path string `toml:"path" json:"path"`
 }
 
-// RunTable is the [run] table: what a run does when a cell fails.
+// RunTable is the [run] table: what a run does when a cell fails, and when the built-in
+// engine says the host disturbed a cell.
 type RunTable struct {
 	// OnError is what a failed cell does to the run: "stop" (default; "" is the same) ends the
 	// run after writing the failed cell, "continue" writes it (status "error", its error) and
@@ -190,11 +191,31 @@ type RunTable struct {
 	// --resume measures its failed cells again. The --keep-going flag sets "continue". An
 	// interruption always stops.
 	OnError string `toml:"on_error" json:"on_error,omitempty"`
+	// RemeasureOverrun is how many times a cell's measured requests are sent again when the
+	// built-in engine (in genload's process or as `genload serve`) reports that its steps ran
+	// more than the stated share off their plan while it served them, from a few late steps
+	// (metrics.Overrun's Disturbed and Intermittent: the host's scheduling delays, not the
+	// cost model; a lateness of every step is reported, not re-measured). The warmup is not
+	// repeated; the figures are the last attempt's, each earlier attempt's lateness is in
+	// the record (results.Cell.Remeasured) and its wall time in the cell's. Default 2; 0 never
+	// sends them again. A server without the engine's overrun metrics is never re-measured.
+	RemeasureOverrun int `toml:"remeasure_overrun" json:"remeasure_overrun,omitempty"`
 }
 
-// IsZero reports the default table (on_error "stop"), which results files do not write: the
-// header of a run that kept the default reads as one written before the key existed.
-func (r RunTable) IsZero() bool { return r.OnError == "" || r.OnError == OnErrorStop }
+// DefaultRemeasureOverrun is [run] remeasure_overrun's default, and MaxRemeasureOverrun its
+// bound. Two: beside one busy process about 3 of the default matrix's 91 cells ran over the
+// share at time scale 0.1 (1–12 per run), so with each attempt a fresh draw of the host's
+// noise two more attempts leave about 91 × 0.035³ ≈ 0.004 such cells a run.
+const (
+	DefaultRemeasureOverrun = 2
+	MaxRemeasureOverrun     = 10
+)
+
+// IsZero reports a table with on_error "stop" and no re-measuring, which results files do not
+// write: a header written before the keys existed decodes to it.
+func (r RunTable) IsZero() bool {
+	return (r.OnError == "" || r.OnError == OnErrorStop) && r.RemeasureOverrun == 0
+}
 
 // The values of [run] on_error.
 const (
@@ -302,7 +323,7 @@ func Default() *Config {
 		ContinuousUsage: true,
 		TokenCounts:     TokenCountsAuto,
 		Truncation:      "error",
-		Run:             RunTable{OnError: OnErrorStop},
+		Run:             RunTable{OnError: OnErrorStop, RemeasureOverrun: DefaultRemeasureOverrun},
 		Metrics:         "auto",
 		MaxTokens:       100,
 		Mode:            ModeArray,

@@ -53,7 +53,8 @@ func (v *validation) bad(key, format string, args ...any) {
 }
 
 // request checks the target and the settings of every request: max_tokens against the
-// context, draft_tokens, token_counts, truncation, on_error, metrics, temperature, mode, out.
+// context, draft_tokens, token_counts, truncation, on_error, remeasure_overrun, metrics,
+// temperature, mode, out.
 func (v *validation) request() {
 	c := v.c
 	if c.Target != Builtin {
@@ -77,6 +78,9 @@ func (v *validation) request() {
 	}
 	if c.Truncation != "error" && c.Truncation != "warn" {
 		v.bad("truncation", "unknown value %q (want \"error\" or \"warn\")", c.Truncation)
+	}
+	if n := c.Run.RemeasureOverrun; n < 0 || n > MaxRemeasureOverrun {
+		v.bad("run.remeasure_overrun", "must be in [0, %d], got %d", MaxRemeasureOverrun, n)
 	}
 	switch c.Run.OnError {
 	case "", OnErrorStop, OnErrorContinue:

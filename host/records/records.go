@@ -24,9 +24,10 @@
 // usage or logprobs), ttft_ms = first chunk − sent, e2e_ms = end of the stream − sent. A
 // replay also gives scheduled_ms (when the schedule said to send) and lag_ms = sent − scheduled,
 // the client's lag behind its schedule. A run gives, instead, the cell ("L=…,B=…"), the phase
-// ("warmup" or "measured"), the request index within the cell's plan and the choice index
-// within the request (array and n shapes carry several sequences per request: one record per
-// sequence). The schema name changes when a field changes meaning; fields may be added.
+// ("warmup", "measured", or "remeasured": an attempt of the measured requests that was sent
+// again because the built-in engine ran off its plan), the request index within the cell's
+// plan and the choice index within the request (array and n shapes carry several sequences
+// per request: one record per sequence). The schema name changes when a field changes meaning; fields may be added.
 package records
 
 import (

@@ -239,6 +239,21 @@ type Cell struct {
 	// (genload run --until-cv): the file then holds one record per (cell, repeat). 0
 	// (absent) in a run that measures each cell once.
 	Repeat int `json:"repeat,omitempty"`
+	// Remeasured are the attempts of the cell's measured requests that were sent again
+	// ([run] remeasure_overrun), oldest first: each one's built-in engine lateness was over
+	// the stated share (metrics.Overrun.Disturbed), so its figures were not kept. The
+	// record's figures, client and server figures are of the attempt after the last of them;
+	// its Elapsed and MeasuredElapsed include them all. Nil when the first attempt was kept.
+	Remeasured []Remeasured `json:"remeasured,omitempty"`
+}
+
+// Remeasured is one discarded attempt of a cell's measured requests: how late the built-in
+// engine's steps ran while it served them, how long the attempt took (send to last byte),
+// and when it ended (wall clock, UTC; a step log's span of the kept attempt starts there).
+type Remeasured struct {
+	Overrun  metrics.Overrun `json:"overrun"`
+	Measured Millis          `json:"measured_ms"`
+	Ended    time.Time       `json:"ended"`
 }
 
 // PromptCache counts the prompt tokens of a cell's first requests (Warmup: its warmup's, else

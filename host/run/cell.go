@@ -19,6 +19,7 @@ import (
 	"github.com/genload/genload/host/recording"
 	"github.com/genload/genload/host/results"
 	"github.com/genload/genload/host/scrape"
+	"github.com/genload/genload/host/scrape/metrics"
 	"github.com/genload/genload/host/warning"
 )
 
@@ -186,7 +187,7 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 		}
 		r.answered = true
 	}
-	res, err := r.send(ctx, plan, &rec)
+	res, err := r.sendMeasured(ctx, plan, &rec)
 	if err != nil {
 		return fail(exitcode.TargetFailed, r.firstHint(err))
 	}
@@ -203,10 +204,41 @@ func (r *cellRunner) measurePlan(ctx context.Context, p planned) (results.Cell, 
 	return rec, nil
 }
 
+// sendMeasured sends the measured requests of plan (send), and sends them again while the
+// built-in engine says the host disturbed the attempt (its steps ran over the stated share,
+// metrics.Overrun.Disturbed) with a few late steps (metrics.Overrun.Intermittent: a lateness
+// of every step would recur), at most [run] remeasure_overrun times more. Each discarded
+// attempt's lateness and wall time go to rec.Remeasured and its requests to the records file
+// as phase "remeasured"; rec's figures are then the kept attempt's, its MeasuredElapsed the
+// sum over all of them. An attempt that failed, or was interrupted, is kept (its error is the
+// cell's). Attempts are independent draws of the host's delays: a stall of milliseconds lands
+// in one 40 ms B = 1 cell and not in the next.
+func (r *cellRunner) sendMeasured(ctx context.Context, plan *plan.Plan, rec *results.Cell) (*recording.Result, error) {
+	var spent results.Millis
+	for attempt := 0; ; attempt++ {
+		res, err := r.send(ctx, plan, rec, attempt == 0)
+		spent += rec.MeasuredElapsed
+		var o *metrics.Overrun
+		if rec.Server != nil {
+			o = rec.Server.Steps.Overrun
+		}
+		if err != nil || ctx.Err() != nil || attempt >= r.cfg.Run.RemeasureOverrun || !o.Disturbed() || !o.Intermittent() {
+			rec.MeasuredElapsed = spent
+			r.records.add(plan.Cell, "measured", plan, res)
+			return res, err
+		}
+		rec.Remeasured = append(rec.Remeasured, results.Remeasured{Overrun: *o, Measured: rec.MeasuredElapsed, Ended: time.Now().UTC()})
+		r.records.add(plan.Cell, "remeasured", plan, res)
+		rec.Server, rec.Client = nil, nil
+	}
+}
+
 // send sends the measured requests of plan, the servers' metrics scraped around them, and
-// records what came back in rec (elapsed time, metrics, retries, the client's figures): the
-// result, and the error that fails the cell (a request's, or the router's on completion).
-func (r *cellRunner) send(ctx context.Context, plan *plan.Plan, rec *results.Cell) (*recording.Result, error) {
+// records what came back in rec (elapsed time, metrics, retries, the client's figures; what
+// the server had cached before them only on the first attempt, since a later one finds its
+// own prompts): the result, and the error that fails the cell (a request's, or the router's
+// on completion).
+func (r *cellRunner) send(ctx context.Context, plan *plan.Plan, rec *results.Cell, first bool) (*recording.Result, error) {
 	if r.watcher != nil {
 		if err := r.watcher.Begin(ctx); err != nil {
 			rec.Warn(warning.New(warning.MetricsFailed, "metrics: "+err.Error()))
@@ -226,10 +258,9 @@ func (r *cellRunner) send(ctx context.Context, plan *plan.Plan, rec *results.Cel
 	}
 	if res != nil {
 		addRetries(rec, res.Retried(), false)
-		if r.cfg.Warmup.Disabled {
+		if r.cfg.Warmup.Disabled && first {
 			rec.CacheBefore = cacheBefore(res, false)
 		}
-		r.records.add(plan.Cell, "measured", plan, res)
 		load := res.Client // a copy: a pointer into res would keep the whole recording alive with rec
 		rec.Client = &load
 	}

@@ -25,7 +25,8 @@ type cellRecords struct {
 	next   int
 }
 
-// add writes res's sequences as records of cell c in phase ("warmup" or "measured"); a nil
+// add writes res's sequences as records of cell c in phase ("warmup", "measured", or
+// "remeasured": an attempt sent again, see sendMeasured); a nil
 // cellRecords writes nothing. A write error is kept by the writer and reported at its Close.
 func (cr *cellRecords) add(c matrix.Cell, phase string, p *plan.Plan, res *recording.Result) {
 	if cr == nil || res == nil {

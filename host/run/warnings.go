@@ -35,6 +35,10 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell, metri
 		ws = append(ws, warning.Newf(warning.RequestsResent, "requests resent: %d warmup, %d measured (%s): the figures are the last attempt's; the cell's wall and GPU time include the failed ones",
 			rt.Warmup, rt.Measured, retryReasons(rt.Reasons)))
 	}
+	if n := len(rec.Remeasured); n > 0 {
+		ws = append(ws, warning.Newf(warning.EngineRemeasured, "measured again: %s, beyond the %.0f %% a cell allows (the host's scheduling delays, not the cost model); these figures are of attempt %d of %d, and the cell's wall and GPU time include the earlier ones ([run] remeasure_overrun)",
+			remeasuredOff(rec.Remeasured), 100*metrics.OverrunShareLimit, n+1, n+1))
+	}
 	if p := rec.CacheBefore; rec.WasCached() {
 		first := "its warmup"
 		if !p.Warmup {
@@ -509,4 +513,19 @@ func bodyWriteWarning(l *recording.ClientLoad, f *measure.Figures, scale float64
 	}
 	wn := warning.New(warning.SlowBodyWrite, w)
 	return &wn
+}
+
+// remeasuredOff says how far each discarded attempt's engine steps ran off their plan: "in
+// attempt 1 the built-in engine's steps ran 10.1 % over their planned wall time; in attempt 2
+// its decode steps ran 3.0 % short of theirs".
+func remeasuredOff(rs []results.Remeasured) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		if r.Overrun.Share > metrics.OverrunShareLimit {
+			parts[i] = fmt.Sprintf("in attempt %d the built-in engine's steps ran %.1f %% over their planned wall time", i+1, 100*r.Overrun.Share)
+		} else {
+			parts[i] = fmt.Sprintf("in attempt %d the built-in engine's decode steps ran %.1f %% short of theirs", i+1, -100*r.Overrun.Decode)
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -87,6 +87,7 @@ const (
 	ClientBottleneck  Name = "client-bottleneck"
 	SlowBodyWrite     Name = "slow-body-write"
 	EngineOverrun     Name = "engine-overrun"
+	EngineRemeasured  Name = "engine-remeasured"
 )
 
 // Kind is one entry of the catalogue.
@@ -135,6 +136,7 @@ var catalogue = []Kind{
 	{ClientBottleneck, "The client, not the server, limited the measurement", []string{"the client was the bottleneck: "}},
 	{SlowBodyWrite, "Writing a request's body took over 5 % of TTFT", []string{"writing the body of request "}},
 	{EngineOverrun, "The built-in engine's steps ran off their plan on a busy host", []string{"the built-in engine's steps ran "}},
+	{EngineRemeasured, "Measured again: the built-in engine's steps had run off their plan on a busy host", []string{"measured again: "}},
 	{RoutedSplit, "B is the total over several workers", []string{`^routed over \d+ workers: B = `}},
 }
 

@@ -29,6 +29,7 @@ type runFlags struct {
 	sets                                       cliflag.SetFlags
 	seqLens, batches                           cliflag.IntList
 	maxTokens, repeats, minRepeats, maxRepeats *int
+	remeasure                                  *int
 	seed                                       *uint64
 	timeScale, untilCV, cvConfidence, maxCV    *float64
 	keepGoing, wide                            *bool
@@ -76,6 +77,7 @@ it exists, else the defaults.`,
 	f.timeScale = fs.Float64("time-scale", 0, "built-in engine time scale (overrides [engine.time_scale])")
 	f.spinWait = fs.Duration("spin-wait", 0, "built-in engine: spin instead of sleeping for this long before each step's planned end, e.g. 300us (overrides [engine.spin_wait])")
 	f.keepGoing = fs.Bool("keep-going", false, "after a failed cell, measure the next ones instead of stopping (sets [run] on_error = \"continue\"); a run with a failed cell still exits non-zero")
+	f.remeasure = fs.Int("remeasure-overrun", config.DefaultRemeasureOverrun, "send a cell's measured requests again, at most N times, while the built-in engine says its steps ran over the 2 % share of their plan (the host's delays); 0 = never (overrides [run] remeasure_overrun)")
 	f.runID = fs.String("run-id", "", "name of the results files (default: UTC start time)")
 	f.resume = fs.String("resume", "", "continue the run in this results .jsonl file (or run id in the results directory): skip its measured cells; the config must be the run's (default: taken from the file)")
 	f.wide = wideFlag(fs)
@@ -224,6 +226,7 @@ func runConfig(fs *flag.FlagSet, f *runFlags) (*config.Config, error) {
 		{"batch-sizes", "matrix.batch_sizes", func() { cfg.Matrix.BatchSizes = f.batches }},
 		{"time-scale", "engine.time_scale", func() { cfg.Engine.TimeScale = *f.timeScale }},
 		{"spin-wait", "engine.spin_wait", func() { cfg.Engine.SpinWait.Duration = *f.spinWait }},
+		{"remeasure-overrun", "run.remeasure_overrun", func() { cfg.Run.RemeasureOverrun = *f.remeasure }},
 		{"keep-going", "run.on_error", func() {
 			cfg.Run.OnError = config.OnErrorStop
 			if *f.keepGoing {

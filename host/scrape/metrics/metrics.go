@@ -99,18 +99,31 @@ type Overrun struct {
 	HasDecode bool    `json:"has_decode"`
 }
 
+// Disturbed reports whether the cell's figures measured the host as much as the cost model:
+// the steps ran, in all, more than OverrunShareLimit over their plan (Share), or the decode
+// steps more than OverrunShareLimit short of it (Decode, repaying a late prefill). False for
+// nil (no record: not the built-in engine, or it does not sleep).
+func (o *Overrun) Disturbed() bool {
+	return o != nil && (o.Share > OverrunShareLimit || o.HasDecode && -o.Decode > OverrunShareLimit)
+}
+
+// Intermittent reports whether the steps' lateness came from a few of them: the median step
+// ran within OverrunShareLimit of its plan (P50), so that the excess is the host's stalls,
+// which another attempt draws afresh. When the median step itself ran late (P50 above the
+// share: steps too short for the host's timers, at time scale 0.01 every step 100–500 % late,
+// or a host saturated throughout), another attempt would read the same.
+func (o *Overrun) Intermittent() bool { return o != nil && o.P50 <= OverrunShareLimit }
+
 // Note returns the warning for an overrun above OverrunShareLimit, or for decode steps that
-// ran more than OverrunShareLimit short of their plan (Decode), "" otherwise (and for nil).
+// ran more than OverrunShareLimit short of their plan (Decode), "" otherwise (and for nil):
+// the warning of a Disturbed record.
 func (o *Overrun) Note() string {
-	if o == nil {
+	if !o.Disturbed() {
 		return ""
 	}
 	if o.Share <= OverrunShareLimit {
-		if o.HasDecode && -o.Decode > OverrunShareLimit {
-			return fmt.Sprintf("the built-in engine's steps ran short of their planned wall time: its decode steps %.1f %% in all (over %.0f steps, their net %+.1f %%), repaying lateness of earlier steps on a busy host (each repaying step runs at least half its plan), beyond the %.0f %% this cell allows: fwd reads below the cost model (a larger [engine] time_scale, or a quieter host)",
-				-100*o.Decode, o.Steps, 100*o.Share, 100*OverrunShareLimit)
-		}
-		return ""
+		return fmt.Sprintf("the built-in engine's steps ran short of their planned wall time: its decode steps %.1f %% in all (over %.0f steps, their net %+.1f %%), repaying lateness of earlier steps on a busy host (each repaying step runs at least half its plan), beyond the %.0f %% this cell allows: fwd reads below the cost model (a larger [engine] time_scale, or a quieter host)",
+			-100*o.Decode, o.Steps, 100*o.Share, 100*OverrunShareLimit)
 	}
 	return fmt.Sprintf("the built-in engine's steps ran %.1f %% over their planned wall time in all (one step's delay p50 %.1f %%, p99 %.0f %% of it; over %.0f steps), above the %.0f %% this cell allows: the host was busy, so fwd follows its load as much as the cost model (a larger [engine] time_scale, or a quieter host)",
 		100*o.Share, 100*o.P50, 100*o.P99, o.Steps, 100*OverrunShareLimit)

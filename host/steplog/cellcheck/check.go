@@ -113,7 +113,9 @@ func Check(ctx context.Context, run *results.Run, opt Options) (*Result, error) 
 }
 
 // rows aligns recs to every cell of run that has a start time, in run order; rows with a
-// forward time carry f's notes on it.
+// forward time carry f's notes on it. A cell's span is its start to its end, or, for a cell
+// whose measured requests were sent again (results.Cell.Remeasured), the end of the last
+// discarded attempt to its end: the steps of the attempt its figures are from.
 func rows(run *results.Run, recs []steplog.Record, f steplog.Format) []Row {
 	hasFwd := f.HasFwd()
 	var rows []Row
@@ -122,6 +124,9 @@ func rows(run *results.Run, recs []steplog.Record, f steplog.Format) []Row {
 			continue
 		}
 		s := steplog.Span{Start: c.Started, End: c.Started.Add(time.Duration(c.Elapsed)), Batch: c.Cell.Batch}
+		if n := len(c.Remeasured); n > 0 && !c.Remeasured[n-1].Ended.IsZero() {
+			s.Start = c.Remeasured[n-1].Ended // the attempts sent again are not the figures'
+		}
 		r := Row{Key: c.Cell.Key(), SeqLen: c.Cell.SeqLen, Batch: c.Cell.Batch, Repeat: c.Repeat, Status: c.Status,
 			Figures: steplog.Attain(recs, s, hasFwd), Start: s.Start, End: s.End, at: i}
 		if r.Figures.FwdN > 0 {

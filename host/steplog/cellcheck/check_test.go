@@ -96,6 +96,25 @@ func TestCheckAlignsRecordsToRepeats(t *testing.T) {
 	}
 }
 
+// A cell whose measured requests were sent again is aligned from the end of its last
+// discarded attempt: with repeat 1's first 50 ms discarded (ending at t0 + 50 ms), its
+// forwards are the five steps after it (wall times 10 … 14 ms, mean 12).
+func TestCheckLeavesOutRemeasuredAttempts(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	run, log := synth(t, t0)
+	run.Cells[0].Remeasured = []results.Remeasured{{Ended: t0.Add(50 * time.Millisecond)}}
+	res, err := Check(context.Background(), run, Options{Format: genload(t), TZ: "UTC", Files: []string{log}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1 := res.Rows[0].Figures; r1.Forwards != 5 || r1.FwdN != 5 || r1.FwdMeanMs != 12 || !res.Rows[0].Start.Equal(t0.Add(50*time.Millisecond)) {
+		t.Errorf("repeat 1 after its discarded attempt: %+v from %v", r1, res.Rows[0].Start)
+	}
+	if r2 := res.Rows[1].Figures; r2.Forwards != 10 {
+		t.Errorf("repeat 2: %+v", r2)
+	}
+}
+
 // A record lost to a malformed line lies in the cell whose span holds the records read before
 // and after it; one between two cells may have been lost by either. The summary counts both
 // and lists them with file:line.
