@@ -41,9 +41,21 @@ func TestCheckBench(t *testing.T) {
 	if !strings.Contains(c.Drops[0], "L=2000: B=3 0.4050 ms < B=2 0.4100 ms (-1.22 %)") || c.MaxAt != "L=2000 B=3" {
 		t.Fatalf("drops %q, max at %s", c.Drops, c.MaxAt)
 	}
+	// a cell measured again twice (its first attempt over, kept within), and one whose first
+	// attempt was within the share (its decode steps ran short)
+	again := benchCell(4000, 1, ms(0.4), 0.003)
+	again.Remeasured = []results.Remeasured{{Overrun: metrics.Overrun{Share: 0.101}}, {Overrun: metrics.Overrun{Share: 0.024}}}
+	short := benchCell(4000, 2, ms(0.41), 0.001)
+	short.Remeasured = []results.Remeasured{{Overrun: metrics.Overrun{Share: 0.001, Decode: -0.03, HasDecode: true}}}
+	run.Cells = append(run.Cells, again, short)
+	c = CheckBench(run, 0.02)
+	if c.Over != 1 || c.FirstOver != 2 || c.Discarded != 3 || len(c.Remeasured) != 2 || c.Remeasured[0] != "L=4000 B=1: 10.1 %, 2.4 %" {
+		t.Fatalf("re-measured: %+v", c)
+	}
 	var b strings.Builder
 	WriteBenchCheck(&b, c)
-	for _, want := range []string{"busy-host bench: FAIL", "7 cells with fwd, 1 drops", "1 of 6 cells over (largest 5.00 % at L=2000 B=3); 1 cells without a record", "L=1000 B=16: boom"} {
+	for _, want := range []string{"busy-host bench: FAIL", "9 cells with fwd, 1 drops", "1 of 8 cells over (largest 5.00 % at L=2000 B=3); 1 cells without a record", "L=1000 B=16: boom",
+		"measured again ([run] remeasure_overrun): 2 cells, 3 attempts discarded; 2 cells over the share in their first attempt"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("verdict lacks %q:\n%s", want, b.String())
 		}

@@ -36,7 +36,7 @@ func cellWarnings(cfg *config.Config, cell matrix.Cell, rec *results.Cell, metri
 			rt.Warmup, rt.Measured, retryReasons(rt.Reasons)))
 	}
 	if n := len(rec.Remeasured); n > 0 {
-		ws = append(ws, warning.Newf(warning.EngineRemeasured, "measured again: %s, beyond the %.0f %% a cell allows (the host's scheduling delays, not the cost model); these figures are of attempt %d of %d, and the cell's wall and GPU time include the earlier ones ([run] remeasure_overrun)",
+		ws = append(ws, warning.Newf(warning.EngineRemeasured, "measured again: %s, beyond the %.0f %% a cell allows (the host's scheduling delays, not the cost model); these figures are of attempt %d of %d; the cell's wall time includes the earlier ones ([run] remeasure_overrun)",
 			remeasuredOff(rec.Remeasured), 100*metrics.OverrunShareLimit, n+1, n+1))
 	}
 	if p := rec.CacheBefore; rec.WasCached() {
