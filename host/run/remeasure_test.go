@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -19,15 +20,20 @@ import (
 
 // overrunWatcher answers each measured attempt's scrape with the next of its overruns (nil:
 // no overrun record, as a server other than the built-in engine), and counts the scrapes.
+// failFrom > 0 fails every scrape from that 1-based attempt on.
 type overrunWatcher struct {
 	overruns []*metrics.Overrun
 	ended    int
+	failFrom int
 }
 
 func (w *overrunWatcher) Begin(context.Context) error { return nil }
 func (w *overrunWatcher) EndRouted(context.Context, int, []int) (scrape.CellMetrics, error) {
 	o := w.overruns[min(w.ended, len(w.overruns)-1)]
 	w.ended++
+	if w.failFrom > 0 && w.ended >= w.failFrom {
+		return scrape.CellMetrics{}, errors.New("GET /metrics: status 503")
+	}
 	return scrape.CellMetrics{Steps: metrics.Steps{Overrun: o}}, nil
 }
 
@@ -152,5 +158,21 @@ func TestCellRemeasuredKeepsTheTimeAndTheFirstCache(t *testing.T) {
 	}
 	if rec.CacheBefore == nil || rec.CacheBefore.Cached != 0 || rec.WasCached() {
 		t.Fatalf("cache before %+v: not the first attempt's", rec.CacheBefore)
+	}
+}
+
+// A re-measured attempt whose scrape failed has no server figures: the record does not keep
+// the discarded attempt's (it says the scrape failed, and that it was measured again).
+func TestCellRemeasuredKeepsNoServerFiguresOfAnotherAttempt(t *testing.T) {
+	cfg := fakeCfg(t, "array")
+	w := &overrunWatcher{overruns: []*metrics.Overrun{over(0.05)}, failFrom: 2}
+	d := &canned{rec: attemptSteps(2*time.Millisecond, 3*time.Millisecond)}
+	cr := &cellRunner{cfg: cfg, client: d, watcher: w, stages: plan.Stages{Lengths: lengths.Stage{Lo: 1, Hi: 1000}, Prompts: fixedPrompts{}, MaxTokens: 16}}
+	rec, err := cr.measure(context.Background(), matrix.Cell{SeqLen: 50, Batch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.ended != 2 || len(rec.Remeasured) != 1 || rec.Server != nil || !slices.Contains(rec.Warnings, "metrics: GET /metrics: status 503") {
+		t.Fatalf("%d scrapes, remeasured %+v, server %+v, warnings %q", w.ended, rec.Remeasured, rec.Server, rec.Warnings)
 	}
 }
