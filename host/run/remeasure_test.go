@@ -120,7 +120,7 @@ func TestCellRemeasuredWhileTheEngineOverran(t *testing.T) {
 					t.Fatalf("warning %q lacks %q", text, want)
 				}
 				if tc.remeasure[0] > 0.02 && !strings.Contains(text, "in attempt 1 the built-in engine's steps ran 5.0 % over their planned wall time") ||
-					tc.remeasure[0] <= 0.02 && !strings.Contains(text, "in attempt 1 the built-in engine's decode steps ran 3.0 % short of theirs") {
+					tc.remeasure[0] <= 0.02 && !strings.Contains(text, "in attempt 1 the built-in engine's decode steps ran 3.0 % short of their plan") {
 					t.Fatalf("warning %q does not say how the first attempt ran", text)
 				}
 			}

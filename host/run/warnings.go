@@ -517,14 +517,14 @@ func bodyWriteWarning(l *recording.ClientLoad, f *measure.Figures, scale float64
 
 // remeasuredOff says how far each discarded attempt's engine steps ran off their plan: "in
 // attempt 1 the built-in engine's steps ran 10.1 % over their planned wall time; in attempt 2
-// its decode steps ran 3.0 % short of theirs".
+// its decode steps ran 3.0 % short of their plan".
 func remeasuredOff(rs []results.Remeasured) string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
 		if r.Overrun.Share > metrics.OverrunShareLimit {
 			parts[i] = fmt.Sprintf("in attempt %d the built-in engine's steps ran %.1f %% over their planned wall time", i+1, 100*r.Overrun.Share)
 		} else {
-			parts[i] = fmt.Sprintf("in attempt %d the built-in engine's decode steps ran %.1f %% short of theirs", i+1, -100*r.Overrun.Decode)
+			parts[i] = fmt.Sprintf("in attempt %d the built-in engine's decode steps ran %.1f %% short of their plan", i+1, -100*r.Overrun.Decode)
 		}
 	}
 	return strings.Join(parts, "; ")

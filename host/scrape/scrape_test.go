@@ -239,7 +239,7 @@ func TestDeltaEngineOverrun(t *testing.T) {
 		t.Fatalf("overrun %+v: want 100 steps, share 0.05, late 0.15, p50 ≤ 1 %%, p99 ≤ 10 %%", o)
 	}
 	note := (&CellMetrics{Steps: Steps{Overrun: o}}).Notes()
-	if len(note) != 1 || note[0].Name != warning.EngineOverrun || !strings.Contains(note[0].Text, "ran 5.0 % over their planned wall time in all (one step's delay p50 1.0 %, p99 10 %") {
+	if len(note) != 1 || note[0].Name != warning.EngineOverrun || !strings.Contains(note[0].Text, "ran 5.0 % over their planned wall time in all (one step's delay p50 1.0 %, p99 10.0 %") {
 		t.Fatalf("notes %q", note)
 	}
 	// delays repaid: 0.3 s late, but 2.02 s measured for 2 s planned (1 % net): no note

@@ -69,7 +69,7 @@ var samples = map[Name][]string{
 	ClientBottleneck:  {"the client was the bottleneck: genload's process used 98 % of its 2 cores (1960.0 ms of CPU in 1000.0 ms)"},
 	SlowBodyWrite:     {"writing the body of request 0 took 2.0 ms, 8.0 % of the cell's TTFT p50 25.0 ms (building every body took 0.1 ms): TTFT includes it, fwd, ITL and the chunk timings do not (the write ended before the first token); a slow client or a server that reads its requests slowly"},
 	EngineOverrun:     {"the built-in engine's steps ran 5.0 % over their planned wall time in all (one step's delay p50 1.0 %, p99 10 % of it; over 100 steps), above the 2 % this cell allows"},
-	EngineRemeasured:  {"measured again: in attempt 1 the built-in engine's steps ran 10.1 % over their planned wall time; in attempt 2 the built-in engine's decode steps ran 3.0 % short of theirs, beyond the 2 % a cell allows"},
+	EngineRemeasured:  {"measured again: in attempt 1 the built-in engine's steps ran 10.1 % over their planned wall time; in attempt 2 the built-in engine's decode steps ran 3.0 % short of their plan, beyond the 2 % a cell allows"},
 	RoutedSplit:       {"routed over 2 workers: B = 8 is the total; each worker ran about 4 sequences"},
 }
 

@@ -125,7 +125,11 @@ func (o *Overrun) Note() string {
 		return fmt.Sprintf("the built-in engine's steps ran short of their planned wall time: its decode steps %.1f %% in all (over %.0f steps, their net %+.1f %%), repaying lateness of earlier steps on a busy host (each repaying step runs at least half its plan), beyond the %.0f %% this cell allows: fwd reads below the cost model (a larger [engine] time_scale, or a quieter host)",
 			-100*o.Decode, o.Steps, 100*o.Share, 100*OverrunShareLimit)
 	}
-	return fmt.Sprintf("the built-in engine's steps ran %.1f %% over their planned wall time in all (one step's delay p50 %.1f %%, p99 %.0f %% of it; over %.0f steps), above the %.0f %% this cell allows: the host was busy, so fwd follows its load as much as the cost model (a larger [engine] time_scale, or a quieter host)",
+	if !o.Intermittent() {
+		return fmt.Sprintf("the built-in engine's steps ran %.1f %% over their planned wall time in all, the median step among them (one step's delay p50 %.1f %%, p99 %.1f %% of it; over %.0f steps), above the %.0f %% this cell allows: steps too short for the host's timers, or a host busy throughout, so fwd follows the host as much as the cost model, and another attempt would read the same (not measured again; a larger [engine] time_scale, or a quieter host)",
+			100*o.Share, 100*o.P50, 100*o.P99, o.Steps, 100*OverrunShareLimit)
+	}
+	return fmt.Sprintf("the built-in engine's steps ran %.1f %% over their planned wall time in all (one step's delay p50 %.1f %%, p99 %.1f %% of it; over %.0f steps), above the %.0f %% this cell allows: the host was busy, so fwd follows its load as much as the cost model (a larger [engine] time_scale, or a quieter host)",
 		100*o.Share, 100*o.P50, 100*o.P99, o.Steps, 100*OverrunShareLimit)
 }
 
