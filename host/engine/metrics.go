@@ -25,6 +25,13 @@ func newHistogram(bounds []float64) *histogram {
 	return &histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
 }
 
+// clone returns a copy of h that shares nothing it changes (bounds are never written).
+func (h *histogram) clone() *histogram {
+	c := *h
+	c.counts = slices.Clone(h.counts)
+	return &c
+}
+
 func (h *histogram) observe(v float64) {
 	i := 0
 	for i < len(h.bounds) && v > h.bounds[i] {
@@ -176,9 +183,7 @@ func (m *metrics) snapshot() *metrics {
 	m.mu.Lock()
 	s := &metrics{metricState: m.metricState}
 	for _, h := range []**histogram{&s.iterTok, &s.ttft, &s.e2e, &s.queue, &s.itl, &s.tpot, &s.stepWall, &s.stepSim, &s.decWall, &s.preWall, &s.overrun, &s.batchSize} {
-		c := **h
-		c.counts = slices.Clone(c.counts)
-		*h = &c
+		*h = (*h).clone()
 	}
 	s.success = maps.Clone(m.success)
 	m.mu.Unlock()
